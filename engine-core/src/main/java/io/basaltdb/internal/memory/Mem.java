@@ -1,0 +1,151 @@
+package io.basaltdb.internal.memory;
+
+import net.openhft.chronicle.core.UnsafeMemory;
+
+/**
+ * The single accessor for native memory: every off-heap read, write, CAS, fence, allocation and copy in
+ * Basalt goes through here, over Chronicle-Core's {@link UnsafeMemory}. Method names follow the scheme
+ * in {@code package-info.java}.
+ *
+ * <p>Thread-safety: stateless; each method is as atomic as its name says. In debug mode every access
+ * is checked by {@link MemoryDebug} and an invalid one throws {@link IllegalStateException} instead of
+ * touching memory.
+ */
+public final class Mem {
+  /** Debug mode switch, read once at class load. Static final so the JIT removes the checks when off. */
+  public static final boolean DEBUG = Boolean.getBoolean("basalt.memory.debug");
+
+  private static final UnsafeMemory U = UnsafeMemory.MEMORY;
+  private static final long BYTES_BASE = UnsafeMemory.UNSAFE.arrayBaseOffset(byte[].class);
+  private static final boolean LITTLE_ENDIAN = UnsafeMemory.IS_LITTLE_ENDIAN;
+
+  private Mem() {}
+
+  // ---- raw allocation: only allocators call these -------------------------------------------------
+
+  /** Allocates {@code size} bytes from the operating system; throws OutOfMemoryError if it cannot. */
+  static long osAllocate(long size) {
+    return U.allocate(size);
+  }
+
+  static void osFree(long address, long size) {
+    U.freeMemory(address, size);
+  }
+
+  // ---- plain ---------------------------------------------------------------------------------------
+
+  public static long lpLong(long a) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    return U.readLong(a);
+  }
+
+  public static void spLong(long a, long v) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    U.writeLong(a, v);
+  }
+
+  public static int lpInt(long a) {
+    if (DEBUG) MemoryDebug.check(a, 4);
+    return U.readInt(a);
+  }
+
+  public static void spInt(long a, int v) {
+    if (DEBUG) MemoryDebug.check(a, 4);
+    U.writeInt(a, v);
+  }
+
+  public static byte lpByte(long a) {
+    if (DEBUG) MemoryDebug.check(a, 1);
+    return U.readByte(a);
+  }
+
+  /** Eight bytes at {@code a} as a big-endian long, so unsigned comparison matches byte order. */
+  public static long lpLongBE(long a) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    long v = U.readLong(a);
+    return LITTLE_ENDIAN ? Long.reverseBytes(v) : v;
+  }
+
+  // ---- volatile, ordered, CAS ----------------------------------------------------------------------
+
+  public static long lvLong(long a) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    return U.readVolatileLong(a);
+  }
+
+  public static void svLong(long a, long v) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    U.writeVolatileLong(a, v);
+  }
+
+  public static void soLong(long a, long v) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    U.writeOrderedLong(a, v);
+  }
+
+  public static boolean casLong(long a, long expect, long update) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    return U.compareAndSwapLong(a, expect, update);
+  }
+
+  /** Full fence: no load or store moves across it. */
+  public static void fullFence() {
+    UnsafeMemory.UNSAFE.fullFence();
+  }
+
+  // ---- bulk ----------------------------------------------------------------------------------------
+
+  /** Copies {@code len} bytes of {@code src[off..]} to native {@code a}. */
+  public static void copyFromArray(byte[] src, int off, long a, int len) {
+    if (DEBUG) MemoryDebug.check(a, len);
+    U.copyMemory(src, off, a, len);
+  }
+
+  /** Copies {@code len} native bytes at {@code a} into {@code dst[off..]}. */
+  public static void copyToArray(long a, byte[] dst, int off, int len) {
+    if (DEBUG) MemoryDebug.check(a, len);
+    U.copyMemory(a, dst, BYTES_BASE + off, len);
+  }
+
+  public static void copy(long from, long to, long len) {
+    if (DEBUG) {
+      MemoryDebug.check(from, len);
+      MemoryDebug.check(to, len);
+    }
+    U.copyMemory(from, to, len);
+  }
+
+  public static void fill(long a, long len, byte value) {
+    if (DEBUG) MemoryDebug.check(a, len);
+    U.setMemory(a, len, value);
+  }
+
+  /** Offset of element 0 in a {@code byte[]}, for the (base, offset) addressing below. */
+  public static final long ARRAY_BASE = BYTES_BASE;
+
+  /**
+   * Eight bytes at {@code (base, offset)} as a big-endian long: base null means offset is a native
+   * address, otherwise base is a {@code byte[]} and offset counts from {@link #ARRAY_BASE}.
+   */
+  public static long lpLongBE(Object base, long offset) {
+    if (DEBUG && base == null) MemoryDebug.check(offset, 8);
+    long v = UnsafeMemory.UNSAFE.getLong(base, offset);
+    return LITTLE_ENDIAN ? Long.reverseBytes(v) : v;
+  }
+
+  /** One byte at {@code (base, offset)}, addressed as in {@link #lpLongBE(Object, long)}. */
+  public static int lpUnsignedByte(Object base, long offset) {
+    if (DEBUG && base == null) MemoryDebug.check(offset, 1);
+    return UnsafeMemory.UNSAFE.getByte(base, offset) & 0xFF;
+  }
+
+  public static int lvInt(long a) {
+    if (DEBUG) MemoryDebug.check(a, 4);
+    return U.readVolatileInt(a);
+  }
+
+  public static boolean casInt(long a, int expect, int update) {
+    if (DEBUG) MemoryDebug.check(a, 4);
+    return U.compareAndSwapInt(a, expect, update);
+  }
+}

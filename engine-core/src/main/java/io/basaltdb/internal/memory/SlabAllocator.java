@@ -1,0 +1,389 @@
+package io.basaltdb.internal.memory;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.MemoryLimitException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Arena/slab allocator for off-heap blocks, with every byte accounted against a quota.
+ *
+ * <p>Design: memory comes from the operating system in big chunks (default 4 MiB). A block request is
+ * rounded up to a size class ({@link SizeClasses}); a thread serves it from its own cache of freed
+ * blocks of that class, else from the class's global free stack (a batch at a time), else by bumping a
+ * pointer through the thread's current chunk. A freed block goes to the freeing thread's cache; when a
+ * cache fills, half of it moves to the global stack. Requests above {@link SizeClasses#MAX_SMALL} go
+ * straight to the operating system. The tail of a chunk too small for a request is left unused and
+ * counted as waste.
+ *
+ * <p>Accounting: {@code reserved} is what was taken from the operating system (chunks and large blocks)
+ * and is what the quota bounds: a request that needs a new chunk past the quota throws {@link
+ * MemoryLimitException} and nothing is allocated. {@code used} is the sum of the class sizes of the
+ * blocks handed out and not yet freed. {@link #isOverSoftLimit()} tells owners (the write cache) to shed
+ * load before the hard limit is hit. At any quiescent moment, reserved = used + cached free blocks +
+ * unbumped chunk space + waste; {@link #stats()} reports each part.
+ *
+ * <p>Concurrency: allocate and free may be called from any thread. Thread caches are owned by their
+ * thread (plain access); global free stacks are guarded by their own monitors; counters are LongAdders
+ * or atomics. Blocks stuck in the cache of a thread that died are reclaimed by {@link #trimDeadThreads}.
+ * {@link #close()} must not race with allocate or free: the owner stops all users first.
+ *
+ * <p>Invariants:
+ * <ol>
+ *   <li>A block is in at most one place: handed out, in one thread cache, or in one global stack.</li>
+ *   <li>reserved never exceeds the quota.</li>
+ *   <li>Every chunk and large block is returned to the operating system by close().</li>
+ * </ol>
+ */
+public final class SlabAllocator implements AutoCloseable {
+  public static final long DEFAULT_CHUNK_SIZE = 4L << 20;
+  private static final int CACHE_CAPACITY = 64;
+  private static final int TRANSFER = CACHE_CAPACITY / 2;
+  private static final AtomicInteger OPEN = new AtomicInteger();
+
+  private final String name;
+  private final long quota;
+  private final long softLimit;
+  private final long chunkSize;
+
+  /** Bytes taken from the OS; only grows through {@link #reserve}, CAS-updated. */
+  private final AtomicLong reserved = new AtomicLong();
+  /** Bytes of blocks handed out; striped so concurrent allocators do not share a line. */
+  private final LongAdder used = new LongAdder();
+  /** Chunk tails left unused because a request did not fit. */
+  private final LongAdder waste = new LongAdder();
+
+  /** Global free stacks per class; each guarded by its own monitor (the GlobalStack object). */
+  private final GlobalStack[] global = new GlobalStack[SizeClasses.COUNT];
+  /** Chunk base addresses; guarded by its own monitor. */
+  private final List<Long> chunks = new ArrayList<>();
+  /** Large blocks by address -> size. */
+  private final Map<Long, Long> large = new ConcurrentHashMap<>();
+  /** Every thread cache ever created, so close/stats/trim can see them. */
+  private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
+  private final ThreadLocal<ThreadCache> cache = ThreadLocal.withInitial(this::newCache);
+  /** Set once by close(); read by allocate to refuse use after close (volatile: close publishes it). */
+  private volatile boolean closed;
+
+  /**
+   * @param name shown in messages and leak reports
+   * @param quota hard limit on bytes reserved from the OS
+   * @param softLimit used-bytes level past which {@link #isOverSoftLimit()} says true
+   * @param chunkSize bytes per slab chunk; at least {@link SizeClasses#MAX_SMALL}
+   */
+  public SlabAllocator(String name, long quota, long softLimit, long chunkSize) {
+    if (quota <= 0 || softLimit <= 0 || softLimit > quota) {
+      throw new InvalidArgumentException("memory quota must be positive and the soft limit within it: quota="
+          + quota + " softLimit=" + softLimit);
+    }
+    if (chunkSize < SizeClasses.MAX_SMALL || chunkSize % 8 != 0) {
+      throw new InvalidArgumentException("chunk size must be a multiple of 8 and at least "
+          + SizeClasses.MAX_SMALL + ", was " + chunkSize);
+    }
+    this.name = name;
+    this.quota = quota;
+    this.softLimit = softLimit;
+    this.chunkSize = chunkSize;
+    for (int c = 0; c < global.length; c++) {
+      global[c] = new GlobalStack();
+    }
+    OPEN.incrementAndGet();
+  }
+
+  /** An allocator with the default chunk size and the soft limit at 90% of the quota. */
+  public static SlabAllocator withQuota(String name, long quota) {
+    long chunk = Math.max(SizeClasses.MAX_SMALL, Math.min(DEFAULT_CHUNK_SIZE, Long.highestOneBit(quota / 16)));
+    return new SlabAllocator(name, quota, quota / 10 * 9, chunk);
+  }
+
+  /** Allocators created and not yet closed in this JVM; tests check it returns to zero. */
+  public static int openAllocators() {
+    return OPEN.get();
+  }
+
+  /**
+   * Allocates a block of at least {@code size} bytes, 8-byte aligned, contents undefined.
+   *
+   * @throws MemoryLimitException if the quota does not allow it; nothing is allocated
+   */
+  public long allocate(long size) {
+    if (closed) throw new ClosedException("allocator " + name + " is closed");
+    if (size <= 0) throw new InvalidArgumentException("allocation size must be positive, was " + size);
+    if (size > SizeClasses.MAX_SMALL) return allocateLarge(size);
+    int c = SizeClasses.classOf(size);
+    long blockSize = SizeClasses.sizeOf(c);
+    ThreadCache tc = cache.get();
+    long a;
+    if (tc.counts[c] > 0 || refill(tc, c)) {
+      a = tc.stacks[c][--tc.counts[c]];
+    } else {
+      if (tc.bumpEnd - tc.bumpCursor < blockSize) {
+        newChunk(tc);
+      }
+      a = tc.bumpCursor;
+      tc.bumpCursor += blockSize;
+    }
+    used.add(blockSize);
+    if (Mem.DEBUG) MemoryDebug.recordAllocation(a, size, this);
+    return a;
+  }
+
+  /** Returns a block; {@code size} must be the size it was allocated with. */
+  public void free(long address, long size) {
+    if (Mem.DEBUG) {
+      MemoryDebug.check(address, size);
+      Mem.fill(address, size, (byte) 0xDD); // poison: a stale reader sees garbage lengths, not old data
+      MemoryDebug.recordFree(address, size, this);
+    }
+    if (size > SizeClasses.MAX_SMALL) {
+      freeLarge(address, size);
+      return;
+    }
+    int c = SizeClasses.classOf(size);
+    ThreadCache tc = cache.get();
+    if (tc.counts[c] == CACHE_CAPACITY) {
+      spill(tc, c);
+    }
+    long[] stack = tc.stacks[c];
+    if (stack == null) {
+      stack = tc.stacks[c] = new long[CACHE_CAPACITY];
+    }
+    stack[tc.counts[c]++] = address;
+    used.add(-SizeClasses.sizeOf(c));
+  }
+
+  /** The bytes a block of {@code size} really occupies (its class size). */
+  public static long blockSize(long size) {
+    return size > SizeClasses.MAX_SMALL ? size : SizeClasses.sizeOf(SizeClasses.classOf(size));
+  }
+
+  public long usedBytes() {
+    return used.sum();
+  }
+
+  public long reservedBytes() {
+    return reserved.get();
+  }
+
+  public long quota() {
+    return quota;
+  }
+
+  /** True when used bytes have passed the soft limit: owners should flush or shed load. */
+  public boolean isOverSoftLimit() {
+    return used.sum() > softLimit;
+  }
+
+  /** A consistent-enough breakdown of reserved memory; exact when no thread is allocating. */
+  public Stats stats() {
+    long cachedFree = 0;
+    long bumpFree = 0;
+    for (ThreadCache tc : caches) {
+      synchronized (tc) {
+        for (int c = 0; c < SizeClasses.COUNT; c++) {
+          cachedFree += (long) tc.counts[c] * SizeClasses.sizeOf(c);
+        }
+        bumpFree += tc.bumpEnd - tc.bumpCursor;
+      }
+    }
+    for (int c = 0; c < SizeClasses.COUNT; c++) {
+      synchronized (global[c]) {
+        cachedFree += (long) global[c].count * SizeClasses.sizeOf(c);
+      }
+    }
+    return new Stats(quota, reserved.get(), used.sum(), cachedFree, bumpFree, waste.sum());
+  }
+
+  /** Reserved memory by part; {@code reserved == used + freeBlocks + unbumped + waste} when quiescent. */
+  public record Stats(long quota, long reserved, long used, long freeBlocks, long unbumped, long waste) {}
+
+  /**
+   * Moves the cached blocks of threads that have died to the global stacks so other threads reuse them.
+   */
+  public void trimDeadThreads() {
+    for (ThreadCache tc : caches) {
+      Thread owner = tc.owner.get();
+      if (owner == null || !owner.isAlive()) {
+        synchronized (tc) {
+          for (int c = 0; c < SizeClasses.COUNT; c++) {
+            while (tc.counts[c] > 0) {
+              spill(tc, c);
+            }
+          }
+          if (tc.bumpEnd > tc.bumpCursor) {
+            waste.add(tc.bumpEnd - tc.bumpCursor);
+            tc.bumpCursor = tc.bumpEnd;
+          }
+        }
+        caches.remove(tc);
+      }
+    }
+  }
+
+  /**
+   * Returns every chunk and large block to the operating system.
+   *
+   * @throws MemoryLeakException if blocks are still allocated (after freeing everything anyway); in
+   *     debug mode the message lists them with their allocation stacks
+   */
+  @Override
+  public void close() {
+    if (closed) return;
+    closed = true;
+    long leaked = used.sum();
+    Map<Long, MemoryDebug.Block> leakedBlocks = Mem.DEBUG ? MemoryDebug.liveBlocksOf(this) : Map.of();
+    synchronized (chunks) {
+      for (long chunk : chunks) {
+        Mem.osFree(chunk, chunkSize);
+      }
+      chunks.clear();
+    }
+    large.forEach(Mem::osFree);
+    large.clear();
+    if (Mem.DEBUG) MemoryDebug.forgetAllOf(this);
+    reserved.set(0);
+    OPEN.decrementAndGet();
+    if (leaked != 0 || !leakedBlocks.isEmpty()) {
+      StringBuilder sb = new StringBuilder("allocator ").append(name).append(" closed with ")
+          .append(leaked).append(" bytes still allocated");
+      Throwable first = null;
+      int shown = 0;
+      for (Map.Entry<Long, MemoryDebug.Block> e : leakedBlocks.entrySet()) {
+        if (shown++ == 10) {
+          sb.append("\n  ... and ").append(leakedBlocks.size() - 10).append(" more");
+          break;
+        }
+        sb.append("\n  block 0x").append(Long.toHexString(e.getKey())).append(" size ").append(e.getValue().size());
+        if (first == null) first = e.getValue().allocatedAt();
+      }
+      throw new MemoryLeakException(sb.toString(), first);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "SlabAllocator[" + name + ", " + stats() + "]";
+  }
+
+  // ---- internals -------------------------------------------------------------------------------------
+
+  private ThreadCache newCache() {
+    ThreadCache tc = new ThreadCache(Thread.currentThread());
+    caches.add(tc);
+    return tc;
+  }
+
+  private boolean refill(ThreadCache tc, int c) {
+    GlobalStack g = global[c];
+    synchronized (g) {
+      if (g.count == 0) return false;
+      int n = Math.min(TRANSFER, g.count);
+      long[] stack = tc.stacks[c];
+      if (stack == null) {
+        stack = tc.stacks[c] = new long[CACHE_CAPACITY];
+      }
+      System.arraycopy(g.blocks, g.count - n, stack, 0, n);
+      g.count -= n;
+      tc.counts[c] = n;
+      return true;
+    }
+  }
+
+  private void spill(ThreadCache tc, int c) {
+    int n = Math.min(TRANSFER, tc.counts[c]);
+    GlobalStack g = global[c];
+    synchronized (g) {
+      if (g.blocks.length - g.count < n) {
+        g.blocks = java.util.Arrays.copyOf(g.blocks, Math.max(g.blocks.length * 2, g.count + n));
+      }
+      System.arraycopy(tc.stacks[c], tc.counts[c] - n, g.blocks, g.count, n);
+      g.count += n;
+    }
+    tc.counts[c] -= n;
+  }
+
+  private void newChunk(ThreadCache tc) {
+    reserve(chunkSize);
+    long chunk;
+    try {
+      chunk = Mem.osAllocate(chunkSize);
+    } catch (OutOfMemoryError e) {
+      reserved.addAndGet(-chunkSize);
+      throw new MemoryLimitException("allocator " + name + ": the operating system refused a "
+          + chunkSize + "-byte chunk: " + e.getMessage());
+    }
+    synchronized (chunks) {
+      chunks.add(chunk);
+    }
+    waste.add(tc.bumpEnd - tc.bumpCursor);
+    tc.bumpCursor = chunk;
+    tc.bumpEnd = chunk + chunkSize;
+  }
+
+  private void reserve(long bytes) {
+    long r;
+    do {
+      r = reserved.get();
+      if (r + bytes > quota) {
+        throw new MemoryLimitException("allocator " + name + " would exceed its memory quota of " + quota
+            + " bytes (reserved " + r + ", used " + used.sum() + ", requested " + bytes
+            + "); close snapshots, let garbage collection catch up, or raise the quota");
+      }
+    } while (!reserved.compareAndSet(r, r + bytes));
+  }
+
+  private long allocateLarge(long size) {
+    long rounded = (size + 7) & ~7L;
+    reserve(rounded);
+    long a;
+    try {
+      a = Mem.osAllocate(rounded);
+    } catch (OutOfMemoryError e) {
+      reserved.addAndGet(-rounded);
+      throw new MemoryLimitException("allocator " + name + ": the operating system refused " + rounded
+          + " bytes: " + e.getMessage());
+    }
+    large.put(a, rounded);
+    used.add(rounded);
+    if (Mem.DEBUG) MemoryDebug.recordAllocation(a, size, this);
+    return a;
+  }
+
+  private void freeLarge(long address, long size) {
+    long rounded = (size + 7) & ~7L;
+    Long known = large.remove(address);
+    if (known == null || known != rounded) {
+      throw new IllegalStateException("allocator " + name + ": free of unknown large block 0x"
+          + Long.toHexString(address) + " size " + size);
+    }
+    Mem.osFree(address, rounded);
+    used.add(-rounded);
+    reserved.addAndGet(-rounded);
+  }
+
+  /** Per-thread free-block cache and bump region; touched only by its thread (or under its monitor). */
+  private static final class ThreadCache {
+    final java.lang.ref.WeakReference<Thread> owner;
+    final long[][] stacks = new long[SizeClasses.COUNT][];
+    final int[] counts = new int[SizeClasses.COUNT];
+    long bumpCursor;
+    long bumpEnd;
+
+    ThreadCache(Thread owner) {
+      this.owner = new java.lang.ref.WeakReference<>(owner);
+    }
+  }
+
+  /** A class's global free stack; guarded by its own monitor. */
+  private static final class GlobalStack {
+    long[] blocks = new long[CACHE_CAPACITY];
+    int count;
+  }
+}

@@ -1,0 +1,47 @@
+package io.basaltdb.internal.skiplist;
+
+import io.basaltdb.internal.memory.Mem;
+
+/**
+ * Unsigned lexicographic comparison of a search key with a node's key. A search key is addressed as
+ * {@code (base, offset, length)}: base null for native memory, otherwise a {@code byte[]} with offset
+ * counted from {@link Mem#ARRAY_BASE}, so one loop serves heap and off-heap keys. Eight bytes are
+ * compared at a time as big-endian longs.
+ *
+ * <p>Thread-safety: stateless; the caller holds an access token so the node cannot be freed.
+ */
+final class Keys {
+  private Keys() {}
+
+  /** Negative, zero or positive as the search key sorts before, equal to or after the node's key. */
+  static int compare(Object base, long offset, int len, long node) {
+    long nodeKey = Node.keyAddr(node);
+    int nodeLen = Node.keyLen(node);
+    int min = Math.min(len, nodeLen);
+    int i = 0;
+    for (; i + 8 <= min; i += 8) {
+      long a = Mem.lpLongBE(base, offset + i);
+      long b = Mem.lpLongBE(null, nodeKey + i);
+      if (a != b) {
+        return Long.compareUnsigned(a, b);
+      }
+    }
+    for (; i < min; i++) {
+      int a = Mem.lpUnsignedByte(base, offset + i);
+      int b = Mem.lpUnsignedByte(null, nodeKey + i);
+      if (a != b) {
+        return a - b;
+      }
+    }
+    return len - nodeLen;
+  }
+
+  /** Compares the keys of two nodes. */
+  static int compareNodes(long a, long b) {
+    return compare(null, Node.keyAddr(a), Node.keyLen(a), b);
+  }
+
+  static boolean sameKey(long a, long b) {
+    return Node.keyLen(a) == Node.keyLen(b) && compareNodes(a, b) == 0;
+  }
+}

@@ -1,0 +1,144 @@
+package io.basaltdb.internal.skiplist;
+
+import io.basaltdb.internal.memory.Mem;
+
+/**
+ * Byte layout of an off-heap skiplist node, and the accessors for its fields. The layout is documented
+ * in docs/format.md ("Skiplist node"); the constants here mirror it.
+ *
+ * <pre>
+ *  offset  size  field
+ *  0       8     bornSn   term the node was inserted in; written before publication, then immutable
+ *  8       8     deadSn   0 while live; set once, by CAS, to the term it was superseded or deleted in
+ *  16      4     meta     bits 0-19 key length, 20-25 tower height, 26-27 build state
+ *  20      4     value length
+ *  24      8*h   next[0..h-1]  tower; bit 0 of each is the "deleted" mark of this node at that level
+ *  24+8h   k     key bytes
+ *  ..      v     value bytes
+ * </pre>
+ *
+ * <p>Thread-safety: bornSn, lengths, height, key and value are written before the node is published
+ * by the CAS that links it and never change afterwards, so plain loads are enough once a reader has
+ * reached the node through a volatile load of a next pointer. deadSn, next pointers and the build
+ * state are read with volatile loads and changed only by CAS.
+ */
+final class Node {
+  static final int BORN_OFFSET = 0;
+  static final int DEAD_OFFSET = 8;
+  static final int META_OFFSET = 16;
+  static final int VALUE_LEN_OFFSET = 20;
+  static final int TOWER_OFFSET = 24;
+  static final int HEADER_SIZE = TOWER_OFFSET;
+
+  static final int KEY_LEN_BITS = 20;
+  static final int KEY_LEN_MASK = (1 << KEY_LEN_BITS) - 1;
+  static final int HEIGHT_SHIFT = KEY_LEN_BITS;
+  static final int HEIGHT_MASK = 0x3F;
+  static final int STATE_SHIFT = 26;
+  static final int STATE_MASK = 0x3 << STATE_SHIFT;
+  /** Tower levels above 0 may still be linked by the inserter. */
+  static final int STATE_BUILDING = 0;
+  /** The inserter has finished with the tower; a remover may unlink and retire the node. */
+  static final int STATE_BUILT = 1 << STATE_SHIFT;
+  /** Marked for removal while still building: the inserter unlinks and retires it when done. */
+  static final int STATE_MARKED_EARLY = 2 << STATE_SHIFT;
+
+  static final long MARK = 1L;
+
+  private Node() {}
+
+  static long size(int height, int keyLen, int valueLen) {
+    return HEADER_SIZE + 8L * height + keyLen + valueLen;
+  }
+
+  static long size(long node) {
+    return size(height(node), keyLen(node), valueLen(node));
+  }
+
+  /** Writes the immutable header fields of a fresh node; next pointers are set by the caller. */
+  static void init(long node, int height, int keyLen, int valueLen) {
+    int state = height == 1 ? STATE_BUILT : STATE_BUILDING;
+    Mem.spLong(node + BORN_OFFSET, 0);
+    Mem.spLong(node + DEAD_OFFSET, 0);
+    Mem.spInt(node + META_OFFSET, keyLen | (height << HEIGHT_SHIFT) | state);
+    Mem.spInt(node + VALUE_LEN_OFFSET, valueLen);
+  }
+
+  static long born(long node) {
+    return Mem.lpLong(node + BORN_OFFSET);
+  }
+
+  static void setBorn(long node, long sn) {
+    Mem.spLong(node + BORN_OFFSET, sn); // published by the linking CAS
+  }
+
+  static long dead(long node) {
+    return Mem.lvLong(node + DEAD_OFFSET); // set concurrently by the superseding writer
+  }
+
+  static boolean casDead(long node, long sn) {
+    return Mem.casLong(node + DEAD_OFFSET, 0, sn);
+  }
+
+  static int keyLen(long node) {
+    return Mem.lpInt(node + META_OFFSET) & KEY_LEN_MASK;
+  }
+
+  static int height(long node) {
+    return (Mem.lpInt(node + META_OFFSET) >>> HEIGHT_SHIFT) & HEIGHT_MASK;
+  }
+
+  static int valueLen(long node) {
+    return Mem.lpInt(node + VALUE_LEN_OFFSET);
+  }
+
+  /**
+   * Moves the build state from {@code from} to {@code to}; the CAS decides which of the inserter and
+   * the remover unlinks a node whose removal raced with the building of its tower.
+   */
+  static boolean casState(long node, int from, int to) {
+    long a = node + META_OFFSET;
+    int meta = Mem.lvInt(a);
+    if ((meta & STATE_MASK) != from) return false;
+    return Mem.casInt(a, meta, (meta & ~STATE_MASK) | to);
+  }
+
+  static long keyAddr(long node) {
+    return node + TOWER_OFFSET + 8L * height(node);
+  }
+
+  static long valueAddr(long node) {
+    return keyAddr(node) + keyLen(node);
+  }
+
+  static long nextAddr(long node, int level) {
+    return node + TOWER_OFFSET + 8L * level;
+  }
+
+  /** The raw next pointer at {@code level}, mark bit included (volatile: pairs with the linking CAS). */
+  static long next(long node, int level) {
+    return Mem.lvLong(nextAddr(node, level));
+  }
+
+  static void setNextPlain(long node, int level, long value) {
+    Mem.spLong(nextAddr(node, level), value); // only before publication
+  }
+
+  static boolean casNext(long node, int level, long expect, long update) {
+    return Mem.casLong(nextAddr(node, level), expect, update);
+  }
+
+  static boolean isMarked(long raw) {
+    return (raw & MARK) != 0;
+  }
+
+  static long ptr(long raw) {
+    return raw & ~MARK;
+  }
+
+  /** True when the node is visible at {@code sn}: born at or before it and not dead at it. */
+  static boolean visibleAt(long node, long sn) {
+    long dead = dead(node);
+    return born(node) <= sn && (dead == 0 || dead > sn);
+  }
+}

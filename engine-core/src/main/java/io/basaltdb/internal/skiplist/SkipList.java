@@ -1,0 +1,684 @@
+package io.basaltdb.internal.skiplist;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.internal.memory.Mem;
+import io.basaltdb.internal.memory.SlabAllocator;
+import java.util.ArrayDeque;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Nitro's lock-free MVCC skiplist (seed 001, sections 2-4 and 6) with its nodes off the Java heap.
+ *
+ * <h2>Structure</h2>
+ * Nodes ({@link Node}) hold key, value, {@code (bornSn, deadSn)} and a tower of next pointers whose bit
+ * 0 marks the node deleted at that level, so one CAS swaps pointer and mark. Level 0 holds every node;
+ * level l about 1/4^l of them (fan-out 4). Keys sort as unsigned bytes; the versions of one key sit
+ * together, newest first (the paper orders them by bornSn; newest-first in link order is the same
+ * order, and lets a lookup stop at the first version it may see).
+ *
+ * <h2>MVCC</h2>
+ * The current term starts at 1. A put links a new version, born in the writer's term, in front of the
+ * key's versions and then sets the superseded version's deadSn to that term; a delete sets the current
+ * version's deadSn. A reader at snapshot sn takes the first version born at or before sn and sees it if
+ * {@code deadSn == 0 || deadSn > sn}. {@link #snapshot()} increments the term (O(1)), waits for writers
+ * still inside the old term to leave it (each writer publishes its term in {@link Writer#activeTerm}),
+ * and stitches the writers' dead lists onto the new snapshot (section 4). A version born and killed in
+ * the same, current term is visible to no snapshot and is unlinked at once.
+ *
+ * <h2>Concurrency</h2>
+ * Insert: level 0 by CAS (the linearization point), then the tower bottom-up. Delete of a node: mark
+ * its tower top-down, then unlink it at every level; any traversal that meets a marked node snips it
+ * (cooperative unlinking). A tall node removed while its inserter is still building its tower is handed
+ * back to the inserter through the node's build state, so a node is retired only when no level can be
+ * relinked. Reads of the current state validate that the version they read was still the first one
+ * after its predecessor, so a read never returns a value older than one another read already returned.
+ * Every operation is an accessor of {@link AccessBarrier}; unlinked nodes are freed only when every
+ * accessor that could hold them has left.
+ *
+ * <h2>Invariants</h2>
+ * <ol>
+ *   <li>At every level the list is sorted by key; versions of a key are in the same relative order at
+ *       every level (newest first).</li>
+ *   <li>Along a key's versions bornSn never increases; a version's deadSn, once set, is at most the
+ *       bornSn of the version in front of it.</li>
+ *   <li>A node is unlinked only after its level-0 next pointer is marked, and is freed only after it
+ *       is unreachable at every level and every barrier session up to its retirement has terminated.</li>
+ *   <li>A node visible to a live snapshot is never marked.</li>
+ * </ol>
+ *
+ * <p>Thread-safety: every public method may be called from any thread, concurrently, except that
+ * {@link #close()} must not be called from inside an operation of this skiplist.
+ */
+public final class SkipList implements AutoCloseable {
+  public static final int MAX_HEIGHT = 32;
+  public static final int MAX_KEY_SIZE = 64 * 1024;
+
+  final SkipListConfig config;
+  final SlabAllocator allocator;
+  private final boolean ownsAllocator;
+  final long head;
+  final AccessBarrier barrier;
+  final GarbageCollector gc;
+
+  /** Current term; incremented only by snapshot creation under snapshotLock. Volatile: see Writer. */
+  private volatile long term = 1;
+  /** Highest tower in use; raised by CAS, never lowered. Read racily: a stale value only costs time. */
+  private final AtomicInteger topHeight = new AtomicInteger(1);
+  /** Every writer of this list, for snapshot stitching and statistics. */
+  final CopyOnWriteArrayList<Writer> writers = new CopyOnWriteArrayList<>();
+  private final ThreadLocal<Writer> writer = ThreadLocal.withInitial(this::newWriter);
+  /** Guards snapshot creation and the queue of live snapshots. */
+  final Object snapshotLock = new Object();
+  /** Snapshots not yet collected, oldest first. Guarded by snapshotLock. */
+  final ArrayDeque<Snapshot.Descriptor> snapshots = new ArrayDeque<>();
+  /** Set once by close(). Volatile: read by every accessor after entering the barrier. */
+  volatile boolean closed;
+
+  public SkipList(SkipListConfig config) {
+    config.validate();
+    this.config = config;
+    if (config.allocator() != null) {
+      this.allocator = config.allocator();
+      this.ownsAllocator = false;
+    } else {
+      this.allocator = SlabAllocator.withQuota("skiplist", config.memoryQuota());
+      this.ownsAllocator = true;
+    }
+    this.head = allocator.allocate(Node.size(MAX_HEIGHT, 0, 0));
+    Node.init(head, MAX_HEIGHT, 0, 0);
+    for (int l = 0; l < MAX_HEIGHT; l++) {
+      Node.setNextPlain(head, l, 0);
+    }
+    this.gc = new GarbageCollector(this);
+    this.barrier = new AccessBarrier(gc::sessionTerminated);
+    gc.start();
+  }
+
+  /** A skiplist with default configuration and its own allocator. */
+  public static SkipList create() {
+    return new SkipList(SkipListConfig.defaults());
+  }
+
+  // ---- public operations -------------------------------------------------------------------------------
+
+  /** Inserts or replaces {@code key}; the new version is born in the current term. */
+  public void put(byte[] key, byte[] value) {
+    checkKey(key);
+    checkValue(value);
+    put(key, 0, key.length, value, 0, value.length);
+  }
+
+  /** Inserts or replaces {@code key[koff, koff+klen)} with {@code value[voff, voff+vlen)}. */
+  public void put(byte[] key, int koff, int klen, byte[] value, int voff, int vlen) {
+    checkRange(key, koff, klen, MAX_KEY_SIZE, "key");
+    checkRange(value, voff, vlen, config.maxValueSize(), "value");
+    int height = randomHeight();
+    long size = Node.size(height, klen, vlen);
+    long node = allocator.allocate(size); // may throw MemoryLimitException: nothing is written then
+    Node.init(node, height, klen, vlen);
+    long keyAddr = node + Node.TOWER_OFFSET + 8L * height;
+    Mem.copyFromArray(key, koff, keyAddr, klen);
+    Mem.copyFromArray(value, voff, keyAddr + klen, vlen);
+    Writer w = writer.get();
+    AccessBarrier.Session s = barrier.enter();
+    try {
+      if (closed) {
+        allocator.free(node, size);
+        throw closedException();
+      }
+      long t = enterTerm(w);
+      try {
+        insert(w, node, height, key, Mem.ARRAY_BASE + koff, klen, t);
+        w.count(Writer.NODES, 1);
+        w.count(Writer.USER_BYTES, klen + vlen);
+        for (int l = 0; l < height; l++) {
+          w.count(Writer.LEVELS + l, 1);
+        }
+      } finally {
+        w.activeTerm = 0;
+      }
+    } finally {
+      barrier.exit(s);
+    }
+    gc.afterWrite(w);
+  }
+
+  /**
+   * Deletes {@code key}: its current version dies in the current term.
+   *
+   * @return true if the key had a live version
+   */
+  public boolean delete(byte[] key) {
+    checkKey(key);
+    Writer w = writer.get();
+    AccessBarrier.Session s = barrier.enter();
+    boolean deleted;
+    try {
+      checkOpen();
+      long t = enterTerm(w);
+      try {
+        deleted = remove(w, key, Mem.ARRAY_BASE, key.length, t);
+      } finally {
+        w.activeTerm = 0;
+      }
+    } finally {
+      barrier.exit(s);
+    }
+    gc.afterWrite(w);
+    return deleted;
+  }
+
+  /** The current value of {@code key}, or null. */
+  public byte[] get(byte[] key) {
+    checkKey(key);
+    AccessBarrier.Session s = barrier.enter();
+    try {
+      checkOpen();
+      long v = findCurrent(key, Mem.ARRAY_BASE, key.length);
+      return v == 0 ? null : valueOf(v);
+    } finally {
+      barrier.exit(s);
+    }
+  }
+
+  /**
+   * Copies the current value of {@code key} into {@code out} if it fits, without allocating.
+   *
+   * @return the value's length (compare with {@code out.length}: nothing is copied if it is larger), or
+   *     -1 if the key has no current value
+   */
+  public int get(byte[] key, byte[] out) {
+    checkKey(key);
+    if (out == null) throw new InvalidArgumentException("output buffer must not be null");
+    AccessBarrier.Session s = barrier.enter();
+    try {
+      checkOpen();
+      long v = findCurrent(key, Mem.ARRAY_BASE, key.length);
+      return v == 0 ? -1 : copyValue(v, out);
+    } finally {
+      barrier.exit(s);
+    }
+  }
+
+  /**
+   * Closes the current term and returns a snapshot of everything written in it and before. The caller
+   * must close the snapshot; until then its versions are kept.
+   */
+  public Snapshot snapshot() {
+    AccessBarrier.Session s = barrier.enter();
+    try {
+      checkOpen();
+      return new Snapshot(this, createSnapshot());
+    } finally {
+      barrier.exit(s);
+    }
+  }
+
+  /** The current term: versions written now are born in it. */
+  public long currentTerm() {
+    return term;
+  }
+
+  public SkipListStats stats() {
+    return SkipListStats.of(this);
+  }
+
+  /**
+   * Runs garbage collection to completion for everything collectable now: stitches the writers' dead
+   * lists onto an internal snapshot, unlinks every node no live snapshot can see, and frees every
+   * retired node once no accessor can hold it. For tests and orderly shutdown; normal operation does
+   * this in the background.
+   */
+  public void quiesce() {
+    checkOpen();
+    gc.quiesce();
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Waits for running operations to finish, stops garbage collection and frees every node. Snapshots
+   * and iterators still open become unusable (their operations throw {@link ClosedException}).
+   */
+  @Override
+  public void close() {
+    synchronized (snapshotLock) {
+      if (closed) return;
+      closed = true;
+    }
+    gc.shutdownAndFreeAll();
+    if (ownsAllocator) {
+      allocator.close();
+    }
+  }
+
+  // ---- internals: terms and snapshots ------------------------------------------------------------------
+
+  /** Publishes the writer's term; loops until the published term is still current (see Writer). */
+  private long enterTerm(Writer w) {
+    while (true) {
+      long t = term;
+      w.activeTerm = t;
+      if (term == t) {
+        return t;
+      }
+    }
+  }
+
+  Snapshot.Descriptor createSnapshot() {
+    synchronized (snapshotLock) {
+      checkOpen();
+      long sn = term;
+      term = sn + 1; // volatile: a writer that publishes sn afterwards re-reads and moves to sn + 1
+      for (Writer w : writers) {
+        int spins = 0;
+        while (w.activeTerm == sn) { // the writer's last operation in term sn is still running
+          if (++spins < 100) Thread.onSpinWait(); else Thread.yield();
+        }
+      }
+      long[] dead = new long[16];
+      int n = 0;
+      for (Writer w : writers) {
+        synchronized (w) {
+          int keep = 0;
+          for (int i = 0; i < w.deadCount; i++) {
+            long node = w.dead[i];
+            if (Node.dead(node) <= sn) {
+              if (n == dead.length) dead = java.util.Arrays.copyOf(dead, n * 2);
+              dead[n++] = node;
+            } else {
+              w.dead[keep++] = node;
+            }
+          }
+          w.deadCount = keep;
+        }
+      }
+      Snapshot.Descriptor d = new Snapshot.Descriptor(sn, dead, n);
+      snapshots.addLast(d);
+      return d;
+    }
+  }
+
+  // ---- internals: search -------------------------------------------------------------------------------
+
+  /**
+   * Fills {@code preds[l]} with the last node whose key sorts before the search key and {@code
+   * succs[l]} with the node after it, for levels {@code top-1} down to 0, snipping marked nodes on the
+   * way. All entries are unmarked pointers; preds are never marked at the time they were read.
+   */
+  private void find(Object kb, long ko, int kl, long[] preds, long[] succs, int top) {
+    retry:
+    while (true) {
+      long pred = head;
+      for (int l = top - 1; l >= 0; l--) {
+        long curr = Node.ptr(Node.next(pred, l));
+        while (curr != 0) {
+          long raw = Node.next(curr, l);
+          if (Node.isMarked(raw)) {
+            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry; // pred changed or is dying
+            curr = Node.ptr(raw);
+            continue;
+          }
+          if (Keys.compare(kb, ko, kl, curr) > 0) {
+            pred = curr;
+            curr = Node.ptr(raw);
+          } else {
+            break;
+          }
+        }
+        preds[l] = pred;
+        succs[l] = curr;
+      }
+      return;
+    }
+  }
+
+  /** The level-0 predecessor of the search key (last node sorting before it), snipping as find does. */
+  long findPredecessor(Object kb, long ko, int kl) {
+    retry:
+    while (true) {
+      long pred = head;
+      for (int l = topHeight.get() - 1; l >= 0; l--) {
+        long curr = Node.ptr(Node.next(pred, l));
+        while (curr != 0) {
+          long raw = Node.next(curr, l);
+          if (Node.isMarked(raw)) {
+            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry;
+            curr = Node.ptr(raw);
+            continue;
+          }
+          if (Keys.compare(kb, ko, kl, curr) > 0) {
+            pred = curr;
+            curr = Node.ptr(raw);
+          } else {
+            break;
+          }
+        }
+      }
+      return pred;
+    }
+  }
+
+  /** The last node at level 0 (head if empty), snipping marked nodes on the way. */
+  long findLast() {
+    retry:
+    while (true) {
+      long pred = head;
+      for (int l = topHeight.get() - 1; l >= 0; l--) {
+        long curr = Node.ptr(Node.next(pred, l));
+        while (curr != 0) {
+          long raw = Node.next(curr, l);
+          if (Node.isMarked(raw)) {
+            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry;
+            curr = Node.ptr(raw);
+            continue;
+          }
+          pred = curr;
+          curr = Node.ptr(raw);
+        }
+      }
+      return pred;
+    }
+  }
+
+  /** The current version of the key (the node to read) or 0; validated against concurrent writers. */
+  private long findCurrent(Object kb, long ko, int kl) {
+    while (true) {
+      long pred = findPredecessor(kb, ko, kl);
+      long raw = Node.next(pred, 0);
+      long v = Node.ptr(raw);
+      if (Node.isMarked(raw)) continue; // pred died under us; search again
+      if (v == 0 || Keys.compare(kb, ko, kl, v) != 0) {
+        return 0; // at the load of pred.next no version of the key followed pred
+      }
+      boolean live = Node.dead(v) == 0;
+      // v was the key's newest version when pred.next was loaded; it must still be, or a newer version
+      // may already have been returned by another reader
+      if (Node.next(pred, 0) == raw) {
+        return live ? v : 0;
+      }
+    }
+  }
+
+  /** First node at level 0 whose key is at or after the search key (0 if none). */
+  long findFirstAtOrAfter(Object kb, long ko, int kl) {
+    while (true) {
+      long pred = findPredecessor(kb, ko, kl);
+      long raw = Node.next(pred, 0);
+      if (!Node.isMarked(raw)) return raw;
+    }
+  }
+
+  /** The version of the key at {@code first} (its newest) that decides visibility at sn, or 0. */
+  static long decisiveVersion(long first, long sn) {
+    long v = first;
+    while (v != 0) {
+      if (Node.born(v) <= sn) {
+        return v;
+      }
+      long next = Node.ptr(Node.next(v, 0));
+      if (next == 0 || !Keys.sameKey(v, next)) return 0;
+      v = next;
+    }
+    return 0;
+  }
+
+  /** The first node after the versions of {@code node}'s key at level 0. */
+  static long skipVersions(long node) {
+    long v = Node.ptr(Node.next(node, 0));
+    while (v != 0 && Keys.sameKey(node, v)) {
+      v = Node.ptr(Node.next(v, 0));
+    }
+    return v;
+  }
+
+  // ---- internals: insert and remove --------------------------------------------------------------------
+
+  private void insert(Writer w, long node, int height, Object kb, long ko, int kl, long t) {
+    long[] preds = w.preds;
+    long[] succs = w.succs;
+    int top = Math.max(topHeight.get(), height);
+    long first;
+    boolean hasVersion;
+    while (true) {
+      find(kb, ko, kl, preds, succs, top);
+      first = succs[0];
+      hasVersion = first != 0 && Keys.compare(kb, ko, kl, first) == 0;
+      if (hasVersion && Node.born(first) > t) {
+        // a writer of a newer term got here first: move to the current term so versions stay ordered
+        w.activeTerm = 0;
+        t = enterTerm(w);
+        continue;
+      }
+      Node.setBorn(node, t);
+      for (int l = 0; l < height; l++) {
+        Node.setNextPlain(node, l, succs[l]);
+      }
+      if (Node.casNext(preds[0], 0, first, node)) {
+        break; // linearization point: the new version is the key's newest
+      }
+    }
+    if (hasVersion && Node.casDead(first, t)) {
+      // superseded a live version
+      if (Node.born(first) == t) {
+        removeNode(w, first); // visible to no snapshot: unlink at once
+      } else {
+        w.addDead(first);
+      }
+    } else {
+      w.count(Writer.ITEMS, 1); // no live version before: a new item
+    }
+    if (height > 1) {
+      buildTower(w, node, height, kb, ko, kl);
+    }
+    int h;
+    while (height > (h = topHeight.get()) && !topHeight.compareAndSet(h, height)) {
+      Thread.onSpinWait();
+    }
+  }
+
+  /** Links levels 1..height-1 while the node is still its key's newest version and not being removed. */
+  private void buildTower(Writer w, long node, int height, Object kb, long ko, int kl) {
+    long[] preds = w.preds;
+    long[] succs = w.succs;
+    build:
+    for (int l = 1; l < height; l++) {
+      while (true) {
+        long raw = Node.next(node, l);
+        if (Node.isMarked(raw)) break build; // removal started: stop growing
+        long succ = succs[l];
+        if (raw != succ && !Node.casNext(node, l, raw, succ)) break build;
+        if (Node.casNext(preds[l], l, succ, node)) break;
+        find(kb, ko, kl, preds, succs, height);
+        if (succs[0] != node) break build; // a newer version is in front: linking higher could misorder
+      }
+    }
+    if (!Node.casState(node, Node.STATE_BUILDING, Node.STATE_BUILT)) {
+      // removed while we were building: the remover left the unlinking to us
+      unlinkAllLevels(node);
+      retire(w, node);
+    }
+  }
+
+  private boolean remove(Writer w, Object kb, long ko, int kl, long t) {
+    while (true) {
+      long pred = findPredecessor(kb, ko, kl);
+      long raw = Node.next(pred, 0);
+      if (Node.isMarked(raw)) continue;
+      long v = Node.ptr(raw);
+      if (v == 0 || Keys.compare(kb, ko, kl, v) != 0) return false;
+      if (Node.dead(v) != 0) {
+        if (Node.next(pred, 0) == raw) return false; // the newest version is dead: nothing to delete
+        continue;
+      }
+      if (Node.born(v) > t) {
+        w.activeTerm = 0;
+        t = enterTerm(w);
+        continue;
+      }
+      if (Node.casDead(v, t)) {
+        w.count(Writer.ITEMS, -1);
+        if (Node.born(v) == t) {
+          removeNode(w, v);
+        } else {
+          w.addDead(v);
+        }
+        return true;
+      }
+    }
+  }
+
+  /**
+   * Physically removes a dead node: marks its tower top-down, then unlinks it at every level and
+   * retires it, unless its inserter is still building the tower (then the inserter does both). Exactly
+   * one caller per node: its killer, or the collector of the snapshot it died in.
+   */
+  void removeNode(Writer w, long node) {
+    int height = Node.height(node);
+    for (int l = height - 1; l >= 0; l--) {
+      while (true) {
+        long raw = Node.next(node, l);
+        if (Node.isMarked(raw) || Node.casNext(node, l, raw, raw | Node.MARK)) break;
+      }
+    }
+    if (height > 1 && Node.casState(node, Node.STATE_BUILDING, Node.STATE_MARKED_EARLY)) {
+      return;
+    }
+    unlinkAllLevels(node);
+    retire(w, node);
+  }
+
+  /**
+   * Snips the marked {@code node} at every level it is linked at. At each level it walks to the last
+   * node before the key, then through the key's versions, snipping every marked one.
+   */
+  private void unlinkAllLevels(long node) {
+    long kb = Node.keyAddr(node);
+    int kl = Node.keyLen(node);
+    int height = Node.height(node);
+    retry:
+    while (true) {
+      long pred = head;
+      for (int l = Math.max(topHeight.get(), height) - 1; l >= 0; l--) {
+        long curr = Node.ptr(Node.next(pred, l));
+        while (curr != 0) { // to the last node sorting before the key
+          long raw = Node.next(curr, l);
+          if (Node.isMarked(raw)) {
+            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry;
+            curr = Node.ptr(raw);
+            continue;
+          }
+          if (Keys.compare(null, kb, kl, curr) > 0) {
+            pred = curr;
+            curr = Node.ptr(raw);
+          } else {
+            break;
+          }
+        }
+        if (l < height) {
+          long p = pred;
+          while (curr != 0) { // through the versions of the key
+            long raw = Node.next(curr, l);
+            if (Node.isMarked(raw)) {
+              if (!Node.casNext(p, l, curr, Node.ptr(raw))) continue retry;
+              curr = Node.ptr(raw);
+              continue;
+            }
+            if (Keys.compare(null, kb, kl, curr) != 0) break;
+            p = curr;
+            curr = Node.ptr(raw);
+          }
+        }
+      }
+      return;
+    }
+  }
+
+  private void retire(Writer w, long node) {
+    synchronized (w) {
+      if (w.retired == null) {
+        w.retired = gc.takeBatchArray();
+      }
+      w.retired[w.retiredCount++] = node;
+      if (w.retiredCount == w.retired.length) {
+        barrier.close(w.retired, w.retiredCount);
+        w.retired = null;
+        w.retiredCount = 0;
+      }
+    }
+  }
+
+  // ---- internals: helpers ------------------------------------------------------------------------------
+
+  Writer writer() {
+    return writer.get();
+  }
+
+  private Writer newWriter() {
+    Writer w = new Writer(Thread.currentThread());
+    writers.add(w);
+    return w;
+  }
+
+  private static int randomHeight() {
+    // each extra level with probability 1/4: count pairs of low zero bits
+    int r = ThreadLocalRandom.current().nextInt();
+    int h = 1 + (Integer.numberOfTrailingZeros(r | (1 << (2 * (MAX_HEIGHT - 1) - 32))) >>> 1);
+    return Math.min(h, MAX_HEIGHT);
+  }
+
+  static byte[] valueOf(long node) {
+    byte[] out = new byte[Node.valueLen(node)];
+    Mem.copyToArray(Node.valueAddr(node), out, 0, out.length);
+    return out;
+  }
+
+  static byte[] keyOf(long node) {
+    byte[] out = new byte[Node.keyLen(node)];
+    Mem.copyToArray(Node.keyAddr(node), out, 0, out.length);
+    return out;
+  }
+
+  static int copyValue(long node, byte[] out) {
+    int len = Node.valueLen(node);
+    if (len <= out.length) {
+      Mem.copyToArray(Node.valueAddr(node), out, 0, len);
+    }
+    return len;
+  }
+
+  void checkOpen() {
+    if (closed) throw closedException();
+  }
+
+  private static ClosedException closedException() {
+    return new ClosedException("the skiplist is closed; open a new one");
+  }
+
+  static void checkKey(byte[] key) {
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    if (key.length > MAX_KEY_SIZE) {
+      throw new InvalidArgumentException("key of " + key.length + " bytes is over the " + MAX_KEY_SIZE + "-byte limit");
+    }
+  }
+
+  private void checkValue(byte[] value) {
+    if (value == null) throw new InvalidArgumentException("value must not be null (use delete to remove a key)");
+  }
+
+  private static void checkRange(byte[] b, int off, int len, int max, String what) {
+    if (b == null) throw new InvalidArgumentException(what + " must not be null");
+    if (off < 0 || len < 0 || off > b.length - len) {
+      throw new InvalidArgumentException(what + " range [" + off + ", " + off + "+" + len + ") is outside its "
+          + b.length + "-byte array");
+    }
+    if (len > max) {
+      throw new InvalidArgumentException(what + " of " + len + " bytes is over the " + max + "-byte limit");
+    }
+  }
+}
