@@ -1,0 +1,195 @@
+package io.basaltdb.internal.memory;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.MemoryLimitException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class SlabAllocatorTest {
+
+  @Test
+  void sizeClasses_coverEverySizeAndRoundUpTightly() {
+    long prev = 0;
+    for (int c = 0; c < SizeClasses.COUNT; c++) {
+      long size = SizeClasses.sizeOf(c);
+      assertTrue(size > prev, "class sizes increase");
+      assertEquals(c, SizeClasses.classOf(size));
+      assertEquals(c, SizeClasses.classOf(prev + 1));
+      prev = size;
+    }
+    assertEquals(SizeClasses.MAX_SMALL, prev);
+    for (long s = 1; s <= SizeClasses.FINE_LIMIT; s++) {
+      assertTrue(SizeClasses.sizeOf(SizeClasses.classOf(s)) - s < 8, "fine classes waste under 8 bytes");
+    }
+  }
+
+  @Test
+  void freedBlock_isReused() {
+    try (SlabAllocator a = new SlabAllocator("t", 8 << 20, 8 << 20, 1 << 20)) {
+      long x = a.allocate(100);
+      a.free(x, 100);
+      assertEquals(x, a.allocate(100), "the thread cache hands back the block it just got");
+      a.free(x, 100);
+      assertEquals(0, a.usedBytes());
+    }
+  }
+
+  @Test
+  void quota_refusesNewChunk_andNothingChanges() {
+    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10)) {
+      List<Long> blocks = new ArrayList<>();
+      MemoryLimitException refused = null;
+      try {
+        while (true) blocks.add(a.allocate(1000));
+      } catch (MemoryLimitException e) {
+        refused = e;
+      }
+      assertTrue(refused.getMessage().contains("quota"), refused.getMessage());
+      assertTrue(a.reservedBytes() <= a.quota());
+      long used = a.usedBytes();
+      assertThrows(MemoryLimitException.class, () -> a.allocate(1000));
+      assertEquals(used, a.usedBytes());
+      for (long b : blocks) a.free(b, 1000);
+      assertEquals(0, a.usedBytes());
+      long again = a.allocate(1000); // freed memory is usable again within the quota
+      a.free(again, 1000);
+    }
+  }
+
+  @Test
+  void largeBlocks_bypassSlabs_andCountAgainstQuota() {
+    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20)) {
+      long big = a.allocate(1 << 20);
+      assertEquals(1 << 20, a.usedBytes());
+      assertEquals(1 << 20, a.reservedBytes());
+      Mem.spLong(big + (1 << 20) - 8, 42);
+      assertEquals(42, Mem.lpLong(big + (1 << 20) - 8));
+      assertThrows(MemoryLimitException.class, () -> a.allocate(4 << 20));
+      a.free(big, 1 << 20);
+      assertEquals(0, a.reservedBytes());
+    }
+  }
+
+  @Test
+  void accounting_reservedIsUsedPlusFreePlusUnbumpedPlusWaste() throws Exception {
+    try (SlabAllocator a = new SlabAllocator("t", 256L << 20, 256L << 20, 1 << 20)) {
+      Thread[] threads = new Thread[3];
+      for (int t = 0; t < threads.length; t++) {
+        long seed = t;
+        threads[t] = new Thread(() -> {
+          SplittableRandom r = new SplittableRandom(seed);
+          List<long[]> live = new ArrayList<>();
+          for (int i = 0; i < 50_000; i++) {
+            if (live.isEmpty() || r.nextInt(3) > 0) {
+              long size = 1 + r.nextInt(r.nextBoolean() ? 200 : 20_000);
+              live.add(new long[] {a.allocate(size), size});
+            } else {
+              long[] b = live.remove(r.nextInt(live.size()));
+              a.free(b[0], b[1]);
+            }
+          }
+          for (int i = 0; i < live.size() / 2; i++) {
+            long[] b = live.get(i);
+            a.free(b[0], b[1]);
+          }
+          for (int i = live.size() / 2; i < live.size(); i++) {
+            long[] b = live.get(i);
+            a.free(b[0], b[1]); // free the rest too, from this thread
+          }
+        });
+        threads[t].start();
+      }
+      for (Thread t : threads) t.join();
+      SlabAllocator.Stats s = a.stats();
+      assertEquals(0, s.used());
+      assertEquals(s.reserved(), s.used() + s.freeBlocks() + s.unbumped() + s.waste(), s.toString());
+      a.trimDeadThreads();
+      SlabAllocator.Stats after = a.stats();
+      assertEquals(after.reserved(), after.used() + after.freeBlocks() + after.unbumped() + after.waste());
+    }
+  }
+
+  @Test
+  void blocksFreedByOneThread_areReusedByAnother() throws Exception {
+    try (SlabAllocator a = new SlabAllocator("t", 8 << 20, 8 << 20, 1 << 20)) {
+      long[] blocks = new long[1000];
+      for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(64);
+      long reserved = a.reservedBytes();
+      Thread t = new Thread(() -> {
+        for (long b : blocks) a.free(b, 64);
+      });
+      t.start();
+      t.join();
+      a.trimDeadThreads(); // the freeing thread died: its cache goes to the global stacks
+      for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(64);
+      assertEquals(reserved, a.reservedBytes(), "no new chunk was needed");
+      for (long b : blocks) a.free(b, 64);
+    }
+  }
+
+  @Test
+  void badArguments_andUseAfterClose() {
+    assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 0, 0, 1 << 20));
+    assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 1 << 20, 1 << 20, 1000));
+    SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10);
+    assertThrows(InvalidArgumentException.class, () -> a.allocate(0));
+    a.close();
+    assertThrows(ClosedException.class, () -> a.allocate(8));
+  }
+
+  @Test
+  void softLimit_signalsBeforeTheQuota() {
+    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 1 << 20, 1 << 20)) {
+      List<Long> blocks = new ArrayList<>();
+      while (!a.isOverSoftLimit()) blocks.add(a.allocate(4096));
+      assertTrue(a.usedBytes() > 1 << 20);
+      for (long b : blocks) a.free(b, 4096);
+    }
+  }
+
+  // ---- debug mode (the suite runs with -Dbasalt.memory.debug=true) -------------------------------------
+
+  @Test
+  void debug_doubleFree_isCaught() {
+    org.junit.jupiter.api.Assumptions.assumeTrue(Mem.DEBUG);
+    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10)) {
+      long x = a.allocate(32);
+      a.free(x, 32);
+      IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.free(x, 32));
+      assertTrue(e.getMessage().contains("invalid native access") || e.getMessage().contains("double free"), e.getMessage());
+    }
+  }
+
+  @Test
+  void debug_useAfterFree_andOutOfBounds_areCaught() {
+    org.junit.jupiter.api.Assumptions.assumeTrue(Mem.DEBUG);
+    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10)) {
+      long x = a.allocate(16);
+      Mem.spLong(x + 8, 1);
+      assertThrows(IllegalStateException.class, () -> Mem.lpLong(x + 12), "read past the end");
+      a.free(x, 16);
+      assertThrows(IllegalStateException.class, () -> Mem.lpLong(x), "read after free");
+    }
+  }
+
+  @Test
+  void debug_leak_isReportedWithItsAllocationSite() {
+    org.junit.jupiter.api.Assumptions.assumeTrue(Mem.DEBUG);
+    SlabAllocator a = new SlabAllocator("leaky", 1 << 20, 1 << 20, 256 << 10);
+    a.allocate(24);
+    MemoryLeakException e = assertThrows(MemoryLeakException.class, a::close);
+    assertTrue(e.getMessage().contains("leaky") && e.getMessage().contains("size 24"), e.getMessage());
+    boolean sawTest = false;
+    for (StackTraceElement f : e.getCause().getStackTrace()) {
+      sawTest |= f.getMethodName().equals("debug_leak_isReportedWithItsAllocationSite");
+    }
+    assertTrue(sawTest, "the cause points at the allocation site");
+  }
+}
