@@ -463,29 +463,31 @@ public final class SkipList implements AutoCloseable {
         break; // linearization point: the new version is the key's newest
       }
     }
+    int linked = height > 1 ? buildTower(w, node, height, kb, ko, kl) : 1;
+    int h;
+    while (linked > (h = topHeight.get()) && !topHeight.compareAndSet(h, linked)) {
+      Thread.onSpinWait();
+    }
     if (hasVersion && Node.casDead(first, t)) {
       // superseded a live version
       if (Node.born(first) == t) {
-        removeNode(w, first); // visible to no snapshot: unlink at once
+        removeSuperseded(w, first, node, linked, top); // visible to no snapshot: unlink at once
       } else {
         w.addDead(first);
       }
     } else {
       w.count(Writer.ITEMS, 1); // no live version before: a new item
     }
-    if (height > 1) {
-      buildTower(w, node, height, kb, ko, kl);
-    }
-    int h;
-    while (height > (h = topHeight.get()) && !topHeight.compareAndSet(h, height)) {
-      Thread.onSpinWait();
-    }
   }
 
-  /** Links levels 1..height-1 while the node is still its key's newest version and not being removed. */
-  private void buildTower(Writer w, long node, int height, Object kb, long ko, int kl) {
+  /**
+   * Links levels 1..height-1 while the node is still its key's newest version and not being removed.
+   * Returns the number of levels linked (from level 0 up, without gaps).
+   */
+  private int buildTower(Writer w, long node, int height, Object kb, long ko, int kl) {
     long[] preds = w.preds;
     long[] succs = w.succs;
+    int linked = 1;
     build:
     for (int l = 1; l < height; l++) {
       while (true) {
@@ -493,7 +495,10 @@ public final class SkipList implements AutoCloseable {
         if (Node.isMarked(raw)) break build; // removal started: stop growing
         long succ = succs[l];
         if (raw != succ && !Node.casNext(node, l, raw, succ)) break build;
-        if (Node.casNext(preds[l], l, succ, node)) break;
+        if (Node.casNext(preds[l], l, succ, node)) {
+          linked = l + 1;
+          break;
+        }
         find(kb, ko, kl, preds, succs, height);
         if (succs[0] != node) break build; // a newer version is in front: linking higher could misorder
       }
@@ -503,6 +508,43 @@ public final class SkipList implements AutoCloseable {
       unlinkAllLevels(node);
       retire(w, node);
     }
+    return linked;
+  }
+
+  /**
+   * Removes {@code old}, just superseded by {@code newer} in the same term. The search that linked
+   * {@code newer} already knows old's predecessors: newer itself on the levels newer was linked at,
+   * the search's preds elsewhere. One CAS per level usually suffices; if any fails (a concurrent change
+   * nearby), a full unlinking pass takes over.
+   */
+  private void removeSuperseded(Writer w, long old, long newer, int newerLinked, int searched) {
+    int height = markTower(old);
+    if (height > 1 && Node.casState(old, Node.STATE_BUILDING, Node.STATE_MARKED_EARLY)) {
+      return;
+    }
+    long[] preds = w.preds;
+    long[] succs = w.succs;
+    for (int l = height - 1; l >= 0; l--) {
+      // preds/succs are this operation's search results for levels below `searched` only
+      long pred = l < newerLinked ? newer : (l < searched && succs[l] == old ? preds[l] : 0);
+      if (pred == 0 || !Node.casNext(pred, l, old, Node.ptr(Node.next(old, l)))) {
+        unlinkAllLevels(old);
+        break;
+      }
+    }
+    retire(w, old);
+  }
+
+  /** Sets the deleted mark on every level of the node's tower, top-down; returns the height. */
+  private static int markTower(long node) {
+    int height = Node.height(node);
+    for (int l = height - 1; l >= 0; l--) {
+      while (true) {
+        long raw = Node.next(node, l);
+        if (Node.isMarked(raw) || Node.casNext(node, l, raw, raw | Node.MARK)) break;
+      }
+    }
+    return height;
   }
 
   private boolean remove(Writer w, Object kb, long ko, int kl, long t) {
@@ -539,13 +581,7 @@ public final class SkipList implements AutoCloseable {
    * one caller per node: its killer, or the collector of the snapshot it died in.
    */
   void removeNode(Writer w, long node) {
-    int height = Node.height(node);
-    for (int l = height - 1; l >= 0; l--) {
-      while (true) {
-        long raw = Node.next(node, l);
-        if (Node.isMarked(raw) || Node.casNext(node, l, raw, raw | Node.MARK)) break;
-      }
-    }
+    int height = markTower(node);
     if (height > 1 && Node.casState(node, Node.STATE_BUILDING, Node.STATE_MARKED_EARLY)) {
       return;
     }

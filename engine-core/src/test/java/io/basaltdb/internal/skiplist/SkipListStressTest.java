@@ -30,8 +30,13 @@ class SkipListStressTest {
   private static final int READERS = 2;
   private static final int KEYS_PER_WRITER = 300;
 
-  /** One writer's operation: key index, and the op index stored in the value (-1 for delete). */
+  private static final int SHARED_KEYS = 16;
+
+  /** One writer's operation on its own keys: key index, put or delete. */
   record Op(int key, boolean delete) {}
+
+  /** An operation on a shared key, outside the per-writer histories. */
+  private static final Op SHARED = new Op(-1, false);
 
   @Test
   void writersReadersGcAndReclamation_snapshotsStable_noLeak() throws Exception {
@@ -54,6 +59,13 @@ class SkipListStressTest {
           try {
             SplittableRandom r = new SplittableRandom(seed * 31 + id);
             for (int i = 0; i < ops; i++) {
+              if (r.nextInt(10) == 0) { // a key every writer races on
+                histories[id][i] = SHARED;
+                byte[] k = sharedKey(r.nextInt(SHARED_KEYS));
+                if (r.nextInt(4) == 0) list.delete(k);
+                else list.put(k, value(id, i, r.nextInt(40)));
+                continue;
+              }
               int k = r.nextInt(KEYS_PER_WRITER);
               boolean delete = r.nextInt(10) < 3;
               histories[id][i] = new Op(k, delete);
@@ -121,6 +133,16 @@ class SkipListStressTest {
           if (!state.containsKey(k)) assertEquals(null, list.get(key(w, k)), "deleted " + keyString(w, k) + replay);
         }
       }
+      for (int k = 0; k < SHARED_KEYS; k++) { // a shared key holds a value some writer put there
+        byte[] got = list.get(sharedKey(k));
+        if (got != null) {
+          ByteBuffer v = ByteBuffer.wrap(got);
+          int w = v.getInt(0);
+          int op = v.getInt(4);
+          assertTrue(w >= 0 && w < WRITERS && histories[w][op] == SHARED, "shared key " + k + replay);
+          model.put("s-" + k, null);
+        }
+      }
       list.quiesce();
       SkipListStats st = list.stats();
       assertEquals(model.size(), st.items(), "items" + replay);
@@ -170,6 +192,7 @@ class SkipListStressTest {
       int foreign = 0; // entries of state put after the newest op shown: they must be deleted again
       boolean found = state.equals(shown);
       for (int p = newest + 1; !found && p < h.length; p++) {
+        if (h[p] == SHARED) continue;
         Integer before = h[p].delete() ? state.remove(h[p].key()) : state.put(h[p].key(), p);
         if (before != null && before > newest) foreign--;
         if (!h[p].delete()) foreign++;
@@ -184,6 +207,7 @@ class SkipListStressTest {
   private static Map<Integer, Integer> stateAfter(Op[] history, int n) {
     Map<Integer, Integer> state = new TreeMap<>();
     for (int i = 0; i < n; i++) {
+      if (history[i] == SHARED) continue;
       if (history[i].delete()) state.remove(history[i].key());
       else state.put(history[i].key(), i);
     }
@@ -192,6 +216,10 @@ class SkipListStressTest {
 
   private static String keyString(int writer, int k) {
     return "w" + writer + "-" + String.format("%05d", k);
+  }
+
+  private static byte[] sharedKey(int k) {
+    return String.format("s-%03d", k).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
   }
 
   private static byte[] key(int writer, int k) {
