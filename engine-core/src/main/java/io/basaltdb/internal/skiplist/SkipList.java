@@ -388,12 +388,20 @@ public final class SkipList implements AutoCloseable {
 
   /** The current version of the key (the node to read) or 0; validated against concurrent writers. */
   private long findCurrent(Object kb, long ko, int kl) {
+    long pred = findPredecessor(kb, ko, kl);
     while (true) {
-      long pred = findPredecessor(kb, ko, kl);
       long raw = Node.next(pred, 0);
       long v = Node.ptr(raw);
-      if (Node.isMarked(raw)) continue; // pred died under us; search again
-      if (v == 0 || Keys.compare(kb, ko, kl, v) != 0) {
+      if (Node.isMarked(raw)) { // pred died under us; search again
+        pred = findPredecessor(kb, ko, kl);
+        continue;
+      }
+      int c = v == 0 ? -1 : Keys.compare(kb, ko, kl, v);
+      if (c > 0) {
+        pred = v; // a smaller key was linked after pred since the search: step over it
+        continue;
+      }
+      if (c < 0) {
         return 0; // at the load of pred.next no version of the key followed pred
       }
       boolean live = Node.dead(v) == 0;
@@ -407,10 +415,16 @@ public final class SkipList implements AutoCloseable {
 
   /** First node at level 0 whose key is at or after the search key (0 if none). */
   long findFirstAtOrAfter(Object kb, long ko, int kl) {
+    long pred = findPredecessor(kb, ko, kl);
     while (true) {
-      long pred = findPredecessor(kb, ko, kl);
       long raw = Node.next(pred, 0);
-      if (!Node.isMarked(raw)) return raw;
+      if (Node.isMarked(raw)) {
+        pred = findPredecessor(kb, ko, kl);
+      } else if (raw != 0 && Keys.compare(kb, ko, kl, raw) > 0) {
+        pred = raw; // linked after pred since the search
+      } else {
+        return raw;
+      }
     }
   }
 
@@ -548,12 +562,20 @@ public final class SkipList implements AutoCloseable {
   }
 
   private boolean remove(Writer w, Object kb, long ko, int kl, long t) {
+    long pred = findPredecessor(kb, ko, kl);
     while (true) {
-      long pred = findPredecessor(kb, ko, kl);
       long raw = Node.next(pred, 0);
-      if (Node.isMarked(raw)) continue;
+      if (Node.isMarked(raw)) {
+        pred = findPredecessor(kb, ko, kl);
+        continue;
+      }
       long v = Node.ptr(raw);
-      if (v == 0 || Keys.compare(kb, ko, kl, v) != 0) return false;
+      int c = v == 0 ? -1 : Keys.compare(kb, ko, kl, v);
+      if (c > 0) {
+        pred = v; // linked after pred since the search
+        continue;
+      }
+      if (c < 0) return false;
       if (Node.dead(v) != 0) {
         if (Node.next(pred, 0) == raw) return false; // the newest version is dead: nothing to delete
         continue;
