@@ -34,7 +34,8 @@ import org.openjdk.jmh.infra.Blackhole;
  * java -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 1 -prof gc
  * java -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 2 -prof gc
  * </pre>
- * The teardown prints Basalt's metadata bytes per entry (memory in use minus key and value bytes).
+ * After loading, the setup prints Basalt's metadata bytes per entry (memory in use minus key and
+ * value bytes).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -80,6 +81,10 @@ public class SkipListBenchmark {
         long quota = (long) entries * 256 + (256L << 20);
         basalt = new SkipList(SkipListConfig.defaults().withMemoryQuota(quota));
         for (byte[] k : keys) basalt.put(k, value);
+        SkipListStats st = basalt.stats(); // reported here, outside any measured iteration
+        System.out.printf("%n# basalt: %d items, %d nodes, metadata %.1f bytes/entry (used %d B, user %d B), levels %s%n",
+            st.items(), st.nodes(), st.metadataBytesPerNode(), st.memoryUsed(), st.userBytes(),
+            Arrays.toString(st.nodesPerLevel()));
       }
       case "cslm" -> {
         cslm = new ConcurrentSkipListMap<>(Arrays::compareUnsigned);
@@ -92,11 +97,6 @@ public class SkipListBenchmark {
   @TearDown(Level.Trial)
   public void close() {
     if (basalt != null) {
-      basalt.quiesce();
-      SkipListStats st = basalt.stats();
-      System.out.printf("%n# basalt: %d items, %d nodes, metadata %.1f bytes/entry (used %d B, user %d B), levels %s%n",
-          st.items(), st.nodes(), st.metadataBytesPerNode(), st.memoryUsed(), st.userBytes(),
-          Arrays.toString(st.nodesPerLevel()));
       basalt.close();
       basalt = null;
     }

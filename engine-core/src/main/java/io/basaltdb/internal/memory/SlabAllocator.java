@@ -15,7 +15,9 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * Arena/slab allocator for off-heap blocks, with every byte accounted against a quota.
  *
- * <p>Design: memory comes from the operating system in big chunks (default 4 MiB). A block request is
+ * <p>Design: memory comes from the operating system in big chunks (default 4 MiB; on Linux mapped
+ * 2 MiB-aligned with transparent huge pages when the chunk size is a multiple of 2 MiB, so a structure
+ * spread over gigabytes does not miss the TLB on every node). A block request is
  * rounded up to a size class ({@link SizeClasses}); a thread serves it from its own cache of freed
  * blocks of that class, else from the class's global free stack (a batch at a time), else by bumping a
  * pointer through the thread's current chunk. A freed block goes to the freeing thread's cache; when a
@@ -47,6 +49,9 @@ public final class SlabAllocator implements AutoCloseable {
   private static final int CACHE_CAPACITY = 64;
   private static final int TRANSFER = CACHE_CAPACITY / 2;
   private static final AtomicInteger OPEN = new AtomicInteger();
+  /** {@code -Dbasalt.memory.hugePages=false} turns huge-page chunks off; on by default. */
+  private static final boolean HUGE_PAGES =
+      !"false".equals(System.getProperty("basalt.memory.hugePages")) && System.getProperty("os.name", "").startsWith("Linux");
 
   private final String name;
   private final long quota;
@@ -62,8 +67,10 @@ public final class SlabAllocator implements AutoCloseable {
 
   /** Global free stacks per class; each guarded by its own monitor (the GlobalStack object). */
   private final GlobalStack[] global = new GlobalStack[SizeClasses.COUNT];
-  /** Chunk base addresses; guarded by its own monitor. */
+  /** Chunk base addresses; guarded by its own monitor. Negative: mapped with huge pages (address negated). */
   private final List<Long> chunks = new ArrayList<>();
+  /** Whether chunks are mapped 2 MiB-aligned with transparent huge pages (see {@link Mem#osMapHugeAligned}). */
+  private final boolean hugePages;
   /** Large blocks by address -> size. */
   private final Map<Long, Long> large = new ConcurrentHashMap<>();
   /** Every thread cache ever created, so close/stats/trim can see them. */
@@ -91,6 +98,7 @@ public final class SlabAllocator implements AutoCloseable {
     this.quota = quota;
     this.softLimit = softLimit;
     this.chunkSize = chunkSize;
+    this.hugePages = HUGE_PAGES && chunkSize % (2L << 20) == 0;
     for (int c = 0; c < global.length; c++) {
       global[c] = new GlobalStack();
     }
@@ -235,13 +243,24 @@ public final class SlabAllocator implements AutoCloseable {
    */
   @Override
   public void close() {
+    closeReleasing(0);
+  }
+
+  /**
+   * Closes the allocator when its owner knows that exactly {@code stillAllocated} bytes (in block
+   * sizes, see {@link #blockSize}) are still handed out and are to be released with the chunks, without
+   * freeing them one by one. Anything else still allocated is a leak, reported as by {@link #close()}.
+   */
+  public void closeReleasing(long stillAllocated) {
     if (closed) return;
     closed = true;
-    long leaked = used.sum();
-    Map<Long, MemoryDebug.Block> leakedBlocks = Mem.DEBUG ? MemoryDebug.liveBlocksOf(this) : Map.of();
+    long leaked = used.sum() - stillAllocated;
+    Map<Long, MemoryDebug.Block> leakedBlocks =
+        Mem.DEBUG && stillAllocated == 0 ? MemoryDebug.liveBlocksOf(this) : Map.of();
     synchronized (chunks) {
       for (long chunk : chunks) {
-        Mem.osFree(chunk, chunkSize);
+        if (chunk < 0) Mem.osUnmap(-chunk, chunkSize);
+        else Mem.osFree(chunk, chunkSize);
       }
       chunks.clear();
     }
@@ -311,16 +330,19 @@ public final class SlabAllocator implements AutoCloseable {
 
   private void newChunk(ThreadCache tc) {
     reserve(chunkSize);
-    long chunk;
-    try {
-      chunk = Mem.osAllocate(chunkSize);
-    } catch (OutOfMemoryError e) {
-      reserved.addAndGet(-chunkSize);
-      throw new MemoryLimitException("allocator " + name + ": the operating system refused a "
-          + chunkSize + "-byte chunk: " + e.getMessage());
+    long chunk = hugePages ? Mem.osMapHugeAligned(chunkSize) : 0;
+    boolean mapped = chunk != 0;
+    if (!mapped) {
+      try {
+        chunk = Mem.osAllocate(chunkSize);
+      } catch (OutOfMemoryError e) {
+        reserved.addAndGet(-chunkSize);
+        throw new MemoryLimitException("allocator " + name + ": the operating system refused a "
+            + chunkSize + "-byte chunk: " + e.getMessage());
+      }
     }
     synchronized (chunks) {
-      chunks.add(chunk);
+      chunks.add(mapped ? -chunk : chunk);
     }
     waste.add(tc.bumpEnd - tc.bumpCursor);
     tc.bumpCursor = chunk;

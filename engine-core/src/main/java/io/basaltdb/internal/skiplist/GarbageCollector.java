@@ -8,6 +8,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import io.basaltdb.internal.memory.SlabAllocator;
 import org.jctools.queues.MpscUnboundedArrayQueue;
 
 /**
@@ -264,9 +265,11 @@ final class GarbageCollector {
 
   /**
    * For close(): waits for operations in flight, stops the workers, then frees every node: retired,
-   * pending, and still linked. {@code closed} is already set, so new operations touch no node.
+   * pending, and still linked. {@code closed} is already set, so new operations touch no node. With
+   * {@code bulk}, linked nodes are only counted, not freed, and the count (in allocator block bytes) is
+   * returned for {@link SlabAllocator#closeReleasing}.
    */
-  void shutdownAndFreeAll() {
+  long shutdownAndFreeAll(boolean bulk) {
     long upTo;
     synchronized (list.barrier) {
       upTo = list.barrier.currentSeq();
@@ -290,12 +293,23 @@ final class GarbageCollector {
     waitFreedThrough(upTo);
     Writer w = list.writer();
     long node = Node.ptr(Node.next(list.head, 0));
+    long headSize = Node.size(SkipList.MAX_HEIGHT, 0, 0);
+    if (bulk) {
+      // the allocator is ours and closes next: count the blocks instead of freeing each one
+      long stillAllocated = SlabAllocator.blockSize(headSize);
+      while (node != 0) {
+        stillAllocated += SlabAllocator.blockSize(Node.size(node));
+        node = Node.ptr(Node.next(node, 0));
+      }
+      return stillAllocated;
+    }
     while (node != 0) {
       long next = Node.ptr(Node.next(node, 0));
       freeNode(w, node);
       node = next;
     }
-    list.allocator.free(list.head, Node.size(SkipList.MAX_HEIGHT, 0, 0));
+    list.allocator.free(list.head, headSize);
+    return 0;
   }
 
   private void submit(Runnable task, AtomicBoolean scheduledFlag) {

@@ -12,12 +12,13 @@ import io.basaltdb.internal.memory.Mem;
  *  8       8     deadSn   0 while live; set once, by CAS, to the term it was superseded or deleted in
  *  16      4     meta     bits 0-19 key length, 20-25 tower height, 26-27 build state
  *  20      4     value length
- *  24      8*h   next[0..h-1]  tower; bit 0 of each is the "deleted" mark of this node at that level
- *  24+8h   k     key bytes
+ *  24      8     key prefix: the key's first 8 bytes, zero-padded, as a big-endian long
+ *  32      8*h   next[0..h-1]  tower; bit 0 of each is the "deleted" mark of this node at that level
+ *  32+8h   k     key bytes
  *  ..      v     value bytes
  * </pre>
  *
- * <p>Thread-safety: bornSn, lengths, height, key and value are written before the node is published
+ * <p>Thread-safety: bornSn, lengths, height, prefix, key and value are written before the node is published
  * by the CAS that links it and never change afterwards, so plain loads are enough once a reader has
  * reached the node through a volatile load of a next pointer. deadSn, next pointers and the build
  * state are read with volatile loads and changed only by CAS.
@@ -27,7 +28,9 @@ final class Node {
   static final int DEAD_OFFSET = 8;
   static final int META_OFFSET = 16;
   static final int VALUE_LEN_OFFSET = 20;
-  static final int TOWER_OFFSET = 24;
+  /** Most comparisons during a search end on the prefix, on the same cache line as the tower's base. */
+  static final int PREFIX_OFFSET = 24;
+  static final int TOWER_OFFSET = 32;
   static final int HEADER_SIZE = TOWER_OFFSET;
 
   static final int KEY_LEN_BITS = 20;
@@ -62,6 +65,15 @@ final class Node {
     Mem.spLong(node + DEAD_OFFSET, 0);
     Mem.spInt(node + META_OFFSET, keyLen | (height << HEIGHT_SHIFT) | state);
     Mem.spInt(node + VALUE_LEN_OFFSET, valueLen);
+    Mem.spLong(node + PREFIX_OFFSET, 0);
+  }
+
+  static long prefix(long node) {
+    return Mem.lpLong(node + PREFIX_OFFSET);
+  }
+
+  static void setPrefix(long node, long prefix) {
+    Mem.spLong(node + PREFIX_OFFSET, prefix); // before publication
   }
 
   static long born(long node) {

@@ -122,6 +122,7 @@ public final class SkipList implements AutoCloseable {
     long keyAddr = node + Node.TOWER_OFFSET + 8L * height;
     Mem.copyFromArray(key, koff, keyAddr, klen);
     Mem.copyFromArray(value, voff, keyAddr + klen, vlen);
+    Node.setPrefix(node, Keys.prefix(key, Mem.ARRAY_BASE + koff, klen));
     Writer w = writer.get();
     AccessBarrier.Session s = barrier.enter();
     try {
@@ -251,9 +252,11 @@ public final class SkipList implements AutoCloseable {
       if (closed) return;
       closed = true;
     }
-    gc.shutdownAndFreeAll();
+    // Own allocator and no debug checks: release the linked nodes with the chunks; otherwise free each.
+    boolean bulk = ownsAllocator && !Mem.DEBUG;
+    long stillAllocated = gc.shutdownAndFreeAll(bulk);
     if (ownsAllocator) {
-      allocator.close();
+      allocator.closeReleasing(stillAllocated);
     }
   }
 
@@ -312,6 +315,7 @@ public final class SkipList implements AutoCloseable {
    * way. All entries are unmarked pointers; preds are never marked at the time they were read.
    */
   private void find(Object kb, long ko, int kl, long[] preds, long[] succs, int top) {
+    long kp = Keys.prefix(kb, ko, kl);
     retry:
     while (true) {
       long pred = head;
@@ -324,7 +328,7 @@ public final class SkipList implements AutoCloseable {
             curr = Node.ptr(raw);
             continue;
           }
-          if (Keys.compare(kb, ko, kl, curr) > 0) {
+          if (Keys.compare(kb, ko, kl, kp, curr) > 0) {
             pred = curr;
             curr = Node.ptr(raw);
           } else {
@@ -340,6 +344,7 @@ public final class SkipList implements AutoCloseable {
 
   /** The level-0 predecessor of the search key (last node sorting before it), snipping as find does. */
   long findPredecessor(Object kb, long ko, int kl) {
+    long kp = Keys.prefix(kb, ko, kl);
     retry:
     while (true) {
       long pred = head;
@@ -352,7 +357,7 @@ public final class SkipList implements AutoCloseable {
             curr = Node.ptr(raw);
             continue;
           }
-          if (Keys.compare(kb, ko, kl, curr) > 0) {
+          if (Keys.compare(kb, ko, kl, kp, curr) > 0) {
             pred = curr;
             curr = Node.ptr(raw);
           } else {
@@ -618,6 +623,7 @@ public final class SkipList implements AutoCloseable {
   private void unlinkAllLevels(long node) {
     long kb = Node.keyAddr(node);
     int kl = Node.keyLen(node);
+    long kp = Node.prefix(node);
     int height = Node.height(node);
     retry:
     while (true) {
@@ -631,7 +637,7 @@ public final class SkipList implements AutoCloseable {
             curr = Node.ptr(raw);
             continue;
           }
-          if (Keys.compare(null, kb, kl, curr) > 0) {
+          if (Keys.compare(null, kb, kl, kp, curr) > 0) {
             pred = curr;
             curr = Node.ptr(raw);
           } else {
@@ -647,7 +653,7 @@ public final class SkipList implements AutoCloseable {
               curr = Node.ptr(raw);
               continue;
             }
-            if (Keys.compare(null, kb, kl, curr) != 0) break;
+            if (Keys.compare(null, kb, kl, kp, curr) != 0) break;
             p = curr;
             curr = Node.ptr(raw);
           }
