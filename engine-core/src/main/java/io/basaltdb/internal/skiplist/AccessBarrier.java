@@ -74,7 +74,8 @@ final class AccessBarrier {
       }
       return;
     }
-    check(s, v < 0, v);
+    // below zero, or just below CLOSED (a closed session's cell dropped under it): more exits than enters
+    check(s, v < 0 || v > MAX_ACCESSORS, v);
   }
 
   /**
