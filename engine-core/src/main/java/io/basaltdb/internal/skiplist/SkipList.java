@@ -344,7 +344,17 @@ public final class SkipList implements AutoCloseable {
 
   /** The level-0 predecessor of the search key (last node sorting before it), snipping as find does. */
   long findPredecessor(Object kb, long ko, int kl) {
-    long kp = Keys.prefix(kb, ko, kl);
+    return descend(kb, ko, kl, false);
+  }
+
+  /** The last node at level 0 (head if empty), snipping marked nodes on the way. */
+  long findLast() {
+    return descend(null, 0, 0, true);
+  }
+
+  /** Top-down search for the last node before the key, or before the end when {@code toEnd}. */
+  private long descend(Object kb, long ko, int kl, boolean toEnd) {
+    long kp = toEnd ? 0 : Keys.prefix(kb, ko, kl);
     retry:
     while (true) {
       long pred = head;
@@ -353,38 +363,16 @@ public final class SkipList implements AutoCloseable {
         while (curr != 0) {
           long raw = Node.next(curr, l);
           if (Node.isMarked(raw)) {
-            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry;
+            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry; // pred changed or is dying
             curr = Node.ptr(raw);
             continue;
           }
-          if (Keys.compare(kb, ko, kl, kp, curr) > 0) {
+          if (toEnd || Keys.compare(kb, ko, kl, kp, curr) > 0) {
             pred = curr;
             curr = Node.ptr(raw);
           } else {
             break;
           }
-        }
-      }
-      return pred;
-    }
-  }
-
-  /** The last node at level 0 (head if empty), snipping marked nodes on the way. */
-  long findLast() {
-    retry:
-    while (true) {
-      long pred = head;
-      for (int l = topHeight.get() - 1; l >= 0; l--) {
-        long curr = Node.ptr(Node.next(pred, l));
-        while (curr != 0) {
-          long raw = Node.next(curr, l);
-          if (Node.isMarked(raw)) {
-            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry;
-            curr = Node.ptr(raw);
-            continue;
-          }
-          pred = curr;
-          curr = Node.ptr(raw);
         }
       }
       return pred;
