@@ -22,8 +22,9 @@ import java.util.concurrent.atomic.LongAdder;
  * blocks of that class, else from the class's global free stack (a batch at a time), else by bumping a
  * pointer through the thread's current chunk. A freed block goes to the freeing thread's cache; when a
  * cache fills, half of it moves to the global stack. Requests above {@link SizeClasses#MAX_SMALL} go
- * straight to the operating system. The tail of a chunk too small for a request is left unused and
- * counted as waste.
+ * straight to the operating system. Threads bump through 128 KiB regions carved from the current chunk,
+ * so a thread costs at most one region of unused space. The tail of a region too small for a request is
+ * left unused and counted as waste.
  *
  * <p>Accounting: {@code reserved} is what was taken from the operating system (chunks and large blocks)
  * and is what the quota bounds: a request that needs a new chunk past the quota throws {@link
@@ -46,6 +47,8 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class SlabAllocator implements AutoCloseable {
   public static final long DEFAULT_CHUNK_SIZE = 4L << 20;
+  /** Bytes a thread bumps through at a time, carved from the current chunk; fits the largest class. */
+  static final long REGION = SizeClasses.MAX_SMALL;
   private static final int CACHE_CAPACITY = 64;
   private static final int TRANSFER = CACHE_CAPACITY / 2;
   private static final AtomicInteger OPEN = new AtomicInteger();
@@ -69,6 +72,9 @@ public final class SlabAllocator implements AutoCloseable {
   private final GlobalStack[] global = new GlobalStack[SizeClasses.COUNT];
   /** Chunk base addresses; guarded by its own monitor. Negative: mapped with huge pages (address negated). */
   private final List<Long> chunks = new ArrayList<>();
+  /** The part of the newest chunk not yet handed to a thread as a region. Guarded by {@code chunks}. */
+  private long chunkCursor;
+  private long chunkEnd;
   /** Whether chunks are mapped 2 MiB-aligned with transparent huge pages (see {@link Mem#osMapHugeAligned}). */
   private final boolean hugePages;
   /** Large blocks by address -> size. */
@@ -90,9 +96,9 @@ public final class SlabAllocator implements AutoCloseable {
       throw new InvalidArgumentException("memory quota must be positive and the soft limit within it: quota="
           + quota + " softLimit=" + softLimit);
     }
-    if (chunkSize < SizeClasses.MAX_SMALL || chunkSize % 8 != 0) {
-      throw new InvalidArgumentException("chunk size must be a multiple of 8 and at least "
-          + SizeClasses.MAX_SMALL + ", was " + chunkSize);
+    if (chunkSize < REGION || chunkSize % REGION != 0) {
+      throw new InvalidArgumentException("chunk size must be a positive multiple of " + REGION
+          + " bytes, was " + chunkSize);
     }
     this.name = name;
     this.quota = quota;
@@ -133,7 +139,7 @@ public final class SlabAllocator implements AutoCloseable {
       a = tc.stacks[c][--tc.counts[c]];
     } else {
       if (tc.bumpEnd - tc.bumpCursor < blockSize) {
-        newChunk(tc);
+        newRegion(tc);
       }
       a = tc.bumpCursor;
       tc.bumpCursor += blockSize;
@@ -169,7 +175,7 @@ public final class SlabAllocator implements AutoCloseable {
 
   /** The bytes a block of {@code size} really occupies (its class size). */
   public static long blockSize(long size) {
-    return size > SizeClasses.MAX_SMALL ? size : SizeClasses.sizeOf(SizeClasses.classOf(size));
+    return size > SizeClasses.MAX_SMALL ? (size + 7) & ~7L : SizeClasses.sizeOf(SizeClasses.classOf(size));
   }
 
   public long usedBytes() {
@@ -205,6 +211,9 @@ public final class SlabAllocator implements AutoCloseable {
       synchronized (global[c]) {
         cachedFree += (long) global[c].count * SizeClasses.sizeOf(c);
       }
+    }
+    synchronized (chunks) {
+      bumpFree += chunkEnd - chunkCursor;
     }
     return new Stats(quota, reserved.get(), used.sum(), cachedFree, bumpFree, waste.sum());
   }
@@ -328,7 +337,27 @@ public final class SlabAllocator implements AutoCloseable {
     tc.counts[c] -= n;
   }
 
-  private void newChunk(ThreadCache tc) {
+  /**
+   * Gives the thread a fresh region to bump through, carved from the current chunk (a new chunk when it
+   * is used up). Threads take regions, not whole chunks, so many threads do not strand the quota.
+   */
+  private void newRegion(ThreadCache tc) {
+    synchronized (chunks) {
+      if (chunkEnd - chunkCursor < REGION) {
+        waste.add(chunkEnd - chunkCursor);
+        long chunk = newChunk();
+        chunkCursor = chunk;
+        chunkEnd = chunk + chunkSize;
+      }
+      waste.add(tc.bumpEnd - tc.bumpCursor);
+      tc.bumpCursor = chunkCursor;
+      tc.bumpEnd = chunkCursor + REGION;
+      chunkCursor += REGION;
+    }
+  }
+
+  /** Reserves and maps one chunk; the caller holds the {@code chunks} monitor. */
+  private long newChunk() {
     reserve(chunkSize);
     long chunk = hugePages ? Mem.osMapHugeAligned(chunkSize) : 0;
     boolean mapped = chunk != 0;
@@ -341,12 +370,8 @@ public final class SlabAllocator implements AutoCloseable {
             + chunkSize + "-byte chunk: " + e.getMessage());
       }
     }
-    synchronized (chunks) {
-      chunks.add(mapped ? -chunk : chunk);
-    }
-    waste.add(tc.bumpEnd - tc.bumpCursor);
-    tc.bumpCursor = chunk;
-    tc.bumpEnd = chunk + chunkSize;
+    chunks.add(mapped ? -chunk : chunk);
+    return chunk;
   }
 
   private void reserve(long bytes) {

@@ -105,6 +105,8 @@ final class GarbageCollector {
   private void tick() {
     if (list.closed) return;
     flushRetireBuffers();
+    list.allocator.trimDeadThreads();
+    list.pruneDeadWriters();
     long backlog = 0;
     for (Writer w : list.writers) {
       backlog += w.deadCount; // racy read: a stale count only delays the decision
@@ -128,7 +130,15 @@ final class GarbageCollector {
 
   private void runCollect() {
     collectScheduled.set(false);
-    long[][] work = popCollectable();
+    unlinksInFlight.incrementAndGet(); // covers the pop: quiesce must not see 0 between pop and queueing
+    try {
+      queueUnlinks(popCollectable());
+    } finally {
+      unlinksInFlight.decrementAndGet();
+    }
+  }
+
+  private void queueUnlinks(long[][] work) {
     for (long[] dead : work) {
       for (int from = 0; from < dead.length; from += CHUNK) {
         int start = from;
@@ -160,6 +170,7 @@ final class GarbageCollector {
       Writer w = list.writer();
       AccessBarrier.Session s = list.barrier.enter();
       try {
+        if (list.closed) return; // close() frees these nodes, still linked, in its final walk
         for (int i = from; i < to; i++) {
           list.removeNode(w, dead[i]);
         }

@@ -42,8 +42,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <ol>
  *   <li>At every level the list is sorted by key; versions of a key are in the same relative order at
  *       every level (newest first).</li>
- *   <li>Along a key's versions bornSn never increases; a version's deadSn, once set, is at most the
- *       bornSn of the version in front of it.</li>
+ *   <li>Along a key's versions bornSn never increases. A version's deadSn is set once: by its
+ *       superseder, to the superseder's bornSn, or by a delete that read it as the newest version; a
+ *       delete racing a put may set a larger one, which readers never consult (the version in front
+ *       decides for every term at or after its bornSn).</li>
  *   <li>A node is unlinked only after its level-0 next pointer is marked, and is freed only after it
  *       is unreachable at every level and every barrier session up to its retirement has terminated.</li>
  *   <li>A node visible to a live snapshot is never marked.</li>
@@ -70,6 +72,8 @@ public final class SkipList implements AutoCloseable {
   /** Every writer of this list, for snapshot stitching and statistics. */
   final CopyOnWriteArrayList<Writer> writers = new CopyOnWriteArrayList<>();
   private final ThreadLocal<Writer> writer = ThreadLocal.withInitial(this::newWriter);
+  /** Counters of writers whose threads have died, folded in by the collector's tick (its only writer). */
+  final Writer departed = new Writer(null);
   /** Guards snapshot creation and the queue of live snapshots. */
   final Object snapshotLock = new Object();
   /** Snapshots not yet collected, oldest first. Guarded by snapshotLock. */
@@ -117,19 +121,17 @@ public final class SkipList implements AutoCloseable {
     checkRange(value, voff, vlen, config.maxValueSize(), "value");
     int height = randomHeight();
     long size = Node.size(height, klen, vlen);
-    long node = allocator.allocate(size); // may throw MemoryLimitException: nothing is written then
-    Node.init(node, height, klen, vlen);
-    long keyAddr = node + Node.TOWER_OFFSET + 8L * height;
-    Mem.copyFromArray(key, koff, keyAddr, klen);
-    Mem.copyFromArray(value, voff, keyAddr + klen, vlen);
-    Node.setPrefix(node, Keys.prefix(key, Mem.ARRAY_BASE + koff, klen));
     Writer w = writer.get();
+    // Enter before allocating: close() waits for accessors, so the allocator outlives this write.
     AccessBarrier.Session s = barrier.enter();
     try {
-      if (closed) {
-        allocator.free(node, size);
-        throw closedException();
-      }
+      checkOpen();
+      long node = allocator.allocate(size); // may throw MemoryLimitException: nothing is written then
+      Node.init(node, height, klen, vlen);
+      long keyAddr = node + Node.TOWER_OFFSET + 8L * height;
+      Mem.copyFromArray(key, koff, keyAddr, klen);
+      Mem.copyFromArray(value, voff, keyAddr + klen, vlen);
+      Node.setPrefix(node, Keys.prefix(key, Mem.ARRAY_BASE + koff, klen));
       long t = enterTerm(w);
       try {
         insert(w, node, height, key, Mem.ARRAY_BASE + koff, klen, t);
@@ -580,14 +582,26 @@ public final class SkipList implements AutoCloseable {
       }
       if (Node.casDead(v, t)) {
         w.count(Writer.ITEMS, -1);
-        if (Node.born(v) == t) {
+        if (Node.born(v) == t && !hasLiveOlderVersion(v)) {
           removeNode(w, v);
         } else {
+          // Born earlier, or its own put has not yet killed the version it superseded: unlinking v
+          // now would make that older value current again. The collector of snapshot t takes it.
           w.addDead(v);
         }
         return true;
       }
     }
+  }
+
+  /** True if a version of v's key behind v is not dead yet (its superseder is still finishing). */
+  private static boolean hasLiveOlderVersion(long v) {
+    long o = Node.ptr(Node.next(v, 0));
+    while (o != 0 && Keys.sameKey(v, o)) {
+      if (Node.dead(o) == 0) return true;
+      o = Node.ptr(Node.next(o, 0));
+    }
+    return false;
   }
 
   /**
@@ -669,6 +683,24 @@ public final class SkipList implements AutoCloseable {
 
   Writer writer() {
     return writer.get();
+  }
+
+  /**
+   * Drops the writers of threads that have died once they hold no dead or retired nodes, folding their
+   * counters into {@link #departed}, so thread-per-task callers do not grow the writer list. Called
+   * only from the collector's tick.
+   */
+  void pruneDeadWriters() {
+    for (Writer w : writers) {
+      if (w.owner.isAlive()) continue; // a dead thread's writes happen-before isAlive() returning false
+      synchronized (w) {
+        if (w.deadCount > 0 || w.retiredCount > 0) continue; // after the next snapshot and flush
+      }
+      for (int c = 0; c < Writer.COUNTERS; c++) {
+        departed.count(c, w.counter(c));
+      }
+      writers.remove(w);
+    }
   }
 
   private Writer newWriter() {

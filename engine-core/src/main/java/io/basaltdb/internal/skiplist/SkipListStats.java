@@ -30,7 +30,9 @@ public record SkipListStats(
     long nodes = 0;
     long userBytes = 0;
     long[] levels = new long[SkipList.MAX_HEIGHT];
-    for (Writer w : list.writers) {
+    java.util.List<Writer> all = new java.util.ArrayList<>(list.writers);
+    all.add(list.departed);
+    for (Writer w : all) {
       items += w.counter(Writer.ITEMS);
       nodes += w.counter(Writer.NODES);
       userBytes += w.counter(Writer.USER_BYTES);

@@ -76,6 +76,7 @@ public final class SnapshotIterator implements AutoCloseable {
 
   public boolean valid() {
     checkOpen();
+    snapshot.checkUsable();
     return cur != 0;
   }
 

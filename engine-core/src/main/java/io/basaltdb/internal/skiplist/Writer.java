@@ -20,12 +20,13 @@ final class Writer extends WriterActiveTerm {
   static final int NODES = 1;
   static final int USER_BYTES = 2;
   static final int LEVELS = 3; // LEVELS + l: nodes with a tower of more than l levels
+  static final int COUNTERS = LEVELS + SkipList.MAX_HEIGHT;
   private static final VarHandle COUNTER = MethodHandles.arrayElementVarHandle(long[].class);
 
   final Thread owner;
   final long[] preds = new long[SkipList.MAX_HEIGHT];
   final long[] succs = new long[SkipList.MAX_HEIGHT];
-  private final long[] counters = new long[LEVELS + SkipList.MAX_HEIGHT];
+  private final long[] counters = new long[COUNTERS];
 
   /** Nodes this writer marked dead, not yet stitched onto a snapshot. Guarded by this. */
   long[] dead = new long[64];

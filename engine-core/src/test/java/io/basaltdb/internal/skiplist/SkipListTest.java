@@ -208,6 +208,7 @@ class SkipListTest {
     it.seekFirst();
     snap.close();
     snap.close(); // idempotent
+    assertThrows(ClosedException.class, it::valid);
     assertThrows(ClosedException.class, () -> snap.get(b("k")));
     assertThrows(ClosedException.class, it::next);
     assertThrows(ClosedException.class, snap::iterator);
@@ -279,6 +280,50 @@ class SkipListTest {
       assertEquals("v50", s(it.value()));
       it.next();
       assertEquals("v51", s(it.value()));
+    }
+  }
+
+  @Test
+  void closeDuringConcurrentPuts_neitherCrashesNorLeaks() throws Exception {
+    SkipList racing = new SkipList(SkipListConfig.defaults().withMemoryQuota(64L << 20));
+    java.util.concurrent.atomic.AtomicReference<Throwable> unexpected = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(2);
+    Thread[] writers = new Thread[2];
+    for (int t = 0; t < writers.length; t++) {
+      int id = t;
+      writers[t] = new Thread(() -> {
+        started.countDown();
+        try {
+          for (int i = 0; ; i++) racing.put(key(id * 1_000_000 + i % 500), new byte[50 + i % 200]);
+        } catch (ClosedException expected) {
+          // the list closed under us: the write was refused, nothing half-done
+        } catch (Throwable e) {
+          unexpected.set(e);
+        }
+      });
+      writers[t].start();
+    }
+    started.await();
+    Thread.sleep(50);
+    racing.close(); // MemoryLeakException if a write in flight lost its node
+    for (Thread t : writers) t.join();
+    if (unexpected.get() != null) throw new AssertionError("writer failed", unexpected.get());
+  }
+
+  @Test
+  void writersOfDeadThreads_arePruned_countersKept() throws Exception {
+    try (SkipList l = new SkipList(SkipListConfig.defaults().withMemoryQuota(16L << 20).withGcIntervalMillis(2))) {
+      for (int t = 0; t < 20; t++) {
+        int id = t;
+        Thread th = new Thread(() -> l.put(key(id), b("v")));
+        th.start();
+        th.join();
+      }
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (l.writers.size() > 2 && System.nanoTime() < deadline) Thread.sleep(5);
+      assertTrue(l.writers.size() <= 2, "writers of finished threads were dropped: " + l.writers.size());
+      assertEquals(20, l.stats().items());
+      assertEquals(20, l.stats().nodes());
     }
   }
 
