@@ -81,43 +81,16 @@ public final class Mem {
     U.writeInt(a, v);
   }
 
-  public static byte lpByte(long a) {
-    if (DEBUG) MemoryDebug.check(a, 1);
-    return U.readByte(a);
-  }
-
-  /** Eight bytes at {@code a} as a big-endian long, so unsigned comparison matches byte order. */
-  public static long lpLongBE(long a) {
-    if (DEBUG) MemoryDebug.check(a, 8);
-    long v = U.readLong(a);
-    return LITTLE_ENDIAN ? Long.reverseBytes(v) : v;
-  }
-
-  // ---- volatile, ordered, CAS ----------------------------------------------------------------------
+  // ---- volatile and CAS ---------------------------------------------------------------------------
 
   public static long lvLong(long a) {
     if (DEBUG) MemoryDebug.check(a, 8);
     return U.readVolatileLong(a);
   }
 
-  public static void svLong(long a, long v) {
-    if (DEBUG) MemoryDebug.check(a, 8);
-    U.writeVolatileLong(a, v);
-  }
-
-  public static void soLong(long a, long v) {
-    if (DEBUG) MemoryDebug.check(a, 8);
-    U.writeOrderedLong(a, v);
-  }
-
   public static boolean casLong(long a, long expect, long update) {
     if (DEBUG) MemoryDebug.check(a, 8);
     return U.compareAndSwapLong(a, expect, update);
-  }
-
-  /** Full fence: no load or store moves across it. */
-  public static void fullFence() {
-    UnsafeMemory.UNSAFE.fullFence();
   }
 
   // ---- bulk ----------------------------------------------------------------------------------------
@@ -134,14 +107,7 @@ public final class Mem {
     U.copyMemory(a, dst, BYTES_BASE + off, len);
   }
 
-  public static void copy(long from, long to, long len) {
-    if (DEBUG) {
-      MemoryDebug.check(from, len);
-      MemoryDebug.check(to, len);
-    }
-    U.copyMemory(from, to, len);
-  }
-
+  /** Sets {@code len} bytes at {@code a} to {@code value}. */
   public static void fill(long a, long len, byte value) {
     if (DEBUG) MemoryDebug.check(a, len);
     U.setMemory(a, len, value);

@@ -122,7 +122,7 @@ final class GarbageCollector {
     AccessBarrier.Session s = list.barrier.enter();
     try {
       if (list.closed) return;
-      release(list.createSnapshot());
+      new Snapshot(list, list.createSnapshot()).close();
     } finally {
       list.barrier.exit(s);
     }
@@ -225,12 +225,6 @@ final class GarbageCollector {
 
   // ---- synchronous paths -------------------------------------------------------------------------------
 
-  private void release(Snapshot.Descriptor d) {
-    if (d.refs.decrementAndGet() == 0) {
-      snapshotReleased();
-    }
-  }
-
   void flushRetireBuffers() {
     for (Writer w : list.writers) {
       flush(w);
@@ -249,7 +243,7 @@ final class GarbageCollector {
 
   /** See {@link SkipList#quiesce()}. The caller must not be inside an operation of the list. */
   void quiesce() {
-    release(list.createSnapshot()); // stitch every dead node of the term just closed
+    new Snapshot(list, list.createSnapshot()).close(); // stitch every dead node of the term just closed
     runCollect();
     while (unlinksInFlight.get() > 0) {
       Thread.onSpinWait();

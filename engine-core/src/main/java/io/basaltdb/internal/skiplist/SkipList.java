@@ -110,9 +110,8 @@ public final class SkipList implements AutoCloseable {
 
   /** Inserts or replaces {@code key}; the new version is born in the current term. */
   public void put(byte[] key, byte[] value) {
-    checkKey(key);
     checkValue(value);
-    put(key, 0, key.length, value, 0, value.length);
+    put(key, 0, key == null ? 0 : key.length, value, 0, value.length);
   }
 
   /** Inserts or replaces {@code key[koff, koff+klen)} with {@code value[voff, voff+vlen)}. */
