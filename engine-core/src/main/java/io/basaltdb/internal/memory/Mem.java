@@ -23,40 +23,9 @@ public final class Mem {
 
   // ---- raw allocation: only allocators call these -------------------------------------------------
 
-  /** Allocates {@code size} bytes from the operating system; throws OutOfMemoryError if it cannot. */
+  /** Allocates {@code size} bytes with malloc; only {@link Region} calls it, where mmap is unavailable. */
   static long osAllocate(long size) {
     return U.allocate(size);
-  }
-
-  static void osFree(long address, long size) {
-    U.freeMemory(address, size);
-  }
-
-  private static final long HUGE_PAGE = 2L << 20;
-  private static final int PROT_READ_WRITE = 0x3;
-  private static final int MAP_PRIVATE_ANONYMOUS = 0x22;
-  private static final int MADV_HUGEPAGE = 14;
-
-  /**
-   * Maps {@code size} bytes (a multiple of 2 MiB) of anonymous memory aligned to 2 MiB and asks the
-   * kernel to back it with transparent huge pages, through Chronicle's POSIX binding. A random-access
-   * structure spread over gigabytes then costs far fewer TLB misses. Returns 0 if the mapping fails;
-   * the caller falls back to {@link #osAllocate}.
-   */
-  static long osMapHugeAligned(long size) {
-    net.openhft.posix.PosixAPI posix = net.openhft.posix.PosixAPI.posix();
-    long raw = posix.mmap(0, size + HUGE_PAGE, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0);
-    if (raw == -1 || raw == 0) return 0;
-    long aligned = (raw + HUGE_PAGE - 1) & -HUGE_PAGE;
-    if (aligned > raw) posix.munmap(raw, aligned - raw);
-    long tail = raw + size + HUGE_PAGE - (aligned + size);
-    if (tail > 0) posix.munmap(aligned + size, tail);
-    posix.madvise(aligned, size, MADV_HUGEPAGE); // advice only: without THP the mapping still works
-    return aligned;
-  }
-
-  static void osUnmap(long address, long size) {
-    net.openhft.posix.PosixAPI.posix().munmap(address, size);
   }
 
   // ---- plain ---------------------------------------------------------------------------------------

@@ -15,18 +15,19 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * Arena/slab allocator for off-heap blocks, with every byte accounted against a quota.
  *
- * <p>Design: memory comes from the operating system in big chunks (default 4 MiB; on Linux mapped
- * 2 MiB-aligned with transparent huge pages when the chunk size is a multiple of 2 MiB, so a structure
- * spread over gigabytes does not miss the TLB on every node). A block request is
+ * <p>Design: memory comes from the JVM-wide {@link Region} in big chunks (default 4 MiB; 2 MiB-aligned
+ * when the chunk size is a multiple of 2 MiB, so transparent huge pages back them and a structure
+ * spread over gigabytes does not miss the TLB on every node). Every block therefore has a 32-bit
+ * {@link Region#ref reference}. A block request is
  * rounded up to a size class ({@link SizeClasses}); a thread serves it from its own cache of freed
  * blocks of that class, else from the class's global free stack (a batch at a time), else by bumping a
  * pointer through the thread's current chunk. A freed block goes to the freeing thread's cache; when a
- * cache fills, half of it moves to the global stack. Requests above {@link SizeClasses#MAX_SMALL} go
- * straight to the operating system. Threads bump through 128 KiB regions carved from the current chunk,
+ * cache fills, half of it moves to the global stack. Requests above {@link SizeClasses#MAX_SMALL} get
+ * their own span of the region, rounded up to 4 KiB pages. Threads bump through 128 KiB regions carved from the current chunk,
  * so a thread costs at most one region of unused space. The tail of a region too small for a request is
  * left unused and counted as waste.
  *
- * <p>Accounting: {@code reserved} is what was taken from the operating system (chunks and large blocks)
+ * <p>Accounting: {@code reserved} is what was taken from the region (chunks and large blocks)
  * and is what the quota bounds: a request that needs a new chunk past the quota throws {@link
  * MemoryLimitException} and nothing is allocated. {@code used} is the sum of the class sizes of the
  * blocks handed out and not yet freed. {@link #isOverSoftLimit()} tells owners (the write cache) to shed
@@ -52,9 +53,9 @@ public final class SlabAllocator implements AutoCloseable {
   private static final int CACHE_CAPACITY = 64;
   private static final int TRANSFER = CACHE_CAPACITY / 2;
   private static final AtomicInteger OPEN = new AtomicInteger();
-  /** {@code -Dbasalt.memory.hugePages=false} turns huge-page chunks off; on by default. */
-  private static final boolean HUGE_PAGES =
-      !"false".equals(System.getProperty("basalt.memory.hugePages")) && System.getProperty("os.name", "").startsWith("Linux");
+  private static final long HUGE_PAGE = 2L << 20;
+  /** {@code -Dbasalt.memory.hugePages=false} stops aligning chunks to huge pages; on by default. */
+  private static final boolean HUGE_PAGES = !"false".equals(System.getProperty("basalt.memory.hugePages"));
 
   private final String name;
   private final long quota;
@@ -70,12 +71,12 @@ public final class SlabAllocator implements AutoCloseable {
 
   /** Global free stacks per class; each guarded by its own monitor (the GlobalStack object). */
   private final GlobalStack[] global = new GlobalStack[SizeClasses.COUNT];
-  /** Chunk base addresses; guarded by its own monitor. Negative: mapped with huge pages (address negated). */
+  /** Chunk base addresses; guarded by its own monitor. */
   private final List<Long> chunks = new ArrayList<>();
   /** The part of the newest chunk not yet handed to a thread as a region. Guarded by {@code chunks}. */
   private long chunkCursor;
   private long chunkEnd;
-  /** Whether chunks are mapped 2 MiB-aligned with transparent huge pages (see {@link Mem#osMapHugeAligned}). */
+  /** Whether chunks are 2 MiB-aligned, so transparent huge pages can back them (see {@link Region}). */
   private final boolean hugePages;
   /** Large blocks by address -> size. */
   private final Map<Long, Long> large = new ConcurrentHashMap<>();
@@ -104,7 +105,7 @@ public final class SlabAllocator implements AutoCloseable {
     this.quota = quota;
     this.softLimit = softLimit;
     this.chunkSize = chunkSize;
-    this.hugePages = HUGE_PAGES && chunkSize % (2L << 20) == 0;
+    this.hugePages = HUGE_PAGES && chunkSize % HUGE_PAGE == 0;
     for (int c = 0; c < global.length; c++) {
       global[c] = new GlobalStack();
     }
@@ -175,7 +176,7 @@ public final class SlabAllocator implements AutoCloseable {
 
   /** The bytes a block of {@code size} really occupies (its class size). */
   public static long blockSize(long size) {
-    return size > SizeClasses.MAX_SMALL ? (size + 7) & ~7L : SizeClasses.sizeOf(SizeClasses.classOf(size));
+    return size > SizeClasses.MAX_SMALL ? Region.roundToPage(size) : SizeClasses.sizeOf(SizeClasses.classOf(size));
   }
 
   public long usedBytes() {
@@ -268,12 +269,11 @@ public final class SlabAllocator implements AutoCloseable {
         Mem.DEBUG && stillAllocated == 0 ? MemoryDebug.liveBlocksOf(this) : Map.of();
     synchronized (chunks) {
       for (long chunk : chunks) {
-        if (chunk < 0) Mem.osUnmap(-chunk, chunkSize);
-        else Mem.osFree(chunk, chunkSize);
+        Region.free(chunk, chunkSize);
       }
       chunks.clear();
     }
-    large.forEach(Mem::osFree);
+    large.forEach(Region::free);
     large.clear();
     if (Mem.DEBUG) MemoryDebug.forgetAllOf(this);
     reserved.set(0);
@@ -359,18 +359,14 @@ public final class SlabAllocator implements AutoCloseable {
   /** Reserves and maps one chunk; the caller holds the {@code chunks} monitor. */
   private long newChunk() {
     reserve(chunkSize);
-    long chunk = hugePages ? Mem.osMapHugeAligned(chunkSize) : 0;
-    boolean mapped = chunk != 0;
-    if (!mapped) {
-      try {
-        chunk = Mem.osAllocate(chunkSize);
-      } catch (OutOfMemoryError e) {
-        reserved.addAndGet(-chunkSize);
-        throw new MemoryLimitException("allocator " + name + ": the operating system refused a "
-            + chunkSize + "-byte chunk: " + e.getMessage());
-      }
+    long chunk;
+    try {
+      chunk = Region.allocate(chunkSize, hugePages ? HUGE_PAGE : Region.PAGE);
+    } catch (MemoryLimitException e) {
+      reserved.addAndGet(-chunkSize);
+      throw e;
     }
-    chunks.add(mapped ? -chunk : chunk);
+    chunks.add(chunk);
     return chunk;
   }
 
@@ -387,15 +383,14 @@ public final class SlabAllocator implements AutoCloseable {
   }
 
   private long allocateLarge(long size) {
-    long rounded = (size + 7) & ~7L;
+    long rounded = Region.roundToPage(size);
     reserve(rounded);
     long a;
     try {
-      a = Mem.osAllocate(rounded);
-    } catch (OutOfMemoryError e) {
+      a = Region.allocate(rounded, Region.PAGE);
+    } catch (MemoryLimitException e) {
       reserved.addAndGet(-rounded);
-      throw new MemoryLimitException("allocator " + name + ": the operating system refused " + rounded
-          + " bytes: " + e.getMessage());
+      throw e;
     }
     large.put(a, rounded);
     used.add(rounded);
@@ -404,13 +399,13 @@ public final class SlabAllocator implements AutoCloseable {
   }
 
   private void freeLarge(long address, long size) {
-    long rounded = (size + 7) & ~7L;
+    long rounded = Region.roundToPage(size);
     Long known = large.remove(address);
     if (known == null || known != rounded) {
       throw new IllegalStateException("allocator " + name + ": free of unknown large block 0x"
           + Long.toHexString(address) + " size " + size);
     }
-    Mem.osFree(address, rounded);
+    Region.free(address, rounded);
     used.add(-rounded);
     reserved.addAndGet(-rounded);
   }

@@ -1,6 +1,7 @@
 package io.basaltdb.internal.skiplist;
 
 import io.basaltdb.internal.memory.Mem;
+import io.basaltdb.internal.memory.Region;
 
 /**
  * Byte layout of an off-heap skiplist node, and the accessors for its fields. The layout is documented
@@ -13,10 +14,22 @@ import io.basaltdb.internal.memory.Mem;
  *  16      4     meta     bits 0-19 key length, 20-25 tower height, 26-27 build state
  *  20      4     value length
  *  24      8     key prefix: the key's first 8 bytes, zero-padded, as a big-endian long
- *  32      8*h   next[0..h-1]  tower; bit 0 of each is the "deleted" mark of this node at that level
+ *  32      8*h   next[0..h-1]  tower of links (below)
  *  32+8h   k     key bytes
  *  ..      v     value bytes
  * </pre>
+ *
+ * <p>A link (a tower slot) is one 64-bit word, so one CAS swaps all of it:
+ * <pre>
+ *  bits 0-31   the successor's {@link Region#ref reference} (offset from the region base in 8-byte
+ *              units); 0 is the end of the level
+ *  bit  32     this node's "deleted" mark at that level
+ *  bits 33-63  the successor's key prefix, top 31 bits ({@code prefix >>> 33})
+ * </pre>
+ * The successor's prefix travels with the reference to it, so a search that finds the key it looks
+ * for sorting before a successor's prefix descends without loading that successor: the node that ends
+ * each level's scan, one cache miss per level, is never touched. The prefix is a function of the
+ * reference (a node's prefix never changes), so a link is always self-consistent.
  *
  * <p>Thread-safety: bornSn, lengths, height, prefix, key and value are written before the node is published
  * by the CAS that links it and never change afterwards, so plain loads are enough once a reader has
@@ -46,7 +59,9 @@ final class Node {
   /** Marked for removal while still building: the inserter unlinks and retires it when done. */
   static final int STATE_MARKED_EARLY = 2 << STATE_SHIFT;
 
-  static final long MARK = 1L;
+  static final long MARK = 1L << 32;
+  static final int LINK_PREFIX_SHIFT = 33;
+  private static final long REF_MASK = 0xFFFF_FFFFL;
 
   private Node() {}
 
@@ -127,7 +142,7 @@ final class Node {
     return node + TOWER_OFFSET + 8L * level;
   }
 
-  /** The raw next pointer at {@code level}, mark bit included (volatile: pairs with the linking CAS). */
+  /** The raw link at {@code level}, mark bit included (volatile: pairs with the linking CAS). */
   static long next(long node, int level) {
     return Mem.lvLong(nextAddr(node, level));
   }
@@ -144,8 +159,20 @@ final class Node {
     return (raw & MARK) != 0;
   }
 
+  /** The address a raw link points to (0 at the end of a level). */
   static long ptr(long raw) {
-    return raw & ~MARK;
+    long ref = raw & REF_MASK;
+    return ref == 0 ? 0 : Region.address(ref);
+  }
+
+  /** An unmarked link to {@code node} (0 for none); reads its immutable prefix. */
+  static long link(long node) {
+    return node == 0 ? 0 : (prefix(node) >>> LINK_PREFIX_SHIFT) << LINK_PREFIX_SHIFT | Region.ref(node);
+  }
+
+  /** The successor's key prefix carried by a link, as {@code prefix >>> LINK_PREFIX_SHIFT}. */
+  static long linkPrefix(long raw) {
+    return raw >>> LINK_PREFIX_SHIFT;
   }
 
   /** True when the node is visible at {@code sn}: born at or before it and not dead at it. */

@@ -312,32 +312,39 @@ public final class SkipList implements AutoCloseable {
 
   /**
    * Fills {@code preds[l]} with the last node whose key sorts before the search key and {@code
-   * succs[l]} with the node after it, for levels {@code top-1} down to 0, snipping marked nodes on the
-   * way. All entries are unmarked pointers; preds are never marked at the time they were read.
+   * succs[l]} with the unmarked link from it to the next node, for levels {@code top-1} down to 0,
+   * snipping marked nodes on the way. preds are addresses, never marked at the time they were read.
+   * A successor whose link prefix already sorts after the key is not loaded (so not checked for a mark:
+   * linking in front of a marked node is fine, its remover snips it from the new predecessor).
    */
   private void find(Object kb, long ko, int kl, long[] preds, long[] succs, int top) {
     long kp = Keys.prefix(kb, ko, kl);
+    long kp31 = kp >>> Node.LINK_PREFIX_SHIFT;
     retry:
     while (true) {
       long pred = head;
       for (int l = top - 1; l >= 0; l--) {
-        long curr = Node.ptr(Node.next(pred, l));
-        while (curr != 0) {
+        long link = Node.next(pred, l) & ~Node.MARK;
+        long curr;
+        while ((curr = Node.ptr(link)) != 0) {
+          long lp = Node.linkPrefix(link);
+          if (kp31 < lp) break; // the successor sorts after the key: no need to load it
           long raw = Node.next(curr, l);
           if (Node.isMarked(raw)) {
-            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry; // pred changed or is dying
-            curr = Node.ptr(raw);
+            long unmarked = raw & ~Node.MARK;
+            if (!Node.casNext(pred, l, link, unmarked)) continue retry; // pred changed or is dying
+            link = unmarked;
             continue;
           }
-          if (Keys.compare(kb, ko, kl, kp, curr) > 0) {
+          if (kp31 > lp || Keys.compare(kb, ko, kl, kp, curr) > 0) {
             pred = curr;
-            curr = Node.ptr(raw);
+            link = raw;
           } else {
             break;
           }
         }
         preds[l] = pred;
-        succs[l] = curr;
+        succs[l] = link;
       }
       return;
     }
@@ -355,22 +362,27 @@ public final class SkipList implements AutoCloseable {
 
   /** Top-down search for the last node before the key, or before the end when {@code toEnd}. */
   private long descend(Object kb, long ko, int kl, boolean toEnd) {
-    long kp = toEnd ? 0 : Keys.prefix(kb, ko, kl);
+    long kp = toEnd ? -1 : Keys.prefix(kb, ko, kl);
+    long kp31 = kp >>> Node.LINK_PREFIX_SHIFT;
     retry:
     while (true) {
       long pred = head;
       for (int l = topHeight.get() - 1; l >= 0; l--) {
-        long curr = Node.ptr(Node.next(pred, l));
-        while (curr != 0) {
+        long link = Node.next(pred, l) & ~Node.MARK;
+        long curr;
+        while ((curr = Node.ptr(link)) != 0) {
+          long lp = Node.linkPrefix(link);
+          if (kp31 < lp) break; // the successor sorts after the key: descend without loading it
           long raw = Node.next(curr, l);
           if (Node.isMarked(raw)) {
-            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry; // pred changed or is dying
-            curr = Node.ptr(raw);
+            long unmarked = raw & ~Node.MARK;
+            if (!Node.casNext(pred, l, link, unmarked)) continue retry; // pred changed or is dying
+            link = unmarked;
             continue;
           }
-          if (toEnd || Keys.compare(kb, ko, kl, kp, curr) > 0) {
+          if (toEnd || kp31 > lp || Keys.compare(kb, ko, kl, kp, curr) > 0) {
             pred = curr;
-            curr = Node.ptr(raw);
+            link = raw;
           } else {
             break;
           }
@@ -412,12 +424,13 @@ public final class SkipList implements AutoCloseable {
     long pred = findPredecessor(kb, ko, kl);
     while (true) {
       long raw = Node.next(pred, 0);
+      long next = Node.ptr(raw);
       if (Node.isMarked(raw)) {
         pred = findPredecessor(kb, ko, kl);
-      } else if (raw != 0 && Keys.compare(kb, ko, kl, raw) > 0) {
-        pred = raw; // linked after pred since the search
+      } else if (next != 0 && Keys.compare(kb, ko, kl, next) > 0) {
+        pred = next; // linked after pred since the search
       } else {
-        return raw;
+        return next;
       }
     }
   }
@@ -455,7 +468,7 @@ public final class SkipList implements AutoCloseable {
     boolean hasVersion;
     while (true) {
       find(kb, ko, kl, preds, succs, top);
-      first = succs[0];
+      first = Node.ptr(succs[0]);
       hasVersion = first != 0 && Keys.compare(kb, ko, kl, first) == 0;
       if (hasVersion && Node.born(first) > t) {
         // a writer of a newer term got here first: move to the current term so versions stay ordered
@@ -467,7 +480,7 @@ public final class SkipList implements AutoCloseable {
       for (int l = 0; l < height; l++) {
         Node.setNextPlain(node, l, succs[l]);
       }
-      if (Node.casNext(preds[0], 0, first, node)) {
+      if (Node.casNext(preds[0], 0, succs[0], Node.link(node))) {
         break; // linearization point: the new version is the key's newest
       }
     }
@@ -496,6 +509,7 @@ public final class SkipList implements AutoCloseable {
     long[] preds = w.preds;
     long[] succs = w.succs;
     int linked = 1;
+    long nodeLink = Node.link(node);
     build:
     for (int l = 1; l < height; l++) {
       while (true) {
@@ -503,12 +517,12 @@ public final class SkipList implements AutoCloseable {
         if (Node.isMarked(raw)) break build; // removal started: stop growing
         long succ = succs[l];
         if (raw != succ && !Node.casNext(node, l, raw, succ)) break build;
-        if (Node.casNext(preds[l], l, succ, node)) {
+        if (Node.casNext(preds[l], l, succ, nodeLink)) {
           linked = l + 1;
           break;
         }
         find(kb, ko, kl, preds, succs, height);
-        if (succs[0] != node) break build; // a newer version is in front: linking higher could misorder
+        if (Node.ptr(succs[0]) != node) break build; // a newer version is in front: linking higher could misorder
       }
     }
     if (!Node.casState(node, Node.STATE_BUILDING, Node.STATE_BUILT)) {
@@ -532,10 +546,11 @@ public final class SkipList implements AutoCloseable {
     }
     long[] preds = w.preds;
     long[] succs = w.succs;
+    long oldLink = Node.link(old);
     for (int l = height - 1; l >= 0; l--) {
       // preds/succs are this operation's search results for levels below `searched` only
-      long pred = l < newerLinked ? newer : (l < searched && succs[l] == old ? preds[l] : 0);
-      if (pred == 0 || !Node.casNext(pred, l, old, Node.ptr(Node.next(old, l)))) {
+      long pred = l < newerLinked ? newer : (l < searched && Node.ptr(succs[l]) == old ? preds[l] : 0);
+      if (pred == 0 || !Node.casNext(pred, l, oldLink, Node.next(old, l) & ~Node.MARK)) {
         unlinkAllLevels(old);
         break;
       }
@@ -630,33 +645,36 @@ public final class SkipList implements AutoCloseable {
     while (true) {
       long pred = head;
       for (int l = Math.max(topHeight.get(), height) - 1; l >= 0; l--) {
-        long curr = Node.ptr(Node.next(pred, l));
-        while (curr != 0) { // to the last node sorting before the key
+        long link = Node.next(pred, l) & ~Node.MARK;
+        long curr;
+        while ((curr = Node.ptr(link)) != 0) { // to the last node sorting before the key
           long raw = Node.next(curr, l);
           if (Node.isMarked(raw)) {
-            if (!Node.casNext(pred, l, curr, Node.ptr(raw))) continue retry;
-            curr = Node.ptr(raw);
+            long unmarked = raw & ~Node.MARK;
+            if (!Node.casNext(pred, l, link, unmarked)) continue retry;
+            link = unmarked;
             continue;
           }
           if (Keys.compare(null, kb, kl, kp, curr) > 0) {
             pred = curr;
-            curr = Node.ptr(raw);
+            link = raw;
           } else {
             break;
           }
         }
         if (l < height) {
           long p = pred;
-          while (curr != 0) { // through the versions of the key
+          while ((curr = Node.ptr(link)) != 0) { // through the versions of the key
             long raw = Node.next(curr, l);
             if (Node.isMarked(raw)) {
-              if (!Node.casNext(p, l, curr, Node.ptr(raw))) continue retry;
-              curr = Node.ptr(raw);
+              long unmarked = raw & ~Node.MARK;
+              if (!Node.casNext(p, l, link, unmarked)) continue retry;
+              link = unmarked;
               continue;
             }
             if (Keys.compare(null, kb, kl, kp, curr) != 0) break;
             p = curr;
-            curr = Node.ptr(raw);
+            link = raw;
           }
         }
       }

@@ -80,7 +80,7 @@ class SlabAllocatorTest {
   @Test
   void closeReleasing_acceptsExactlyTheBlocksStillAllocated_largeOnesRounded() {
     SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20);
-    a.allocate(200_041); // large: rounded to 8 bytes
+    a.allocate(200_041); // large: rounded to 4 KiB pages
     a.allocate(100);
     long still = SlabAllocator.blockSize(200_041) + SlabAllocator.blockSize(100);
     a.closeReleasing(still); // no MemoryLeakException: exactly these bytes were still allocated
