@@ -53,6 +53,13 @@ public final class SlabAllocator implements AutoCloseable {
   private static final int CACHE_CAPACITY = 64;
   private static final int TRANSFER = CACHE_CAPACITY / 2;
   private static final AtomicInteger OPEN = new AtomicInteger();
+  /**
+   * Arenas: blocks of different arenas never share a chunk, so a caller can keep a small, hot set of
+   * blocks (the skiplist's tall nodes, which every search passes through) packed together, on fewer
+   * pages and DRAM rows than if they were scattered among the cold ones. Arena 0 is the default.
+   */
+  public static final int ARENAS = 2;
+  public static final int HOT_ARENA = 1;
   private static final long HUGE_PAGE = 2L << 20;
   /** {@code -Dbasalt.memory.hugePages=false} stops aligning chunks to huge pages; on by default. */
   private static final boolean HUGE_PAGES = !"false".equals(System.getProperty("basalt.memory.hugePages"));
@@ -69,20 +76,20 @@ public final class SlabAllocator implements AutoCloseable {
   /** Chunk tails left unused because a request did not fit. */
   private final LongAdder waste = new LongAdder();
 
-  /** Global free stacks per class; each guarded by its own monitor (the GlobalStack object). */
-  private final GlobalStack[] global = new GlobalStack[SizeClasses.COUNT];
+  /** Global free stacks per arena and class ({@code arena * COUNT + class}); each guarded by its own monitor. */
+  private final GlobalStack[] global = new GlobalStack[ARENAS * SizeClasses.COUNT];
   /** Chunk base addresses; guarded by its own monitor. */
   private final List<Long> chunks = new ArrayList<>();
-  /** The part of the newest chunk not yet handed to a thread as a region. Guarded by {@code chunks}. */
-  private long chunkCursor;
-  private long chunkEnd;
+  /** Per arena, the part of its newest chunk not yet handed to a thread as a region. Guarded by {@code chunks}. */
+  private final long[] chunkCursor = new long[ARENAS];
+  private final long[] chunkEnd = new long[ARENAS];
   /** Whether chunks are 2 MiB-aligned, so transparent huge pages can back them (see {@link Region}). */
   private final boolean hugePages;
   /** Large blocks by address -> size. */
   private final Map<Long, Long> large = new ConcurrentHashMap<>();
   /** Every thread cache ever created, so close/stats/trim can see them. */
   private final CopyOnWriteArrayList<ThreadCache> caches = new CopyOnWriteArrayList<>();
-  private final ThreadLocal<ThreadCache> cache = ThreadLocal.withInitial(this::newCache);
+  private final ThreadLocal<ThreadCache[]> cache = ThreadLocal.withInitial(this::newCaches);
   /** Set once by close(); read by allocate to refuse use after close (volatile: close publishes it). */
   private volatile boolean closed;
 
@@ -106,7 +113,7 @@ public final class SlabAllocator implements AutoCloseable {
     this.softLimit = softLimit;
     this.chunkSize = chunkSize;
     this.hugePages = HUGE_PAGES && chunkSize % HUGE_PAGE == 0;
-    for (int c = 0; c < global.length; c++) {
+    for (int c = 0; c < global.length; c++) { // every arena's classes
       global[c] = new GlobalStack();
     }
     OPEN.incrementAndGet();
@@ -129,12 +136,21 @@ public final class SlabAllocator implements AutoCloseable {
    * @throws MemoryLimitException if the quota does not allow it; nothing is allocated
    */
   public long allocate(long size) {
+    return allocate(size, 0);
+  }
+
+  /**
+   * As {@link #allocate(long)}, from {@code arena} (0 or {@link #HOT_ARENA}); large blocks ignore it.
+   * Free the block with {@link #free(long, long, int)} and the same arena.
+   */
+  public long allocate(long size, int arena) {
     if (closed) throw new ClosedException("allocator " + name + " is closed");
+    if (arena < 0 || arena >= ARENAS) throw new InvalidArgumentException("no arena " + arena);
     if (size <= 0) throw new InvalidArgumentException("allocation size must be positive, was " + size);
     if (size > SizeClasses.MAX_SMALL) return allocateLarge(size);
     int c = SizeClasses.classOf(size);
     long blockSize = SizeClasses.sizeOf(c);
-    ThreadCache tc = cache.get();
+    ThreadCache tc = cache.get()[arena];
     long a;
     if (tc.counts[c] > 0 || refill(tc, c)) {
       a = tc.stacks[c][--tc.counts[c]];
@@ -150,8 +166,13 @@ public final class SlabAllocator implements AutoCloseable {
     return a;
   }
 
-  /** Returns a block; {@code size} must be the size it was allocated with. */
+  /** Returns a block of arena 0; {@code size} must be the size it was allocated with. */
   public void free(long address, long size) {
+    free(address, size, 0);
+  }
+
+  /** Returns a block; {@code size} and {@code arena} must be those it was allocated with. */
+  public void free(long address, long size, int arena) {
     if (Mem.DEBUG) {
       MemoryDebug.check(address, size);
       Mem.fill(address, size, (byte) 0xDD); // poison: a stale reader sees garbage lengths, not old data
@@ -162,7 +183,7 @@ public final class SlabAllocator implements AutoCloseable {
       return;
     }
     int c = SizeClasses.classOf(size);
-    ThreadCache tc = cache.get();
+    ThreadCache tc = cache.get()[arena];
     if (tc.counts[c] == CACHE_CAPACITY) {
       spill(tc, c);
     }
@@ -208,13 +229,15 @@ public final class SlabAllocator implements AutoCloseable {
         bumpFree += tc.bumpEnd - tc.bumpCursor;
       }
     }
-    for (int c = 0; c < SizeClasses.COUNT; c++) {
-      synchronized (global[c]) {
-        cachedFree += (long) global[c].count * SizeClasses.sizeOf(c);
+    for (int g = 0; g < global.length; g++) {
+      synchronized (global[g]) {
+        cachedFree += (long) global[g].count * SizeClasses.sizeOf(g % SizeClasses.COUNT);
       }
     }
     synchronized (chunks) {
-      bumpFree += chunkEnd - chunkCursor;
+      for (int arena = 0; arena < ARENAS; arena++) {
+        bumpFree += chunkEnd[arena] - chunkCursor[arena];
+      }
     }
     return new Stats(quota, reserved.get(), used.sum(), cachedFree, bumpFree, waste.sum());
   }
@@ -302,14 +325,17 @@ public final class SlabAllocator implements AutoCloseable {
 
   // ---- internals -------------------------------------------------------------------------------------
 
-  private ThreadCache newCache() {
-    ThreadCache tc = new ThreadCache(Thread.currentThread());
-    caches.add(tc);
-    return tc;
+  private ThreadCache[] newCaches() {
+    ThreadCache[] tcs = new ThreadCache[ARENAS];
+    for (int arena = 0; arena < ARENAS; arena++) {
+      tcs[arena] = new ThreadCache(Thread.currentThread(), arena);
+      caches.add(tcs[arena]);
+    }
+    return tcs;
   }
 
   private boolean refill(ThreadCache tc, int c) {
-    GlobalStack g = global[c];
+    GlobalStack g = global[tc.arena * SizeClasses.COUNT + c];
     synchronized (g) {
       if (g.count == 0) return false;
       int n = Math.min(TRANSFER, g.count);
@@ -326,7 +352,7 @@ public final class SlabAllocator implements AutoCloseable {
 
   private void spill(ThreadCache tc, int c) {
     int n = Math.min(TRANSFER, tc.counts[c]);
-    GlobalStack g = global[c];
+    GlobalStack g = global[tc.arena * SizeClasses.COUNT + c];
     synchronized (g) {
       if (g.blocks.length - g.count < n) {
         g.blocks = java.util.Arrays.copyOf(g.blocks, Math.max(g.blocks.length * 2, g.count + n));
@@ -343,16 +369,17 @@ public final class SlabAllocator implements AutoCloseable {
    */
   private void newRegion(ThreadCache tc) {
     synchronized (chunks) {
-      if (chunkEnd - chunkCursor < REGION) {
-        waste.add(chunkEnd - chunkCursor);
+      int arena = tc.arena;
+      if (chunkEnd[arena] - chunkCursor[arena] < REGION) {
+        waste.add(chunkEnd[arena] - chunkCursor[arena]);
         long chunk = newChunk();
-        chunkCursor = chunk;
-        chunkEnd = chunk + chunkSize;
+        chunkCursor[arena] = chunk;
+        chunkEnd[arena] = chunk + chunkSize;
       }
       waste.add(tc.bumpEnd - tc.bumpCursor);
-      tc.bumpCursor = chunkCursor;
-      tc.bumpEnd = chunkCursor + REGION;
-      chunkCursor += REGION;
+      tc.bumpCursor = chunkCursor[arena];
+      tc.bumpEnd = chunkCursor[arena] + REGION;
+      chunkCursor[arena] += REGION;
     }
   }
 
@@ -413,12 +440,14 @@ public final class SlabAllocator implements AutoCloseable {
   /** Per-thread free-block cache and bump region; touched only by its thread (or under its monitor). */
   private static final class ThreadCache {
     final java.lang.ref.WeakReference<Thread> owner;
+    final int arena;
     final long[][] stacks = new long[SizeClasses.COUNT][];
     final int[] counts = new int[SizeClasses.COUNT];
     long bumpCursor;
     long bumpEnd;
 
-    ThreadCache(Thread owner) {
+    ThreadCache(Thread owner, int arena) {
+      this.arena = arena;
       this.owner = new java.lang.ref.WeakReference<>(owner);
     }
   }

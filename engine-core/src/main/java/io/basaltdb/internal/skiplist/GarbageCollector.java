@@ -220,7 +220,7 @@ final class GarbageCollector {
     for (int l = 0; l < height; l++) {
       w.count(Writer.LEVELS + l, -1);
     }
-    list.allocator.free(node, size);
+    list.allocator.free(node, size, Node.arena(height));
   }
 
   // ---- synchronous paths -------------------------------------------------------------------------------

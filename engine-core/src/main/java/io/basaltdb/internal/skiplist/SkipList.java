@@ -125,7 +125,7 @@ public final class SkipList implements AutoCloseable {
     AccessBarrier.Session s = barrier.enter();
     try {
       checkOpen();
-      long node = allocator.allocate(size); // may throw MemoryLimitException: nothing is written then
+      long node = allocator.allocate(size, Node.arena(height)); // may throw MemoryLimitException: nothing is written then
       Node.init(node, height, klen, vlen);
       long keyAddr = node + Node.TOWER_OFFSET + 8L * height;
       Mem.copyFromArray(key, koff, keyAddr, klen);

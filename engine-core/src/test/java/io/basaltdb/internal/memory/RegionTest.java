@@ -31,8 +31,7 @@ class RegionTest {
       assertEquals(0, (a - Region.BASE) % Region.PAGE);
       assertEquals(0, (b - Region.BASE) % (2L << 20));
       assertEquals(before + Region.PAGE + (2L << 20), Region.inUse());
-      Mem.spLong(b + (2L << 20) - 8, 7); // the whole span is usable
-      assertEquals(7, Mem.lpLong(b + (2L << 20) - 8));
+      assertEquals(7, writeAndRead(b + (2L << 20) - 8, 7)); // the whole span is usable
     } finally {
       Region.free(a, 1);
       Region.free(b, 2L << 20);
@@ -45,14 +44,14 @@ class RegionTest {
     long a = Region.allocate(Region.PAGE, Region.PAGE);
     long b = Region.allocate(Region.PAGE, Region.PAGE);
     long c = Region.allocate(Region.PAGE, Region.PAGE);
-    Mem.spLong(a, 42);
+    assertEquals(42, writeAndRead(a, 42));
     Region.free(a, Region.PAGE);
     Region.free(b, Region.PAGE);
     try {
       if (b == a + Region.PAGE) { // neighbours (no other test allocated in between): one span of two pages
         long ab = Region.allocate(2 * Region.PAGE, Region.PAGE);
         assertEquals(a, ab, "two freed neighbours serve a two-page request");
-        assertEquals(0, Mem.lpLong(ab), "freed pages go back to the OS and come back zeroed");
+        assertEquals(0, read(ab), "freed pages go back to the OS and come back zeroed");
         Region.free(ab, 2 * Region.PAGE);
       }
     } finally {
@@ -71,6 +70,28 @@ class RegionTest {
       assertThrows(IllegalStateException.class, () -> Region.free(guard + 8, Region.PAGE));
     } finally {
       Region.free(guard, Region.PAGE);
+    }
+  }
+
+  /** Raw spans are not allocator blocks: in debug mode, register the word for the access. */
+  private static long writeAndRead(long a, long v) {
+    Object owner = new Object();
+    if (Mem.DEBUG) MemoryDebug.recordAllocation(a, 8, owner);
+    try {
+      Mem.spLong(a, v);
+      return Mem.lpLong(a);
+    } finally {
+      if (Mem.DEBUG) MemoryDebug.recordFree(a, 8, owner);
+    }
+  }
+
+  private static long read(long a) {
+    Object owner = new Object();
+    if (Mem.DEBUG) MemoryDebug.recordAllocation(a, 8, owner);
+    try {
+      return Mem.lpLong(a);
+    } finally {
+      if (Mem.DEBUG) MemoryDebug.recordFree(a, 8, owner);
     }
   }
 

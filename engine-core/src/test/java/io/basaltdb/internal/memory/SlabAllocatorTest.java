@@ -204,4 +204,38 @@ class SlabAllocatorTest {
     }
     assertTrue(sawTest, "the cause points at the allocation site");
   }
+
+  @Test
+  void arenas_neverShareAChunk_norReuseEachOthersBlocks() {
+    long chunk = 2L << 20; // 2 MiB-aligned chunks: a block's chunk is its address >>> 21
+    try (SlabAllocator a = new SlabAllocator("t", 64L << 20, 64L << 20, chunk)) {
+      java.util.Set<Long> cold = new java.util.HashSet<>();
+      java.util.Set<Long> hot = new java.util.HashSet<>();
+      List<Long> coldBlocks = new ArrayList<>();
+      List<Long> hotBlocks = new ArrayList<>();
+      for (int i = 0; i < 40_000; i++) { // ~6 MiB per arena: several chunks each, interleaved
+        long c = a.allocate(160);
+        long h = a.allocate(160, SlabAllocator.HOT_ARENA);
+        coldBlocks.add(c);
+        hotBlocks.add(h);
+        cold.add(c >>> 21);
+        hot.add(h >>> 21);
+      }
+      assertTrue(cold.size() > 1 && hot.size() > 1);
+      for (long h : hot) assertTrue(!cold.contains(h), "chunk shared by both arenas");
+      long freedHot = hotBlocks.remove(hotBlocks.size() - 1);
+      a.free(freedHot, 160, SlabAllocator.HOT_ARENA);
+      long next = a.allocate(160);
+      assertTrue(next != freedHot, "a cold allocation reused a hot block");
+      coldBlocks.add(next);
+      assertEquals(freedHot, a.allocate(160, SlabAllocator.HOT_ARENA), "the hot arena reuses its own block");
+      hotBlocks.add(freedHot);
+      SlabAllocator.Stats st = a.stats();
+      assertEquals(st.reserved(), st.used() + st.freeBlocks() + st.unbumped() + st.waste());
+      for (long c : coldBlocks) a.free(c, 160);
+      for (long h : hotBlocks) a.free(h, 160, SlabAllocator.HOT_ARENA);
+      assertEquals(0, a.usedBytes());
+      assertThrows(InvalidArgumentException.class, () -> a.allocate(160, 2));
+    }
+  }
 }
