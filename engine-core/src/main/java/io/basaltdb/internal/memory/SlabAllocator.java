@@ -145,7 +145,7 @@ public final class SlabAllocator implements AutoCloseable {
    */
   public long allocate(long size, int arena) {
     if (closed) throw new ClosedException("allocator " + name + " is closed");
-    if (arena < 0 || arena >= ARENAS) throw new InvalidArgumentException("no arena " + arena);
+    checkArena(arena);
     if (size <= 0) throw new InvalidArgumentException("allocation size must be positive, was " + size);
     if (size > SizeClasses.MAX_SMALL) return allocateLarge(size);
     int c = SizeClasses.classOf(size);
@@ -173,6 +173,7 @@ public final class SlabAllocator implements AutoCloseable {
 
   /** Returns a block; {@code size} and {@code arena} must be those it was allocated with. */
   public void free(long address, long size, int arena) {
+    checkArena(arena);
     if (Mem.DEBUG) {
       MemoryDebug.check(address, size);
       Mem.fill(address, size, (byte) 0xDD); // poison: a stale reader sees garbage lengths, not old data
@@ -324,6 +325,12 @@ public final class SlabAllocator implements AutoCloseable {
   }
 
   // ---- internals -------------------------------------------------------------------------------------
+
+  private static void checkArena(int arena) {
+    if (arena < 0 || arena >= ARENAS) {
+      throw new InvalidArgumentException("arena must be 0 or " + HOT_ARENA + ", was " + arena);
+    }
+  }
 
   private ThreadCache[] newCaches() {
     ThreadCache[] tcs = new ThreadCache[ARENAS];

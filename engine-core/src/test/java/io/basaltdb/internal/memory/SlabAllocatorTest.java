@@ -236,6 +236,7 @@ class SlabAllocatorTest {
       for (long h : hotBlocks) a.free(h, 160, SlabAllocator.HOT_ARENA);
       assertEquals(0, a.usedBytes());
       assertThrows(InvalidArgumentException.class, () -> a.allocate(160, 2));
+      assertThrows(InvalidArgumentException.class, () -> a.free(next, 160, -1));
     }
   }
 }
