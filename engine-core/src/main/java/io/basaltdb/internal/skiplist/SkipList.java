@@ -56,7 +56,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class SkipList implements AutoCloseable {
   public static final int MAX_HEIGHT = 32;
-  public static final int MAX_KEY_SIZE = 64 * 1024;
+  /** 64 KiB of user key plus room for the engine's keyspace prefix (a store key is prefix + user key). */
+  public static final int MAX_KEY_SIZE = 64 * 1024 + 16;
 
   final SkipListConfig config;
   final SlabAllocator allocator;

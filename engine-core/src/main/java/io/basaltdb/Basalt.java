@@ -1,0 +1,149 @@
+package io.basaltdb;
+
+import io.basaltdb.internal.engine.Batch;
+import io.basaltdb.internal.engine.Engine;
+import io.basaltdb.internal.storage.FileStorage;
+import io.basaltdb.internal.storage.Storage;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A Basalt store: Magma's disk engine (an LSM key index over a segmented log of values, with a
+ * write-ahead log and a Nitro skiplist as write cache) opened on a directory, or Nitro's in-memory engine
+ * opened with {@link #openInMemory}. Data lives in named {@link Keyspace}s that share the WAL, the write
+ * cache and the background threads; a new store has the keyspace {@code "default"}.
+ *
+ * <pre>{@code
+ * try (Basalt db = Basalt.open(Path.of("data"), Options.defaults())) {
+ *   Keyspace ks = db.keyspace("default");
+ *   ks.put(key, value);
+ *   byte[] v = ks.get(key);
+ *   try (Snapshot s = db.snapshot(); Cursor c = s.scan(ks, from, to)) {
+ *     while (c.next()) { ... c.key() ... c.value() ... }
+ *   }
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safety: every method may be called from any thread. {@link #close()} waits for writes in
+ * progress; afterwards every call on the store, its keyspaces, snapshots and cursors throws
+ * {@link ClosedException}.
+ */
+public final class Basalt implements AutoCloseable {
+  final Engine engine;
+  private final Options options;
+  /** Copied from the options for the hot path's value check. */
+  final int maxValueSize;
+
+  private Basalt(Engine engine, Options options) {
+    this.engine = engine;
+    this.options = options;
+    this.maxValueSize = options.maxValueSize();
+  }
+
+  /**
+   * Opens the store in {@code directory}, creating it if needed, and recovers every acknowledged write
+   * (docs/operations.md). Throws {@link CorruptionException} if the files are damaged, {@link
+   * StorageException} if they cannot be read.
+   */
+  public static Basalt open(Path directory, Options options) {
+    if (directory == null) throw new InvalidArgumentException("directory must not be null (use openInMemory for a store without one)");
+    if (options == null) throw new InvalidArgumentException("options must not be null (use Options.defaults())");
+    return open(new FileStorage(directory), options);
+  }
+
+  /** Opens a store on any storage implementation (tests use an in-memory file system). */
+  static Basalt open(Storage storage, Options options) {
+    Options o = options.copy();
+    return new Basalt(Engine.open(storage, o), o);
+  }
+
+  /**
+   * Opens an in-memory store (Nitro): everything lives in the off-heap skiplist, up to {@link
+   * Options#memoryQuota}; writes past it throw {@link MemoryLimitException} and change nothing. Nothing
+   * survives {@link #close()}.
+   */
+  public static Basalt openInMemory(Options options) {
+    if (options == null) throw new InvalidArgumentException("options must not be null (use Options.defaults())");
+    Options o = options.copy();
+    return new Basalt(Engine.open(null, o), o);
+  }
+
+  /** The keyspace named {@code name}; {@link InvalidArgumentException} if there is none. */
+  public Keyspace keyspace(String name) {
+    if (name == null) throw new InvalidArgumentException("keyspace name must not be null");
+    int id = engine.keyspaceId(name);
+    if (id < 0) {
+      throw new InvalidArgumentException("no keyspace named '" + name + "'; create it with createKeyspace");
+    }
+    return new Keyspace(this, id, name);
+  }
+
+  /** Creates a keyspace; durable when it returns. {@link InvalidArgumentException} if it exists. */
+  public Keyspace createKeyspace(String name) {
+    return new Keyspace(this, engine.createKeyspace(name), name);
+  }
+
+  /** Drops a keyspace and all its data; durable when it returns. Its handles throw afterwards. */
+  public void dropKeyspace(String name) {
+    engine.dropKeyspace(name);
+  }
+
+  /** Names of the keyspaces, sorted. */
+  public List<String> keyspaceNames() {
+    return engine.keyspaceNames();
+  }
+
+  /**
+   * Applies a batch atomically; when it returns, it is durable as {@link Options#syncMode} says. A batch
+   * with a value over {@link Options#maxValueSize} or a keyspace of another store is refused whole.
+   */
+  public void write(WriteBatch batch) {
+    if (batch == null) throw new InvalidArgumentException("batch must not be null");
+    if (batch.size() == 0) {
+      engine.stats(); // still throws on a closed store
+      return;
+    }
+    Batch b = new Batch(batch.size());
+    for (WriteBatch.Op op : batch.ops) {
+      if (op.keyspace().db != this) {
+        throw new InvalidArgumentException("keyspace '" + op.keyspace().name() + "' belongs to another store; nothing was written");
+      }
+      if (op.type() == WriteBatch.PUT) Keys.checkValue(op.value(), options.maxValueSize());
+      b.add(op.keyspace().id, op.type() == WriteBatch.PUT ? Batch.PUT : Batch.DELETE, op.key(), op.value());
+    }
+    engine.write(b);
+  }
+
+  /** A consistent, read-only view of every keyspace as of now. Close it to release what it pins. */
+  public Snapshot snapshot() {
+    return new Snapshot(this, engine.snapshot());
+  }
+
+  public Stats stats() {
+    return new Stats(engine.stats());
+  }
+
+  /** Flushes the write cache to the log segments and key index now and waits (disk stores only). */
+  public void flush() {
+    engine.flush();
+  }
+
+  /** True for a store opened with {@link #openInMemory}. */
+  public boolean isInMemory() {
+    return engine.isInMemory();
+  }
+
+  public Options options() {
+    return options.copy();
+  }
+
+  public boolean isClosed() {
+    return engine.isClosed();
+  }
+
+  /** Waits for writes in progress, then closes every file and frees all memory. Idempotent. */
+  @Override
+  public void close() {
+    engine.close();
+  }
+}

@@ -1,0 +1,71 @@
+package io.basaltdb;
+
+import io.basaltdb.internal.engine.Batch;
+
+/**
+ * A named, ordered map of byte keys to byte values inside a {@link Basalt} store (like a vBucket or a
+ * column family). Keys sort as unsigned bytes; keys are at most 64 KiB, values at most {@link
+ * Options#maxValueSize}; empty keys and values are allowed.
+ *
+ * <p>Thread-safety: every method may be called from any thread. After the keyspace is dropped or the
+ * store closed, every call throws {@link ClosedException}.
+ */
+public final class Keyspace {
+  final Basalt db;
+  final int id;
+  private final String name;
+
+  Keyspace(Basalt db, int id, String name) {
+    this.db = db;
+    this.id = id;
+    this.name = name;
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /** Sets {@code key} to {@code value}; durable when it returns, as {@link Options#syncMode} says. */
+  public void put(byte[] key, byte[] value) {
+    Keys.checkKey(key);
+    Keys.checkValue(value, db.maxValueSize);
+    Batch b = new Batch(1);
+    b.add(id, Batch.PUT, key.clone(), value.clone());
+    db.engine.write(b);
+  }
+
+  /** Removes {@code key} (a no-op if absent); durable when it returns. */
+  public void delete(byte[] key) {
+    Keys.checkKey(key);
+    Batch b = new Batch(1);
+    b.add(id, Batch.DELETE, key.clone(), null);
+    db.engine.write(b);
+  }
+
+  /** The current value of {@code key}, or null. */
+  public byte[] get(byte[] key) {
+    Keys.checkKey(key);
+    return db.engine.get(id, key);
+  }
+
+  /**
+   * A cursor over the keys in {@code [from, to)} (null bounds are open) as of now; it holds a snapshot
+   * of its own until closed.
+   */
+  public Cursor scan(byte[] from, byte[] to) {
+    checkBound(from, "from");
+    checkBound(to, "to");
+    return new Cursor(db.engine.scan(id, from, to));
+  }
+
+  static void checkBound(byte[] bound, String what) {
+    if (bound != null && bound.length > Options.MAX_KEY_SIZE) {
+      throw new InvalidArgumentException(what + " bound of " + bound.length + " bytes is over the key size limit");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "Keyspace[" + name + "]";
+  }
+}

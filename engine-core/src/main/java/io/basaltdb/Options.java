@@ -1,0 +1,127 @@
+package io.basaltdb;
+
+import java.util.Objects;
+
+/**
+ * Every knob of a store, each with its default. Mutable and fluent ({@code Options.defaults().memoryQuota(x)});
+ * {@link Basalt#open} validates and copies it, so later changes do not affect an open store.
+ *
+ * <p>Thread-safety: not thread-safe; configure it on one thread, then hand it to {@code open}.
+ */
+public final class Options {
+  private long memoryQuota = 256L << 20;
+  private long writeCacheSize = 64L << 20;
+  private int maxValueSize = 20 << 20;
+  private SyncMode syncMode = SyncMode.SYNC;
+  private long syncIntervalMillis = 100;
+  private long segmentSize = 64L << 20;
+  private int blockSize = 4096;
+  private int bloomBitsPerKey = 10;
+  private long checkpointRetentionMillis = 10 * 60_000L;
+  private int maxGroupCommitBytes = 1 << 20;
+
+  /** The maximum size of a key, in bytes (64 KiB). */
+  public static final int MAX_KEY_SIZE = 64 * 1024;
+  /** The largest {@link #maxValueSize} accepted (256 MiB). */
+  public static final int MAX_VALUE_SIZE_LIMIT = 256 << 20;
+
+  public static Options defaults() {
+    return new Options();
+  }
+
+  /** A copy of these options. */
+  public Options copy() {
+    Options o = new Options();
+    o.memoryQuota = memoryQuota;
+    o.writeCacheSize = writeCacheSize;
+    o.maxValueSize = maxValueSize;
+    o.syncMode = syncMode;
+    o.syncIntervalMillis = syncIntervalMillis;
+    o.segmentSize = segmentSize;
+    o.blockSize = blockSize;
+    o.bloomBitsPerKey = bloomBitsPerKey;
+    o.checkpointRetentionMillis = checkpointRetentionMillis;
+    o.maxGroupCommitBytes = maxGroupCommitBytes;
+    return o;
+  }
+
+  /**
+   * Off-heap bytes the store may use: write cache (and, later, block cache and filters). Default
+   * 256 MiB. An in-memory store holds all its data in it and refuses writes past it.
+   */
+  public Options memoryQuota(long bytes) { this.memoryQuota = bytes; return this; }
+  public long memoryQuota() { return memoryQuota; }
+
+  /**
+   * Bytes of the memory quota for the write cache: the active and the immutable skiplist together.
+   * The active one turns immutable and is flushed when it reaches half of this. Default 64 MiB; at most
+   * the memory quota. Ignored by an in-memory store, whose skiplist may use the whole quota.
+   */
+  public Options writeCacheSize(long bytes) { this.writeCacheSize = bytes; return this; }
+  public long writeCacheSize() { return writeCacheSize; }
+
+  /** Largest value accepted, in bytes. Default 20 MiB; at most 256 MiB. Empty values are allowed. */
+  public Options maxValueSize(int bytes) { this.maxValueSize = bytes; return this; }
+  public int maxValueSize() { return maxValueSize; }
+
+  /** When writes are fsynced; default {@link SyncMode#SYNC} (before each write is acknowledged). */
+  public Options syncMode(SyncMode mode) { this.syncMode = mode; return this; }
+  public SyncMode syncMode() { return syncMode; }
+
+  /** Period of the fsync in {@link SyncMode#PERIODIC}; default 100 ms. */
+  public Options syncIntervalMillis(long ms) { this.syncIntervalMillis = ms; return this; }
+  public long syncIntervalMillis() { return syncIntervalMillis; }
+
+  /**
+   * Size at which a log segment file is closed and a new one started; files are preallocated to it.
+   * Default 64 MiB; between 64 KiB and 1 GiB.
+   */
+  public Options segmentSize(long bytes) { this.segmentSize = bytes; return this; }
+  public long segmentSize() { return segmentSize; }
+
+  /** Uncompressed size of log segment and key index blocks; default 4 KiB; between 512 B and 1 MiB. */
+  public Options blockSize(int bytes) { this.blockSize = bytes; return this; }
+  public int blockSize() { return blockSize; }
+
+  /** Bloom filter bits per key in the key index; default 10 (about 1% false positives); 0 disables. */
+  public Options bloomBitsPerKey(int bits) { this.bloomBitsPerKey = bits; return this; }
+  public int bloomBitsPerKey() { return bloomBitsPerKey; }
+
+  /** How long superseded manifests (checkpoints) are kept for rollback; default 10 minutes. */
+  public Options checkpointRetentionMillis(long ms) { this.checkpointRetentionMillis = ms; return this; }
+  public long checkpointRetentionMillis() { return checkpointRetentionMillis; }
+
+  /** Most bytes of batches one group commit writes at once; default 1 MiB. */
+  public Options maxGroupCommitBytes(int bytes) { this.maxGroupCommitBytes = bytes; return this; }
+  public int maxGroupCommitBytes() { return maxGroupCommitBytes; }
+
+  /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
+  public void validate() {
+    Objects.requireNonNull(syncMode, "syncMode");
+    check(memoryQuota >= (1L << 20), "memoryQuota must be at least 1 MiB, was " + memoryQuota);
+    check(writeCacheSize >= (64L << 10) && writeCacheSize <= memoryQuota,
+        "writeCacheSize must be between 64 KiB and memoryQuota (" + memoryQuota + "), was " + writeCacheSize);
+    check(maxValueSize >= 0 && maxValueSize <= MAX_VALUE_SIZE_LIMIT,
+        "maxValueSize must be between 0 and " + MAX_VALUE_SIZE_LIMIT + ", was " + maxValueSize);
+    check(syncIntervalMillis >= 1, "syncIntervalMillis must be at least 1, was " + syncIntervalMillis);
+    check(segmentSize >= (64L << 10) && segmentSize <= (1L << 30),
+        "segmentSize must be between 64 KiB and 1 GiB, was " + segmentSize);
+    check(blockSize >= 512 && blockSize <= (1 << 20), "blockSize must be between 512 and 1 MiB, was " + blockSize);
+    check(bloomBitsPerKey >= 0 && bloomBitsPerKey <= 64, "bloomBitsPerKey must be between 0 and 64, was " + bloomBitsPerKey);
+    check(checkpointRetentionMillis >= 0, "checkpointRetentionMillis must not be negative");
+    check(maxGroupCommitBytes >= 4096, "maxGroupCommitBytes must be at least 4096, was " + maxGroupCommitBytes);
+  }
+
+  private static void check(boolean ok, String message) {
+    if (!ok) throw new InvalidArgumentException("invalid option: " + message);
+  }
+
+  @Override
+  public String toString() {
+    return "Options[memoryQuota=" + memoryQuota + ", writeCacheSize=" + writeCacheSize + ", maxValueSize="
+        + maxValueSize + ", syncMode=" + syncMode + ", syncIntervalMillis=" + syncIntervalMillis
+        + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
+        + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", maxGroupCommitBytes="
+        + maxGroupCommitBytes + "]";
+  }
+}

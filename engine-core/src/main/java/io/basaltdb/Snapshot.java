@@ -1,0 +1,49 @@
+package io.basaltdb;
+
+import io.basaltdb.internal.engine.EngineSnapshot;
+
+/**
+ * A consistent, read-only view of every keyspace of a store at one moment: it sees every batch written
+ * before it was taken, whole, and nothing written after. It pins memory and files until closed.
+ *
+ * <p>Thread-safety: gets may run concurrently; each cursor belongs to one thread. Close is idempotent;
+ * use after close throws {@link ClosedException}.
+ */
+public final class Snapshot implements AutoCloseable {
+  private final Basalt db;
+  private final EngineSnapshot snap;
+
+  Snapshot(Basalt db, EngineSnapshot snap) {
+    this.db = db;
+    this.snap = snap;
+  }
+
+  /** The sequence number of the last write this snapshot sees. */
+  public long seqno() {
+    return snap.seqno();
+  }
+
+  public byte[] get(Keyspace keyspace, byte[] key) {
+    check(keyspace);
+    Keys.checkKey(key);
+    return snap.get(keyspace.id, key);
+  }
+
+  /** A cursor over {@code [from, to)} of {@code keyspace} in this snapshot; null bounds are open. */
+  public Cursor scan(Keyspace keyspace, byte[] from, byte[] to) {
+    check(keyspace);
+    Keyspace.checkBound(from, "from");
+    Keyspace.checkBound(to, "to");
+    return new Cursor(snap.cursor(keyspace.id, from, to));
+  }
+
+  private void check(Keyspace keyspace) {
+    if (keyspace == null) throw new InvalidArgumentException("keyspace must not be null");
+    if (keyspace.db != db) throw new InvalidArgumentException("keyspace '" + keyspace.name() + "' belongs to another store");
+  }
+
+  @Override
+  public void close() {
+    snap.close();
+  }
+}

@@ -1,0 +1,63 @@
+package io.basaltdb;
+
+import java.util.Collections;
+import java.util.Map;
+
+/**
+ * A point-in-time reading of a store's counters and gauges. Counters count since the store was opened.
+ * Names, in {@link #asMap()} order:
+ * <ul>
+ *   <li>{@code puts}, {@code deletes}, {@code gets}, {@code batches}, {@code groupCommits} (WAL writes,
+ *       each shared by one or more batches);</li>
+ *   <li>{@code userBytesWritten} (keys and values of acknowledged writes), {@code walBytesWritten},
+ *       {@code walSyncs}, {@code segmentBytesWritten}, {@code indexBytesWritten},
+ *       {@code manifestBytesWritten}; see {@link #writeAmplification()};</li>
+ *   <li>{@code flushes}; {@code stalls} and {@code stallNanos} (writers blocked because the write cache
+ *       was full while the previous one was still flushing), {@code slowdowns} and {@code slowdownNanos}
+ *       (writers delayed 1 ms because it was three quarters full);</li>
+ *   <li>{@code tableLookups} (key index tables consulted), {@code documentReads} (documents read from
+ *       log segments);</li>
+ *   <li>gauges: {@code writeCacheBytes}, {@code memoryInUse}, {@code memoryQuota}, {@code tables},
+ *       {@code segments}, {@code lastSeqno}, {@code keyspaces}.</li>
+ * </ul>
+ *
+ * <p>Thread-safety: immutable.
+ */
+public final class Stats {
+  private final Map<String, Long> values;
+
+  Stats(Map<String, Long> values) {
+    this.values = Collections.unmodifiableMap(values);
+  }
+
+  /** Every value by name. */
+  public Map<String, Long> asMap() {
+    return values;
+  }
+
+  /** A value by name; {@link InvalidArgumentException} for an unknown name. */
+  public long get(String name) {
+    Long v = values.get(name);
+    if (v == null) throw new InvalidArgumentException("no statistic named '" + name + "'; known: " + values.keySet());
+    return v;
+  }
+
+  public long userBytesWritten() { return get("userBytesWritten"); }
+  public long stallNanos() { return get("stallNanos"); }
+  public long flushes() { return get("flushes"); }
+  public long memoryInUse() { return get("memoryInUse"); }
+  public long lastSeqno() { return get("lastSeqno"); }
+
+  /** Bytes written to disk (WAL, segments, key index, manifests) over user bytes written; 0 before any write. */
+  public double writeAmplification() {
+    long user = get("userBytesWritten");
+    if (user == 0) return 0;
+    return (double) (get("walBytesWritten") + get("segmentBytesWritten") + get("indexBytesWritten")
+        + get("manifestBytesWritten")) / user;
+  }
+
+  @Override
+  public String toString() {
+    return "Stats" + values;
+  }
+}

@@ -1,0 +1,117 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.CorruptionException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * A validated write batch in the engine's terms, and its WAL record encoding (docs/format.md, "WAL
+ * record"). Seqnos are assigned by the commit leader: operation i gets {@code firstSeqno + i}.
+ *
+ * <p>Thread-safety: built by one thread, then handed to the commit pipeline, which publishes it to
+ * the leader through its lock; immutable afterwards except {@link #firstSeqno}, written once by the leader.
+ */
+public final class Batch {
+  public static final byte PUT = 1;
+  public static final byte DELETE = 2;
+  static final int HEADER_SIZE = 13; // u64 first seqno, u32 count, u8 flags
+  /** Flag: the first record of a commit group (one WAL write). */
+  static final byte GROUP_START = 1;
+  /** Flag: the group was fsynced before it was acknowledged (SyncMode.SYNC). */
+  static final byte SYNCED = 2;
+
+  final int[] keyspaces;
+  final byte[] types;
+  final byte[][] keys;
+  final byte[][] values;
+  int count;
+  /** Seqno of operation 0; set by the commit leader before the batch is logged. */
+  long firstSeqno;
+  /** WAL record flags ({@link #GROUP_START}, {@link #SYNCED}); set when logged or decoded. */
+  byte flags;
+
+  public Batch(int capacity) {
+    keyspaces = new int[capacity];
+    types = new byte[capacity];
+    keys = new byte[capacity][];
+    values = new byte[capacity][];
+  }
+
+  /** Adds an operation; {@code value} is null for a delete. The arrays are not copied. */
+  public void add(int keyspace, byte type, byte[] key, byte[] value) {
+    keyspaces[count] = keyspace;
+    types[count] = type;
+    keys[count] = key;
+    values[count] = value;
+    count++;
+  }
+
+  public int count() {
+    return count;
+  }
+
+  /** Bytes of the encoded WAL record. */
+  int encodedSize() {
+    int n = HEADER_SIZE;
+    for (int i = 0; i < count; i++) {
+      n += 1 + 4 + 4 + keys[i].length + 4 + (values[i] == null ? 0 : values[i].length);
+    }
+    return n;
+  }
+
+  /** Bytes of user data (keys and values). */
+  long userBytes() {
+    long n = 0;
+    for (int i = 0; i < count; i++) n += keys[i].length + (values[i] == null ? 0 : values[i].length);
+    return n;
+  }
+
+  void encode(ByteBuffer out) {
+    out.order(ByteOrder.LITTLE_ENDIAN);
+    out.putLong(firstSeqno).putInt(count).put(flags);
+    for (int i = 0; i < count; i++) {
+      out.put(types[i]).putInt(keyspaces[i]).putInt(keys[i].length).put(keys[i]);
+      byte[] v = values[i];
+      out.putInt(v == null ? -1 : v.length);
+      if (v != null) out.put(v);
+    }
+  }
+
+  /** Decodes a WAL record; {@code where} names file and offset for the corruption message. */
+  static Batch decode(ByteBuffer in, String file, long offset) {
+    in.order(ByteOrder.LITTLE_ENDIAN);
+    try {
+      long first = in.getLong();
+      int n = in.getInt();
+      byte flags = in.get();
+      if (n < 0 || n > in.remaining() / 13) throw new CorruptionException(file, offset, "bad operation count " + n);
+      Batch b = new Batch(n);
+      b.firstSeqno = first;
+      b.flags = flags;
+      for (int i = 0; i < n; i++) {
+        byte type = in.get();
+        int ks = in.getInt();
+        byte[] key = new byte[checkLen(in.getInt(), in, file, offset)];
+        in.get(key);
+        int vlen = in.getInt();
+        byte[] value = null;
+        if (type == PUT) {
+          value = new byte[checkLen(vlen, in, file, offset)];
+          in.get(value);
+        } else if (type != DELETE || vlen != -1) {
+          throw new CorruptionException(file, offset, "bad operation type " + type);
+        }
+        b.add(ks, type, key, value);
+      }
+      if (in.hasRemaining()) throw new CorruptionException(file, offset, in.remaining() + " trailing bytes in a batch");
+      return b;
+    } catch (java.nio.BufferUnderflowException e) {
+      throw new CorruptionException(file, offset, "batch record ends early");
+    }
+  }
+
+  private static int checkLen(int len, ByteBuffer in, String file, long offset) {
+    if (len < 0 || len > in.remaining()) throw new CorruptionException(file, offset, "bad length " + len);
+    return len;
+  }
+}

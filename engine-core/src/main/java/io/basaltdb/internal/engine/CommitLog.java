@@ -1,0 +1,118 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.internal.storage.Storage;
+import io.basaltdb.internal.storage.StorageFile;
+import io.basaltdb.internal.wal.LogWriter;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The write-ahead log's current file (Magma section 3.1): batches are framed records (docs/format.md,
+ * "WAL"), written by the commit leader one group at a time with a single write, then fsynced per the
+ * sync mode. A memtable switch rotates to a new file, so every WAL file but the newest holds only
+ * seqnos at or below some flushed boundary and is deleted once a manifest covers it.
+ *
+ * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one at a
+ * time); {@link #sync} also by the periodic syncer, so file operations are synchronized on this.
+ */
+final class CommitLog implements AutoCloseable {
+  static final String DIR = "wal";
+
+  private final Storage storage;
+  /** Guarded by this. */
+  private StorageFile file;
+  private LogWriter writer;
+  private long number;
+  /** Bytes written since the last sync; guarded by this. */
+  private long unsynced;
+
+  CommitLog(Storage storage, long number) {
+    this.storage = storage;
+    open(number);
+  }
+
+  static String fileName(long number) {
+    return DIR + "/" + String.format("%012d", number) + ".log";
+  }
+
+  /** The file number in a WAL file name, or -1. */
+  static long numberOf(String name) {
+    if (!name.endsWith(".log")) return -1;
+    try {
+      return Long.parseLong(name.substring(0, name.length() - 4));
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+
+  /** WAL file numbers present, ascending. */
+  static List<Long> list(Storage storage) {
+    List<Long> out = new ArrayList<>();
+    for (String n : storage.list(DIR)) {
+      long v = numberOf(n);
+      if (v >= 0) out.add(v);
+    }
+    out.sort(null);
+    return out;
+  }
+
+  private void open(long n) {
+    file = storage.create(fileName(n));
+    writer = new LogWriter(file, 0);
+    number = n;
+    unsynced = 0;
+  }
+
+  synchronized long number() {
+    return number;
+  }
+
+  /** Writes the group's records with one write; returns bytes written. Fsyncs if {@code sync}. */
+  synchronized long append(List<Batch> group, boolean sync) {
+    long before = writer.offset();
+    boolean first = true;
+    for (Batch b : group) {
+      b.flags = (byte) ((first ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
+      first = false;
+      ByteBuffer buf = ByteBuffer.allocate(b.encodedSize());
+      b.encode(buf);
+      buf.flip();
+      writer.add(buf);
+    }
+    long end = writer.flush();
+    unsynced += end - before;
+    if (sync) syncLocked();
+    return end - before;
+  }
+
+  synchronized void sync() {
+    if (unsynced > 0) syncLocked();
+  }
+
+  private void syncLocked() {
+    writer.sync();
+    unsynced = 0;
+  }
+
+  /** Syncs and closes the current file and starts file {@code next}. */
+  synchronized void rotate(long next) {
+    syncLocked();
+    file.close();
+    open(next);
+  }
+
+  @Override
+  public synchronized void close() {
+    try {
+      syncLocked();
+    } finally {
+      file.close();
+    }
+  }
+
+  /** Closes without syncing (after a failure, when the file's tail may be unwritable). */
+  synchronized void abandon() {
+    file.close();
+  }
+}

@@ -1,0 +1,512 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.Options;
+import io.basaltdb.StorageException;
+import io.basaltdb.internal.memory.SlabAllocator;
+import io.basaltdb.internal.segment.Document;
+import io.basaltdb.internal.sstable.KeyRecord;
+import io.basaltdb.internal.storage.Storage;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The store: Magma's write path and read path (seed 000 sections 3 and 5) over a Nitro write cache,
+ * or, without storage, Nitro's in-memory engine (seed 001) behind the same API.
+ *
+ * <h2>Design</h2>
+ * Writes go through {@link CommitPipeline} (group commit: WAL write, fsync, apply to the active write
+ * cache). When the active write cache reaches half of {@link Options#writeCacheSize} it turns immutable
+ * and the {@link Flusher} writes it out: documents to each keyspace's tail log segment in seqno order,
+ * key index records to a new table, then a manifest; then old WAL files go. Reads pin the current
+ * {@link Version} and look in the active cache, the immutable cache, the tables newest first, then the
+ * segment the seqno names. One skiplist holds every keyspace, keys prefixed by the keyspace id, so a
+ * flush is one pass and every keyspace's flushed boundary is the same seqno.
+ *
+ * <h2>Concurrency</h2>
+ * <ul>
+ *   <li>{@link #applyLock} orders the changes readers must see atomically: applying a commit group and
+ *       publishing {@link #lastSeqno}, installing a version, taking a snapshot.</li>
+ *   <li>{@link #manifestLock} serializes manifest commits (flusher, keyspace create and drop).</li>
+ *   <li>Readers never lock: they pin {@link #current} with a reference count.</li>
+ * </ul>
+ *
+ * <h2>Invariants</h2>
+ * <ol>
+ *   <li>Every write with seqno at or below the manifest's flushedSeqno is in the manifest's files; every
+ *       later acknowledged write is in a WAL file numbered at or above its walStart.</li>
+ *   <li>The immutable write cache holds exactly the writes with seqnos in (flushedSeqno, switchSeqno].</li>
+ *   <li>Seqnos are assigned by the single commit leader, gap-free, in WAL order.</li>
+ * </ol>
+ *
+ * <p>Thread-safety: all public methods may be called concurrently; {@link #close()} makes later calls
+ * throw {@link ClosedException}.
+ */
+public final class Engine implements AutoCloseable {
+  final Storage storage;
+  final Options options;
+  final boolean inMemory;
+  final SlabAllocator allocator;
+  final EngineStats stats = new EngineStats();
+
+  /** Name to id and back for live keyspaces; changed under manifestLock, read without locking. */
+  private final Map<String, Integer> idsByName = new ConcurrentHashMap<>();
+  private final Map<Integer, String> namesById = new ConcurrentHashMap<>();
+
+  /** The read sources; replaced under applyLock, read by anyone (volatile: a reader sees a complete version). */
+  private volatile Version current;
+  final ReentrantLock applyLock = new ReentrantLock();
+  /** Highest applied seqno; written under applyLock by the leader, read racily. */
+  volatile long lastSeqno;
+  final AtomicLong nextFileNumber = new AtomicLong(1);
+  private final AtomicLong memtableIds = new AtomicLong();
+  /** Every memtable not yet freed, so close can free those still pinned by open snapshots. */
+  private final Set<Memtable> liveMemtables = ConcurrentHashMap.newKeySet();
+
+  final Object manifestLock = new Object();
+  /** The last committed manifest; guarded by manifestLock. */
+  Manifest manifest;
+  /** Retained manifests (checkpoints), number to creation time; guarded by manifestLock. */
+  java.util.TreeMap<Long, Long> checkpoints = new java.util.TreeMap<>();
+
+  final CommitLog wal;
+  /** The store directory's process lock (disk stores); released by close. */
+  private AutoCloseable dirLock;
+  /** The PERIODIC mode's fsync thread, or null. */
+  private Thread syncer;
+  final CommitPipeline pipeline;
+  final Flusher flusher;
+  /** The first write or flush failure; once set, writes are refused. Volatile: read by every writer. */
+  private volatile BasaltException failure;
+  private volatile boolean closed;
+
+  private Engine(Storage storage, Options options) {
+    this.storage = storage;
+    this.options = options;
+    this.inMemory = storage == null;
+    long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(64 << 10, options.memoryQuota() / 16));
+    chunk = (chunk + 4095) & ~4095L;
+    this.allocator = new SlabAllocator(inMemory ? "memory-store" : "write-cache", options.memoryQuota(),
+        options.memoryQuota(), chunk);
+    this.pipeline = new CommitPipeline(this);
+    if (inMemory) {
+      this.wal = null;
+      this.flusher = null;
+      idsByName.put("default", 1);
+      namesById.put(1, "default");
+      Memtable m = newMemtable();
+      current = new Version(m, null, Map.of());
+      m.release();
+      return;
+    }
+    Recovery.State st;
+    try {
+      dirLock = storage.lock("LOCK");
+    } catch (RuntimeException e) {
+      allocator.close();
+      throw e;
+    }
+    try {
+      st = Recovery.load(storage, options);
+    } catch (RuntimeException e) {
+      allocator.close();
+      unlock();
+      throw e;
+    }
+    this.manifest = st.manifest;
+    this.checkpoints = st.checkpoints;
+    for (Manifest.KeyspaceMeta k : manifest.keyspaces()) {
+      idsByName.put(k.name(), k.id());
+      namesById.put(k.id(), k.name());
+    }
+    nextFileNumber.set(st.nextFileNumber);
+    lastSeqno = manifest.flushedSeqno();
+    this.flusher = new Flusher(this, st.segmentWriters, st.openFiles);
+    Memtable active = newMemtable();
+    current = new Version(active, null, st.files);
+    active.release();
+    CommitLog log = null;
+    try {
+      Recovery.replay(this, manifest);
+      log = new CommitLog(storage, nextFileNumber.getAndIncrement());
+    } catch (RuntimeException e) {
+      flusher.closeFiles();
+      current.release();
+      for (Memtable m : liveMemtables) m.list.close();
+      allocator.close();
+      unlock();
+      throw e;
+    }
+    this.wal = log;
+    flusher.start();
+    if (options.syncMode() == io.basaltdb.SyncMode.PERIODIC) {
+      syncer = new Thread(this::syncPeriodically, "basalt-wal-sync");
+      syncer.setDaemon(true);
+      syncer.start();
+    }
+  }
+
+  private void unlock() {
+    try {
+      if (dirLock != null) dirLock.close();
+    } catch (Exception e) {
+      // releasing a lock only fails if the file system is gone; the process exit releases it anyway
+    }
+  }
+
+  /** PERIODIC mode: fsyncs the WAL every syncIntervalMillis until close; a failure fails the store. */
+  private void syncPeriodically() {
+    while (!closed) {
+      // Parked, not sleeping: close unparks it; an interrupt would close the WAL's FileChannel.
+      java.util.concurrent.locks.LockSupport.parkNanos(options.syncIntervalMillis() * 1_000_000L);
+      if (closed || failure != null) return;
+      try {
+        wal.sync();
+        stats.walSyncs.increment();
+      } catch (BasaltException e) {
+        fail(e);
+        return;
+      }
+    }
+  }
+
+  /** Opens (creating or recovering) a store on {@code storage}; null storage opens an in-memory store. */
+  public static Engine open(Storage storage, Options options) {
+    Options o = options.copy();
+    o.validate();
+    return new Engine(storage, o);
+  }
+
+  Memtable newMemtable() {
+    Memtable[] self = new Memtable[1];
+    self[0] = new Memtable(memtableIds.incrementAndGet(), allocator, options.maxValueSize(),
+        () -> liveMemtables.remove(self[0]));
+    liveMemtables.add(self[0]);
+    return self[0];
+  }
+
+  // ---- keyspaces ---------------------------------------------------------------------------------------
+
+  /** The id of a live keyspace, or -1. */
+  public int keyspaceId(String name) {
+    checkOpen();
+    Integer id = idsByName.get(name);
+    return id == null ? -1 : id;
+  }
+
+  public String keyspaceName(int id) {
+    return namesById.get(id);
+  }
+
+  public boolean isLive(int id) {
+    return namesById.containsKey(id);
+  }
+
+  public List<String> keyspaceNames() {
+    checkOpen();
+    List<String> names = new ArrayList<>(idsByName.keySet());
+    Collections.sort(names);
+    return names;
+  }
+
+  /** Creates a keyspace and returns its id; durable when it returns. */
+  public int createKeyspace(String name) {
+    checkName(name);
+    checkOpen();
+    synchronized (manifestLock) {
+      if (idsByName.containsKey(name)) throw new InvalidArgumentException("keyspace '" + name + "' already exists");
+      int id;
+      if (inMemory) {
+        id = namesById.keySet().stream().mapToInt(Integer::intValue).max().orElse(0) + 1;
+      } else {
+        checkWritable();
+        Manifest m = manifest;
+        id = m.nextKeyspaceId();
+        List<Manifest.KeyspaceMeta> ks = new ArrayList<>(m.keyspaces());
+        ks.add(new Manifest.KeyspaceMeta(id, name, List.of(), List.of()));
+        commitManifest(new Manifest(m.number() + 1, System.currentTimeMillis(), m.flushedSeqno(),
+            nextFileNumber.get(), m.walStart(), id + 1, ks));
+      }
+      idsByName.put(name, id);
+      namesById.put(id, name);
+      return id;
+    }
+  }
+
+  /**
+   * Drops a keyspace: durable when it returns; its handles then throw. Its files are deleted at the
+   * next open once no retained checkpoint names them.
+   */
+  public void dropKeyspace(String name) {
+    checkOpen();
+    int dropped;
+    synchronized (manifestLock) {
+      Integer id = idsByName.get(name);
+      if (id == null) throw new InvalidArgumentException("keyspace '" + name + "' does not exist");
+      if (!inMemory) {
+        checkWritable();
+        Manifest m = manifest;
+        List<Manifest.KeyspaceMeta> ks = new ArrayList<>(m.keyspaces());
+        ks.removeIf(k -> k.id() == id);
+        commitManifest(new Manifest(m.number() + 1, System.currentTimeMillis(), m.flushedSeqno(),
+            nextFileNumber.get(), m.walStart(), m.nextKeyspaceId(), ks));
+      }
+      idsByName.remove(name);
+      namesById.remove(id);
+      dropped = id;
+    }
+    if (inMemory) pipeline.dropInMemory(dropped);
+  }
+
+  private static void checkName(String name) {
+    if (name == null || name.isEmpty() || name.length() > 255) {
+      throw new InvalidArgumentException("keyspace name must be 1 to 255 characters, was "
+          + (name == null ? "null" : "'" + name + "'"));
+    }
+  }
+
+  /** Commits a manifest and makes it current; caller holds manifestLock. A failure fails the store. */
+  void commitManifest(Manifest m) {
+    try {
+      m.commit(storage);
+    } catch (BasaltException e) {
+      fail(e);
+      throw e;
+    }
+    stats.manifestBytes.add(m.encode().length);
+    manifest = m;
+    checkpoints.put(m.number(), m.createdMillis());
+  }
+
+  // ---- writes ------------------------------------------------------------------------------------------
+
+  public void write(Batch batch) {
+    checkOpen();
+    for (int i = 0; i < batch.count; i++) checkKeyspace(batch.keyspaces[i]);
+    pipeline.write(batch);
+  }
+
+  void checkWritable() {
+    BasaltException f = failure;
+    if (f != null) {
+      throw new StorageException("the store refuses writes after an earlier failure (" + f.getMessage()
+          + "); reads still work. Close and reopen the store to recover every acknowledged write", f);
+    }
+  }
+
+  /** Records the first failure; writes are refused from then on. */
+  void fail(BasaltException e) {
+    if (failure == null) failure = e;
+    pipeline.wakeStalled();
+  }
+
+  BasaltException failure() {
+    return failure;
+  }
+
+  // ---- reads -------------------------------------------------------------------------------------------
+
+  /** The value of {@code key} in keyspace {@code ks}, or null. */
+  public byte[] get(int ks, byte[] key) {
+    checkOpen();
+    checkKeyspace(ks);
+    stats.gets.increment();
+    Version v = acquire();
+    try {
+      byte[] e = v.active.get(ks, key);
+      if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
+      if (e != null) return Memtable.isTombstone(e) ? null : Memtable.valueOf(e);
+      return getFromFiles(v.files(ks), ks, key);
+    } finally {
+      v.release();
+    }
+  }
+
+  byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key) {
+    if (files.tables.isEmpty()) return null;
+    KeyRecord rec = new KeyRecord();
+    for (KeyspaceFiles.Table t : files.tables) {
+      stats.tableLookups.increment();
+      if (t.reader().get(key, rec)) {
+        if (rec.tombstone) return null;
+        return readDocument(files, ks, rec.seqno, rec.hint).value();
+      }
+    }
+    return null;
+  }
+
+  Document readDocument(KeyspaceFiles files, int ks, long seqno, long hint) {
+    stats.documentReads.increment();
+    return files.document(seqno, hint, String.valueOf(namesById.getOrDefault(ks, "#" + ks)));
+  }
+
+  /** A consistent snapshot of the whole store at the last applied seqno. */
+  public EngineSnapshot snapshot() {
+    checkOpen();
+    applyLock.lock();
+    try {
+      Version v = acquire();
+      try {
+        return new EngineSnapshot(this, v, lastSeqno);
+      } catch (RuntimeException e) {
+        v.release();
+        throw e;
+      }
+    } finally {
+      applyLock.unlock();
+    }
+  }
+
+  Version acquire() {
+    while (true) {
+      Version v = current;
+      if (v.tryRetain()) return v;
+      checkOpen();
+    }
+  }
+
+  Version current() {
+    return current;
+  }
+
+  /** Makes {@code v} current (caller holds applyLock) and drops the engine's reference to the old one. */
+  void install(Version v) {
+    Version old = current;
+    current = v;
+    old.release();
+  }
+
+  // ---- lifecycle ---------------------------------------------------------------------------------------
+
+  void checkOpen() {
+    if (closed) throw new ClosedException("the store is closed; open it again");
+  }
+
+  void checkKeyspace(int ks) {
+    if (!namesById.containsKey(ks)) {
+      throw new ClosedException("keyspace #" + ks + " was dropped or never existed in this store; get a new handle");
+    }
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  public boolean isInMemory() {
+    return inMemory;
+  }
+
+  /** Flushes the write cache now and waits for it (tests, and callers that want a short WAL). */
+  public void flush() {
+    checkOpen();
+    if (inMemory) return;
+    pipeline.forceFlush();
+  }
+
+  /** A scan with a snapshot of its own, released when the cursor closes. */
+  public EngineCursor scan(int ks, byte[] from, byte[] to) {
+    EngineSnapshot s = snapshot();
+    try {
+      s.engine.checkKeyspace(ks);
+      return new EngineCursor(s, ks, from, to, true);
+    } catch (RuntimeException e) {
+      s.close();
+      throw e;
+    }
+  }
+
+  /** Counters and gauges by name, in a stable order (see io.basaltdb.Stats for their meaning). */
+  public Map<String, Long> stats() {
+    checkOpen();
+    Map<String, Long> m = new java.util.LinkedHashMap<>();
+    EngineStats s = stats;
+    m.put("puts", s.puts.sum());
+    m.put("deletes", s.deletes.sum());
+    m.put("gets", s.gets.sum());
+    m.put("batches", s.batches.sum());
+    m.put("groupCommits", s.groupCommits.sum());
+    m.put("userBytesWritten", s.userBytes.sum());
+    m.put("walBytesWritten", s.walBytes.sum());
+    m.put("walSyncs", s.walSyncs.sum());
+    m.put("segmentBytesWritten", s.segmentBytes.sum());
+    m.put("indexBytesWritten", s.tableBytes.sum());
+    m.put("manifestBytesWritten", s.manifestBytes.sum());
+    m.put("flushes", s.flushes.sum());
+    m.put("stalls", s.stalls.sum());
+    m.put("stallNanos", s.stallNanos.sum());
+    m.put("slowdowns", s.slowdowns.sum());
+    m.put("slowdownNanos", s.slowdownNanos.sum());
+    m.put("tableLookups", s.tableLookups.sum());
+    m.put("documentReads", s.documentReads.sum());
+    Version v = current;
+    m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
+    m.put("memoryInUse", allocator.usedBytes());
+    m.put("memoryQuota", allocator.quota());
+    int tables = 0, segments = 0;
+    for (KeyspaceFiles f : v.files.values()) {
+      tables += f.tables.size();
+      segments += f.segments.size();
+    }
+    m.put("tables", (long) tables);
+    m.put("segments", (long) segments);
+    m.put("lastSeqno", lastSeqno);
+    m.put("keyspaces", (long) namesById.size());
+    return m;
+  }
+
+  /**
+   * Closes the store: waits for writes in progress, stops the flusher (the write cache stays in the WAL,
+   * replayed at the next open), syncs and closes the WAL and every file, frees all memory.
+   */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (closed) return;
+      closed = true;
+    }
+    pipeline.close();
+    BasaltException error = null;
+    try {
+      if (syncer != null) {
+        java.util.concurrent.locks.LockSupport.unpark(syncer);
+        try {
+          syncer.join();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      if (flusher != null) flusher.stop();
+      if (wal != null) {
+        if (failure == null) wal.close(); else wal.abandon();
+      }
+    } catch (BasaltException e) {
+      error = e;
+    } finally {
+      if (flusher != null) flusher.closeFiles();
+      applyLock.lock();
+      try {
+        current.release();
+      } finally {
+        applyLock.unlock();
+      }
+      for (Memtable m : liveMemtables) m.list.close();
+      liveMemtables.clear();
+      allocator.close();
+      unlock();
+    }
+    if (error != null) throw error;
+  }
+
+  Map<Integer, KeyspaceFiles> copyFiles(Version v) {
+    return new HashMap<>(v.files);
+  }
+}

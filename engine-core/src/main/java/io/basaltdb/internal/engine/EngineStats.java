@@ -1,0 +1,30 @@
+package io.basaltdb.internal.engine;
+
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The engine's counters. {@link LongAdder}s stripe their cells, so hot counters bumped by many
+ * threads do not share a cache line (the padding JCTools does by hand).
+ *
+ * <p>Thread-safety: every counter may be bumped from any thread; a read is a racy sum, fine for stats.
+ */
+final class EngineStats {
+  final LongAdder puts = new LongAdder();
+  final LongAdder deletes = new LongAdder();
+  final LongAdder gets = new LongAdder();
+  final LongAdder batches = new LongAdder();
+  final LongAdder groupCommits = new LongAdder();
+  final LongAdder userBytes = new LongAdder();
+  final LongAdder walBytes = new LongAdder();
+  final LongAdder walSyncs = new LongAdder();
+  final LongAdder segmentBytes = new LongAdder();
+  final LongAdder tableBytes = new LongAdder();
+  final LongAdder manifestBytes = new LongAdder();
+  final LongAdder flushes = new LongAdder();
+  final LongAdder stallNanos = new LongAdder();
+  final LongAdder stalls = new LongAdder();
+  final LongAdder slowdownNanos = new LongAdder();
+  final LongAdder slowdowns = new LongAdder();
+  final LongAdder tableLookups = new LongAdder();
+  final LongAdder documentReads = new LongAdder();
+}

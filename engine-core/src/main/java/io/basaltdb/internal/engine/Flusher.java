@@ -1,0 +1,283 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.internal.segment.SegmentOptions;
+import io.basaltdb.internal.segment.SegmentReader;
+import io.basaltdb.internal.segment.SegmentState;
+import io.basaltdb.internal.segment.SegmentWriter;
+import io.basaltdb.internal.skiplist.Snapshot;
+import io.basaltdb.internal.skiplist.SnapshotIterator;
+import io.basaltdb.internal.sstable.TableInfo;
+import io.basaltdb.internal.sstable.TableOptions;
+import io.basaltdb.internal.sstable.TableReader;
+import io.basaltdb.internal.sstable.TableWriter;
+import io.basaltdb.internal.storage.StorageFile;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Writes an immutable write cache out (Magma section 3.2): for each keyspace, its documents in seqno
+ * order to the keyspace's tail log segment (rolling to a new segment at {@link
+ * io.basaltdb.Options#segmentSize}), then its key index records, in key order, to a new level-0 table;
+ * then the segments' checkpoints are synced and a manifest naming the new files and the flushed seqno is
+ * committed; then the WAL files the manifest covers are deleted.
+ *
+ * <p>Thread-safety: one background thread runs flushes; {@link #switchMemtable} is called by the
+ * commit leader (or the opening thread during recovery). The segment writers and the list of open
+ * files belong to the flushing thread, except that {@link #closeFiles} runs after {@link #stop}.
+ */
+final class Flusher {
+  private final Engine engine;
+  /** Tail segment writer of each keyspace and its file; flushing thread only. */
+  private final Map<Integer, Tail> writers;
+
+  /** A keyspace's tail segment: its writer and the file it shares with the segment's readers. */
+  record Tail(SegmentWriter writer, StorageFile file) {}
+  /** Files to close with the store (segment files are shared by writer and readers). Synchronized. */
+  private final List<AutoCloseable> openFiles;
+  private final Thread thread;
+  private final Object signal = new Object();
+  /** Guarded by signal. */
+  private boolean stopping;
+
+  Flusher(Engine engine, Map<Integer, Tail> writers, List<AutoCloseable> openFiles) {
+    this.engine = engine;
+    this.writers = new HashMap<>(writers);
+    this.openFiles = java.util.Collections.synchronizedList(new ArrayList<>(openFiles));
+    this.thread = new Thread(this::run, "basalt-flusher");
+    thread.setDaemon(true);
+  }
+
+  void start() {
+    thread.start();
+  }
+
+  /**
+   * Turns the active write cache immutable and starts a new one with a new WAL file (under the apply
+   * lock, so no write is half in either); the flusher thread picks it up.
+   */
+  void switchMemtable() {
+    engine.applyLock.lock();
+    try {
+      Version v = engine.current();
+      if (v.immutable != null) throw new IllegalStateException("a flush is already pending");
+      long walNumber = engine.nextFileNumber.getAndIncrement();
+      engine.wal.rotate(walNumber);
+      v.active.switchSeqno = engine.lastSeqno;
+      v.active.walAfter = walNumber;
+      Memtable fresh = engine.newMemtable();
+      engine.install(new Version(fresh, v.active, v.files));
+      fresh.release();
+    } catch (BasaltException e) {
+      engine.fail(e);
+      throw e;
+    } finally {
+      engine.applyLock.unlock();
+    }
+    synchronized (signal) {
+      signal.notifyAll();
+    }
+  }
+
+  private void run() {
+    while (true) {
+      Version v;
+      synchronized (signal) {
+        while (!stopping && engine.current().immutable == null) {
+          try {
+            signal.wait(100);
+          } catch (InterruptedException e) {
+            return;
+          }
+        }
+        if (stopping) return;
+      }
+      v = engine.acquire();
+      try {
+        flush(v);
+      } catch (BasaltException e) {
+        engine.fail(e);
+        return;
+      } catch (RuntimeException | Error e) {
+        engine.fail(new BasaltException("flush failed: " + e, e));
+        return;
+      } finally {
+        v.release();
+      }
+    }
+  }
+
+  /** Flushes {@code v.immutable} and installs the version without it. */
+  void flush(Version v) {
+    Memtable imm = v.immutable;
+    Map<Integer, KeyspaceFiles> files = new HashMap<>(v.files);
+    List<Integer> touched = new ArrayList<>();
+    try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
+      it.seekFirst();
+      List<byte[]> keys = new ArrayList<>();
+      List<byte[]> entries = new ArrayList<>();
+      int ks = -1;
+      while (true) {
+        byte[] sk = it.valid() ? it.key() : null;
+        int k = sk == null ? -1 : Memtable.keyspaceOf(sk);
+        if (k != ks && !keys.isEmpty()) {
+          if (engine.isLive(ks)) {
+            files.put(ks, flushKeyspace(ks, keys, entries, files.getOrDefault(ks, KeyspaceFiles.EMPTY)));
+            touched.add(ks);
+          }
+          keys.clear();
+          entries.clear();
+        }
+        if (sk == null) break;
+        ks = k;
+        keys.add(Memtable.userKey(sk));
+        entries.add(it.value());
+        it.next();
+      }
+    }
+    for (int k : touched) {
+      files.put(k, files.get(k).withSegment(checkpoint(writers.get(k))));
+    }
+    synchronized (engine.manifestLock) {
+      Manifest m = engine.manifest;
+      List<Manifest.KeyspaceMeta> ks = new ArrayList<>();
+      for (Manifest.KeyspaceMeta meta : m.keyspaces()) {
+        KeyspaceFiles f = files.get(meta.id());
+        if (f == null) {
+          ks.add(meta);
+          continue;
+        }
+        List<Manifest.TableMeta> tables = new ArrayList<>();
+        for (KeyspaceFiles.Table t : f.tables) tables.add(new Manifest.TableMeta(t.fileNumber(), t.level()));
+        List<SegmentState> segs = new ArrayList<>();
+        for (KeyspaceFiles.Segment s : f.segments) segs.add(s.state());
+        ks.add(new Manifest.KeyspaceMeta(meta.id(), meta.name(), tables, segs));
+      }
+      engine.commitManifest(new Manifest(m.number() + 1, System.currentTimeMillis(), imm.switchSeqno,
+          engine.nextFileNumber.get(), imm.walAfter, m.nextKeyspaceId(), ks));
+    }
+    engine.applyLock.lock();
+    try {
+      Version cur = engine.current();
+      engine.install(new Version(cur.active, null, files));
+    } finally {
+      engine.applyLock.unlock();
+    }
+    engine.stats.flushes.increment();
+    synchronized (engine.manifestLock) {
+      Recovery.deleteObsolete(engine.storage, engine.manifest, engine.checkpoints,
+          engine.options.checkpointRetentionMillis());
+    }
+    engine.pipeline.wakeStalled();
+  }
+
+  private KeyspaceFiles flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, KeyspaceFiles files) {
+    int n = keys.size();
+    Integer[] order = new Integer[n];
+    long[] seqnos = new long[n];
+    for (int i = 0; i < n; i++) {
+      order[i] = i;
+      seqnos[i] = Memtable.seqnoOf(entries.get(i));
+    }
+    Arrays.sort(order, (a, b) -> Long.compare(seqnos[a], seqnos[b]));
+    long[] hints = new long[n];
+    int[] sizes = new int[n];
+    Tail tail = writers.get(ks);
+    for (int j = 0; j < n; j++) {
+      int i = order[j];
+      if (tail == null || tail.writer.size() >= engine.options.segmentSize()) {
+        if (tail != null) files = files.withSegment(checkpoint(tail));
+        tail = newSegment(ks, seqnos[i]);
+      }
+      SegmentWriter w = tail.writer;
+      byte[] e = entries.get(i);
+      boolean tomb = Memtable.isTombstone(e);
+      long before = w.size();
+      hints[i] = w.append(seqnos[i], keys.get(i), Memtable.valueOf(e), tomb);
+      sizes[i] = w.lastDocumentSize();
+      engine.stats.segmentBytes.add(w.size() - before);
+    }
+    long number = engine.nextFileNumber.getAndIncrement();
+    String name = KeyspaceFiles.tableName(ks, number);
+    engine.storage.mkdirs("keyspaces/" + ks + "/index");
+    TableInfo info;
+    try (StorageFile f = engine.storage.create(name)) {
+      TableWriter tw = new TableWriter(f, TableOptions.defaults().withBlockSize(engine.options.blockSize())
+          .withBloomBitsPerKey(engine.options.bloomBitsPerKey()));
+      for (int i = 0; i < n; i++) {
+        byte[] e = entries.get(i);
+        tw.add(keys.get(i), seqnos[i], sizes[i], Memtable.isTombstone(e), hints[i]);
+      }
+      info = tw.finish();
+    }
+    engine.stats.tableBytes.add(info.fileSize());
+    StorageFile rf = engine.storage.open(name);
+    TableReader reader;
+    try {
+      reader = TableReader.open(rf, engine.storage.describe(name));
+    } catch (RuntimeException e) {
+      rf.close();
+      throw e;
+    }
+    openFiles.add(reader);
+    return files.withTable(new KeyspaceFiles.Table(number, 0, reader));
+  }
+
+  private Tail newSegment(int ks, long startSeqno) {
+    long number = engine.nextFileNumber.getAndIncrement();
+    if (number > Integer.MAX_VALUE) throw new BasaltException("file numbers exhausted");
+    String name = KeyspaceFiles.segmentName(ks, number);
+    engine.storage.mkdirs("keyspaces/" + ks + "/log");
+    StorageFile f = engine.storage.create(name);
+    openFiles.add(f);
+    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, segmentOptions(engine.options)), f);
+    writers.put(ks, t);
+    return t;
+  }
+
+  static SegmentOptions segmentOptions(io.basaltdb.Options o) {
+    return SegmentOptions.defaults().withBlockSize(o.blockSize()).withMaxSegmentSize(o.segmentSize())
+        .withPreallocateBytes(o.segmentSize());
+  }
+
+  /** Seals what the writer holds, syncs it and returns a reader of that state. */
+  private KeyspaceFiles.Segment checkpoint(Tail t) {
+    SegmentWriter w = t.writer;
+    long before = w.size();
+    SegmentState state = w.checkpoint();
+    engine.stats.segmentBytes.add(w.size() - before);
+    w.sync();
+    return new KeyspaceFiles.Segment(state, new SegmentReader(t.file, state));
+  }
+
+  /** Stops the thread; a flush in progress completes first. */
+  void stop() {
+    synchronized (signal) {
+      stopping = true;
+      signal.notifyAll();
+    }
+    if (thread.isAlive() && thread != Thread.currentThread()) {
+      try {
+        thread.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  void closeFiles() {
+    synchronized (openFiles) {
+      for (AutoCloseable c : openFiles) {
+        try {
+          c.close();
+        } catch (Exception ignored) {
+          // closing a file after a failure may fail again; the first error was already reported
+        }
+      }
+      openFiles.clear();
+    }
+  }
+}

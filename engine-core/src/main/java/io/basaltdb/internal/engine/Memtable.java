@@ -1,0 +1,138 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.internal.memory.SlabAllocator;
+import io.basaltdb.internal.skiplist.SkipList;
+import io.basaltdb.internal.skiplist.SkipListConfig;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One generation of the write cache (Magma section 3.1): a Nitro skiplist holding every keyspace's
+ * recent writes. A store key is the keyspace id (4 bytes, big-endian, so keyspaces sort apart) followed
+ * by the user key; a stored value is {@code [u64 seqno][u8 flags][value]} (docs/format.md, "Write cache
+ * entry"), flags bit 0 marking a tombstone, which shadows older versions in the key index.
+ *
+ * <p>Thread-safety: writes come only from the commit leader (one at a time); reads from any thread.
+ * The skiplist is freed when the last {@link Version} holding it lets go ({@link #release()}).
+ */
+final class Memtable {
+  static final int VALUE_HEADER = 9;
+  static final byte TOMBSTONE = 1;
+
+  final long id;
+  final SkipList list;
+  /** Approximate bytes held: keys, values and per-entry overhead. Written by the leader, read racily. */
+  private final AtomicLong bytes = new AtomicLong();
+  /** Highest seqno applied; written by the leader (or recovery), read after the memtable is frozen. */
+  volatile long maxSeqno;
+  /** Last seqno assigned when this cache turned immutable; written under applyLock at the switch. */
+  volatile long switchSeqno;
+  /** The WAL file started at the switch: the first one a flush of this cache does not cover. */
+  volatile long walAfter;
+  /** Called once when the skiplist is freed. */
+  private final Runnable onFree;
+  /** References: one per Version holding it. */
+  private final AtomicInteger refs = new AtomicInteger(1);
+
+  Memtable(long id, SlabAllocator allocator, int maxValueSize, Runnable onFree) {
+    this.id = id;
+    this.onFree = onFree;
+    this.list = new SkipList(SkipListConfig.defaults().withAllocator(allocator)
+        .withMaxValueSize(maxValueSize + VALUE_HEADER));
+  }
+
+  static byte[] storeKey(int keyspace, byte[] key) {
+    byte[] k = new byte[4 + key.length];
+    k[0] = (byte) (keyspace >>> 24);
+    k[1] = (byte) (keyspace >>> 16);
+    k[2] = (byte) (keyspace >>> 8);
+    k[3] = (byte) keyspace;
+    System.arraycopy(key, 0, k, 4, key.length);
+    return k;
+  }
+
+  static int keyspaceOf(byte[] storeKey) {
+    return (storeKey[0] & 0xFF) << 24 | (storeKey[1] & 0xFF) << 16 | (storeKey[2] & 0xFF) << 8 | (storeKey[3] & 0xFF);
+  }
+
+  static byte[] userKey(byte[] storeKey) {
+    return java.util.Arrays.copyOfRange(storeKey, 4, storeKey.length);
+  }
+
+  static byte[] entry(long seqno, boolean tombstone, byte[] value) {
+    int vlen = value == null ? 0 : value.length;
+    byte[] e = new byte[VALUE_HEADER + vlen];
+    for (int i = 0; i < 8; i++) e[i] = (byte) (seqno >>> (56 - 8 * i));
+    e[8] = tombstone ? TOMBSTONE : 0;
+    if (vlen > 0) System.arraycopy(value, 0, e, VALUE_HEADER, vlen);
+    return e;
+  }
+
+  static long seqnoOf(byte[] entry) {
+    long s = 0;
+    for (int i = 0; i < 8; i++) s = s << 8 | (entry[i] & 0xFF);
+    return s;
+  }
+
+  static boolean isTombstone(byte[] entry) {
+    return (entry[8] & TOMBSTONE) != 0;
+  }
+
+  static byte[] valueOf(byte[] entry) {
+    return java.util.Arrays.copyOfRange(entry, VALUE_HEADER, entry.length);
+  }
+
+  /** Applies one operation (leader or recovery only). */
+  void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value) {
+    list.put(storeKey(keyspace, key), entry(seqno, tombstone, value));
+    bytes.addAndGet(key.length + (value == null ? 0 : value.length) + VALUE_HEADER + 4 + 64);
+    if (seqno > maxSeqno) maxSeqno = seqno;
+  }
+
+  /** Removes a key outright (the in-memory engine, which has no older versions to shadow). */
+  void remove(int keyspace, byte[] key, long seqno) {
+    list.delete(storeKey(keyspace, key));
+    if (seqno > maxSeqno) maxSeqno = seqno;
+  }
+
+  /** The stored entry of a key, or null. */
+  byte[] get(int keyspace, byte[] key) {
+    return list.get(storeKey(keyspace, key));
+  }
+
+  long bytes() {
+    return bytes.get();
+  }
+
+  boolean isEmpty() {
+    return bytes.get() == 0;
+  }
+
+  void retain() {
+    int r;
+    do {
+      r = refs.get();
+      if (r <= 0) throw new IllegalStateException("memtable " + id + " already released");
+    } while (!refs.compareAndSet(r, r + 1));
+  }
+
+  void release() {
+    if (refs.decrementAndGet() == 0) {
+      list.close();
+      onFree.run();
+    }
+  }
+
+  /** Removes every key of a keyspace (the in-memory engine's drop). */
+  void removeKeyspace(int keyspace) {
+    byte[] from = storeKey(keyspace, new byte[0]);
+    try (io.basaltdb.internal.skiplist.Snapshot s = list.snapshot();
+        io.basaltdb.internal.skiplist.SnapshotIterator it = s.iterator()) {
+      for (it.seek(from); it.valid(); it.next()) {
+        byte[] k = it.key();
+        if (keyspaceOf(k) != keyspace) break;
+        list.delete(k);
+      }
+    }
+  }
+}

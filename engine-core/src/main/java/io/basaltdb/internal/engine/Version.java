@@ -1,0 +1,52 @@
+package io.basaltdb.internal.engine;
+
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One immutable arrangement of the store's read sources: the active and immutable write caches and,
+ * per keyspace, the key index tables and log segments ({@link KeyspaceFiles}). Readers pin the current
+ * version for the length of a get, a snapshot or a cursor; a flush installs a new one. The write caches
+ * a version names stay alive while any reader holds it (a snapshot taken before a flush keeps reading
+ * the flushed skiplist, whose versions the new table no longer holds).
+ *
+ * <p>Thread-safety: immutable apart from the reference count. {@link #tryRetain()} fails once the count
+ * has reached zero, so a reader racing the installation of a newer version simply retries.
+ */
+final class Version {
+  final Memtable active;
+  /** The write cache being flushed, or null. */
+  final Memtable immutable;
+  /** Keyspace id to its files; keyspaces without files may be absent. */
+  final Map<Integer, KeyspaceFiles> files;
+  private final AtomicInteger refs = new AtomicInteger(1);
+
+  Version(Memtable active, Memtable immutable, Map<Integer, KeyspaceFiles> files) {
+    this.active = active;
+    this.immutable = immutable;
+    this.files = Map.copyOf(files);
+    active.retain();
+    if (immutable != null) immutable.retain();
+  }
+
+  KeyspaceFiles files(int keyspace) {
+    KeyspaceFiles f = files.get(keyspace);
+    return f == null ? KeyspaceFiles.EMPTY : f;
+  }
+
+  boolean tryRetain() {
+    int r;
+    do {
+      r = refs.get();
+      if (r == 0) return false;
+    } while (!refs.compareAndSet(r, r + 1));
+    return true;
+  }
+
+  void release() {
+    if (refs.decrementAndGet() == 0) {
+      active.release();
+      if (immutable != null) immutable.release();
+    }
+  }
+}

@@ -1,0 +1,209 @@
+package io.basaltdb.internal.segment;
+
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_COUNT_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FIRST_SEQNO_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAGS_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_LZ4;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_LAST_SEQNO_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_RAW_LENGTH_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_RESERVED_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_SEGMENT_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_STORED_LENGTH_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.CRC_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.CRC_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.DOC_FLAG_TOMBSTONE;
+import static io.basaltdb.internal.segment.SegmentFormat.MAX_BLOCK_RAW_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.MAX_KEY_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.MAX_VALUE_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.MIN_DOC_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.TYPE_BLOCK;
+import static io.basaltdb.internal.segment.SegmentFormat.TYPE_OFFSET;
+
+import io.basaltdb.CorruptionException;
+import java.util.Arrays;
+import net.jpountz.lz4.LZ4Factory;
+import net.jpountz.lz4.LZ4SafeDecompressor;
+
+/**
+ * A data block read back from a segment file, checked and decoded (docs/format.md, "Data block"). The
+ * constructor verifies the checksum, decompresses, and walks every document, so a Block that exists is
+ * well-formed: its documents' seqnos run strictly from the header's first to its last seqno and their
+ * encodings fill the payload exactly. Anything else is a {@link CorruptionException}.
+ *
+ * <p>Thread-safety: immutable after construction.
+ */
+final class Block {
+  /** The safe decompressor never reads or writes outside the arrays given, whatever the input. */
+  private static final LZ4SafeDecompressor LZ4 = LZ4Factory.fastestInstance().safeDecompressor();
+
+  final long offset;
+  final long firstSeqno;
+  final long lastSeqno;
+  private final byte[] data;
+  private final int base;
+  private final long[] seqnos;
+  private final int[] starts;
+  private final String file;
+  private int cursor;
+
+  /**
+   * Length of the block record whose header is {@code b[off, off + BLOCK_HEADER_SIZE)}, or -1 if those
+   * bytes do not start a block. Only the header is checked here.
+   */
+  static int recordLength(byte[] b, int off) {
+    if (b[off + TYPE_OFFSET] != TYPE_BLOCK) {
+      return -1;
+    }
+    int stored = SegmentFormat.getInt(b, off + BLOCK_STORED_LENGTH_OFFSET);
+    return stored <= 0 || stored > MAX_BLOCK_RAW_SIZE ? -1 : BLOCK_HEADER_SIZE + stored;
+  }
+
+  /**
+   * Decodes the block record {@code b[off, off + length)} read from {@code file} at {@code fileOffset};
+   * {@code length} must be {@link #recordLength} of its header.
+   */
+  Block(byte[] b, int off, int length, String file, long fileOffset, long segmentId) {
+    this.file = file;
+    this.offset = fileOffset;
+    if (length < BLOCK_HEADER_SIZE || recordLength(b, off) != length) {
+      throw corrupt("not a data block");
+    }
+    if (SegmentFormat.getInt(b, off + CRC_OFFSET) != SegmentFormat.crc(b, off + CRC_SIZE, off + length)) {
+      throw corrupt("data block checksum mismatch");
+    }
+    int flags = b[off + BLOCK_FLAGS_OFFSET];
+    int stored = length - BLOCK_HEADER_SIZE;
+    int rawLength = SegmentFormat.getInt(b, off + BLOCK_RAW_LENGTH_OFFSET);
+    int count = SegmentFormat.getInt(b, off + BLOCK_COUNT_OFFSET);
+    firstSeqno = SegmentFormat.getLong(b, off + BLOCK_FIRST_SEQNO_OFFSET);
+    lastSeqno = SegmentFormat.getLong(b, off + BLOCK_LAST_SEQNO_OFFSET);
+    if ((flags & ~BLOCK_FLAG_LZ4) != 0 || b[off + BLOCK_RESERVED_OFFSET] != 0
+        || b[off + BLOCK_RESERVED_OFFSET + 1] != 0
+        || SegmentFormat.getInt(b, off + BLOCK_SEGMENT_OFFSET) != (int) segmentId) {
+      throw corrupt("data block header has unknown flags or another segment's id");
+    }
+    boolean lz4 = (flags & BLOCK_FLAG_LZ4) != 0;
+    if (rawLength < MIN_DOC_SIZE || rawLength > MAX_BLOCK_RAW_SIZE || (lz4 ? stored >= rawLength : stored != rawLength)
+        || count < 1 || count > rawLength / MIN_DOC_SIZE || firstSeqno < 0 || lastSeqno < firstSeqno) {
+      throw corrupt("data block header fields out of range");
+    }
+    if (lz4) {
+      data = new byte[rawLength];
+      base = 0;
+      int n;
+      try {
+        n = LZ4.decompress(b, off + BLOCK_HEADER_SIZE, stored, data, 0, rawLength);
+      } catch (RuntimeException e) { // LZ4Exception on malformed input
+        throw corrupt("data block does not decompress: " + e.getMessage());
+      }
+      if (n != rawLength) {
+        throw corrupt("data block decompresses to " + n + " bytes, header says " + rawLength);
+      }
+    } else {
+      data = b;
+      base = off + BLOCK_HEADER_SIZE;
+    }
+    seqnos = new long[count];
+    starts = new int[count];
+    walk(rawLength);
+  }
+
+  /** Checks every document's encoding and records where each starts. */
+  private void walk(int rawLength) {
+    int end = base + rawLength;
+    cursor = base;
+    long seqno = firstSeqno;
+    for (int i = 0; i < seqnos.length; i++) {
+      starts[i] = cursor;
+      long delta = readVarLong(end, 10);
+      if (i == 0 ? delta != 0 : delta < 1 || delta > lastSeqno - seqno) {
+        throw corrupt("document " + i + " has seqno delta " + delta);
+      }
+      seqno += delta;
+      seqnos[i] = seqno;
+      if (cursor >= end || (data[cursor++] & ~DOC_FLAG_TOMBSTONE) != 0) {
+        throw corrupt("document " + i + " has unknown flags");
+      }
+      long keyLength = readVarLong(end, 3);
+      long valueLength = readVarLong(end, 4);
+      if (keyLength > MAX_KEY_SIZE || valueLength > MAX_VALUE_SIZE || keyLength + valueLength > end - cursor) {
+        throw corrupt("document " + i + " lengths overrun the block");
+      }
+      cursor += (int) (keyLength + valueLength);
+    }
+    if (cursor != end || seqno != lastSeqno) {
+      throw corrupt("documents do not fill the block or end before its last seqno");
+    }
+  }
+
+  /** Reads an unsigned LEB128 of at most {@code maxBytes} bytes ending before {@code end}. */
+  private long readVarLong(int end, int maxBytes) {
+    long v = 0;
+    for (int i = 0; i < maxBytes; i++) {
+      if (cursor >= end) {
+        throw corrupt("varint overruns the block");
+      }
+      int x = data[cursor++];
+      v |= (long) (x & 0x7F) << (7 * i);
+      if (x >= 0) {
+        if (i == 9 && x > 1) {
+          break;
+        }
+        return v;
+      }
+    }
+    throw corrupt("varint too long");
+  }
+
+  private CorruptionException corrupt(String what) {
+    return new CorruptionException(file, offset, what);
+  }
+
+  int count() {
+    return seqnos.length;
+  }
+
+  long seqno(int i) {
+    return seqnos[i];
+  }
+
+  /** Index of the first document with a seqno at or above {@code seqno}; count() if none. */
+  int ceiling(long seqno) {
+    int i = Arrays.binarySearch(seqnos, seqno);
+    return i >= 0 ? i : -i - 1;
+  }
+
+  /** The document with this seqno, or null. */
+  Document find(long seqno) {
+    int i = Arrays.binarySearch(seqnos, seqno);
+    return i < 0 ? null : document(i);
+  }
+
+  /** A fresh copy of document {@code i}; its encoding was checked by the constructor. */
+  Document document(int i) {
+    int p = starts[i];
+    while (data[p++] < 0) { // seqno delta
+    }
+    boolean tombstone = (data[p++] & DOC_FLAG_TOMBSTONE) != 0;
+    int keyLength = 0;
+    for (int shift = 0; ; shift += 7) {
+      byte x = data[p++];
+      keyLength |= (x & 0x7F) << shift;
+      if (x >= 0) {
+        break;
+      }
+    }
+    int valueLength = 0;
+    for (int shift = 0; ; shift += 7) {
+      byte x = data[p++];
+      valueLength |= (x & 0x7F) << shift;
+      if (x >= 0) {
+        break;
+      }
+    }
+    byte[] key = Arrays.copyOfRange(data, p, p + keyLength);
+    byte[] value = Arrays.copyOfRange(data, p + keyLength, p + keyLength + valueLength);
+    return new Document(seqnos[i], key, value, tombstone);
+  }
+}

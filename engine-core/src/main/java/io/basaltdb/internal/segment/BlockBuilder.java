@@ -1,0 +1,141 @@
+package io.basaltdb.internal.segment;
+
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_COUNT_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FIRST_SEQNO_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAGS_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_LZ4;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_LAST_SEQNO_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_RAW_LENGTH_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_SEGMENT_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_STORED_LENGTH_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.CRC_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.CRC_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.DOC_FLAG_TOMBSTONE;
+import static io.basaltdb.internal.segment.SegmentFormat.TYPE_BLOCK;
+import static io.basaltdb.internal.segment.SegmentFormat.TYPE_OFFSET;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import net.jpountz.lz4.LZ4Compressor;
+import net.jpountz.lz4.LZ4Factory;
+
+/**
+ * The writer's open data block: packs encoded documents into an uncompressed buffer and seals them into
+ * one checksummed, LZ4-compressed block record (docs/format.md, "Data block"). A document is
+ * {@code varint seqnoDelta, flags, varint keyLength, varint valueLength, key, value}; the first document's
+ * delta is 0 (its seqno is the header's first seqno), every later one's is the distance to its
+ * predecessor, at least 1.
+ *
+ * <p>Thread-safety: none; owned by one {@link SegmentWriter}.
+ */
+final class BlockBuilder {
+  private static final LZ4Compressor LZ4 = LZ4Factory.fastestInstance().fastCompressor();
+
+  private final int blockSize;
+  private byte[] raw;
+  private int length;
+  private int count;
+  private long firstSeqno;
+  private long lastSeqno;
+  private long offset;
+  /** The sealed record; reused between blocks, regrown for big ones. */
+  private byte[] record = new byte[0];
+
+  BlockBuilder(int blockSize) {
+    this.blockSize = blockSize;
+    this.raw = new byte[blockSize];
+  }
+
+  boolean isEmpty() {
+    return count == 0;
+  }
+
+  /** Uncompressed bytes of the documents added so far. */
+  int length() {
+    return length;
+  }
+
+  /** File offset the block will be written at; valid while not empty. */
+  long offset() {
+    return offset;
+  }
+
+  long firstSeqno() {
+    return firstSeqno;
+  }
+
+  /** Encoded size of a document whose seqno is {@code delta} past its predecessor's (0 if first). */
+  static int encodedSize(long delta, int keyLength, int valueLength) {
+    return SegmentFormat.varLongSize(delta) + 1 + SegmentFormat.varLongSize(keyLength)
+        + SegmentFormat.varLongSize(valueLength) + keyLength + valueLength;
+  }
+
+  /** Encoded size of the document if it were added to this block now. */
+  int sizeIfAdded(long seqno, int keyLength, int valueLength) {
+    return encodedSize(count == 0 ? 0 : seqno - lastSeqno, keyLength, valueLength);
+  }
+
+  /**
+   * Adds a document; the first one of a block fixes the block's file offset. Seqnos must increase (the
+   * writer checks). Returns the document's encoded size.
+   */
+  int add(long blockOffset, long seqno, byte[] key, byte[] value, boolean tombstone) {
+    int size = sizeIfAdded(seqno, key.length, value.length);
+    if (count == 0) {
+      offset = blockOffset;
+      firstSeqno = seqno;
+      lastSeqno = seqno;
+    }
+    if (length + size > raw.length) {
+      raw = Arrays.copyOf(raw, Math.max(length + size, raw.length * 2));
+    }
+    int p = SegmentFormat.putVarLong(raw, length, seqno - lastSeqno);
+    raw[p++] = (byte) (tombstone ? DOC_FLAG_TOMBSTONE : 0);
+    p = SegmentFormat.putVarLong(raw, p, key.length);
+    p = SegmentFormat.putVarLong(raw, p, value.length);
+    System.arraycopy(key, 0, raw, p, key.length);
+    System.arraycopy(value, 0, raw, p + key.length, value.length);
+    length += size;
+    lastSeqno = seqno;
+    count++;
+    return size;
+  }
+
+  /**
+   * Builds the block record (compressed if that makes it smaller) and empties the builder. The returned
+   * buffer is valid until the next call.
+   */
+  ByteBuffer seal(long segmentId) {
+    int bound = BLOCK_HEADER_SIZE + Math.max(length, LZ4.maxCompressedLength(length));
+    if (record.length < bound) {
+      record = new byte[bound];
+    }
+    int stored = LZ4.compress(raw, 0, length, record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE);
+    int flags = BLOCK_FLAG_LZ4;
+    if (stored >= length) {
+      System.arraycopy(raw, 0, record, BLOCK_HEADER_SIZE, length);
+      stored = length;
+      flags = 0;
+    }
+    Arrays.fill(record, 0, BLOCK_HEADER_SIZE, (byte) 0);
+    record[TYPE_OFFSET] = TYPE_BLOCK;
+    record[BLOCK_FLAGS_OFFSET] = (byte) flags;
+    SegmentFormat.putInt(record, BLOCK_STORED_LENGTH_OFFSET, stored);
+    SegmentFormat.putInt(record, BLOCK_RAW_LENGTH_OFFSET, length);
+    SegmentFormat.putLong(record, BLOCK_FIRST_SEQNO_OFFSET, firstSeqno);
+    SegmentFormat.putLong(record, BLOCK_LAST_SEQNO_OFFSET, lastSeqno);
+    SegmentFormat.putInt(record, BLOCK_COUNT_OFFSET, count);
+    SegmentFormat.putInt(record, BLOCK_SEGMENT_OFFSET, (int) segmentId);
+    int end = BLOCK_HEADER_SIZE + stored;
+    SegmentFormat.putInt(record, CRC_OFFSET, SegmentFormat.crc(record, CRC_SIZE, end));
+    ByteBuffer sealed = ByteBuffer.wrap(record, 0, end);
+    length = 0;
+    count = 0;
+    if (raw.length > 4 * blockSize) {
+      raw = new byte[blockSize]; // do not keep a big document's buffers past its block
+      record = new byte[0];
+    }
+    return sealed;
+  }
+}

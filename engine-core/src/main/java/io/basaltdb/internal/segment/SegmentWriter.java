@@ -1,0 +1,310 @@
+package io.basaltdb.internal.segment;
+
+import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.HARD_SIZE_LIMIT;
+import static io.basaltdb.internal.segment.SegmentFormat.MAX_KEY_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.MAX_SEGMENT_ID;
+import static io.basaltdb.internal.segment.SegmentFormat.MAX_VALUE_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.PAGE_FLAG_CHILD_LAST;
+import static io.basaltdb.internal.segment.SegmentFormat.PAGE_FLAG_PARTIAL;
+
+import io.basaltdb.CorruptionException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.StorageException;
+import io.basaltdb.internal.storage.StorageFile;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Appends documents in seqno order to the tail log segment and maintains its seqno index (Magma, seed
+ * 000 section 3: "log-structured storage of documents in seqno order, with a per-segment seqno index").
+ * Layout: docs/format.md, "Log segment".
+ *
+ * <p>Documents are packed into data blocks of about {@code blockSize} uncompressed bytes. When a block
+ * is sealed it is written at the tail, and its entry {@code (firstSeqno, offset)} goes into the in-memory
+ * tail page of index level 0. A tail page that fills is written right after the block that filled it
+ * and its own entry goes one level up, so blocks and index pages interleave in the file and the index
+ * is an append-only B+tree that never rewrites a full page. A {@link #checkpoint} writes the open block
+ * and then, bottom-up, one copy of every level's partial tail page, each ending with an entry for the
+ * copy just written below it; the top copy is the root. A later checkpoint writes new copies (copy on
+ * write); the old ones become dead bytes ({@link SegmentState#staleBytes}).
+ *
+ * <p>Concurrency: one thread (the engine's flusher) calls every method. {@link SegmentReader}s of earlier
+ * checkpoints read the same file meanwhile; they only read below their state's tail, and this writer
+ * only writes at or past the tail of its latest checkpoint (or of the state it was reopened from).
+ *
+ * <p>Invariants:
+ * <ol>
+ *   <li>The open block, when not empty, is written at {@code block.offset() == tail}; index pages are
+ *       written only after a block is sealed. So a document's block offset, its location hint, is known
+ *       when it is appended.
+ *   <li>Every sealed block has an entry in level 0's tail page or in a written full leaf page; every
+ *       written full page at level l has an entry at level l+1 (tail page or a written full page).
+ *   <li>The top level's tail page is never empty; no tail page is ever full between calls.
+ *   <li>Children are written before their parents: every entry points to a smaller offset than the
+ *       page holding it. Readers check this, so a damaged index cannot loop.
+ *   <li>After a failed write the writer refuses everything: the engine reopens from the last checkpoint.
+ * </ol>
+ */
+public final class SegmentWriter {
+  private final StorageFile file;
+  private final long segmentId;
+  private final long startSeqno;
+  private final SegmentOptions options;
+  private final int pageSize;
+  private final int pageCapacity;
+  private final BlockBuilder block;
+  /** The tail page of each index level; index = level. */
+  private final List<IndexPage> levels = new ArrayList<>();
+
+  private long tail;
+  private long lastSeqno;
+  private long documentCount;
+  private long documentBytes;
+  private long staleBytes;
+  private long spineBytes;
+  private int lastDocumentSize;
+  private SegmentState lastState;
+  /** Something was appended since {@link #lastState}. */
+  private boolean dirty;
+  private boolean failed;
+
+  private SegmentWriter(StorageFile file, long segmentId, long startSeqno, SegmentOptions options, int pageSize) {
+    this.file = file;
+    this.segmentId = segmentId;
+    this.startSeqno = startSeqno;
+    this.options = options;
+    this.pageSize = pageSize;
+    this.pageCapacity = IndexPage.capacity(pageSize);
+    this.block = new BlockBuilder(options.blockSize());
+  }
+
+  /** Starts segment {@code segmentId} in an empty {@code file}: preallocates it, writes its header. */
+  public static SegmentWriter create(StorageFile file, long segmentId, long startSeqno, SegmentOptions options) {
+    options.validate();
+    if (segmentId < 0 || segmentId > MAX_SEGMENT_ID || startSeqno < 0 || startSeqno == Long.MAX_VALUE) {
+      throw new InvalidArgumentException("segment id " + segmentId + " or start seqno " + startSeqno
+          + " out of range");
+    }
+    SegmentWriter w = new SegmentWriter(file, segmentId, startSeqno, options, options.pageSize());
+    if (options.preallocateBytes() > 0) {
+      file.preallocate(options.preallocateBytes());
+    }
+    file.write(0, SegmentIo.fileHeader(segmentId, startSeqno, options.pageSize()));
+    w.tail = FILE_HEADER_SIZE;
+    w.lastSeqno = startSeqno - 1;
+    w.lastState = w.state(0);
+    return w;
+  }
+
+  /**
+   * Continues a segment after a restart from its checkpointed {@code state}: reads the checkpoint's
+   * right-most index path back into the tail pages and appends from {@code state.tailOffset()} on,
+   * overwriting whatever was written past it. The segment keeps its page size; other options may change.
+   */
+  public static SegmentWriter reopen(StorageFile file, SegmentState state, SegmentOptions options) {
+    options.validate();
+    state.validate();
+    SegmentIo.checkFileHeader(file, state);
+    if (file.size() < state.tailOffset()) {
+      throw new CorruptionException(file.name(), file.size(), "file ends before the checkpointed tail "
+          + state.tailOffset());
+    }
+    SegmentWriter w = new SegmentWriter(file, state.segmentId(), state.startSeqno(), options, state.pageSize());
+    w.tail = state.tailOffset();
+    w.lastSeqno = state.lastSeqno();
+    w.documentCount = state.documentCount();
+    w.documentBytes = state.documentBytes();
+    w.staleBytes = state.staleBytes();
+    w.spineBytes = state.spineBytes();
+    w.lastState = state;
+    w.loadSpine(state);
+    return w;
+  }
+
+  /** Rebuilds the tail pages from the checkpoint's partial pages, root first. */
+  private void loadSpine(SegmentState state) {
+    IndexPage[] pages = new IndexPage[state.levels()];
+    long off = state.rootOffset();
+    long limit = state.tailOffset();
+    long first = -1;
+    for (int level = pages.length - 1; level >= 0; level--) {
+      IndexPage p = SegmentIo.readPage(file, off, limit, segmentId, level, pageSize);
+      boolean childLast = (p.flags & PAGE_FLAG_CHILD_LAST) != 0;
+      int keep = p.count() - (childLast ? 1 : 0);
+      if ((p.flags & PAGE_FLAG_PARTIAL) == 0 || keep >= pageCapacity || (first >= 0 && p.seqno(0) != first)
+          || (childLast && level == 0) || (keep == 0 && level == pages.length - 1)) {
+        throw new CorruptionException(file.name(), off, "index page is not the checkpoint's tail page of level "
+            + level);
+      }
+      pages[level] = p.toTailPage(keep, pageCapacity);
+      if (childLast) {
+        first = p.seqno(keep);
+        limit = off;
+        off = p.child(keep);
+      } else {
+        for (int l = level - 1; l >= 0; l--) {
+          pages[l] = new IndexPage(l, pageCapacity);
+        }
+        break;
+      }
+    }
+    levels.addAll(List.of(pages));
+  }
+
+  /**
+   * Appends a document; its seqno must exceed every earlier one. Returns its location hint {@code
+   * segmentId << 32 | offset of its block}. Throws InvalidArgumentException (nothing appended) for a
+   * seqno out of order, a key over 64 KiB, a value over 20 MiB, or a segment past 3 GiB.
+   */
+  public long append(long seqno, byte[] key, byte[] value, boolean tombstone) {
+    checkUsable();
+    if (key == null || value == null || key.length > MAX_KEY_SIZE || value.length > MAX_VALUE_SIZE) {
+      throw new InvalidArgumentException("segment append: key and value must be non-null, at most "
+          + MAX_KEY_SIZE + " and " + MAX_VALUE_SIZE + " bytes");
+    }
+    if (seqno <= lastSeqno || seqno == Long.MAX_VALUE) {
+      throw new InvalidArgumentException("segment append: seqno " + seqno + " is not above the last seqno "
+          + lastSeqno);
+    }
+    if (tail >= HARD_SIZE_LIMIT) {
+      throw new InvalidArgumentException("segment " + file.name() + " is full (" + tail + " bytes); roll to a new one");
+    }
+    try {
+      int size = block.sizeIfAdded(seqno, key.length, value.length);
+      if (!block.isEmpty() && block.length() + size > options.blockSize()) {
+        sealBlock();
+      }
+      int docSize = block.add(tail, seqno, key, value, tombstone);
+      long hint = SegmentFormat.hint(segmentId, block.offset());
+      lastSeqno = seqno;
+      documentCount++;
+      documentBytes += docSize;
+      lastDocumentSize = docSize;
+      dirty = true;
+      if (block.length() >= options.blockSize()) {
+        sealBlock();
+      }
+      return hint;
+    } catch (RuntimeException e) {
+      failed = true;
+      throw e;
+    }
+  }
+
+  /** Encoded (uncompressed) size of the last appended document, the size the key index records. */
+  public int lastDocumentSize() {
+    return lastDocumentSize;
+  }
+
+  /**
+   * Writes the open block and the partial tail pages, and returns the state that describes everything
+   * appended so far. Nothing is durable until {@link #sync}. Without appends since the last checkpoint
+   * it writes nothing and returns the same state.
+   */
+  public SegmentState checkpoint() {
+    checkUsable();
+    if (!dirty) {
+      return lastState;
+    }
+    try {
+      if (!block.isEmpty()) {
+        sealBlock();
+      }
+      long spineStart = tail;
+      long childSeqno = 0;
+      long childOffset = 0;
+      long root = 0;
+      for (IndexPage p : levels) {
+        if (p.count() == 0 && childOffset == 0) {
+          continue; // lower levels that a full page just emptied
+        }
+        long first = p.count() > 0 ? p.seqno(0) : childSeqno;
+        int flags = PAGE_FLAG_PARTIAL | (childOffset != 0 ? PAGE_FLAG_CHILD_LAST : 0);
+        root = write(p.encode(segmentId, flags, childSeqno, childOffset));
+        childSeqno = first;
+        childOffset = root;
+      }
+      staleBytes += spineBytes;
+      spineBytes = tail - spineStart;
+      lastState = state(root);
+      dirty = false;
+      return lastState;
+    } catch (RuntimeException e) {
+      failed = true;
+      throw e;
+    }
+  }
+
+  private SegmentState state(long root) {
+    return new SegmentState(segmentId, startSeqno, lastSeqno, tail, root, levels.size(), documentCount,
+        documentBytes, staleBytes, spineBytes, options.blockSize(), pageSize);
+  }
+
+  /** Writes the open block at the tail and indexes it (invariant 1). */
+  private void sealBlock() {
+    long first = block.firstSeqno();
+    long off = write(block.seal(segmentId));
+    addEntry(0, first, off);
+  }
+
+  private void addEntry(int level, long seqno, long child) {
+    if (level == levels.size()) {
+      levels.add(new IndexPage(level, pageCapacity));
+    }
+    IndexPage p = levels.get(level);
+    p.add(seqno, child);
+    if (p.isFull()) {
+      long first = p.seqno(0);
+      long off = write(p.encode(segmentId, 0, 0, 0));
+      p.clear();
+      addEntry(level + 1, first, off);
+    }
+  }
+
+  /** Writes a record at the tail and returns its offset. */
+  private long write(ByteBuffer record) {
+    long off = tail;
+    int n = record.remaining();
+    file.write(off, record);
+    tail = off + n;
+    return off;
+  }
+
+  private void checkUsable() {
+    if (failed) {
+      throw new StorageException("segment " + file.name() + ": an earlier write failed; reopen the segment "
+          + "from its last checkpoint");
+    }
+  }
+
+  /** The tail offset: bytes written so far; the open block, not written yet, will start here. */
+  public long size() {
+    return tail;
+  }
+
+  /** True once {@link #size} reaches maxSegmentSize: the engine should roll to a new segment. */
+  public boolean isFull() {
+    return tail >= options.maxSegmentSize();
+  }
+
+  public long segmentId() {
+    return segmentId;
+  }
+
+  public long lastSeqno() {
+    return lastSeqno;
+  }
+
+  /** Makes everything written so far durable; call after {@link #checkpoint}. */
+  public void sync() {
+    checkUsable();
+    try {
+      file.sync();
+    } catch (RuntimeException e) {
+      failed = true;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,153 @@
+package io.basaltdb.internal.sstable;
+
+import java.util.Arrays;
+
+/**
+ * A cursor over the entries of one {@link Block}, decoding each entry's prefix-compressed key and its
+ * value (a data record, or a block handle in the index block). Every length and varint read is checked
+ * against the entry area, so bad bytes end in a {@code CorruptionException} naming the file offset,
+ * never in an out-of-bounds access.
+ *
+ * <p>Thread-safety: not thread-safe; one per lookup or iterator. The block it reads is immutable.
+ */
+final class BlockIter {
+  private final boolean index;
+  private Block block;
+  private byte[] data;
+  private int limit;
+  /** Offset of the current entry; {@code limit} when not positioned. */
+  private int current;
+  /** Offset of the entry after the current one. */
+  private int next;
+  /** Read cursor of the decoder. */
+  private int p;
+
+  private byte[] key = new byte[32];
+  private int keyLen;
+
+  // The current entry's value: a record (data block) or a handle (index block).
+  long seqno;
+  int docSize;
+  boolean tombstone;
+  long hint;
+  long handleOffset;
+  int handleSize;
+
+  /** {@code index} selects the value format: block handles (index block) or records (data block). */
+  BlockIter(boolean index) {
+    this.index = index;
+  }
+
+  void reset(Block b) {
+    block = b;
+    data = b.data;
+    limit = b.restartsOffset;
+    current = limit;
+    keyLen = 0;
+  }
+
+  boolean valid() {
+    return current < limit;
+  }
+
+  void seekToFirst() {
+    keyLen = 0;
+    decodeAt(0, true);
+  }
+
+  void next() {
+    decodeAt(next, false);
+  }
+
+  /** Positions on the first entry whose key is at or after {@code target}, or invalid if none. */
+  void seek(byte[] target) {
+    // Binary search for the last restart whose key is before target; the answer is at or after it.
+    int lo = 0;
+    int hi = block.restartCount - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (compareRestartKey(block.restart(mid), target) < 0) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    keyLen = 0;
+    decodeAt(block.restart(lo), true);
+    while (valid() && compareKey(target) < 0) next();
+  }
+
+  /** Compares the current key with {@code target}, as {@link KeyRecord#compareKeys}. */
+  int compareKey(byte[] target) {
+    return Arrays.compareUnsigned(key, 0, keyLen, target, 0, target.length);
+  }
+
+  byte[] keyCopy() {
+    return Arrays.copyOf(key, keyLen);
+  }
+
+  private int compareRestartKey(int pos, byte[] target) {
+    p = pos;
+    int shared = readLength();
+    int unshared = readLength();
+    if (shared != 0) throw block.corrupt(pos, "restart entry shares " + shared + " bytes with a previous key");
+    if (unshared > limit - p) throw block.corrupt(pos, "key of " + unshared + " bytes overruns the block");
+    return Arrays.compareUnsigned(data, p, p + unshared, target, 0, target.length);
+  }
+
+  private void decodeAt(int pos, boolean restart) {
+    if (pos >= limit) {
+      current = limit;
+      return;
+    }
+    p = pos;
+    int shared = readLength();
+    int unshared = readLength();
+    if (restart && shared != 0) throw block.corrupt(pos, "restart entry shares " + shared + " bytes");
+    if (shared > keyLen) throw block.corrupt(pos, "entry shares " + shared + " bytes of a " + keyLen + "-byte key");
+    if (unshared > limit - p || shared + unshared > KeyRecord.MAX_KEY_SIZE) {
+      throw block.corrupt(pos, "key suffix of " + unshared + " bytes overruns the block or the key size limit");
+    }
+    int len = shared + unshared;
+    if (len > key.length) key = Arrays.copyOf(key, Math.max(len, key.length * 2));
+    System.arraycopy(data, p, key, shared, unshared);
+    keyLen = len;
+    p += unshared;
+    if (index) {
+      handleOffset = readVarint();
+      long size = readVarint();
+      if (handleOffset < 0 || size < 0 || size > Integer.MAX_VALUE) throw block.corrupt(pos, "bad block handle");
+      handleSize = (int) size;
+    } else {
+      seqno = readVarint();
+      long ds = readVarint();
+      if (seqno < 0 || ds < 0 || ds > Integer.MAX_VALUE) throw block.corrupt(pos, "bad seqno or document size");
+      docSize = (int) ds;
+      if (limit - p < Format.FLAGS_SIZE + Format.HINT_SIZE) throw block.corrupt(pos, "record overruns the block");
+      int flags = data[p] & 0xFF;
+      if ((flags & ~Format.FLAG_TOMBSTONE) != 0) throw block.corrupt(p, "unknown flag bits " + flags);
+      tombstone = flags != 0;
+      hint = Format.getLongLE(data, p + Format.FLAGS_SIZE);
+      p += Format.FLAGS_SIZE + Format.HINT_SIZE;
+    }
+    current = pos;
+    next = p;
+  }
+
+  private int readLength() {
+    long v = readVarint();
+    if (v < 0 || v > Integer.MAX_VALUE) throw block.corrupt(p, "length " + v + " out of range");
+    return (int) v;
+  }
+
+  private long readVarint() {
+    long result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p >= limit) throw block.corrupt(p, "varint runs past the entries");
+      byte b = data[p++];
+      result |= (long) (b & 0x7F) << shift;
+      if (b >= 0) return result;
+    }
+    throw block.corrupt(p, "varint longer than 10 bytes");
+  }
+}

@@ -1,0 +1,79 @@
+package io.basaltdb.internal.sstable;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.util.zip.CRC32C;
+
+/**
+ * The SSTable's on-disk constants, mirroring docs/format.md ("SSTable"), and the little-endian
+ * accessors every fixed-width field goes through. Changing any of these is a format change: bump
+ * {@link #FORMAT_VERSION}.
+ *
+ * <p>Thread-safety: stateless.
+ */
+final class Format {
+  private Format() {}
+
+  /** Version written into every footer; a reader refuses any other. */
+  static final int FORMAT_VERSION = 1;
+  /** Last 8 bytes of every table file (little-endian). */
+  static final long MAGIC = 0xB5A1_7DB5_5EAB_1E01L;
+
+  // Block trailer, after every block's contents: compression type, then CRC32C of contents + type.
+  static final int TRAILER_TYPE_OFFSET = 0;
+  static final int TRAILER_CRC_OFFSET = 1;
+  static final int TRAILER_SIZE = 5;
+  static final byte COMPRESSION_NONE = 0;
+
+  // Block contents end with the restart array: RESTART_SIZE bytes per restart, then the count.
+  static final int RESTART_SIZE = 4;
+  static final int RESTART_COUNT_SIZE = 4;
+
+  // Data block entry value: varint seqno, varint docSize, FLAGS_SIZE flag byte, HINT_SIZE hint.
+  static final int FLAGS_SIZE = 1;
+  static final int FLAG_TOMBSTONE = 0x01;
+  static final int HINT_SIZE = 8;
+
+  // Footer, the last FOOTER_SIZE bytes of the file.
+  static final int FOOTER_FILTER_OFFSET_OFFSET = 0;
+  static final int FOOTER_FILTER_SIZE_OFFSET = 8;
+  static final int FOOTER_META_OFFSET_OFFSET = 12;
+  static final int FOOTER_META_SIZE_OFFSET = 20;
+  static final int FOOTER_INDEX_OFFSET_OFFSET = 24;
+  static final int FOOTER_INDEX_SIZE_OFFSET = 32;
+  static final int FOOTER_ENTRY_COUNT_OFFSET = 36;
+  static final int FOOTER_MIN_SEQNO_OFFSET = 44;
+  static final int FOOTER_MAX_SEQNO_OFFSET = 52;
+  static final int FOOTER_VERSION_OFFSET = 60;
+  static final int FOOTER_CRC_OFFSET = 64;
+  static final int FOOTER_MAGIC_OFFSET = 68;
+  static final int FOOTER_SIZE = 76;
+
+  private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle LONG_LE =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+  static int getIntLE(byte[] b, int off) {
+    return (int) INT_LE.get(b, off);
+  }
+
+  static long getLongLE(byte[] b, int off) {
+    return (long) LONG_LE.get(b, off);
+  }
+
+  static void putIntLE(byte[] b, int off, int v) {
+    INT_LE.set(b, off, v);
+  }
+
+  static void putLongLE(byte[] b, int off, long v) {
+    LONG_LE.set(b, off, v);
+  }
+
+  /** CRC32C of {@code b[off, off + len)}. */
+  static int crc(byte[] b, int off, int len) {
+    CRC32C c = new CRC32C();
+    c.update(b, off, len);
+    return (int) c.getValue();
+  }
+}

@@ -1,0 +1,52 @@
+package io.basaltdb.internal.sstable;
+
+import io.basaltdb.CorruptionException;
+import java.util.Arrays;
+
+/**
+ * The meta block: the table's smallest and largest keys, which the index does not hold exactly (its
+ * separators may be shortened). Contents: {@code varint len | smallest key | varint len | largest key},
+ * nothing after. An empty table stores two empty keys (the footer's entry count of 0 says they are
+ * absent, since the empty key is a valid key).
+ *
+ * <p>Thread-safety: stateless.
+ */
+final class MetaBlock {
+  private MetaBlock() {}
+
+  static void encode(Output out, byte[] smallest, byte[] largest) {
+    byte[] s = smallest == null ? new byte[0] : smallest;
+    byte[] l = largest == null ? new byte[0] : largest;
+    out.putVarint(s.length);
+    out.putBytes(s, 0, s.length);
+    out.putVarint(l.length);
+    out.putBytes(l, 0, l.length);
+  }
+
+  /** Returns {smallest, largest} decoded from verified contents {@code b} read at {@code fileOffset}. */
+  static byte[][] decode(byte[] b, long fileOffset, String file) {
+    int[] pos = {0};
+    byte[] smallest = readKey(b, pos, fileOffset, file);
+    byte[] largest = readKey(b, pos, fileOffset, file);
+    if (pos[0] != b.length) {
+      throw new CorruptionException(file, fileOffset + pos[0], (b.length - pos[0]) + " stray bytes in the meta block");
+    }
+    return new byte[][] {smallest, largest};
+  }
+
+  private static byte[] readKey(byte[] b, int[] pos, long fileOffset, String file) {
+    int p = pos[0];
+    long len = 0;
+    for (int shift = 0; ; shift += 7) {
+      if (p >= b.length || shift > 28) throw new CorruptionException(file, fileOffset + p, "bad key length in meta block");
+      byte x = b[p++];
+      len |= (long) (x & 0x7F) << shift;
+      if (x >= 0) break;
+    }
+    if (len > KeyRecord.MAX_KEY_SIZE || len > b.length - p) {
+      throw new CorruptionException(file, fileOffset + p, "meta block key of " + len + " bytes overruns the block");
+    }
+    pos[0] = p + (int) len;
+    return Arrays.copyOfRange(b, p, p + (int) len);
+  }
+}

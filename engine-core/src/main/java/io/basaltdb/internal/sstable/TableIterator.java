@@ -1,0 +1,124 @@
+package io.basaltdb.internal.sstable;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import java.util.NoSuchElementException;
+
+/**
+ * A forward cursor over the records of one {@link TableReader}, in key order. It holds one data block
+ * at a time and reads the next through {@link TableReader#dataBlock} when it runs off the end.
+ *
+ * <p>Thread-safety: not thread-safe; one thread at a time. Several iterators over one reader may run
+ * in different threads. Using it after {@link #close()} or after the reader is closed throws
+ * {@link ClosedException}.
+ */
+public final class TableIterator implements AutoCloseable {
+  private final TableReader reader;
+  private final BlockIter block = new BlockIter(false);
+  /** Index of the data block in {@link #block}, or -1 when not positioned. */
+  private int blockIndex = -1;
+  private boolean closed;
+
+  TableIterator(TableReader reader) {
+    this.reader = reader;
+  }
+
+  /** Positions on the first record, or makes the iterator invalid if the table is empty. */
+  public void seekFirst() {
+    checkOpen();
+    load(0);
+    if (blockIndex >= 0) block.seekToFirst();
+    skipToValid();
+  }
+
+  /** Positions on the first record whose key is at or after {@code key}, or invalid if none. */
+  public void seek(byte[] key) {
+    checkOpen();
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    load(reader.findBlock(key));
+    if (blockIndex >= 0) block.seek(key);
+    skipToValid();
+  }
+
+  public boolean valid() {
+    checkOpen();
+    return blockIndex >= 0 && block.valid();
+  }
+
+  /** Moves to the next record; invalid after the last. */
+  public void next() {
+    checkPositioned();
+    block.next();
+    skipToValid();
+  }
+
+  /** A copy of the current key. */
+  public byte[] key() {
+    checkPositioned();
+    return block.keyCopy();
+  }
+
+  /** Fills {@code out} with the current record, its key a fresh copy; returns {@code out}. */
+  public KeyRecord record(KeyRecord out) {
+    if (out == null) throw new InvalidArgumentException("output record must not be null");
+    checkPositioned();
+    return out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint);
+  }
+
+  public long seqno() {
+    checkPositioned();
+    return block.seqno;
+  }
+
+  public int docSize() {
+    checkPositioned();
+    return block.docSize;
+  }
+
+  public boolean tombstone() {
+    checkPositioned();
+    return block.tombstone;
+  }
+
+  public long hint() {
+    checkPositioned();
+    return block.hint;
+  }
+
+  /** Releases the current block; idempotent. The reader stays open. */
+  @Override
+  public void close() {
+    closed = true;
+    blockIndex = -1;
+  }
+
+  /** Loads data block {@code i}, or unpositions the iterator if there is no such block. */
+  private void load(int i) {
+    if (i >= reader.blockCount()) {
+      blockIndex = -1;
+      return;
+    }
+    block.reset(reader.dataBlock(i));
+    blockIndex = i;
+  }
+
+  /** While the current block is exhausted, moves to the first record of the next one. */
+  private void skipToValid() {
+    while (blockIndex >= 0 && !block.valid()) {
+      load(blockIndex + 1);
+      if (blockIndex >= 0) block.seekToFirst();
+    }
+  }
+
+  private void checkOpen() {
+    if (closed) throw new ClosedException("table iterator is closed; create a new one from the reader");
+    reader.checkOpen();
+  }
+
+  private void checkPositioned() {
+    checkOpen();
+    if (blockIndex < 0 || !block.valid()) {
+      throw new NoSuchElementException("iterator is not positioned on a record; check valid() first");
+    }
+  }
+}

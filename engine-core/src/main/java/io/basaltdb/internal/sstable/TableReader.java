@@ -1,0 +1,265 @@
+package io.basaltdb.internal.sstable;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.CorruptionException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.internal.storage.StorageFile;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Reads an SSTable written by {@link TableWriter}. {@link #open} reads the footer, then the index,
+ * filter and meta blocks, verifies their checksums and keeps them on the heap; a lookup then costs at
+ * most one data block read: bloom filter, binary search of the index, one block read, binary search of
+ * the block's restart points and a short scan (seed 000, section 3; LevelDB table_format).
+ *
+ * <p>Every data block read goes through {@link #dataBlock(int)}, the one method a block cache wraps.
+ *
+ * <p>Concurrency: after {@link #open} returns, the index, filter and info are immutable (final fields,
+ * safely published by the constructor), and data is read with positional reads only, so any number of
+ * threads may call {@link #get} and use their own iterators at once. {@link #close()} may race with
+ * reads: a read that started before it may fail with a {@link io.basaltdb.StorageException} from the
+ * closed file; one that starts after throws {@link ClosedException}.
+ *
+ * <p>Invariants (checked by {@link #open}; a file that breaks one is a {@link CorruptionException}):
+ * <ol>
+ *   <li>The blocks tile the file with no gap: data blocks from offset 0 in index order, then the
+ *       filter block (if any), the meta block, the index block and the footer; so every byte of the
+ *       file is covered by a block's CRC32C or the footer's.
+ *   <li>Index separators strictly increase, and the last one is the table's largest key.
+ *   <li>The entry count is 0 exactly when there are no data blocks.
+ * </ol>
+ */
+public final class TableReader implements AutoCloseable {
+  private final StorageFile file;
+  private final String description;
+  private final TableInfo info;
+  /** Index: block i holds keys in (separators[i-1], separators[i]]. */
+  private final byte[][] separators;
+  private final long[] blockOffsets;
+  private final int[] blockSizes;
+  /** Null when the table has no filter. */
+  private final BloomFilter filter;
+  /** Data blocks read from the file; incremented by any reading thread. */
+  private final LongAdder blockReads = new LongAdder();
+  /** Set once by close(); read by every call (volatile: a call after close sees it). */
+  private volatile boolean closed;
+
+  private TableReader(StorageFile file, String description) {
+    this.file = file;
+    this.description = description;
+    long size = file.size();
+    if (size < Format.FOOTER_SIZE) {
+      throw new CorruptionException(description, 0, "file of " + size + " bytes is shorter than a footer");
+    }
+    long footerOffset = size - Format.FOOTER_SIZE;
+    Footer f = Footer.decode(readExact(footerOffset, Format.FOOTER_SIZE), footerOffset, description);
+    // Invariant 1, from the end backwards.
+    expectEnd(f.indexOffset(), f.indexSize(), footerOffset, "index block");
+    expectEnd(f.metaOffset(), f.metaSize(), f.indexOffset(), "meta block");
+    long dataEnd = f.metaOffset();
+    if (f.hasFilter()) {
+      expectEnd(f.filterOffset(), f.filterSize(), f.metaOffset(), "filter block");
+      dataEnd = f.filterOffset();
+    }
+    Block index = readBlock(f.indexOffset(), f.indexSize());
+    List<byte[]> seps = new ArrayList<>();
+    List<long[]> handles = new ArrayList<>();
+    BlockIter it = new BlockIter(true);
+    it.reset(index);
+    long expected = 0;
+    for (it.seekToFirst(); it.valid(); it.next()) {
+      byte[] sep = it.keyCopy();
+      if (!seps.isEmpty() && KeyRecord.compareKeys(seps.get(seps.size() - 1), sep) >= 0) {
+        throw new CorruptionException(description, f.indexOffset(), "index separators out of order at " + seps.size());
+      }
+      if (it.handleOffset != expected || it.handleSize > dataEnd - expected - Format.TRAILER_SIZE) {
+        throw new CorruptionException(description, f.indexOffset(),
+            "index entry " + seps.size() + " points at [" + it.handleOffset + ", +" + it.handleSize + ")");
+      }
+      expected += it.handleSize + Format.TRAILER_SIZE;
+      seps.add(sep);
+      handles.add(new long[] {it.handleOffset, it.handleSize});
+    }
+    if (expected != dataEnd) {
+      throw new CorruptionException(description, expected, "data blocks end at " + expected + ", not " + dataEnd);
+    }
+    separators = seps.toArray(new byte[0][]);
+    blockOffsets = new long[handles.size()];
+    blockSizes = new int[handles.size()];
+    for (int i = 0; i < blockOffsets.length; i++) {
+      blockOffsets[i] = handles.get(i)[0];
+      blockSizes[i] = (int) handles.get(i)[1];
+    }
+    filter = f.hasFilter()
+        ? BloomFilter.parse(readContents(f.filterOffset(), f.filterSize()), f.filterOffset(), description) : null;
+    byte[][] keys = MetaBlock.decode(readContents(f.metaOffset(), f.metaSize()), f.metaOffset(), description);
+    info = checkedInfo(f, size, keys[0], keys[1]);
+  }
+
+  /**
+   * Opens the table in {@code file}; {@code description} names it in error messages. The reader owns
+   * the file from now on: it is closed by {@link #close()}, or here if opening fails.
+   *
+   * @throws CorruptionException if the footer, index, filter or meta block is damaged
+   */
+  public static TableReader open(StorageFile file, String description) {
+    if (file == null) throw new InvalidArgumentException("file must not be null");
+    try {
+      return new TableReader(file, description == null ? file.name() : description);
+    } catch (RuntimeException e) {
+      try {
+        file.close();
+      } catch (RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
+  }
+
+  private TableInfo checkedInfo(Footer f, long size, byte[] smallest, byte[] largest) {
+    int n = separators.length;
+    if ((f.entryCount() == 0) != (n == 0) || f.entryCount() < n) {
+      throw new CorruptionException(description, size - Format.FOOTER_SIZE + Format.FOOTER_ENTRY_COUNT_OFFSET,
+          "entry count " + f.entryCount() + " does not fit " + n + " data blocks");
+    }
+    if (n == 0) return new TableInfo(size, 0, null, null, 0, 0);
+    if (KeyRecord.compareKeys(smallest, separators[0]) > 0 || !Arrays.equals(largest, separators[n - 1])) {
+      throw new CorruptionException(description, f.metaOffset(), "smallest or largest key disagrees with the index");
+    }
+    return new TableInfo(size, f.entryCount(), smallest, largest, f.minSeqno(), f.maxSeqno());
+  }
+
+  /**
+   * Looks up {@code key}; if present fills {@code out} (with {@code out.key = key}) and returns true.
+   * Reads at most one data block.
+   */
+  public boolean get(byte[] key, KeyRecord out) {
+    if (out == null) throw new InvalidArgumentException("output record must not be null");
+    if (!mayContain(key)) return false;
+    int i = findBlock(key);
+    if (i == separators.length) return false;
+    BlockIter it = new BlockIter(false);
+    it.reset(dataBlock(i));
+    it.seek(key);
+    if (!it.valid() || it.compareKey(key) != 0) return false;
+    out.set(key, it.seqno, it.docSize, it.tombstone, it.hint);
+    return true;
+  }
+
+  /**
+   * False if {@code key} is certainly absent: outside the table's key range or rejected by the bloom
+   * filter. Reads nothing from the file.
+   */
+  public boolean mayContain(byte[] key) {
+    checkOpen();
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    if (info.entryCount() == 0 || KeyRecord.compareKeys(key, info.smallestKey()) < 0
+        || KeyRecord.compareKeys(key, info.largestKey()) > 0) {
+      return false;
+    }
+    return filter == null || filter.mayContain(BloomFilter.hash(key));
+  }
+
+  /** A new unpositioned iterator over the table; call a seek method first. */
+  public TableIterator iterator() {
+    checkOpen();
+    return new TableIterator(this);
+  }
+
+  /** Data blocks read from the file so far, by gets and iterators together. */
+  public long blockReads() {
+    return blockReads.sum();
+  }
+
+  public TableInfo info() {
+    return info;
+  }
+
+  /** Number of data blocks. */
+  public int blockCount() {
+    return separators.length;
+  }
+
+  /** Closes the file; idempotent. */
+  @Override
+  public void close() {
+    if (closed) return;
+    closed = true;
+    file.close();
+  }
+
+  /** Index of the first data block whose separator is at or after {@code key}; blockCount() if none. */
+  int findBlock(byte[] key) {
+    int lo = 0;
+    int hi = separators.length;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (KeyRecord.compareKeys(separators[mid], key) < 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
+  /** Reads, verifies and parses data block {@code i}. The one data-block read path: a cache wraps this. */
+  Block dataBlock(int i) {
+    checkOpen();
+    Block b = readBlock(blockOffsets[i], blockSizes[i]);
+    blockReads.increment();
+    if (b.isEmpty()) throw new CorruptionException(description, blockOffsets[i], "data block " + i + " is empty");
+    return b;
+  }
+
+  private Block readBlock(long offset, int size) {
+    byte[] buf = readVerified(offset, size);
+    return Block.parse(buf, size, offset, description);
+  }
+
+  private byte[] readContents(long offset, int size) {
+    return Arrays.copyOf(readVerified(offset, size), size);
+  }
+
+  /** Reads a block's contents and trailer and checks the trailer; returns both in one array. */
+  private byte[] readVerified(long offset, int size) {
+    byte[] buf = readExact(offset, size + Format.TRAILER_SIZE);
+    int crc = Format.getIntLE(buf, size + Format.TRAILER_CRC_OFFSET);
+    if (crc != Format.crc(buf, 0, size + 1)) {
+      throw new CorruptionException(description, offset, "block checksum mismatch");
+    }
+    int type = buf[size + Format.TRAILER_TYPE_OFFSET];
+    if (type != Format.COMPRESSION_NONE) {
+      throw new CorruptionException(description, offset + size, "unknown compression type " + type);
+    }
+    return buf;
+  }
+
+  private byte[] readExact(long offset, int len) {
+    byte[] buf = new byte[len];
+    int n = file.read(offset, ByteBuffer.wrap(buf));
+    if (n != len) {
+      throw new CorruptionException(description, offset, "file ends " + n + " bytes into a " + len + "-byte read");
+    }
+    return buf;
+  }
+
+  /** Checks that a block of {@code size} content bytes at {@code offset} ends, trailer included, at {@code end}. */
+  private void expectEnd(long offset, int size, long end, String what) {
+    if (offset > end || end - offset != (long) size + Format.TRAILER_SIZE) {
+      throw new CorruptionException(description, offset, what + " [" + offset + ", +" + size + ") does not end at " + end);
+    }
+  }
+
+  void checkOpen() {
+    if (closed) throw new ClosedException("table " + description + " is closed");
+  }
+
+  String description() {
+    return description;
+  }
+}

@@ -1,0 +1,181 @@
+package io.basaltdb.internal.sstable;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.internal.storage.StorageFile;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+
+/**
+ * Writes one SSTable of the key index (seed 000, section 3) from records added in strictly increasing
+ * key order. The file is laid out as (docs/format.md, "SSTable"):
+ *
+ * <pre>
+ *   data block 0 | ... | data block n-1 | filter block? | meta block | index block | footer
+ * </pre>
+ *
+ * every block followed by a 5-byte trailer (compression type 0, CRC32C of contents and type), so every
+ * byte but the footer's is covered by a block checksum, and the footer has its own. The index entry of
+ * a data block is written when the next block's first key is known, so it can be the shortest key that
+ * separates the two blocks.
+ *
+ * <p>The file must be empty; the writer syncs it in {@link #finish()} but never closes it. After a
+ * {@link io.basaltdb.StorageException} the writer is dead: the caller deletes the file.
+ *
+ * <p>Thread-safety: not thread-safe; one thread adds and finishes.
+ */
+public final class TableWriter {
+  private final StorageFile file;
+  private final TableOptions options;
+  private final BlockBuilder data;
+  private final BlockBuilder index;
+  /** Where the next block goes. */
+  private long offset;
+
+  private byte[] smallestKey;
+  private byte[] lastKey;
+  private long entryCount;
+  private long minSeqno = Long.MAX_VALUE;
+  private long maxSeqno = Long.MIN_VALUE;
+  /** Key hashes for the filter; null when the table has none. */
+  private long[] hashes;
+
+  /** A data block was written whose index entry waits for the next key. */
+  private boolean pendingIndex;
+  private long pendingOffset;
+  private int pendingSize;
+
+  /** Set when finish() starts or a write fails; no call is accepted after. */
+  private boolean done;
+
+  public TableWriter(StorageFile file, TableOptions options) {
+    if (file == null || options == null) throw new InvalidArgumentException("file and options must not be null");
+    options.validate();
+    if (file.size() != 0) {
+      throw new InvalidArgumentException("table file " + file.name() + " must be empty, has " + file.size() + " bytes");
+    }
+    this.file = file;
+    this.options = options;
+    this.data = new BlockBuilder(options.restartInterval(), options.blockSize() + options.blockSize() / 4);
+    this.index = new BlockBuilder(1, 1024);
+    this.hashes = options.bloomBitsPerKey() > 0 ? new long[1024] : null;
+  }
+
+  /**
+   * Appends a record. {@code key} must sort strictly after the previous key ({@link
+   * KeyRecord#compareKeys}); it is copied. {@code seqno} and {@code docSize} must not be negative.
+   */
+  public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint) {
+    checkOpen();
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    if (key.length > KeyRecord.MAX_KEY_SIZE) {
+      throw new InvalidArgumentException("key of " + key.length + " bytes exceeds " + KeyRecord.MAX_KEY_SIZE);
+    }
+    if (seqno < 0 || docSize < 0) {
+      throw new InvalidArgumentException("seqno and docSize must not be negative: " + seqno + ", " + docSize);
+    }
+    if (lastKey != null && KeyRecord.compareKeys(lastKey, key) >= 0) {
+      throw new InvalidArgumentException("keys must be added in strictly increasing order; entry " + entryCount
+          + " is not after the previous key");
+    }
+    byte[] k = key.clone();
+    if (pendingIndex) {
+      index.addHandle(shortestSeparator(lastKey, k), pendingOffset, pendingSize);
+      pendingIndex = false;
+    }
+    data.addRecord(k, seqno, docSize, tombstone, hint);
+    if (hashes != null) {
+      if (entryCount == hashes.length) hashes = Arrays.copyOf(hashes, hashes.length * 2);
+      hashes[(int) entryCount] = BloomFilter.hash(k);
+    }
+    if (smallestKey == null) smallestKey = k;
+    lastKey = k;
+    entryCount++;
+    minSeqno = Math.min(minSeqno, seqno);
+    maxSeqno = Math.max(maxSeqno, seqno);
+    if (data.sizeEstimate() >= options.blockSize()) flushDataBlock();
+  }
+
+  /** Records added so far. */
+  public long entryCount() {
+    return entryCount;
+  }
+
+  /**
+   * Writes the last data block, the filter, meta and index blocks and the footer, syncs the file and
+   * returns what the table holds. An empty table (no records) is valid.
+   */
+  public TableInfo finish() {
+    checkOpen();
+    done = true;
+    if (!data.isEmpty()) flushDataBlock();
+    if (pendingIndex) index.addHandle(lastKey, pendingOffset, pendingSize);
+    long filterOffset = 0;
+    int filterSize = 0;
+    if (hashes != null) {
+      byte[] filter = BloomFilter.build(hashes, (int) entryCount, options.bloomBitsPerKey());
+      Output out = new Output(filter.length + Format.TRAILER_SIZE);
+      out.putBytes(filter, 0, filter.length);
+      filterOffset = offset;
+      filterSize = filter.length;
+      writeBlock(out);
+    }
+    Output meta = new Output(64);
+    MetaBlock.encode(meta, smallestKey, lastKey);
+    long metaOffset = offset;
+    int metaSize = meta.size();
+    writeBlock(meta);
+    Output idx = index.finish();
+    long indexOffset = offset;
+    int indexSize = idx.size();
+    writeBlock(idx);
+    boolean empty = entryCount == 0;
+    Footer footer = new Footer(filterOffset, filterSize, metaOffset, metaSize, indexOffset, indexSize, entryCount,
+        empty ? 0 : minSeqno, empty ? 0 : maxSeqno);
+    file.write(offset, ByteBuffer.wrap(footer.encode()));
+    offset += Format.FOOTER_SIZE;
+    file.sync();
+    return new TableInfo(offset, entryCount, smallestKey, lastKey, footer.minSeqno(), footer.maxSeqno());
+  }
+
+  private void flushDataBlock() {
+    pendingOffset = offset;
+    Output out = data.finish();
+    pendingSize = out.size();
+    writeBlock(out);
+    pendingIndex = true;
+    data.reset();
+  }
+
+  /** Appends the trailer to the contents in {@code out} and writes both at {@link #offset}. */
+  private void writeBlock(Output out) {
+    int size = out.size();
+    out.putByte(Format.COMPRESSION_NONE);
+    out.putIntLE(Format.crc(out.array(), 0, size + 1));
+    boolean wasDone = done;
+    done = true; // until the write returns: a failed write leaves the writer dead
+    file.write(offset, ByteBuffer.wrap(out.array(), 0, out.size()));
+    offset += out.size();
+    done = wasDone;
+  }
+
+  private void checkOpen() {
+    if (done) throw new ClosedException("table writer for " + file.name() + " is finished or failed");
+  }
+
+  /**
+   * A short key {@code s} with {@code a <= s < b} (given {@code a < b}): {@code a} cut after its first
+   * byte that differs from {@code b}, that byte incremented, when this stays below {@code b}; otherwise
+   * {@code a} itself.
+   */
+  static byte[] shortestSeparator(byte[] a, byte[] b) {
+    int max = Math.min(a.length, b.length);
+    int i = Arrays.mismatch(a, 0, max, b, 0, max);
+    if (i < 0 || i + 1 >= a.length) return a; // a is a prefix of b, or cutting saves nothing
+    int ai = a[i] & 0xFF;
+    if (ai == 0xFF || ai + 1 >= (b[i] & 0xFF)) return a;
+    byte[] s = Arrays.copyOf(a, i + 1);
+    s[i] = (byte) (ai + 1);
+    return s;
+  }
+}

@@ -1,0 +1,223 @@
+package io.basaltdb.internal.storage;
+
+import io.basaltdb.StorageException;
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The real {@link Storage}: files under a root directory, read and written through {@link FileChannel}.
+ *
+ * <p>Durability: every metadata operation (create, rename, delete, mkdirs) fsyncs the directory whose
+ * entries it changed before it returns (opening the directory read-only and calling {@code force}), so
+ * a crash afterwards cannot undo it. File contents are durable after {@link StorageFile#sync()}.
+ *
+ * <p>{@link #list} returns regular files only; subdirectories have fixed names the engine knows.
+ *
+ * <p>Thread-safety: safe for concurrent use; the object holds only its immutable root.
+ */
+public final class FileStorage implements Storage {
+  private final Path root;
+
+  /** Opens (creating it and its parents if missing, durably) the directory {@code root}. */
+  public FileStorage(Path root) {
+    this.root = root.toAbsolutePath().normalize();
+    makeDirectories(this.root);
+  }
+
+  /** The absolute root directory. */
+  public Path root() {
+    return root;
+  }
+
+  @Override
+  public StorageFile create(String name) {
+    Path path = resolve(name, false);
+    FileChannel channel;
+    try {
+      channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+          StandardOpenOption.WRITE);
+    } catch (FileAlreadyExistsException e) {
+      throw new StorageException("create of " + path + " failed: the file already exists", e);
+    } catch (NoSuchFileException e) {
+      throw new StorageException("create of " + path + " failed: directory " + path.getParent()
+          + " does not exist", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("create of " + path, e);
+    }
+    try {
+      syncDirectory(path.getParent());
+    } catch (StorageException e) {
+      closeQuietly(channel);
+      throw e;
+    }
+    return new FileStorageFile(name, path, channel);
+  }
+
+  @Override
+  public StorageFile open(String name) {
+    Path path = resolve(name, false);
+    try {
+      return new FileStorageFile(name, path,
+          FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE));
+    } catch (NoSuchFileException e) {
+      throw new StorageException("open of " + path + " failed: the file does not exist", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("open of " + path, e);
+    }
+  }
+
+  @Override
+  public boolean exists(String name) {
+    return Files.exists(resolve(name, false), LinkOption.NOFOLLOW_LINKS);
+  }
+
+  @Override
+  public List<String> list(String dir) {
+    Path path = resolve(dir, true);
+    List<String> names = new ArrayList<>();
+    if (!Files.isDirectory(path)) {
+      return names;
+    }
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(path, Files::isRegularFile)) {
+      for (Path entry : entries) {
+        names.add(entry.getFileName().toString());
+      }
+    } catch (IOException e) {
+      throw StorageErrors.failure("list of " + path, e);
+    }
+    names.sort(null);
+    return names;
+  }
+
+  @Override
+  public void delete(String name) {
+    Path path = resolve(name, false);
+    boolean deleted;
+    try {
+      deleted = Files.deleteIfExists(path);
+    } catch (IOException e) {
+      throw StorageErrors.failure("delete of " + path, e);
+    }
+    if (deleted) {
+      syncDirectory(path.getParent());
+    }
+  }
+
+  @Override
+  public void rename(String from, String to) {
+    Path source = resolve(from, false);
+    Path target = resolve(to, false);
+    try {
+      Files.move(source, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    } catch (NoSuchFileException e) {
+      throw new StorageException("rename of " + source + " to " + target + " failed: "
+          + e.getFile() + " does not exist", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("rename of " + source + " to " + target, e);
+    }
+    syncDirectory(target.getParent());
+    if (!source.getParent().equals(target.getParent())) {
+      syncDirectory(source.getParent());
+    }
+  }
+
+  @Override
+  public void mkdirs(String dir) {
+    makeDirectories(resolve(dir, true));
+  }
+
+  @Override
+  public String describe(String name) {
+    return root.resolve(name).toString();
+  }
+
+  private Path resolve(String name, boolean allowRoot) {
+    return StorageErrors.checkName(name, allowRoot).isEmpty() ? root : root.resolve(name);
+  }
+
+  /** Creates each missing directory from the top down, fsyncing its parent after each. */
+  private static void makeDirectories(Path dir) {
+    if (Files.isDirectory(dir)) {
+      return;
+    }
+    Path parent = dir.getParent();
+    if (parent != null) {
+      makeDirectories(parent);
+    }
+    try {
+      Files.createDirectory(dir);
+    } catch (FileAlreadyExistsException e) {
+      if (Files.isDirectory(dir)) {
+        return; // created concurrently
+      }
+      throw new StorageException("mkdirs of " + dir + " failed: a file of that name exists", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("mkdirs of " + dir, e);
+    }
+    if (parent != null) {
+      syncDirectory(parent);
+    }
+  }
+
+  /** Makes the entries of {@code dir} durable (fsync of the directory). */
+  static void syncDirectory(Path dir) {
+    try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
+      channel.force(true);
+    } catch (IOException e) {
+      throw StorageErrors.failure("sync of directory " + dir, e);
+    }
+  }
+
+  private static void closeQuietly(FileChannel channel) {
+    try {
+      channel.close();
+    } catch (IOException ignored) {
+      // already failing; the first error is the one to report
+    }
+  }
+
+  @Override
+  public AutoCloseable lock(String name) {
+    Path path = resolve(name, false);
+    java.nio.channels.FileChannel ch;
+    try {
+      ch = java.nio.channels.FileChannel.open(path, java.nio.file.StandardOpenOption.CREATE,
+          java.nio.file.StandardOpenOption.WRITE);
+    } catch (IOException e) {
+      throw StorageErrors.failure("lock of " + path, e);
+    }
+    java.nio.channels.FileLock lock;
+    try {
+      lock = ch.tryLock();
+    } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
+      lock = null;
+    }
+    if (lock == null) {
+      try {
+        ch.close();
+      } catch (IOException ignored) {
+        // the lock failure is what the caller needs to hear about
+      }
+      throw new io.basaltdb.StorageException("the store in " + root + " is already open (lock " + path
+          + " is held by this or another process); close the other store first");
+    }
+    java.nio.channels.FileLock held = lock;
+    return () -> {
+      try {
+        held.release();
+      } finally {
+        ch.close();
+      }
+    };
+  }
+}

@@ -1,0 +1,47 @@
+package io.basaltdb.internal.storage;
+
+import java.util.List;
+
+/**
+ * The one seam every file operation of the engine goes through (DESIGN.md, I/O), so tests can swap in
+ * {@link MemStorage}, which loses unsynced data at a simulated crash and fails chosen operations.
+ *
+ * <p>Names are relative to the storage's root and use {@code /} as separator ("wal/000001.log").
+ * Metadata operations ({@link #create}, {@link #rename}, {@link #delete}, {@link #mkdirs}) are durable
+ * when they return: the real implementation fsyncs the parent directory. File contents are durable only
+ * up to the last {@link StorageFile#sync()}.
+ *
+ * <p>Every failure is an unchecked {@link io.basaltdb.StorageException} naming the operation and file.
+ *
+ * <p>Thread-safety: implementations are safe for concurrent use.
+ */
+public interface Storage {
+  /** Creates a new empty file for reading and writing; fails if it exists. */
+  StorageFile create(String name);
+
+  /** Opens an existing file for reading and writing. */
+  StorageFile open(String name);
+
+  boolean exists(String name);
+
+  /** Names of the files directly inside directory {@code dir} ("" is the root), sorted; empty if none. */
+  List<String> list(String dir);
+
+  /** Deletes a file; a missing file is not an error. */
+  void delete(String name);
+
+  /** Renames {@code from} to {@code to} atomically, replacing {@code to} if it exists. */
+  void rename(String from, String to);
+
+  /** Creates a directory and its parents if missing. */
+  void mkdirs(String dir);
+
+  /**
+   * Takes the exclusive lock {@code name} for this process, so two stores never open the same files;
+   * throws {@link io.basaltdb.StorageException} if another holder has it. Closing the result releases it.
+   */
+  AutoCloseable lock(String name);
+
+  /** A human-readable location for messages (the root directory's path, or "memory:..."). */
+  String describe(String name);
+}

@@ -1,0 +1,254 @@
+package io.basaltdb;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.testing.NoLeakedAllocatorsExtension;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Model-based randomized test (LevelDB's model test, Pebble's metamorphic test): seeded sequences of
+ * puts, deletes, batches across keyspaces, gets, scans, snapshots, flushes and reopens run against the
+ * store and a {@code TreeMap} model, over several option sets (a tiny write cache that flushes often,
+ * tiny segments that roll, each sync mode, the in-memory engine). A failure names the seed and the
+ * option set; {@code -Dbasalt.model.seed=N} replays one seed.
+ */
+@ExtendWith(NoLeakedAllocatorsExtension.class)
+class ModelTest {
+  static final int OPS = Integer.getInteger("basalt.model.ops", 1500);
+  static final int SEEDS = Integer.getInteger("basalt.model.seeds", 4);
+
+  static Stream<Arguments> configs() {
+    return Stream.of(
+        Arguments.of("defaults", Options.defaults().memoryQuota(64L << 20).writeCacheSize(16L << 20), false),
+        Arguments.of("tiny-cache", tiny().syncMode(SyncMode.SYNC), false),
+        Arguments.of("tiny-cache-periodic", tiny().syncMode(SyncMode.PERIODIC).syncIntervalMillis(5), false),
+        Arguments.of("tiny-cache-nosync", tiny().syncMode(SyncMode.NONE).bloomBitsPerKey(0), false),
+        Arguments.of("in-memory", Options.defaults().memoryQuota(64L << 20), true));
+  }
+
+  static Options tiny() {
+    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(64 << 10).segmentSize(64 << 10).blockSize(512);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("configs")
+  void matchesModel(String name, Options options, boolean inMemory) {
+    Long only = Long.getLong("basalt.model.seed");
+    for (int i = 0; i < SEEDS; i++) {
+      long seed = only != null ? only : new Random().nextLong();
+      try {
+        new Run(seed, options, inMemory).run();
+      } catch (Throwable t) {
+        throw new AssertionError("model test failed with options " + name + ", seed " + seed
+            + " (replay: -Dbasalt.model.seed=" + seed + "): " + t, t);
+      }
+      if (only != null) return;
+    }
+  }
+
+  /** One seeded run. */
+  static final class Run {
+    final Random rnd;
+    final Options options;
+    final boolean inMemory;
+    final MemStorage storage;
+    final String[] names = {"default", "second"};
+    final List<TreeMap<Key, byte[]>> model = new ArrayList<>();
+    Basalt db;
+    Keyspace[] ks;
+
+    Run(long seed, Options options, boolean inMemory) {
+      this.rnd = new Random(seed);
+      this.options = options;
+      this.inMemory = inMemory;
+      this.storage = inMemory ? null : new MemStorage(seed);
+    }
+
+    void open() {
+      db = inMemory ? Basalt.openInMemory(options) : Basalt.open(storage, options);
+      if (!db.keyspaceNames().contains("second")) db.createKeyspace("second");
+      ks = new Keyspace[] {db.keyspace("default"), db.keyspace("second")};
+    }
+
+    void run() {
+      model.add(new TreeMap<>());
+      model.add(new TreeMap<>());
+      open();
+      try {
+        for (int op = 0; op < OPS; op++) step();
+        verifyAll();
+      } finally {
+        db.close();
+      }
+    }
+
+    byte[] key() {
+      int n = rnd.nextInt(rnd.nextBoolean() ? 40 : 400);
+      byte[] k = ("k" + n).getBytes();
+      if (rnd.nextInt(50) == 0) {
+        k = Arrays.copyOf(k, k.length + rnd.nextInt(3000)); // long keys sharing a prefix
+      }
+      return rnd.nextInt(200) == 0 ? new byte[0] : k;
+    }
+
+    byte[] value() {
+      int len = rnd.nextInt(20) == 0 ? rnd.nextInt(20_000) : rnd.nextInt(200);
+      byte[] v = new byte[len];
+      rnd.nextBytes(v);
+      return v;
+    }
+
+    void step() {
+      int k = rnd.nextInt(2);
+      int p = rnd.nextInt(100);
+      if (p < 40) {
+        byte[] key = key(), v = value();
+        ks[k].put(key, v);
+        model.get(k).put(new Key(key), v);
+      } else if (p < 50) {
+        byte[] key = key();
+        ks[k].delete(key);
+        model.get(k).remove(new Key(key));
+      } else if (p < 58) {
+        WriteBatch b = new WriteBatch();
+        List<Runnable> apply = new ArrayList<>();
+        for (int i = rnd.nextInt(10); i >= 0; i--) {
+          int kk = rnd.nextInt(2);
+          byte[] key = key();
+          if (rnd.nextInt(4) == 0) {
+            b.delete(ks[kk], key);
+            apply.add(() -> model.get(kk).remove(new Key(key)));
+          } else {
+            byte[] v = value();
+            b.put(ks[kk], key, v);
+            apply.add(() -> model.get(kk).put(new Key(key), v));
+          }
+        }
+        db.write(b);
+        apply.forEach(Runnable::run);
+      } else if (p < 80) {
+        byte[] key = key();
+        assertArrayEquals(model.get(k).get(new Key(key)), ks[k].get(key), "get " + new Key(key));
+      } else if (p < 86) {
+        scanCheck(k);
+      } else if (p < 91) {
+        snapshotCheck();
+      } else if (p < 94) {
+        if (!inMemory) db.flush();
+      } else if (p < 96) {
+        if (!inMemory) {
+          db.close();
+          open();
+        }
+      }
+    }
+
+    void scanCheck(int k) {
+      byte[] from = rnd.nextInt(4) == 0 ? null : key();
+      byte[] to = rnd.nextInt(4) == 0 ? null : key();
+      try (Cursor c = ks[k].scan(from, to)) {
+        compareScan(c, model.get(k), from, to);
+      }
+    }
+
+    static void compareScan(Cursor c, TreeMap<Key, byte[]> m, byte[] from, byte[] to) {
+      Map<Key, byte[]> expect = m;
+      if (from != null && to != null) {
+        if (Arrays.compareUnsigned(from, to) >= 0) expect = Map.of();
+        else expect = m.subMap(new Key(from), true, new Key(to), false);
+      } else if (from != null) {
+        expect = m.tailMap(new Key(from), true);
+      } else if (to != null) {
+        expect = m.headMap(new Key(to), false);
+      }
+      for (Map.Entry<Key, byte[]> e : expect.entrySet()) {
+        assertTrue(c.next(), "scan ended early, missing " + e.getKey());
+        assertEquals(e.getKey(), new Key(c.key()));
+        assertArrayEquals(e.getValue(), c.value(), "value of " + e.getKey());
+      }
+      assertFalse(c.next(), "scan has extra keys");
+    }
+
+    /** Takes a snapshot, writes and flushes over it, then checks it still shows the frozen model. */
+    void snapshotCheck() {
+      List<TreeMap<Key, byte[]>> frozen = List.of(new TreeMap<>(model.get(0)), new TreeMap<>(model.get(1)));
+      try (Snapshot s = db.snapshot()) {
+        for (int i = rnd.nextInt(30); i > 0; i--) step0();
+        if (!inMemory && rnd.nextBoolean()) db.flush();
+        int k = rnd.nextInt(2);
+        for (int i = 0; i < 10; i++) {
+          byte[] key = key();
+          assertArrayEquals(frozen.get(k).get(new Key(key)), s.get(ks[k], key), "snapshot get " + new Key(key));
+        }
+        try (Cursor c = s.scan(ks[k], null, null)) {
+          compareScan(c, frozen.get(k), null, null);
+        }
+      }
+    }
+
+    /** A plain write step (no nested snapshot, reopen). */
+    void step0() {
+      int k = rnd.nextInt(2);
+      byte[] key = key();
+      if (rnd.nextInt(4) == 0) {
+        ks[k].delete(key);
+        model.get(k).remove(new Key(key));
+      } else {
+        byte[] v = value();
+        ks[k].put(key, v);
+        model.get(k).put(new Key(key), v);
+      }
+    }
+
+    void verifyAll() {
+      for (int k = 0; k < 2; k++) {
+        for (Map.Entry<Key, byte[]> e : model.get(k).entrySet()) {
+          assertArrayEquals(e.getValue(), ks[k].get(e.getKey().bytes), "final get " + e.getKey());
+        }
+        try (Cursor c = ks[k].scan(null, null)) {
+          compareScan(c, model.get(k), null, null);
+        }
+      }
+      assertNull(ks[0].get("never-written".getBytes()));
+    }
+  }
+
+  /** A byte[] with unsigned lexicographic order, for the model. */
+  record Key(byte[] bytes) implements Comparable<Key> {
+    @Override
+    public int compareTo(Key o) {
+      return Arrays.compareUnsigned(bytes, o.bytes);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+      return o instanceof Key k && Arrays.equals(bytes, k.bytes);
+    }
+
+    @Override
+    public int hashCode() {
+      return Arrays.hashCode(bytes);
+    }
+
+    @Override
+    public String toString() {
+      String s = new String(bytes, 0, Math.min(bytes.length, 12), java.nio.charset.StandardCharsets.ISO_8859_1);
+      return "'" + s.replaceAll("[^ -~]", "?") + "'(" + bytes.length + "B)";
+    }
+  }
+}

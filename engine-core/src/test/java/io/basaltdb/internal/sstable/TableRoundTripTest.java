@@ -1,0 +1,179 @@
+package io.basaltdb.internal.sstable;
+
+import static io.basaltdb.internal.sstable.TableModel.assertRecord;
+import static io.basaltdb.internal.sstable.TableModel.assertRest;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.internal.storage.StorageFile;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Writes random tables under several option sets and checks every read path against a sorted-map model:
+ * info, full iteration, get of every present key and of absent neighbours, and seek at and around every
+ * key and every block boundary. Replay a failure with {@code -Dbasalt.sstable.seed=N}.
+ */
+class TableRoundTripTest {
+  private static final TableOptions[] OPTION_SETS = {
+    TableOptions.defaults(),
+    new TableOptions(64, 1, 10),
+    new TableOptions(128, 3, 0),
+    new TableOptions(32, 16, 4),
+    new TableOptions(1024, 1024, 20),
+  };
+
+  static long seed() {
+    return Long.getLong("basalt.sstable.seed", System.nanoTime());
+  }
+
+  @Test
+  void roundTrip_randomTables() {
+    long seed = seed();
+    int[] sizes = {0, 1, 2, 7, 100, 1500};
+    try {
+      SplittableRandom r = new SplittableRandom(seed);
+      for (TableOptions o : OPTION_SETS) {
+        for (int n : sizes) {
+          checkTable(TableModel.random(r, n, 80), o, r, "n=" + n + " " + o);
+        }
+      }
+    } catch (AssertionError | RuntimeException e) {
+      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+    }
+  }
+
+  @Test
+  void roundTrip_longKeysWithLongSharedPrefixes() {
+    long seed = seed();
+    try {
+      SplittableRandom r = new SplittableRandom(seed);
+      byte[] base = TableModel.bytes(r, KeyRecord.MAX_KEY_SIZE);
+      TableModel m = new TableModel();
+      for (int i = 0; i < 40; i++) {
+        int len = r.nextInt(4) == 0 ? KeyRecord.MAX_KEY_SIZE : r.nextInt(KeyRecord.MAX_KEY_SIZE - 1000, KeyRecord.MAX_KEY_SIZE);
+        byte[] k = Arrays.copyOf(base, len);
+        k[len - 1 - r.nextInt(3)] = (byte) r.nextInt(256); // differ only near the end
+        m.put(k, i, i, false, i);
+      }
+      m.put(new byte[0], 1, 2, true, 3);
+      m.put(new byte[] {(byte) 0xFF}, 4, 5, false, 6);
+      for (TableOptions o : new TableOptions[] {TableOptions.defaults(), new TableOptions(32, 2, 10)}) {
+        checkTable(m, o, r, "long keys " + o);
+      }
+    } catch (AssertionError | RuntimeException e) {
+      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+    }
+  }
+
+  @Test
+  void emptyKey_aloneAndFirst() {
+    TableModel alone = new TableModel();
+    alone.put(new byte[0], 7, 8, false, 9);
+    checkTable(alone, TableOptions.defaults(), new SplittableRandom(1), "empty key alone");
+    TableModel first = new TableModel();
+    first.put(new byte[0], 1, 1, true, 1);
+    first.put(new byte[] {0}, 2, 2, false, 2);
+    first.put(new byte[] {0, 0}, 3, 3, false, 3);
+    checkTable(first, new TableOptions(32, 1, 10), new SplittableRandom(2), "empty key first");
+  }
+
+  @Test
+  void emptyTable() {
+    StorageFile f = TableModel.newFile();
+    TableInfo w = new TableModel().write(f, TableOptions.defaults());
+    assertEquals(0, w.entryCount());
+    assertNull(w.smallestKey());
+    try (TableReader t = TableReader.open(f, "t.sst")) {
+      assertEquals(0, t.info().entryCount());
+      assertNull(t.info().largestKey());
+      assertFalse(t.get(new byte[0], new KeyRecord()));
+      TableIterator it = t.iterator();
+      it.seekFirst();
+      assertFalse(it.valid());
+      it.seek(new byte[0]);
+      assertFalse(it.valid());
+      assertEquals(0, t.blockReads());
+    }
+  }
+
+  /** Writes {@code m}, reopens it and checks every read path; {@code r} picks extra probe keys. */
+  static void checkTable(TableModel m, TableOptions o, SplittableRandom r, String ctx) {
+    MemStorage storage = new MemStorage(0);
+    TableInfo written = m.write(storage.create("t.sst"), o);
+    storage.crash(MemStorage.CrashMode.KEEP_NONE); // finish() synced: the table survives a power loss
+    StorageFile f = storage.open("t.sst");
+    List<KeyRecord> all = new ArrayList<>(m.map.values());
+    try (TableReader t = TableReader.open(f, storage.describe("t.sst"))) {
+      TableInfo info = t.info();
+      assertEquals(TableModel.contents(f).length, written.fileSize(), ctx);
+      assertEquals(written.fileSize(), info.fileSize(), ctx);
+      assertEquals(all.size(), info.entryCount(), ctx);
+      assertEquals(written.entryCount(), info.entryCount(), ctx);
+      if (!all.isEmpty()) {
+        assertArrayEquals(m.map.firstKey(), info.smallestKey(), ctx);
+        assertArrayEquals(m.map.lastKey(), info.largestKey(), ctx);
+        assertArrayEquals(written.largestKey(), info.largestKey(), ctx);
+        assertEquals(all.stream().mapToLong(k -> k.seqno).min().getAsLong(), info.minSeqno(), ctx);
+        assertEquals(all.stream().mapToLong(k -> k.seqno).max().getAsLong(), info.maxSeqno(), ctx);
+        assertEquals(written.maxSeqno(), info.maxSeqno(), ctx);
+      }
+      if (all.size() > 50 && o.blockSize() <= 128) {
+        assertTrue(t.blockCount() > all.size() / 20, ctx + ": small blocks give many blocks, got " + t.blockCount());
+      }
+      // Full scan.
+      TableIterator it = t.iterator();
+      it.seekFirst();
+      assertRest(it, all, ctx + " scan");
+      // Every present key: one block read per get.
+      KeyRecord out = new KeyRecord();
+      for (KeyRecord want : all) {
+        long reads = t.blockReads();
+        assertTrue(t.mayContain(want.key), ctx);
+        assertTrue(t.get(want.key, out), ctx);
+        assertRecord(want, out, ctx + " get");
+        assertEquals(reads + 1, t.blockReads(), ctx + " block reads per get");
+      }
+      // Seeks at and around every key; the neighbours also probe absent keys and block separators.
+      List<byte[]> probes = new ArrayList<>();
+      probes.add(new byte[0]);
+      probes.add(new byte[] {(byte) 0xFF, (byte) 0xFF, (byte) 0xFF});
+      for (int i = 0; i < all.size(); i++) {
+        byte[] k = all.get(i).key;
+        probes.add(k);
+        probes.add(Arrays.copyOf(k, k.length + 1)); // the smallest key after k
+        if (k.length > 0) probes.add(Arrays.copyOf(k, k.length - 1));
+        if (i + 1 < all.size()) probes.add(TableWriter.shortestSeparator(k, all.get(i + 1).key));
+      }
+      for (int i = 0; i < 200; i++) probes.add(TableModel.randomKey(r, new byte[][] {new byte[0]}, 12));
+      for (int i = 0; i < probes.size(); i++) {
+        byte[] p = probes.get(i);
+        String pc = ctx + " probe " + i;
+        KeyRecord want = m.map.get(p);
+        boolean found = t.get(p, out);
+        assertEquals(want != null, found, pc + " get");
+        if (found) assertRecord(want, out, pc);
+        it.seek(p);
+        var ceiling = m.ceiling(p);
+        if (ceiling == null) {
+          assertFalse(it.valid(), pc + " seek past the end");
+        } else if (i % 16 == 0) {
+          assertRest(it, m.map.tailMap(p, true).values(), pc + " seek+scan");
+        } else {
+          assertTrue(it.valid(), pc);
+          assertRecord(ceiling.getValue(), it.record(out), pc + " seek");
+          assertArrayEquals(ceiling.getKey(), it.key(), pc);
+        }
+      }
+      it.close();
+    }
+    assertTrue(TableModel.isClosed(f), ctx + ": reader closes its file");
+  }
+}

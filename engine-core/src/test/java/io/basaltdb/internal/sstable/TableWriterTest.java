@@ -1,0 +1,205 @@
+package io.basaltdb.internal.sstable;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.StorageException;
+import io.basaltdb.internal.storage.MemStorage;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.NoSuchElementException;
+import java.util.SplittableRandom;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import io.basaltdb.internal.storage.StorageFile;
+import org.junit.jupiter.api.Test;
+
+/** Argument checks, lifecycle, separators, block-read accounting and concurrent readers. */
+class TableWriterTest {
+  static byte[] b(String s) {
+    return s.getBytes(UTF_8);
+  }
+
+  @Test
+  void add_refusesKeysOutOfOrderOrDuplicated() {
+    TableWriter w = new TableWriter(TableModel.newFile(), TableOptions.defaults());
+    w.add(b("b"), 1, 1, false, 1);
+    assertThrows(InvalidArgumentException.class, () -> w.add(b("b"), 2, 1, false, 1));
+    assertThrows(InvalidArgumentException.class, () -> w.add(b("a"), 2, 1, false, 1));
+    assertThrows(InvalidArgumentException.class, () -> w.add(new byte[0], 2, 1, false, 1));
+    w.add(b("b\0"), 2, 1, false, 1);
+    w.add(new byte[] {(byte) 0x80}, 3, 1, false, 1); // unsigned: 0x80 sorts after 'b'
+    assertEquals(3, w.entryCount());
+  }
+
+  @Test
+  void add_refusesBadArguments() {
+    TableWriter w = new TableWriter(TableModel.newFile(), TableOptions.defaults());
+    assertThrows(InvalidArgumentException.class, () -> w.add(null, 1, 1, false, 1));
+    assertThrows(InvalidArgumentException.class, () -> w.add(new byte[KeyRecord.MAX_KEY_SIZE + 1], 1, 1, false, 1));
+    assertThrows(InvalidArgumentException.class, () -> w.add(b("a"), -1, 1, false, 1));
+    assertThrows(InvalidArgumentException.class, () -> w.add(b("a"), 1, -1, false, 1));
+    w.add(new byte[KeyRecord.MAX_KEY_SIZE], Long.MAX_VALUE, Integer.MAX_VALUE, true, -1);
+    assertEquals(1, w.finish().entryCount());
+  }
+
+  @Test
+  void writer_refusesNonEmptyFileAndBadOptions() {
+    assertThrows(InvalidArgumentException.class,
+        () -> new TableWriter(TableModel.file(new byte[1]), TableOptions.defaults()));
+    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(31, 16, 10)));
+    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 0, 10)));
+    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 16, -1)));
+    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 16, 65)));
+    TableOptions.defaults().validate();
+    assertEquals(new TableOptions(4096, 16, 10), TableOptions.defaults());
+  }
+
+  @Test
+  void writer_isDoneAfterFinish() {
+    TableWriter w = new TableWriter(TableModel.newFile(), TableOptions.defaults());
+    w.add(b("a"), 1, 1, false, 1);
+    w.finish();
+    assertThrows(ClosedException.class, () -> w.add(b("b"), 1, 1, false, 1));
+    assertThrows(ClosedException.class, w::finish);
+  }
+
+  @Test
+  void failedWrite_killsTheWriter() {
+    MemStorage storage = new MemStorage(0);
+    StorageFile f = storage.create("t.sst");
+    TableWriter w = new TableWriter(f, new TableOptions(64, 4, 10));
+    storage.setFaultInjector((op, name) -> op == MemStorage.Op.WRITE ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
+    byte[] big = new byte[100];
+    assertThrows(StorageException.class, () -> w.add(big, 1, 1, false, 1)); // fills a block: written at once
+    storage.setFaultInjector(null);
+    assertThrows(ClosedException.class, () -> w.add(b("z"), 1, 1, false, 1));
+    assertThrows(ClosedException.class, w::finish);
+  }
+
+  @Test
+  void failedSync_failsFinish() {
+    MemStorage storage = new MemStorage(0);
+    TableWriter w = new TableWriter(storage.create("t.sst"), TableOptions.defaults());
+    w.add(b("a"), 1, 1, false, 1);
+    storage.setFaultInjector((op, name) -> op == MemStorage.Op.SYNC ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
+    assertThrows(StorageException.class, w::finish);
+    assertThrows(ClosedException.class, w::finish);
+  }
+
+  @Test
+  void shortestSeparator_isBetweenItsArguments() {
+    assertArrayEquals(b("abd"), TableWriter.shortestSeparator(b("abcxyz"), b("abzz")));
+    assertArrayEquals(b("abc"), TableWriter.shortestSeparator(b("abc"), b("abcd"))); // prefix
+    assertArrayEquals(b("abcxyz"), TableWriter.shortestSeparator(b("abcxyz"), b("abdz"))); // c+1 == d
+    byte[] ax = {'a', (byte) 0xFF, 'x'};
+    assertArrayEquals(ax, TableWriter.shortestSeparator(ax, new byte[] {'b'})); // 'a' + 1 is not below 'b'
+    assertArrayEquals(new byte[] {(byte) 0xFF, 2},
+        TableWriter.shortestSeparator(new byte[] {(byte) 0xFF, 1, 9}, new byte[] {(byte) 0xFF, 5})); // unsigned
+    SplittableRandom r = new SplittableRandom(TableRoundTripTest.seed());
+    for (int i = 0; i < 10_000; i++) {
+      byte[] x = TableModel.bytes(r, r.nextInt(6));
+      byte[] y = TableModel.bytes(r, r.nextInt(6));
+      int c = KeyRecord.compareKeys(x, y);
+      if (c == 0) continue;
+      byte[] a = c < 0 ? x : y;
+      byte[] z = c < 0 ? y : x;
+      byte[] s = TableWriter.shortestSeparator(a, z);
+      assertTrue(KeyRecord.compareKeys(a, s) <= 0 && KeyRecord.compareKeys(s, z) < 0);
+      assertTrue(s.length <= a.length);
+    }
+  }
+
+  @Test
+  void blockReads_countDataBlocksOnly_andTheFilterSavesReads() {
+    TableModel m = new TableModel();
+    for (int i = 0; i < 1000; i++) m.put(b(String.format("key%05d", i * 2)), i, i, false, i);
+    StorageFile f = TableModel.newFile();
+    m.write(f, new TableOptions(256, 16, 10));
+    try (TableReader t = TableReader.open(f, "t")) {
+      assertEquals(0, t.blockReads(), "open reads no data block");
+      KeyRecord out = new KeyRecord();
+      int maybe = 0;
+      for (int i = 0; i < 1000; i++) {
+        byte[] absent = b(String.format("key%05d", i * 2 + 1));
+        if (t.mayContain(absent)) maybe++;
+        assertFalse(t.get(absent, out));
+      }
+      assertEquals(maybe, t.blockReads(), "a get reads a block only when the filter passes the key");
+      assertTrue(maybe < 50, "filter passed " + maybe + " of 1000 absent keys");
+      assertFalse(t.get(b("a"), out)); // below the smallest key
+      assertFalse(t.get(b("z"), out)); // above the largest key
+      assertEquals(maybe, t.blockReads());
+      TableIterator it = t.iterator();
+      long before = t.blockReads();
+      it.seekFirst();
+      while (it.valid()) it.next();
+      assertEquals(before + t.blockCount(), t.blockReads(), "a scan reads each block once");
+    }
+  }
+
+  @Test
+  void closedReaderAndIterator_throwClosedException() {
+    TableModel m = new TableModel();
+    m.put(b("a"), 1, 1, false, 1);
+    StorageFile f = TableModel.newFile();
+    m.write(f, TableOptions.defaults());
+    TableReader t = TableReader.open(f, "t");
+    TableIterator it = t.iterator();
+    assertThrows(NoSuchElementException.class, it::key);
+    it.seekFirst();
+    KeyRecord out = new KeyRecord();
+    assertSame(out, it.record(out));
+    assertEquals(1, it.seqno());
+    it.next();
+    assertThrows(NoSuchElementException.class, it::next);
+    it.close();
+    assertThrows(ClosedException.class, it::seekFirst);
+    TableIterator it2 = t.iterator();
+    t.close();
+    t.close();
+    assertTrue(TableModel.isClosed(f));
+    assertThrows(ClosedException.class, () -> t.get(b("a"), out));
+    assertThrows(ClosedException.class, it2::seekFirst);
+    assertThrows(ClosedException.class, t::iterator);
+  }
+
+  @Test
+  void concurrentGetsAndIterators_seeTheSameTable() throws Exception {
+    SplittableRandom r = new SplittableRandom(TableRoundTripTest.seed());
+    TableModel m = TableModel.random(r, 5000, 24);
+    StorageFile f = TableModel.newFile();
+    m.write(f, new TableOptions(512, 8, 10));
+    List<KeyRecord> all = new ArrayList<>(m.map.values());
+    ExecutorService pool = Executors.newFixedThreadPool(4);
+    try (TableReader t = TableReader.open(f, "t")) {
+      List<Future<?>> futures = new ArrayList<>();
+      for (int thread = 0; thread < 4; thread++) {
+        int id = thread;
+        futures.add(pool.submit(() -> {
+          KeyRecord out = new KeyRecord();
+          for (int i = id; i < all.size(); i += 4) {
+            assertTrue(t.get(all.get(i).key, out));
+            TableModel.assertRecord(all.get(i), out, "thread " + id);
+          }
+          try (TableIterator it = t.iterator()) {
+            it.seekFirst();
+            TableModel.assertRest(it, all, "thread " + id);
+          }
+          return null;
+        }));
+      }
+      for (Future<?> fu : futures) fu.get();
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+}

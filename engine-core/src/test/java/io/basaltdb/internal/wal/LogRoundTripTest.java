@@ -1,0 +1,164 @@
+package io.basaltdb.internal.wal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.internal.storage.FileStorage;
+import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.internal.storage.StorageFile;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.zip.CRC32C;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Records written by {@link LogWriter} come back from {@link LogReader} unchanged and in order. */
+class LogRoundTripTest {
+  @Test
+  void manyRandomRecords_roundTrip() {
+    long seed = LogTestSupport.seed();
+    Random random = new Random(seed);
+    String where = "seed=" + seed;
+    List<byte[]> records = new ArrayList<>();
+    for (int i = 0; i < 2000; i++) {
+      records.add(LogTestSupport.payload(random, random.nextInt(50) == 0 ? 200_000 : 300));
+    }
+    MemStorage storage = new MemStorage(seed);
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      List<Long> offsets = LogTestSupport.write(writer, records, 1 + random.nextInt(20));
+      assertEquals(file.size(), writer.offset(), where);
+      LogTestSupport.Result r = LogTestSupport.readAll(file);
+      assertEquals(records.size(), r.records().size(), where);
+      for (int i = 0; i < records.size(); i++) {
+        assertArrayEquals(records.get(i), r.records().get(i), where + " record " + i);
+      }
+      assertEquals(offsets, r.offsets(), where);
+      assertEquals(LogReader.Stop.END, r.stop(), where);
+      assertEquals(file.size(), r.stopOffset(), where);
+    }
+  }
+
+  @Test
+  void frame_isLengthThenCrc32cOfLengthAndPayload_littleEndian() {
+    MemStorage storage = new MemStorage(1);
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      writer.add(ByteBuffer.wrap(new byte[] {7, 8, 9}));
+      assertEquals(11, writer.pending());
+      assertEquals(0, writer.offset());
+      assertEquals(0, file.size(), "add does not write");
+      assertEquals(11, writer.flush());
+      assertEquals(0, writer.pending());
+    }
+    ByteBuffer bytes = ByteBuffer.wrap(storage.contents("1.log")).order(ByteOrder.LITTLE_ENDIAN);
+    assertEquals(3, bytes.getInt(0));
+    CRC32C crc = new CRC32C();
+    crc.update(new byte[] {3, 0, 0, 0, 7, 8, 9});
+    assertEquals((int) crc.getValue(), bytes.getInt(4));
+    assertEquals(7, bytes.get(8));
+  }
+
+  @Test
+  void flush_writesEverythingAddedWithOneWrite() {
+    MemStorage storage = new MemStorage(1);
+    AtomicInteger writes = new AtomicInteger();
+    storage.setFaultInjector((op, name) -> {
+      if (op == MemStorage.Op.WRITE) {
+        writes.incrementAndGet();
+      }
+      return MemStorage.Fault.NONE;
+    });
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      ByteBuffer payload = ByteBuffer.wrap(new byte[100]);
+      for (int i = 0; i < 5000; i++) { // 540 KB: the buffer grows past its initial size
+        writer.add(payload);
+        assertEquals(100, payload.remaining(), "add leaves the caller's buffer alone");
+      }
+      assertEquals(5000 * 108, writer.flush());
+      assertEquals(1, writes.get());
+      assertEquals(5000 * 108, writer.flush(), "nothing pending: no write");
+      assertEquals(1, writes.get());
+      writer.sync();
+      assertEquals(5000 * 108, storage.durableSize("1.log"));
+    }
+  }
+
+  @Test
+  void writer_appendsAtItsStartOffset() {
+    MemStorage storage = new MemStorage(1);
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter first = new LogWriter(file, 0);
+      first.add(ByteBuffer.wrap(new byte[] {1}));
+      long end = first.flush();
+      LogWriter second = new LogWriter(file, end);
+      second.add(ByteBuffer.wrap(new byte[] {2, 2}));
+      assertEquals(end + 10, second.flush());
+      LogTestSupport.Result r = LogTestSupport.readAll(file);
+      assertEquals(2, r.records().size());
+      assertArrayEquals(new byte[] {2, 2}, r.records().get(1));
+      assertEquals(List.of(0L, end), r.offsets());
+    }
+  }
+
+  @Test
+  void badRecords_areRefusedBeforeAnythingIsAdded() {
+    MemStorage storage = new MemStorage(1);
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      assertThrows(InvalidArgumentException.class, () -> writer.add(ByteBuffer.allocate(0)));
+      assertThrows(InvalidArgumentException.class, () -> writer.add(null));
+      ByteBuffer huge = ByteBuffer.allocate(LogWriter.MAX_PAYLOAD + 1);
+      assertThrows(InvalidArgumentException.class, () -> writer.add(huge));
+      assertEquals(0, writer.pending());
+      assertThrows(InvalidArgumentException.class, () -> new LogWriter(file, -1));
+    }
+  }
+
+  @Test
+  void reader_refusesAccessorsOutOfState() {
+    MemStorage storage = new MemStorage(1);
+    try (StorageFile file = storage.create("1.log")) {
+      LogReader reader = new LogReader(file);
+      assertThrows(IllegalStateException.class, reader::stop);
+      assertThrows(IllegalStateException.class, reader::payload);
+      assertFalse(reader.next());
+      assertEquals(LogReader.Stop.END, reader.stop());
+      assertEquals(0, reader.stopOffset());
+      assertThrows(IllegalStateException.class, reader::payload);
+      assertFalse(reader.next(), "stays stopped");
+    }
+  }
+
+  @Test
+  void roundTrip_onRealFiles(@TempDir Path dir) {
+    FileStorage storage = new FileStorage(dir);
+    storage.mkdirs("wal");
+    Random random = new Random(3);
+    List<byte[]> records = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      records.add(LogTestSupport.payload(random, 5000));
+    }
+    try (StorageFile file = storage.create("wal/000001.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      LogTestSupport.write(writer, records, 7);
+      writer.sync();
+    }
+    try (StorageFile file = storage.open("wal/000001.log")) {
+      LogTestSupport.Result r = LogTestSupport.readAll(file);
+      assertEquals(records.size(), r.records().size());
+      LogTestSupport.assertPrefix(records, r.records(), "real files");
+      assertTrue(r.stop() == LogReader.Stop.END);
+    }
+  }
+}
