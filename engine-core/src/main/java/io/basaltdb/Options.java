@@ -10,7 +10,7 @@ import java.util.Objects;
  */
 public final class Options {
   private long memoryQuota = 256L << 20;
-  private long writeCacheSize = 64L << 20;
+  private long writeCacheSize;
   private int maxValueSize = 20 << 20;
   private SyncMode syncMode = SyncMode.SYNC;
   private long syncIntervalMillis = 100;
@@ -54,11 +54,17 @@ public final class Options {
 
   /**
    * Bytes of the memory quota for the write cache: the active and the immutable skiplist together.
-   * The active one turns immutable and is flushed when it reaches half of this. Default 64 MiB; at most
-   * the memory quota. Ignored by an in-memory store, whose skiplist may use the whole quota.
+   * The active one turns immutable and is flushed when it reaches half of this. Default (0): a quarter
+   * of the memory quota, at most 64 MiB; when set, between 64 KiB and the memory quota. Ignored by an
+   * in-memory store, whose skiplist may use the whole quota.
    */
   public Options writeCacheSize(long bytes) { this.writeCacheSize = bytes; return this; }
-  public long writeCacheSize() { return writeCacheSize; }
+
+  /** The write cache size in effect: the one set, or the default derived from the memory quota. */
+  public long writeCacheSize() {
+    if (writeCacheSize != 0) return writeCacheSize;
+    return Math.max(64L << 10, Math.min(64L << 20, memoryQuota / 4));
+  }
 
   /** Largest value accepted, in bytes. Default 20 MiB; at most 256 MiB. Empty values are allowed. */
   public Options maxValueSize(int bytes) { this.maxValueSize = bytes; return this; }
@@ -99,7 +105,7 @@ public final class Options {
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
     check(memoryQuota >= (1L << 20), "memoryQuota must be at least 1 MiB, was " + memoryQuota);
-    check(writeCacheSize >= (64L << 10) && writeCacheSize <= memoryQuota,
+    check(writeCacheSize == 0 || (writeCacheSize >= (64L << 10) && writeCacheSize <= memoryQuota),
         "writeCacheSize must be between 64 KiB and memoryQuota (" + memoryQuota + "), was " + writeCacheSize);
     check(maxValueSize >= 0 && maxValueSize <= MAX_VALUE_SIZE_LIMIT,
         "maxValueSize must be between 0 and " + MAX_VALUE_SIZE_LIMIT + ", was " + maxValueSize);
@@ -118,7 +124,7 @@ public final class Options {
 
   @Override
   public String toString() {
-    return "Options[memoryQuota=" + memoryQuota + ", writeCacheSize=" + writeCacheSize + ", maxValueSize="
+    return "Options[memoryQuota=" + memoryQuota + ", writeCacheSize=" + writeCacheSize() + ", maxValueSize="
         + maxValueSize + ", syncMode=" + syncMode + ", syncIntervalMillis=" + syncIntervalMillis
         + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", maxGroupCommitBytes="

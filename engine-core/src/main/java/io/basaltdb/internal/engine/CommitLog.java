@@ -73,6 +73,7 @@ final class CommitLog implements AutoCloseable {
     long before = writer.offset();
     boolean first = true;
     for (Batch b : group) {
+      // flags are set here, at logging time: the leader knows whether the group is synced
       b.flags = (byte) ((first ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
       first = false;
       ByteBuffer buf = ByteBuffer.allocate(b.encodedSize());
@@ -100,6 +101,27 @@ final class CommitLog implements AutoCloseable {
     syncLocked();
     file.close();
     open(next);
+  }
+
+  /**
+   * Closes cleanly: appends an empty marker record (a synced group start, seqno {@code lastSeqno + 1},
+   * no operations) and syncs. Every real record is then followed by a synced group, so recovery can tell
+   * damage to any of them from a torn tail.
+   */
+  synchronized void close(long lastSeqno) {
+    try {
+      Batch marker = new Batch(0);
+      marker.firstSeqno = lastSeqno + 1;
+      marker.flags = Batch.GROUP_START | Batch.SYNCED;
+      ByteBuffer buf = ByteBuffer.allocate(marker.encodedSize());
+      marker.encode(buf);
+      buf.flip();
+      writer.add(buf);
+      writer.flush();
+      syncLocked();
+    } finally {
+      file.close();
+    }
   }
 
   @Override

@@ -174,7 +174,7 @@ final class CommitPipeline {
   private void checkMemory(long estimate) {
     long quota = engine.allocator.quota();
     long used = engine.allocator.usedBytes();
-    if (used + 2 * estimate > quota) {
+    if (used + 2 * estimate + 2 * engine.chunkSize > quota) {
       throw new MemoryLimitException((engine.inMemory ? "the in-memory store is full: " : "the write cache is full: ")
           + used + " of " + quota + " bytes in use, a write needs about " + estimate
           + (engine.inMemory ? "; delete data or reopen with a larger Options.memoryQuota"

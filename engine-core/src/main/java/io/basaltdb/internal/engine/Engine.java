@@ -56,6 +56,8 @@ public final class Engine implements AutoCloseable {
   final Options options;
   final boolean inMemory;
   final SlabAllocator allocator;
+  /** The allocator's chunk size: the headroom a write needs beyond its own bytes (a fresh chunk per arena). */
+  final long chunkSize;
   final EngineStats stats = new EngineStats();
 
   /** Name to id and back for live keyspaces; changed under manifestLock, read without locking. */
@@ -95,6 +97,7 @@ public final class Engine implements AutoCloseable {
     this.inMemory = storage == null;
     long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(64 << 10, options.memoryQuota() / 16));
     chunk = (chunk + 4095) & ~4095L;
+    this.chunkSize = chunk;
     this.allocator = new SlabAllocator(inMemory ? "memory-store" : "write-cache", options.memoryQuota(),
         options.memoryQuota(), chunk);
     this.pipeline = new CommitPipeline(this);
@@ -486,7 +489,7 @@ public final class Engine implements AutoCloseable {
       }
       if (flusher != null) flusher.stop();
       if (wal != null) {
-        if (failure == null) wal.close(); else wal.abandon();
+        if (failure == null) wal.close(lastSeqno); else wal.abandon();
       }
     } catch (BasaltException e) {
       error = e;

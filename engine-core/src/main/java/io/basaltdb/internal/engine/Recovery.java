@@ -222,10 +222,27 @@ final class Recovery {
    */
   private static boolean syncedGroupFollows(StorageFile f, long offset) {
     long len = LogReader.frameLengthAt(f, offset);
-    if (len < 0) return false;
-    java.nio.ByteBuffer next = LogReader.recordAt(f, offset + len);
-    if (next == null || next.remaining() < Batch.HEADER_SIZE) return false;
-    byte flags = next.get(Batch.HEADER_SIZE - 1);
+    if (len > 0) {
+      java.nio.ByteBuffer next = LogReader.recordAt(f, offset + len);
+      if (next != null && next.remaining() >= Batch.HEADER_SIZE) return isSyncedGroupStart(next.get(Batch.HEADER_SIZE - 1));
+    }
+    // The damaged record's length may itself be damaged: look for a synced group start at every later
+    // offset. Cheap header checks come before a checksum, and this runs only on a damaged last file.
+    long rest = f.size() - offset;
+    if (rest <= 0 || rest > (256L << 20)) return rest > 0;
+    java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate((int) rest).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    f.read(offset, tail);
+    for (int p = 1; p + 8 + Batch.HEADER_SIZE <= rest; p++) {
+      int length = tail.getInt(p);
+      if (length < Batch.HEADER_SIZE || p + 8L + length > rest) continue;
+      if (!isSyncedGroupStart(tail.get(p + 8 + Batch.HEADER_SIZE - 1))) continue;
+      java.nio.ByteBuffer rec = LogReader.recordAt(f, offset + p);
+      if (rec != null) return true;
+    }
+    return false;
+  }
+
+  private static boolean isSyncedGroupStart(byte flags) {
     return (flags & Batch.GROUP_START) != 0 && (flags & Batch.SYNCED) != 0;
   }
 

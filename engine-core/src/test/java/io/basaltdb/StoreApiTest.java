@@ -1,0 +1,196 @@
+package io.basaltdb;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.testing.NoLeakedAllocatorsExtension;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The public API's contracts: refusals leave the store unchanged, closed handles throw, keyspaces. */
+@ExtendWith(NoLeakedAllocatorsExtension.class)
+class StoreApiTest {
+  static byte[] b(String s) {
+    return s.getBytes();
+  }
+
+  static Options small() {
+    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10).maxValueSize(1000);
+  }
+
+  @Test
+  void badInput_isRefusedBeforeAnythingIsWritten() {
+    MemStorage storage = new MemStorage(1);
+    try (Basalt db = Basalt.open(storage, small())) {
+      Keyspace ks = db.keyspace("default");
+      ks.put(b("a"), b("1"));
+      long seq = db.stats().lastSeqno();
+      assertThrows(InvalidArgumentException.class, () -> ks.put(null, b("x")));
+      assertThrows(InvalidArgumentException.class, () -> ks.put(b("k"), null));
+      assertThrows(InvalidArgumentException.class, () -> ks.put(new byte[Options.MAX_KEY_SIZE + 1], b("x")));
+      InvalidArgumentException big = assertThrows(InvalidArgumentException.class, () -> ks.put(b("k"), new byte[1001]));
+      assertTrue(big.getMessage().contains("maxValueSize"), big.getMessage());
+      assertThrows(InvalidArgumentException.class, () -> ks.delete(null));
+      assertThrows(InvalidArgumentException.class, () -> ks.get(null));
+      assertThrows(InvalidArgumentException.class, () -> db.write(null));
+      // A batch with one bad value is refused whole: its good puts do not appear.
+      WriteBatch batch = new WriteBatch().put(ks, b("good"), b("v")).put(ks, b("bad"), new byte[1001]);
+      assertThrows(InvalidArgumentException.class, () -> db.write(batch));
+      assertThrows(InvalidArgumentException.class, () -> new WriteBatch().put(null, b("k"), b("v")));
+      assertThrows(InvalidArgumentException.class, () -> db.keyspace("missing"));
+      assertThrows(InvalidArgumentException.class, () -> db.createKeyspace("default"));
+      assertThrows(InvalidArgumentException.class, () -> db.createKeyspace(""));
+      assertThrows(InvalidArgumentException.class, () -> db.dropKeyspace("missing"));
+      assertThrows(InvalidArgumentException.class, () -> ks.scan(new byte[Options.MAX_KEY_SIZE + 1], null));
+      try (Basalt other = Basalt.openInMemory(small())) {
+        WriteBatch foreign = new WriteBatch().put(other.keyspace("default"), b("f"), b("v"));
+        assertThrows(InvalidArgumentException.class, () -> db.write(foreign));
+      }
+      assertEquals(seq, db.stats().lastSeqno(), "a refused write consumed a seqno");
+      assertNull(ks.get(b("good")));
+      assertNull(ks.get(b("k")));
+      assertArrayEquals(b("1"), ks.get(b("a")));
+      // Limits themselves are accepted: an empty key, an empty value, a 64 KiB key, a maximal value.
+      ks.put(new byte[0], new byte[0]);
+      ks.put(new byte[Options.MAX_KEY_SIZE], new byte[1000]);
+      assertArrayEquals(new byte[0], ks.get(new byte[0]));
+      assertArrayEquals(new byte[1000], ks.get(new byte[Options.MAX_KEY_SIZE]));
+    }
+    try (Basalt db = Basalt.open(storage, small())) { // and the refusals left nothing behind in the WAL
+      Keyspace ks = db.keyspace("default");
+      assertNull(ks.get(b("good")));
+      assertArrayEquals(b("1"), ks.get(b("a")));
+    }
+  }
+
+  @Test
+  void invalidOptions_nameTheKnob() {
+    InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+        () -> Basalt.openInMemory(Options.defaults().memoryQuota(10)));
+    assertTrue(e.getMessage().contains("memoryQuota"), e.getMessage());
+    e = assertThrows(InvalidArgumentException.class,
+        () -> Options.defaults().writeCacheSize(Long.MAX_VALUE).validate());
+    assertTrue(e.getMessage().contains("writeCacheSize"), e.getMessage());
+    assertThrows(InvalidArgumentException.class, () -> Options.defaults().segmentSize(1).validate());
+    assertThrows(InvalidArgumentException.class, () -> Options.defaults().maxValueSize(-1).validate());
+    assertTrue(Options.defaults().toString().contains("syncMode=SYNC"));
+  }
+
+  @Test
+  void closedHandles_throwClosedException() {
+    MemStorage storage = new MemStorage(2);
+    Basalt db = Basalt.open(storage, small());
+    Keyspace ks = db.keyspace("default");
+    ks.put(b("a"), b("1"));
+    Snapshot snap = db.snapshot();
+    Cursor cursor = ks.scan(null, null);
+    db.close();
+    db.close(); // idempotent
+    assertThrows(ClosedException.class, () -> ks.put(b("a"), b("2")));
+    assertThrows(ClosedException.class, () -> ks.get(b("a")));
+    assertThrows(ClosedException.class, () -> snap.get(ks, b("a")));
+    assertThrows(ClosedException.class, cursor::next);
+    assertThrows(ClosedException.class, db::snapshot);
+    assertThrows(ClosedException.class, db::stats);
+    snap.close();
+    cursor.close();
+    try (Basalt again = Basalt.open(storage, small())) {
+      assertArrayEquals(b("1"), again.keyspace("default").get(b("a")));
+      Snapshot s = again.snapshot();
+      s.close();
+      assertThrows(ClosedException.class, () -> s.get(again.keyspace("default"), b("a")));
+    }
+  }
+
+  @Test
+  void secondOpenOfOneDirectory_isRefused(@TempDir Path dir) {
+    try (Basalt db = Basalt.open(dir, small())) {
+      StorageException e = assertThrows(StorageException.class, () -> Basalt.open(dir, small()));
+      assertTrue(e.getMessage().contains("already open"), e.getMessage());
+      db.keyspace("default").put(b("k"), b("v"));
+    }
+    try (Basalt db = Basalt.open(dir, small())) {
+      assertArrayEquals(b("v"), db.keyspace("default").get(b("k")));
+    }
+  }
+
+  @Test
+  void keyspaces_areIsolatedDurableAndDroppable() {
+    MemStorage storage = new MemStorage(3);
+    try (Basalt db = Basalt.open(storage, small())) {
+      Keyspace a = db.createKeyspace("a");
+      Keyspace bks = db.createKeyspace("b");
+      a.put(b("k"), b("in-a"));
+      bks.put(b("k"), b("in-b"));
+      db.flush();
+      a.put(b("k2"), b("a2"));
+      assertEquals(List.of("a", "b", "default"), db.keyspaceNames());
+      assertNull(db.keyspace("default").get(b("k")));
+    }
+    try (Basalt db = Basalt.open(storage, small())) {
+      Keyspace a = db.keyspace("a");
+      assertArrayEquals(b("in-a"), a.get(b("k")));
+      assertArrayEquals(b("a2"), a.get(b("k2")));
+      assertArrayEquals(b("in-b"), db.keyspace("b").get(b("k")));
+      db.dropKeyspace("a");
+      assertThrows(ClosedException.class, () -> a.get(b("k")));
+      assertThrows(InvalidArgumentException.class, () -> db.keyspace("a"));
+      Keyspace fresh = db.createKeyspace("a");
+      assertNull(fresh.get(b("k")), "a recreated keyspace must not see the dropped one's data");
+    }
+    try (Basalt db = Basalt.open(storage, small())) {
+      assertNull(db.keyspace("a").get(b("k2")));
+      assertArrayEquals(b("in-b"), db.keyspace("b").get(b("k")));
+    }
+  }
+
+  @Test
+  void inMemoryStore_refusesWritesPastItsQuotaAndStaysIntact() {
+    try (Basalt db = Basalt.openInMemory(Options.defaults().memoryQuota(2L << 20))) {
+      assertTrue(db.isInMemory());
+      Keyspace ks = db.keyspace("default");
+      int i = 0;
+      MemoryLimitException full = null;
+      while (full == null && i < 100_000) {
+        try {
+          ks.put(b("key" + i), new byte[500]);
+          i++;
+        } catch (MemoryLimitException e) {
+          full = e;
+        }
+      }
+      assertTrue(full != null && full.getMessage().contains("full"), "never filled up");
+      for (int j = 0; j < i; j++) assertArrayEquals(new byte[500], ks.get(b("key" + j)));
+      assertNull(ks.get(b("key" + i)));
+      ks.delete(b("key0"));
+      assertNull(ks.get(b("key0")));
+      assertThrows(InvalidArgumentException.class, () -> db.keyspace(null));
+    }
+  }
+
+  @Test
+  void stats_countWritesFlushesAndAmplification() {
+    try (Basalt db = Basalt.open(new MemStorage(4), small())) {
+      Keyspace ks = db.keyspace("default");
+      for (int i = 0; i < 100; i++) ks.put(b("key" + i), new byte[100]);
+      db.flush();
+      Stats s = db.stats();
+      assertEquals(100, s.get("puts"));
+      assertEquals(100 * 100 + 10 * 4 + 90 * 5, s.userBytesWritten());
+      assertEquals(1, s.flushes());
+      assertTrue(s.get("segmentBytesWritten") > 0 && s.get("indexBytesWritten") > 0);
+      assertTrue(s.writeAmplification() > 1.0, "WAL plus segment at least doubles the bytes: " + s);
+      assertEquals(100, s.lastSeqno());
+      assertFalse(s.asMap().isEmpty());
+      assertThrows(InvalidArgumentException.class, () -> s.get("nope"));
+    }
+  }
+}
