@@ -236,29 +236,12 @@ final class CommitPipeline {
 
   /** Switches the write cache (as a leader would, between groups) and waits for it to be flushed. */
   void forceFlush() {
-    Pending p = new Pending(new Batch(0));
-    lock.lock();
-    try {
-      if (closed) throw new ClosedException("the store is closed; open it again");
-      queue.addLast(p);
-      while (queue.peekFirst() != p) turn.awaitUninterruptibly();
-    } finally {
-      lock.unlock();
-    }
-    try {
+    atHead(() -> {
       engine.checkWritable();
       // Wait out a flush in progress, then switch the active cache if it holds anything.
       while (engine.current().immutable != null) awaitFlush();
       if (!engine.current().active.isEmpty()) engine.flusher.switchMemtable();
-    } finally {
-      lock.lock();
-      try {
-        queue.removeFirst();
-        turn.signalAll();
-      } finally {
-        lock.unlock();
-      }
-    }
+    });
     while (engine.current().immutable != null) awaitFlush();
   }
 
@@ -277,21 +260,29 @@ final class CommitPipeline {
 
   /** The in-memory engine removes a dropped keyspace's keys at once (no flush will skip them). */
   void dropInMemory(int keyspace) {
-    Pending p = new Pending(new Batch(0));
-    lock.lock();
-    try {
-      queue.addLast(p);
-      while (queue.peekFirst() != p) turn.awaitUninterruptibly();
-    } finally {
-      lock.unlock();
-    }
-    try {
+    atHead(() -> {
       engine.applyLock.lock();
       try {
         engine.current().active.removeKeyspace(keyspace);
       } finally {
         engine.applyLock.unlock();
       }
+    });
+  }
+
+  /** Runs {@code action} at the head of the write queue, between commit groups, as a leader would. */
+  private void atHead(Runnable action) {
+    Pending p = new Pending(new Batch(0));
+    lock.lock();
+    try {
+      if (closed) throw new ClosedException("the store is closed; open it again");
+      queue.addLast(p);
+      while (queue.peekFirst() != p) turn.awaitUninterruptibly();
+    } finally {
+      lock.unlock();
+    }
+    try {
+      action.run();
     } finally {
       lock.lock();
       try {
