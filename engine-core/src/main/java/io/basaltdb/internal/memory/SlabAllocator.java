@@ -24,8 +24,10 @@ import java.util.concurrent.atomic.LongAdder;
  * pointer through the thread's current chunk. A freed block goes to the freeing thread's cache; when a
  * cache fills, half of it moves to the global stack. Requests above {@link SizeClasses#MAX_SMALL} get
  * their own span of the region, rounded up to 4 KiB pages. Threads bump through 128 KiB regions carved from the current chunk,
- * so a thread costs at most one region of unused space. The tail of a region too small for a request is
- * left unused and counted as waste.
+ * so a thread costs at most one region of unused space; when the thread dies, {@link #trimDeadThreads}
+ * hands the rest of its region to the next thread that needs one, so thread-per-task callers do not
+ * leak the quota a region at a time. The tail of a region too small for a request is left unused and
+ * counted as waste.
  *
  * <p>Accounting: {@code reserved} is what was taken from the region (chunks and large blocks)
  * and is what the quota bounds: a request that needs a new chunk past the quota throws {@link
@@ -83,6 +85,12 @@ public final class SlabAllocator implements AutoCloseable {
   /** Per arena, the part of its newest chunk not yet handed to a thread as a region. Guarded by {@code chunks}. */
   private final long[] chunkCursor = new long[ARENAS];
   private final long[] chunkEnd = new long[ARENAS];
+  /**
+   * Per arena, unbumped rests of the regions of threads that died, as {@code [start, end]} pairs, taken
+   * before new chunk space. Guarded by {@code chunks}.
+   */
+  private final long[][] spareRegions = {new long[16], new long[16]};
+  private final int[] spareCount = new int[ARENAS];
   /** Whether chunks are 2 MiB-aligned, so transparent huge pages can back them (see {@link Region}). */
   private final boolean hugePages;
   /** Large blocks by address -> size. */
@@ -156,7 +164,7 @@ public final class SlabAllocator implements AutoCloseable {
       a = tc.stacks[c][--tc.counts[c]];
     } else {
       if (tc.bumpEnd - tc.bumpCursor < blockSize) {
-        newRegion(tc);
+        newRegion(tc, blockSize);
       }
       a = tc.bumpCursor;
       tc.bumpCursor += blockSize;
@@ -238,6 +246,9 @@ public final class SlabAllocator implements AutoCloseable {
     synchronized (chunks) {
       for (int arena = 0; arena < ARENAS; arena++) {
         bumpFree += chunkEnd[arena] - chunkCursor[arena];
+        for (int i = 0; i < spareCount[arena]; i += 2) {
+          bumpFree += spareRegions[arena][i + 1] - spareRegions[arena][i];
+        }
       }
     }
     return new Stats(quota, reserved.get(), used.sum(), cachedFree, bumpFree, waste.sum());
@@ -247,7 +258,8 @@ public final class SlabAllocator implements AutoCloseable {
   public record Stats(long quota, long reserved, long used, long freeBlocks, long unbumped, long waste) {}
 
   /**
-   * Moves the cached blocks of threads that have died to the global stacks so other threads reuse them.
+   * Moves the cached blocks of threads that have died to the global stacks, and the unbumped rest of
+   * their regions to the spare regions, so other threads reuse both.
    */
   public void trimDeadThreads() {
     for (ThreadCache tc : caches) {
@@ -260,7 +272,7 @@ public final class SlabAllocator implements AutoCloseable {
             }
           }
           if (tc.bumpEnd > tc.bumpCursor) {
-            waste.add(tc.bumpEnd - tc.bumpCursor);
+            addSpare(tc.arena, tc.bumpCursor, tc.bumpEnd);
             tc.bumpCursor = tc.bumpEnd;
           }
         }
@@ -296,6 +308,7 @@ public final class SlabAllocator implements AutoCloseable {
         Region.free(chunk, chunkSize);
       }
       chunks.clear();
+      java.util.Arrays.fill(spareCount, 0);
     }
     large.forEach(Region::free);
     large.clear();
@@ -371,12 +384,25 @@ public final class SlabAllocator implements AutoCloseable {
   }
 
   /**
-   * Gives the thread a fresh region to bump through, carved from the current chunk (a new chunk when it
-   * is used up). Threads take regions, not whole chunks, so many threads do not strand the quota.
+   * Gives the thread a region to bump through that holds at least {@code blockSize} bytes: a spare
+   * region left by a thread that died, else a fresh one carved from the current chunk (a new chunk when
+   * it is used up). Threads take regions, not whole chunks, so many threads do not strand the quota.
    */
-  private void newRegion(ThreadCache tc) {
+  private void newRegion(ThreadCache tc, long blockSize) {
     synchronized (chunks) {
       int arena = tc.arena;
+      long[] spares = spareRegions[arena];
+      for (int i = spareCount[arena] - 2; i >= 0; i -= 2) {
+        if (spares[i + 1] - spares[i] >= blockSize) {
+          waste.add(tc.bumpEnd - tc.bumpCursor);
+          tc.bumpCursor = spares[i];
+          tc.bumpEnd = spares[i + 1];
+          spareCount[arena] -= 2;
+          spares[i] = spares[spareCount[arena]];
+          spares[i + 1] = spares[spareCount[arena] + 1];
+          return;
+        }
+      }
       if (chunkEnd[arena] - chunkCursor[arena] < REGION) {
         waste.add(chunkEnd[arena] - chunkCursor[arena]);
         long chunk = newChunk();
@@ -387,6 +413,17 @@ public final class SlabAllocator implements AutoCloseable {
       tc.bumpCursor = chunkCursor[arena];
       tc.bumpEnd = chunkCursor[arena] + REGION;
       chunkCursor[arena] += REGION;
+    }
+  }
+
+  /** Keeps the unbumped {@code [start, end)} of a dead thread's region for the next thread that needs one. */
+  private void addSpare(int arena, long start, long end) {
+    synchronized (chunks) {
+      if (spareCount[arena] == spareRegions[arena].length) {
+        spareRegions[arena] = java.util.Arrays.copyOf(spareRegions[arena], spareCount[arena] * 2);
+      }
+      spareRegions[arena][spareCount[arena]++] = start;
+      spareRegions[arena][spareCount[arena]++] = end;
     }
   }
 

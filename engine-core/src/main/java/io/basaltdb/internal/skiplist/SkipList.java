@@ -73,8 +73,13 @@ public final class SkipList implements AutoCloseable {
   /** Every writer of this list, for snapshot stitching and statistics. */
   final CopyOnWriteArrayList<Writer> writers = new CopyOnWriteArrayList<>();
   private final ThreadLocal<Writer> writer = ThreadLocal.withInitial(this::newWriter);
-  /** Counters of writers whose threads have died, folded in by the collector's tick (its only writer). */
+  /** Counters of writers whose threads have died, folded in by the collector's tick. Guarded by departedLock. */
   final Writer departed = new Writer(null);
+  /**
+   * Makes folding a dead writer into {@link #departed} and removing it from {@link #writers} one step
+   * for statistics: without it a sum could read the writer in the list and again in departed.
+   */
+  final Object departedLock = new Object();
   /** Guards snapshot creation and the queue of live snapshots. */
   final Object snapshotLock = new Object();
   /** Snapshots not yet collected, oldest first. Guarded by snapshotLock. */
@@ -714,10 +719,12 @@ public final class SkipList implements AutoCloseable {
       synchronized (w) {
         if (w.deadCount > 0 || w.retiredCount > 0) continue; // after the next snapshot and flush
       }
-      for (int c = 0; c < Writer.COUNTERS; c++) {
-        departed.count(c, w.counter(c));
+      synchronized (departedLock) {
+        if (!writers.remove(w)) continue;
+        for (int c = 0; c < Writer.COUNTERS; c++) {
+          departed.count(c, w.counter(c));
+        }
       }
-      writers.remove(w);
     }
   }
 

@@ -26,20 +26,17 @@ public record SkipListStats(
     int liveSnapshots) {
 
   static SkipListStats of(SkipList list) {
-    long items = 0;
-    long nodes = 0;
-    long userBytes = 0;
-    long[] levels = new long[SkipList.MAX_HEIGHT];
-    java.util.List<Writer> all = new java.util.ArrayList<>(list.writers);
-    all.add(list.departed);
-    for (Writer w : all) {
-      items += w.counter(Writer.ITEMS);
-      nodes += w.counter(Writer.NODES);
-      userBytes += w.counter(Writer.USER_BYTES);
-      for (int l = 0; l < levels.length; l++) {
-        levels[l] += w.counter(Writer.LEVELS + l);
+    long[] sum = new long[Writer.COUNTERS];
+    synchronized (list.departedLock) { // a writer being folded into departed is counted once
+      for (Writer w : list.writers) {
+        w.addCountersTo(sum);
       }
+      list.departed.addCountersTo(sum);
     }
+    long items = sum[Writer.ITEMS];
+    long nodes = sum[Writer.NODES];
+    long userBytes = sum[Writer.USER_BYTES];
+    long[] levels = java.util.Arrays.copyOfRange(sum, Writer.LEVELS, Writer.COUNTERS);
     int top = levels.length;
     while (top > 1 && levels[top - 1] == 0) top--;
     int snaps;

@@ -48,6 +48,13 @@ final class Writer extends WriterActiveTerm {
     return (long) COUNTER.getOpaque(counters, counter);
   }
 
+  /** Adds every counter to {@code sum[counter]}. */
+  void addCountersTo(long[] sum) {
+    for (int c = 0; c < COUNTERS; c++) {
+      sum[c] += counter(c);
+    }
+  }
+
   synchronized void addDead(long node) {
     if (deadCount == dead.length) {
       dead = Arrays.copyOf(dead, dead.length * 2);

@@ -147,6 +147,26 @@ class SlabAllocatorTest {
   }
 
   @Test
+  void regionsOfDeadThreads_areReused_soShortLivedThreadsDoNotExhaustTheQuota() throws Exception {
+    // 1 MiB chunks hold eight 128 KiB regions; 200 threads that each hold one block would need 25
+    // chunks if every dead thread's region were lost, more than the 4 MiB quota allows.
+    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20)) {
+      long[] blocks = new long[200];
+      for (int t = 0; t < blocks.length; t++) {
+        int id = t;
+        Thread th = new Thread(() -> blocks[id] = a.allocate(100));
+        th.start();
+        th.join();
+        a.trimDeadThreads();
+      }
+      assertEquals(1 << 20, a.reservedBytes(), "every thread bumped through the same region");
+      SlabAllocator.Stats s = a.stats();
+      assertEquals(s.reserved(), s.used() + s.freeBlocks() + s.unbumped() + s.waste(), s.toString());
+      for (long b : blocks) a.free(b, 100);
+    }
+  }
+
+  @Test
   void badArguments_andUseAfterClose() {
     assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 0, 0, 1 << 20));
     assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 1 << 20, 1 << 20, 1000));

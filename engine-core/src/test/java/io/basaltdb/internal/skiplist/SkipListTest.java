@@ -327,6 +327,23 @@ class SkipListTest {
     }
   }
 
+  @Test
+  void statsDuringPruning_countEachDeadWriterOnce() throws Exception {
+    // The collector folds a dead thread's counters into the list's and drops its writer; a stats() sum
+    // running at that moment once read the writer in the list and again in the folded counters.
+    try (SkipList l = new SkipList(SkipListConfig.defaults().withMemoryQuota(16L << 20).withGcIntervalMillis(1))) {
+      for (int t = 0; t < 300; t++) {
+        int id = t;
+        Thread th = new Thread(() -> l.put(key(id), b("v")));
+        th.start();
+        th.join();
+        for (int i = 0; i < 50; i++) {
+          assertEquals(t + 1, l.stats().items(), "items after " + (t + 1) + " single-put threads");
+        }
+      }
+    }
+  }
+
   static byte[] key(int i) {
     return b(String.format("%08d", i));
   }
