@@ -16,7 +16,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * Writers on several threads through group commit, with readers and snapshot scans running and the
  * write cache flushing underneath: every acknowledged write is readable at once and after a reopen,
  * seqnos stay gap-free (lastSeqno equals the operations written), and a snapshot scan always sees whole
- * batches (each batch writes the same value under two keys).
+ * batches (each batch writes the same value under two keys). Plain gets see whole batches too: once a
+ * get has returned one write of a batch, no later get returns a state from before it.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class ConcurrentWritersTest {
@@ -82,5 +83,90 @@ class ConcurrentWritersTest {
       }
       assertEquals(2L * threads * perThread, db.stats().lastSeqno());
     }
+  }
+
+  @Test
+  void plainGets_neverSeeHalfABatch_onDisk() throws Exception {
+    try (Basalt db = Basalt.open(new MemStorage(3), Options.defaults().syncMode(SyncMode.NONE)
+        .memoryQuota(32L << 20).writeCacheSize(1 << 20))) {
+      checkGetsSeeWholeBatches(db);
+    }
+  }
+
+  @Test
+  void plainGets_neverSeeHalfABatch_inMemory() throws Exception {
+    try (Basalt db = Basalt.openInMemory(Options.defaults().memoryQuota(32L << 20))) {
+      checkGetsSeeWholeBatches(db);
+    }
+  }
+
+  /**
+   * Batch r writes "round" = r first, then puts r under 40 keys (even r) or deletes them (odd r). A
+   * reader gets "round" and then the last key: the key must show round r or later. With half batches
+   * visible, the reader meets the new round with the last key still from the round before.
+   */
+  private static void checkGetsSeeWholeBatches(Basalt db) throws Exception {
+    Keyspace ks = db.keyspace("default");
+    int rounds = 3000, keys = 40;
+    byte[] last = key(keys - 1);
+    AtomicReference<Throwable> error = new AtomicReference<>();
+    java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean(true);
+    java.util.concurrent.atomic.AtomicLong checks = new java.util.concurrent.atomic.AtomicLong();
+    Thread writer = new Thread(() -> {
+      try {
+        for (int r = 1; r <= rounds; r++) {
+          WriteBatch b = new WriteBatch().put(ks, "round".getBytes(), intBytes(r));
+          for (int k = 0; k < keys; k++) {
+            if (r % 2 == 0) b.put(ks, key(k), intBytes(r)); else b.delete(ks, key(k));
+          }
+          db.write(b);
+        }
+      } catch (Throwable e) {
+        error.compareAndSet(null, e);
+      } finally {
+        writing.set(false);
+      }
+    });
+    List<Thread> readers = new ArrayList<>();
+    for (int t = 0; t < 2; t++) {
+      readers.add(new Thread(() -> {
+        try {
+          while (writing.get()) {
+            byte[] rb = ks.get("round".getBytes());
+            if (rb == null) continue;
+            int r = intOf(rb);
+            byte[] x = ks.get(last);
+            if (x != null) {
+              int e = intOf(x); // written by even round e
+              if (r % 2 == 0 ? e < r : e <= r) throw new AssertionError("round " + r + " visible, last key from round " + e);
+            } else if (r % 2 == 0 && intOf(ks.get("round".getBytes())) == r) {
+              throw new AssertionError("round " + r + " visible, last key still deleted by round " + (r - 1));
+            }
+            checks.incrementAndGet();
+          }
+        } catch (Throwable e) {
+          error.compareAndSet(null, e);
+        }
+      }));
+    }
+    writer.start();
+    readers.forEach(Thread::start);
+    writer.join();
+    for (Thread t : readers) t.join();
+    if (error.get() != null) throw new AssertionError(error.get());
+    assertTrue(checks.get() > 0, "the readers checked nothing");
+    assertArrayEquals(intBytes(rounds), ks.get(last));
+  }
+
+  private static byte[] key(int k) {
+    return ("k" + k).getBytes();
+  }
+
+  private static byte[] intBytes(int v) {
+    return java.nio.ByteBuffer.allocate(4).putInt(v).array();
+  }
+
+  private static int intOf(byte[] b) {
+    return java.nio.ByteBuffer.wrap(b).getInt();
   }
 }

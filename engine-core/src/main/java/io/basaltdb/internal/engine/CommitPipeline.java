@@ -134,8 +134,11 @@ final class CommitPipeline {
     engine.applyLock.lock();
     try {
       Memtable m = engine.current().active;
-      for (Batch b : batches) apply(m, b, engine.inMemory);
-      engine.lastSeqno = seq - 1;
+      for (Batch b : batches) apply(m, b);
+      engine.lastSeqno = seq - 1; // publish: gets that met the group's entries were waiting for this
+      if (engine.inMemory) {
+        for (Batch b : batches) removeTombstones(m, b);
+      }
     } finally {
       engine.applyLock.unlock();
     }
@@ -147,22 +150,28 @@ final class CommitPipeline {
   }
 
   /**
-   * Applies a batch to a memtable: deletes become tombstones on disk and removals in memory. Operations
-   * on a keyspace dropped meanwhile are skipped; their seqnos stay consumed.
+   * Applies a batch to a memtable, deletes as tombstones, which shadow older versions in the key index
+   * and tell a concurrent get that a delete is not yet published. Operations on a keyspace dropped
+   * meanwhile are skipped; their seqnos stay consumed.
    */
-  void apply(Memtable m, Batch b, boolean removeDeletes) {
+  void apply(Memtable m, Batch b) {
     for (int i = 0; i < b.count; i++) {
       long seqno = b.firstSeqno + i;
       if (!engine.isLive(b.keyspaces[i])) continue;
-      if (b.types[i] == Batch.PUT) {
-        m.apply(b.keyspaces[i], b.keys[i], seqno, false, b.values[i]);
-        engine.stats.puts.increment();
-      } else if (removeDeletes) {
-        m.remove(b.keyspaces[i], b.keys[i], seqno);
-        engine.stats.deletes.increment();
-      } else {
-        m.apply(b.keyspaces[i], b.keys[i], seqno, true, null);
-        engine.stats.deletes.increment();
+      boolean delete = b.types[i] != Batch.PUT;
+      m.apply(b.keyspaces[i], b.keys[i], seqno, delete, b.values[i]);
+      if (delete) engine.stats.deletes.increment(); else engine.stats.puts.increment();
+    }
+  }
+
+  /**
+   * The in-memory engine, once the group is published: removes the batch's tombstones outright, as it
+   * has no older versions for them to shadow. Still under the apply lock, so no snapshot sees them.
+   */
+  private void removeTombstones(Memtable m, Batch b) {
+    for (int i = 0; i < b.count; i++) {
+      if (b.types[i] != Batch.PUT && engine.isLive(b.keyspaces[i])) {
+        m.removeTombstone(b.keyspaces[i], b.keys[i], b.firstSeqno + i);
       }
     }
   }

@@ -67,7 +67,10 @@ public final class Engine implements AutoCloseable {
   /** The read sources; replaced under applyLock, read by anyone (volatile: a reader sees a complete version). */
   private volatile Version current;
   final ReentrantLock applyLock = new ReentrantLock();
-  /** Highest applied seqno; written under applyLock by the leader, read racily. */
+  /**
+   * Highest published seqno: every write up to it is applied and visible as a whole group. Written
+   * under applyLock by the leader after applying a group; read without locking.
+   */
   volatile long lastSeqno;
   final AtomicLong nextFileNumber = new AtomicLong(1);
   private final AtomicLong memtableIds = new AtomicLong();
@@ -326,12 +329,24 @@ public final class Engine implements AutoCloseable {
     Version v = acquire();
     try {
       byte[] e = v.active.get(ks, key);
+      if (e != null && Memtable.seqnoOf(e) > lastSeqno) awaitPublished();
       if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
       if (e != null) return Memtable.isTombstone(e) ? null : Memtable.valueOf(e);
       return getFromFiles(v.files(ks), ks, key);
     } finally {
       v.release();
     }
+  }
+
+  /**
+   * Waits for the commit group being applied to be published. A get that meets an entry above
+   * {@link #lastSeqno} calls this before answering, so that once it has seen one write of a batch,
+   * every later read sees the whole batch. The leader holds the apply lock from the group's first entry
+   * until it publishes.
+   */
+  private void awaitPublished() {
+    applyLock.lock();
+    applyLock.unlock();
   }
 
   byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key) {

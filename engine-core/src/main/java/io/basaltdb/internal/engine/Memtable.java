@@ -89,10 +89,14 @@ final class Memtable {
     if (seqno > maxSeqno) maxSeqno = seqno;
   }
 
-  /** Removes a key outright (the in-memory engine, which has no older versions to shadow). */
-  void remove(int keyspace, byte[] key, long seqno) {
-    list.delete(storeKey(keyspace, key));
-    if (seqno > maxSeqno) maxSeqno = seqno;
+  /**
+   * Removes a key whose current entry is the tombstone written at {@code seqno} (the in-memory engine,
+   * which has no older versions to shadow); a later write of the same key stays. Leader only.
+   */
+  void removeTombstone(int keyspace, byte[] key, long seqno) {
+    byte[] sk = storeKey(keyspace, key);
+    byte[] e = list.get(sk);
+    if (e != null && isTombstone(e) && seqnoOf(e) == seqno) list.delete(sk);
   }
 
   /** The stored entry of a key, or null. */

@@ -198,7 +198,7 @@ final class Recovery {
                   + ", which the manifest does not know");
             }
           }
-          engine.pipeline.apply(engine.current().active, b, false);
+          engine.pipeline.apply(engine.current().active, b);
           last = end;
           engine.lastSeqno = last;
           if (engine.current().active.bytes() >= half) flushInline(engine, number);
