@@ -86,6 +86,57 @@ class ConcurrentWritersTest {
   }
 
   @Test
+  void groupCommit_writersWaitingOnAnFsync_shareTheNextOne() throws Exception {
+    // Every WAL fsync takes 2 ms, as on a disk without a write cache. While the leader waits, the
+    // other writers queue, and the next leader commits them all with one write and one fsync.
+    MemStorage storage = new MemStorage(5);
+    storage.setFaultInjector((op, name) -> {
+      if (op == MemStorage.Op.SYNC && name.startsWith("wal/")) {
+        try {
+          Thread.sleep(2);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return MemStorage.Fault.NONE;
+    });
+    int threads = 8, perThread = 100;
+    AtomicReference<Throwable> error = new AtomicReference<>();
+    try (Basalt db = Basalt.open(storage, Options.defaults().memoryQuota(32L << 20))) {
+      Keyspace ks = db.keyspace("default");
+      List<Thread> all = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        int id = t;
+        all.add(new Thread(() -> {
+          try {
+            for (int i = 0; i < perThread; i++) ks.put(("k" + id + "-" + i).getBytes(), new byte[100]);
+          } catch (Throwable e) {
+            error.compareAndSet(null, e);
+          }
+        }));
+      }
+      all.forEach(Thread::start);
+      for (Thread t : all) t.join();
+      if (error.get() != null) throw new AssertionError(error.get());
+      Stats st = db.stats();
+      assertEquals(threads * perThread, st.get("batches"));
+      assertEquals(st.get("groupCommits"), st.get("walSyncs"), "one fsync per group in SYNC mode");
+      assertTrue(st.get("walSyncs") * 3 <= st.get("batches"),
+          "8 writers behind 2 ms fsyncs should share them, at least 3 batches per fsync on average: " + st);
+    }
+    storage.setFaultInjector(null);
+    storage.crash(MemStorage.CrashMode.KEEP_NONE);
+    try (Basalt db = Basalt.open(storage, Options.defaults().memoryQuota(32L << 20))) {
+      Keyspace ks = db.keyspace("default");
+      for (int t = 0; t < threads; t++) {
+        for (int i = 0; i < perThread; i++) {
+          assertEquals(100, ks.get(("k" + t + "-" + i).getBytes()).length, "acknowledged write lost at a crash");
+        }
+      }
+    }
+  }
+
+  @Test
   void plainGets_neverSeeHalfABatch_onDisk() throws Exception {
     try (Basalt db = Basalt.open(new MemStorage(3), Options.defaults().syncMode(SyncMode.NONE)
         .memoryQuota(32L << 20).writeCacheSize(1 << 20))) {
