@@ -45,6 +45,7 @@ final class Block {
   private final long[] seqnos;
   private final int[] starts;
   private final String file;
+  /** Read position of the constructor's {@link #walk}; not used once the block is built. */
   private int cursor;
 
   /**

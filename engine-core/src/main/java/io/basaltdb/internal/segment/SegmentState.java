@@ -147,8 +147,9 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
         || documentCount - 1 > lastSeqno - startSeqno)) {
       return "root offset " + rootOffset + " or document count " + documentCount + " out of range";
     }
+    // Written so that no sum can overflow: two huge counts must not add up to a small negative one.
     if (documentBytes < MIN_DOC_SIZE * documentCount || staleBytes < 0 || spineBytes < 0
-        || staleBytes + spineBytes > tailOffset) {
+        || staleBytes > tailOffset || spineBytes > tailOffset - staleBytes) {
       return "byte counts out of range";
     }
     return null;

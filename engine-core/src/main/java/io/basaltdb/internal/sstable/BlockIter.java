@@ -8,7 +8,8 @@ import java.util.Arrays;
  * against the entry area, so bad bytes end in a {@code CorruptionException} naming the file offset,
  * never in an out-of-bounds access.
  *
- * <p>Thread-safety: not thread-safe; one per lookup or iterator. The block it reads is immutable.
+ * <p>Thread-safety: not thread-safe; confined to one thread, as the cursor of one {@link TableIterator}
+ * or as a thread's lookup cursor in {@link TableReader#get}. The block it reads is immutable.
  */
 final class BlockIter {
   private final boolean index;
@@ -38,11 +39,21 @@ final class BlockIter {
     this.index = index;
   }
 
+  /** Makes {@code b} the block to read; unpositioned until a seek. */
   void reset(Block b) {
     block = b;
     data = b.data;
     limit = b.restartsOffset;
     current = limit;
+    keyLen = 0;
+  }
+
+  /** Drops the block (unpositioned, invalid) so a reused cursor does not keep it reachable. */
+  void release() {
+    block = null;
+    data = null;
+    limit = 0;
+    current = 0;
     keyLen = 0;
   }
 

@@ -23,13 +23,14 @@ final class BloomFilter {
   private static final long SEED = 0x5BA5_A17B_100F_11E7L;
   private static final long GOLDEN = 0x9E3779B97F4A7C15L;
 
+  /** The filter block as read: the bit array in {@code [0, numBits / 8)}, then k (and the trailer). */
   private final byte[] bits;
   private final long numBits;
   private final int probes;
 
-  private BloomFilter(byte[] bits, int probes) {
+  private BloomFilter(byte[] bits, long numBits, int probes) {
     this.bits = bits;
-    this.numBits = (long) (bits.length - 1) * 8;
+    this.numBits = numBits;
     this.probes = probes;
   }
 
@@ -94,16 +95,19 @@ final class BloomFilter {
     return block;
   }
 
-  /** Reads verified filter block contents found at {@code fileOffset}. */
-  static BloomFilter parse(byte[] block, long fileOffset, String file) {
-    if (block.length < MIN_BITS / 8 + 1) {
-      throw new CorruptionException(file, fileOffset, "filter block of " + block.length + " bytes is too short");
+  /**
+   * Reads verified filter block contents {@code block[0, len)} found at {@code fileOffset}; bytes after
+   * {@code len} (the trailer) are ignored. Keeps {@code block}, not a copy.
+   */
+  static BloomFilter parse(byte[] block, int len, long fileOffset, String file) {
+    if (len < MIN_BITS / 8 + 1) {
+      throw new CorruptionException(file, fileOffset, "filter block of " + len + " bytes is too short");
     }
-    int k = block[block.length - 1] & 0xFF;
+    int k = block[len - 1] & 0xFF;
     if (k < 1 || k > MAX_PROBES) {
-      throw new CorruptionException(file, fileOffset + block.length - 1, "filter has " + k + " probes");
+      throw new CorruptionException(file, fileOffset + len - 1, "filter has " + k + " probes");
     }
-    return new BloomFilter(block, k);
+    return new BloomFilter(block, (long) (len - 1) * 8, k);
   }
 
   /** False only if no key with this {@link #hash} was added. */

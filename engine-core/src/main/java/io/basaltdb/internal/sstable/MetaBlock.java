@@ -23,27 +23,30 @@ final class MetaBlock {
     out.putBytes(l, 0, l.length);
   }
 
-  /** Returns {smallest, largest} decoded from verified contents {@code b} read at {@code fileOffset}. */
-  static byte[][] decode(byte[] b, long fileOffset, String file) {
+  /**
+   * Returns {smallest, largest} decoded from verified contents {@code b[0, end)} read at {@code
+   * fileOffset}; bytes after {@code end} (the trailer) are ignored.
+   */
+  static byte[][] decode(byte[] b, int end, long fileOffset, String file) {
     int[] pos = {0};
-    byte[] smallest = readKey(b, pos, fileOffset, file);
-    byte[] largest = readKey(b, pos, fileOffset, file);
-    if (pos[0] != b.length) {
-      throw new CorruptionException(file, fileOffset + pos[0], (b.length - pos[0]) + " stray bytes in the meta block");
+    byte[] smallest = readKey(b, end, pos, fileOffset, file);
+    byte[] largest = readKey(b, end, pos, fileOffset, file);
+    if (pos[0] != end) {
+      throw new CorruptionException(file, fileOffset + pos[0], (end - pos[0]) + " stray bytes in the meta block");
     }
     return new byte[][] {smallest, largest};
   }
 
-  private static byte[] readKey(byte[] b, int[] pos, long fileOffset, String file) {
+  private static byte[] readKey(byte[] b, int end, int[] pos, long fileOffset, String file) {
     int p = pos[0];
     long len = 0;
     for (int shift = 0; ; shift += 7) {
-      if (p >= b.length || shift > 28) throw new CorruptionException(file, fileOffset + p, "bad key length in meta block");
+      if (p >= end || shift > 28) throw new CorruptionException(file, fileOffset + p, "bad key length in meta block");
       byte x = b[p++];
       len |= (long) (x & 0x7F) << shift;
       if (x >= 0) break;
     }
-    if (len > KeyRecord.MAX_KEY_SIZE || len > b.length - p) {
+    if (len > KeyRecord.MAX_KEY_SIZE || len > end - p) {
       throw new CorruptionException(file, fileOffset + p, "meta block key of " + len + " bytes overruns the block");
     }
     pos[0] = p + (int) len;

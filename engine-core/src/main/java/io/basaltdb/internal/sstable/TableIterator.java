@@ -8,6 +8,9 @@ import java.util.NoSuchElementException;
  * A forward cursor over the records of one {@link TableReader}, in key order. It holds one data block
  * at a time and reads the next through {@link TableReader#dataBlock} when it runs off the end.
  *
+ * <p>A move that fails (a {@link io.basaltdb.CorruptionException} from a damaged block) leaves the
+ * iterator invalid; a later seek may position it again.
+ *
  * <p>Thread-safety: not thread-safe; one thread at a time. Several iterators over one reader may run
  * in different threads. Using it after {@link #close()} or after the reader is closed throws
  * {@link ClosedException}.
@@ -26,18 +29,26 @@ public final class TableIterator implements AutoCloseable {
   /** Positions on the first record, or makes the iterator invalid if the table is empty. */
   public void seekFirst() {
     checkOpen();
-    load(0);
-    if (blockIndex >= 0) block.seekToFirst();
-    skipToValid();
+    try {
+      load(0);
+      if (blockIndex >= 0) block.seekToFirst();
+      skipToValid();
+    } catch (RuntimeException e) {
+      throw unposition(e);
+    }
   }
 
   /** Positions on the first record whose key is at or after {@code key}, or invalid if none. */
   public void seek(byte[] key) {
     checkOpen();
     if (key == null) throw new InvalidArgumentException("key must not be null");
-    load(reader.findBlock(key));
-    if (blockIndex >= 0) block.seek(key);
-    skipToValid();
+    try {
+      load(reader.findBlock(key));
+      if (blockIndex >= 0) block.seek(key);
+      skipToValid();
+    } catch (RuntimeException e) {
+      throw unposition(e);
+    }
   }
 
   public boolean valid() {
@@ -48,8 +59,12 @@ public final class TableIterator implements AutoCloseable {
   /** Moves to the next record; invalid after the last. */
   public void next() {
     checkPositioned();
-    block.next();
-    skipToValid();
+    try {
+      block.next();
+      skipToValid();
+    } catch (RuntimeException e) {
+      throw unposition(e);
+    }
   }
 
   /** A copy of the current key. */
@@ -90,6 +105,7 @@ public final class TableIterator implements AutoCloseable {
   public void close() {
     closed = true;
     blockIndex = -1;
+    block.release();
   }
 
   /** Loads data block {@code i}, or unpositions the iterator if there is no such block. */
@@ -100,6 +116,15 @@ public final class TableIterator implements AutoCloseable {
     }
     block.reset(reader.dataBlock(i));
     blockIndex = i;
+  }
+
+  /**
+   * Makes the iterator invalid after a move failed part-way (a damaged block, a closed file), so that
+   * it never stays on a record before the one asked for; returns {@code e} for the caller to throw.
+   */
+  private RuntimeException unposition(RuntimeException e) {
+    blockIndex = -1;
+    return e;
   }
 
   /** While the current block is exhausted, moves to the first record of the next one. */

@@ -20,9 +20,10 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Concurrency: after {@link #open} returns, the index, filter and info are immutable (final fields,
  * safely published by the constructor), and data is read with positional reads only, so any number of
- * threads may call {@link #get} and use their own iterators at once. {@link #close()} may race with
- * reads: a read that started before it may fail with a {@link io.basaltdb.StorageException} from the
- * closed file; one that starts after throws {@link ClosedException}.
+ * threads may call {@link #get} and use their own iterators at once. {@link #get} searches the block
+ * it reads with a cursor confined to the calling thread ({@code LOOKUP}) instead of a new one.
+ * {@link #close()} may race with reads: a read that started before it may fail with the storage's
+ * exception for a closed file; one that starts after throws {@link ClosedException}.
  *
  * <p>Invariants (checked by {@link #open}; a file that breaks one is a {@link CorruptionException}):
  * <ol>
@@ -34,6 +35,19 @@ import java.util.concurrent.atomic.LongAdder;
  * </ol>
  */
 public final class TableReader implements AutoCloseable {
+  /**
+   * Largest block contents a reader accepts: the block and its trailer must fit in one Java array. A
+   * writer's blocks are far smaller (data blocks about {@link TableOptions#MAX_BLOCK_SIZE} at most).
+   */
+  static final int MAX_BLOCK_READ = Integer.MAX_VALUE - 16 - Format.TRAILER_SIZE;
+
+  /**
+   * The data-block cursor of {@link #get}, one per thread and shared by every reader (a get never calls
+   * another get). Confined to its thread; between gets it holds no block, only its key buffer, which
+   * grows to the longest key it has decoded (at most {@link KeyRecord#MAX_KEY_SIZE} bytes).
+   */
+  private static final ThreadLocal<BlockIter> LOOKUP = ThreadLocal.withInitial(() -> new BlockIter(false));
+
   private final StorageFile file;
   private final String description;
   private final TableInfo info;
@@ -76,11 +90,12 @@ public final class TableReader implements AutoCloseable {
       if (!seps.isEmpty() && KeyRecord.compareKeys(seps.get(seps.size() - 1), sep) >= 0) {
         throw new CorruptionException(description, f.indexOffset(), "index separators out of order at " + seps.size());
       }
-      if (it.handleOffset != expected || it.handleSize > dataEnd - expected - Format.TRAILER_SIZE) {
+      if (it.handleOffset != expected || it.handleSize > dataEnd - expected - Format.TRAILER_SIZE
+          || it.handleSize > MAX_BLOCK_READ) {
         throw new CorruptionException(description, f.indexOffset(),
             "index entry " + seps.size() + " points at [" + it.handleOffset + ", +" + it.handleSize + ")");
       }
-      expected += it.handleSize + Format.TRAILER_SIZE;
+      expected += (long) it.handleSize + Format.TRAILER_SIZE;
       seps.add(sep);
       handles.add(new long[] {it.handleOffset, it.handleSize});
     }
@@ -94,9 +109,11 @@ public final class TableReader implements AutoCloseable {
       blockOffsets[i] = handles.get(i)[0];
       blockSizes[i] = (int) handles.get(i)[1];
     }
-    filter = f.hasFilter()
-        ? BloomFilter.parse(readContents(f.filterOffset(), f.filterSize()), f.filterOffset(), description) : null;
-    byte[][] keys = MetaBlock.decode(readContents(f.metaOffset(), f.metaSize()), f.metaOffset(), description);
+    // Both decoders take the verified read as is, trailer and all: no copy of the contents.
+    filter = f.hasFilter() ? BloomFilter.parse(
+        readVerified(f.filterOffset(), f.filterSize()), f.filterSize(), f.filterOffset(), description) : null;
+    byte[][] keys = MetaBlock.decode(
+        readVerified(f.metaOffset(), f.metaSize()), f.metaSize(), f.metaOffset(), description);
     info = checkedInfo(f, size, keys[0], keys[1]);
   }
 
@@ -135,19 +152,24 @@ public final class TableReader implements AutoCloseable {
 
   /**
    * Looks up {@code key}; if present fills {@code out} (with {@code out.key = key}) and returns true.
-   * Reads at most one data block.
+   * Reads at most one data block, and searches it with this thread's {@code LOOKUP} cursor.
    */
   public boolean get(byte[] key, KeyRecord out) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     if (!mayContain(key)) return false;
     int i = findBlock(key);
-    if (i == separators.length) return false;
-    BlockIter it = new BlockIter(false);
-    it.reset(dataBlock(i));
-    it.seek(key);
-    if (!it.valid() || it.compareKey(key) != 0) return false;
-    out.set(key, it.seqno, it.docSize, it.tombstone, it.hint);
-    return true;
+    if (i == separators.length) return false; // cannot happen: mayContain checked key <= the last separator
+    Block b = dataBlock(i);
+    BlockIter it = LOOKUP.get();
+    it.reset(b);
+    try {
+      it.seek(key);
+      if (!it.valid() || it.compareKey(key) != 0) return false;
+      out.set(key, it.seqno, it.docSize, it.tombstone, it.hint);
+      return true;
+    } finally {
+      it.release();
+    }
   }
 
   /**
@@ -221,12 +243,14 @@ public final class TableReader implements AutoCloseable {
     return Block.parse(buf, size, offset, description);
   }
 
-  private byte[] readContents(long offset, int size) {
-    return Arrays.copyOf(readVerified(offset, size), size);
-  }
-
-  /** Reads a block's contents and trailer and checks the trailer; returns both in one array. */
+  /**
+   * Reads a block's contents and trailer and checks the trailer; returns both in one array, the
+   * contents in {@code [0, size)}.
+   */
   private byte[] readVerified(long offset, int size) {
+    if (size > MAX_BLOCK_READ) {
+      throw new CorruptionException(description, offset, "block of " + size + " bytes is larger than any table holds");
+    }
     byte[] buf = readExact(offset, size + Format.TRAILER_SIZE);
     int crc = Format.getIntLE(buf, size + Format.TRAILER_CRC_OFFSET);
     if (crc != Format.crc(buf, 0, size + 1)) {

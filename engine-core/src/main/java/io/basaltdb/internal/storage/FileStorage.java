@@ -3,6 +3,9 @@ package io.basaltdb.internal.storage;
 import io.basaltdb.StorageException;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.DirectoryIteratorException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -94,6 +97,8 @@ public final class FileStorage implements Storage {
       }
     } catch (IOException e) {
       throw StorageErrors.failure("list of " + path, e);
+    } catch (DirectoryIteratorException e) { // an I/O error while iterating, wrapped unchecked by the JDK
+      throw StorageErrors.failure("list of " + path, e.getCause());
     }
     names.sort(null);
     return names;
@@ -189,34 +194,32 @@ public final class FileStorage implements Storage {
   @Override
   public AutoCloseable lock(String name) {
     Path path = resolve(name, false);
-    java.nio.channels.FileChannel ch;
+    FileChannel channel;
     try {
-      ch = java.nio.channels.FileChannel.open(path, java.nio.file.StandardOpenOption.CREATE,
-          java.nio.file.StandardOpenOption.WRITE);
+      channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
     } catch (IOException e) {
       throw StorageErrors.failure("lock of " + path, e);
     }
-    java.nio.channels.FileLock lock;
+    FileLock lock;
     try {
-      lock = ch.tryLock();
-    } catch (IOException | java.nio.channels.OverlappingFileLockException e) {
-      lock = null;
+      lock = channel.tryLock();
+    } catch (OverlappingFileLockException e) {
+      lock = null; // held by this process, through another channel
+    } catch (IOException e) { // not "held elsewhere" (tryLock returns null for that): a real failure
+      closeQuietly(channel);
+      throw StorageErrors.failure("lock of " + path, e);
     }
     if (lock == null) {
-      try {
-        ch.close();
-      } catch (IOException ignored) {
-        // the lock failure is what the caller needs to hear about
-      }
-      throw new io.basaltdb.StorageException("the store in " + root + " is already open (lock " + path
+      closeQuietly(channel);
+      throw new StorageException("the store in " + root + " is already open (lock " + path
           + " is held by this or another process); close the other store first");
     }
-    java.nio.channels.FileLock held = lock;
+    FileLock held = lock;
     return () -> {
       try {
         held.release();
       } finally {
-        ch.close();
+        channel.close();
       }
     };
   }

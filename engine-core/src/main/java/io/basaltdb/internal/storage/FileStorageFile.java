@@ -17,11 +17,18 @@ import java.nio.file.Path;
  * on the device. Real reservation needs {@code fallocate(2)}, which the engine-io module will supply.
  *
  * <p>A thread interrupted inside a channel operation closes the channel for every user (a JDK rule);
- * that surfaces as a StorageException saying so, and the file must be reopened.
+ * that surfaces as a StorageException saying so, and the file must be reopened. A use after
+ * {@link #close()} throws {@link io.basaltdb.ClosedException}.
+ *
+ * <p>A failed {@link #sync()} poisons the handle: Linux may drop the dirty pages whose write-back failed
+ * and report the error only once, so a later fsync could succeed without the data ever reaching the
+ * device. Every later sync therefore fails too, and the store must be reopened (PostgreSQL's
+ * "fsyncgate" lesson).
  *
  * <p>Thread-safety: positional reads and writes go straight to the channel, which allows them
- * concurrently. {@code closed} is volatile so a use after close is reported as such even across
- * threads; a use racing with close gets the same message from the channel's own check.
+ * concurrently. {@code closed} and {@code syncFailure} are volatile so every thread sees a close or a
+ * failed sync at its next operation; a use racing with close gets the same message from the channel's
+ * own check.
  */
 final class FileStorageFile implements StorageFile {
   private final String name;
@@ -29,6 +36,8 @@ final class FileStorageFile implements StorageFile {
   private final FileChannel channel;
   /** Set once by close(); read by every operation. */
   private volatile boolean closed;
+  /** The first sync failure, set once by a failing sync(); read by every later sync. */
+  private volatile StorageException syncFailure;
 
   FileStorageFile(String name, Path path, FileChannel channel) {
     this.name = name;
@@ -47,7 +56,7 @@ final class FileStorageFile implements StorageFile {
     ensureOpen();
     int total = 0;
     try {
-      while (dst.hasRemaining()) {
+      while (dst.hasRemaining()) { // a positional read may return fewer bytes than asked before the end
         int n = channel.read(dst, position + total);
         if (n < 0) {
           break;
@@ -66,7 +75,7 @@ final class FileStorageFile implements StorageFile {
     ensureOpen();
     long at = position;
     try {
-      while (src.hasRemaining()) {
+      while (src.hasRemaining()) { // a write may be partial; loop until every byte is in
         at += channel.write(src, at);
       }
     } catch (IOException e) {
@@ -116,10 +125,18 @@ final class FileStorageFile implements StorageFile {
   @Override
   public void sync() {
     ensureOpen();
+    StorageException earlier = syncFailure;
+    if (earlier != null) {
+      throw StorageErrors.syncRefused(path.toString(), earlier);
+    }
     try {
       channel.force(true);
     } catch (IOException e) {
-      throw failure("sync of ", e);
+      RuntimeException failed = failure("sync of ", e);
+      if (failed instanceof StorageException storageFailure) { // a racing close is no write-back failure
+        syncFailure = storageFailure;
+      }
+      throw failed;
     }
   }
 
@@ -148,16 +165,20 @@ final class FileStorageFile implements StorageFile {
 
   private void ensureOpen() {
     if (closed) {
-      throw new StorageException("file " + path + " is closed");
+      throw StorageErrors.closed(path.toString());
     }
   }
 
-  private StorageException failure(String what, IOException e) {
+  private RuntimeException failure(String what, IOException e) {
     if (e instanceof ClosedByInterruptException) {
       return new StorageException(what + path + " was interrupted, which closed the file; reopen it", e);
     }
     if (e instanceof ClosedChannelException) {
-      return new StorageException("file " + path + " is closed", e);
+      if (closed) { // closed by close(), maybe by another thread while this operation ran
+        return StorageErrors.closed(path.toString());
+      }
+      return new StorageException(what + path + " failed: an earlier interrupt of a thread using the file"
+          + " closed it; reopen it", e);
     }
     return StorageErrors.failure(what + path, e);
   }

@@ -3,8 +3,11 @@ package io.basaltdb.internal.storage;
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.StorageException;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.TreeSet;
 
@@ -15,13 +18,16 @@ import java.util.TreeSet;
  * <p>Crash model: each file keeps its durable image (as of its last sync) and the writes and truncates
  * since. Metadata operations (create, rename, delete, mkdirs) are durable at once, as FileStorage's
  * directory fsyncs make them. {@link #crash(CrashMode)} replaces every file by its durable image plus
- * some of its unsynced operations, kills every handle opened before, and leaves the storage usable for
- * recovery. Randomness comes only from the seed, and files are visited in name order, so a seed
- * reproduces a crash exactly.
+ * what of its unsynced operations reached the device ({@link MemFile}: in order up to a point, or any
+ * subset with writes torn into sectors), kills every handle opened before, and leaves the storage
+ * usable for recovery. Randomness comes only from the seed (mixed first, so that neighbouring seeds
+ * crash differently), and files are visited in name order, so a seed reproduces a crash exactly.
  *
  * <p>Faults: a {@link FaultInjector} sees every operation before it changes anything and may fail it
- * with an I/O error or "no space left on device"; {@link #crashAfterMutations} halts the storage after
- * a given number of mutating operations, so a test can crash at each of thousands of points cheaply.
+ * with an I/O error or "no space left on device". A failed SYNC behaves as on Linux: a random part of
+ * the file's unsynced data reached the device, the rest never will (reads still see it), and every
+ * later sync of that handle fails. {@link #crashAfterMutations} halts the storage after a given number
+ * of mutating operations, so a test can crash at each of thousands of points cheaply.
  *
  * <p>Concurrency: every method of the storage and of its files holds this object's monitor, so reads
  * may run alongside writes from other threads (serialized, never torn). The fault injector is called
@@ -65,33 +71,41 @@ public final class MemStorage implements Storage {
     /** Every unsynced operation reached the device. */
     KEEP_ALL,
     /**
-     * A random subset of each file's unsynced operations, applied in their original order, either a
-     * prefix of them (write-back in order) or any subset (reordered write-back), each half of the time;
-     * the last one applied, if a write, is torn (only a random prefix kept) half of the time.
+     * What a real device may hold, drawn for each file: half of the time a prefix of its unsynced
+     * operations (write-back in order), the last one kept, if a write, cut short at a random byte half
+     * of the time; otherwise any subset of them (reordered write-back), each kept write torn half of
+     * the time into a random subset of its 512-byte sectors, the file's size sometimes covering the
+     * lost sectors (they read as their old bytes, or zeros past the old end).
      */
     RANDOM
   }
 
   private final long seed;
-  private final Random random;
 
   // Guarded by this.
+  /** Draws every random choice of crashes and failed syncs. */
+  private final Random random;
   private final TreeMap<String, MemFile> files = new TreeMap<>();
   private final TreeSet<String> dirs = new TreeSet<>(List.of(""));
   /** Incremented by every crash; a handle from an older epoch is dead. */
   private long epoch;
   private FaultInjector injector;
   /** Locks held (process locks die with the process, so a crash releases them). */
-  private final java.util.Set<String> locks = new java.util.HashSet<>();
+  private final Set<String> locks = new HashSet<>();
   private long mutations;
   /** Mutating operations still allowed before the halt; negative when disarmed. */
   private long crashBudget = -1;
   private boolean halted;
 
-  /** An empty storage whose crashes draw from {@code new Random(seed)}. */
+  /**
+   * An empty storage whose crashes draw from {@code seed}. The seed is mixed before it seeds a
+   * {@link Random}: the first values of {@code new Random(s)} for neighbouring {@code s} are nearly
+   * equal (its first nextBoolean() is the same for every s from 1 to 60), so tests that use seed + n
+   * for crash point n would all crash the same way.
+   */
   public MemStorage(long seed) {
     this.seed = seed;
-    this.random = new Random(seed);
+    this.random = new Random(new SplittableRandom(seed).nextLong());
   }
 
   public long seed() {
@@ -272,25 +286,37 @@ public final class MemStorage implements Storage {
    * injector fails it. {@code op} is null for operations no injector sees (exists, size).
    */
   void enter(Op op, String name) {
+    Fault fault = admit(op, name);
+    if (fault != Fault.NONE) {
+      throw failure(op, name, fault);
+    }
+  }
+
+  /**
+   * Throws if the storage is halted or the crash budget is spent, else returns what the injector says
+   * about the operation (NONE for a null {@code op}).
+   */
+  Fault admit(Op op, String name) {
     if (halted) {
       throw new StorageException("simulated crash: the storage halted after crashAfterMutations; "
           + (op == null ? "access to " : op.name().toLowerCase() + " of ") + describe(name) + " refused");
     }
     if (op == null) {
-      return;
+      return Fault.NONE;
     }
     if (op.mutating() && crashBudget == 0) {
       halted = true;
       throw new StorageException("simulated crash: the storage halted before " + op.name().toLowerCase()
           + " of " + describe(name) + " after " + mutations + " mutations");
     }
-    Fault fault = injector == null ? Fault.NONE : injector.check(op, name);
+    return injector == null ? Fault.NONE : injector.check(op, name);
+  }
+
+  /** The exception for an injected fault. */
+  StorageException failure(Op op, String name, Fault fault) {
     String what = op.name().toLowerCase() + " of " + describe(name);
-    if (fault == Fault.IO_ERROR) {
-      throw new StorageException(what + " failed: injected I/O error");
-    } else if (fault == Fault.NO_SPACE) {
-      throw StorageErrors.noSpace(what, null);
-    }
+    return fault == Fault.NO_SPACE ? StorageErrors.noSpace(what, null)
+        : new StorageException(what + " failed: injected I/O error");
   }
 
   /** Counts a successful mutating operation. */
@@ -303,6 +329,10 @@ public final class MemStorage implements Storage {
 
   long epoch() {
     return epoch;
+  }
+
+  Random random() {
+    return random;
   }
 
   private MemFile existing(String what, String name) {
@@ -323,13 +353,15 @@ public final class MemStorage implements Storage {
   @Override
   public synchronized AutoCloseable lock(String name) {
     if (!locks.add(name)) {
-      throw new io.basaltdb.StorageException("the store in " + describe("") + " is already open (lock " + name
+      throw new StorageException("the store in " + describe("") + " is already open (lock " + name
           + " is held); close the other store first");
     }
     long at = epoch;
     return () -> {
       synchronized (MemStorage.this) {
-        if (epoch == at) locks.remove(name);
+        if (epoch == at) { // a crash released every lock; a newer holder may have this one now
+          locks.remove(name);
+        }
       }
     };
   }

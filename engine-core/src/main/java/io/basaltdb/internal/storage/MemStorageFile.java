@@ -6,10 +6,13 @@ import java.nio.ByteBuffer;
 
 /**
  * A handle on a {@link MemStorage} file. It names the file's contents ({@link MemFile}), not its
- * name, so it survives a rename or delete of the name as a POSIX descriptor does; it dies at close and
- * at a simulated crash.
+ * name, so it survives a rename or delete of the name as a POSIX descriptor does; it dies at close
+ * (later uses throw {@link io.basaltdb.ClosedException}) and at a simulated crash (StorageException, as
+ * for a process that lost its files). Like FileStorage's handles, it refuses every sync after a failed
+ * one.
  *
- * <p>Concurrency: every operation holds the storage's monitor; {@code closed} is guarded by it too.
+ * <p>Concurrency: every operation holds the storage's monitor; {@code closed} and {@code syncFailure}
+ * are guarded by it too.
  */
 final class MemStorageFile implements StorageFile {
   private final MemStorage storage;
@@ -19,6 +22,8 @@ final class MemStorageFile implements StorageFile {
   private final long epoch;
   /** Guarded by storage. */
   private boolean closed;
+  /** The first failed sync, after which every sync fails; guarded by storage. */
+  private StorageException syncFailure;
 
   MemStorageFile(MemStorage storage, String name, MemFile file, long epoch) {
     this.storage = storage;
@@ -84,7 +89,16 @@ final class MemStorageFile implements StorageFile {
   @Override
   public void sync() {
     synchronized (storage) {
-      enter(MemStorage.Op.SYNC);
+      checkLive();
+      if (syncFailure != null) {
+        throw StorageErrors.syncRefused(storage.describe(name), syncFailure);
+      }
+      MemStorage.Fault fault = storage.admit(MemStorage.Op.SYNC, name);
+      if (fault != MemStorage.Fault.NONE) {
+        file.failSync(storage.random());
+        syncFailure = storage.failure(MemStorage.Op.SYNC, name, fault);
+        throw syncFailure;
+      }
       file.sync();
       storage.mutated();
     }
@@ -103,13 +117,17 @@ final class MemStorageFile implements StorageFile {
   }
 
   private void enter(MemStorage.Op op) {
+    checkLive();
+    storage.enter(op, name);
+  }
+
+  private void checkLive() {
     if (closed) {
-      throw new StorageException("file " + storage.describe(name) + " is closed");
+      throw StorageErrors.closed(storage.describe(name));
     }
     if (epoch != storage.epoch()) {
       throw new StorageException("file " + storage.describe(name) + " was closed by a simulated crash; reopen it");
     }
-    storage.enter(op, name);
   }
 
   /** Checks a position or size; {@code length} is the bytes to write there, or -1 for a read. */

@@ -11,7 +11,8 @@ import java.util.List;
  * when they return: the real implementation fsyncs the parent directory. File contents are durable only
  * up to the last {@link StorageFile#sync()}.
  *
- * <p>Every failure is an unchecked {@link io.basaltdb.StorageException} naming the operation and file.
+ * <p>Every failure is an unchecked {@link io.basaltdb.StorageException} naming the operation and file,
+ * except the use of a closed file, an {@link io.basaltdb.ClosedException}.
  *
  * <p>Thread-safety: implementations are safe for concurrent use.
  */

@@ -1,13 +1,15 @@
 package io.basaltdb.internal.storage;
 
+import io.basaltdb.ClosedException;
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.StorageException;
 import java.io.IOException;
 
 /**
  * The rules both {@link Storage} implementations share: which names are valid, and how a failure
- * becomes a {@link StorageException} message that names the operation and the file and, when the disk
- * is full, says what to do.
+ * becomes an exception whose message names the operation and the file and says what to do: a
+ * {@link StorageException} (a full disk says "free space"), or a {@link ClosedException} for a
+ * file used after its close.
  *
  * <p>Thread-safety: stateless.
  */
@@ -76,5 +78,20 @@ final class StorageErrors {
   static StorageException noSpace(String what, Throwable cause) {
     return new StorageException(what + " failed: no space left on device; free space, then reopen the store",
         cause);
+  }
+
+  /** A file used after its close: nothing was read or written. */
+  static ClosedException closed(String file) {
+    return new ClosedException("file " + file + " is closed; open it again");
+  }
+
+  /**
+   * A sync refused because an earlier sync of the same handle failed: the data whose write-back failed
+   * may be gone from the page cache's dirty set, so no later sync can make it durable.
+   */
+  static StorageException syncRefused(String file, StorageException earlier) {
+    return new StorageException("sync of " + file + " refused: an earlier sync of this handle failed ("
+        + earlier.getMessage() + "), and the data it did not write may be lost without a later error;"
+        + " close and reopen the store, which recovers every acknowledged write", earlier);
   }
 }

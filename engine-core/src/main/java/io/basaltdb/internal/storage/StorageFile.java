@@ -3,7 +3,8 @@ package io.basaltdb.internal.storage;
 import java.nio.ByteBuffer;
 
 /**
- * An open file of a {@link Storage}: positional reads and writes, size, truncate, sync.
+ * An open file of a {@link Storage}: positional reads and writes, size, truncate, sync. Every operation
+ * after {@link #close()} throws {@link io.basaltdb.ClosedException}.
  *
  * <p>Thread-safety: positional reads may run concurrently with each other and with writes to other
  * ranges; writes, truncate and sync are issued by one thread at a time (the file's owner).
@@ -33,7 +34,11 @@ public interface StorageFile extends AutoCloseable {
    */
   void preallocate(long size);
 
-  /** Makes everything written so far durable (fsync). */
+  /**
+   * Makes everything written so far durable (fsync). After a failed sync every later sync of this
+   * handle fails too: the kernel may have dropped the data it could not write and report that only
+   * once, so no later success could be trusted.
+   */
   void sync();
 
   @Override

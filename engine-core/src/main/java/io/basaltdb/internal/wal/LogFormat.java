@@ -29,14 +29,27 @@ final class LogFormat {
 
   /**
    * The checksum of a record: CRC32C over the length field's 4 little-endian bytes, then the payload's
-   * remaining bytes ({@code payload}'s position is not moved).
+   * remaining bytes ({@code payload}'s position is restored, and nothing is allocated).
    */
   static int checksum(CRC32C crc, int length, ByteBuffer payload) {
     crc.reset();
     for (int i = 0; i < LENGTH_SIZE; i++) {
       crc.update(length >>> (8 * i)); // the length's little-endian bytes, as stored
     }
-    crc.update(payload.duplicate());
+    int start = payload.position();
+    crc.update(payload);
+    payload.position(start);
+    return (int) crc.getValue();
+  }
+
+  /**
+   * The checksum of the record framed at {@code frame[at]} whose length field is already stored:
+   * CRC32C over that field, then the {@code length} payload bytes after the header.
+   */
+  static int checksum(CRC32C crc, byte[] frame, int at, int length) {
+    crc.reset();
+    crc.update(frame, at + LENGTH_OFFSET, LENGTH_SIZE);
+    crc.update(frame, at + HEADER_SIZE, length);
     return (int) crc.getValue();
   }
 }

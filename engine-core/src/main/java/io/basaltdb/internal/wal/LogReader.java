@@ -92,12 +92,15 @@ public final class LogReader {
       return stopped(Stop.TORN, "checksum mismatch in record of " + length + " bytes");
     }
     recordOffset = position;
-    payload = body.asReadOnlyBuffer();
+    payload = body.asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN); // asReadOnlyBuffer resets the order
     position += LogFormat.HEADER_SIZE + length;
     return true;
   }
 
-  /** The current record's payload, read-only; valid until the next call of {@link #next()}. */
+  /**
+   * The current record's payload, read-only and little-endian; valid until the next call of
+   * {@link #next()}.
+   */
   public ByteBuffer payload() {
     if (payload == null) {
       throw new IllegalStateException("no current record: call next() and check that it returned true");
@@ -167,30 +170,41 @@ public final class LogReader {
 
   /**
    * The payload of a valid record framed at {@code offset}, or null if the bytes there are not one
-   * (recovery uses it to look past a damaged record for a later, intact one).
+   * (recovery uses it to look past a damaged record for a later, intact one). Allocates at most the
+   * record's length, and only once the length is known to fit in the file.
    */
   public static ByteBuffer recordAt(StorageFile file, long offset) {
-    long size = file.size();
-    if (offset < 0 || offset + LogFormat.HEADER_SIZE > size) return null;
-    ByteBuffer header = ByteBuffer.allocate(LogFormat.HEADER_SIZE).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-    if (file.read(offset, header) != LogFormat.HEADER_SIZE) return null;
-    int length = header.getInt(LogFormat.LENGTH_OFFSET);
-    int crc = header.getInt(LogFormat.CRC_OFFSET);
-    if (length <= 0 || length > LogFormat.MAX_PAYLOAD || offset + LogFormat.HEADER_SIZE + length > size) return null;
-    ByteBuffer payload = ByteBuffer.allocate(length);
-    if (file.read(offset + LogFormat.HEADER_SIZE, payload) != length) return null;
-    payload.flip();
-    return LogFormat.checksum(new java.util.zip.CRC32C(), length, payload) == crc ? payload : null;
+    long total = frameLengthAt(file, offset);
+    if (total < 0) {
+      return null;
+    }
+    int length = (int) (total - LogFormat.HEADER_SIZE);
+    ByteBuffer frame = ByteBuffer.allocate(LogFormat.HEADER_SIZE + length).order(ByteOrder.LITTLE_ENDIAN);
+    if (file.read(offset, frame) != frame.capacity() || frame.getInt(LogFormat.LENGTH_OFFSET) != length) {
+      return null; // the file shrank or changed since frameLengthAt looked
+    }
+    ByteBuffer payload = frame.position(LogFormat.HEADER_SIZE).slice().order(ByteOrder.LITTLE_ENDIAN);
+    int storedCrc = frame.getInt(LogFormat.CRC_OFFSET);
+    return LogFormat.checksum(new CRC32C(), length, payload) == storedCrc ? payload : null;
   }
 
-  /** The total length of the frame at {@code offset} if its length field is plausible, else -1. */
+  /**
+   * The total length (header and payload) of the frame at {@code offset} if its length field is valid
+   * (1 to {@link LogWriter#MAX_PAYLOAD}) and the frame fits in the file, else -1.
+   */
   public static long frameLengthAt(StorageFile file, long offset) {
     long size = file.size();
-    if (offset < 0 || offset + LogFormat.HEADER_SIZE > size) return -1;
-    ByteBuffer header = ByteBuffer.allocate(LogFormat.LENGTH_SIZE).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-    if (file.read(offset, header) != LogFormat.LENGTH_SIZE) return -1;
-    int length = header.getInt(0);
-    if (length <= 0 || length > LogFormat.MAX_PAYLOAD || offset + LogFormat.HEADER_SIZE + length > size) return -1;
+    if (offset < 0 || offset > size - LogFormat.HEADER_SIZE) {
+      return -1;
+    }
+    ByteBuffer field = ByteBuffer.allocate(LogFormat.LENGTH_SIZE).order(ByteOrder.LITTLE_ENDIAN);
+    if (file.read(offset + LogFormat.LENGTH_OFFSET, field) != LogFormat.LENGTH_SIZE) {
+      return -1;
+    }
+    int length = field.getInt(0);
+    if (length <= 0 || length > LogFormat.MAX_PAYLOAD || length > size - offset - LogFormat.HEADER_SIZE) {
+      return -1;
+    }
     return LogFormat.HEADER_SIZE + (long) length;
   }
 }

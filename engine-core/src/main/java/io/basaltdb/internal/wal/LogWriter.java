@@ -28,7 +28,7 @@ public final class LogWriter {
 
   private final StorageFile file;
   private final CRC32C crc = new CRC32C();
-  /** Framed records not yet written, from 0 to position; little-endian. */
+  /** Framed records not yet written, from 0 to position; little-endian, on the heap (array-backed). */
   private ByteBuffer buffer = newBuffer(INITIAL_CAPACITY);
   /** End of the flushed data in the file: where the next flush writes. */
   private long offset;
@@ -62,11 +62,13 @@ public final class LogWriter {
           + LogFormat.MAX_PAYLOAD);
     }
     ensureRoom(LogFormat.HEADER_SIZE + length);
+    // One copy of the payload and no allocation: frame it in place, then checksum the framed bytes.
     int at = buffer.position();
     buffer.putInt(at + LogFormat.LENGTH_OFFSET, length);
-    buffer.putInt(at + LogFormat.CRC_OFFSET, LogFormat.checksum(crc, length, payload));
-    buffer.position(at + LogFormat.HEADER_SIZE);
-    buffer.put(payload.duplicate());
+    buffer.put(at + LogFormat.HEADER_SIZE, payload, payload.position(), length);
+    buffer.putInt(at + LogFormat.CRC_OFFSET,
+        LogFormat.checksum(crc, buffer.array(), buffer.arrayOffset() + at, length));
+    buffer.position(at + LogFormat.HEADER_SIZE + length);
   }
 
   /**

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.CorruptionException;
+import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.StorageException;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.internal.storage.StorageFile;
@@ -120,6 +121,16 @@ class SegmentRecoveryTest {
       }
       assertThrows(CorruptionException.class, () -> SegmentState.decode(ByteBuffer.wrap(e, 0, e.length - 1)));
     }
+  }
+
+  @Test
+  void state_withByteCountsWhoseSumOverflows_isRefused() {
+    SegmentState s = SegmentWriter.create(new ByteArrayFile(), 1, 1, SegmentOptions.defaults()).checkpoint();
+    SegmentState bad = new SegmentState(s.segmentId(), s.startSeqno(), s.lastSeqno(), s.tailOffset(),
+        s.rootOffset(), s.levels(), s.documentCount(), s.documentBytes(), Long.MAX_VALUE, Long.MAX_VALUE,
+        s.blockSize(), s.pageSize());
+    assertThrows(InvalidArgumentException.class, () -> new SegmentReader(new ByteArrayFile(), bad));
+    assertThrows(CorruptionException.class, () -> SegmentState.decode(encoded(bad)));
   }
 
   private static ByteBuffer encoded(SegmentState s) {

@@ -77,7 +77,7 @@ class BloomFilterTest {
   }
 
   private static BloomFilter parse(byte[] block) {
-    return BloomFilter.parse(block, 0, "test");
+    return BloomFilter.parse(block, block.length, 0, "test");
   }
 
   private static byte[] be(int i) {

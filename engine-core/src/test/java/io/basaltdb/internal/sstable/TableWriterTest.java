@@ -172,6 +172,41 @@ class TableWriterTest {
     assertThrows(ClosedException.class, t::iterator);
   }
 
+  /**
+   * get reuses one cursor per thread across every table: lookups that alternate between tables with
+   * long and short keys, and a lookup that fails on a damaged block, must not leave state behind that
+   * changes the next answer.
+   */
+  @Test
+  void get_alternatingTablesAndAFailedGet_eachAnswerRight() {
+    SplittableRandom r = new SplittableRandom(TableRoundTripTest.seed());
+    TableModel longKeys = TableModel.random(r, 300, 3000);
+    TableModel shortKeys = TableModel.random(r, 300, 6);
+    StorageFile lf = TableModel.newFile();
+    longKeys.write(lf, new TableOptions(4096, 4, 10));
+    StorageFile sf = TableModel.newFile();
+    shortKeys.write(sf, new TableOptions(64, 2, 0));
+    byte[] damaged = TableModel.contents(sf);
+    damaged[0] ^= 1; // the first data block
+    try (TableReader l = TableReader.open(lf, "long"); TableReader s = TableReader.open(sf, "short");
+        TableReader d = TableReader.open(TableModel.file(damaged), "damaged")) {
+      List<KeyRecord> ls = new ArrayList<>(longKeys.map.values());
+      List<KeyRecord> ss = new ArrayList<>(shortKeys.map.values());
+      KeyRecord out = new KeyRecord();
+      for (int i = 0; i < 300; i++) {
+        KeyRecord wl = ls.get(i);
+        assertTrue(l.get(wl.key, out));
+        TableModel.assertRecord(wl, out, "long " + i);
+        assertThrows(io.basaltdb.CorruptionException.class, () -> d.get(shortKeys.map.firstKey(), out));
+        KeyRecord ws = ss.get(i);
+        assertTrue(s.get(ws.key, out));
+        TableModel.assertRecord(ws, out, "short " + i);
+        byte[] absent = java.util.Arrays.copyOf(ws.key, ws.key.length + 1); // sorts right after ws.key
+        assertEquals(shortKeys.map.containsKey(absent), s.get(absent, out), "short " + i + " + 1 byte");
+      }
+    }
+  }
+
   @Test
   void concurrentGetsAndIterators_seeTheSameTable() throws Exception {
     SplittableRandom r = new SplittableRandom(TableRoundTripTest.seed());

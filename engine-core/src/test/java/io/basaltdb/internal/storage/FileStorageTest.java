@@ -3,6 +3,7 @@ package io.basaltdb.internal.storage;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.StorageException;
@@ -10,6 +11,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -52,7 +54,7 @@ class FileStorageTest extends StorageContractTest {
   @Test
   void failures_nameTheOperationAndTheAbsolutePath() {
     FileStorage s = new FileStorage(dir);
-    StorageException e = org.junit.jupiter.api.Assertions.assertThrows(StorageException.class, () -> s.open("nope"));
+    StorageException e = assertThrows(StorageException.class, () -> s.open("nope"));
     assertTrue(e.getMessage().startsWith("open of " + dir.toAbsolutePath().resolve("nope")), e.getMessage());
   }
 
@@ -66,5 +68,74 @@ class FileStorageTest extends StorageContractTest {
     assertSame(enospc, e.getCause().getCause());
     StorageException other = StorageErrors.failure("sync of /x", new IOException("Input/output error"));
     assertTrue(other.getMessage().startsWith("sync of /x failed: ") && other.getMessage().contains("Input/output error"));
+  }
+
+  /** A FileStorageFile over a channel that moves at most {@code maxTransfer} bytes per call. */
+  private FileStorageFile scripted(String name, int maxTransfer, ScriptedChannel[] channel) throws IOException {
+    Path path = dir.resolve(name);
+    channel[0] = new ScriptedChannel(path, maxTransfer);
+    return new FileStorageFile(name, path, channel[0]);
+  }
+
+  @Test
+  void partialWritesAndReads_areRepeatedUntilEveryByteMoved() throws IOException {
+    ScriptedChannel[] channel = new ScriptedChannel[1];
+    byte[] data = new byte[1000];
+    new Random(5).nextBytes(data);
+    try (FileStorageFile f = scripted("short-io", 7, channel)) {
+      f.write(0, ByteBuffer.wrap(data));
+      assertEquals((data.length + 6) / 7, channel[0].writes, "the write loop went on after short writes");
+      ByteBuffer back = ByteBuffer.allocate(data.length + 50);
+      assertEquals(data.length, f.read(0, back), "reads loop to the end of the file, then stop");
+      assertArrayEquals(data, Arrays.copyOf(back.array(), data.length));
+    }
+  }
+
+  @Test
+  void noSpaceFromTheChannel_saysWhatToDo_andNamesTheFile() throws IOException {
+    ScriptedChannel[] channel = new ScriptedChannel[1];
+    try (FileStorageFile f = scripted("full", 1 << 20, channel)) {
+      channel[0].writeErrors.add(new IOException("No space left on device"));
+      StorageException e = assertThrows(StorageException.class, () -> f.write(0, ByteBuffer.allocate(10)));
+      assertEquals("write of 10 bytes at offset 0 to " + dir.resolve("full") + " failed: no space left on device;"
+          + " free space, then reopen the store", e.getMessage());
+      f.write(0, ByteBuffer.allocate(10)); // the disk has room again
+      assertEquals(10, f.size());
+    }
+  }
+
+  @Test
+  void failedSync_poisonsTheHandle_soNoLaterSyncClaimsDurability() throws IOException {
+    ScriptedChannel[] channel = new ScriptedChannel[1];
+    try (FileStorageFile f = scripted("eio", 1 << 20, channel)) {
+      f.write(0, ByteBuffer.allocate(100));
+      channel[0].forceErrors.add(new IOException("Input/output error"));
+      StorageException first = assertThrows(StorageException.class, f::sync);
+      assertTrue(first.getMessage().contains("Input/output error"), first.getMessage());
+      // Linux may have dropped the failed pages and report the error once: a second fsync would succeed.
+      StorageException again = assertThrows(StorageException.class, f::sync);
+      assertTrue(again.getMessage().contains("refused: an earlier sync of this handle failed")
+          && again.getMessage().contains("reopen the store"), again.getMessage());
+      assertSame(first, again.getCause());
+    }
+  }
+
+  @Test
+  void interruptedOperation_closesTheFile_andLaterUsesSayReopen_notClosed() {
+    FileStorage s = new FileStorage(dir);
+    try (StorageFile f = s.create("f")) {
+      f.write(0, ByteBuffer.allocate(8));
+      Thread.currentThread().interrupt();
+      StorageException e;
+      try {
+        e = assertThrows(StorageException.class, () -> f.read(0, ByteBuffer.allocate(8)));
+      } finally {
+        Thread.interrupted(); // clear the flag for the rest of the test
+      }
+      assertTrue(e.getMessage().contains("was interrupted, which closed the file; reopen it"), e.getMessage());
+      StorageException later = assertThrows(StorageException.class, f::size);
+      assertTrue(later.getMessage().contains("interrupt") && later.getMessage().contains("reopen"),
+          later.getMessage());
+    }
   }
 }

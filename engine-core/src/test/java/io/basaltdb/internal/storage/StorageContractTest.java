@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.basaltdb.ClosedException;
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.StorageException;
 import java.nio.ByteBuffer;
@@ -182,7 +183,7 @@ abstract class StorageContractTest {
   }
 
   @Test
-  void everyOperation_afterClose_says_isClosed() {
+  void everyOperation_afterClose_throwsClosedException() {
     Storage s = storage();
     StorageFile f = s.create("f");
     f.close();
@@ -190,8 +191,19 @@ abstract class StorageContractTest {
     List<Runnable> uses = List.of(() -> f.read(0, ByteBuffer.allocate(1)), () -> f.write(0, bytes("x")),
         f::size, () -> f.truncate(0), () -> f.preallocate(10), f::sync);
     for (Runnable use : uses) {
-      StorageException e = assertThrows(StorageException.class, use::run);
+      ClosedException e = assertThrows(ClosedException.class, use::run);
       assertTrue(e.getMessage().contains("is closed") && e.getMessage().contains(s.describe("f")), e.getMessage());
+    }
+  }
+
+  @Test
+  void emptyWrite_pastTheEnd_changesNothing() {
+    Storage s = storage();
+    try (StorageFile f = s.create("f")) {
+      f.write(0, bytes("ab"));
+      f.write(100, ByteBuffer.allocate(0));
+      assertEquals(2, f.size(), "a write of no bytes does not extend the file");
+      assertEquals("ab", readAll(f));
     }
   }
 

@@ -95,6 +95,46 @@ class LogRoundTripTest {
   }
 
   @Test
+  void add_framesAnyBuffer_direct_sliced_orPositioned_andLeavesItAlone() {
+    MemStorage storage = new MemStorage(1);
+    byte[] backing = new byte[64];
+    new Random(9).nextBytes(backing);
+    ByteBuffer direct = ByteBuffer.allocateDirect(20);
+    direct.put(backing, 0, 20).flip();
+    ByteBuffer sliced = ByteBuffer.wrap(backing, 10, 40).slice(); // arrayOffset 10
+    ByteBuffer positioned = ByteBuffer.wrap(backing, 30, 5); // position 30, limit 35
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      for (ByteBuffer payload : List.of(direct, sliced, positioned)) {
+        int position = payload.position();
+        writer.add(payload);
+        assertEquals(position, payload.position(), "add leaves the payload's position alone");
+      }
+      writer.flush();
+      LogTestSupport.Result r = LogTestSupport.readAll(file);
+      assertEquals(LogReader.Stop.END, r.stop(), r.reason());
+      assertArrayEquals(java.util.Arrays.copyOfRange(backing, 0, 20), r.records().get(0));
+      assertArrayEquals(java.util.Arrays.copyOfRange(backing, 10, 50), r.records().get(1));
+      assertArrayEquals(java.util.Arrays.copyOfRange(backing, 30, 35), r.records().get(2));
+    }
+  }
+
+  @Test
+  void payload_isLittleEndian_likeEveryIntegerOfTheLog() {
+    MemStorage storage = new MemStorage(1);
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      writer.add(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(0, 0x01020304));
+      writer.flush();
+      LogReader reader = new LogReader(file);
+      assertTrue(reader.next());
+      assertEquals(ByteOrder.LITTLE_ENDIAN, reader.payload().order());
+      assertEquals(0x01020304, reader.payload().getInt(0));
+      assertEquals(ByteOrder.LITTLE_ENDIAN, LogReader.recordAt(file, 0).order());
+    }
+  }
+
+  @Test
   void writer_appendsAtItsStartOffset() {
     MemStorage storage = new MemStorage(1);
     try (StorageFile file = storage.create("1.log")) {

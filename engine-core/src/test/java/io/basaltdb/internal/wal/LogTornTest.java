@@ -125,4 +125,37 @@ class LogTornTest {
       assertEquals(0, r.records().size());
     }
   }
+
+  @Test
+  void recordAt_andFrameLengthAt_refuseDamagedFrames_withoutAllocatingForAHugeLength() {
+    MemStorage storage = new MemStorage(1);
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      writer.add(ByteBuffer.wrap(new byte[] {1, 2, 3}));
+      long end = writer.flush();
+      assertEquals(11, LogReader.frameLengthAt(file, 0));
+      ByteBuffer payload = LogReader.recordAt(file, 0);
+      assertEquals(ByteBuffer.wrap(new byte[] {1, 2, 3}), payload);
+      for (long bad : new long[] {-1, 1, end, end - 1, Long.MAX_VALUE}) {
+        assertEquals(-1, LogReader.frameLengthAt(file, bad), "offset " + bad);
+        assertEquals(null, LogReader.recordAt(file, bad), "offset " + bad);
+      }
+      ByteBuffer header = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+      for (int length : new int[] {0, -1, Integer.MIN_VALUE, LogWriter.MAX_PAYLOAD + 1, LogWriter.MAX_PAYLOAD, 4}) {
+        header.putInt(0, length);
+        file.write(end, header.rewind());
+        String where = "length " + length;
+        assertEquals(-1, LogReader.frameLengthAt(file, end), where); // 8 bytes of file: no payload fits
+        assertEquals(null, LogReader.recordAt(file, end), where);
+        LogTestSupport.Result r = LogTestSupport.readAll(file);
+        assertEquals(1, r.records().size(), where);
+        assertEquals(LogReader.Stop.TORN, r.stop(), where);
+        assertEquals(end, r.stopOffset(), where);
+      }
+      file.write(end + 8, ByteBuffer.wrap(new byte[] {9, 9, 9, 9})); // the payload fits, the checksum does not
+      assertEquals(12, LogReader.frameLengthAt(file, end));
+      assertEquals(null, LogReader.recordAt(file, end));
+      assertTrue(LogTestSupport.readAll(file).reason().startsWith("checksum mismatch"));
+    }
+  }
 }
