@@ -2,8 +2,8 @@ package io.basaltdb;
 
 /**
  * Data read from disk failed a checksum or a structural check. The message names the file and the byte
- * offset. Nothing was returned from the damaged data; restore the file from a backup or roll back to a
- * checkpoint (see docs/operations.md).
+ * offset. Nothing was returned from the damaged data; restore the store from a backup (see
+ * docs/operations.md).
  *
  * <p>Thread-safety: immutable.
  */
@@ -16,6 +16,6 @@ public class CorruptionException extends BasaltException {
 
   public CorruptionException(String file, long offset, String what) {
     super("corruption in " + file + " at offset " + offset + ": " + what
-        + "; the store cannot serve this data. Restore the file from a backup or roll back to a checkpoint");
+        + "; the store cannot serve this data. Restore the store from a backup");
   }
 }

@@ -93,7 +93,10 @@ public final class Options {
   public Options bloomBitsPerKey(int bits) { this.bloomBitsPerKey = bits; return this; }
   public int bloomBitsPerKey() { return bloomBitsPerKey; }
 
-  /** How long superseded manifests (checkpoints) are kept for rollback; default 10 minutes. */
+  /**
+   * How long superseded manifests (checkpoints), and the files they name, are kept; default 10
+   * minutes. Recovery falls back to the newest intact one when the newest manifest is damaged.
+   */
   public Options checkpointRetentionMillis(long ms) { this.checkpointRetentionMillis = ms; return this; }
   public long checkpointRetentionMillis() { return checkpointRetentionMillis; }
 

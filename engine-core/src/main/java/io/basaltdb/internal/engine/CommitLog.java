@@ -104,12 +104,15 @@ final class CommitLog implements AutoCloseable {
   }
 
   /**
-   * Closes cleanly: appends an empty marker record (a synced group start, seqno {@code lastSeqno + 1},
-   * no operations) and syncs. Every real record is then followed by a synced group, so recovery can tell
-   * damage to any of them from a torn tail.
+   * Closes cleanly: syncs, then appends an empty marker record (a synced group start, seqno
+   * {@code lastSeqno + 1}, no operations) and syncs again. Every real record is then followed by a
+   * synced group, so recovery can tell damage to any of them from a torn tail. The first sync is what
+   * makes the marker's flag true: a power loss before the second may keep the marker, and recovery
+   * then relies on every record before it being on the device.
    */
   synchronized void close(long lastSeqno) {
     try {
+      syncLocked();
       Batch marker = new Batch(0);
       marker.firstSeqno = lastSeqno + 1;
       marker.flags = Batch.GROUP_START | Batch.SYNCED;

@@ -68,7 +68,7 @@ final class KeyspaceFiles {
     if (d == null) {
       throw new CorruptionException("the key index of keyspace '" + keyspace + "' names seqno " + seqno
           + ", which no log segment holds" + (s == null ? "" : " (looked in segment " + s.state.segmentId() + ")")
-          + "; the store's files are inconsistent. Restore from a backup or roll back to a checkpoint");
+          + "; the store's files are inconsistent. Restore the store from a backup");
     }
     return d;
   }

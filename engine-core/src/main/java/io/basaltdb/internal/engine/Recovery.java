@@ -138,7 +138,7 @@ final class Recovery {
   private static StorageFile openNamed(Storage storage, String name) {
     if (!storage.exists(name)) {
       throw new CorruptionException("the manifest names " + storage.describe(name)
-          + ", which is missing; restore it from a backup or roll back to an older checkpoint");
+          + ", which is missing; restore the store from a backup");
     }
     return storage.open(name);
   }
