@@ -108,6 +108,29 @@ class CorruptionAndFaultTest {
   }
 
   @Test
+  void damagedLengthField_beforeSyncedGroups_isCorruptionNotATornTail() {
+    // Recovery cannot follow a damaged length to the next record; it must find the synced group after
+    // it by scanning, or it would trim acknowledged writes as if they were a torn tail.
+    MemStorage pristine = new MemStorage(11);
+    populate(pristine);
+    List<String> wal = files(pristine, "wal");
+    String last = wal.get(wal.size() - 1);
+    java.nio.ByteBuffer bytes = java.nio.ByteBuffer.wrap(pristine.contents(last)).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    List<Integer> records = new ArrayList<>();
+    for (int at = 0; at + 8 <= bytes.limit() && bytes.getInt(at) > 0; at += 8 + bytes.getInt(at)) records.add(at);
+    assertTrue(records.size() > 40, "records in " + last + ": " + records.size());
+    for (int r = 0; r < records.size() - 1; r++) { // every record but the clean-close marker
+      MemStorage storage = new MemStorage(11);
+      populate(storage);
+      storage.flipByte(last, records.get(r) + 3); // the length's high byte: the frame runs past the file
+      int at = records.get(r);
+      CorruptionException e = assertThrows(CorruptionException.class, () -> Basalt.open(storage, options()).close(),
+          "length of record " + at + " damaged");
+      assertTrue(e.getMessage().contains(last) && e.getMessage().contains("offset " + at), e.getMessage());
+    }
+  }
+
+  @Test
   void noSpaceOnWalWrite_refusesTheWriteAndLosesNothing() {
     MemStorage storage = new MemStorage(5);
     try (Basalt db = Basalt.open(storage, options())) {

@@ -204,7 +204,7 @@ final class Recovery {
           if (engine.current().active.bytes() >= half) flushInline(engine, number);
         }
         if (r.stop() == LogReader.Stop.TORN) {
-          if (i < files.size() - 1 || syncedGroupFollows(f, r.stopOffset())) {
+          if (i < files.size() - 1 || syncedGroupFollows(f, r.stopOffset(), last)) {
             throw new CorruptionException(desc, r.stopOffset(), r.stopReason() + " (acknowledged writes follow it)");
           }
           f.truncate(r.stopOffset());
@@ -219,15 +219,18 @@ final class Recovery {
    * Whether the damaged record at {@code offset} of the last WAL file is followed by an intact record
    * that starts a commit group written in SYNC mode. Such a group is written only after the previous
    * group was fsynced, so the damaged record was durable: that is corruption, not a torn tail.
+   * {@code last} is the last seqno replayed before the damage.
    */
-  private static boolean syncedGroupFollows(StorageFile f, long offset) {
+  private static boolean syncedGroupFollows(StorageFile f, long offset, long last) {
     long len = LogReader.frameLengthAt(f, offset);
     if (len > 0) {
       java.nio.ByteBuffer next = LogReader.recordAt(f, offset + len);
       if (next != null && next.remaining() >= Batch.HEADER_SIZE) return isSyncedGroupStart(next.get(Batch.HEADER_SIZE - 1));
     }
     // The damaged record's length may itself be damaged: look for a synced group start at every later
-    // offset. Cheap header checks come before a checksum, and this runs only on a damaged last file.
+    // offset. Cheap header checks come first: the flags, and a first seqno after the last one replayed
+    // that the bytes in between could have used up (every operation takes at least 13 bytes), which
+    // random bytes pass about never, so a garbage tail costs one pass and no checksums.
     long rest = f.size() - offset;
     if (rest <= 0 || rest > (256L << 20)) return rest > 0;
     java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate((int) rest).order(java.nio.ByteOrder.LITTLE_ENDIAN);
@@ -236,6 +239,8 @@ final class Recovery {
       int length = tail.getInt(p);
       if (length < Batch.HEADER_SIZE || p + 8L + length > rest) continue;
       if (!isSyncedGroupStart(tail.get(p + 8 + Batch.HEADER_SIZE - 1))) continue;
+      long first = tail.getLong(p + 8);
+      if (first <= last || first > last + 1 + p) continue;
       java.nio.ByteBuffer rec = LogReader.recordAt(f, offset + p);
       if (rec != null) return true;
     }
