@@ -1,6 +1,7 @@
 package io.basaltdb.internal.storage;
 
 import io.basaltdb.StorageException;
+import io.basaltdb.spi.NativeFileCalls;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
@@ -16,6 +17,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.ServiceLoader;
 
 /**
  * The real {@link Storage}: files under a root directory, read and written through {@link FileChannel}.
@@ -26,15 +28,42 @@ import java.util.List;
  *
  * <p>{@link #list} returns regular files only; subdirectories have fixed names the engine knows.
  *
- * <p>Thread-safety: safe for concurrent use; the object holds only its immutable root.
+ * <p>Thread-safety: safe for concurrent use; the object holds only its immutable root and native calls.
  */
 public final class FileStorage implements Storage {
-  private final Path root;
+  /** The first {@link NativeFileCalls} provider on the class path, or null; looked up once. */
+  private static final NativeFileCalls NATIVE_CALLS = findNativeCalls();
 
-  /** Opens (creating it and its parents if missing, durably) the directory {@code root}. */
+  private final Path root;
+  private final NativeFileCalls nativeCalls;
+
+  /**
+   * Opens (creating it and its parents if missing, durably) the directory {@code root}, with the
+   * native file calls found on the class path, if any.
+   */
   public FileStorage(Path root) {
+    this(root, NATIVE_CALLS);
+  }
+
+  /** As {@link #FileStorage(Path)}, with the given native file calls (null for none). */
+  public FileStorage(Path root, NativeFileCalls nativeCalls) {
     this.root = root.toAbsolutePath().normalize();
+    this.nativeCalls = nativeCalls;
     makeDirectories(this.root);
+  }
+
+  /** A provider that cannot load (a missing native library, say) is skipped: the JDK's calls still work. */
+  private static NativeFileCalls findNativeCalls() {
+    try {
+      return ServiceLoader.load(NativeFileCalls.class, FileStorage.class.getClassLoader()).findFirst().orElse(null);
+    } catch (java.util.ServiceConfigurationError | LinkageError e) {
+      return null;
+    }
+  }
+
+  /** The native file calls in use ({@code fallocate} for preallocation), or null. */
+  public NativeFileCalls nativeCalls() {
+    return nativeCalls;
   }
 
   /** The absolute root directory. */
@@ -63,7 +92,7 @@ public final class FileStorage implements Storage {
       closeQuietly(channel);
       throw e;
     }
-    return new FileStorageFile(name, path, channel);
+    return new FileStorageFile(name, path, channel, nativeCalls);
   }
 
   @Override
@@ -71,7 +100,7 @@ public final class FileStorage implements Storage {
     Path path = resolve(name, false);
     try {
       return new FileStorageFile(name, path,
-          FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE));
+          FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE), nativeCalls);
     } catch (NoSuchFileException e) {
       throw new StorageException("open of " + path + " failed: the file does not exist", e);
     } catch (IOException e) {

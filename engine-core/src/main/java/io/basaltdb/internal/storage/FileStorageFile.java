@@ -2,22 +2,27 @@ package io.basaltdb.internal.storage;
 
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.StorageException;
+import io.basaltdb.spi.NativeFileCalls;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 
 /**
  * A file of {@link FileStorage}: a {@link FileChannel} opened for reading and writing.
  *
- * <p>{@link #preallocate} only extends the file's length (a sparse extension on Linux file systems):
- * it reserves the size but no disk blocks, so a later write below it can still fail with no space left
- * on the device. Real reservation needs {@code fallocate(2)}, which the engine-io module will supply.
+ * <p>{@link #preallocate} reserves disk blocks through a {@link NativeFileCalls} provider
+ * ({@code fallocate(2)} from engine-io) when one is on the class path; without one it only extends the
+ * file's length, a sparse extension that reserves no blocks, so a later write below it can still fail
+ * with no space left on the device.
  *
- * <p>A thread interrupted inside a channel operation closes the channel for every user (a JDK rule);
- * that surfaces as a StorageException saying so, and the file must be reopened. A use after
+ * <p>Interrupts: the JDK closes a channel for every user when a thread using it is interrupted. An
+ * embedded store cannot let one cancelled caller break its files, so an operation that finds the
+ * channel closed by an interrupt (its own or another thread's) reopens the file and retries; the
+ * interrupted thread's interrupt status is set again when its operation returns. A use after
  * {@link #close()} throws {@link io.basaltdb.ClosedException}.
  *
  * <p>A failed {@link #sync()} poisons the handle: Linux may drop the dirty pages whose write-back failed
@@ -26,23 +31,40 @@ import java.nio.file.Path;
  * "fsyncgate" lesson).
  *
  * <p>Thread-safety: positional reads and writes go straight to the channel, which allows them
- * concurrently. {@code closed} and {@code syncFailure} are volatile so every thread sees a close or a
- * failed sync at its next operation; a use racing with close gets the same message from the channel's
- * own check.
+ * concurrently. {@code channel}, {@code closed} and {@code syncFailure} are volatile so every thread sees
+ * a reopen, a close or a failed sync at its next operation; reopening and closing hold this object's
+ * monitor, so a reopen never resurrects a closed file or leaks a channel.
  */
 final class FileStorageFile implements StorageFile {
+  /** Reopens after an interrupt closed the channel, per operation, before it gives up. */
+  private static final int MAX_REOPENS = 3;
+
   private final String name;
   private final Path path;
-  private final FileChannel channel;
-  /** Set once by close(); read by every operation. */
+  /** Reserves disk blocks for preallocate; null when no provider is on the class path. */
+  private final NativeFileCalls nativeCalls;
+  /** The open channel; replaced under this object's monitor when an interrupt closed it. */
+  private volatile FileChannel channel;
+  /** Set once by close(), under this object's monitor; read by every operation. */
   private volatile boolean closed;
   /** The first sync failure, set once by a failing sync(); read by every later sync. */
   private volatile StorageException syncFailure;
 
   FileStorageFile(String name, Path path, FileChannel channel) {
+    this(name, path, channel, null);
+  }
+
+  FileStorageFile(String name, Path path, FileChannel channel, NativeFileCalls nativeCalls) {
     this.name = name;
     this.path = path;
     this.channel = channel;
+    this.nativeCalls = nativeCalls;
+  }
+
+  /** One call on the channel; may throw ClosedChannelException if an interrupt closed it. */
+  @FunctionalInterface
+  private interface ChannelCall<T> {
+    T on(FileChannel channel) throws IOException;
   }
 
   @Override
@@ -57,7 +79,8 @@ final class FileStorageFile implements StorageFile {
     int total = 0;
     try {
       while (dst.hasRemaining()) { // a positional read may return fewer bytes than asked before the end
-        int n = channel.read(dst, position + total);
+        long at = position + total;
+        int n = call(ch -> ch.read(dst, at));
         if (n < 0) {
           break;
         }
@@ -76,7 +99,8 @@ final class FileStorageFile implements StorageFile {
     long at = position;
     try {
       while (src.hasRemaining()) { // a write may be partial; loop until every byte is in
-        at += channel.write(src, at);
+        long from = at;
+        at += call(ch -> ch.write(src, from));
       }
     } catch (IOException e) {
       throw failure("write of " + src.remaining() + " bytes at offset " + at + " to ", e);
@@ -87,7 +111,7 @@ final class FileStorageFile implements StorageFile {
   public long size() {
     ensureOpen();
     try {
-      return channel.size();
+      return call(FileChannel::size);
     } catch (IOException e) {
       throw failure("size of ", e);
     }
@@ -98,9 +122,9 @@ final class FileStorageFile implements StorageFile {
     checkPosition(size);
     ensureOpen();
     try {
-      long current = channel.size();
+      long current = call(FileChannel::size);
       if (size < current) {
-        channel.truncate(size);
+        call(ch -> ch.truncate(size));
       } else if (size > current) {
         extend(size);
       }
@@ -114,7 +138,10 @@ final class FileStorageFile implements StorageFile {
     checkPosition(size);
     ensureOpen();
     try {
-      if (size > channel.size()) {
+      if (nativeCalls != null && nativeCalls.allocate(path, size)) {
+        return;
+      }
+      if (size > call(FileChannel::size)) {
         extend(size);
       }
     } catch (IOException e) {
@@ -130,7 +157,10 @@ final class FileStorageFile implements StorageFile {
       throw StorageErrors.syncRefused(path.toString(), earlier);
     }
     try {
-      channel.force(true);
+      call(ch -> {
+        ch.force(true);
+        return null;
+      });
     } catch (IOException e) {
       RuntimeException failed = failure("sync of ", e);
       if (failed instanceof StorageException storageFailure) { // a racing close is no write-back failure
@@ -142,9 +172,13 @@ final class FileStorageFile implements StorageFile {
 
   @Override
   public void close() {
-    closed = true;
+    FileChannel ch;
+    synchronized (this) {
+      closed = true;
+      ch = channel;
+    }
     try {
-      channel.close();
+      ch.close();
     } catch (IOException e) {
       throw failure("close of ", e);
     }
@@ -159,7 +193,47 @@ final class FileStorageFile implements StorageFile {
   private void extend(long size) throws IOException {
     ByteBuffer zero = ByteBuffer.allocate(1);
     while (zero.hasRemaining()) {
-      channel.write(zero, size - 1);
+      call(ch -> ch.write(zero, size - 1));
+    }
+  }
+
+  /**
+   * Runs {@code c} on the channel. If an interrupt closed the channel (this thread's, now or earlier,
+   * or another user's), reopens the file and runs it again with this thread's interrupt status
+   * cleared, and sets the status again before returning. A file closed by {@link #close()} stays closed.
+   */
+  private <T> T call(ChannelCall<T> c) throws IOException {
+    boolean interrupted = false;
+    try {
+      for (int reopens = 0; ; reopens++) {
+        FileChannel ch = channel;
+        try {
+          return c.on(ch);
+        } catch (ClosedChannelException e) {
+          if (e instanceof ClosedByInterruptException) {
+            interrupted = true;
+          }
+          if (closed || reopens == MAX_REOPENS) {
+            throw e;
+          }
+          interrupted |= Thread.interrupted(); // retry uninterrupted; the status comes back at the end
+          reopen(ch);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Replaces {@code failed} with a fresh channel on the same file, unless another thread already did. */
+  private synchronized void reopen(FileChannel failed) throws IOException {
+    if (closed) {
+      throw new ClosedChannelException();
+    }
+    if (channel == failed) {
+      channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
     }
   }
 
@@ -170,15 +244,12 @@ final class FileStorageFile implements StorageFile {
   }
 
   private RuntimeException failure(String what, IOException e) {
-    if (e instanceof ClosedByInterruptException) {
-      return new StorageException(what + path + " was interrupted, which closed the file; reopen it", e);
-    }
     if (e instanceof ClosedChannelException) {
       if (closed) { // closed by close(), maybe by another thread while this operation ran
         return StorageErrors.closed(path.toString());
       }
-      return new StorageException(what + path + " failed: an earlier interrupt of a thread using the file"
-          + " closed it; reopen it", e);
+      return new StorageException(what + path + " failed: interrupts kept closing the file ("
+          + MAX_REOPENS + " reopens); stop interrupting threads that use the store", e);
     }
     return StorageErrors.failure(what + path, e);
   }

@@ -121,21 +121,71 @@ class FileStorageTest extends StorageContractTest {
   }
 
   @Test
-  void interruptedOperation_closesTheFile_andLaterUsesSayReopen_notClosed() {
+  void interruptedOperations_reopenTheFile_keepTheInterruptStatus_andLoseNothing() throws Exception {
     FileStorage s = new FileStorage(dir);
     try (StorageFile f = s.create("f")) {
-      f.write(0, ByteBuffer.allocate(8));
-      Thread.currentThread().interrupt();
-      StorageException e;
+      f.write(0, ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}));
+      ByteBuffer got = ByteBuffer.allocate(8);
+      Thread.currentThread().interrupt(); // the JDK closes the channel when an interrupted thread uses it
       try {
-        e = assertThrows(StorageException.class, () -> f.read(0, ByteBuffer.allocate(8)));
+        assertEquals(8, f.read(0, got));
+        assertTrue(Thread.currentThread().isInterrupted(), "the caller's interrupt status is kept");
+        f.write(8, ByteBuffer.wrap(new byte[] {9}));
+        f.sync();
+        assertTrue(Thread.currentThread().isInterrupted());
       } finally {
-        Thread.interrupted(); // clear the flag for the rest of the test
+        Thread.interrupted();
       }
-      assertTrue(e.getMessage().contains("was interrupted, which closed the file; reopen it"), e.getMessage());
-      StorageException later = assertThrows(StorageException.class, f::size);
-      assertTrue(later.getMessage().contains("interrupt") && later.getMessage().contains("reopen"),
-          later.getMessage());
+      assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, got.array());
+      assertEquals(9, f.size(), "the other threads' and later uses see the reopened file");
+      Thread other = new Thread(() -> {
+        Thread.currentThread().interrupt();
+        f.read(0, ByteBuffer.allocate(4)); // closes the channel under this thread too
+      });
+      other.start();
+      other.join();
+      ByteBuffer again = ByteBuffer.allocate(9);
+      assertEquals(9, f.read(0, again));
+      assertEquals(9, again.get(8));
+    }
+    StorageFile closed = s.open("f");
+    closed.close();
+    assertThrows(io.basaltdb.ClosedException.class, () -> closed.read(0, ByteBuffer.allocate(1)));
+  }
+
+  @Test
+  void preallocate_usesTheNativeCalls_andFallsBackWhenTheyCannot() throws IOException {
+    java.util.List<String> calls = new java.util.ArrayList<>();
+    boolean[] supported = {true};
+    io.basaltdb.spi.NativeFileCalls fake = new io.basaltdb.spi.NativeFileCalls() {
+      @Override
+      public String name() {
+        return "fake";
+      }
+
+      @Override
+      public boolean allocate(Path file, long length) throws IOException {
+        calls.add(file.getFileName() + ":" + length);
+        if (length == 666) throw new IOException("No space left on device");
+        if (!supported[0]) return false;
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
+            java.nio.file.StandardOpenOption.WRITE)) {
+          ch.write(ByteBuffer.wrap(new byte[] {7}), length - 1); // marks that the provider did it
+        }
+        return true;
+      }
+    };
+    FileStorage s = new FileStorage(dir, fake);
+    try (StorageFile f = s.create("seg")) {
+      f.preallocate(4096);
+      assertEquals(java.util.List.of("seg:4096"), calls);
+      assertEquals(7, Files.readAllBytes(dir.resolve("seg"))[4095]);
+      supported[0] = false;
+      f.preallocate(8192); // the file system cannot reserve: extend the size as before
+      assertEquals(8192, f.size());
+      assertEquals(0, Files.readAllBytes(dir.resolve("seg"))[8191]);
+      StorageException e = assertThrows(StorageException.class, () -> f.preallocate(666));
+      assertTrue(e.getMessage().contains("no space left on device") && e.getMessage().contains("seg"), e.getMessage());
     }
   }
 }
