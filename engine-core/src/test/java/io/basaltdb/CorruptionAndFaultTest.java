@@ -1,6 +1,7 @@
 package io.basaltdb;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -105,6 +106,40 @@ class CorruptionAndFaultTest {
       }
     }
     assertTrue(detected > trials / 2, kind + ": only " + detected + " of " + trials + " flips were detected");
+  }
+
+  @Test
+  void keyIndexRecord_pointingAtAnotherKeysDocument_isCorruptionNotItsValue() {
+    // A table whose checksums all match but whose record for "a" names the seqno of "b"'s document
+    // (a writer bug, or damage the checksum missed): the read must not return b's value for a.
+    MemStorage storage = new MemStorage(5);
+    try (Basalt db = Basalt.open(storage, options())) {
+      Keyspace ks = db.keyspace("default");
+      ks.put("a".getBytes(), "value of a".getBytes()); // seqno 1
+      ks.put("b".getBytes(), "value of b".getBytes()); // seqno 2
+      db.flush();
+    }
+    List<String> tables = files(storage, "table");
+    assertEquals(1, tables.size());
+    storage.delete(tables.get(0));
+    try (io.basaltdb.internal.storage.StorageFile f = storage.create(tables.get(0))) {
+      var w = new io.basaltdb.internal.sstable.TableWriter(f, io.basaltdb.internal.sstable.TableOptions.defaults());
+      w.add("a".getBytes(), 2, 10, false, 0);
+      w.add("b".getBytes(), 2, 10, false, 0);
+      w.finish();
+      f.sync();
+    }
+    try (Basalt db = Basalt.open(storage, options())) {
+      Keyspace ks = db.keyspace("default");
+      assertArrayEquals("value of b".getBytes(), ks.get("b".getBytes()));
+      CorruptionException e = assertThrows(CorruptionException.class, () -> ks.get("a".getBytes()));
+      assertTrue(e.getMessage().contains("another key"), e.getMessage());
+      assertThrows(CorruptionException.class, () -> {
+        try (Cursor c = ks.scan(null, null)) {
+          while (c.next()) c.value();
+        }
+      });
+    }
   }
 
   @Test

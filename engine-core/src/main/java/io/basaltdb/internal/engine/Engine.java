@@ -356,15 +356,15 @@ public final class Engine implements AutoCloseable {
       stats.tableLookups.increment();
       if (t.reader().get(key, rec)) {
         if (rec.tombstone) return null;
-        return readDocument(files, ks, rec.seqno, rec.hint).value();
+        return readDocument(files, ks, key, rec.seqno, rec.hint).value();
       }
     }
     return null;
   }
 
-  Document readDocument(KeyspaceFiles files, int ks, long seqno, long hint) {
+  Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
     stats.documentReads.increment();
-    return files.document(seqno, hint, String.valueOf(namesById.getOrDefault(ks, "#" + ks)));
+    return files.document(key, seqno, hint, () -> namesById.getOrDefault(ks, "#" + ks));
   }
 
   /** A consistent snapshot of the whole store at the last applied seqno. */

@@ -187,7 +187,7 @@ public final class EngineCursor implements AutoCloseable {
     public byte[] value() {
       it.record(rec);
       if (rec.tombstone) return null;
-      return snap.engine.readDocument(snap.version.files(ks), ks, rec.seqno, rec.hint).value();
+      return snap.engine.readDocument(snap.version.files(ks), ks, rec.key, rec.seqno, rec.hint).value();
     }
 
     public void next() {

@@ -6,7 +6,9 @@ import io.basaltdb.internal.segment.SegmentReader;
 import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.sstable.TableReader;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.function.Supplier;
 
 /**
  * The on-disk read sources of one keyspace in one {@link Version}: its key index tables, newest first,
@@ -61,14 +63,22 @@ final class KeyspaceFiles {
     return found < 0 ? null : segments.get(found);
   }
 
-  /** The document a key index record points at; its absence is corruption. */
-  Document document(long seqno, long hint, String keyspace) {
+  /**
+   * The document a key index record of {@code key} points at. Its absence, or a document of another
+   * key (a damaged record whose checksum still matched, or a bug), is corruption, never an answer.
+   */
+  Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace) {
     Segment s = segmentFor(seqno);
     Document d = s == null ? null : s.reader.read(seqno, hint);
     if (d == null) {
-      throw new CorruptionException("the key index of keyspace '" + keyspace + "' names seqno " + seqno
+      throw new CorruptionException("the key index of keyspace '" + keyspace.get() + "' names seqno " + seqno
           + ", which no log segment holds" + (s == null ? "" : " (looked in segment " + s.state.segmentId() + ")")
           + "; the store's files are inconsistent. Restore the store from a backup");
+    }
+    if (!Arrays.equals(d.key(), key)) {
+      throw new CorruptionException("the key index of keyspace '" + keyspace.get() + "' maps a key to seqno "
+          + seqno + ", but the document there in segment " + s.state.segmentId() + " has another key; the"
+          + " store's files are inconsistent. Restore the store from a backup");
     }
     return d;
   }
