@@ -110,7 +110,15 @@ public final class FileStorage implements Storage {
 
   @Override
   public boolean exists(String name) {
-    return Files.exists(resolve(name, false), LinkOption.NOFOLLOW_LINKS);
+    Path path = resolve(name, false);
+    try {
+      Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      return true;
+    } catch (NoSuchFileException e) {
+      return false;
+    } catch (IOException e) { // unreadable is not missing: recovery would call the file lost
+      throw StorageErrors.failure("check of " + path, e);
+    }
   }
 
   @Override
@@ -136,13 +144,14 @@ public final class FileStorage implements Storage {
   @Override
   public void delete(String name) {
     Path path = resolve(name, false);
-    boolean deleted;
     try {
-      deleted = Files.deleteIfExists(path);
+      Files.deleteIfExists(path);
     } catch (IOException e) {
       throw StorageErrors.failure("delete of " + path, e);
     }
-    if (deleted) {
+    // Also when the file was already gone: a retry after a delete whose directory sync failed must
+    // still make that delete durable. (No directory, nothing to make durable.)
+    if (Files.isDirectory(path.getParent())) {
       syncDirectory(path.getParent());
     }
   }

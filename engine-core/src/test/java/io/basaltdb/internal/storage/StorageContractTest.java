@@ -146,6 +146,7 @@ abstract class StorageContractTest {
     assertFalse(s.exists("a"));
     s.delete("a");
     s.delete("never");
+    s.delete("no-such-dir/never");
   }
 
   @Test
