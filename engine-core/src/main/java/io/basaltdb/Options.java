@@ -19,6 +19,12 @@ public final class Options {
   private int bloomBitsPerKey = 10;
   private long checkpointRetentionMillis = 10 * 60_000L;
   private int maxGroupCommitBytes = 1 << 20;
+  private int l0CompactionTrigger = 4;
+  private int l0StopWritesTrigger = 20;
+  private long level1Bytes = 64L << 20;
+  private int levelMultiplier = 10;
+  private long tableTargetBytes = 8L << 20;
+  private int compactionThreads = 2;
 
   /** The maximum size of a key, in bytes (64 KiB). */
   public static final int MAX_KEY_SIZE = 64 * 1024;
@@ -42,6 +48,12 @@ public final class Options {
     o.bloomBitsPerKey = bloomBitsPerKey;
     o.checkpointRetentionMillis = checkpointRetentionMillis;
     o.maxGroupCommitBytes = maxGroupCommitBytes;
+    o.l0CompactionTrigger = l0CompactionTrigger;
+    o.l0StopWritesTrigger = l0StopWritesTrigger;
+    o.level1Bytes = level1Bytes;
+    o.levelMultiplier = levelMultiplier;
+    o.tableTargetBytes = tableTargetBytes;
+    o.compactionThreads = compactionThreads;
     return o;
   }
 
@@ -104,6 +116,39 @@ public final class Options {
   public Options maxGroupCommitBytes(int bytes) { this.maxGroupCommitBytes = bytes; return this; }
   public int maxGroupCommitBytes() { return maxGroupCommitBytes; }
 
+  /** Level-0 tables of a keyspace that start a compaction into level 1; default 4. */
+  public Options l0CompactionTrigger(int tables) { this.l0CompactionTrigger = tables; return this; }
+  public int l0CompactionTrigger() { return l0CompactionTrigger; }
+
+  /**
+   * Level-0 tables of a keyspace at which writers stall until compaction catches up; default 20. The
+   * stall time shows in {@code stats()} as {@code l0Stalls} and {@code l0StallNanos}.
+   */
+  public Options l0StopWritesTrigger(int tables) { this.l0StopWritesTrigger = tables; return this; }
+  public int l0StopWritesTrigger() { return l0StopWritesTrigger; }
+
+  /**
+   * Target size of a keyspace's level 1 of the key index; level n holds {@code levelMultiplier} times
+   * level n-1. Default 64 MiB.
+   */
+  public Options level1Bytes(long bytes) { this.level1Bytes = bytes; return this; }
+  public long level1Bytes() { return level1Bytes; }
+
+  /** Growth factor between key index levels; default 10. */
+  public Options levelMultiplier(int factor) { this.levelMultiplier = factor; return this; }
+  public int levelMultiplier() { return levelMultiplier; }
+
+  /** Size at which compaction cuts its output tables; default 8 MiB. */
+  public Options tableTargetBytes(long bytes) { this.tableTargetBytes = bytes; return this; }
+  public long tableTargetBytes() { return tableTargetBytes; }
+
+  /**
+   * Background threads that run key index compactions; compactions whose key ranges do not overlap run
+   * at once. Default 2.
+   */
+  public Options compactionThreads(int threads) { this.compactionThreads = threads; return this; }
+  public int compactionThreads() { return compactionThreads; }
+
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
@@ -119,6 +164,14 @@ public final class Options {
     check(bloomBitsPerKey >= 0 && bloomBitsPerKey <= 64, "bloomBitsPerKey must be between 0 and 64, was " + bloomBitsPerKey);
     check(checkpointRetentionMillis >= 0, "checkpointRetentionMillis must not be negative");
     check(maxGroupCommitBytes >= 4096, "maxGroupCommitBytes must be at least 4096, was " + maxGroupCommitBytes);
+    check(l0CompactionTrigger >= 2, "l0CompactionTrigger must be at least 2, was " + l0CompactionTrigger);
+    check(l0StopWritesTrigger > l0CompactionTrigger, "l0StopWritesTrigger must be above l0CompactionTrigger ("
+        + l0CompactionTrigger + "), was " + l0StopWritesTrigger);
+    check(level1Bytes >= 1024, "level1Bytes must be at least 1 KiB, was " + level1Bytes);
+    check(levelMultiplier >= 2 && levelMultiplier <= 100, "levelMultiplier must be between 2 and 100, was " + levelMultiplier);
+    check(tableTargetBytes >= 1024 && tableTargetBytes <= (1L << 30),
+        "tableTargetBytes must be between 1 KiB and 1 GiB, was " + tableTargetBytes);
+    check(compactionThreads >= 1 && compactionThreads <= 64, "compactionThreads must be between 1 and 64, was " + compactionThreads);
   }
 
   private static void check(boolean ok, String message) {
@@ -131,6 +184,8 @@ public final class Options {
         + maxValueSize + ", syncMode=" + syncMode + ", syncIntervalMillis=" + syncIntervalMillis
         + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", maxGroupCommitBytes="
-        + maxGroupCommitBytes + "]";
+        + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
+        + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
+        + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads + "]";
   }
 }

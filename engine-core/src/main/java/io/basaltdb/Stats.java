@@ -12,11 +12,19 @@ import java.util.Map;
  *   <li>{@code userBytesWritten} (keys and values of acknowledged writes), {@code walBytesWritten},
  *       {@code walSyncs}, {@code segmentBytesWritten}, {@code indexBytesWritten},
  *       {@code manifestBytesWritten}; see {@link #writeAmplification()};</li>
- *   <li>{@code flushes}; {@code stalls} and {@code stallNanos} (writers blocked because the write cache
+ *   <li>{@code flushes}, {@code flushedRecords} (key index records the flushes wrote, one per key and
+ *       flush); {@code stalls} and {@code stallNanos} (writers blocked because the write cache
  *       was full while the previous one was still flushing), {@code slowdowns} and {@code slowdownNanos}
  *       (writers delayed 1 ms because it was three quarters full);</li>
  *   <li>{@code tableLookups} (key index tables consulted), {@code documentReads} (documents read from
  *       log segments);</li>
+ *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
+ *       without rewriting), {@code compactionBytesRead}, {@code compactionBytesWritten},
+ *       {@code discardedVersions} and {@code discardedBytes} (older versions and bottom-level tombstones
+ *       compaction dropped, with their document sizes: the garbage in the log segments),
+ *       {@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
+ *       {@code l0StopWritesTrigger} level-0 tables); gauges {@code tablesAtLevel0} to
+ *       {@code tablesAtLevel6};</li>
  *   <li>gauges: {@code writeCacheBytes}, {@code memoryInUse}, {@code memoryQuota}, {@code tables},
  *       {@code segments}, {@code lastSeqno}, {@code keyspaces}.</li>
  * </ul>
@@ -53,7 +61,7 @@ public final class Stats {
     long user = get("userBytesWritten");
     if (user == 0) return 0;
     return (double) (get("walBytesWritten") + get("segmentBytesWritten") + get("indexBytesWritten")
-        + get("manifestBytesWritten")) / user;
+        + get("compactionBytesWritten") + get("manifestBytesWritten")) / user;
   }
 
   @Override

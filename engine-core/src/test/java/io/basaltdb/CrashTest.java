@@ -23,7 +23,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * of the acknowledged writes. With {@link SyncMode#SYNC} the store must hold exactly the acknowledged
  * writes, plus possibly the one in flight; with the other modes it must equal the model after some
  * prefix of the writes (nothing out of order, no holes) no older than the last flush. Some runs crash
- * inside close instead, while it writes and syncs the clean-close marker. Each mode runs
+ * inside close instead, while it writes and syncs the clean-close marker. Key index levels are tiny, so
+ * many crashes land in the middle of a compaction. Each mode runs
  * {@code basalt.crash.points} crash points (default 400, so 1,200 per suite run).
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
@@ -31,8 +32,8 @@ class CrashTest {
   static final int POINTS = Integer.getInteger("basalt.crash.points", 400);
 
   static Options options(SyncMode mode) {
-    return Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10).segmentSize(64 << 10)
-        .blockSize(512).syncMode(mode).syncIntervalMillis(2);
+    return ModelTest.tinyLevels(Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10)
+        .segmentSize(64 << 10).blockSize(512).syncMode(mode).syncIntervalMillis(2));
   }
 
   @ParameterizedTest

@@ -38,7 +38,14 @@ class ModelTest {
         Arguments.of("tiny-cache", tiny().syncMode(SyncMode.SYNC), false),
         Arguments.of("tiny-cache-periodic", tiny().syncMode(SyncMode.PERIODIC).syncIntervalMillis(5), false),
         Arguments.of("tiny-cache-nosync", tiny().syncMode(SyncMode.NONE).bloomBitsPerKey(0), false),
+        Arguments.of("tiny-levels", tinyLevels(tiny()), false),
         Arguments.of("in-memory", Options.defaults().memoryQuota(64L << 20), true));
+  }
+
+  /** Key index levels so small that compactions run all the time and reach the deepest level. */
+  static Options tinyLevels(Options o) {
+    return o.l0CompactionTrigger(2).l0StopWritesTrigger(8).level1Bytes(1024).levelMultiplier(2)
+        .tableTargetBytes(1024);
   }
 
   static Options tiny() {
@@ -92,6 +99,12 @@ class ModelTest {
       try {
         for (int op = 0; op < OPS; op++) step();
         verifyAll();
+        if (options.l0CompactionTrigger() == 2) { // tiny levels: compaction must have pushed data deep
+          Stats st = db.stats();
+          long deep = 0;
+          for (int l = 2; l < 7; l++) deep += st.get("tablesAtLevel" + l);
+          assertTrue(deep > 0, "no table below level 1: " + st);
+        }
       } finally {
         db.close();
       }

@@ -202,6 +202,21 @@ final class CommitPipeline {
     while (true) {
       engine.checkWritable();
       Version v = engine.current();
+      if (l0Full(v)) {
+        long t0 = System.nanoTime();
+        lock.lock();
+        try {
+          if (engine.failure() == null) flushed.await(20, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new BasaltException("interrupted while waiting for compaction; nothing was written");
+        } finally {
+          lock.unlock();
+        }
+        engine.stats.l0StallNanos.add(System.nanoTime() - t0);
+        engine.stats.l0Stalls.increment();
+        continue;
+      }
       long active = v.active.bytes();
       if (active < half) {
         if (v.immutable != null && !slowed && active >= half * 3 / 4) {
@@ -233,7 +248,15 @@ final class CommitPipeline {
     }
   }
 
-  /** Called by the flusher after each flush and by the engine on failure. */
+  /** Whether a keyspace has so many level-0 tables that writers must wait for compaction. */
+  private boolean l0Full(Version v) {
+    for (KeyspaceFiles f : v.files.values()) {
+      if (f.level(0).size() >= engine.options.l0StopWritesTrigger()) return true;
+    }
+    return false;
+  }
+
+  /** Called by the flusher after each flush, by compactions and by the engine on failure. */
   void wakeStalled() {
     lock.lock();
     try {

@@ -82,6 +82,28 @@ public final class Engine implements AutoCloseable {
   Manifest manifest;
   /** Retained manifests (checkpoints), number to creation time; guarded by manifestLock. */
   java.util.TreeMap<Long, Long> checkpoints = new java.util.TreeMap<>();
+  /** File numbers of the tables each retained manifest names; guarded by manifestLock. */
+  Map<Long, Set<Long>> checkpointTables = new HashMap<>();
+  /** Open key index tables by file number, until they are deleted; guarded by manifestLock. */
+  final Map<Long, OpenTable> openTables = new HashMap<>();
+  /** Versions not yet freed: the tables they name stay on disk. */
+  private final Set<Version> liveVersions = ConcurrentHashMap.newKeySet();
+
+  /** A table the engine has open, and its keyspace (to name its file). */
+  record OpenTable(int keyspace, KeyspaceFiles.Table table) {}
+
+  /**
+   * Receives every key index record version a compaction discards, as {@code (keyspace, seqno, doc
+   * size)}: called once per discarded version, just before the manifest that drops it is committed. If
+   * that commit fails, the store fails and the compaction runs again after reopening, so a consumer that
+   * must count each version once persists what it learns together with the manifest (the garbage
+   * collector's delete list will). Called on compaction threads, under the manifest lock.
+   */
+  public interface DiscardListener {
+    void discarded(int keyspace, long seqno, int docSize);
+  }
+
+  private volatile DiscardListener discardListener = (ks, seqno, size) -> {};
 
   final CommitLog wal;
   /** The store directory's process lock (disk stores); released by close. */
@@ -90,6 +112,7 @@ public final class Engine implements AutoCloseable {
   private Thread syncer;
   final CommitPipeline pipeline;
   final Flusher flusher;
+  final Compactor compactor;
   /** The first write or flush failure; once set, writes are refused. Volatile: read by every writer. */
   private volatile BasaltException failure;
   private volatile boolean closed;
@@ -107,10 +130,11 @@ public final class Engine implements AutoCloseable {
     if (inMemory) {
       this.wal = null;
       this.flusher = null;
+      this.compactor = null;
       idsByName.put("default", 1);
       namesById.put(1, "default");
       Memtable m = newMemtable();
-      current = new Version(m, null, Map.of());
+      current = newVersion(m, null, Map.of());
       m.release();
       return;
     }
@@ -130,6 +154,8 @@ public final class Engine implements AutoCloseable {
     }
     this.manifest = st.manifest;
     this.checkpoints = st.checkpoints;
+    this.checkpointTables = st.checkpointTables;
+    st.files.forEach((ks, f) -> f.tables.forEach(t -> openTables.put(t.fileNumber(), new OpenTable(ks, t))));
     for (Manifest.KeyspaceMeta k : manifest.keyspaces()) {
       idsByName.put(k.name(), k.id());
       namesById.put(k.id(), k.name());
@@ -137,8 +163,9 @@ public final class Engine implements AutoCloseable {
     nextFileNumber.set(st.nextFileNumber);
     lastSeqno = manifest.flushedSeqno();
     this.flusher = new Flusher(this, st.segmentWriters, st.openFiles);
+    this.compactor = new Compactor(this);
     Memtable active = newMemtable();
-    current = new Version(active, null, st.files);
+    current = newVersion(active, null, st.files);
     active.release();
     CommitLog log = null;
     try {
@@ -154,6 +181,7 @@ public final class Engine implements AutoCloseable {
     }
     this.wal = log;
     flusher.start();
+    compactor.start();
     if (options.syncMode() == io.basaltdb.SyncMode.PERIODIC) {
       syncer = new Thread(this::syncPeriodically, "basalt-wal-sync");
       syncer.setDaemon(true);
@@ -190,6 +218,80 @@ public final class Engine implements AutoCloseable {
     Options o = options.copy();
     o.validate();
     return new Engine(storage, o);
+  }
+
+  /** A new version, registered so its tables stay on disk until it is freed. */
+  Version newVersion(Memtable active, Memtable immutable, Map<Integer, KeyspaceFiles> files) {
+    Version v = new Version(active, immutable, files, this::versionFreed);
+    liveVersions.add(v);
+    return v;
+  }
+
+  private void versionFreed(Version v) {
+    liveVersions.remove(v);
+    Compactor c = compactor;
+    if (c != null) c.tablesMayBeObsolete(); // deletion happens on a compaction thread, not a reader's
+  }
+
+  /**
+   * Closes and deletes the tables no live version and no retained manifest names (inputs of finished
+   * compactions once the last snapshot or read using them is done). Caller holds manifestLock.
+   */
+  void deleteObsoleteTables() {
+    Set<Long> named = new java.util.HashSet<>();
+    for (Set<Long> s : checkpointTables.values()) named.addAll(s);
+    for (Version v : liveVersions) {
+      for (KeyspaceFiles f : v.files.values()) {
+        for (KeyspaceFiles.Table t : f.tables) named.add(t.fileNumber());
+      }
+    }
+    var it = openTables.entrySet().iterator();
+    while (it.hasNext()) {
+      var e = it.next();
+      if (named.contains(e.getKey())) continue;
+      flusher.forget(e.getValue().table().reader());
+      e.getValue().table().reader().close();
+      storage.delete(KeyspaceFiles.tableName(e.getValue().keyspace(), e.getKey()));
+      it.remove();
+    }
+  }
+
+  /**
+   * The next manifest: the current one's keyspaces with their tables and segments from {@code files},
+   * and the given flush position. Caller holds manifestLock.
+   */
+  Manifest nextManifest(Map<Integer, KeyspaceFiles> files, long flushedSeqno, long walStart) {
+    Manifest m = manifest;
+    List<Manifest.KeyspaceMeta> ks = new ArrayList<>();
+    for (Manifest.KeyspaceMeta meta : m.keyspaces()) {
+      KeyspaceFiles f = files.get(meta.id());
+      if (f == null) {
+        ks.add(meta);
+        continue;
+      }
+      List<Manifest.TableMeta> tables = new ArrayList<>();
+      for (KeyspaceFiles.Table t : f.tables) tables.add(new Manifest.TableMeta(t.fileNumber(), t.level()));
+      List<io.basaltdb.internal.segment.SegmentState> segs = new ArrayList<>();
+      for (KeyspaceFiles.Segment sg : f.segments) segs.add(sg.state());
+      ks.add(new Manifest.KeyspaceMeta(meta.id(), meta.name(), tables, segs));
+    }
+    return new Manifest(m.number() + 1, System.currentTimeMillis(), flushedSeqno, nextFileNumber.get(), walStart,
+        m.nextKeyspaceId(), ks);
+  }
+
+  /** WAL files, expired checkpoints and tables nothing names any more. Caller holds manifestLock. */
+  void deleteObsolete() {
+    Recovery.deleteObsolete(storage, manifest, checkpoints, options.checkpointRetentionMillis());
+    checkpointTables.keySet().retainAll(checkpoints.keySet());
+    deleteObsoleteTables();
+  }
+
+  void setDiscardListener(DiscardListener listener) {
+    discardListener = listener == null ? (ks, seqno, size) -> {} : listener;
+  }
+
+  DiscardListener discardListener() {
+    return discardListener;
   }
 
   Memtable newMemtable() {
@@ -291,6 +393,7 @@ public final class Engine implements AutoCloseable {
     stats.manifestBytes.add(m.encode().length);
     manifest = m;
     checkpoints.put(m.number(), m.createdMillis());
+    checkpointTables.put(m.number(), Manifest.tableNumbers(m));
   }
 
   // ---- writes ------------------------------------------------------------------------------------------
@@ -352,14 +455,21 @@ public final class Engine implements AutoCloseable {
   byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key) {
     if (files.tables.isEmpty()) return null;
     KeyRecord rec = new KeyRecord();
-    for (KeyspaceFiles.Table t : files.tables) {
-      stats.tableLookups.increment();
-      if (t.reader().get(key, rec)) {
-        if (rec.tombstone) return null;
-        return readDocument(files, ks, key, rec.seqno, rec.hint).value();
+    for (KeyspaceFiles.Table t : files.level(0)) {
+      if (lookup(t, key, rec)) return rec.tombstone ? null : readDocument(files, ks, key, rec.seqno, rec.hint).value();
+    }
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      KeyspaceFiles.Table t = files.candidate(l, key);
+      if (t != null && lookup(t, key, rec)) {
+        return rec.tombstone ? null : readDocument(files, ks, key, rec.seqno, rec.hint).value();
       }
     }
     return null;
+  }
+
+  private boolean lookup(KeyspaceFiles.Table t, byte[] key, KeyRecord rec) {
+    stats.tableLookups.increment();
+    return t.reader().get(key, rec);
   }
 
   Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
@@ -459,12 +569,21 @@ public final class Engine implements AutoCloseable {
     m.put("indexBytesWritten", s.tableBytes.sum());
     m.put("manifestBytesWritten", s.manifestBytes.sum());
     m.put("flushes", s.flushes.sum());
+    m.put("flushedRecords", s.flushedRecords.sum());
     m.put("stalls", s.stalls.sum());
     m.put("stallNanos", s.stallNanos.sum());
     m.put("slowdowns", s.slowdowns.sum());
     m.put("slowdownNanos", s.slowdownNanos.sum());
     m.put("tableLookups", s.tableLookups.sum());
     m.put("documentReads", s.documentReads.sum());
+    m.put("compactions", s.compactions.sum());
+    m.put("trivialMoves", s.trivialMoves.sum());
+    m.put("compactionBytesRead", s.compactionBytesRead.sum());
+    m.put("compactionBytesWritten", s.compactionBytesWritten.sum());
+    m.put("discardedVersions", s.discardedVersions.sum());
+    m.put("discardedBytes", s.discardedBytes.sum());
+    m.put("l0Stalls", s.l0Stalls.sum());
+    m.put("l0StallNanos", s.l0StallNanos.sum());
     Version v = current;
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
     m.put("memoryInUse", allocator.usedBytes());
@@ -475,6 +594,11 @@ public final class Engine implements AutoCloseable {
       segments += f.segments.size();
     }
     m.put("tables", (long) tables);
+    for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      long n = 0;
+      for (KeyspaceFiles f : v.files.values()) n += f.level(l).size();
+      m.put("tablesAtLevel" + l, n);
+    }
     m.put("segments", (long) segments);
     m.put("lastSeqno", lastSeqno);
     m.put("keyspaces", (long) namesById.size());
@@ -502,6 +626,7 @@ public final class Engine implements AutoCloseable {
           Thread.currentThread().interrupt();
         }
       }
+      if (compactor != null) compactor.stop();
       if (flusher != null) flusher.stop();
       if (wal != null) {
         if (failure == null) wal.close(lastSeqno); else wal.abandon();

@@ -69,7 +69,7 @@ final class Flusher {
       v.active.switchSeqno = engine.lastSeqno;
       v.active.walAfter = walNumber;
       Memtable fresh = engine.newMemtable();
-      engine.install(new Version(fresh, v.active, v.files));
+      engine.install(engine.newVersion(fresh, v.active, v.files));
       fresh.release();
     } catch (BasaltException e) {
       engine.fail(e);
@@ -115,6 +115,7 @@ final class Flusher {
     Memtable imm = v.immutable;
     Map<Integer, KeyspaceFiles> files = new HashMap<>(v.files);
     List<Integer> touched = new ArrayList<>();
+    Map<Integer, KeyspaceFiles.Table> newTables = new HashMap<>();
     try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
       List<byte[]> keys = new ArrayList<>();
@@ -125,7 +126,9 @@ final class Flusher {
         int k = sk == null ? -1 : Memtable.keyspaceOf(sk);
         if (k != ks && !keys.isEmpty()) {
           if (engine.isLive(ks)) {
-            files.put(ks, flushKeyspace(ks, keys, entries, files.getOrDefault(ks, KeyspaceFiles.EMPTY)));
+            KeyspaceFiles f = flushKeyspace(ks, keys, entries, files.getOrDefault(ks, KeyspaceFiles.EMPTY));
+            files.put(ks, f);
+            newTables.put(ks, f.level(0).get(0));
             touched.add(ks);
           }
           keys.clear();
@@ -142,35 +145,27 @@ final class Flusher {
       files.put(k, files.get(k).withSegment(checkpoint(writers.get(k))));
     }
     synchronized (engine.manifestLock) {
-      Manifest m = engine.manifest;
-      List<Manifest.KeyspaceMeta> ks = new ArrayList<>();
-      for (Manifest.KeyspaceMeta meta : m.keyspaces()) {
-        KeyspaceFiles f = files.get(meta.id());
-        if (f == null) {
-          ks.add(meta);
-          continue;
-        }
-        List<Manifest.TableMeta> tables = new ArrayList<>();
-        for (KeyspaceFiles.Table t : f.tables) tables.add(new Manifest.TableMeta(t.fileNumber(), t.level()));
-        List<SegmentState> segs = new ArrayList<>();
-        for (KeyspaceFiles.Segment s : f.segments) segs.add(s.state());
-        ks.add(new Manifest.KeyspaceMeta(meta.id(), meta.name(), tables, segs));
+      // Compactions may have changed the tables since this flush began: add the new level-0 tables to
+      // the current ones. Segments change only here, so this flush's segment lists are current.
+      Map<Integer, KeyspaceFiles> now = new HashMap<>(engine.current().files);
+      for (int k : touched) {
+        KeyspaceFiles base = now.getOrDefault(k, KeyspaceFiles.EMPTY);
+        KeyspaceFiles.Table t = newTables.get(k);
+        now.put(k, new KeyspaceFiles(base.withTable(t).tables, files.get(k).segments));
+        engine.openTables.put(t.fileNumber(), new Engine.OpenTable(k, t));
       }
-      engine.commitManifest(new Manifest(m.number() + 1, System.currentTimeMillis(), imm.switchSeqno,
-          engine.nextFileNumber.get(), imm.walAfter, m.nextKeyspaceId(), ks));
-    }
-    engine.applyLock.lock();
-    try {
-      Version cur = engine.current();
-      engine.install(new Version(cur.active, null, files));
-    } finally {
-      engine.applyLock.unlock();
+      engine.commitManifest(engine.nextManifest(now, imm.switchSeqno, imm.walAfter));
+      engine.applyLock.lock();
+      try {
+        Version cur = engine.current();
+        engine.install(engine.newVersion(cur.active, null, now));
+      } finally {
+        engine.applyLock.unlock();
+      }
+      engine.deleteObsolete();
     }
     engine.stats.flushes.increment();
-    synchronized (engine.manifestLock) {
-      Recovery.deleteObsolete(engine.storage, engine.manifest, engine.checkpoints,
-          engine.options.checkpointRetentionMillis());
-    }
+    if (engine.compactor != null) engine.compactor.wake();
     engine.pipeline.wakeStalled();
   }
 
@@ -214,6 +209,7 @@ final class Flusher {
       info = tw.finish();
     }
     engine.stats.tableBytes.add(info.fileSize());
+    engine.stats.flushedRecords.add(info.entryCount());
     StorageFile rf = engine.storage.open(name);
     TableReader reader;
     try {
@@ -266,6 +262,16 @@ final class Flusher {
         Thread.currentThread().interrupt();
       }
     }
+  }
+
+  /** Closes {@code c} with the store (tables written by compaction). */
+  void track(AutoCloseable c) {
+    openFiles.add(c);
+  }
+
+  /** Stops tracking {@code c}, which its owner closed (a deleted table). */
+  void forget(AutoCloseable c) {
+    openFiles.remove(c);
   }
 
   void closeFiles() {

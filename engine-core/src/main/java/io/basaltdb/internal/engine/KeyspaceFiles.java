@@ -11,27 +11,66 @@ import java.util.List;
 import java.util.function.Supplier;
 
 /**
- * The on-disk read sources of one keyspace in one {@link Version}: its key index tables, newest first,
- * and its log segments sorted by start seqno (Magma section 3: "an in-memory array of segments", found
- * by binary search on the seqno a key index record gives).
+ * The on-disk read sources of one keyspace in one {@link Version}: its key index tables by level, and
+ * its log segments sorted by start seqno (Magma section 3: "an in-memory array of segments", found by
+ * binary search on the seqno a key index record gives).
+ *
+ * <p>Tables are kept in search order: level 0 newest first (its tables overlap), then each deeper level
+ * sorted by smallest key (its tables do not overlap). A key's newest record is therefore in the first
+ * table of that order that holds it, and a level beyond 0 has at most one candidate table, found by
+ * binary search.
  *
  * <p>Thread-safety: immutable; the readers it holds are safe for concurrent use.
  */
 final class KeyspaceFiles {
   static final KeyspaceFiles EMPTY = new KeyspaceFiles(List.of(), List.of());
 
+  /** Levels of the key index: 0 (overlapping tables) to MAX_LEVELS - 1. */
+  static final int MAX_LEVELS = 7;
+
   /** A key index table and its file number. */
-  record Table(long fileNumber, int level, TableReader reader) {}
+  record Table(long fileNumber, int level, TableReader reader) {
+    byte[] smallest() {
+      return reader.info().smallestKey();
+    }
+
+    byte[] largest() {
+      return reader.info().largestKey();
+    }
+
+    long bytes() {
+      return reader.info().fileSize();
+    }
+  }
 
   /** A log segment's checkpointed state and a reader of it. */
   record Segment(SegmentState state, SegmentReader reader) {}
 
+  /** Every table in search order (see the class comment). */
   final List<Table> tables;
   final List<Segment> segments;
   private final long[] starts;
+  /** {@code tables} index of the first table of each level; {@code levelStart[MAX_LEVELS]} is the size. */
+  private final int[] levelStart = new int[MAX_LEVELS + 1];
 
+  /** {@code tables}: level-0 tables newest first, in any position; deeper levels in any order. */
   KeyspaceFiles(List<Table> tables, List<Segment> segments) {
-    this.tables = List.copyOf(tables);
+    List<Table> ordered = new ArrayList<>(tables);
+    ordered.sort((a, b) -> a.level != b.level ? Integer.compare(a.level, b.level)
+        : a.level == 0 ? 0 : Arrays.compareUnsigned(a.smallest(), b.smallest())); // stable: L0 keeps its order
+    this.tables = List.copyOf(ordered);
+    for (int i = 0, l = 0; l <= MAX_LEVELS; l++) {
+      while (i < ordered.size() && ordered.get(i).level < l) i++;
+      levelStart[l] = i;
+    }
+    levelStart[MAX_LEVELS] = ordered.size();
+    for (int i = 1; i < ordered.size(); i++) { // deeper levels must not overlap, or reads go wrong
+      Table a = ordered.get(i - 1), b = ordered.get(i);
+      if (a.level == b.level && a.level > 0 && Arrays.compareUnsigned(a.largest(), b.smallest()) >= 0) {
+        throw new IllegalStateException("key index tables " + a.fileNumber + " and " + b.fileNumber
+            + " of level " + a.level + " overlap");
+      }
+    }
     this.segments = List.copyOf(segments);
     this.starts = new long[segments.size()];
     for (int i = 0; i < starts.length; i++) {
@@ -83,10 +122,52 @@ final class KeyspaceFiles {
     return d;
   }
 
+  /** The tables of level {@code l} in search order. */
+  List<Table> level(int l) {
+    return tables.subList(levelStart[l], levelStart[l + 1]);
+  }
+
+  long levelBytes(int l) {
+    long n = 0;
+    for (Table t : level(l)) n += t.bytes();
+    return n;
+  }
+
+  /** The deepest level holding a table, or -1 if there is none. */
+  int deepestLevel() {
+    for (int l = MAX_LEVELS - 1; l >= 0; l--) {
+      if (levelStart[l + 1] > levelStart[l]) return l;
+    }
+    return -1;
+  }
+
+  /** The one table of level {@code l >= 1} whose key range holds {@code key}, or null. */
+  Table candidate(int l, byte[] key) {
+    int lo = levelStart[l], hi = levelStart[l + 1] - 1;
+    while (lo <= hi) { // the first table whose largest key is not below key
+      int mid = (lo + hi) >>> 1;
+      if (Arrays.compareUnsigned(tables.get(mid).largest(), key) < 0) lo = mid + 1; else hi = mid - 1;
+    }
+    if (lo == levelStart[l + 1]) return null;
+    Table t = tables.get(lo);
+    return Arrays.compareUnsigned(t.smallest(), key) <= 0 ? t : null;
+  }
+
+  /** These files with {@code t} as the newest level-0 table. */
   KeyspaceFiles withTable(Table t) {
     List<Table> ts = new ArrayList<>(tables.size() + 1);
     ts.add(t);
     ts.addAll(tables);
+    return new KeyspaceFiles(ts, segments);
+  }
+
+  /** These files without the tables numbered in {@code removed} and with {@code added}. */
+  KeyspaceFiles withCompaction(java.util.Set<Long> removed, List<Table> added) {
+    List<Table> ts = new ArrayList<>(tables.size() + added.size());
+    for (Table t : tables) {
+      if (!removed.contains(t.fileNumber)) ts.add(t);
+    }
+    ts.addAll(added);
     return new KeyspaceFiles(ts, segments);
   }
 

@@ -165,4 +165,13 @@ record Manifest(
       return decode(buf.array(), storage.describe(path));
     }
   }
+
+  /** File numbers of every table {@code m} names. */
+  static java.util.Set<Long> tableNumbers(Manifest m) {
+    java.util.Set<Long> out = new java.util.HashSet<>();
+    for (KeyspaceMeta k : m.keyspaces()) {
+      for (TableMeta t : k.tables()) out.add(t.fileNumber());
+    }
+    return out;
+  }
 }

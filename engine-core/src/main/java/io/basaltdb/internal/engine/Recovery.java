@@ -37,6 +37,8 @@ final class Recovery {
     final List<AutoCloseable> openFiles = new ArrayList<>();
     /** Retained manifests (checkpoints): number to creation time. */
     final TreeMap<Long, Long> checkpoints = new TreeMap<>();
+    /** File numbers of the tables each retained manifest names. */
+    final Map<Long, Set<Long>> checkpointTables = new HashMap<>();
     long nextFileNumber;
 
     void closeFiles() {
@@ -64,6 +66,7 @@ final class Recovery {
         m.commit(storage);
         st.manifest = m;
         st.checkpoints.put(1L, m.createdMillis());
+        st.checkpointTables.put(1L, Set.of());
       }
       long maxFile = st.manifest.nextFileNumber() - 1;
       for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
@@ -98,6 +101,7 @@ final class Recovery {
         Manifest m = Manifest.read(storage, name);
         if (st.manifest == null) st.manifest = m;
         st.checkpoints.put(m.number(), m.createdMillis());
+        st.checkpointTables.put(m.number(), Manifest.tableNumbers(m));
       } catch (CorruptionException e) {
         // An older valid manifest may still recover the store: the WAL seqno check below fails the open
         // if the WAL it needs is gone.
@@ -259,7 +263,7 @@ final class Recovery {
       cur.active.switchSeqno = engine.lastSeqno;
       cur.active.walAfter = walFile;
       Memtable fresh = engine.newMemtable();
-      engine.install(new Version(fresh, cur.active, cur.files));
+      engine.install(engine.newVersion(fresh, cur.active, cur.files));
       fresh.release();
       v = engine.acquire();
     } finally {

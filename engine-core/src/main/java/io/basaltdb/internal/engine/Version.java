@@ -2,11 +2,13 @@ package io.basaltdb.internal.engine;
 
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * One immutable arrangement of the store's read sources: the active and immutable write caches and,
  * per keyspace, the key index tables and log segments ({@link KeyspaceFiles}). Readers pin the current
- * version for the length of a get, a snapshot or a cursor; a flush installs a new one. The write caches
+ * version for the length of a get, a snapshot or a cursor; a flush or a compaction installs a new one.
+ * A table leaves the disk only when no live version (and no retained manifest) names it. The write caches
  * a version names stay alive while any reader holds it (a snapshot taken before a flush keeps reading
  * the flushed skiplist, whose versions the new table no longer holds).
  *
@@ -20,11 +22,15 @@ final class Version {
   /** Keyspace id to its files; keyspaces without files may be absent. */
   final Map<Integer, KeyspaceFiles> files;
   private final AtomicInteger refs = new AtomicInteger(1);
+  /** Called once when the last reference goes; the engine forgets the version and may delete tables. */
+  private final Consumer<Version> onFree;
 
-  Version(Memtable active, Memtable immutable, Map<Integer, KeyspaceFiles> files) {
+  /** Use {@link Engine#newVersion}, which registers the version. */
+  Version(Memtable active, Memtable immutable, Map<Integer, KeyspaceFiles> files, Consumer<Version> onFree) {
     this.active = active;
     this.immutable = immutable;
     this.files = Map.copyOf(files);
+    this.onFree = onFree;
     active.retain();
     if (immutable != null) immutable.retain();
   }
@@ -47,6 +53,7 @@ final class Version {
     if (refs.decrementAndGet() == 0) {
       active.release();
       if (immutable != null) immutable.release();
+      onFree.accept(this);
     }
   }
 }

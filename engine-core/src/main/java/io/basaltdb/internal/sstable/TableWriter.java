@@ -101,6 +101,11 @@ public final class TableWriter {
     return entryCount;
   }
 
+  /** Bytes of data blocks so far, written or pending: what compaction cuts its output tables by. */
+  public long dataSize() {
+    return offset + data.sizeEstimate();
+  }
+
   /**
    * Writes the last data block, the filter, meta and index blocks and the footer, syncs the file and
    * returns what the table holds. An empty table (no records) is valid.

@@ -1,0 +1,94 @@
+package io.basaltdb.internal.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.Options;
+import io.basaltdb.SyncMode;
+import io.basaltdb.internal.storage.MemStorage;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Leveled compaction against an exact account: every key index record a flush writes either stays in
+ * a table or is handed to the discard listener, once, and only records that are superseded or are
+ * tombstones with nothing below them are discarded.
+ */
+class CompactionTest {
+  static Options tinyLevels() {
+    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(64 << 10).segmentSize(256 << 10)
+        .blockSize(512).syncMode(SyncMode.NONE).l0CompactionTrigger(2).l0StopWritesTrigger(8)
+        .level1Bytes(1024).levelMultiplier(2).tableTargetBytes(1024);
+  }
+
+  @Test
+  void everyFlushedRecord_isKeptOrDiscardedOnce_andOnlyDeadOnesAreDiscarded() throws Exception {
+    Map<Long, byte[]> keyOfSeqno = new HashMap<>();
+    Map<String, Long> newest = new HashMap<>();
+    Set<Long> tombstones = new HashSet<>();
+    Map<String, byte[]> model = new HashMap<>();
+    List<long[]> discarded = java.util.Collections.synchronizedList(new ArrayList<>());
+    Random rnd = new Random(42);
+    try (Engine e = Engine.open(new MemStorage(42), tinyLevels())) {
+      e.setDiscardListener((ks, seqno, size) -> discarded.add(new long[] {ks, seqno, size}));
+      for (int i = 0; i < 6000; i++) {
+        String k = "key-" + rnd.nextInt(300);
+        Batch b = new Batch(1);
+        long seqno = e.lastSeqno + 1;
+        if (rnd.nextInt(5) == 0) {
+          b.add(1, Batch.DELETE, k.getBytes(), null);
+          tombstones.add(seqno);
+          model.remove(k);
+        } else {
+          byte[] v = new byte[1 + rnd.nextInt(100)];
+          rnd.nextBytes(v);
+          b.add(1, Batch.PUT, k.getBytes(), v);
+          model.put(k, v);
+        }
+        e.write(b);
+        assertEquals(seqno, e.lastSeqno);
+        keyOfSeqno.put(seqno, k.getBytes());
+        newest.put(k, seqno);
+      }
+      e.flush();
+      assertTrue(e.compactor.awaitIdle(30_000), "compaction settled");
+      Map<String, Long> st = e.stats();
+      assertTrue(st.get("compactions") > 5, "compactions ran: " + st);
+      assertTrue(st.get("tablesAtLevel3") + st.get("tablesAtLevel4") + st.get("tablesAtLevel5") > 0, "deep levels: " + st);
+      assertTrue(!discarded.isEmpty(), "versions were discarded");
+      long kept = 0;
+      Set<Long> keptSeqnos = new HashSet<>();
+      for (KeyspaceFiles.Table t : e.current().files(1).tables) {
+        kept += t.reader().info().entryCount();
+        try (var it = t.reader().iterator()) {
+          for (it.seekFirst(); it.valid(); it.next()) keptSeqnos.add(it.seqno());
+        }
+      }
+      Set<Long> seen = new HashSet<>();
+      for (long[] d : discarded) {
+        long seqno = d[1];
+        assertTrue(seen.add(seqno), "seqno " + seqno + " discarded twice");
+        assertTrue(!keptSeqnos.contains(seqno), "seqno " + seqno + " discarded but still in a table");
+        String k = new String(keyOfSeqno.get(seqno));
+        assertTrue(newest.get(k) != seqno || tombstones.contains(seqno),
+            "seqno " + seqno + " is the live version of " + k + " and was discarded");
+        assertTrue(d[2] > 0, "document size");
+      }
+      assertEquals(st.get("flushedRecords"), kept + discarded.size(), "every flushed record kept or discarded, once");
+      assertEquals(st.get("discardedVersions"), (long) discarded.size());
+      for (int k = 0; k < 300; k++) {
+        String key = "key-" + k;
+        byte[] got = e.get(1, key.getBytes());
+        if (model.containsKey(key)) assertArrayEquals(model.get(key), got, key); else assertNull(got, key);
+      }
+    }
+  }
+}
