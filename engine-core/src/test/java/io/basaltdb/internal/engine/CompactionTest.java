@@ -91,4 +91,71 @@ class CompactionTest {
       }
     }
   }
+
+  @Test
+  void tablesReplacedByCompaction_stayWhileASnapshotUsesThem_thenGo() throws Exception {
+    MemStorage storage = new MemStorage(7);
+    try (Engine e = Engine.open(storage, tinyLevels().checkpointRetentionMillis(0))) {
+      for (int i = 0; i < 1500; i++) put(e, "key-" + (i % 200), "old-" + i);
+      e.flush();
+      assertTrue(e.compactor.awaitIdle(30_000));
+      EngineSnapshot snap = e.snapshot();
+      Set<String> pinned = new HashSet<>();
+      for (KeyspaceFiles.Table t : snap.version.files(1).tables) pinned.add(KeyspaceFiles.tableName(1, t.fileNumber()));
+      Map<String, byte[]> before = new HashMap<>();
+      for (int k = 0; k < 200; k++) before.put("key-" + k, snap.get(1, ("key-" + k).getBytes()));
+      for (int i = 0; i < 3000; i++) put(e, "key-" + (i % 200), "new-" + i);
+      e.flush();
+      assertTrue(e.compactor.awaitIdle(30_000));
+      Set<Long> current = new HashSet<>();
+      for (KeyspaceFiles.Table t : e.current().files(1).tables) current.add(t.fileNumber());
+      assertTrue(snap.version.files(1).tables.stream().anyMatch(t -> !current.contains(t.fileNumber())),
+          "compaction replaced some of the snapshot's tables");
+      for (String f : pinned) assertTrue(storage.exists(f), f + " deleted under an open snapshot");
+      for (int k = 0; k < 200; k++) {
+        assertArrayEquals(before.get("key-" + k), snap.get(1, ("key-" + k).getBytes()), "snapshot read of key-" + k);
+      }
+      snap.close();
+      long deadline = System.currentTimeMillis() + 10_000;
+      Set<String> left = new HashSet<>(pinned);
+      while (System.currentTimeMillis() < deadline) { // deletion runs on a compaction thread
+        left.removeIf(f -> !storage.exists(f));
+        left.removeIf(f -> current.contains(Long.parseLong(f.substring(f.lastIndexOf('/') + 1, f.length() - 4))));
+        if (left.isEmpty()) break;
+        Thread.sleep(10);
+      }
+      assertTrue(left.isEmpty(), "tables no version names any more were not deleted: " + left);
+    }
+  }
+
+  @Test
+  void slowCompaction_stallsWritersAtTheLevel0Limit_andCountsIt() throws Exception {
+    MemStorage storage = new MemStorage(9);
+    storage.setFaultInjector((op, name) -> {
+      if (op == MemStorage.Op.WRITE && name.contains("/index/")
+          && Thread.currentThread().getName().startsWith("basalt-compactor")) {
+        try {
+          Thread.sleep(5); // every block compaction writes takes 5 ms
+        } catch (InterruptedException ex) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return MemStorage.Fault.NONE;
+    });
+    try (Engine e = Engine.open(storage, tinyLevels().l0CompactionTrigger(2).l0StopWritesTrigger(3)
+        .writeCacheSize(64 << 10))) {
+      for (int i = 0; i < 3000; i++) put(e, "key-" + i, "value-" + i + "-".repeat(40));
+      Map<String, Long> st = e.stats();
+      assertTrue(st.get("l0Stalls") > 0 && st.get("l0StallNanos") > 0, "writers waited for compaction: " + st);
+      for (int i = 0; i < 3000; i += 97) {
+        assertArrayEquals(("value-" + i + "-".repeat(40)).getBytes(), e.get(1, ("key-" + i).getBytes()));
+      }
+    }
+  }
+
+  private static void put(Engine e, String key, String value) {
+    Batch b = new Batch(1);
+    b.add(1, Batch.PUT, key.getBytes(), value.getBytes());
+    e.write(b);
+  }
 }
