@@ -16,8 +16,9 @@ import java.util.Map;
  *       flush); {@code stalls} and {@code stallNanos} (writers blocked because the write cache
  *       was full while the previous one was still flushing), {@code slowdowns} and {@code slowdownNanos}
  *       (writers delayed 1 ms because it was three quarters full);</li>
- *   <li>{@code tableLookups} (key index tables consulted), {@code documentReads} (documents read from
- *       log segments);</li>
+ *   <li>{@code tableLookups} (key index tables consulted), {@code indexBlockReads} (data blocks of
+ *       those tables read by point gets, after the key range and bloom filter let them through),
+ *       {@code documentReads} (documents read from log segments); see {@link #readsPerGet()};</li>
  *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
  *       without rewriting), {@code compactionBytesRead}, {@code compactionBytesWritten},
  *       {@code discardedVersions} and {@code discardedBytes} (older versions and bottom-level tombstones
@@ -62,6 +63,16 @@ public final class Stats {
     if (user == 0) return 0;
     return (double) (get("walBytesWritten") + get("segmentBytesWritten") + get("indexBytesWritten")
         + get("compactionBytesWritten") + get("manifestBytesWritten")) / user;
+  }
+
+  /**
+   * Read amplification of point gets: key index blocks plus documents read per get (a get answered from
+   * the write cache reads nothing). Index and filter blocks are held in memory and not counted.
+   */
+  public double readsPerGet() {
+    long gets = get("gets");
+    if (gets == 0) return 0;
+    return (double) (get("indexBlockReads") + get("documentReads")) / gets;
   }
 
   @Override

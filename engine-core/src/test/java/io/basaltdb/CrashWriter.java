@@ -35,7 +35,9 @@ public final class CrashWriter {
     Files.createDirectories(dir);
     Path oracle = dir.resolve("oracle");
     long acked = lastAcked(oracle);
-    Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(1L << 20).segmentSize(256L << 10);
+    // Small levels, so a kill often lands in the middle of a compaction as well as a flush.
+    Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(1L << 20).segmentSize(256L << 10)
+        .l0CompactionTrigger(2).level1Bytes(16L << 10).levelMultiplier(4).tableTargetBytes(8L << 10);
     try (Basalt db = Basalt.open(dir.resolve("db"), options)) {
       Keyspace ks = db.keyspace("default");
       String problem = verify(ks, acked);

@@ -191,6 +191,14 @@ class StoreApiTest {
       assertEquals(100, s.lastSeqno());
       assertFalse(s.asMap().isEmpty());
       assertThrows(InvalidArgumentException.class, () -> s.get("nope"));
+      // Flushed keys: each get reads one index block and one document; absent keys read nothing (the
+      // bloom filter or the key range answers), so 100 hits and 100 misses make 1 read per get.
+      for (int i = 0; i < 100; i++) ks.get(b("key" + i));
+      for (int i = 0; i < 100; i++) ks.get(b("zz-absent" + i));
+      Stats r = db.stats();
+      assertEquals(100, r.get("documentReads"));
+      assertTrue(r.get("indexBlockReads") >= 100 && r.get("indexBlockReads") <= 105, r.toString());
+      assertEquals(1.0, r.readsPerGet(), 0.03, r.toString());
     }
   }
 }

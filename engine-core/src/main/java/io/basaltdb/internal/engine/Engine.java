@@ -469,6 +469,8 @@ public final class Engine implements AutoCloseable {
 
   private boolean lookup(KeyspaceFiles.Table t, byte[] key, KeyRecord rec) {
     stats.tableLookups.increment();
+    if (!t.reader().mayContain(key)) return false; // key range and bloom filter: no I/O
+    stats.indexBlockReads.increment();
     return t.reader().get(key, rec);
   }
 
@@ -576,6 +578,7 @@ public final class Engine implements AutoCloseable {
     m.put("slowdownNanos", s.slowdownNanos.sum());
     m.put("tableLookups", s.tableLookups.sum());
     m.put("documentReads", s.documentReads.sum());
+    m.put("indexBlockReads", s.indexBlockReads.sum());
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
