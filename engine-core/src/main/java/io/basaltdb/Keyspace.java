@@ -49,6 +49,21 @@ public final class Keyspace {
   }
 
   /**
+   * The values of {@code keys}, in their order, null where a key is absent: a batched get. The key
+   * index is searched for all of them first, then their documents are read together, many reads in
+   * flight at once ({@code Options.readQueueDepth}), which is much faster than one get after another
+   * when the data is on disk. Each value is what {@link #get} would return; for one consistent view of
+   * all keys, use a snapshot.
+   *
+   * @throws InvalidArgumentException if the list or a key is null or a key is too long; nothing is read
+   */
+  public java.util.List<byte[]> getAll(java.util.List<byte[]> keys) {
+    if (keys == null) throw new InvalidArgumentException("keys must not be null");
+    for (byte[] k : keys) Keys.checkKey(k);
+    return db.engine.getAll(id, keys);
+  }
+
+  /**
    * A cursor over the keys in {@code [from, to)} (null bounds are open) as of now; it holds a snapshot
    * of its own until closed.
    */

@@ -25,6 +25,7 @@ public final class Options {
   private int levelMultiplier = 10;
   private long tableTargetBytes = 8L << 20;
   private int compactionThreads = 2;
+  private int readQueueDepth = 8;
 
   /** The maximum size of a key, in bytes (64 KiB). */
   public static final int MAX_KEY_SIZE = 64 * 1024;
@@ -54,6 +55,7 @@ public final class Options {
     o.levelMultiplier = levelMultiplier;
     o.tableTargetBytes = tableTargetBytes;
     o.compactionThreads = compactionThreads;
+    o.readQueueDepth = readQueueDepth;
     return o;
   }
 
@@ -149,6 +151,13 @@ public final class Options {
   public Options compactionThreads(int threads) { this.compactionThreads = threads; return this; }
   public int compactionThreads() { return compactionThreads; }
 
+  /**
+   * Document reads a batched get ({@code Keyspace.getAll}) keeps in flight at once: the threads of the
+   * built-in read transport, the queue depth of engine-io's io_uring one. Default 8.
+   */
+  public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
+  public int readQueueDepth() { return readQueueDepth; }
+
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
@@ -171,6 +180,7 @@ public final class Options {
     check(levelMultiplier >= 2 && levelMultiplier <= 100, "levelMultiplier must be between 2 and 100, was " + levelMultiplier);
     check(tableTargetBytes >= 1024 && tableTargetBytes <= (1L << 30),
         "tableTargetBytes must be between 1 KiB and 1 GiB, was " + tableTargetBytes);
+    check(readQueueDepth >= 1 && readQueueDepth <= 4096, "readQueueDepth must be between 1 and 4096, was " + readQueueDepth);
     check(compactionThreads >= 1 && compactionThreads <= 64, "compactionThreads must be between 1 and 64, was " + compactionThreads);
   }
 
@@ -186,6 +196,7 @@ public final class Options {
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
-        + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads + "]";
+        + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
+        + ", readQueueDepth=" + readQueueDepth + "]";
   }
 }

@@ -154,9 +154,17 @@ class ModelTest {
         }
         db.write(b);
         apply.forEach(Runnable::run);
-      } else if (p < 80) {
+      } else if (p < 76) {
         byte[] key = key();
         assertArrayEquals(model.get(k).get(new Key(key)), ks[k].get(key), "get " + new Key(key));
+      } else if (p < 80) {
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = rnd.nextInt(60); i >= 0; i--) keys.add(rnd.nextInt(3) == 0 ? ("k" + rnd.nextInt(400)).getBytes() : key());
+        List<byte[]> got = ks[k].getAll(keys);
+        assertEquals(keys.size(), got.size());
+        for (int i = 0; i < keys.size(); i++) {
+          assertArrayEquals(model.get(k).get(new Key(keys.get(i))), got.get(i), "getAll " + new Key(keys.get(i)));
+        }
       } else if (p < 86) {
         scanCheck(k);
       } else if (p < 91) {

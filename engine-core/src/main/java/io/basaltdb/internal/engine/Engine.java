@@ -9,6 +9,7 @@ import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.sstable.KeyRecord;
 import io.basaltdb.internal.storage.Storage;
+import io.basaltdb.spi.ReadTransport;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -113,6 +114,8 @@ public final class Engine implements AutoCloseable {
   final CommitPipeline pipeline;
   final Flusher flusher;
   final Compactor compactor;
+  /** Reads the documents of batched gets; null in memory. */
+  final ReadTransport readTransport;
   /** The first write or flush failure; once set, writes are refused. Volatile: read by every writer. */
   private volatile BasaltException failure;
   private volatile boolean closed;
@@ -131,6 +134,7 @@ public final class Engine implements AutoCloseable {
       this.wal = null;
       this.flusher = null;
       this.compactor = null;
+      this.readTransport = null;
       idsByName.put("default", 1);
       namesById.put(1, "default");
       Memtable m = newMemtable();
@@ -164,6 +168,7 @@ public final class Engine implements AutoCloseable {
     lastSeqno = manifest.flushedSeqno();
     this.flusher = new Flusher(this, st.segmentWriters, st.openFiles);
     this.compactor = new Compactor(this);
+    this.readTransport = newReadTransport(options.readQueueDepth());
     Memtable active = newMemtable();
     current = newVersion(active, null, st.files);
     active.release();
@@ -172,6 +177,7 @@ public final class Engine implements AutoCloseable {
       Recovery.replay(this, manifest);
       log = new CommitLog(storage, nextFileNumber.getAndIncrement());
     } catch (RuntimeException e) {
+      readTransport.close();
       flusher.closeFiles();
       current.release();
       for (Memtable m : liveMemtables) m.list.close();
@@ -218,6 +224,23 @@ public final class Engine implements AutoCloseable {
     Options o = options.copy();
     o.validate();
     return new Engine(storage, o);
+  }
+
+  /**
+   * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path
+   * (engine-io's io_uring), or the built-in thread pool.
+   */
+  private static ReadTransport newReadTransport(int queueDepth) {
+    ReadTransport.Provider best = null;
+    try {
+      for (ReadTransport.Provider p : java.util.ServiceLoader.load(ReadTransport.Provider.class,
+          Engine.class.getClassLoader())) {
+        if (best == null || p.priority() > best.priority()) best = p;
+      }
+    } catch (java.util.ServiceConfigurationError | LinkageError e) {
+      best = null; // a provider that cannot load: the built-in transport works everywhere
+    }
+    return best == null ? new PooledReadTransport(queueDepth) : best.create(queueDepth);
   }
 
   /** A new version, registered so its tables stay on disk until it is freed. */
@@ -453,18 +476,98 @@ public final class Engine implements AutoCloseable {
   }
 
   byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key) {
-    if (files.tables.isEmpty()) return null;
     KeyRecord rec = new KeyRecord();
+    if (!findRecord(files, key, rec) || rec.tombstone) return null;
+    return readDocument(files, ks, key, rec.seqno, rec.hint).value();
+  }
+
+  /** The newest key index record of {@code key} into {@code rec}; false if no table holds it. */
+  private boolean findRecord(KeyspaceFiles files, byte[] key, KeyRecord rec) {
+    if (files.tables.isEmpty()) return false;
     for (KeyspaceFiles.Table t : files.level(0)) {
-      if (lookup(t, key, rec)) return rec.tombstone ? null : readDocument(files, ks, key, rec.seqno, rec.hint).value();
+      if (lookup(t, key, rec)) return true;
     }
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
       KeyspaceFiles.Table t = files.candidate(l, key);
-      if (t != null && lookup(t, key, rec)) {
-        return rec.tombstone ? null : readDocument(files, ks, key, rec.seqno, rec.hint).value();
-      }
+      if (t != null && lookup(t, key, rec)) return true;
     }
-    return null;
+    return false;
+  }
+
+  /** A document a batched get still has to read: the key's position in the batch and its record. */
+  private record PendingRead(int index, byte[] key, long seqno, long hint, KeyspaceFiles.Segment segment,
+      long blockOffset) {}
+
+  /**
+   * The values of {@code keys} (null where absent), in order (Magma's batched reads): every key is
+   * resolved through the write caches and the key index first, then the document reads all go to the
+   * read transport together, one per distinct block, so they are in flight at once. A read whose block
+   * does not hold the document whole (a stale hint, a document bigger than a block) falls back to a
+   * point read. Sees whole batches as {@link #get} does; a consistent view across the keys needs a
+   * snapshot.
+   */
+  public List<byte[]> getAll(int ks, List<byte[]> keys) {
+    checkOpen();
+    checkKeyspace(ks);
+    int n = keys.size();
+    byte[][] out = new byte[n][];
+    stats.gets.add(n);
+    stats.batchedGets.increment();
+    Version v = acquire();
+    try {
+      KeyspaceFiles files = v.files(ks);
+      List<PendingRead> pending = new ArrayList<>();
+      KeyRecord rec = new KeyRecord();
+      for (int i = 0; i < n; i++) {
+        byte[] key = keys.get(i);
+        byte[] e = v.active.get(ks, key);
+        if (e != null && Memtable.seqnoOf(e) > lastSeqno) awaitPublished();
+        if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
+        if (e != null) {
+          out[i] = Memtable.isTombstone(e) ? null : Memtable.valueOf(e);
+        } else if (findRecord(files, key, rec) && !rec.tombstone) {
+          KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+          long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
+          pending.add(new PendingRead(i, key, rec.seqno, rec.hint, s, off));
+        }
+      }
+      Map<Long, ReadTransport.Read> blocks = new java.util.LinkedHashMap<>();
+      for (PendingRead p : pending) {
+        if (p.blockOffset < 0) continue;
+        long id = p.segment.state().segmentId() << 32 | p.blockOffset;
+        blocks.computeIfAbsent(id, x -> new ReadTransport.Read(p.segment.reader().file(), p.blockOffset,
+            java.nio.ByteBuffer.allocate(p.segment.reader().blockReadSize(p.blockOffset))));
+      }
+      if (!blocks.isEmpty()) {
+        readTransport.submit(new ArrayList<>(blocks.values()));
+        stats.documentReads.add(blocks.size());
+      }
+      for (PendingRead p : pending) {
+        io.basaltdb.internal.segment.Document d = null;
+        if (p.blockOffset >= 0) {
+          ReadTransport.Read r = blocks.get(p.segment.state().segmentId() << 32 | p.blockOffset);
+          int got = awaitRead(r);
+          d = p.segment.reader().findInRead(p.blockOffset, r.dst().array(), got, p.seqno);
+        }
+        if (d == null || !java.util.Arrays.equals(d.key(), p.key)) {
+          d = readDocument(files, ks, p.key, p.seqno, p.hint); // checks and reports as a point read does
+        }
+        out[p.index] = d.value();
+      }
+      return java.util.Arrays.asList(out);
+    } finally {
+      v.release();
+    }
+  }
+
+  private static int awaitRead(ReadTransport.Read r) {
+    try {
+      return r.result().join();
+    } catch (java.util.concurrent.CompletionException e) {
+      Throwable c = e.getCause();
+      if (c instanceof BasaltException b) throw b;
+      throw new StorageException("a batched read of " + r.target() + " failed: " + c, c);
+    }
   }
 
   private boolean lookup(KeyspaceFiles.Table t, byte[] key, KeyRecord rec) {
@@ -578,6 +681,7 @@ public final class Engine implements AutoCloseable {
     m.put("slowdownNanos", s.slowdownNanos.sum());
     m.put("tableLookups", s.tableLookups.sum());
     m.put("documentReads", s.documentReads.sum());
+    m.put("batchedGets", s.batchedGets.sum());
     m.put("indexBlockReads", s.indexBlockReads.sum());
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());
@@ -637,6 +741,7 @@ public final class Engine implements AutoCloseable {
     } catch (BasaltException e) {
       error = e;
     } finally {
+      if (readTransport != null) readTransport.close();
       if (flusher != null) flusher.closeFiles();
       applyLock.lock();
       try {

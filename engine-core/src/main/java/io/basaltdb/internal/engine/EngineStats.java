@@ -28,6 +28,7 @@ final class EngineStats {
   final LongAdder tableLookups = new LongAdder();
   final LongAdder documentReads = new LongAdder();
   final LongAdder indexBlockReads = new LongAdder();
+  final LongAdder batchedGets = new LongAdder();
   final LongAdder flushedRecords = new LongAdder();
   final LongAdder compactions = new LongAdder();
   final LongAdder trivialMoves = new LongAdder();

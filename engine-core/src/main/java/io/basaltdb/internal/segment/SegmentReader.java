@@ -1,5 +1,6 @@
 package io.basaltdb.internal.segment;
 
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
 
 import io.basaltdb.CorruptionException;
@@ -58,6 +59,44 @@ public final class SegmentReader {
     }
     long[] leaf = locate(seqno);
     return leaf == null ? null : indexedBlock(leaf).find(seqno);
+  }
+
+  /**
+   * Where a batched read of {@code seqno} starts: the block offset of {@code hint} if it names this
+   * segment, a block below the tail and a seqno this state holds; else -1 (use {@link #read}).
+   */
+  public long hintedBlock(long seqno, long hint) {
+    if (state.isEmpty() || seqno < state.startSeqno() || seqno > state.lastSeqno()) return -1;
+    if (hint < 0 || hint >>> 32 != state.segmentId()) return -1;
+    long off = hint & 0xFFFF_FFFFL;
+    return off >= FILE_HEADER_SIZE && off < state.tailOffset() - BLOCK_HEADER_SIZE ? off : -1;
+  }
+
+  /** Bytes a batched read of the block at {@code off} fetches: what a point read's first read takes. */
+  public int blockReadSize(long off) {
+    return (int) Math.min(state.tailOffset() - off, BLOCK_HEADER_SIZE + (long) state.blockSize());
+  }
+
+  /**
+   * The document with {@code seqno} from the first {@code got} bytes of {@code b}, read at block offset
+   * {@code off}; null if they do not hold it (a stale hint, a damaged block, or a block longer than the
+   * read), and the caller falls back to {@link #read}, which finds the block by the index and reports
+   * damage.
+   */
+  public Document findInRead(long off, byte[] b, int got, long seqno) {
+    if (got < BLOCK_HEADER_SIZE) return null;
+    int length = Block.recordLength(b, 0);
+    if (length < BLOCK_HEADER_SIZE || length > got || length > state.tailOffset() - off) return null;
+    try {
+      return new Block(b, 0, length, file.name(), off, state.segmentId()).find(seqno);
+    } catch (CorruptionException staleOrDamaged) {
+      return null;
+    }
+  }
+
+  /** The file this reader reads (a batched read goes to it through the read transport). */
+  public StorageFile file() {
+    return file;
   }
 
   /** Documents with seqnos at or above {@code fromSeqno}, in seqno order. */
@@ -124,9 +163,5 @@ public final class SegmentReader {
 
   void countRead() {
     blockReads.increment();
-  }
-
-  StorageFile file() {
-    return file;
   }
 }

@@ -185,6 +185,11 @@ final class FileStorageFile implements StorageFile {
   }
 
   @Override
+  public Path path() {
+    return path;
+  }
+
+  @Override
   public String toString() {
     return path.toString();
   }

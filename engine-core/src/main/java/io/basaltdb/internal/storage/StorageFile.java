@@ -1,5 +1,6 @@
 package io.basaltdb.internal.storage;
 
+import io.basaltdb.spi.ReadTarget;
 import java.nio.ByteBuffer;
 
 /**
@@ -9,7 +10,7 @@ import java.nio.ByteBuffer;
  * <p>Thread-safety: positional reads may run concurrently with each other and with writes to other
  * ranges; writes, truncate and sync are issued by one thread at a time (the file's owner).
  */
-public interface StorageFile extends AutoCloseable {
+public interface StorageFile extends ReadTarget, AutoCloseable {
   /** The file's name in its storage. */
   String name();
 
@@ -17,6 +18,7 @@ public interface StorageFile extends AutoCloseable {
    * Reads into {@code dst} from {@code position} until {@code dst} is full or the file ends; returns the
    * number of bytes read (less than requested only at the end of the file).
    */
+  @Override
   int read(long position, ByteBuffer dst);
 
   /** Writes all of {@code src} at {@code position}, extending the file if needed. */

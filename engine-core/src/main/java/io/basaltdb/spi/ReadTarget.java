@@ -1,0 +1,25 @@
+package io.basaltdb.spi;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+
+/**
+ * A file a {@link ReadTransport} reads from: the engine's handle on one of its files.
+ *
+ * <p>Thread-safety: positional reads may run concurrently.
+ */
+public interface ReadTarget {
+  /**
+   * Reads into {@code dst} from {@code position} until {@code dst} is full or the file ends, blocking;
+   * returns the bytes read. Failures are unchecked ({@code io.basaltdb.StorageException}).
+   */
+  int read(long position, ByteBuffer dst);
+
+  /**
+   * The operating-system path of the file, for transports that open files themselves (io_uring), or
+   * null when the file is not an operating-system file (the in-memory test storage).
+   */
+  default Path path() {
+    return null;
+  }
+}

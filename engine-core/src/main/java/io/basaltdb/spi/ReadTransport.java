@@ -1,0 +1,71 @@
+package io.basaltdb.spi;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * How the engine reads documents when many are wanted at once (Magma's batched reads): it resolves a
+ * batch of keys to file positions, then hands every read to the transport together, so many are in
+ * flight at once, and waits for them all. The default transport runs positional reads on a small
+ * thread pool; engine-io's io_uring transport submits them to the kernel in one go. A provider is found
+ * with {@link java.util.ServiceLoader} through {@link Provider}.
+ *
+ * <p>Thread-safety: {@link #submit} may be called from many threads at once.
+ */
+public interface ReadTransport extends AutoCloseable {
+  /** One positional read and its outcome. */
+  final class Read {
+    private final ReadTarget target;
+    private final long position;
+    private final ByteBuffer dst;
+    private final CompletableFuture<Integer> result = new CompletableFuture<>();
+
+    /** Reads into {@code dst} (from its position to its limit) from {@code position} of {@code target}. */
+    public Read(ReadTarget target, long position, ByteBuffer dst) {
+      this.target = target;
+      this.position = position;
+      this.dst = dst;
+    }
+
+    public ReadTarget target() {
+      return target;
+    }
+
+    public long position() {
+      return position;
+    }
+
+    public ByteBuffer dst() {
+      return dst;
+    }
+
+    /** Completes with the bytes read (fewer than asked at the end of the file) or the failure. */
+    public CompletableFuture<Integer> result() {
+      return result;
+    }
+  }
+
+  /** Creates transports; registered under META-INF/services/io.basaltdb.spi.ReadTransport$Provider. */
+  interface Provider {
+    /** Higher wins when several providers are on the class path; the built-in pool is 0. */
+    int priority();
+
+    /** A transport that keeps up to {@code queueDepth} reads in flight. */
+    ReadTransport create(int queueDepth);
+  }
+
+  /** A short name for statistics, such as "thread-pool" or "io_uring". */
+  String name();
+
+  /**
+   * Starts every read; each read's {@link Read#result()} completes when it is done. A transport may
+   * run some reads on the calling thread before it returns, but never waits for one read before
+   * starting the next. Never throws for a failed read: the failure completes that read's result.
+   */
+  void submit(List<Read> reads);
+
+  /** Stops the transport; reads submitted before complete first. */
+  @Override
+  void close();
+}
