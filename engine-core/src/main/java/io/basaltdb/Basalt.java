@@ -128,6 +128,15 @@ public final class Basalt implements AutoCloseable {
     engine.flush();
   }
 
+  /**
+   * Waits until no key index compaction runs or is needed, for tools and benchmarks that measure a
+   * settled store; true if it settled within {@code timeoutMillis} (an in-memory store always is).
+   */
+  public boolean waitForCompactions(long timeoutMillis) {
+    if (timeoutMillis < 0) throw new InvalidArgumentException("timeout must not be negative, was " + timeoutMillis);
+    return engine.waitForCompactions(timeoutMillis);
+  }
+
   /** True for a store opened with {@link #openInMemory}. */
   public boolean isInMemory() {
     return engine.isInMemory();

@@ -24,7 +24,8 @@ import java.util.Map;
  *       {@code discardedVersions} and {@code discardedBytes} (older versions and bottom-level tombstones
  *       compaction dropped, with their document sizes: the garbage in the log segments),
  *       {@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
- *       {@code l0StopWritesTrigger} level-0 tables); gauges {@code tablesAtLevel0} to
+ *       {@code l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of
+ *       replaced tables that failed and are retried); gauges {@code tablesAtLevel0} to
  *       {@code tablesAtLevel6};</li>
  *   <li>gauges: {@code writeCacheBytes}, {@code memoryInUse}, {@code memoryQuota}, {@code tables},
  *       {@code segments}, {@code lastSeqno}, {@code keyspaces}.</li>

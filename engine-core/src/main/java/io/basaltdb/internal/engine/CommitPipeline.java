@@ -7,6 +7,7 @@ import io.basaltdb.SyncMode;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -250,8 +251,8 @@ final class CommitPipeline {
 
   /** Whether a keyspace has so many level-0 tables that writers must wait for compaction. */
   private boolean l0Full(Version v) {
-    for (KeyspaceFiles f : v.files.values()) {
-      if (f.level(0).size() >= engine.options.l0StopWritesTrigger()) return true;
+    for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) { // a dropped keyspace stalls nobody
+      if (e.getValue().level(0).size() >= engine.options.l0StopWritesTrigger() && engine.isLive(e.getKey())) return true;
     }
     return false;
   }

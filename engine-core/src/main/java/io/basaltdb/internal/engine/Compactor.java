@@ -140,6 +140,18 @@ final class Compactor {
   }
 
   private void run() {
+    try {
+      loop();
+    } catch (BasaltException e) {
+      engine.fail(e);
+    } catch (RuntimeException | Error e) {
+      engine.fail(new BasaltException("compaction thread failed: " + e, e));
+    } finally {
+      engine.pipeline.wakeStalled(); // writers stalled on level 0 see the failure instead of waiting
+    }
+  }
+
+  private void loop() {
     while (true) {
       if (cleanup.getAndSet(false)) {
         synchronized (engine.manifestLock) {
@@ -203,6 +215,11 @@ final class Compactor {
     Job best = null;
     List<KeyspaceFiles.Table> l0 = f.level(0);
     double l0Score = (double) l0.size() / engine.options.l0CompactionTrigger();
+    if (l0.size() >= engine.options.l0StopWritesTrigger()) {
+      // Writers are stalled on this keyspace: its level-0 job goes first, and no level-1 job may take
+      // the tables it needs meanwhile.
+      return noneBusy(l0) ? job(ks, f, 0, l0, Double.MAX_VALUE) : null;
+    }
     if (l0Score >= 1 && noneBusy(l0)) {
       best = job(ks, f, 0, l0, l0Score);
     }

@@ -87,6 +87,11 @@ public final class Engine implements AutoCloseable {
   Map<Long, Set<Long>> checkpointTables = new HashMap<>();
   /** Open key index tables by file number, until they are deleted; guarded by manifestLock. */
   final Map<Long, OpenTable> openTables = new HashMap<>();
+  /**
+   * Tables only older retained manifests named at open, so never opened: file number to keyspace.
+   * Deleted once those checkpoints expire. Guarded by manifestLock.
+   */
+  final Map<Long, Integer> unopenedTables = new HashMap<>();
   /** Versions not yet freed: the tables they name stay on disk. */
   private final Set<Version> liveVersions = ConcurrentHashMap.newKeySet();
 
@@ -160,6 +165,9 @@ public final class Engine implements AutoCloseable {
     this.checkpoints = st.checkpoints;
     this.checkpointTables = st.checkpointTables;
     st.files.forEach((ks, f) -> f.tables.forEach(t -> openTables.put(t.fileNumber(), new OpenTable(ks, t))));
+    st.tableKeyspaces.forEach((n, ks) -> {
+      if (!openTables.containsKey(n)) unopenedTables.put(n, ks);
+    });
     for (Manifest.KeyspaceMeta k : manifest.keyspaces()) {
       idsByName.put(k.name(), k.id());
       namesById.put(k.id(), k.name());
@@ -231,16 +239,17 @@ public final class Engine implements AutoCloseable {
    * (engine-io's io_uring), or the built-in thread pool.
    */
   private static ReadTransport newReadTransport(int queueDepth) {
-    ReadTransport.Provider best = null;
     try {
+      ReadTransport.Provider best = null;
       for (ReadTransport.Provider p : java.util.ServiceLoader.load(ReadTransport.Provider.class,
           Engine.class.getClassLoader())) {
         if (best == null || p.priority() > best.priority()) best = p;
       }
-    } catch (java.util.ServiceConfigurationError | LinkageError e) {
-      best = null; // a provider that cannot load: the built-in transport works everywhere
+      if (best != null) return best.create(queueDepth);
+    } catch (RuntimeException | java.util.ServiceConfigurationError | LinkageError e) {
+      // a provider that cannot load or start (no io_uring here): the built-in transport works everywhere
     }
-    return best == null ? new PooledReadTransport(queueDepth) : best.create(queueDepth);
+    return new PooledReadTransport(queueDepth);
   }
 
   /** A new version, registered so its tables stay on disk until it is freed. */
@@ -271,11 +280,29 @@ public final class Engine implements AutoCloseable {
     var it = openTables.entrySet().iterator();
     while (it.hasNext()) {
       var e = it.next();
-      if (named.contains(e.getKey())) continue;
+      if (named.contains(e.getKey()) || !deleteTable(e.getValue().keyspace(), e.getKey())) continue;
       flusher.forget(e.getValue().table().reader());
       e.getValue().table().reader().close();
-      storage.delete(KeyspaceFiles.tableName(e.getValue().keyspace(), e.getKey()));
       it.remove();
+    }
+    var closed = unopenedTables.entrySet().iterator();
+    while (closed.hasNext()) {
+      var e = closed.next();
+      if (!named.contains(e.getKey()) && deleteTable(e.getValue(), e.getKey())) closed.remove();
+    }
+  }
+
+  /**
+   * Deletes an obsolete table's file; false if that failed (counted in {@code obsoleteDeleteFailures},
+   * tried again at the next cleanup, and by the next open's orphan sweep). Nothing depends on it.
+   */
+  private boolean deleteTable(int keyspace, long fileNumber) {
+    try {
+      storage.delete(KeyspaceFiles.tableName(keyspace, fileNumber));
+      return true;
+    } catch (BasaltException e) {
+      stats.obsoleteDeleteFailures.increment();
+      return false;
     }
   }
 
@@ -645,6 +672,18 @@ public final class Engine implements AutoCloseable {
     pipeline.forceFlush();
   }
 
+  /** See {@code Basalt.waitForCompactions}. */
+  public boolean waitForCompactions(long timeoutMillis) {
+    checkOpen();
+    if (inMemory) return true;
+    try {
+      return compactor.awaitIdle(timeoutMillis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   /** A scan with a snapshot of its own, released when the cursor closes. */
   public EngineCursor scan(int ks, byte[] from, byte[] to) {
     EngineSnapshot s = snapshot();
@@ -691,6 +730,7 @@ public final class Engine implements AutoCloseable {
     m.put("discardedBytes", s.discardedBytes.sum());
     m.put("l0Stalls", s.l0Stalls.sum());
     m.put("l0StallNanos", s.l0StallNanos.sum());
+    m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());
     Version v = current;
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
     m.put("memoryInUse", allocator.usedBytes());

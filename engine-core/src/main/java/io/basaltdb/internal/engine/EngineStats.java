@@ -38,4 +38,5 @@ final class EngineStats {
   final LongAdder discardedBytes = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();
   final LongAdder l0StallNanos = new LongAdder();
+  final LongAdder obsoleteDeleteFailures = new LongAdder();
 }

@@ -39,6 +39,8 @@ final class Recovery {
     final TreeMap<Long, Long> checkpoints = new TreeMap<>();
     /** File numbers of the tables each retained manifest names. */
     final Map<Long, Set<Long>> checkpointTables = new HashMap<>();
+    /** The keyspace of every table a retained manifest names, by file number. */
+    final Map<Long, Integer> tableKeyspaces = new HashMap<>();
     long nextFileNumber;
 
     void closeFiles() {
@@ -102,6 +104,9 @@ final class Recovery {
         if (st.manifest == null) st.manifest = m;
         st.checkpoints.put(m.number(), m.createdMillis());
         st.checkpointTables.put(m.number(), Manifest.tableNumbers(m));
+        for (Manifest.KeyspaceMeta k : m.keyspaces()) {
+          for (Manifest.TableMeta t : k.tables()) st.tableKeyspaces.put(t.fileNumber(), k.id());
+        }
       } catch (CorruptionException e) {
         // An older valid manifest may still recover the store: the WAL seqno check below fails the open
         // if the WAL it needs is gone.
