@@ -455,16 +455,7 @@ final class Compactor {
       writer = null;
       file = null;
       engine.stats.compactionBytesWritten.add(info.fileSize());
-      String name = KeyspaceFiles.tableName(job.keyspace, fileNumber);
-      StorageFile rf = engine.storage.open(name);
-      TableReader reader;
-      try {
-        reader = TableReader.open(rf, engine.storage.describe(name));
-      } catch (RuntimeException e) {
-        rf.close();
-        throw e;
-      }
-      engine.flusher.track(reader);
+      TableReader reader = engine.flusher.openTable(KeyspaceFiles.tableName(job.keyspace, fileNumber));
       outputs.add(new KeyspaceFiles.Table(fileNumber, job.outputLevel(), reader));
     }
 

@@ -210,16 +210,7 @@ final class Flusher {
     }
     engine.stats.tableBytes.add(info.fileSize());
     engine.stats.flushedRecords.add(info.entryCount());
-    StorageFile rf = engine.storage.open(name);
-    TableReader reader;
-    try {
-      reader = TableReader.open(rf, engine.storage.describe(name));
-    } catch (RuntimeException e) {
-      rf.close();
-      throw e;
-    }
-    openFiles.add(reader);
-    return files.withTable(new KeyspaceFiles.Table(number, 0, reader));
+    return files.withTable(new KeyspaceFiles.Table(number, 0, openTable(name)));
   }
 
   private Tail newSegment(int ks, long startSeqno) {
@@ -264,9 +255,18 @@ final class Flusher {
     }
   }
 
-  /** Closes {@code c} with the store (tables written by compaction). */
-  void track(AutoCloseable c) {
-    openFiles.add(c);
+  /** Opens a table just written, to be closed with the store (or when it is deleted). */
+  TableReader openTable(String name) {
+    StorageFile rf = engine.storage.open(name);
+    TableReader reader;
+    try {
+      reader = TableReader.open(rf, engine.storage.describe(name));
+    } catch (RuntimeException e) {
+      rf.close();
+      throw e;
+    }
+    openFiles.add(reader);
+    return reader;
   }
 
   /** Stops tracking {@code c}, which its owner closed (a deleted table). */
