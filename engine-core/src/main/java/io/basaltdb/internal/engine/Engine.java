@@ -8,6 +8,7 @@ import io.basaltdb.StorageException;
 import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.sstable.KeyRecord;
+import io.basaltdb.internal.sstable.TableReader;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.spi.ReadTransport;
 import java.util.ArrayList;
@@ -511,12 +512,13 @@ public final class Engine implements AutoCloseable {
   /** The newest key index record of {@code key} into {@code rec}; false if no table holds it. */
   private boolean findRecord(KeyspaceFiles files, byte[] key, KeyRecord rec) {
     if (files.tables.isEmpty()) return false;
+    long hash = TableReader.keyHash(key); // once for every table probed
     for (KeyspaceFiles.Table t : files.level(0)) {
-      if (lookup(t, key, rec)) return true;
+      if (lookup(t, key, hash, rec)) return true;
     }
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
       KeyspaceFiles.Table t = files.candidate(l, key);
-      if (t != null && lookup(t, key, rec)) return true;
+      if (t != null && lookup(t, key, hash, rec)) return true;
     }
     return false;
   }
@@ -597,11 +599,11 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  private boolean lookup(KeyspaceFiles.Table t, byte[] key, KeyRecord rec) {
+  private boolean lookup(KeyspaceFiles.Table t, byte[] key, long hash, KeyRecord rec) {
     stats.tableLookups.increment();
-    if (!t.reader().mayContain(key)) return false; // key range and bloom filter: no I/O
+    if (!t.reader().mayContain(key, hash)) return false; // key range and bloom filter: no I/O
     stats.indexBlockReads.increment();
-    return t.reader().get(key, rec);
+    return t.reader().getChecked(key, rec);
   }
 
   Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {

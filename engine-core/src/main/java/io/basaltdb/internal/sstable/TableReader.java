@@ -157,6 +157,20 @@ public final class TableReader implements AutoCloseable {
   public boolean get(byte[] key, KeyRecord out) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     if (!mayContain(key)) return false;
+    return read(key, out);
+  }
+
+  /**
+   * As {@link #get(byte[], KeyRecord)} for a caller that has just seen {@link #mayContain(byte[], long)}
+   * return true: reads the one data block that may hold {@code key}.
+   */
+  public boolean getChecked(byte[] key, KeyRecord out) {
+    if (out == null) throw new InvalidArgumentException("output record must not be null");
+    checkOpen();
+    return read(key, out);
+  }
+
+  private boolean read(byte[] key, KeyRecord out) {
     int i = findBlock(key);
     if (i == separators.length) return false; // cannot happen: mayContain checked key <= the last separator
     Block b = dataBlock(i);
@@ -177,13 +191,24 @@ public final class TableReader implements AutoCloseable {
    * filter. Reads nothing from the file.
    */
   public boolean mayContain(byte[] key) {
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    return mayContain(key, BloomFilter.hash(key));
+  }
+
+  /** As {@link #mayContain(byte[])} with the key's {@link #keyHash}, computed once for many tables. */
+  public boolean mayContain(byte[] key, long hash) {
     checkOpen();
     if (key == null) throw new InvalidArgumentException("key must not be null");
     if (info.entryCount() == 0 || KeyRecord.compareKeys(key, info.smallestKey()) < 0
         || KeyRecord.compareKeys(key, info.largestKey()) > 0) {
       return false;
     }
-    return filter == null || filter.mayContain(BloomFilter.hash(key));
+    return filter == null || filter.mayContain(hash);
+  }
+
+  /** The bloom filter hash of {@code key}, for {@link #mayContain(byte[], long)}. */
+  public static long keyHash(byte[] key) {
+    return BloomFilter.hash(key);
   }
 
   /** A new unpositioned iterator over the table; call a seek method first. */
