@@ -155,7 +155,7 @@ final class Compactor {
     while (true) {
       if (cleanup.getAndSet(false)) {
         synchronized (engine.manifestLock) {
-          if (engine.failure() == null && !stopping()) engine.deleteObsoleteTables();
+          if (engine.failure() == null && !stopping()) engine.deleteObsolete(); // expired checkpoints too
         }
       }
       Job job = null;

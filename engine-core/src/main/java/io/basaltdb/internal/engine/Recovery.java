@@ -291,7 +291,7 @@ final class Recovery {
     var it = checkpoints.entrySet().iterator();
     while (it.hasNext()) {
       var e = it.next();
-      if (e.getKey() != current.number() && e.getValue() < cutoff) {
+      if (e.getKey() != current.number() && e.getValue() <= cutoff) { // retention 0: only the current one stays
         storage.delete(Manifest.fileName(e.getKey()));
         it.remove();
       }
