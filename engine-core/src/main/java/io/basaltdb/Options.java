@@ -26,6 +26,7 @@ public final class Options {
   private long tableTargetBytes = 8L << 20;
   private int compactionThreads = 2;
   private int readQueueDepth = 8;
+  private long blockCacheSize = -1;
 
   /** The maximum size of a key, in bytes (64 KiB). */
   public static final int MAX_KEY_SIZE = 64 * 1024;
@@ -56,6 +57,7 @@ public final class Options {
     o.tableTargetBytes = tableTargetBytes;
     o.compactionThreads = compactionThreads;
     o.readQueueDepth = readQueueDepth;
+    o.blockCacheSize = blockCacheSize;
     return o;
   }
 
@@ -158,6 +160,22 @@ public final class Options {
   public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
   public int readQueueDepth() { return readQueueDepth; }
 
+  /**
+   * Bytes of the memory quota for the block cache, which holds the key index's index and filter
+   * blocks and the log segments' index pages off the heap (never documents); what the cache does not
+   * hold is read from disk when needed. The rest of the quota goes to the write cache's allocator.
+   * Default (-1): half the memory quota, or less if that leaves the write cache less than twice its
+   * size (the allocator's per-thread regions and the snapshots' pinned write caches need the room); when set, between 0 (no cache) and the memory quota less the write cache size
+   * (and less at least 512 KiB). Ignored by an in-memory store.
+   */
+  public Options blockCacheSize(long bytes) { this.blockCacheSize = bytes; return this; }
+
+  /** The block cache size in effect: the one set, or the default derived from the memory quota. */
+  public long blockCacheSize() {
+    if (blockCacheSize >= 0) return blockCacheSize;
+    return Math.max(0, Math.min(memoryQuota / 2, memoryQuota - 2 * writeCacheSize()));
+  }
+
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
@@ -181,6 +199,10 @@ public final class Options {
     check(tableTargetBytes >= 1024 && tableTargetBytes <= (1L << 30),
         "tableTargetBytes must be between 1 KiB and 1 GiB, was " + tableTargetBytes);
     check(readQueueDepth >= 1 && readQueueDepth <= 4096, "readQueueDepth must be between 1 and 4096, was " + readQueueDepth);
+    long maxCache = memoryQuota - Math.max(writeCacheSize(), 512L << 10);
+    check(blockCacheSize == -1 || (blockCacheSize >= 0 && blockCacheSize <= maxCache),
+        "blockCacheSize must be -1 (default) or between 0 and memoryQuota less writeCacheSize, less at least 512 KiB ("
+        + maxCache + "), was " + blockCacheSize);
     check(compactionThreads >= 1 && compactionThreads <= 64, "compactionThreads must be between 1 and 64, was " + compactionThreads);
   }
 
@@ -197,6 +219,6 @@ public final class Options {
         + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
-        + ", readQueueDepth=" + readQueueDepth + "]";
+        + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize() + "]";
   }
 }

@@ -27,8 +27,15 @@ import java.util.Map;
  *       {@code l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of
  *       replaced tables that failed and are retried); gauges {@code tablesAtLevel0} to
  *       {@code tablesAtLevel6};</li>
- *   <li>gauges: {@code writeCacheBytes}, {@code memoryInUse}, {@code memoryQuota}, {@code tables},
- *       {@code segments}, {@code lastSeqno}, {@code keyspaces}.</li>
+ *   <li>memory, gauges: {@code writeCacheBytes} (entries in the write caches), {@code memoryInUse} (off-heap
+ *       bytes in use: the write cache's and the block cache's) of {@code memoryQuota};
+ *       {@code writeCacheMemory} of {@code writeCacheQuota} (the write cache's allocator and its part of
+ *       the quota); {@code blockCacheBytes} of {@code blockCacheCapacity}, split by kind into
+ *       {@code blockCacheIndexBytes}, {@code blockCacheFilterBytes} (the key index's index and filter
+ *       blocks) and {@code blockCachePageBytes} (segment index pages);</li>
+ *   <li>block cache counters: {@code blockCacheHits}, {@code blockCacheMisses} (each miss is a read
+ *       from disk), {@code blockCacheEvictions};</li>
+ *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.</li>
  * </ul>
  *
  * <p>Thread-safety: immutable.
@@ -67,13 +74,14 @@ public final class Stats {
   }
 
   /**
-   * Read amplification of point gets: key index blocks plus documents read per get (a get answered from
-   * the write cache reads nothing). Index and filter blocks are held in memory and not counted.
+   * Read amplification of point gets: key index data blocks, documents and block cache misses (index and
+   * filter blocks or segment index pages read from disk) per get; a get answered from the write cache
+   * reads nothing. Cache misses of scans are counted too, so read it from a workload of gets.
    */
   public double readsPerGet() {
     long gets = get("gets");
     if (gets == 0) return 0;
-    return (double) (get("indexBlockReads") + get("documentReads")) / gets;
+    return (double) (get("indexBlockReads") + get("documentReads") + get("blockCacheMisses")) / gets;
   }
 
   @Override

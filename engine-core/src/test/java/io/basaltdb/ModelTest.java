@@ -42,10 +42,13 @@ class ModelTest {
         Arguments.of("in-memory", Options.defaults().memoryQuota(64L << 20), true));
   }
 
-  /** Key index levels so small that compactions run all the time and reach the deepest level. */
+  /**
+   * Key index levels so small that compactions run all the time and reach the deepest level, and a
+   * block cache so small that index and filter blocks are evicted and read again all the time.
+   */
   static Options tinyLevels(Options o) {
     return o.l0CompactionTrigger(2).l0StopWritesTrigger(8).level1Bytes(1024).levelMultiplier(2)
-        .tableTargetBytes(1024);
+        .tableTargetBytes(1024).blockCacheSize(4 << 10);
   }
 
   static Options tiny() {

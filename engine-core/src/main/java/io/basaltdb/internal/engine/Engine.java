@@ -5,6 +5,7 @@ import io.basaltdb.ClosedException;
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.Options;
 import io.basaltdb.StorageException;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.sstable.KeyRecord;
@@ -58,6 +59,8 @@ public final class Engine implements AutoCloseable {
   final Options options;
   final boolean inMemory;
   final SlabAllocator allocator;
+  /** Index and filter blocks of the key index, index pages of the segments; null in memory. */
+  final BlockCache blockCache;
   /** The allocator's chunk size: the headroom a write needs beyond its own bytes (a fresh chunk per arena). */
   final long chunkSize;
   final EngineStats stats = new EngineStats();
@@ -130,11 +133,13 @@ public final class Engine implements AutoCloseable {
     this.storage = storage;
     this.options = options;
     this.inMemory = storage == null;
-    long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(64 << 10, options.memoryQuota() / 16));
-    chunk = (chunk + 4095) & ~4095L;
+    long cacheBytes = inMemory ? 0 : options.blockCacheSize();
+    long writeQuota = options.memoryQuota() - cacheBytes; // the two never take each other's memory
+    long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(128 << 10, writeQuota / 16));
+    chunk = (chunk + (128 << 10) - 1) & -(128L << 10); // the allocator's regions are 128 KiB
     this.chunkSize = chunk;
-    this.allocator = new SlabAllocator(inMemory ? "memory-store" : "write-cache", options.memoryQuota(),
-        options.memoryQuota(), chunk);
+    this.allocator = new SlabAllocator(inMemory ? "memory-store" : "write-cache", writeQuota, writeQuota, chunk);
+    this.blockCache = inMemory ? null : new BlockCache(cacheBytes);
     this.pipeline = new CommitPipeline(this);
     if (inMemory) {
       this.wal = null;
@@ -153,12 +158,14 @@ public final class Engine implements AutoCloseable {
       dirLock = storage.lock("LOCK");
     } catch (RuntimeException e) {
       allocator.close();
+      blockCache.close();
       throw e;
     }
     try {
-      st = Recovery.load(storage, options);
+      st = Recovery.load(storage, options, blockCache);
     } catch (RuntimeException e) {
       allocator.close();
+      blockCache.close();
       unlock();
       throw e;
     }
@@ -191,6 +198,7 @@ public final class Engine implements AutoCloseable {
       current.release();
       for (Memtable m : liveMemtables) m.list.close();
       allocator.close();
+      blockCache.close();
       unlock();
       throw e;
     }
@@ -735,8 +743,19 @@ public final class Engine implements AutoCloseable {
     m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());
     Version v = current;
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
-    m.put("memoryInUse", allocator.usedBytes());
-    m.put("memoryQuota", allocator.quota());
+    long cacheBytes = blockCache == null ? 0 : blockCache.bytes();
+    m.put("memoryInUse", allocator.usedBytes() + cacheBytes);
+    m.put("memoryQuota", options.memoryQuota());
+    m.put("writeCacheMemory", allocator.usedBytes());
+    m.put("writeCacheQuota", allocator.quota());
+    m.put("blockCacheBytes", cacheBytes);
+    m.put("blockCacheCapacity", blockCache == null ? 0 : blockCache.capacity());
+    m.put("blockCacheIndexBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.TABLE_INDEX));
+    m.put("blockCacheFilterBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.TABLE_FILTER));
+    m.put("blockCachePageBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.SEGMENT_PAGE));
+    m.put("blockCacheHits", blockCache == null ? 0 : blockCache.hits());
+    m.put("blockCacheMisses", blockCache == null ? 0 : blockCache.misses());
+    m.put("blockCacheEvictions", blockCache == null ? 0 : blockCache.evictions());
     int tables = 0, segments = 0;
     for (KeyspaceFiles f : v.files.values()) {
       tables += f.tables.size();
@@ -794,6 +813,7 @@ public final class Engine implements AutoCloseable {
       for (Memtable m : liveMemtables) m.list.close();
       liveMemtables.clear();
       allocator.close();
+      if (blockCache != null) blockCache.close();
       unlock();
     }
     if (error != null) throw error;

@@ -35,7 +35,8 @@ final class Flusher {
   private final Map<Integer, Tail> writers;
 
   /** A keyspace's tail segment: its writer and the file it shares with the segment's readers. */
-  record Tail(SegmentWriter writer, StorageFile file) {}
+  /** The segment being appended to, its file, and the file's block cache owner (for its index pages). */
+  record Tail(SegmentWriter writer, StorageFile file, long cacheOwner) {}
   /** Files to close with the store (segment files are shared by writer and readers). Synchronized. */
   private final List<AutoCloseable> openFiles;
   private final Thread thread;
@@ -220,7 +221,8 @@ final class Flusher {
     engine.storage.mkdirs("keyspaces/" + ks + "/log");
     StorageFile f = engine.storage.create(name);
     openFiles.add(f);
-    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, segmentOptions(engine.options)), f);
+    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, segmentOptions(engine.options)), f,
+        engine.blockCache.newOwner());
     writers.put(ks, t);
     return t;
   }
@@ -237,7 +239,7 @@ final class Flusher {
     SegmentState state = w.checkpoint();
     engine.stats.segmentBytes.add(w.size() - before);
     w.sync();
-    return new KeyspaceFiles.Segment(state, new SegmentReader(t.file, state));
+    return new KeyspaceFiles.Segment(state, new SegmentReader(t.file, state, engine.blockCache, t.cacheOwner));
   }
 
   /** Stops the thread; a flush in progress completes first. */
@@ -260,7 +262,7 @@ final class Flusher {
     StorageFile rf = engine.storage.open(name);
     TableReader reader;
     try {
-      reader = TableReader.open(rf, engine.storage.describe(name));
+      reader = TableReader.open(rf, engine.storage.describe(name), engine.blockCache);
     } catch (RuntimeException e) {
       rf.close();
       throw e;

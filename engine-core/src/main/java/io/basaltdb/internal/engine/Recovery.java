@@ -2,6 +2,7 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.CorruptionException;
 import io.basaltdb.Options;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.segment.SegmentReader;
 import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.segment.SegmentWriter;
@@ -55,7 +56,7 @@ final class Recovery {
     }
   }
 
-  static State load(Storage storage, Options options) {
+  static State load(Storage storage, Options options, BlockCache cache) {
     storage.mkdirs(Manifest.DIR);
     storage.mkdirs(CommitLog.DIR);
     storage.mkdirs("keyspaces");
@@ -74,7 +75,7 @@ final class Recovery {
       for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
       deleteOrphans(storage, st);
       for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) {
-        openKeyspace(storage, options, k, st);
+        openKeyspace(storage, options, cache, k, st);
         for (Manifest.TableMeta t : k.tables()) maxFile = Math.max(maxFile, t.fileNumber());
         for (SegmentState s : k.segments()) maxFile = Math.max(maxFile, s.segmentId());
       }
@@ -116,13 +117,14 @@ final class Recovery {
     if (st.manifest == null && newestError != null) throw newestError;
   }
 
-  private static void openKeyspace(Storage storage, Options options, Manifest.KeyspaceMeta k, State st) {
+  private static void openKeyspace(Storage storage, Options options, BlockCache cache, Manifest.KeyspaceMeta k,
+      State st) {
     List<KeyspaceFiles.Table> tables = new ArrayList<>();
     for (Manifest.TableMeta t : k.tables()) {
       String name = KeyspaceFiles.tableName(k.id(), t.fileNumber());
       StorageFile f = openNamed(storage, name);
       try {
-        TableReader r = TableReader.open(f, storage.describe(name));
+        TableReader r = TableReader.open(f, storage.describe(name), cache);
         st.openFiles.add(r);
         tables.add(new KeyspaceFiles.Table(t.fileNumber(), t.level(), r));
       } catch (RuntimeException e) {
@@ -136,9 +138,11 @@ final class Recovery {
       String name = KeyspaceFiles.segmentName(k.id(), s.segmentId());
       StorageFile f = openNamed(storage, name);
       st.openFiles.add(f);
-      segments.add(new KeyspaceFiles.Segment(s, new SegmentReader(f, s)));
+      long owner = cache.newOwner();
+      segments.add(new KeyspaceFiles.Segment(s, new SegmentReader(f, s, cache, owner)));
       if (i == k.segments().size() - 1 && s.tailOffset() < options.segmentSize()) {
-        st.segmentWriters.put(k.id(), new Flusher.Tail(SegmentWriter.reopen(f, s, Flusher.segmentOptions(options)), f));
+        st.segmentWriters.put(k.id(), new Flusher.Tail(SegmentWriter.reopen(f, s, Flusher.segmentOptions(options)), f,
+            owner));
       }
     }
     st.files.put(k.id(), new KeyspaceFiles(tables, segments));

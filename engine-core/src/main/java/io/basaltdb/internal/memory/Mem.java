@@ -28,6 +28,33 @@ public final class Mem {
     return U.allocate(size);
   }
 
+  /**
+   * Allocates {@code size} bytes with malloc for a caller that accounts for them itself (the block
+   * cache, whose blocks come and go one by one and must go back to the OS). Free with {@link
+   * #freeUnpooled}; in debug mode {@code owner} is checked at the free and names the block in leak
+   * reports.
+   */
+  public static long allocateUnpooled(long size, Object owner) {
+    long a = U.allocate(size);
+    if (DEBUG) MemoryDebug.recordAllocation(a, size, owner);
+    return a;
+  }
+
+  /** Frees a block of {@link #allocateUnpooled}; {@code size} and {@code owner} as allocated. */
+  public static void freeUnpooled(long a, long size, Object owner) {
+    if (DEBUG) {
+      MemoryDebug.check(a, size);
+      U.setMemory(a, size, (byte) 0xDD);
+      MemoryDebug.recordFree(a, size, owner);
+    }
+    U.freeMemory(a, size);
+  }
+
+  /** Blocks of {@code owner} still allocated (debug mode only; empty otherwise), for leak checks. */
+  public static int liveBlocksOf(Object owner) {
+    return DEBUG ? MemoryDebug.liveBlocksOf(owner).size() : 0;
+  }
+
   // ---- plain ---------------------------------------------------------------------------------------
 
   public static long lpLong(long a) {
@@ -93,6 +120,24 @@ public final class Mem {
     if (DEBUG && base == null) MemoryDebug.check(offset, 8);
     long v = UnsafeMemory.UNSAFE.getLong(base, offset);
     return LITTLE_ENDIAN ? Long.reverseBytes(v) : v;
+  }
+
+  /** Four bytes at {@code (base, offset)} in native order, addressed as in {@link #lpLongBE(Object, long)}. */
+  public static int lpInt(Object base, long offset) {
+    if (DEBUG && base == null) MemoryDebug.check(offset, 4);
+    return UnsafeMemory.UNSAFE.getInt(base, offset);
+  }
+
+  /** Eight bytes at {@code (base, offset)} in native order, addressed as in {@link #lpLongBE(Object, long)}. */
+  public static long lpLong(Object base, long offset) {
+    if (DEBUG && base == null) MemoryDebug.check(offset, 8);
+    return UnsafeMemory.UNSAFE.getLong(base, offset);
+  }
+
+  /** Copies {@code len} bytes from {@code src[off..]} to {@code (base, offset)}. */
+  public static void copyFromArray(byte[] src, int off, Object base, long offset, int len) {
+    if (DEBUG && base == null) MemoryDebug.check(offset, len);
+    UnsafeMemory.UNSAFE.copyMemory(src, BYTES_BASE + off, base, offset, len);
   }
 
   /** One byte at {@code (base, offset)}, addressed as in {@link #lpLongBE(Object, long)}. */

@@ -18,6 +18,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.TYPE_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.TYPE_PAGE;
 
 import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.memory.Mem;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 
@@ -156,6 +157,60 @@ final class IndexPage {
       }
     }
     return new IndexPage(pageLevel, pageFlags, seqnos, children, n);
+  }
+
+  // ---- the flat form the block cache holds ----------------------------------------------------------
+  // Native order, private to this process: int count, int level, int length on disk, int 0, then
+  // long seqno[count] and long child[count]. Read in place through Mem's (base, address) addressing.
+
+  private static final int FLAT_HEADER = 16;
+
+  /** This decoded page, {@code length} bytes on disk, as a flat array for the block cache. */
+  byte[] flat(int length) {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(FLAT_HEADER + 16 * count)
+        .order(java.nio.ByteOrder.nativeOrder());
+    b.putInt(count).putInt(level).putInt(length).putInt(0);
+    for (int i = 0; i < count; i++) b.putLong(seqnos[i]);
+    for (int i = 0; i < count; i++) b.putLong(children[i]);
+    return b.array();
+  }
+
+  static int flatCount(Object base, long a) {
+    return Mem.lpInt(base, a);
+  }
+
+  static int flatLevel(Object base, long a) {
+    return Mem.lpInt(base, a + 4);
+  }
+
+  static int flatLength(Object base, long a) {
+    return Mem.lpInt(base, a + 8);
+  }
+
+  static long flatSeqno(Object base, long a, int i) {
+    return Mem.lpLong(base, a + FLAT_HEADER + 8L * i);
+  }
+
+  static long flatChild(Object base, long a, int i) {
+    return Mem.lpLong(base, a + FLAT_HEADER + 8L * (flatCount(base, a) + i));
+  }
+
+  /** As {@link #floor} on a flat page. */
+  static int flatFloor(Object base, long a, long seqno) {
+    int lo = 0;
+    int hi = flatCount(base, a) - 1;
+    while (lo <= hi) {
+      int mid = (lo + hi) >>> 1;
+      long s = flatSeqno(base, a, mid);
+      if (s < seqno) {
+        lo = mid + 1;
+      } else if (s > seqno) {
+        hi = mid - 1;
+      } else {
+        return mid;
+      }
+    }
+    return lo - 1;
   }
 
   /** A writable tail page of {@code capacity} holding this decoded page's first {@code n} entries. */

@@ -1,6 +1,7 @@
 package io.basaltdb.internal.segment;
 
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
+import static io.basaltdb.internal.segment.SegmentFormat.ENTRY_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.FH_CRC_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.FH_MAGIC_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.FH_PAGE_SIZE_OFFSET;
@@ -10,6 +11,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.FH_VERSION_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.FORMAT_VERSION;
 import static io.basaltdb.internal.segment.SegmentFormat.MAGIC;
+import static io.basaltdb.internal.segment.SegmentFormat.PAGE_HEADER_SIZE;
 
 import io.basaltdb.CorruptionException;
 import io.basaltdb.internal.storage.StorageFile;
@@ -82,6 +84,12 @@ final class SegmentIo {
     byte[] b = new byte[want];
     int got = read(file, pos, b, 0, want);
     return IndexPage.decode(b, 0, got, file.name(), pos, segmentId, level, pageSize);
+  }
+
+  /** As {@link #readPage}, in the flat form the block cache keeps ({@link IndexPage#flat}). */
+  static byte[] readFlatPage(StorageFile file, long pos, long limit, long segmentId, int level, int pageSize) {
+    IndexPage p = readPage(file, pos, limit, segmentId, level, pageSize);
+    return p.flat(PAGE_HEADER_SIZE + ENTRY_SIZE * p.count());
   }
 
   /**

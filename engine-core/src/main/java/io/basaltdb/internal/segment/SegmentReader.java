@@ -4,6 +4,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
 
 import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.storage.StorageFile;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -16,6 +17,10 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Every block and page is checked (checksum, type, segment id, bounds, ordering) before use; damage
  * raises {@link CorruptionException}, never a wrong document.
  *
+ * <p>Index pages go through the store's {@link BlockCache} when there is one, in {@link IndexPage}'s
+ * flat form, keyed by the segment file's cache owner and the page offset: a page never changes once
+ * written, so the readers of successive states of one file share the cached pages.
+ *
  * <p>Thread-safety: safe for concurrent reads; each call uses its own buffers.
  */
 public final class SegmentReader {
@@ -24,10 +29,24 @@ public final class SegmentReader {
   /** Blocks and pages fetched and checked; bumped by every reading thread (LongAdder spreads them). */
   private final LongAdder blockReads = new LongAdder();
 
+  /** Null: every page is read from the file. */
+  private final BlockCache cache;
+  private final long cacheOwner;
+
   public SegmentReader(StorageFile file, SegmentState state) {
+    this(file, state, null, -1);
+  }
+
+  /**
+   * A reader whose index pages go through {@code cache} (null for none) under {@code cacheOwner}, the
+   * number {@link BlockCache#newOwner()} gave this segment file.
+   */
+  public SegmentReader(StorageFile file, SegmentState state, BlockCache cache, long cacheOwner) {
     state.validate();
     this.file = file;
     this.state = state;
+    this.cache = cache;
+    this.cacheOwner = cacheOwner;
   }
 
   public SegmentState state() {
@@ -123,22 +142,54 @@ public final class SegmentReader {
     long limit = state.tailOffset();
     long expectFirst = -1;
     for (int level = state.levels() - 1; ; level--) {
-      IndexPage p = readPage(off, limit, level);
-      if (expectFirst >= 0 && p.seqno(0) != expectFirst) {
-        throw new CorruptionException(file.name(), off, "index page starts at seqno " + p.seqno(0)
-            + ", its parent entry says " + expectFirst);
+      BlockCache.Block p = page(off, limit, level);
+      try {
+        Object b = p.base;
+        long a = p.address;
+        if (expectFirst >= 0 && IndexPage.flatSeqno(b, a, 0) != expectFirst) {
+          throw new CorruptionException(file.name(), off, "index page starts at seqno "
+              + IndexPage.flatSeqno(b, a, 0) + ", its parent entry says " + expectFirst);
+        }
+        int i = IndexPage.flatFloor(b, a, seqno);
+        if (i < 0) {
+          return null;
+        }
+        if (level == 0) {
+          return new long[] {IndexPage.flatChild(b, a, i), off, IndexPage.flatSeqno(b, a, i)};
+        }
+        expectFirst = IndexPage.flatSeqno(b, a, i);
+        limit = off;
+        off = IndexPage.flatChild(b, a, i);
+      } finally {
+        p.release();
       }
-      int i = p.floor(seqno);
-      if (i < 0) {
-        return null;
-      }
-      if (level == 0) {
-        return new long[] {p.child(i), off, p.seqno(i)};
-      }
-      expectFirst = p.seqno(i);
-      limit = off;
-      off = p.child(i);
     }
+  }
+
+  /**
+   * The index page of {@code level} at {@code off}, ending at or before {@code limit}, in flat form and
+   * pinned (release it): from the cache, or read and checked. A cached page was checked when it was
+   * read; its level and end are checked again here, as this descent expects them.
+   */
+  private BlockCache.Block page(long off, long limit, int level) {
+    if (cache == null) {
+      blockReads.increment();
+      return BlockCache.heapBlock(SegmentIo.readFlatPage(file, off, limit, state.segmentId(), level,
+          state.pageSize()), BlockCache.Kind.SEGMENT_PAGE);
+    }
+    BlockCache.Block p = cache.get(cacheOwner, off);
+    if (p == null) {
+      blockReads.increment();
+      return cache.put(cacheOwner, off, BlockCache.Kind.SEGMENT_PAGE,
+          SegmentIo.readFlatPage(file, off, limit, state.segmentId(), level, state.pageSize()));
+    }
+    if (IndexPage.flatLevel(p.base, p.address) != level || off + IndexPage.flatLength(p.base, p.address) > limit) {
+      int l = IndexPage.flatLevel(p.base, p.address);
+      p.release();
+      throw new CorruptionException(file.name(), off, "index page of level " + l
+          + " where a page of level " + level + " ending before " + limit + " belongs");
+    }
+    return p;
   }
 
   /** The block a {@link #locate} result names, checked against its index entry. */
@@ -154,11 +205,6 @@ public final class SegmentReader {
   Block readBlock(long off, long limit) {
     blockReads.increment();
     return SegmentIo.readBlock(file, off, limit, state.segmentId(), state.blockSize());
-  }
-
-  private IndexPage readPage(long off, long limit, int level) {
-    blockReads.increment();
-    return SegmentIo.readPage(file, off, limit, state.segmentId(), level, state.pageSize());
   }
 
   void countRead() {

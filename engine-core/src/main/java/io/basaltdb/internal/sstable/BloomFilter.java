@@ -112,11 +112,24 @@ final class BloomFilter {
 
   /** False only if no key with this {@link #hash} was added. */
   boolean mayContain(long h1) {
+    return mayContain(bits, io.basaltdb.internal.memory.Mem.ARRAY_BASE, (int) (numBits / 8) + 1, h1);
+  }
+
+  /**
+   * As {@link #mayContain(long)} for filter block contents (bit array, then k) of {@code len} bytes at
+   * {@code (base, a)} in {@link io.basaltdb.internal.memory.Mem}'s addressing: the block cache's copy.
+   * The contents must have been checked by {@link #parse}.
+   */
+  static boolean mayContain(Object base, long a, int len, long h1) {
+    long m = (long) (len - 1) * 8;
+    int k = io.basaltdb.internal.memory.Mem.lpUnsignedByte(base, a + len - 1);
     long h2 = fmix64(h1 + GOLDEN);
     long x = h1;
-    for (int j = 0; j < probes; j++) {
-      long bit = (x & Long.MAX_VALUE) % numBits;
-      if ((bits[(int) (bit >>> 3)] & (1 << (bit & 7))) == 0) return false;
+    for (int j = 0; j < k; j++) {
+      long bit = (x & Long.MAX_VALUE) % m;
+      if ((io.basaltdb.internal.memory.Mem.lpUnsignedByte(base, a + (bit >>> 3)) & (1 << (bit & 7))) == 0) {
+        return false;
+      }
       x += h2;
     }
     return true;

@@ -3,24 +3,29 @@ package io.basaltdb.internal.sstable;
 import io.basaltdb.ClosedException;
 import io.basaltdb.CorruptionException;
 import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.storage.StorageFile;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
 
 /**
  * Reads an SSTable written by {@link TableWriter}. {@link #open} reads the footer, then the index,
- * filter and meta blocks, verifies their checksums and keeps them on the heap; a lookup then costs at
- * most one data block read: bloom filter, binary search of the index, one block read, binary search of
+ * filter and meta blocks and verifies their checksums. With a {@link BlockCache} the decoded index
+ * ({@link FlatIndex}) and the filter go into the cache, off the heap, and are read back from the file
+ * when the cache has evicted them; without one they stay on the heap. A lookup costs at most one data
+ * block read beyond them: bloom filter, binary search of the index, one block read, binary search of
  * the block's restart points and a short scan (seed 000, section 3; LevelDB table_format).
  *
  * <p>Every data block read goes through {@link #dataBlock(int)}, the one method a block cache wraps.
  *
  * <p>Concurrency: after {@link #open} returns, the index, filter and info are immutable (final fields,
- * safely published by the constructor), and data is read with positional reads only, so any number of
- * threads may call {@link #get} and use their own iterators at once. {@link #get} searches the block
+ * safely published by the constructor; the cache's copies are pinned while read, so an eviction never
+ * frees one in use), and data is read with positional reads only, so any number of threads may call
+ * {@link #get} and use their own iterators at once. {@link #get} searches the block
  * it reads with a cursor confined to the calling thread ({@code LOOKUP}) instead of a new one.
  * {@link #close()} may race with reads: a read that started before it may fail with the storage's
  * exception for a closed file; one that starts after throws {@link ClosedException}.
@@ -48,39 +53,77 @@ public final class TableReader implements AutoCloseable {
    */
   private static final ThreadLocal<BlockIter> LOOKUP = ThreadLocal.withInitial(() -> new BlockIter(false));
 
+  /** The offsets of a table's index and filter blocks in the block cache's keys (one owner per table). */
+  private static final long INDEX_SLOT = 0;
+  private static final long FILTER_SLOT = 1;
+
   private final StorageFile file;
   private final String description;
   private final TableInfo info;
-  /** Index: block i holds keys in (separators[i-1], separators[i]]. */
-  private final byte[][] separators;
-  private final long[] blockOffsets;
-  private final int[] blockSizes;
-  /** Null when the table has no filter. */
-  private final BloomFilter filter;
+  private final Footer footer;
+  /** Where the data blocks end (the filter or meta block starts): the index is checked against it. */
+  private final long dataEnd;
+  private final int blockCount;
+  /** Null when the reader keeps its index and filter on the heap. */
+  private final BlockCache cache;
+  private final long owner;
+  /** Without a cache: the flat index and the filter contents (null if none), pinned for good. */
+  private final BlockCache.Block heapIndex;
+  private final BlockCache.Block heapFilter;
+  /** With a cache: reload an evicted index or filter from the file. */
+  private final Supplier<byte[]> indexLoader = this::loadIndex;
+  private final Supplier<byte[]> filterLoader = this::loadFilter;
   /** Data blocks read from the file; incremented by any reading thread. */
   private final LongAdder blockReads = new LongAdder();
+  /** Index and filter blocks read again after the cache evicted them. */
+  private final LongAdder metaReads = new LongAdder();
   /** Set once by close(); read by every call (volatile: a call after close sees it). */
   private volatile boolean closed;
 
-  private TableReader(StorageFile file, String description) {
+  private TableReader(StorageFile file, String description, BlockCache cache) {
     this.file = file;
     this.description = description;
+    this.cache = cache;
+    this.owner = cache == null ? -1 : cache.newOwner();
     long size = file.size();
     if (size < Format.FOOTER_SIZE) {
       throw new CorruptionException(description, 0, "file of " + size + " bytes is shorter than a footer");
     }
     long footerOffset = size - Format.FOOTER_SIZE;
     Footer f = Footer.decode(readExact(footerOffset, Format.FOOTER_SIZE), footerOffset, description);
+    this.footer = f;
     // Invariant 1, from the end backwards.
     expectEnd(f.indexOffset(), f.indexSize(), footerOffset, "index block");
     expectEnd(f.metaOffset(), f.metaSize(), f.indexOffset(), "meta block");
-    long dataEnd = f.metaOffset();
+    long end = f.metaOffset();
     if (f.hasFilter()) {
       expectEnd(f.filterOffset(), f.filterSize(), f.metaOffset(), "filter block");
-      dataEnd = f.filterOffset();
+      end = f.filterOffset();
     }
-    Block index = readBlock(f.indexOffset(), f.indexSize());
+    this.dataEnd = end;
     List<byte[]> seps = new ArrayList<>();
+    byte[] flat = decodeIndex(seps);
+    blockCount = seps.size();
+    byte[] filterBytes = f.hasFilter() ? decodeFilter() : null;
+    byte[][] keys = MetaBlock.decode(
+        readVerified(f.metaOffset(), f.metaSize()), f.metaSize(), f.metaOffset(), description);
+    info = checkedInfo(f, size, keys[0], keys[1], seps);
+    if (cache == null) {
+      heapIndex = BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX);
+      heapFilter = filterBytes == null ? null : BlockCache.heapBlock(filterBytes, BlockCache.Kind.TABLE_FILTER);
+    } else {
+      heapIndex = null;
+      heapFilter = null;
+      // a table is read right after it is written or opened: start with its index and filter cached
+      cache.put(owner, INDEX_SLOT, BlockCache.Kind.TABLE_INDEX, flat).release();
+      if (filterBytes != null) cache.put(owner, FILTER_SLOT, BlockCache.Kind.TABLE_FILTER, filterBytes).release();
+    }
+  }
+
+  /** Reads and checks the index block (invariants 1 and 2) and returns its flat form; fills {@code seps}. */
+  private byte[] decodeIndex(List<byte[]> seps) {
+    Footer f = footer;
+    Block index = readBlock(f.indexOffset(), f.indexSize());
     List<long[]> handles = new ArrayList<>();
     BlockIter it = new BlockIter(true);
     it.reset(index);
@@ -102,19 +145,53 @@ public final class TableReader implements AutoCloseable {
     if (expected != dataEnd) {
       throw new CorruptionException(description, expected, "data blocks end at " + expected + ", not " + dataEnd);
     }
-    separators = seps.toArray(new byte[0][]);
-    blockOffsets = new long[handles.size()];
-    blockSizes = new int[handles.size()];
-    for (int i = 0; i < blockOffsets.length; i++) {
-      blockOffsets[i] = handles.get(i)[0];
-      blockSizes[i] = (int) handles.get(i)[1];
+    long[] offsets = new long[handles.size()];
+    int[] sizes = new int[handles.size()];
+    for (int i = 0; i < offsets.length; i++) {
+      offsets[i] = handles.get(i)[0];
+      sizes[i] = (int) handles.get(i)[1];
     }
-    // Both decoders take the verified read as is, trailer and all: no copy of the contents.
-    filter = f.hasFilter() ? BloomFilter.parse(
-        readVerified(f.filterOffset(), f.filterSize()), f.filterSize(), f.filterOffset(), description) : null;
-    byte[][] keys = MetaBlock.decode(
-        readVerified(f.metaOffset(), f.metaSize()), f.metaSize(), f.metaOffset(), description);
-    info = checkedInfo(f, size, keys[0], keys[1]);
+    return FlatIndex.build(seps, offsets, sizes);
+  }
+
+  /** Reads and checks the filter block; returns its contents without the trailer. */
+  private byte[] decodeFilter() {
+    Footer f = footer;
+    byte[] b = readVerified(f.filterOffset(), f.filterSize());
+    BloomFilter.parse(b, f.filterSize(), f.filterOffset(), description);
+    return Arrays.copyOf(b, f.filterSize());
+  }
+
+  private byte[] loadIndex() {
+    metaReads.increment();
+    List<byte[]> seps = new ArrayList<>();
+    byte[] flat = decodeIndex(seps);
+    if (seps.size() != blockCount) {
+      throw new CorruptionException(description, footer.indexOffset(), "index block changed since the table was opened");
+    }
+    return flat;
+  }
+
+  private byte[] loadFilter() {
+    metaReads.increment();
+    return decodeFilter();
+  }
+
+  /** The index, pinned: release it when done. */
+  private BlockCache.Block index() {
+    if (cache == null) return heapIndex;
+    BlockCache.Block b = cache.get(owner, INDEX_SLOT, BlockCache.Kind.TABLE_INDEX, indexLoader);
+    if (closed) cache.remove(owner, INDEX_SLOT); // raced with close: do not leave it cached
+    return b;
+  }
+
+  /** The filter contents, pinned (release when done); null if the table has none. */
+  private BlockCache.Block filter() {
+    if (!footer.hasFilter()) return null;
+    if (cache == null) return heapFilter;
+    BlockCache.Block b = cache.get(owner, FILTER_SLOT, BlockCache.Kind.TABLE_FILTER, filterLoader);
+    if (closed) cache.remove(owner, FILTER_SLOT);
+    return b;
   }
 
   /**
@@ -124,9 +201,17 @@ public final class TableReader implements AutoCloseable {
    * @throws CorruptionException if the footer, index, filter or meta block is damaged
    */
   public static TableReader open(StorageFile file, String description) {
+    return open(file, description, null);
+  }
+
+  /**
+   * As {@link #open(StorageFile, String)}, keeping the index and filter in {@code cache} (null: on
+   * the heap). The reader drops its blocks from the cache when it is closed.
+   */
+  public static TableReader open(StorageFile file, String description, BlockCache cache) {
     if (file == null) throw new InvalidArgumentException("file must not be null");
     try {
-      return new TableReader(file, description == null ? file.name() : description);
+      return new TableReader(file, description == null ? file.name() : description, cache);
     } catch (RuntimeException e) {
       try {
         file.close();
@@ -137,14 +222,14 @@ public final class TableReader implements AutoCloseable {
     }
   }
 
-  private TableInfo checkedInfo(Footer f, long size, byte[] smallest, byte[] largest) {
-    int n = separators.length;
+  private TableInfo checkedInfo(Footer f, long size, byte[] smallest, byte[] largest, List<byte[]> separators) {
+    int n = separators.size();
     if ((f.entryCount() == 0) != (n == 0) || f.entryCount() < n) {
       throw new CorruptionException(description, size - Format.FOOTER_SIZE + Format.FOOTER_ENTRY_COUNT_OFFSET,
           "entry count " + f.entryCount() + " does not fit " + n + " data blocks");
     }
     if (n == 0) return new TableInfo(size, 0, null, null, 0, 0);
-    if (KeyRecord.compareKeys(smallest, separators[0]) > 0 || !Arrays.equals(largest, separators[n - 1])) {
+    if (KeyRecord.compareKeys(smallest, separators.get(0)) > 0 || !Arrays.equals(largest, separators.get(n - 1))) {
       throw new CorruptionException(description, f.metaOffset(), "smallest or largest key disagrees with the index");
     }
     return new TableInfo(size, f.entryCount(), smallest, largest, f.minSeqno(), f.maxSeqno());
@@ -171,9 +256,18 @@ public final class TableReader implements AutoCloseable {
   }
 
   private boolean read(byte[] key, KeyRecord out) {
-    int i = findBlock(key);
-    if (i == separators.length) return false; // cannot happen: mayContain checked key <= the last separator
-    Block b = dataBlock(i);
+    long offset;
+    int size;
+    BlockCache.Block idx = index();
+    try {
+      int i = FlatIndex.find(idx.base, idx.address, key);
+      if (i == blockCount) return false; // cannot happen: mayContain checked key <= the last separator
+      offset = FlatIndex.blockOffset(idx.base, idx.address, i);
+      size = FlatIndex.blockSize(idx.base, idx.address, i);
+    } finally {
+      idx.release();
+    }
+    Block b = dataBlock(offset, size, -1);
     BlockIter it = LOOKUP.get();
     it.reset(b);
     try {
@@ -188,7 +282,7 @@ public final class TableReader implements AutoCloseable {
 
   /**
    * False if {@code key} is certainly absent: outside the table's key range or rejected by the bloom
-   * filter. Reads nothing from the file.
+   * filter. Reads from the file only to reload a filter the block cache evicted.
    */
   public boolean mayContain(byte[] key) {
     if (key == null) throw new InvalidArgumentException("key must not be null");
@@ -203,7 +297,13 @@ public final class TableReader implements AutoCloseable {
         || KeyRecord.compareKeys(key, info.largestKey()) > 0) {
       return false;
     }
-    return filter == null || filter.mayContain(hash);
+    BlockCache.Block f = filter();
+    if (f == null) return true;
+    try {
+      return BloomFilter.mayContain(f.base, f.address, f.size, hash);
+    } finally {
+      f.release();
+    }
   }
 
   /** The bloom filter hash of {@code key}, for {@link #mayContain(byte[], long)}. */
@@ -226,40 +326,59 @@ public final class TableReader implements AutoCloseable {
     return info;
   }
 
-  /** Number of data blocks. */
-  public int blockCount() {
-    return separators.length;
+  /** Index and filter blocks read from the file again because the block cache had evicted them. */
+  public long metaReads() {
+    return metaReads.sum();
   }
 
-  /** Closes the file; idempotent. */
+  /** Number of data blocks. */
+  public int blockCount() {
+    return blockCount;
+  }
+
+  /** Closes the file and drops the table's blocks from the cache; idempotent. */
   @Override
   public void close() {
     if (closed) return;
     closed = true;
     file.close();
+    if (cache != null) {
+      cache.remove(owner, INDEX_SLOT);
+      cache.remove(owner, FILTER_SLOT);
+    }
   }
 
   /** Index of the first data block whose separator is at or after {@code key}; blockCount() if none. */
   int findBlock(byte[] key) {
-    int lo = 0;
-    int hi = separators.length;
-    while (lo < hi) {
-      int mid = (lo + hi) >>> 1;
-      if (KeyRecord.compareKeys(separators[mid], key) < 0) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
+    BlockCache.Block idx = index();
+    try {
+      return FlatIndex.find(idx.base, idx.address, key);
+    } finally {
+      idx.release();
     }
-    return lo;
   }
 
-  /** Reads, verifies and parses data block {@code i}. The one data-block read path: a cache wraps this. */
+  /** Reads, verifies and parses data block {@code i}. */
   Block dataBlock(int i) {
     checkOpen();
-    Block b = readBlock(blockOffsets[i], blockSizes[i]);
+    long offset;
+    int size;
+    BlockCache.Block idx = index();
+    try {
+      offset = FlatIndex.blockOffset(idx.base, idx.address, i);
+      size = FlatIndex.blockSize(idx.base, idx.address, i);
+    } finally {
+      idx.release();
+    }
+    return dataBlock(offset, size, i);
+  }
+
+  /** The one data-block read path: reads, verifies and parses the block at {@code offset}. */
+  private Block dataBlock(long offset, int size, int i) {
+    checkOpen();
+    Block b = readBlock(offset, size);
     blockReads.increment();
-    if (b.isEmpty()) throw new CorruptionException(description, blockOffsets[i], "data block " + i + " is empty");
+    if (b.isEmpty()) throw new CorruptionException(description, offset, "data block " + (i < 0 ? "at " + offset : i) + " is empty");
     return b;
   }
 

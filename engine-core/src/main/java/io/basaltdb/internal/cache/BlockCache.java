@@ -1,0 +1,367 @@
+package io.basaltdb.internal.cache;
+
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.internal.memory.Mem;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.HashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+
+/**
+ * The store's block cache: an off-heap LRU cache of what Magma caches (seed 000, section 3.4), the key
+ * index's index and filter blocks and the log segments' seqno index pages, never documents. Readers
+ * keep no copy of these on the heap: a lookup pins the cached block, reads it in place and releases it.
+ *
+ * <p>Blocks are keyed by {@code (owner, offset)}: {@link #newOwner()} gives each open file its own
+ * number, so a key never names two different contents (a file is immutable below what its readers
+ * read, and a new file gets a new owner). What is cached is each reader's decoded, checked form of a
+ * block, not the bytes on disk, so a hit skips the checksum and the parsing as well as the read.
+ *
+ * <p>Memory: every cached block is one malloc of its size, counted in {@link #bytes()} from the
+ * allocation to the free; the engine gives the cache its own part of the memory quota, so the cache
+ * and the write cache never take each other's memory. A block is freed only when it is out of the
+ * cache and no reader holds a pin on it, so an eviction racing a reader never frees memory in use. A
+ * block larger than a shard's share of the capacity, or any block once the cache is closed, is
+ * returned to the reader as a heap block that is not cached (and {@link #release}d as a no-op).
+ *
+ * <p>Concurrency: the cache is split into shards by key hash, each with its own lock guarding its map
+ * and LRU list (RocksDB's LRUCache design). A pin is taken under the shard lock while the block is
+ * still in the shard; a release is a lock-free decrement. A block's state word holds its pin count and
+ * an EVICTED bit; whoever brings it to "evicted, no pins" frees it, and that happens exactly once.
+ */
+public final class BlockCache implements AutoCloseable {
+  /** What a cached block holds; the stats count bytes by kind. */
+  public enum Kind { TABLE_INDEX, TABLE_FILTER, SEGMENT_PAGE }
+
+  private static final int EVICTED = 1 << 30;
+  private static final int PINS = EVICTED - 1;
+  /** A heap block never in the cache: pins are not counted and it is never freed (the GC owns it). */
+  private static final int HEAP = -1;
+  private static final VarHandle STATE;
+  /** Bytes a cached block costs beyond its contents: its entry object, map node and malloc header. */
+  static final int OVERHEAD = 96;
+  /** A shard gets at least this much of the capacity, so that one big filter block fits in one. */
+  private static final long MIN_SHARD_BYTES = 4L << 20;
+
+  static {
+    try {
+      STATE = MethodHandles.lookup().findVarHandle(Block.class, "state", int.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  /**
+   * A pinned block: {@code size} bytes at {@code (base, address)} in {@link Mem}'s addressing (base is
+   * null for native memory, a {@code byte[]} for a heap block). Valid until {@link #release}d; release
+   * each pin exactly once.
+   */
+  public static final class Block {
+    public final Object base;
+    public final long address;
+    public final int size;
+    final Kind kind;
+    final long key;
+    /** The cache whose memory this is; null for a heap block. */
+    private final BlockCache cache;
+    /** Pins, plus EVICTED once out of the cache; HEAP for a heap block. Accessed through STATE. */
+    @SuppressWarnings("unused")
+    private volatile int state;
+    /** LRU neighbours, guarded by the shard lock; null once out of the list. */
+    Block newer;
+    Block older;
+
+    Block(BlockCache cache, Object base, long address, int size, Kind kind, long key, int state) {
+      this.cache = cache;
+      this.base = base;
+      this.address = address;
+      this.size = size;
+      this.kind = kind;
+      this.key = key;
+      this.state = state;
+    }
+
+    long charge() {
+      return size + OVERHEAD;
+    }
+
+    /** Releases this pin; the block must not be read afterwards. */
+    public void release() {
+      if (cache != null) cache.release(this);
+    }
+  }
+
+  private final long capacity;
+  private final long shardCapacity;
+  private final Shard[] shards;
+  private final int shardMask;
+  private final AtomicLong owners = new AtomicLong();
+  /** Native bytes allocated and not yet freed, charges included (what the cache costs the quota). */
+  private final AtomicLong bytes = new AtomicLong();
+  private final AtomicLong[] bytesByKind = new AtomicLong[Kind.values().length];
+  private final LongAdder hits = new LongAdder();
+  private final LongAdder misses = new LongAdder();
+  private final LongAdder evictions = new LongAdder();
+  private volatile boolean closed;
+
+  /** A cache of at most {@code capacity} bytes; 0 caches nothing (every lookup misses). */
+  public BlockCache(long capacity) {
+    if (capacity < 0) throw new InvalidArgumentException("block cache capacity must not be negative, was " + capacity);
+    this.capacity = capacity;
+    int n = (int) Math.max(1, Math.min(16, Long.highestOneBit(Math.max(1, capacity / MIN_SHARD_BYTES))));
+    this.shards = new Shard[n];
+    for (int i = 0; i < n; i++) shards[i] = new Shard();
+    this.shardMask = n - 1;
+    this.shardCapacity = capacity / n;
+    for (int i = 0; i < bytesByKind.length; i++) bytesByKind[i] = new AtomicLong();
+  }
+
+  /** A number no other file of this cache has: the owner part of the keys of one file's blocks. */
+  public long newOwner() {
+    return owners.incrementAndGet();
+  }
+
+  /** The pinned block {@code (owner, offset)}, or null if it is not cached. Counts a hit or a miss. */
+  public Block get(long owner, long offset) {
+    long key = key(owner, offset);
+    Shard s = shard(key);
+    Block b;
+    s.lock.lock();
+    try {
+      b = s.map.get(key);
+      if (b != null) {
+        s.touch(b);
+        STATE.getAndAdd(b, 1);
+      }
+    } finally {
+      s.lock.unlock();
+    }
+    if (b == null) {
+      misses.increment();
+    } else {
+      hits.increment();
+    }
+    return b;
+  }
+
+  /**
+   * The pinned block {@code (owner, offset)}: the cached one, or else what {@code load} returns (the
+   * block's decoded form, which the cache copies), cached if it fits.
+   */
+  public Block get(long owner, long offset, Kind kind, Supplier<byte[]> load) {
+    Block b = get(owner, offset);
+    return b != null ? b : put(owner, offset, kind, load.get());
+  }
+
+  /**
+   * Caches a copy of {@code contents} as {@code (owner, offset)} and returns it pinned; if another
+   * thread cached that key first, returns theirs. A block the cache cannot take comes back as a
+   * pinned heap block wrapping {@code contents}.
+   */
+  public Block put(long owner, long offset, Kind kind, byte[] contents) {
+    int size = contents.length;
+    if (closed || size == 0 || size + OVERHEAD > shardCapacity) return heapBlock(contents, kind);
+    long key = key(owner, offset);
+    long a = Mem.allocateUnpooled(size, this);
+    Mem.copyFromArray(contents, 0, null, a, size);
+    Block b = new Block(this, null, a, size, kind, key, 1);
+    bytes.addAndGet(b.charge());
+    bytesByKind[kind.ordinal()].addAndGet(b.charge());
+    Shard s = shard(key);
+    Block existing;
+    boolean inserted = false;
+    s.lock.lock();
+    try {
+      existing = s.map.get(key);
+      if (existing != null) {
+        s.touch(existing);
+        STATE.getAndAdd(existing, 1);
+      } else if (!closed) {
+        s.map.put(key, b);
+        inserted = true;
+        s.pushNewest(b);
+        s.used += b.charge();
+        while (s.used > shardCapacity && s.oldest != b) {
+          Block victim = s.oldest;
+          s.remove(victim);
+          evictions.increment();
+          evict(victim);
+        }
+      }
+    } finally {
+      s.lock.unlock();
+    }
+    if (!inserted) {
+      free(b); // never published: no pin but ours
+      return existing != null ? existing : heapBlock(contents, kind);
+    }
+    return b;
+  }
+
+  /** Releases one pin of {@code b}; frees it if it is out of the cache and that was the last pin. */
+  private void release(Block b) {
+    int v = (int) STATE.getAndAdd(b, -1) - 1;
+    if ((v & PINS) == PINS) throw new IllegalStateException("block released more often than pinned");
+    if (v == EVICTED) free(b);
+  }
+
+  /** Drops {@code (owner, offset)} from the cache (its file is gone); readers holding it keep it until released. */
+  public void remove(long owner, long offset) {
+    long key = key(owner, offset);
+    Shard s = shard(key);
+    s.lock.lock();
+    try {
+      Block b = s.map.get(key);
+      if (b == null) return;
+      s.remove(b);
+      evict(b);
+    } finally {
+      s.lock.unlock();
+    }
+  }
+
+  /** Drops every block of {@code owner} (a file closed for good). Scans the cache: for rare events. */
+  public void removeOwner(long owner) {
+    for (Shard s : shards) {
+      s.lock.lock();
+      try {
+        for (Block b = s.oldest; b != null; ) {
+          Block next = b.newer;
+          if (b.key >>> OFFSET_BITS == owner) {
+            s.remove(b);
+            evict(b);
+          }
+          b = next;
+        }
+      } finally {
+        s.lock.unlock();
+      }
+    }
+  }
+
+  /** Empties the cache; later lookups miss and later puts return heap blocks. Pinned blocks are freed at their release. */
+  @Override
+  public void close() {
+    closed = true;
+    for (Shard s : shards) {
+      s.lock.lock();
+      try {
+        while (s.oldest != null) {
+          Block b = s.oldest;
+          s.remove(b);
+          evict(b);
+        }
+      } finally {
+        s.lock.unlock();
+      }
+    }
+  }
+
+  public long capacity() {
+    return capacity;
+  }
+
+  /** Native bytes the cache holds now, blocks evicted but still pinned included. */
+  public long bytes() {
+    return bytes.get();
+  }
+
+  public long bytes(Kind kind) {
+    return bytesByKind[kind.ordinal()].get();
+  }
+
+  public long hits() {
+    return hits.sum();
+  }
+
+  public long misses() {
+    return misses.sum();
+  }
+
+  public long evictions() {
+    return evictions.sum();
+  }
+
+  /** Blocks in the cache now. */
+  public int entries() {
+    int n = 0;
+    for (Shard s : shards) {
+      s.lock.lock();
+      try {
+        n += s.map.size();
+      } finally {
+        s.lock.unlock();
+      }
+    }
+    return n;
+  }
+
+  /** Offsets are below 2^32 (segments and tables are smaller); owners take the upper half of a key. */
+  private static final int OFFSET_BITS = 32;
+
+  private static long key(long owner, long offset) {
+    if (offset < 0 || offset >>> OFFSET_BITS != 0) throw new InvalidArgumentException("block offset out of range: " + offset);
+    return owner << OFFSET_BITS | offset;
+  }
+
+  private Shard shard(long key) {
+    long h = key * 0x9E3779B97F4A7C15L;
+    return shards[(int) (h >>> 40) & shardMask];
+  }
+
+  /** A block on the heap, never cached: for readers without a cache, and blocks a cache cannot take. */
+  public static Block heapBlock(byte[] contents, Kind kind) {
+    return new Block(null, contents, Mem.ARRAY_BASE, contents.length, kind, -1, HEAP);
+  }
+
+  /** Marks {@code b}, just taken out of its shard, evicted; frees it if nobody holds a pin. */
+  private void evict(Block b) {
+    int v = (int) STATE.getAndAdd(b, EVICTED);
+    if ((v & PINS) == 0) free(b);
+  }
+
+  private void free(Block b) {
+    bytes.addAndGet(-b.charge());
+    bytesByKind[b.kind.ordinal()].addAndGet(-b.charge());
+    Mem.freeUnpooled(b.address, b.size, this);
+  }
+
+  /** A map and an LRU list (newest at the head), both guarded by {@code lock}. */
+  private static final class Shard {
+    final ReentrantLock lock = new ReentrantLock();
+    final HashMap<Long, Block> map = new HashMap<>();
+    Block newest;
+    Block oldest;
+    long used;
+
+    void pushNewest(Block b) {
+      b.older = newest;
+      b.newer = null;
+      if (newest != null) newest.newer = b;
+      newest = b;
+      if (oldest == null) oldest = b;
+    }
+
+    void unlink(Block b) {
+      if (b.newer != null) b.newer.older = b.older; else newest = b.older;
+      if (b.older != null) b.older.newer = b.newer; else oldest = b.newer;
+      b.newer = null;
+      b.older = null;
+    }
+
+    void touch(Block b) {
+      if (newest == b) return;
+      unlink(b);
+      pushNewest(b);
+    }
+
+    void remove(Block b) {
+      map.remove(b.key);
+      unlink(b);
+      used -= b.charge();
+    }
+  }
+}
