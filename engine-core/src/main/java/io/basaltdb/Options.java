@@ -23,6 +23,7 @@ public final class Options {
   private int l0StopWritesTrigger = 20;
   private long level1Bytes = 64L << 20;
   private int levelMultiplier = 10;
+  private boolean dynamicLevelTargets = true;
   private long tableTargetBytes = 8L << 20;
   private int compactionThreads = 2;
   private int readQueueDepth = 8;
@@ -54,6 +55,7 @@ public final class Options {
     o.l0StopWritesTrigger = l0StopWritesTrigger;
     o.level1Bytes = level1Bytes;
     o.levelMultiplier = levelMultiplier;
+    o.dynamicLevelTargets = dynamicLevelTargets;
     o.tableTargetBytes = tableTargetBytes;
     o.compactionThreads = compactionThreads;
     o.readQueueDepth = readQueueDepth;
@@ -120,7 +122,7 @@ public final class Options {
   public Options maxGroupCommitBytes(int bytes) { this.maxGroupCommitBytes = bytes; return this; }
   public int maxGroupCommitBytes() { return maxGroupCommitBytes; }
 
-  /** Level-0 tables of a keyspace that start a compaction into level 1; default 4. */
+  /** Level-0 tables of a keyspace that start a compaction out of level 0; default 4. */
   public Options l0CompactionTrigger(int tables) { this.l0CompactionTrigger = tables; return this; }
   public int l0CompactionTrigger() { return l0CompactionTrigger; }
 
@@ -132,8 +134,10 @@ public final class Options {
   public int l0StopWritesTrigger() { return l0StopWritesTrigger; }
 
   /**
-   * Target size of a keyspace's level 1 of the key index; level n holds {@code levelMultiplier} times
-   * level n-1. Default 64 MiB.
+   * Size of the shallowest key index level below level 0 that a keyspace fills, the level its level-0
+   * tables compact into. With {@link #dynamicLevelTargets} (the default) that level's target lies between
+   * {@code level1Bytes / levelMultiplier} and {@code level1Bytes}; with static targets it is level 1's
+   * target, and level n holds {@code levelMultiplier} times level n-1. Default 64 MiB.
    */
   public Options level1Bytes(long bytes) { this.level1Bytes = bytes; return this; }
   public long level1Bytes() { return level1Bytes; }
@@ -141,6 +145,20 @@ public final class Options {
   /** Growth factor between key index levels; default 10. */
   public Options levelMultiplier(int factor) { this.levelMultiplier = factor; return this; }
   public int levelMultiplier() { return levelMultiplier; }
+
+  /**
+   * Whether each keyspace derives its key index level targets from its data size (RocksDB's
+   * {@code level_compaction_dynamic_level_bytes}); default true. The deepest level (6) aims at the size
+   * of the largest level, each level above at the one below divided by {@code levelMultiplier}, and the
+   * levels whose target would fall below {@code level1Bytes / levelMultiplier} stay empty: level 0
+   * compacts straight into the shallowest level that is not, so a small store writes its tables into
+   * level 6 and about {@code (levelMultiplier - 1) / levelMultiplier} of a big one sits in level 6.
+   * Tables found in a level that should be empty (a store written with static targets, or one that
+   * shrank) are compacted down first. False: static targets, level n aiming at {@code level1Bytes *
+   * levelMultiplier^(n-1)} and level 0 compacting into level 1. Either can open a store the other wrote.
+   */
+  public Options dynamicLevelTargets(boolean dynamic) { this.dynamicLevelTargets = dynamic; return this; }
+  public boolean dynamicLevelTargets() { return dynamicLevelTargets; }
 
   /** Size at which compaction cuts its output tables; default 8 MiB. */
   public Options tableTargetBytes(long bytes) { this.tableTargetBytes = bytes; return this; }
@@ -218,6 +236,7 @@ public final class Options {
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
+        + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
         + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize() + "]";
   }

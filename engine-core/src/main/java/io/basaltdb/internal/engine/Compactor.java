@@ -1,6 +1,7 @@
 package io.basaltdb.internal.engine;
 
 import io.basaltdb.BasaltException;
+import io.basaltdb.Options;
 import io.basaltdb.internal.sstable.KeyRecord;
 import io.basaltdb.internal.sstable.TableInfo;
 import io.basaltdb.internal.sstable.TableIterator;
@@ -20,17 +21,39 @@ import java.util.concurrent.atomic.AtomicBoolean;
 /**
  * Leveled compaction of each keyspace's key index (Magma section 3.2; LevelDB's and RocksDB's leveled
  * scheme). Level 0 holds the flushed tables, which overlap; levels 1 to {@link
- * KeyspaceFiles#MAX_LEVELS}{@code - 1} hold tables that do not, level n aiming at {@code level1Bytes *
- * levelMultiplier^(n-1)} bytes. A keyspace needs compaction when its level 0 reaches {@code
+ * KeyspaceFiles#MAX_LEVELS}{@code - 1} hold tables that do not, each level aiming at a target size
+ * ({@link LevelTargets}). A keyspace needs compaction when its level 0 reaches {@code
  * l0CompactionTrigger} tables or a level outgrows its target; the neediest job runs first.
  *
+ * <p>Targets follow the data by default (RocksDB's {@code level_compaction_dynamic_level_bytes}): the
+ * last level aims at the size of the largest level, each level above at a {@code levelMultiplier}th of
+ * the one below, and the levels whose target would fall below {@code level1Bytes / levelMultiplier} are
+ * kept empty. Level 0 compacts into the shallowest level that is not (the base level), so a small store
+ * writes straight into the last level and a big one keeps most of its data there. A level that should
+ * be empty but holds tables (a store written with static targets, or one that shrank) gets target 0 and
+ * is drained before anything but a stalled level 0. With {@code dynamicLevelTargets(false)} level n aims
+ * at {@code level1Bytes * levelMultiplier^(n-1)} and level 0 compacts into level 1.
+ *
  * <p>A job merges its input tables (all of level 0, or one table of level n taken round-robin by key)
- * with the tables of the next level that overlap them, keeps the newest record of each key, and writes
- * the next level's tables cut at {@code tableTargetBytes}. Every record it drops (an older version of a
- * key, or a tombstone that reaches the bottom of the tree) goes to the engine's {@link
- * Engine.DiscardListener} before the manifest that drops it is committed. A table of level n >= 1 that
- * overlaps nothing below moves down by a manifest change alone. Only key index records move: the
- * documents stay in the log segments, whose garbage the discarded versions describe.
+ * with the tables of its output level (the base level for level 0, n+1 otherwise) that overlap them,
+ * keeps the newest record of each key, and writes the output level's tables cut at {@code
+ * tableTargetBytes}. Every record it drops (an older version of a key, or a tombstone that reaches the
+ * bottom of the tree) goes to the engine's {@link Engine.DiscardListener} before the manifest that drops
+ * it is committed. A table of level n >= 1 that overlaps nothing below moves down by a manifest change
+ * alone. Only key index records move: the documents stay in the log segments, whose garbage the
+ * discarded versions describe.
+ *
+ * <p>Invariants:
+ * <ol>
+ *   <li>Of two tables holding a key, the shallower holds the newer version (in level 0, the newer
+ *       table), which reads rely on. A job out of level n >= 1 writes level n+1 only. A level-0 job
+ *       skips levels 1 to base-1 only because they are empty: the base level is never deeper than the
+ *       shallowest non-empty level, and nothing fills the levels above it while the job runs (a job out
+ *       of them would need tables there; level-0 jobs never run two at once, each taking all of level 0).
+ *   <li>The tables of a level >= 1 never overlap: a job takes every table of its output level that its
+ *       key range touches.
+ *   <li>A tombstone is dropped only when no level below the output holds anything in the job's range.
+ * </ol>
  *
  * <p>Concurrency: {@code compactionThreads} threads run jobs. Picking happens under {@link #signal},
  * which also guards the set of tables in use, so two jobs never share a table, and a job takes every
@@ -52,13 +75,9 @@ final class Compactor {
   /** Set when a version was freed: some tables may now be deletable. */
   private final AtomicBoolean cleanup = new AtomicBoolean();
 
-  /** What a job reads and where it writes. */
-  record Job(int keyspace, int level, List<KeyspaceFiles.Table> inputs, List<KeyspaceFiles.Table> next,
-      boolean bottom, double score) {
-    int outputLevel() {
-      return level + 1;
-    }
-
+  /** What a job reads and where it writes: {@code next} are the tables of {@code outputLevel} it merges. */
+  record Job(int keyspace, int level, int outputLevel, List<KeyspaceFiles.Table> inputs,
+      List<KeyspaceFiles.Table> next, boolean bottom, double score) {
     List<KeyspaceFiles.Table> all() {
       List<KeyspaceFiles.Table> out = new ArrayList<>(inputs);
       out.addAll(next);
@@ -213,19 +232,19 @@ final class Compactor {
 
   private Job pick(int ks, KeyspaceFiles f) {
     Job best = null;
+    LevelTargets targets = LevelTargets.of(f, engine.options);
     List<KeyspaceFiles.Table> l0 = f.level(0);
     double l0Score = (double) l0.size() / engine.options.l0CompactionTrigger();
     if (l0.size() >= engine.options.l0StopWritesTrigger()) {
-      // Writers are stalled on this keyspace: its level-0 job goes first, and no level-1 job may take
-      // the tables it needs meanwhile.
-      return noneBusy(l0) ? job(ks, f, 0, l0, Double.MAX_VALUE) : null;
+      // Writers are stalled on this keyspace: its level-0 job goes first, and no job out of the base
+      // level may take the tables it needs meanwhile.
+      return noneBusy(l0) ? job(ks, f, 0, targets.base, l0, Double.MAX_VALUE) : null;
     }
     if (l0Score >= 1 && noneBusy(l0)) {
-      best = job(ks, f, 0, l0, l0Score);
+      best = job(ks, f, 0, targets.base, l0, l0Score);
     }
-    long target = engine.options.level1Bytes();
-    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS - 1; l++, target *= engine.options.levelMultiplier()) {
-      double score = (double) f.levelBytes(l) / target;
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS - 1; l++) {
+      double score = targets.score(l, f.levelBytes(l));
       if (score < 1 || (best != null && score <= best.score)) continue;
       Job j = pickInLevel(ks, f, l, score);
       if (j != null) best = j;
@@ -244,20 +263,20 @@ final class Compactor {
     for (int i = 0; i < level.size(); i++) {
       KeyspaceFiles.Table t = level.get((start + i) % level.size());
       if (busy.contains(t.fileNumber())) continue;
-      Job j = job(ks, f, l, List.of(t), score);
+      Job j = job(ks, f, l, l + 1, List.of(t), score);
       if (j != null) return j;
     }
     return null;
   }
 
-  /** The job merging {@code inputs} of level {@code l} into level l+1, or null if a table it needs is busy. */
-  private Job job(int ks, KeyspaceFiles f, int l, List<KeyspaceFiles.Table> inputs, double score) {
+  /** The job merging {@code inputs} of level {@code l} into level {@code out}, or null if a table it needs is busy. */
+  private Job job(int ks, KeyspaceFiles f, int l, int out, List<KeyspaceFiles.Table> inputs, double score) {
     byte[] lo = null, hi = null;
     for (KeyspaceFiles.Table t : inputs) {
       if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
       if (hi == null || Arrays.compareUnsigned(t.largest(), hi) > 0) hi = t.largest();
     }
-    List<KeyspaceFiles.Table> next = overlapping(f.level(l + 1), lo, hi);
+    List<KeyspaceFiles.Table> next = overlapping(f.level(out), lo, hi);
     if (!noneBusy(next)) return null;
     for (KeyspaceFiles.Table t : next) { // the output covers the next level's tables whole
       if (Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
@@ -265,10 +284,10 @@ final class Compactor {
     }
     // Tombstones can go only if no deeper level holds anything in the output's key range.
     boolean bottom = true;
-    for (int d = l + 2; d < KeyspaceFiles.MAX_LEVELS && bottom; d++) {
+    for (int d = out + 1; d < KeyspaceFiles.MAX_LEVELS && bottom; d++) {
       bottom = overlapping(f.level(d), lo, hi).isEmpty();
     }
-    return new Job(ks, l, List.copyOf(inputs), next, bottom, score);
+    return new Job(ks, l, out, List.copyOf(inputs), next, bottom, score);
   }
 
   private static List<KeyspaceFiles.Table> overlapping(List<KeyspaceFiles.Table> level, byte[] lo, byte[] hi) {
@@ -284,6 +303,84 @@ final class Compactor {
       if (busy.contains(t.fileNumber())) return false;
     }
     return true;
+  }
+
+  /**
+   * The size targets of one keyspace's levels 1 to {@link KeyspaceFiles#MAX_LEVELS}{@code - 1}, and its
+   * base level, the one level 0 compacts into. Derived from the levels' sizes at every pick, so the base
+   * level moves as the keyspace grows or shrinks. Immutable.
+   *
+   * <p>Dynamic targets follow RocksDB's {@code level_compaction_dynamic_level_bytes}: the last level aims
+   * at the size of the largest level (usually itself; after a shrink or a switch from static targets a
+   * level above may be larger), each level above at a {@code levelMultiplier}th of the one below. The
+   * levels whose target falls below {@code level1Bytes / levelMultiplier} get target 0: they should be
+   * empty, and any tables they hold are drained down first. The base level is the shallowest level with a
+   * nonzero target (so its target is below about {@code level1Bytes}), or the shallowest non-empty level
+   * if that is shallower, since level 0 must not skip over data (invariant 1 of {@link Compactor}); an
+   * empty keyspace's base level is the last. A keyspace so big that even level 1's target would exceed
+   * {@code level1Bytes} gets the static targets.
+   */
+  static final class LevelTargets {
+    /** The score of a non-empty level whose target is 0: above any size-based score, below a stalled level 0. */
+    static final double DRAIN_SCORE = 1e12;
+    /** The level level-0 jobs write. */
+    final int base;
+    /** Target bytes by level; 0 for a level that should be empty. Index 0 is unused. */
+    private final long[] bytes;
+
+    private LevelTargets(int base, long[] bytes) {
+      this.base = base;
+      this.bytes = bytes;
+    }
+
+    static LevelTargets of(KeyspaceFiles f, Options o) {
+      long[] sizes = new long[KeyspaceFiles.MAX_LEVELS];
+      for (int l = 1; l < sizes.length; l++) sizes[l] = f.levelBytes(l);
+      return of(sizes, o.level1Bytes(), o.levelMultiplier(), o.dynamicLevelTargets());
+    }
+
+    /** The targets for levels of {@code sizes} bytes (index 0, level 0, is ignored). */
+    static LevelTargets of(long[] sizes, long level1Bytes, int multiplier, boolean dynamic) {
+      int last = KeyspaceFiles.MAX_LEVELS - 1;
+      long[] t = new long[KeyspaceFiles.MAX_LEVELS];
+      long largest = 0;
+      int shallowest = last; // the shallowest non-empty level below level 0, or the last
+      for (int l = last; l >= 1; l--) {
+        if (sizes[l] > 0) shallowest = l;
+        largest = Math.max(largest, sizes[l]);
+      }
+      if (dynamic) {
+        t[last] = largest;
+        for (int l = last - 1; l >= 1; l--) t[l] = t[l + 1] / multiplier;
+      }
+      if (!dynamic || t[1] > level1Bytes) {
+        t[1] = level1Bytes;
+        for (int l = 2; l <= last; l++) { // saturating: a huge level1Bytes must not wrap around
+          t[l] = t[l - 1] > Long.MAX_VALUE / multiplier ? Long.MAX_VALUE : t[l - 1] * multiplier;
+        }
+        return new LevelTargets(1, t);
+      }
+      long least = level1Bytes / multiplier;
+      int ideal = last;
+      while (ideal > 1 && t[ideal - 1] >= least) ideal--;
+      for (int l = 1; l < ideal; l++) t[l] = 0;
+      return new LevelTargets(Math.min(ideal, shallowest), t);
+    }
+
+    /** Target bytes of level {@code l >= 1}; 0 if it should be empty. */
+    long target(int l) {
+      return bytes[l];
+    }
+
+    /**
+     * How badly level {@code l} of {@code size} bytes needs a job out of it; 1 or more means it does.
+     * Draining a level that should be empty comes first, shallowest first, so level 0 gets to write
+     * deeper soon.
+     */
+    double score(int l, long size) {
+      if (size == 0) return 0;
+      return bytes[l] == 0 ? DRAIN_SCORE + (KeyspaceFiles.MAX_LEVELS - l) : (double) size / bytes[l];
+    }
   }
 
   // ---- running -------------------------------------------------------------------------------------------

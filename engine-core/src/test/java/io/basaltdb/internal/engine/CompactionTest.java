@@ -2,6 +2,7 @@ package io.basaltdb.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,6 +11,7 @@ import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
 import io.basaltdb.internal.storage.MemStorage;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -17,11 +19,14 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Leveled compaction against an exact account: every key index record a flush writes either stays in
  * a table or is handed to the discard listener, once, and only records that are superseded or are
- * tombstones with nothing below them are discarded.
+ * tombstones with nothing below them are discarded. Then the shape of the tree under dynamic and static
+ * level targets.
  */
 class CompactionTest {
   static Options tinyLevels() {
@@ -30,15 +35,16 @@ class CompactionTest {
         .level1Bytes(1024).levelMultiplier(2).tableTargetBytes(1024);
   }
 
-  @Test
-  void everyFlushedRecord_isKeptOrDiscardedOnce_andOnlyDeadOnesAreDiscarded() throws Exception {
+  @ParameterizedTest(name = "dynamicLevelTargets={0}")
+  @ValueSource(booleans = {true, false})
+  void everyFlushedRecord_isKeptOrDiscardedOnce_andOnlyDeadOnesAreDiscarded(boolean dynamic) throws Exception {
     Map<Long, byte[]> keyOfSeqno = new HashMap<>();
     Map<String, Long> newest = new HashMap<>();
     Set<Long> tombstones = new HashSet<>();
     Map<String, byte[]> model = new HashMap<>();
     List<long[]> discarded = java.util.Collections.synchronizedList(new ArrayList<>());
     Random rnd = new Random(42);
-    try (Engine e = Engine.open(new MemStorage(42), tinyLevels())) {
+    try (Engine e = Engine.open(new MemStorage(42), tinyLevels().dynamicLevelTargets(dynamic))) {
       e.setDiscardListener((ks, seqno, size) -> discarded.add(new long[] {ks, seqno, size}));
       for (int i = 0; i < 6000; i++) {
         String k = "key-" + rnd.nextInt(300);
@@ -63,7 +69,11 @@ class CompactionTest {
       assertTrue(e.compactor.awaitIdle(30_000), "compaction settled");
       Map<String, Long> st = e.stats();
       assertTrue(st.get("compactions") > 5, "compactions ran: " + st);
-      assertTrue(st.get("tablesAtLevel3") + st.get("tablesAtLevel4") + st.get("tablesAtLevel5") > 0, "deep levels: " + st);
+      if (dynamic) { // level 0 compacts into the last level while the store is small
+        assertTrue(st.get("tablesAtLevel6") > 0, "last level: " + st);
+      } else {
+        assertTrue(st.get("tablesAtLevel3") + st.get("tablesAtLevel4") + st.get("tablesAtLevel5") > 0, "deep levels: " + st);
+      }
       assertTrue(!discarded.isEmpty(), "versions were discarded");
       long kept = 0;
       Set<Long> keptSeqnos = new HashSet<>();
@@ -246,6 +256,185 @@ class CompactionTest {
         assertTrue(named.contains(Long.parseLong(f.substring(0, f.indexOf('.')))), f + " no retained manifest names stays on disk");
       }
     }
+  }
+
+  // ---- level targets --------------------------------------------------------------------------------------
+
+  /** Levels of 4 KiB, 16 KiB, ... (static); the index of {@link #load}'s 5,000 keys is about 100 KiB. */
+  static Options smallLevels() {
+    return tinyLevels().level1Bytes(4 << 10).levelMultiplier(4);
+  }
+
+  @Test
+  void dynamicTargets_smallStore_level0CompactsIntoTheLastLevel_andLevels1To5StayEmpty() throws Exception {
+    // level 5 would aim at a tenth of level 6, below level1Bytes / 10 until level 6 reaches 1 MiB
+    Options o = tinyLevels().level1Bytes(1 << 20).levelMultiplier(10);
+    try (Engine e = Engine.open(new MemStorage(3), o)) {
+      Random rnd = new Random(3);
+      for (int i = 0; i < 20_000; i++) {
+        put(e, "key-" + rnd.nextInt(5000), "v" + i);
+        if (i % 500 == 0) assertLevels1To5Empty(e, "after " + i + " writes");
+      }
+      e.flush();
+      assertTrue(e.compactor.awaitIdle(30_000));
+      assertLevels1To5Empty(e, "settled");
+      long[] sizes = levelBytes(e);
+      assertTrue(sizes[6] > 50_000 && e.stats().get("compactions") > 5, "level 0 compacted into level 6: "
+          + Arrays.toString(sizes) + " " + e.stats());
+    }
+  }
+
+  @Test
+  void dynamicTargets_levelsGrowByTheMultiplier_andMostDataSitsInTheLastLevel() throws Exception {
+    Options o = smallLevels();
+    try (Engine e = Engine.open(new MemStorage(5), o)) {
+      Map<String, String> model = load(e, new Random(5), 20_000, 0);
+      long[] sizes = levelBytes(e);
+      assertDynamicShape(sizes, o);
+      long m = o.levelMultiplier();
+      // level 5 compacts down one table at a time once it passes level 6 / m, so it ends up near that
+      assertTrue(sizes[5] * m * 2 >= sizes[6], "level 5 near a " + m + "th of level 6: " + Arrays.toString(sizes));
+      assertReads(e, model);
+    }
+  }
+
+  @Test
+  void staticTargets_keepTheOldLayout() throws Exception {
+    try (Engine e = Engine.open(new MemStorage(3), tinyLevels().level1Bytes(1 << 20).levelMultiplier(10)
+        .dynamicLevelTargets(false))) {
+      load(e, new Random(3), 20_000, 0);
+      long[] sizes = levelBytes(e);
+      assertTrue(sizes[1] > 50_000, "all in level 1: " + Arrays.toString(sizes));
+      for (int l = 2; l < KeyspaceFiles.MAX_LEVELS; l++) assertEquals(0, sizes[l], "level " + l + ": " + Arrays.toString(sizes));
+    }
+    Options o = smallLevels().dynamicLevelTargets(false);
+    try (Engine e = Engine.open(new MemStorage(5), o)) {
+      Map<String, String> model = load(e, new Random(5), 20_000, 0);
+      long[] sizes = levelBytes(e);
+      assertStaticShape(sizes, o);
+      assertReads(e, model);
+    }
+  }
+
+  @Test
+  void switchingToDynamicTargets_drainsTheLevelsAboveTheBase_whileWritesGoOn() throws Exception {
+    MemStorage storage = new MemStorage(8);
+    Map<String, String> model;
+    try (Engine e = Engine.open(storage, smallLevels().dynamicLevelTargets(false))) {
+      model = load(e, new Random(8), 20_000, 0);
+      assertStaticShape(levelBytes(e), smallLevels().dynamicLevelTargets(false));
+    }
+    try (Engine e = Engine.open(storage, smallLevels())) {
+      model.putAll(load(e, new Random(9), 10_000, 20_000)); // level-0 jobs run while the old levels drain
+      long[] sizes = levelBytes(e);
+      assertDynamicShape(sizes, smallLevels());
+      assertReads(e, model);
+    }
+    try (Engine e = Engine.open(storage, smallLevels().dynamicLevelTargets(false))) { // and back
+      model.putAll(load(e, new Random(10), 5_000, 30_000));
+      assertReads(e, model);
+    }
+  }
+
+  @Test
+  void levelTargets_followRocksDbsDynamicLevelBytes() {
+    long gb = 1_000_000_000L;
+    // RocksDB's documented example: level 6 holds 276 GB, max_bytes_for_level_base 1 GB, multiplier 10
+    Compactor.LevelTargets t = Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 276 * gb}, gb, 10, true);
+    assertEquals(3, t.base);
+    long[] want = {0, 0, 0, 276_000_000L, 2_760_000_000L, 27_600_000_000L, 276 * gb};
+    for (int l = 1; l < 7; l++) assertEquals(want[l], t.target(l), "level " + l);
+
+    // empty, or smaller than level1Bytes: level 0 compacts into level 6
+    assertEquals(6, Compactor.LevelTargets.of(new long[7], gb, 10, true).base);
+    assertEquals(6, Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, gb / 2}, gb, 10, true).base);
+    assertEquals(5, Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 2 * gb}, gb, 10, true).base);
+
+    // a store written with static targets: level 0 still writes the shallowest non-empty level, and the
+    // levels above the ideal base level drain first, shallowest first
+    t = Compactor.LevelTargets.of(new long[] {0, gb, 10 * gb, 30 * gb, 0, 0, 0}, gb, 10, true);
+    assertEquals(1, t.base);
+    for (int l = 1; l <= 3; l++) assertEquals(0, t.target(l), "level " + l + " should be empty");
+    assertEquals(3 * gb, t.target(5));
+    assertTrue(t.score(1, gb) > t.score(2, 10 * gb) && t.score(3, 30 * gb) > 1e9, "drains come first");
+    assertEquals(0, t.score(4, 0));
+    assertEquals(3.0, t.score(5, 9 * gb));
+
+    // static targets
+    t = Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 276 * gb}, gb, 10, false);
+    assertEquals(1, t.base);
+    for (int l = 1; l < 6; l++) assertEquals((long) (gb * Math.pow(10, l - 1)), t.target(l), "level " + l);
+    // a store so big that even level 1 would outgrow level1Bytes gets them too
+    t = Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 200_000 * gb}, gb, 10, true);
+    assertEquals(1, t.base);
+    assertEquals(gb, t.target(1));
+  }
+
+  /** Puts {@code n} values over 5,000 keys, flushes and waits for compaction; returns what it wrote. */
+  private static Map<String, String> load(Engine e, Random rnd, int n, int first) throws InterruptedException {
+    Map<String, String> wrote = new HashMap<>();
+    for (int i = first; i < first + n; i++) {
+      String k = "key-" + rnd.nextInt(5000);
+      put(e, k, "v" + i);
+      wrote.put(k, "v" + i);
+    }
+    e.flush();
+    assertTrue(e.compactor.awaitIdle(60_000), "compaction settled");
+    return wrote;
+  }
+
+  private static void assertReads(Engine e, Map<String, String> model) {
+    for (Map.Entry<String, String> kv : model.entrySet()) {
+      assertArrayEquals(kv.getValue().getBytes(), e.get(1, kv.getKey().getBytes()), kv.getKey());
+    }
+  }
+
+  private static long[] levelBytes(Engine e) {
+    Version v = e.acquire();
+    try {
+      long[] sizes = new long[KeyspaceFiles.MAX_LEVELS];
+      for (int l = 0; l < sizes.length; l++) sizes[l] = v.files(1).levelBytes(l);
+      return sizes;
+    } finally {
+      v.release();
+    }
+  }
+
+  private static void assertLevels1To5Empty(Engine e, String when) {
+    long[] sizes = levelBytes(e);
+    for (int l = 1; l < 6; l++) assertEquals(0, sizes[l], "level " + l + " " + when + ": " + Arrays.toString(sizes));
+  }
+
+  /**
+   * A settled tree under dynamic targets: level 6 is the largest, level n holds at most level 6 /
+   * multiplier^(6-n), levels whose target would be below level1Bytes / multiplier are empty, and so level 6
+   * holds more than (multiplier - 1) / multiplier of the data.
+   */
+  private static void assertDynamicShape(long[] sizes, Options o) {
+    String shape = Arrays.toString(sizes);
+    long m = o.levelMultiplier(), total = 0, target = sizes[6];
+    for (int l = 1; l < 7; l++) total += sizes[l];
+    for (int l = 5; l >= 1; l--) {
+      target /= m;
+      if (target < o.level1Bytes() / m) {
+        assertEquals(0, sizes[l], "level " + l + " should be empty: " + shape);
+      } else {
+        assertTrue(sizes[l] <= target, "level " + l + " within its target " + target + ": " + shape);
+      }
+    }
+    assertTrue(sizes[6] * m > total * (m - 1), "level 6 holds most of the data: " + shape);
+    assertFalse(sizes[5] == 0 && sizes[4] == 0, "data in more than one level: " + shape);
+  }
+
+  /** A settled tree under static targets: level n within level1Bytes * multiplier^(n-1), level 1 used. */
+  private static void assertStaticShape(long[] sizes, Options o) {
+    String shape = Arrays.toString(sizes);
+    assertTrue(sizes[1] > 0, "level 0 compacts into level 1: " + shape);
+    long target = o.level1Bytes();
+    for (int l = 1; l < 6; l++, target *= o.levelMultiplier()) {
+      assertTrue(sizes[l] <= target, "level " + l + " within " + target + ": " + shape);
+    }
+    assertEquals(0, sizes[6], "level 6 not reached: " + shape);
   }
 
   private static void put(Engine e, int ks, String key, String value) {

@@ -58,6 +58,35 @@ class SegmentReadWriteTest {
   }
 
   @Test
+  void indexPages_comeFromTheBlockCache_sharedByTheReadersOfLaterStates() {
+    ByteArrayFile file = new ByteArrayFile();
+    SegmentOptions o = SegmentOptions.defaults().withBlockSize(64).withPageSize(64);
+    SegmentWriter w = SegmentWriter.create(file, 3, 1, o);
+    TestDocs t = new TestDocs(SEED + 2, 1);
+    t.appendRandom(w, 400);
+    SegmentState s1 = w.checkpoint();
+    assertTrue(s1.levels() >= 3, "a deep index: " + s1);
+    try (io.basaltdb.internal.cache.BlockCache cache = new io.basaltdb.internal.cache.BlockCache(1 << 20)) {
+      long owner = cache.newOwner();
+      SegmentReader r = new SegmentReader(file, s1, cache, owner);
+      t.checkAllReads(r); // with and without hints: every page once from the file, then from the cache
+      long seqno = t.docs.firstKey() + 7;
+      long before = r.blockReads();
+      r.read(seqno, -1);
+      assertEquals(before + 1, r.blockReads(), "only the data block is read: the pages are cached");
+      assertTrue(cache.bytes(io.basaltdb.internal.cache.BlockCache.Kind.SEGMENT_PAGE) > 0);
+      t.appendRandom(w, 50);
+      SegmentReader r2 = new SegmentReader(file, w.checkpoint(), cache, owner);
+      long hits = cache.hits();
+      long before2 = r2.blockReads();
+      r2.read(seqno, -1);
+      assertTrue(cache.hits() > hits, "the next state's reader finds the old pages in the cache");
+      assertTrue(r2.blockReads() - before2 < 1 + r2.state().levels(), "fewer reads than a descent from disk");
+      t.checkAllReads(r2);
+    }
+  }
+
+  @Test
   void read_deepTree_smallBlocksAndPages() {
     ByteArrayFile file = new ByteArrayFile();
     SegmentOptions o = SegmentOptions.defaults().withBlockSize(64).withPageSize(64);

@@ -1,0 +1,101 @@
+package io.basaltdb.internal.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.Options;
+import io.basaltdb.internal.memory.Mem;
+import io.basaltdb.internal.storage.MemStorage;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The store's block cache: what it holds, what it costs the quota, what a miss costs a get. */
+class BlockCacheEngineTest {
+  private static final int KEYS = 4000;
+
+  private static Options options() {
+    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10).blockSize(512)
+        .l0CompactionTrigger(2).level1Bytes(16 << 10).levelMultiplier(4).tableTargetBytes(16 << 10);
+  }
+
+  private static void load(Engine e) {
+    for (int i = 0; i < KEYS; i++) put(e, i, "v" + i);
+    e.flush();
+    assertTrue(e.waitForCompactions(30_000));
+  }
+
+  private static void put(Engine e, int i, String v) {
+    Batch b = new Batch(1);
+    b.add(1, Batch.PUT, ("key-" + i).getBytes(), v.getBytes());
+    e.write(b);
+  }
+
+  private static void getAll(Engine e) {
+    for (int i = 0; i < KEYS; i += 7) assertArrayEquals(("v" + i).getBytes(), e.get(1, ("key-" + i).getBytes()), "key-" + i);
+  }
+
+  @Test
+  void indexAndFilterBlocks_areCachedOffHeap_insideTheQuota_andFreedAtClose() {
+    MemStorage storage = new MemStorage(1);
+    Engine e = Engine.open(storage, options());
+    load(e);
+    Map<String, Long> s = e.stats();
+    assertTrue(s.get("tables") > 1, "several tables: " + s);
+    assertTrue(s.get("blockCacheIndexBytes") > 0 && s.get("blockCacheFilterBytes") > 0, s.toString());
+    assertEquals(s.get("memoryQuota"), s.get("writeCacheQuota") + s.get("blockCacheCapacity"),
+        "the write cache and the block cache split the quota");
+    assertEquals(8L << 20, s.get("blockCacheCapacity"), "default: half the quota");
+    assertTrue(s.get("memoryInUse") >= s.get("blockCacheBytes") + s.get("writeCacheMemory") - 1, s.toString());
+    long misses = s.get("blockCacheMisses");
+    getAll(e);
+    s = e.stats();
+    assertEquals(misses, s.get("blockCacheMisses"), "tables start cached, and everything fits");
+    assertTrue(s.get("blockCacheHits") > KEYS / 7, "every probed table's filter and index came from the cache");
+    BlockCacheHandle h = new BlockCacheHandle(e);
+    e.close();
+    assertEquals(0, h.cache.bytes(), "every cached byte freed at close");
+    assertEquals(0, Mem.liveBlocksOf(h.cache));
+  }
+
+  @Test
+  void withoutACache_everyProbeReadsTheIndexAndFilterAgain_andGetsStayCorrect() {
+    MemStorage storage = new MemStorage(2);
+    try (Engine e = Engine.open(storage, options())) {
+      load(e);
+    }
+    try (Engine e = Engine.open(storage, options().blockCacheSize(0))) {
+      getAll(e);
+      Map<String, Long> s = e.stats();
+      assertEquals(0, s.get("blockCacheBytes"));
+      assertTrue(s.get("blockCacheMisses") >= 2L * (KEYS / 7), "a filter and an index read per get at least: " + s);
+      double readsPerGet = (double) (s.get("indexBlockReads") + s.get("documentReads") + s.get("blockCacheMisses"))
+          / s.get("gets"); // io.basaltdb.Stats.readsPerGet
+      assertTrue(readsPerGet >= 3, "a filter, an index, a key index block and a document per get: " + readsPerGet);
+    }
+    try (Engine e = Engine.open(storage, options().blockCacheSize(4 << 10))) { // a few blocks at a time
+      getAll(e);
+      getAll(e);
+      Map<String, Long> s = e.stats();
+      assertTrue(s.get("blockCacheEvictions") > 0 && s.get("blockCacheHits") > 0, s.toString());
+      assertTrue(s.get("blockCacheBytes") <= 4 << 10, s.toString());
+    }
+  }
+
+  @Test
+  void aCacheThatLeavesTheWriteCacheNoRoom_isRefused() {
+    MemStorage storage = new MemStorage(3);
+    InvalidArgumentException ex = assertThrows(InvalidArgumentException.class,
+        () -> Engine.open(storage, options().blockCacheSize(16L << 20)));
+    assertTrue(ex.getMessage().contains("blockCacheSize"), ex.getMessage());
+  }
+
+  /** The engine's cache, kept past close (the field is package-private). */
+  private record BlockCacheHandle(io.basaltdb.internal.cache.BlockCache cache) {
+    BlockCacheHandle(Engine e) {
+      this(e.blockCache);
+    }
+  }
+}
