@@ -4,26 +4,34 @@ import java.util.Collections;
 import java.util.Map;
 
 /**
- * A point-in-time reading of a store's counters and gauges. Counters count since the store was opened.
- * Names, in {@link #asMap()} order:
+ * A point-in-time reading of a store's counters and gauges. Counters count since the store was opened,
+ * except the key index totals, which the manifest persists. Names, in {@link #asMap()} order:
  * <ul>
  *   <li>{@code puts}, {@code deletes}, {@code gets}, {@code batches}, {@code groupCommits} (WAL writes,
  *       each shared by one or more batches);</li>
  *   <li>{@code userBytesWritten} (keys and values of acknowledged writes), {@code walBytesWritten},
  *       {@code walSyncs}, {@code segmentBytesWritten}, {@code indexBytesWritten},
  *       {@code manifestBytesWritten}; see {@link #writeAmplification()};</li>
- *   <li>{@code flushes}, {@code flushedRecords} (key index records the flushes wrote, one per key and
- *       flush); {@code stalls} and {@code stallNanos} (writers blocked because the write cache
+ *   <li>{@code flushes}; {@code stalls} and {@code stallNanos} (writers blocked because the write cache
  *       was full while the previous one was still flushing), {@code slowdowns} and {@code slowdownNanos}
  *       (writers delayed 1 ms because it was three quarters full);</li>
  *   <li>{@code tableLookups} (key index tables consulted), {@code indexBlockReads} (data blocks of
  *       those tables read by point gets, after the key range and bloom filter let them through),
  *       {@code documentReads} (documents read from log segments); see {@link #readsPerGet()};</li>
  *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
- *       without rewriting), {@code compactionBytesRead}, {@code compactionBytesWritten},
- *       {@code discardedVersions} and {@code discardedBytes} (older versions and bottom-level tombstones
- *       compaction dropped, with their document sizes: the garbage in the log segments),
- *       {@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
+ *       without rewriting), {@code compactionBytesRead}, {@code compactionBytesWritten};</li>
+ *   <li>key index totals of the live keyspaces since each was created, committed in the manifest
+ *       together with the tables they describe, so they survive reopening and a crash neither loses nor
+ *       repeats a count: {@code flushedRecords} and {@code flushedBytes} (key index records the flushes
+ *       wrote, one per key and flush, and the document bytes they reference), {@code discardedVersions}
+ *       and {@code discardedBytes} (older versions and bottom-level tombstones compaction dropped, with
+ *       their document sizes: the garbage in the log segments), {@code liveDataBytes} (flushed minus
+ *       discarded bytes: the document bytes the key index references, an upper bound of the live data,
+ *       since it still counts superseded versions not yet compacted away and tombstones; document
+ *       sizes are as encoded in a segment block, before compression); gauge {@code diskBytes} (the
+ *       size of every file of the store: WAL, manifests and checkpoints, tables, segments with their
+ *       preallocated tails); see {@link #spaceAmplification()};</li>
+ *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
  *       {@code l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of
  *       replaced tables that failed and are retried); gauges {@code tablesAtLevel0} to
  *       {@code tablesAtLevel6};</li>
@@ -71,6 +79,17 @@ public final class Stats {
     if (user == 0) return 0;
     return (double) (get("walBytesWritten") + get("segmentBytesWritten") + get("indexBytesWritten")
         + get("compactionBytesWritten") + get("manifestBytesWritten")) / user;
+  }
+
+  /**
+   * Bytes on disk over the document bytes the key index references ({@code diskBytes /
+   * liveDataBytes}); 0 before any flush. A lower bound of the space amplification, as liveDataBytes is
+   * an upper bound of the live data; compression can bring it below 1.
+   */
+  public double spaceAmplification() {
+    long live = get("liveDataBytes");
+    if (live <= 0) return 0;
+    return (double) get("diskBytes") / live;
   }
 
   /**

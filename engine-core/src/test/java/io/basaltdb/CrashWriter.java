@@ -1,5 +1,7 @@
 package io.basaltdb;
 
+import io.basaltdb.internal.engine.DiscardAccounting;
+import io.basaltdb.internal.storage.FileStorage;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -15,10 +17,13 @@ import java.util.TreeMap;
  * oracle {@code <dir>/oracle} (the numbers of the operations the store acknowledged, one per line,
  * appended after each acknowledgement; a SIGKILL cannot lose it, the kernel holds it), then goes on
  * writing numbered operations until it is killed. Operation {@code i} is a pure function of {@code i}
- * (a put, a delete or a batch of puts), so expected state is recomputed from the oracle alone.
+ * (a put, a delete or a batch of puts), so expected state is recomputed from the oracle alone. Before
+ * opening, it also checks the key index accounting the last manifest persists against its tables
+ * ({@link DiscardAccounting}): a kill between a compaction's discards and their commit must neither
+ * lose nor repeat a count.
  *
- * <p>Exit status: 0 when {@code --verify-only} passes, 1 on any lost or out-of-order write, 2 on a usage
- * error. Thread-safety: a single-threaded program.
+ * <p>Exit status: 0 when {@code --verify-only} passes, 1 on any lost or out-of-order write or wrong
+ * count, 2 on a usage error. Thread-safety: a single-threaded program.
  */
 public final class CrashWriter {
   static final int KEYS = 2000;
@@ -38,6 +43,11 @@ public final class CrashWriter {
     // Small levels, so a kill often lands in the middle of a compaction as well as a flush.
     Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(1L << 20).segmentSize(256L << 10)
         .l0CompactionTrigger(2).level1Bytes(16L << 10).levelMultiplier(4).tableTargetBytes(8L << 10);
+    String accounting = DiscardAccounting.checkStore(new FileStorage(dir.resolve("db")));
+    if (accounting != null) {
+      System.err.println("WRONG key index accounting after " + (acked + 1) + " acknowledged operations: " + accounting);
+      System.exit(1);
+    }
     try (Basalt db = Basalt.open(dir.resolve("db"), options)) {
       Keyspace ks = db.keyspace("default");
       String problem = verify(ks, acked);
@@ -45,7 +55,7 @@ public final class CrashWriter {
         System.err.println("LOSS after " + (acked + 1) + " acknowledged operations: " + problem);
         System.exit(1);
       }
-      System.out.println("verified " + (acked + 1) + " acknowledged operations");
+      System.out.println("verified " + (acked + 1) + " acknowledged operations and the key index accounting");
       if (verifyOnly) return;
       try (FileOutputStream out = new FileOutputStream(oracle.toFile(), true)) {
         for (long i = acked + 1; ; i++) {

@@ -188,6 +188,9 @@ class StoreApiTest {
       assertEquals(1, s.flushes());
       assertTrue(s.get("segmentBytesWritten") > 0 && s.get("indexBytesWritten") > 0);
       assertTrue(s.writeAmplification() > 1.0, "WAL plus segment at least doubles the bytes: " + s);
+      assertEquals(100, s.get("flushedRecords"));
+      assertEquals(s.get("flushedBytes"), s.get("liveDataBytes"), "nothing discarded yet");
+      assertEquals((double) s.get("diskBytes") / s.get("liveDataBytes"), s.spaceAmplification(), 1e-9);
       assertEquals(100, s.lastSeqno());
       assertFalse(s.asMap().isEmpty());
       assertThrows(InvalidArgumentException.class, () -> s.get("nope"));
@@ -199,6 +202,45 @@ class StoreApiTest {
       assertEquals(100, r.get("documentReads"));
       assertTrue(r.get("indexBlockReads") >= 100 && r.get("indexBlockReads") <= 105, r.toString());
       assertEquals(1.0, r.readsPerGet(), 0.03, r.toString());
+    }
+  }
+
+  @Test
+  void stats_keyIndexTotals_surviveReopen_andDiskBytesIsTheFilesSize(@TempDir Path dir) throws Exception {
+    Options o = small().l0CompactionTrigger(2).level1Bytes(1024).levelMultiplier(2).tableTargetBytes(1024);
+    List<String> persisted = List.of("flushedRecords", "flushedBytes", "discardedVersions", "discardedBytes",
+        "liveDataBytes");
+    Stats before;
+    try (Basalt db = Basalt.open(dir, o)) {
+      Keyspace ks = db.keyspace("default");
+      for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 100; i++) ks.put(b("key" + i), new byte[50 + round]);
+        db.flush();
+      }
+      assertTrue(db.waitForCompactions(30_000));
+      while (true) { // a replaced table may still be going: measure when the files held still around stats()
+        long files = fileBytes(dir);
+        before = db.stats();
+        if (fileBytes(dir) == files) {
+          assertEquals(files, before.get("diskBytes"), "every file but the empty LOCK: " + before);
+          break;
+        }
+      }
+      assertEquals(400, before.get("flushedRecords"));
+      assertTrue(before.get("discardedVersions") > 0, "compaction dropped older versions: " + before);
+      assertEquals(before.get("flushedBytes") - before.get("discardedBytes"), before.get("liveDataBytes"));
+      assertTrue(before.spaceAmplification() > 0);
+    }
+    try (Basalt db = Basalt.open(dir, o)) {
+      Stats after = db.stats();
+      for (String name : persisted) assertEquals(before.get(name), after.get(name), name);
+      assertEquals(0, after.get("compactions"), "the other counters start again at each open");
+    }
+  }
+
+  private static long fileBytes(Path dir) throws java.io.IOException {
+    try (var files = java.nio.file.Files.walk(dir)) {
+      return files.filter(java.nio.file.Files::isRegularFile).mapToLong(f -> f.toFile().length()).sum();
     }
   }
 }

@@ -424,18 +424,22 @@ final class Compactor {
         if (!moved) discardOutputs(job.keyspace, outputs);
         return;
       }
+      // The listener hears of each dropped version before the commit; the counters go in the commit
+      // itself, so a crash in between leaves neither the drop nor its count (see DiscardListener).
       Engine.DiscardListener listener = engine.discardListener();
+      long discardedBytes = 0;
       for (int i = 0; i < discardCount; i++) {
         listener.discarded(job.keyspace, discards[2 * i], (int) discards[2 * i + 1]);
+        discardedBytes += discards[2 * i + 1];
       }
-      engine.stats.discardedVersions.add(discardCount);
-      for (int i = 0; i < discardCount; i++) engine.stats.discardedBytes.add(discards[2 * i + 1]);
       Set<Long> removed = new HashSet<>();
       for (KeyspaceFiles.Table t : job.all()) removed.add(t.fileNumber());
       Map<Integer, KeyspaceFiles> now = new HashMap<>(engine.current().files);
       now.put(job.keyspace, now.get(job.keyspace).withCompaction(removed, outputs));
       Manifest cur = engine.manifest;
-      engine.commitManifest(engine.nextManifest(now, cur.flushedSeqno(), cur.walStart()));
+      Map<Integer, Manifest.Counters> delta =
+          Map.of(job.keyspace, Manifest.Counters.discarded(discardCount, discardedBytes));
+      engine.commitManifest(engine.nextManifest(now, delta, cur.flushedSeqno(), cur.walStart()));
       engine.applyLock.lock();
       try {
         Version v = engine.current();

@@ -104,10 +104,19 @@ public final class Engine implements AutoCloseable {
 
   /**
    * Receives every key index record version a compaction discards, as {@code (keyspace, seqno, doc
-   * size)}: called once per discarded version, just before the manifest that drops it is committed. If
-   * that commit fails, the store fails and the compaction runs again after reopening, so a consumer that
-   * must count each version once persists what it learns together with the manifest (the garbage
-   * collector's delete list will). Called on compaction threads, under the manifest lock.
+   * size)}: called once per discarded version, on a compaction thread under the manifest lock, just
+   * before the manifest that drops the version is committed. That manifest also adds the version to the
+   * keyspace's persisted {@link Manifest.Counters} ({@code discardedVersions}, {@code discardedBytes}).
+   *
+   * <p>At a crash (or a failed commit, which fails the store) after the calls and before the commit is
+   * durable, what the calls did in memory dies with the process, and the store reopens from the manifest
+   * before the compaction: the versions are still in its tables and its counters do not count them. The
+   * compaction runs again after recovery and calls the listener again for the versions it discards
+   * then. Once the commit is durable, no call repeats a version. So the calls of one open never name a
+   * version twice, but a version named just before a crash is named again after it. A consumer that
+   * persists what it learns must commit it through the manifest, atomically with the drop, as the
+   * counters do (the first such consumer; the garbage collector's delete list is next): anything
+   * persisted elsewhere counts a version twice or never.
    */
   public interface DiscardListener {
     void discarded(int keyspace, long seqno, int docSize);
@@ -317,22 +326,26 @@ public final class Engine implements AutoCloseable {
 
   /**
    * The next manifest: the current one's keyspaces with their tables and segments from {@code files},
-   * and the given flush position. Caller holds manifestLock.
+   * their counters plus {@code deltas} (what the change being committed flushed or discarded, by
+   * keyspace), and the given flush position. Caller holds manifestLock, from reading the tables the
+   * deltas describe until the result is committed, so no other change lands in between.
    */
-  Manifest nextManifest(Map<Integer, KeyspaceFiles> files, long flushedSeqno, long walStart) {
+  Manifest nextManifest(Map<Integer, KeyspaceFiles> files, Map<Integer, Manifest.Counters> deltas,
+      long flushedSeqno, long walStart) {
     Manifest m = manifest;
     List<Manifest.KeyspaceMeta> ks = new ArrayList<>();
     for (Manifest.KeyspaceMeta meta : m.keyspaces()) {
       KeyspaceFiles f = files.get(meta.id());
+      Manifest.Counters c = meta.counters().plus(deltas.getOrDefault(meta.id(), Manifest.Counters.ZERO));
       if (f == null) {
-        ks.add(meta);
+        ks.add(new Manifest.KeyspaceMeta(meta.id(), meta.name(), meta.tables(), meta.segments(), c));
         continue;
       }
       List<Manifest.TableMeta> tables = new ArrayList<>();
       for (KeyspaceFiles.Table t : f.tables) tables.add(new Manifest.TableMeta(t.fileNumber(), t.level()));
       List<io.basaltdb.internal.segment.SegmentState> segs = new ArrayList<>();
       for (KeyspaceFiles.Segment sg : f.segments) segs.add(sg.state());
-      ks.add(new Manifest.KeyspaceMeta(meta.id(), meta.name(), tables, segs));
+      ks.add(new Manifest.KeyspaceMeta(meta.id(), meta.name(), tables, segs, c));
     }
     return new Manifest(m.number() + 1, System.currentTimeMillis(), flushedSeqno, nextFileNumber.get(), walStart,
         m.nextKeyspaceId(), ks);
@@ -399,7 +412,7 @@ public final class Engine implements AutoCloseable {
         Manifest m = manifest;
         id = m.nextKeyspaceId();
         List<Manifest.KeyspaceMeta> ks = new ArrayList<>(m.keyspaces());
-        ks.add(new Manifest.KeyspaceMeta(id, name, List.of(), List.of()));
+        ks.add(new Manifest.KeyspaceMeta(id, name, List.of(), List.of(), Manifest.Counters.ZERO));
         commitManifest(new Manifest(m.number() + 1, System.currentTimeMillis(), m.flushedSeqno(),
             nextFileNumber.get(), m.walStart(), id + 1, ks));
       }
@@ -723,7 +736,6 @@ public final class Engine implements AutoCloseable {
     m.put("indexBytesWritten", s.tableBytes.sum());
     m.put("manifestBytesWritten", s.manifestBytes.sum());
     m.put("flushes", s.flushes.sum());
-    m.put("flushedRecords", s.flushedRecords.sum());
     m.put("stalls", s.stalls.sum());
     m.put("stallNanos", s.stallNanos.sum());
     m.put("slowdowns", s.slowdowns.sum());
@@ -736,8 +748,24 @@ public final class Engine implements AutoCloseable {
     m.put("trivialMoves", s.trivialMoves.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
     m.put("compactionBytesWritten", s.compactionBytesWritten.sum());
-    m.put("discardedVersions", s.discardedVersions.sum());
-    m.put("discardedBytes", s.discardedBytes.sum());
+    // Key index accounting as the current manifest persists it, summed over the live keyspaces (so it
+    // survives reopening and never counts a version twice), and the store's size on disk.
+    Manifest.Counters total = Manifest.Counters.ZERO;
+    long diskBytes = 0;
+    if (!inMemory) {
+      Manifest committed;
+      synchronized (manifestLock) {
+        committed = manifest;
+      }
+      for (Manifest.KeyspaceMeta k : committed.keyspaces()) total = total.plus(k.counters());
+      diskBytes = Recovery.diskBytes(storage, committed);
+    }
+    m.put("flushedRecords", total.flushedVersions());
+    m.put("flushedBytes", total.flushedBytes());
+    m.put("discardedVersions", total.discardedVersions());
+    m.put("discardedBytes", total.discardedBytes());
+    m.put("liveDataBytes", total.liveBytes());
+    m.put("diskBytes", diskBytes);
     m.put("l0Stalls", s.l0Stalls.sum());
     m.put("l0StallNanos", s.l0StallNanos.sum());
     m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());

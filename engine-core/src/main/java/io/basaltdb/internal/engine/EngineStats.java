@@ -29,13 +29,10 @@ final class EngineStats {
   final LongAdder documentReads = new LongAdder();
   final LongAdder indexBlockReads = new LongAdder();
   final LongAdder batchedGets = new LongAdder();
-  final LongAdder flushedRecords = new LongAdder();
   final LongAdder compactions = new LongAdder();
   final LongAdder trivialMoves = new LongAdder();
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
-  final LongAdder discardedVersions = new LongAdder();
-  final LongAdder discardedBytes = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();
   final LongAdder l0StallNanos = new LongAdder();
   final LongAdder obsoleteDeleteFailures = new LongAdder();

@@ -22,8 +22,9 @@ import java.util.Map;
  * Writes an immutable write cache out (Magma section 3.2): for each keyspace, its documents in seqno
  * order to the keyspace's tail log segment (rolling to a new segment at {@link
  * io.basaltdb.Options#segmentSize}), then its key index records, in key order, to a new level-0 table;
- * then the segments' checkpoints are synced and a manifest naming the new files and the flushed seqno is
- * committed; then the WAL files the manifest covers are deleted.
+ * then the segments' checkpoints are synced and a manifest naming the new files and the flushed seqno,
+ * with the records and document bytes each new table adds to its keyspace's {@link Manifest.Counters},
+ * is committed; then the WAL files the manifest covers are deleted.
  *
  * <p>Thread-safety: one background thread runs flushes; {@link #switchMemtable} is called by the
  * commit leader (or the opening thread during recovery). The segment writers and the list of open
@@ -117,6 +118,7 @@ final class Flusher {
     Map<Integer, KeyspaceFiles> files = new HashMap<>(v.files);
     List<Integer> touched = new ArrayList<>();
     Map<Integer, KeyspaceFiles.Table> newTables = new HashMap<>();
+    Map<Integer, Manifest.Counters> flushed = new HashMap<>(); // committed with the tables they count
     try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
       List<byte[]> keys = new ArrayList<>();
@@ -127,7 +129,7 @@ final class Flusher {
         int k = sk == null ? -1 : Memtable.keyspaceOf(sk);
         if (k != ks && !keys.isEmpty()) {
           if (engine.isLive(ks)) {
-            KeyspaceFiles f = flushKeyspace(ks, keys, entries, files.getOrDefault(ks, KeyspaceFiles.EMPTY));
+            KeyspaceFiles f = flushKeyspace(ks, keys, entries, files.getOrDefault(ks, KeyspaceFiles.EMPTY), flushed);
             files.put(ks, f);
             newTables.put(ks, f.level(0).get(0));
             touched.add(ks);
@@ -155,7 +157,7 @@ final class Flusher {
         now.put(k, new KeyspaceFiles(base.withTable(t).tables, files.get(k).segments));
         engine.openTables.put(t.fileNumber(), new Engine.OpenTable(k, t));
       }
-      engine.commitManifest(engine.nextManifest(now, imm.switchSeqno, imm.walAfter));
+      engine.commitManifest(engine.nextManifest(now, flushed, imm.switchSeqno, imm.walAfter));
       engine.applyLock.lock();
       try {
         Version cur = engine.current();
@@ -170,7 +172,9 @@ final class Flusher {
     engine.pipeline.wakeStalled();
   }
 
-  private KeyspaceFiles flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, KeyspaceFiles files) {
+  /** Writes one keyspace's documents and its level-0 table; puts what the table holds in {@code flushed}. */
+  private KeyspaceFiles flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, KeyspaceFiles files,
+      Map<Integer, Manifest.Counters> flushed) {
     int n = keys.size();
     Integer[] order = new Integer[n];
     long[] seqnos = new long[n];
@@ -200,17 +204,19 @@ final class Flusher {
     String name = KeyspaceFiles.tableName(ks, number);
     engine.storage.mkdirs("keyspaces/" + ks + "/index");
     TableInfo info;
+    long docBytes = 0;
     try (StorageFile f = engine.storage.create(name)) {
       TableWriter tw = new TableWriter(f, TableOptions.defaults().withBlockSize(engine.options.blockSize())
           .withBloomBitsPerKey(engine.options.bloomBitsPerKey()));
       for (int i = 0; i < n; i++) {
         byte[] e = entries.get(i);
         tw.add(keys.get(i), seqnos[i], sizes[i], Memtable.isTombstone(e), hints[i]);
+        docBytes += sizes[i];
       }
       info = tw.finish();
     }
     engine.stats.tableBytes.add(info.fileSize());
-    engine.stats.flushedRecords.add(info.entryCount());
+    flushed.put(ks, Manifest.Counters.flushed(info.entryCount(), docBytes));
     return files.withTable(new KeyspaceFiles.Table(number, 0, openTable(name)));
   }
 

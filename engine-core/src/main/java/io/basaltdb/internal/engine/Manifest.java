@@ -13,11 +13,11 @@ import java.util.zip.CRC32C;
 
 /**
  * The store's manifest (Magma section 5): every keyspace with its live key index tables and log
- * segments (each segment's checkpointed state, tail offset included), the seqno up to which the files
- * hold every write, and the first WAL file recovery must replay. Each commit writes a new numbered file
- * (to a temporary name, fsynced, renamed, directory fsynced), so a manifest under its final name is
- * always complete; older ones stay for {@link io.basaltdb.Options#checkpointRetentionMillis} as
- * checkpoints. The byte layout is in docs/format.md ("Manifest").
+ * segments (each segment's checkpointed state, tail offset included) and its key index accounting
+ * ({@link Counters}), the seqno up to which the files hold every write, and the first WAL file recovery
+ * must replay. Each commit writes a new numbered file (to a temporary name, fsynced, renamed, directory
+ * fsynced), so a manifest under its final name is always complete; older ones stay for {@link
+ * io.basaltdb.Options#checkpointRetentionMillis} as checkpoints. The byte layout is in docs/format.md ("Manifest").
  *
  * <p>Thread-safety: immutable value; {@link #commit} is called by one thread at a time (the engine's
  * manifest lock).
@@ -33,10 +33,47 @@ record Manifest(
 
   static final String DIR = "manifest";
   static final long MAGIC = 0x42534c544d414e31L; // "BSLTMAN1"
-  static final int FORMAT_VERSION = 1;
+  /** 2: per-keyspace {@link Counters}. */
+  static final int FORMAT_VERSION = 2;
 
-  /** One keyspace: tables newest first, segments by start seqno. */
-  record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments) {}
+  /** One keyspace: tables newest first, segments by start seqno, and its counters as of these tables. */
+  record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters) {}
+
+  /**
+   * A keyspace's key index accounting since it was created, committed in the same manifest as the
+   * tables it describes, so a crash can neither lose nor repeat a change: the records (and the document
+   * sizes they carry) that flushes wrote into the key index, and those compactions dropped from it.
+   *
+   * <p>Invariants (per keyspace, in every committed manifest):
+   * <ol>
+   *   <li>{@code flushedVersions} = the entry counts of the manifest's tables summed + {@code
+   *       discardedVersions}; the same for {@code flushedBytes}, the tables' document sizes and {@code
+   *       discardedBytes}. Each discarded version is counted by exactly one committed compaction.</li>
+   *   <li>{@code flushedBytes - discardedBytes} is the document bytes the tables reference.</li>
+   * </ol>
+   */
+  record Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes) {
+    static final Counters ZERO = new Counters(0, 0, 0, 0);
+    static final int ENCODED_SIZE = 32;
+
+    static Counters flushed(long versions, long bytes) {
+      return new Counters(versions, bytes, 0, 0);
+    }
+
+    static Counters discarded(long versions, long bytes) {
+      return new Counters(0, 0, versions, bytes);
+    }
+
+    Counters plus(Counters d) {
+      return new Counters(flushedVersions + d.flushedVersions, flushedBytes + d.flushedBytes,
+          discardedVersions + d.discardedVersions, discardedBytes + d.discardedBytes);
+    }
+
+    /** Document bytes the keyspace's tables reference (older versions and tombstones included). */
+    long liveBytes() {
+      return flushedBytes - discardedBytes;
+    }
+  }
 
   /** A key index table: its file number and level (all level 0 until compaction arrives). */
   record TableMeta(long fileNumber, int level) {}
@@ -63,8 +100,11 @@ record Manifest(
     b.putInt(nextKeyspaceId).putInt(keyspaces.size());
     for (KeyspaceMeta k : keyspaces) {
       byte[] name = k.name.getBytes(StandardCharsets.UTF_8);
-      b = ensure(b, 16 + name.length + k.tables.size() * 12);
-      b.putInt(k.id).putInt(name.length).put(name).putInt(k.tables.size());
+      b = ensure(b, 16 + name.length + Counters.ENCODED_SIZE + k.tables.size() * 12);
+      b.putInt(k.id).putInt(name.length).put(name);
+      Counters c = k.counters;
+      b.putLong(c.flushedVersions).putLong(c.flushedBytes).putLong(c.discardedVersions).putLong(c.discardedBytes);
+      b.putInt(k.tables.size());
       for (TableMeta t : k.tables) b.putLong(t.fileNumber).putInt(t.level);
       b.putInt(k.segments.size());
       for (SegmentState s : k.segments) {
@@ -120,6 +160,7 @@ record Manifest(
         int id = b.getInt();
         byte[] name = new byte[b.getInt()];
         b.get(name);
+        Counters counters = new Counters(b.getLong(), b.getLong(), b.getLong(), b.getLong());
         int nt = b.getInt();
         List<TableMeta> tables = new ArrayList<>();
         for (int t = 0; t < nt; t++) tables.add(new TableMeta(b.getLong(), b.getInt()));
@@ -131,7 +172,7 @@ record Manifest(
           segs.add(SegmentState.decode(slice));
           b.position(b.position() + len);
         }
-        ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs));
+        ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters));
       }
       if (b.remaining() != 4) throw new CorruptionException(file, b.position(), "trailing bytes in manifest");
       return new Manifest(number, created, flushed, nextFile, walStart, nextKs, ks);

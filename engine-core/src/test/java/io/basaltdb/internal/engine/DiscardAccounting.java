@@ -1,0 +1,97 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.internal.sstable.TableIterator;
+import io.basaltdb.internal.sstable.TableReader;
+import io.basaltdb.internal.storage.Storage;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Checks the key index accounting a manifest persists ({@link Manifest.Counters}) against the tables it
+ * names: per keyspace, {@code flushedVersions} = records in the tables + {@code discardedVersions}, and
+ * the same for the document bytes. A version counted as discarded twice, or never, breaks it. Used by
+ * {@link DiscardAccountingCrashTest} and by the crash writer of {@code bin/crashtest}.
+ *
+ * <p>Thread-safety: stateless; {@link #census(Engine)} takes the engine's manifest lock.
+ */
+public final class DiscardAccounting {
+  private DiscardAccounting() {}
+
+  /** What one keyspace's tables hold: records, their document sizes summed, their seqnos. */
+  record Census(long records, long docBytes, Set<Long> seqnos) {}
+
+  /**
+   * Null if the newest manifest in {@code storage} (a store that is not open) agrees with its tables,
+   * else what disagrees. A store without a manifest yet passes.
+   */
+  public static String checkStore(Storage storage) {
+    Manifest m = newest(storage);
+    return m == null ? null : check(m, census(storage, m));
+  }
+
+  /** The highest-numbered manifest (what recovery loads when every manifest is intact), or null. */
+  static Manifest newest(Storage storage) {
+    long best = -1;
+    for (String name : storage.list(Manifest.DIR)) best = Math.max(best, Manifest.numberOf(name));
+    if (best < 0) return null;
+    return Manifest.read(storage, Manifest.fileName(best).substring(Manifest.DIR.length() + 1));
+  }
+
+  /** Reads every table {@code m} names, from storage. */
+  static Map<Integer, Census> census(Storage storage, Manifest m) {
+    Map<Integer, Census> out = new HashMap<>();
+    for (Manifest.KeyspaceMeta k : m.keyspaces()) {
+      Census c = new Census(0, 0, new HashSet<>());
+      for (Manifest.TableMeta t : k.tables()) {
+        String name = KeyspaceFiles.tableName(k.id(), t.fileNumber());
+        try (TableReader r = TableReader.open(storage.open(name), name)) {
+          c = add(c, r);
+        }
+      }
+      out.put(k.id(), c);
+    }
+    return out;
+  }
+
+  /** The open engine's current manifest and the tables of its current version, read under the manifest lock. */
+  static Map.Entry<Manifest, Map<Integer, Census>> census(Engine e) {
+    synchronized (e.manifestLock) {
+      Map<Integer, Census> out = new HashMap<>();
+      for (Manifest.KeyspaceMeta k : e.manifest.keyspaces()) {
+        Census c = new Census(0, 0, new HashSet<>());
+        for (KeyspaceFiles.Table t : e.current().files(k.id()).tables) c = add(c, t.reader());
+        out.put(k.id(), c);
+      }
+      return Map.entry(e.manifest, out);
+    }
+  }
+
+  private static Census add(Census c, TableReader r) {
+    long records = c.records();
+    long bytes = c.docBytes();
+    try (TableIterator it = r.iterator()) {
+      for (it.seekFirst(); it.valid(); it.next()) {
+        records++;
+        bytes += it.docSize();
+        c.seqnos().add(it.seqno());
+      }
+    }
+    return new Census(records, bytes, c.seqnos());
+  }
+
+  /** Null if every keyspace's counters in {@code m} agree with {@code census}, else the first disagreement. */
+  static String check(Manifest m, Map<Integer, Census> census) {
+    for (Manifest.KeyspaceMeta k : m.keyspaces()) {
+      Manifest.Counters c = k.counters();
+      Census t = census.get(k.id());
+      if (c.flushedVersions() != t.records() + c.discardedVersions()
+          || c.flushedBytes() != t.docBytes() + c.discardedBytes()) {
+        return "manifest " + m.number() + ", keyspace #" + k.id() + ": " + c + " but the tables hold "
+            + t.records() + " records of " + t.docBytes() + " document bytes (flushed must equal tables + discarded)";
+      }
+    }
+    return null;
+  }
+}
