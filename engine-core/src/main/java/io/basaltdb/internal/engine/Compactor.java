@@ -183,10 +183,16 @@ final class Compactor {
         while (true) {
           if (stopping) return;
           if (engine.failure() == null) {
-            v = engine.acquire();
-            job = pick(v);
+            Version picked = engine.acquire();
+            try {
+              job = pick(picked);
+              // The job needs the tables, not the write caches: a version of tables only keeps them on
+              // disk without pinning flushed write caches for the length of the job.
+              if (job != null) v = engine.newVersion(null, null, picked.files);
+            } finally {
+              picked.release();
+            }
             if (job != null) break;
-            v.release();
           }
           if (cleanup.get()) break;
           try {

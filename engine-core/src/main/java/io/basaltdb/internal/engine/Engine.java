@@ -82,6 +82,11 @@ public final class Engine implements AutoCloseable {
   /** Every memtable not yet freed, so close can free those still pinned by open snapshots. */
   private final Set<Memtable> liveMemtables = ConcurrentHashMap.newKeySet();
 
+  /** Write caches not yet freed: the active one, one being flushed, and those readers still hold. */
+  int liveWriteCaches() {
+    return liveMemtables.size();
+  }
+
   final Object manifestLock = new Object();
   /** The last committed manifest; guarded by manifestLock. */
   Manifest manifest;

@@ -10,12 +10,14 @@ import java.util.function.Consumer;
  * version for the length of a get, a snapshot or a cursor; a flush or a compaction installs a new one.
  * A table leaves the disk only when no live version (and no retained manifest) names it. The write caches
  * a version names stay alive while any reader holds it (a snapshot taken before a flush keeps reading
- * the flushed skiplist, whose versions the new table no longer holds).
+ * the flushed skiplist, whose versions the new table no longer holds). A compaction pins a version of
+ * tables only (no write caches), so a long job does not hold flushed write caches in memory.
  *
  * <p>Thread-safety: immutable apart from the reference count. {@link #tryRetain()} fails once the count
  * has reached zero, so a reader racing the installation of a newer version simply retries.
  */
 final class Version {
+  /** Null only in a compaction's version of tables only, which readers never see. */
   final Memtable active;
   /** The write cache being flushed, or null. */
   final Memtable immutable;
@@ -31,7 +33,7 @@ final class Version {
     this.immutable = immutable;
     this.files = Map.copyOf(files);
     this.onFree = onFree;
-    active.retain();
+    if (active != null) active.retain();
     if (immutable != null) immutable.retain();
   }
 
@@ -51,7 +53,7 @@ final class Version {
 
   void release() {
     if (refs.decrementAndGet() == 0) {
-      active.release();
+      if (active != null) active.release();
       if (immutable != null) immutable.release();
       onFree.accept(this);
     }

@@ -140,6 +140,91 @@ class CompactionTest {
   }
 
   @Test
+  void aLongCompaction_doesNotPinFlushedWriteCaches() throws Exception {
+    java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    // The first compaction's first table write waits, outside any lock of the storage, until released.
+    io.basaltdb.internal.storage.Storage storage = new HoldingStorage(new MemStorage(12), name -> {
+      if (name.contains("/index/") && Thread.currentThread().getName().startsWith("basalt-compactor")) {
+        started.countDown();
+        try {
+          release.await(30, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException ex) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    });
+    // A 512 KiB write cache in a 2 MiB quota, 1 MiB of it the write cache's allocator: room for the
+    // write cache (active and immutable) and the allocator's headroom, not for a third skiplist. While
+    // the compaction waits, write caches fill and flush; the one active when the job was picked must not
+    // stay allocated until the job ends.
+    Options o = Options.defaults().memoryQuota(2L << 20).writeCacheSize(512 << 10).l0CompactionTrigger(2)
+        .l0StopWritesTrigger(1000).compactionThreads(1);
+    try (Engine e = Engine.open(storage, o)) {
+      try {
+        checkWhileCompactionWaits(e, started, release);
+      } finally {
+        release.countDown(); // before close, which waits for the compaction
+      }
+    }
+  }
+
+  private static void checkWhileCompactionWaits(Engine e, java.util.concurrent.CountDownLatch started,
+      java.util.concurrent.CountDownLatch release) throws Exception {
+    {
+      int i = 0;
+      while (started.getCount() > 0) {
+        put(e, "key-" + (i++ % 5000), "v".repeat(200));
+        assertTrue(i < 200_000, "a compaction started");
+      }
+      long flushes = e.stats().get("flushes");
+      for (int j = 0; j < 10_000; j++) put(e, "key-" + (i++ % 5000), "w".repeat(200)); // about 2 MiB
+      assertTrue(e.stats().get("flushes") >= flushes + 3, "write caches flushed during the compaction: " + e.stats());
+      e.flush();
+      assertEquals(0, e.stats().get("compactions"), "the first compaction is still running");
+      long deadline = System.currentTimeMillis() + 5_000;
+      while (e.liveWriteCaches() > 1 && System.currentTimeMillis() < deadline) {
+        Thread.sleep(5); // the flusher lets go of the flushed cache just after installing its table
+      }
+      assertEquals(1, e.liveWriteCaches(), "every flushed write cache is freed; only the active one is left");
+      release.countDown();
+      assertTrue(e.compactor.awaitIdle(30_000));
+      assertNull(e.failure());
+      assertArrayEquals("w".repeat(200).getBytes(), e.get(1, ("key-" + (i - 1) % 5000).getBytes()));
+    }
+  }
+
+  /** A storage whose file writes first call {@code beforeWrite} with the file name, holding no lock. */
+  private record HoldingStorage(io.basaltdb.internal.storage.Storage inner,
+      java.util.function.Consumer<String> beforeWrite) implements io.basaltdb.internal.storage.Storage {
+    @Override public io.basaltdb.internal.storage.StorageFile create(String name) { return wrap(inner.create(name)); }
+    @Override public io.basaltdb.internal.storage.StorageFile open(String name) { return wrap(inner.open(name)); }
+    @Override public boolean exists(String name) { return inner.exists(name); }
+    @Override public List<String> list(String dir) { return inner.list(dir); }
+    @Override public void delete(String name) { inner.delete(name); }
+    @Override public void rename(String from, String to) { inner.rename(from, to); }
+    @Override public void mkdirs(String dir) { inner.mkdirs(dir); }
+    @Override public AutoCloseable lock(String name) { return inner.lock(name); }
+    @Override public String describe(String name) { return inner.describe(name); }
+
+    private io.basaltdb.internal.storage.StorageFile wrap(io.basaltdb.internal.storage.StorageFile f) {
+      return new io.basaltdb.internal.storage.StorageFile() {
+        @Override public String name() { return f.name(); }
+        @Override public int read(long position, java.nio.ByteBuffer dst) { return f.read(position, dst); }
+        @Override public void write(long position, java.nio.ByteBuffer src) {
+          beforeWrite.accept(f.name());
+          f.write(position, src);
+        }
+        @Override public long size() { return f.size(); }
+        @Override public void truncate(long size) { f.truncate(size); }
+        @Override public void preallocate(long size) { f.preallocate(size); }
+        @Override public void sync() { f.sync(); }
+        @Override public void close() { f.close(); }
+      };
+    }
+  }
+
+  @Test
   void slowCompaction_stallsWritersAtTheLevel0Limit_andCountsIt() throws Exception {
     MemStorage storage = new MemStorage(9);
     storage.setFaultInjector((op, name) -> {
