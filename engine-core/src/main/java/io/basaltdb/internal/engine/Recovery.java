@@ -200,8 +200,8 @@ final class Recovery {
         continue; // a failing disk: the store reports its failure elsewhere, the gauge undercounts
       }
       for (String name : names) {
-        try (StorageFile f = storage.open(dir + "/" + name)) {
-          total += f.size();
+        try {
+          total += storage.size(dir + "/" + name);
         } catch (io.basaltdb.BasaltException e) {
           // gone since the listing, or unreadable: as above
         }

@@ -122,6 +122,16 @@ public final class FileStorage implements Storage {
   }
 
   @Override
+  public long size(String name) {
+    Path path = resolve(name, false);
+    try {
+      return Files.size(path);
+    } catch (IOException e) {
+      throw StorageErrors.failure("size of " + path, e);
+    }
+  }
+
+  @Override
   public List<String> list(String dir) {
     Path path = resolve(dir, true);
     List<String> names = new ArrayList<>();

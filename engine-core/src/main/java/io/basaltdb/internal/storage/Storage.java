@@ -25,6 +25,13 @@ public interface Storage {
 
   boolean exists(String name);
 
+  /** Bytes in file {@code name}; the default opens it, a storage that can ask the file system overrides it. */
+  default long size(String name) {
+    try (StorageFile f = open(name)) {
+      return f.size();
+    }
+  }
+
   /** Names of the files directly inside directory {@code dir} ("" is the root), sorted; empty if none. */
   List<String> list(String dir);
 
