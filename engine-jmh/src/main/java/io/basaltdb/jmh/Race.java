@@ -35,7 +35,8 @@ import org.rocksdb.WriteOptions;
  * is still a call, so this counts I/Os the way Magma's paper does even when the data set fits the page
  * cache of this machine.
  *
- * <p>Usage: {@code Race --engine basalt|rocksdb --dir D --keys N --reads M --memory-mb B [--seed S]}.
+ * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
+ * [--writers W] [--seed S]}: W writer threads (default 1) share the load, batch by batch.
  */
 public final class Race {
   static final int KEY_SIZE = 40;
@@ -63,6 +64,8 @@ public final class Race {
     long reads = Long.parseLong(a.getOrDefault("reads", "200000"));
     long memory = Long.parseLong(a.getOrDefault("memory-mb", "32")) << 20;
     long seed = Long.parseLong(a.getOrDefault("seed", "1"));
+    int writers = Integer.parseInt(a.getOrDefault("writers", "1"));
+    if (writers < 1) throw new IllegalArgumentException("--writers must be at least 1");
     deleteTree(dir);
     Files.createDirectories(dir);
 
@@ -70,6 +73,7 @@ public final class Race {
     out.put("engine", engine);
     out.put("keys", Long.toString(keys));
     out.put("memoryMiB", Long.toString(memory >> 20));
+    out.put("writers", Integer.toString(writers));
     out.put("dataMiB", Long.toString(keys * (KEY_SIZE + VALUE_SIZE) >> 20));
     Store opened = switch (engine) {
       case "rocksdb" -> new Rocks(dir, memory, true);
@@ -82,20 +86,33 @@ public final class Race {
       new SplittableRandom(seed).nextBytes(pool);
       Map<String, Long> io0 = procIo();
       long t0 = System.nanoTime();
-      byte[][] ks = new byte[BATCH][];
-      byte[][] vs = new byte[BATCH][];
-      for (long i = 0; i < keys; i += BATCH) {
-        int n = (int) Math.min(BATCH, keys - i);
-        if (n != ks.length) {
-          ks = new byte[n][];
-          vs = new byte[n][];
-        }
-        for (int j = 0; j < n; j++) {
-          ks[j] = key(i + j);
-          vs[j] = value(pool, i + j);
-        }
-        store.write(ks, vs);
+      // Writer w writes batches w, w + writers, w + 2 * writers, ...: the same keys in the same batches
+      // whatever the number of writers, each batch fsynced before it is acknowledged.
+      java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+      java.util.List<Thread> threads = new java.util.ArrayList<>();
+      for (int w = 0; w < writers; w++) {
+        long first = (long) w * BATCH;
+        long stride = (long) writers * BATCH;
+        threads.add(new Thread(() -> {
+          try {
+            for (long i = first; i < keys && failed.get() == null; i += stride) {
+              int n = (int) Math.min(BATCH, keys - i);
+              byte[][] ks = new byte[n][];
+              byte[][] vs = new byte[n][];
+              for (int j = 0; j < n; j++) {
+                ks[j] = key(i + j);
+                vs[j] = value(pool, i + j);
+              }
+              store.write(ks, vs);
+            }
+          } catch (Throwable e) {
+            failed.compareAndSet(null, e);
+          }
+        }, "race-writer-" + w));
       }
+      for (Thread t : threads) t.start();
+      for (Thread t : threads) t.join();
+      if (failed.get() != null) throw new IllegalStateException("a writer failed", failed.get());
       long loadNanos = System.nanoTime() - t0;
       store.settle();
       long settledNanos = System.nanoTime() - t0;
