@@ -181,17 +181,19 @@ public final class Options {
   /**
    * Bytes of the memory quota for the block cache, which holds the key index's index and filter
    * blocks and the log segments' index pages off the heap (never documents); what the cache does not
-   * hold is read from disk when needed. The rest of the quota goes to the write cache's allocator.
-   * Default (-1): half the memory quota, or less if that leaves the write cache less than twice its
-   * size (the allocator's per-thread regions and the snapshots' pinned write caches need the room); when set, between 0 (no cache) and the memory quota less the write cache size
-   * (and less at least 512 KiB). Ignored by an in-memory store.
+   * hold is read from disk when needed. The rest of the quota goes to the write cache's allocator,
+   * which needs about twice {@code writeCacheSize} (an active and a flushing write cache, and the
+   * allocator's per-thread slack). Default (-1): half the memory quota, less if that would leave the
+   * write cache's allocator under twice {@code writeCacheSize} plus 1 MiB, and 0 if nothing is left;
+   * when set, between 0 (no cache) and the memory quota less twice {@code writeCacheSize} less
+   * 512 KiB. Ignored by an in-memory store.
    */
   public Options blockCacheSize(long bytes) { this.blockCacheSize = bytes; return this; }
 
   /** The block cache size in effect: the one set, or the default derived from the memory quota. */
   public long blockCacheSize() {
     if (blockCacheSize >= 0) return blockCacheSize;
-    return Math.max(0, Math.min(memoryQuota / 2, memoryQuota - 2 * writeCacheSize()));
+    return Math.max(0, Math.min(memoryQuota / 2, memoryQuota - 2 * writeCacheSize() - (1L << 20)));
   }
 
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
@@ -217,9 +219,9 @@ public final class Options {
     check(tableTargetBytes >= 1024 && tableTargetBytes <= (1L << 30),
         "tableTargetBytes must be between 1 KiB and 1 GiB, was " + tableTargetBytes);
     check(readQueueDepth >= 1 && readQueueDepth <= 4096, "readQueueDepth must be between 1 and 4096, was " + readQueueDepth);
-    long maxCache = memoryQuota - Math.max(writeCacheSize(), 512L << 10);
+    long maxCache = memoryQuota - 2 * writeCacheSize() - (512L << 10);
     check(blockCacheSize == -1 || (blockCacheSize >= 0 && blockCacheSize <= maxCache),
-        "blockCacheSize must be -1 (default) or between 0 and memoryQuota less writeCacheSize, less at least 512 KiB ("
+        "blockCacheSize must be -1 (default) or between 0 and memoryQuota less twice writeCacheSize less 512 KiB ("
         + maxCache + "), was " + blockCacheSize);
     check(compactionThreads >= 1 && compactionThreads <= 64, "compactionThreads must be between 1 and 64, was " + compactionThreads);
   }

@@ -163,7 +163,7 @@ public final class BlockCache implements AutoCloseable {
    */
   public Block put(long owner, long offset, Kind kind, byte[] contents) {
     int size = contents.length;
-    if (closed || size == 0 || size + OVERHEAD > shardCapacity) return heapBlock(contents, kind);
+    if (closed || !admits(size)) return heapBlock(contents, kind);
     long key = key(owner, offset);
     long a = Mem.allocateUnpooled(size, this);
     Mem.copyFromArray(contents, 0, null, a, size);
@@ -262,6 +262,15 @@ public final class BlockCache implements AutoCloseable {
 
   public long capacity() {
     return capacity;
+  }
+
+  /**
+   * Whether a block of {@code size} bytes can be cached: it fits one shard's share of the capacity. A
+   * reader keeps a bigger index or filter on the heap, outside the quota, rather than read it from the
+   * file at every use.
+   */
+  public boolean admits(int size) {
+    return size > 0 && size + (long) OVERHEAD <= shardCapacity;
   }
 
   /** Native bytes the cache holds now, blocks evicted but still pinned included. */

@@ -135,7 +135,17 @@ final class CommitPipeline {
     engine.applyLock.lock();
     try {
       Memtable m = engine.current().active;
-      for (Batch b : batches) apply(m, b);
+      try {
+        for (Batch b : batches) apply(m, b);
+      } catch (RuntimeException e) {
+        if (engine.inMemory) throw e;
+        // The WAL holds the group, the write cache only part of it, and its seqnos are spent: nothing
+        // more may be written in this run. Reopening replays the group whole.
+        BasaltException f = new BasaltException("the write cache could not take a group the WAL already holds ("
+            + e + "); the store refuses writes until it is reopened, which replays the group", e);
+        engine.fail(f);
+        throw f;
+      }
       engine.lastSeqno = seq - 1; // publish: gets that met the group's entries were waiting for this
       if (engine.inMemory) {
         for (Batch b : batches) removeTombstones(m, b);

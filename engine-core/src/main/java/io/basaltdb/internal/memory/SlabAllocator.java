@@ -53,7 +53,20 @@ public final class SlabAllocator implements AutoCloseable {
   /** Bytes a thread bumps through at a time, carved from the current chunk; fits the largest class. */
   static final long REGION = SizeClasses.MAX_SMALL;
   private static final int CACHE_CAPACITY = 64;
-  private static final int TRANSFER = CACHE_CAPACITY / 2;
+  /**
+   * Bytes of one size class a thread cache holds at most (at least two blocks): freed blocks past it go
+   * to the global stack, where every thread can reuse them. A count alone would let a thread strand 64
+   * blocks of 128 KiB (8 MiB of the quota) that no other thread can reach.
+   */
+  private static final long MAX_CACHED_BYTES = 256 << 10;
+  /** Blocks of class c a thread cache holds at most: 64, fewer for big blocks. */
+  private static final int[] CACHE_LIMIT = new int[SizeClasses.COUNT];
+
+  static {
+    for (int c = 0; c < SizeClasses.COUNT; c++) {
+      CACHE_LIMIT[c] = (int) Math.max(2, Math.min(CACHE_CAPACITY, MAX_CACHED_BYTES / SizeClasses.sizeOf(c)));
+    }
+  }
   private static final AtomicInteger OPEN = new AtomicInteger();
   /**
    * Arenas: blocks of different arenas never share a chunk, so a caller can keep a small, hot set of
@@ -193,7 +206,7 @@ public final class SlabAllocator implements AutoCloseable {
     }
     int c = SizeClasses.classOf(size);
     ThreadCache tc = cache.get()[arena];
-    if (tc.counts[c] == CACHE_CAPACITY) {
+    if (tc.counts[c] >= CACHE_LIMIT[c]) {
       spill(tc, c);
     }
     long[] stack = tc.stacks[c];
@@ -358,7 +371,7 @@ public final class SlabAllocator implements AutoCloseable {
     GlobalStack g = global[tc.arena * SizeClasses.COUNT + c];
     synchronized (g) {
       if (g.count == 0) return false;
-      int n = Math.min(TRANSFER, g.count);
+      int n = Math.min(CACHE_LIMIT[c] / 2, g.count);
       long[] stack = tc.stacks[c];
       if (stack == null) {
         stack = tc.stacks[c] = new long[CACHE_CAPACITY];
@@ -371,7 +384,7 @@ public final class SlabAllocator implements AutoCloseable {
   }
 
   private void spill(ThreadCache tc, int c) {
-    int n = Math.min(TRANSFER, tc.counts[c]);
+    int n = Math.min(CACHE_LIMIT[c] / 2, tc.counts[c]);
     GlobalStack g = global[tc.arena * SizeClasses.COUNT + c];
     synchronized (g) {
       if (g.blocks.length - g.count < n) {

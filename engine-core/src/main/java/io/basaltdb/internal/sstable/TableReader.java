@@ -112,11 +112,16 @@ public final class TableReader implements AutoCloseable {
       heapIndex = BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX);
       heapFilter = filterBytes == null ? null : BlockCache.heapBlock(filterBytes, BlockCache.Kind.TABLE_FILTER);
     } else {
-      heapIndex = null;
-      heapFilter = null;
+      // a block too big for a shard would be re-read from the file at every probe: keep it on the heap
+      boolean bigIndex = cache.capacity() > 0 && !cache.admits(flat.length);
+      boolean bigFilter = filterBytes != null && cache.capacity() > 0 && !cache.admits(filterBytes.length);
+      heapIndex = bigIndex ? BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX) : null;
+      heapFilter = bigFilter ? BlockCache.heapBlock(filterBytes, BlockCache.Kind.TABLE_FILTER) : null;
       // a table is read right after it is written or opened: start with its index and filter cached
-      cache.put(owner, INDEX_SLOT, BlockCache.Kind.TABLE_INDEX, flat).release();
-      if (filterBytes != null) cache.put(owner, FILTER_SLOT, BlockCache.Kind.TABLE_FILTER, filterBytes).release();
+      if (!bigIndex) cache.put(owner, INDEX_SLOT, BlockCache.Kind.TABLE_INDEX, flat).release();
+      if (filterBytes != null && !bigFilter) {
+        cache.put(owner, FILTER_SLOT, BlockCache.Kind.TABLE_FILTER, filterBytes).release();
+      }
     }
   }
 
@@ -179,7 +184,7 @@ public final class TableReader implements AutoCloseable {
 
   /** The index, pinned: release it when done. */
   private BlockCache.Block index() {
-    if (cache == null) return heapIndex;
+    if (heapIndex != null) return heapIndex;
     BlockCache.Block b = cache.get(owner, INDEX_SLOT, BlockCache.Kind.TABLE_INDEX, indexLoader);
     if (closed) cache.remove(owner, INDEX_SLOT); // raced with close: do not leave it cached
     return b;
@@ -188,7 +193,7 @@ public final class TableReader implements AutoCloseable {
   /** The filter contents, pinned (release when done); null if the table has none. */
   private BlockCache.Block filter() {
     if (!footer.hasFilter()) return null;
-    if (cache == null) return heapFilter;
+    if (heapFilter != null) return heapFilter;
     BlockCache.Block b = cache.get(owner, FILTER_SLOT, BlockCache.Kind.TABLE_FILTER, filterLoader);
     if (closed) cache.remove(owner, FILTER_SLOT);
     return b;
@@ -341,10 +346,13 @@ public final class TableReader implements AutoCloseable {
   public void close() {
     if (closed) return;
     closed = true;
-    file.close();
-    if (cache != null) {
-      cache.remove(owner, INDEX_SLOT);
-      cache.remove(owner, FILTER_SLOT);
+    try {
+      file.close();
+    } finally {
+      if (cache != null) {
+        cache.remove(owner, INDEX_SLOT);
+        cache.remove(owner, FILTER_SLOT);
+      }
     }
   }
 

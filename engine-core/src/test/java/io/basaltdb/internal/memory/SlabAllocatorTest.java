@@ -167,6 +167,36 @@ class SlabAllocatorTest {
   }
 
   @Test
+  void bigBlocksOneThreadFrees_areReusableByAnother() throws Exception {
+    // 24 blocks of 100 KB (2.6 MiB of 112 KiB classes) in a 4 MiB quota: if the freeing thread kept
+    // them all in its own cache, the second thread would need 2.6 MiB more and exceed the quota.
+    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20)) {
+      long[] blocks = new long[24];
+      Thread first = new Thread(() -> {
+        for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(100_000);
+        for (long b : blocks) a.free(b, 100_000);
+      });
+      first.start();
+      first.join();
+      long reserved = a.reservedBytes();
+      java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+      Thread second = new Thread(() -> {
+        try {
+          for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(100_000);
+        } catch (Throwable e) {
+          failed.set(e);
+        }
+      });
+      second.start();
+      second.join();
+      if (failed.get() != null) throw new AssertionError("the second thread could not allocate", failed.get());
+      assertTrue(a.reservedBytes() <= reserved + (1 << 20),
+          "the second thread reused the first one's blocks: reserved " + reserved + " then " + a.reservedBytes());
+      for (long b : blocks) a.free(b, 100_000);
+    }
+  }
+
+  @Test
   void badArguments_andUseAfterClose() {
     assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 0, 0, 1 << 20));
     assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 1 << 20, 1 << 20, 1000));
