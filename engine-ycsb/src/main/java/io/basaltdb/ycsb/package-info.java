@@ -1,5 +1,4 @@
 /**
- * Basalt's binding for the YCSB harness ({@code site.ycsb.DB}). The binding arrives with the durable
- * engine; this module builds now so the reactor is complete.
+ * Basalt's binding for the YCSB harness ({@code site.ycsb.DB}): {@link io.basaltdb.ycsb.BasaltClient}.
  */
 package io.basaltdb.ycsb;
