@@ -108,7 +108,8 @@ public final class BasaltClient extends DB {
     }
   }
 
-  static long parseBytes(String s) {
+  /** A byte count with an optional k, m or g suffix ({@code basalt.memory}); also used by the RocksDB peer. */
+  public static long parseBytes(String s) {
     String t = s.trim().toLowerCase();
     long unit = 1;
     if (t.endsWith("k")) unit = 1L << 10;

@@ -14,12 +14,14 @@ import site.ycsb.ByteIterator;
  * A YCSB record's fields as one value: for each field, a 2-byte name length, the name in UTF-8, a
  * 4-byte value length and the value bytes, little-endian, back to back. Field order is kept.
  *
+ * <p>Public so that a binding of another engine (engine-jmh's RocksDB one) stores records the same way.
+ *
  * <p>Thread-safety: stateless.
  */
-final class Fields {
+public final class Fields {
   private Fields() {}
 
-  static byte[] encode(Map<String, byte[]> fields) {
+  public static byte[] encode(Map<String, byte[]> fields) {
     int size = 0;
     byte[][] names = new byte[fields.size()][];
     int i = 0;
@@ -38,7 +40,7 @@ final class Fields {
   }
 
   /** Every field of {@code record}, in order. */
-  static Map<String, byte[]> decodeAll(byte[] record) {
+  public static Map<String, byte[]> decodeAll(byte[] record) {
     Map<String, byte[]> out = new LinkedHashMap<>();
     ByteBuffer b = ByteBuffer.wrap(record).order(ByteOrder.LITTLE_ENDIAN);
     while (b.hasRemaining()) {
@@ -49,7 +51,7 @@ final class Fields {
   }
 
   /** The fields of {@code record} named in {@code wanted} (all if null) into {@code out}. */
-  static void decode(byte[] record, Set<String> wanted, Map<String, ByteIterator> out) {
+  public static void decode(byte[] record, Set<String> wanted, Map<String, ByteIterator> out) {
     for (Map.Entry<String, byte[]> e : decodeAll(record).entrySet()) {
       if (wanted == null || wanted.contains(e.getKey())) out.put(e.getKey(), new ByteArrayByteIterator(e.getValue()));
     }
