@@ -180,9 +180,7 @@ public final class BasaltClient extends DB {
       Keyspace ks = keyspace(table);
       byte[] old = ks.get(k);
       if (old == null) return Status.NOT_FOUND;
-      Map<String, byte[]> merged = Fields.decodeAll(old);
-      for (Map.Entry<String, ByteIterator> e : values.entrySet()) merged.put(e.getKey(), e.getValue().toArray());
-      ks.put(k, Fields.encode(merged));
+      ks.put(k, Fields.merge(old, values));
       return Status.OK;
     } catch (RuntimeException e) {
       return error(e);
@@ -194,9 +192,7 @@ public final class BasaltClient extends DB {
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
     try {
-      Map<String, byte[]> fields = new java.util.LinkedHashMap<>();
-      for (Map.Entry<String, ByteIterator> e : values.entrySet()) fields.put(e.getKey(), e.getValue().toArray());
-      keyspace(table).put(key(key), Fields.encode(fields));
+      keyspace(table).put(key(key), Fields.encodeValues(values));
       return Status.OK;
     } catch (RuntimeException e) {
       return error(e);

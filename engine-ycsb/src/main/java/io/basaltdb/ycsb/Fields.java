@@ -39,6 +39,20 @@ public final class Fields {
     return b.array();
   }
 
+  /** A YCSB field map as a record (insert). */
+  public static byte[] encodeValues(Map<String, ByteIterator> values) {
+    Map<String, byte[]> fields = new LinkedHashMap<>();
+    for (Map.Entry<String, ByteIterator> e : values.entrySet()) fields.put(e.getKey(), e.getValue().toArray());
+    return encode(fields);
+  }
+
+  /** {@code record} with the fields of {@code values} added or replaced (update). */
+  public static byte[] merge(byte[] record, Map<String, ByteIterator> values) {
+    Map<String, byte[]> merged = decodeAll(record);
+    for (Map.Entry<String, ByteIterator> e : values.entrySet()) merged.put(e.getKey(), e.getValue().toArray());
+    return encode(merged);
+  }
+
   /** Every field of {@code record}, in order. */
   public static Map<String, byte[]> decodeAll(byte[] record) {
     Map<String, byte[]> out = new LinkedHashMap<>();

@@ -6,7 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -179,9 +178,7 @@ public final class RocksDbClient extends DB {
     try {
       byte[] old = s.db.get(k);
       if (old == null) return Status.NOT_FOUND;
-      Map<String, byte[]> merged = Fields.decodeAll(old);
-      for (Map.Entry<String, ByteIterator> e : values.entrySet()) merged.put(e.getKey(), e.getValue().toArray());
-      s.db.put(s.write, k, Fields.encode(merged));
+      s.db.put(s.write, k, Fields.merge(old, values));
       return Status.OK;
     } catch (RocksDBException | RuntimeException e) {
       return Status.ERROR;
@@ -193,9 +190,7 @@ public final class RocksDbClient extends DB {
   @Override
   public Status insert(String table, String key, Map<String, ByteIterator> values) {
     try {
-      Map<String, byte[]> fields = new LinkedHashMap<>();
-      for (Map.Entry<String, ByteIterator> e : values.entrySet()) fields.put(e.getKey(), e.getValue().toArray());
-      s.db.put(s.write, key(table, key), Fields.encode(fields));
+      s.db.put(s.write, key(table, key), Fields.encodeValues(values));
       return Status.OK;
     } catch (RocksDBException | RuntimeException e) {
       return Status.ERROR;
