@@ -16,8 +16,9 @@ import java.util.Map;
  *       was full while the previous one was still flushing), {@code slowdowns} and {@code slowdownNanos}
  *       (writers delayed 1 ms because it was three quarters full);</li>
  *   <li>{@code tableLookups} (key index tables consulted), {@code indexBlockReads} (data blocks of
- *       those tables read by point gets, after the key range and bloom filter let them through),
- *       {@code documentReads} (documents read from log segments); see {@link #readsPerGet()};</li>
+ *       those tables read from disk, by gets and scans, after the key range, the bloom filter and the
+ *       block cache let them through), {@code documentReads} (segment blocks read from disk for
+ *       documents the block cache did not hold); see {@link #readsPerGet()};</li>
  *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
  *       without rewriting), {@code compactionBytesRead}, {@code compactionBytesWritten};</li>
  *   <li>key index totals of the live keyspaces since each was created, committed in the manifest
@@ -39,10 +40,13 @@ import java.util.Map;
  *       bytes in use: the write cache's and the block cache's) of {@code memoryQuota};
  *       {@code writeCacheMemory} of {@code writeCacheQuota} (the write cache's allocator and its part of
  *       the quota); {@code blockCacheBytes} of {@code blockCacheCapacity}, split by kind into
- *       {@code blockCacheIndexBytes}, {@code blockCacheFilterBytes} (the key index's index and filter
- *       blocks) and {@code blockCachePageBytes} (segment index pages);</li>
+ *       {@code blockCacheIndexBytes}, {@code blockCacheFilterBytes}, {@code blockCacheDataBytes} (the
+ *       key index's index, filter and data blocks), {@code blockCachePageBytes} (segment index pages)
+ *       and {@code blockCacheDocumentBytes} (documents);</li>
  *   <li>block cache counters: {@code blockCacheHits}, {@code blockCacheMisses} (each miss is a read
- *       from disk), {@code blockCacheEvictions};</li>
+ *       from disk, but for a batched get's documents, which share block reads),
+ *       {@code blockCacheDocumentHits}, {@code blockCacheDocumentMisses} (of those, documents),
+ *       {@code blockCacheEvictions};</li>
  *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.</li>
  * </ul>
  *
@@ -93,14 +97,15 @@ public final class Stats {
   }
 
   /**
-   * Read amplification of point gets: key index data blocks, documents and block cache misses (index and
-   * filter blocks or segment index pages read from disk) per get; a get answered from the write cache
-   * reads nothing. Cache misses of scans are counted too, so read it from a workload of gets.
+   * Read amplification of point gets: reads from disk per get, that is block cache misses of the key
+   * index (index, filter and data blocks) and of segment index pages, and segment blocks read for
+   * documents; a get answered from the write cache or the block cache reads nothing. Reads of scans
+   * are counted too, so read it from a workload of gets.
    */
   public double readsPerGet() {
     long gets = get("gets");
     if (gets == 0) return 0;
-    return (double) (get("indexBlockReads") + get("documentReads") + get("blockCacheMisses")) / gets;
+    return (double) (get("blockCacheMisses") - get("blockCacheDocumentMisses") + get("documentReads")) / gets;
   }
 
   @Override

@@ -11,9 +11,12 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 
 /**
- * The store's block cache: an off-heap LRU cache of what Magma caches (seed 000, section 3.4), the key
- * index's index and filter blocks and the log segments' seqno index pages, never documents. Readers
- * keep no copy of these on the heap: a lookup pins the cached block, reads it in place and releases it.
+ * The store's block cache: an off-heap LRU cache of what Magma's index block cache holds (seed 000,
+ * section 3.4: the key index's index, filter and data blocks, the log segments' seqno index pages) and,
+ * for a store with no document cache above it, single documents: the paper's Couchbase keeps a
+ * document cache per vBucket because caching documents one by one does not waste memory on the cold
+ * documents that share a 4 KiB block with a hot one. Readers keep no copy of index data on the heap: a
+ * lookup pins the cached block, reads it in place and releases it.
  *
  * <p>Blocks are keyed by {@code (owner, offset)}: {@link #newOwner()} gives each open file its own
  * number, so a key never names two different contents (a file is immutable below what its readers
@@ -34,7 +37,7 @@ import java.util.function.Supplier;
  */
 public final class BlockCache implements AutoCloseable {
   /** What a cached block holds; the stats count bytes by kind. */
-  public enum Kind { TABLE_INDEX, TABLE_FILTER, SEGMENT_PAGE }
+  public enum Kind { TABLE_INDEX, TABLE_FILTER, TABLE_DATA, SEGMENT_PAGE, DOCUMENT }
 
   private static final int EVICTED = 1 << 30;
   private static final int PINS = EVICTED - 1;
@@ -102,8 +105,8 @@ public final class BlockCache implements AutoCloseable {
   /** Native bytes allocated and not yet freed, charges included (what the cache costs the quota). */
   private final AtomicLong bytes = new AtomicLong();
   private final AtomicLong[] bytesByKind = new AtomicLong[Kind.values().length];
-  private final LongAdder hits = new LongAdder();
-  private final LongAdder misses = new LongAdder();
+  private final LongAdder[] hits = new LongAdder[Kind.values().length];
+  private final LongAdder[] misses = new LongAdder[Kind.values().length];
   private final LongAdder evictions = new LongAdder();
   private volatile boolean closed;
 
@@ -116,7 +119,11 @@ public final class BlockCache implements AutoCloseable {
     for (int i = 0; i < n; i++) shards[i] = new Shard();
     this.shardMask = n - 1;
     this.shardCapacity = capacity / n;
-    for (int i = 0; i < bytesByKind.length; i++) bytesByKind[i] = new AtomicLong();
+    for (int i = 0; i < bytesByKind.length; i++) {
+      bytesByKind[i] = new AtomicLong();
+      hits[i] = new LongAdder();
+      misses[i] = new LongAdder();
+    }
   }
 
   /** A number no other file of this cache has: the owner part of the keys of one file's blocks. */
@@ -124,8 +131,30 @@ public final class BlockCache implements AutoCloseable {
     return owners.incrementAndGet();
   }
 
-  /** The pinned block {@code (owner, offset)}, or null if it is not cached. Counts a hit or a miss. */
-  public Block get(long owner, long offset) {
+  /**
+   * The first of {@code n} consecutive owner numbers no other file has, for a file that keys {@code n}
+   * kinds of blocks in separate spaces (a segment: index pages by offset, documents by seqno).
+   */
+  public long newOwners(int n) {
+    if (n < 1) throw new InvalidArgumentException("owner count must be positive, was " + n);
+    return owners.getAndAdd(n) + 1;
+  }
+
+  /**
+   * The pinned block {@code (owner, offset)}, or null if it is not cached. Counts a hit or a miss of
+   * {@code kind}, the kind the caller expects there.
+   */
+  public Block get(long owner, long offset, Kind kind) {
+    Block b = find(owner, offset);
+    (b == null ? misses : hits)[kind.ordinal()].increment();
+    return b;
+  }
+
+  /**
+   * As {@link #get(long, long, Kind)} without counting a hit or a miss: for readers whose reads are not
+   * the cache's business (compaction reads each block once and does not cache it).
+   */
+  public Block find(long owner, long offset) {
     long key = key(owner, offset);
     Shard s = shard(key);
     Block b;
@@ -139,11 +168,6 @@ public final class BlockCache implements AutoCloseable {
     } finally {
       s.lock.unlock();
     }
-    if (b == null) {
-      misses.increment();
-    } else {
-      hits.increment();
-    }
     return b;
   }
 
@@ -152,7 +176,7 @@ public final class BlockCache implements AutoCloseable {
    * block's decoded form, which the cache copies), cached if it fits.
    */
   public Block get(long owner, long offset, Kind kind, Supplier<byte[]> load) {
-    Block b = get(owner, offset);
+    Block b = get(owner, offset, kind);
     return b != null ? b : put(owner, offset, kind, load.get());
   }
 
@@ -162,8 +186,13 @@ public final class BlockCache implements AutoCloseable {
    * pinned heap block wrapping {@code contents}.
    */
   public Block put(long owner, long offset, Kind kind, byte[] contents) {
-    int size = contents.length;
-    if (closed || !admits(size)) return heapBlock(contents, kind);
+    return put(owner, offset, kind, contents, contents.length);
+  }
+
+  /** As {@link #put(long, long, Kind, byte[])} with the first {@code size} bytes of {@code contents}. */
+  public Block put(long owner, long offset, Kind kind, byte[] contents, int size) {
+    if (size < 0 || size > contents.length) throw new InvalidArgumentException("size " + size + " out of range");
+    if (closed || !admits(size)) return heapBlock(contents, size, kind);
     long key = key(owner, offset);
     long a = Mem.allocateUnpooled(size, this);
     Mem.copyFromArray(contents, 0, null, a, size);
@@ -196,7 +225,7 @@ public final class BlockCache implements AutoCloseable {
     }
     if (!inserted) {
       free(b); // never published: no pin but ours
-      return existing != null ? existing : heapBlock(contents, kind);
+      return existing != null ? existing : heapBlock(contents, size, kind);
     }
     return b;
   }
@@ -273,6 +302,15 @@ public final class BlockCache implements AutoCloseable {
     return size > 0 && size + (long) OVERHEAD <= shardCapacity;
   }
 
+  /**
+   * Whether an entry of {@code size} bytes that is cached for a single small thing (a document) should
+   * be: it takes at most a sixteenth of a shard, so that one large document cannot push out a shard's
+   * worth of hot entries.
+   */
+  public boolean admitsSmall(int size) {
+    return size > 0 && size + (long) OVERHEAD <= shardCapacity / 16;
+  }
+
   /** Native bytes the cache holds now, blocks evicted but still pinned included. */
   public long bytes() {
     return bytes.get();
@@ -283,11 +321,23 @@ public final class BlockCache implements AutoCloseable {
   }
 
   public long hits() {
-    return hits.sum();
+    long n = 0;
+    for (LongAdder h : hits) n += h.sum();
+    return n;
   }
 
   public long misses() {
-    return misses.sum();
+    long n = 0;
+    for (LongAdder m : misses) n += m.sum();
+    return n;
+  }
+
+  public long hits(Kind kind) {
+    return hits[kind.ordinal()].sum();
+  }
+
+  public long misses(Kind kind) {
+    return misses[kind.ordinal()].sum();
   }
 
   public long evictions() {
@@ -323,7 +373,12 @@ public final class BlockCache implements AutoCloseable {
 
   /** A block on the heap, never cached: for readers without a cache, and blocks a cache cannot take. */
   public static Block heapBlock(byte[] contents, Kind kind) {
-    return new Block(null, contents, Mem.ARRAY_BASE, contents.length, kind, -1, HEAP);
+    return heapBlock(contents, contents.length, kind);
+  }
+
+  /** As {@link #heapBlock(byte[], Kind)} with the first {@code size} bytes of {@code contents}. */
+  public static Block heapBlock(byte[] contents, int size, Kind kind) {
+    return new Block(null, contents, Mem.ARRAY_BASE, size, kind, -1, HEAP);
   }
 
   /** Marks {@code b}, just taken out of its shard, evicted; frees it if nobody holds a pin. */

@@ -582,6 +582,11 @@ public final class Engine implements AutoCloseable {
           out[i] = Memtable.isTombstone(e) ? null : Memtable.valueOf(e);
         } else if (findRecord(files, key, rec) && !rec.tombstone) {
           KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+          io.basaltdb.internal.segment.Document cached = s == null ? null : s.reader().cached(rec.seqno);
+          if (cached != null && java.util.Arrays.equals(cached.key(), key)) {
+            out[i] = cached.value();
+            continue;
+          }
           long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
           pending.add(new PendingRead(i, key, rec.seqno, rec.hint, s, off));
         }
@@ -606,6 +611,8 @@ public final class Engine implements AutoCloseable {
         }
         if (d == null || !java.util.Arrays.equals(d.key(), p.key)) {
           d = readDocument(files, ks, p.key, p.seqno, p.hint); // checks and reports as a point read does
+        } else {
+          p.segment.reader().remember(d);
         }
         out[p.index] = d.value();
       }
@@ -628,13 +635,12 @@ public final class Engine implements AutoCloseable {
   private boolean lookup(KeyspaceFiles.Table t, byte[] key, long hash, KeyRecord rec) {
     stats.tableLookups.increment();
     if (!t.reader().mayContain(key, hash)) return false; // key range and bloom filter: no I/O
-    stats.indexBlockReads.increment();
-    return t.reader().getChecked(key, rec);
+    return t.reader().getChecked(key, rec); // a data block from the cache, or read (a TABLE_DATA miss)
   }
 
+  /** The document a key index record names: from the block cache, or read (counted) and cached. */
   Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
-    stats.documentReads.increment();
-    return files.document(key, seqno, hint, () -> namesById.getOrDefault(ks, "#" + ks));
+    return files.document(key, seqno, hint, () -> namesById.getOrDefault(ks, "#" + ks), stats.documentReads);
   }
 
   /** A consistent snapshot of the whole store at the last applied seqno. */
@@ -748,7 +754,7 @@ public final class Engine implements AutoCloseable {
     m.put("tableLookups", s.tableLookups.sum());
     m.put("documentReads", s.documentReads.sum());
     m.put("batchedGets", s.batchedGets.sum());
-    m.put("indexBlockReads", s.indexBlockReads.sum());
+    m.put("indexBlockReads", blockCache == null ? 0 : blockCache.misses(BlockCache.Kind.TABLE_DATA));
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
@@ -785,7 +791,11 @@ public final class Engine implements AutoCloseable {
     m.put("blockCacheCapacity", blockCache == null ? 0 : blockCache.capacity());
     m.put("blockCacheIndexBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.TABLE_INDEX));
     m.put("blockCacheFilterBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.TABLE_FILTER));
+    m.put("blockCacheDataBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.TABLE_DATA));
     m.put("blockCachePageBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.SEGMENT_PAGE));
+    m.put("blockCacheDocumentBytes", blockCache == null ? 0 : blockCache.bytes(BlockCache.Kind.DOCUMENT));
+    m.put("blockCacheDocumentHits", blockCache == null ? 0 : blockCache.hits(BlockCache.Kind.DOCUMENT));
+    m.put("blockCacheDocumentMisses", blockCache == null ? 0 : blockCache.misses(BlockCache.Kind.DOCUMENT));
     m.put("blockCacheHits", blockCache == null ? 0 : blockCache.hits());
     m.put("blockCacheMisses", blockCache == null ? 0 : blockCache.misses());
     m.put("blockCacheEvictions", blockCache == null ? 0 : blockCache.evictions());

@@ -38,7 +38,7 @@ public final class EngineCursor implements AutoCloseable {
       sources.add(new MemSource(snap.active.iterator(), ks, start));
       if (snap.immutable != null) sources.add(new MemSource(snap.immutable.iterator(), ks, start));
       for (KeyspaceFiles.Table t : snap.version.files(ks).tables) {
-        sources.add(new TableSource(t.reader().iterator(), start));
+        sources.add(new TableSource(t.reader().iterator(true), start)); // a scan caches what it reads, as gets do
       }
     } catch (RuntimeException e) {
       close();

@@ -27,7 +27,6 @@ final class EngineStats {
   final LongAdder slowdowns = new LongAdder();
   final LongAdder tableLookups = new LongAdder();
   final LongAdder documentReads = new LongAdder();
-  final LongAdder indexBlockReads = new LongAdder();
   final LongAdder batchedGets = new LongAdder();
   final LongAdder compactions = new LongAdder();
   final LongAdder trivialMoves = new LongAdder();

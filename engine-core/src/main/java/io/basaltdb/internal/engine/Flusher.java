@@ -228,7 +228,7 @@ final class Flusher {
     StorageFile f = engine.storage.create(name);
     openFiles.add(f);
     Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, segmentOptions(engine.options)), f,
-        engine.blockCache.newOwner());
+        engine.blockCache.newOwners(2));
     writers.put(ks, t);
     return t;
   }

@@ -8,6 +8,7 @@ import io.basaltdb.internal.sstable.TableReader;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 
 /**
@@ -107,8 +108,22 @@ final class KeyspaceFiles {
    * key (a damaged record whose checksum still matched, or a bug), is corruption, never an answer.
    */
   Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace) {
+    return document(key, seqno, hint, keyspace, null);
+  }
+
+  /**
+   * As {@link #document(byte[], long, long, Supplier)}: the cached copy, or else the document read from
+   * its segment (counted in {@code fileReads} if not null) and, once its key is checked, cached.
+   */
+  Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace, LongAdder fileReads) {
     Segment s = segmentFor(seqno);
-    Document d = s == null ? null : s.reader.read(seqno, hint);
+    Document d = s == null ? null : s.reader.cached(seqno);
+    boolean read = false;
+    if (s != null && d == null) {
+      if (fileReads != null) fileReads.increment();
+      d = s.reader.readUncached(seqno, hint);
+      read = true;
+    }
     if (d == null) {
       throw new CorruptionException("the key index of keyspace '" + keyspace.get() + "' names seqno " + seqno
           + ", which no log segment holds" + (s == null ? "" : " (looked in segment " + s.state.segmentId() + ")")
@@ -119,6 +134,7 @@ final class KeyspaceFiles {
           + seqno + ", but the document there in segment " + s.state.segmentId() + " has another key; the"
           + " store's files are inconsistent. Restore the store from a backup");
     }
+    if (read) s.reader.remember(d);
     return d;
   }
 

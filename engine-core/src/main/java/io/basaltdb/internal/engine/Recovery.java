@@ -138,7 +138,7 @@ final class Recovery {
       String name = KeyspaceFiles.segmentName(k.id(), s.segmentId());
       StorageFile f = openNamed(storage, name);
       st.openFiles.add(f);
-      long owner = cache.newOwner();
+      long owner = cache.newOwners(2); // index pages, documents
       segments.add(new KeyspaceFiles.Segment(s, new SegmentReader(f, s, cache, owner)));
       if (i == k.segments().size() - 1 && s.tailOffset() < options.segmentSize()) {
         st.segmentWriters.put(k.id(), new Flusher.Tail(SegmentWriter.reopen(f, s, Flusher.segmentOptions(options)), f,

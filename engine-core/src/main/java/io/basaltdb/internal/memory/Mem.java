@@ -146,6 +146,50 @@ public final class Mem {
     return UnsafeMemory.UNSAFE.getByte(base, offset) & 0xFF;
   }
 
+  /** One byte at {@code (base, offset)}, signed, addressed as in {@link #lpLongBE(Object, long)}. */
+  public static byte lpByte(Object base, long offset) {
+    if (DEBUG && base == null) MemoryDebug.check(offset, 1);
+    return UnsafeMemory.UNSAFE.getByte(base, offset);
+  }
+
+  /** Four bytes at {@code (base, offset)} as a little-endian int (file formats), addressed as above. */
+  public static int lpIntLE(Object base, long offset) {
+    int v = lpInt(base, offset);
+    return LITTLE_ENDIAN ? v : Integer.reverseBytes(v);
+  }
+
+  /** Eight bytes at {@code (base, offset)} as a little-endian long (file formats), addressed as above. */
+  public static long lpLongLE(Object base, long offset) {
+    long v = lpLong(base, offset);
+    return LITTLE_ENDIAN ? v : Long.reverseBytes(v);
+  }
+
+  /** Copies {@code len} bytes at {@code (base, offset)} into {@code dst[off..]}. */
+  public static void copyToArray(Object base, long offset, byte[] dst, int off, int len) {
+    if (DEBUG && base == null) MemoryDebug.check(offset, len);
+    UnsafeMemory.UNSAFE.copyMemory(base, offset, dst, BYTES_BASE + off, len);
+  }
+
+  /**
+   * Unsigned lexicographic order of the {@code len} bytes at {@code (base, offset)} against {@code key}
+   * (negative, zero or positive, as {@link java.util.Arrays#compareUnsigned(byte[], byte[])}).
+   */
+  public static int compareUnsigned(Object base, long offset, int len, byte[] key) {
+    int min = Math.min(len, key.length);
+    int i = 0;
+    for (; i + 8 <= min; i += 8) {
+      long x = lpLongBE(base, offset + i);
+      long y = lpLongBE(key, BYTES_BASE + i);
+      if (x != y) return Long.compareUnsigned(x, y);
+    }
+    for (; i < min; i++) {
+      int x = lpUnsignedByte(base, offset + i);
+      int y = key[i] & 0xFF;
+      if (x != y) return x - y;
+    }
+    return len - key.length;
+  }
+
   public static int lvInt(long a) {
     if (DEBUG) MemoryDebug.check(a, 4);
     return U.readVolatileInt(a);

@@ -5,6 +5,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
 
 import io.basaltdb.CorruptionException;
 import io.basaltdb.internal.cache.BlockCache;
+import io.basaltdb.internal.memory.Mem;
 import io.basaltdb.internal.storage.StorageFile;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -19,7 +20,10 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Index pages go through the store's {@link BlockCache} when there is one, in {@link IndexPage}'s
  * flat form, keyed by the segment file's cache owner and the page offset: a page never changes once
- * written, so the readers of successive states of one file share the cached pages.
+ * written, so the readers of successive states of one file share the cached pages. Documents read by
+ * {@link #read} are cached one by one under the next owner number, keyed by their seqno's distance from
+ * the segment's start seqno (a seqno names one document version for good, so a cached copy is never
+ * stale); see {@link #cached} for their layout.
  *
  * <p>Thread-safety: safe for concurrent reads; each call uses its own buffers.
  */
@@ -29,8 +33,9 @@ public final class SegmentReader {
   /** Blocks and pages fetched and checked; bumped by every reading thread (LongAdder spreads them). */
   private final LongAdder blockReads = new LongAdder();
 
-  /** Null: every page is read from the file. */
+  /** Null: every page and document is read from the file. */
   private final BlockCache cache;
+  /** Owner of the index pages; {@code cacheOwner + 1} owns the documents. */
   private final long cacheOwner;
 
   public SegmentReader(StorageFile file, SegmentState state) {
@@ -38,8 +43,9 @@ public final class SegmentReader {
   }
 
   /**
-   * A reader whose index pages go through {@code cache} (null for none) under {@code cacheOwner}, the
-   * number {@link BlockCache#newOwner()} gave this segment file.
+   * A reader whose index pages and documents go through {@code cache} (null for none) under {@code
+   * cacheOwner} and {@code cacheOwner + 1}, the numbers {@link BlockCache#newOwners newOwners(2)} gave
+   * this segment file.
    */
   public SegmentReader(StorageFile file, SegmentState state, BlockCache cache, long cacheOwner) {
     state.validate();
@@ -54,13 +60,83 @@ public final class SegmentReader {
   }
 
   /**
-   * The document with {@code seqno}, or null if this state of the segment has none. A {@code hint}
-   * (from {@link SegmentWriter#append}; -1 for none) naming this segment and a block below the tail is
-   * tried first; if that block does not hold the seqno (or is not a valid block: hints may be stale),
-   * the seqno index is searched from the root.
+   * The document with {@code seqno}, or null if this state of the segment has none: the cached copy,
+   * or else read from the file and cached (see {@link #readUncached}).
    */
   public Document read(long seqno, long hint) {
-    if (state.isEmpty() || seqno < state.startSeqno() || seqno > state.lastSeqno()) {
+    Document d = cached(seqno);
+    if (d != null) return d;
+    d = readUncached(seqno, hint);
+    if (d != null) remember(d);
+    return d;
+  }
+
+  /** Bytes a cached document takes before its key: the tombstone flag and the key length. */
+  private static final int CACHED_HEADER = 5;
+
+  /**
+   * The cached copy of the document with {@code seqno}, or null if the cache does not hold it (or this
+   * state of the segment does not). A cached document is its tombstone flag (1 byte), its key length
+   * (4 bytes, little-endian), its key and its value, checked when it was read from the file.
+   */
+  public Document cached(long seqno) {
+    if (!cachesDocuments(seqno)) return null;
+    BlockCache.Block c = cache.get(cacheOwner + 1, docSlot(seqno), BlockCache.Kind.DOCUMENT);
+    if (c == null) return null;
+    try {
+      boolean tombstone = Mem.lpByte(c.base, c.address) != 0;
+      int keyLength = Mem.lpIntLE(c.base, c.address + 1);
+      byte[] key = new byte[keyLength];
+      byte[] value = new byte[c.size - CACHED_HEADER - keyLength];
+      Mem.copyToArray(c.base, c.address + CACHED_HEADER, key, 0, keyLength);
+      Mem.copyToArray(c.base, c.address + CACHED_HEADER + keyLength, value, 0, value.length);
+      return new Document(seqno, key, value, tombstone);
+    } finally {
+      c.release();
+    }
+  }
+
+  /**
+   * Caches {@code d}, a document of this segment just read from its file and checked, if the cache
+   * takes documents of its size ({@link BlockCache#admitsSmall}).
+   */
+  public void remember(Document d) {
+    if (!cachesDocuments(d.seqno())) return;
+    int size = CACHED_HEADER + d.key().length + d.value().length;
+    if (!cache.admitsSmall(size)) return;
+    byte[] b = new byte[size];
+    b[0] = (byte) (d.tombstone() ? 1 : 0);
+    b[1] = (byte) d.key().length;
+    b[2] = (byte) (d.key().length >>> 8);
+    b[3] = (byte) (d.key().length >>> 16);
+    b[4] = (byte) (d.key().length >>> 24);
+    System.arraycopy(d.key(), 0, b, CACHED_HEADER, d.key().length);
+    System.arraycopy(d.value(), 0, b, CACHED_HEADER + d.key().length, d.value().length);
+    cache.put(cacheOwner + 1, docSlot(d.seqno()), BlockCache.Kind.DOCUMENT, b).release();
+  }
+
+  private boolean holds(long seqno) {
+    return !state.isEmpty() && seqno >= state.startSeqno() && seqno <= state.lastSeqno();
+  }
+
+  /** A document's offset in the cache's keys: its seqno's distance from the segment's first. */
+  private long docSlot(long seqno) {
+    return seqno - state.startSeqno();
+  }
+
+  /** Whether documents of this segment can be cached: their slots fit a cache key's offset. */
+  private boolean cachesDocuments(long seqno) {
+    return cache != null && holds(seqno) && docSlot(seqno) >>> 32 == 0;
+  }
+
+  /**
+   * The document with {@code seqno} read from the file (never the cache), or null if this state of the
+   * segment has none. A {@code hint} (from {@link SegmentWriter#append}; -1 for none) naming this
+   * segment and a block below the tail is tried first; if that block does not hold the seqno (or is
+   * not a valid block: hints may be stale), the seqno index is searched from the root.
+   */
+  public Document readUncached(long seqno, long hint) {
+    if (!holds(seqno)) {
       return null;
     }
     if (hint >= 0 && hint >>> 32 == state.segmentId()) {
@@ -177,7 +253,7 @@ public final class SegmentReader {
       return BlockCache.heapBlock(SegmentIo.readFlatPage(file, off, limit, state.segmentId(), level,
           state.pageSize()), BlockCache.Kind.SEGMENT_PAGE);
     }
-    BlockCache.Block p = cache.get(cacheOwner, off);
+    BlockCache.Block p = cache.get(cacheOwner, off, BlockCache.Kind.SEGMENT_PAGE);
     if (p == null) {
       blockReads.increment();
       return cache.put(cacheOwner, off, BlockCache.Kind.SEGMENT_PAGE,

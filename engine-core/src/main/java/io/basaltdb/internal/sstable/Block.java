@@ -1,11 +1,13 @@
 package io.basaltdb.internal.sstable;
 
 import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.memory.Mem;
 
 /**
  * The verified contents of one block (checksum already checked by {@link TableReader}) with its restart
- * array located and checked, ready for {@link BlockIter}. Immutable, so a block cache may share one
- * instance among any number of readers.
+ * array located and checked, ready for {@link BlockIter}. The contents are addressed as {@code (base,
+ * address)} in {@link Mem}'s scheme: a heap array read from the file, or a block cache entry off the
+ * heap, which is valid only while its reader holds the entry's pin.
  *
  * <p>Invariants (checked by {@link #parse}; a block that breaks one is a {@link CorruptionException}):
  * <ol>
@@ -17,7 +19,10 @@ import io.basaltdb.CorruptionException;
  * <p>Thread-safety: immutable.
  */
 final class Block {
-  final byte[] data;
+  final Object base;
+  final long address;
+  /** Length of the contents: entries, restart array and restart count. */
+  final int length;
   /** Where the entries end and the restart array begins. */
   final int restartsOffset;
   final int restartCount;
@@ -26,8 +31,11 @@ final class Block {
   /** The file's description, for error messages. */
   final String file;
 
-  private Block(byte[] data, int restartsOffset, int restartCount, long fileOffset, String file) {
-    this.data = data;
+  private Block(Object base, long address, int length, int restartsOffset, int restartCount, long fileOffset,
+      String file) {
+    this.base = base;
+    this.address = address;
+    this.length = length;
     this.restartsOffset = restartsOffset;
     this.restartCount = restartCount;
     this.fileOffset = fileOffset;
@@ -61,11 +69,28 @@ final class Block {
     if (restartsOffset == 0 && n != 1) {
       throw new CorruptionException(file, fileOffset, "empty block with " + n + " restarts");
     }
-    return new Block(data, restartsOffset, n, fileOffset, file);
+    return new Block(data, Mem.ARRAY_BASE, len, restartsOffset, n, fileOffset, file);
+  }
+
+  /**
+   * The block whose contents, checked by {@link #parse} before they were cached, are the {@code len}
+   * bytes at {@code (base, address)}; the restart array is located again, not checked again.
+   */
+  static Block trusted(Object base, long address, int len, long fileOffset, String file) {
+    int n = Mem.lpIntLE(base, address + len - Format.RESTART_COUNT_SIZE);
+    return new Block(base, address, len, len - Format.RESTART_COUNT_SIZE - n * Format.RESTART_SIZE, n, fileOffset,
+        file);
   }
 
   int restart(int i) {
-    return Format.getIntLE(data, restartsOffset + i * Format.RESTART_SIZE);
+    return Mem.lpIntLE(base, address + restartsOffset + (long) i * Format.RESTART_SIZE);
+  }
+
+  /** This block with its contents copied to a new heap array (one that outlives a cache pin). */
+  Block onHeap() {
+    byte[] b = new byte[length];
+    Mem.copyToArray(base, address, b, 0, length);
+    return new Block(b, Mem.ARRAY_BASE, length, restartsOffset, restartCount, fileOffset, file);
   }
 
   boolean isEmpty() {

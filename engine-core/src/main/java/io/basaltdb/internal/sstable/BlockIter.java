@@ -1,5 +1,6 @@
 package io.basaltdb.internal.sstable;
 
+import io.basaltdb.internal.memory.Mem;
 import java.util.Arrays;
 
 /**
@@ -14,7 +15,9 @@ import java.util.Arrays;
 final class BlockIter {
   private final boolean index;
   private Block block;
-  private byte[] data;
+  /** The block's contents, as {@code (base, address)} in {@link Mem}'s addressing. */
+  private Object base;
+  private long address;
   private int limit;
   /** Offset of the current entry; {@code limit} when not positioned. */
   private int current;
@@ -42,7 +45,8 @@ final class BlockIter {
   /** Makes {@code b} the block to read; unpositioned until a seek. */
   void reset(Block b) {
     block = b;
-    data = b.data;
+    base = b.base;
+    address = b.address;
     limit = b.restartsOffset;
     current = limit;
     keyLen = 0;
@@ -51,7 +55,8 @@ final class BlockIter {
   /** Drops the block (unpositioned, invalid) so a reused cursor does not keep it reachable. */
   void release() {
     block = null;
-    data = null;
+    base = null;
+    address = 0;
     limit = 0;
     current = 0;
     keyLen = 0;
@@ -103,7 +108,7 @@ final class BlockIter {
     int unshared = readLength();
     if (shared != 0) throw block.corrupt(pos, "restart entry shares " + shared + " bytes with a previous key");
     if (unshared > limit - p) throw block.corrupt(pos, "key of " + unshared + " bytes overruns the block");
-    return Arrays.compareUnsigned(data, p, p + unshared, target, 0, target.length);
+    return Mem.compareUnsigned(base, address + p, unshared, target);
   }
 
   private void decodeAt(int pos, boolean restart) {
@@ -121,7 +126,7 @@ final class BlockIter {
     }
     int len = shared + unshared;
     if (len > key.length) key = Arrays.copyOf(key, Math.max(len, key.length * 2));
-    System.arraycopy(data, p, key, shared, unshared);
+    Mem.copyToArray(base, address + p, key, shared, unshared);
     keyLen = len;
     p += unshared;
     if (index) {
@@ -135,10 +140,10 @@ final class BlockIter {
       if (seqno < 0 || ds < 0 || ds > Integer.MAX_VALUE) throw block.corrupt(pos, "bad seqno or document size");
       docSize = (int) ds;
       if (limit - p < Format.FLAGS_SIZE + Format.HINT_SIZE) throw block.corrupt(pos, "record overruns the block");
-      int flags = data[p] & 0xFF;
+      int flags = Mem.lpUnsignedByte(base, address + p);
       if ((flags & ~Format.FLAG_TOMBSTONE) != 0) throw block.corrupt(p, "unknown flag bits " + flags);
       tombstone = flags != 0;
-      hint = Format.getLongLE(data, p + Format.FLAGS_SIZE);
+      hint = Mem.lpLongLE(base, address + p + Format.FLAGS_SIZE);
       p += Format.FLAGS_SIZE + Format.HINT_SIZE;
     }
     current = pos;
@@ -155,7 +160,7 @@ final class BlockIter {
     long result = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p >= limit) throw block.corrupt(p, "varint runs past the entries");
-      byte b = data[p++];
+      byte b = Mem.lpByte(base, address + p++);
       result |= (long) (b & 0x7F) << shift;
       if (b >= 0) return result;
     }

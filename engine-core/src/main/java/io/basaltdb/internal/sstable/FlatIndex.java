@@ -81,18 +81,6 @@ final class FlatIndex {
 
   /** Unsigned lexicographic order of the {@code len} bytes at {@code (base, at)} against {@code key}. */
   static int compare(Object base, long at, int len, byte[] key) {
-    int min = Math.min(len, key.length);
-    int i = 0;
-    for (; i + 8 <= min; i += 8) {
-      long x = Mem.lpLongBE(base, at + i);
-      long y = Mem.lpLongBE(key, Mem.ARRAY_BASE + i);
-      if (x != y) return Long.compareUnsigned(x, y);
-    }
-    for (; i < min; i++) {
-      int x = Mem.lpUnsignedByte(base, at + i);
-      int y = key[i] & 0xFF;
-      if (x != y) return x - y;
-    }
-    return len - key.length;
+    return Mem.compareUnsigned(base, at, len, key);
   }
 }

@@ -20,10 +20,12 @@ public final class TableIterator implements AutoCloseable {
   private final BlockIter block = new BlockIter(false);
   /** Index of the data block in {@link #block}, or -1 when not positioned. */
   private int blockIndex = -1;
+  private final boolean fillCache;
   private boolean closed;
 
-  TableIterator(TableReader reader) {
+  TableIterator(TableReader reader, boolean fillCache) {
     this.reader = reader;
+    this.fillCache = fillCache;
   }
 
   /** Positions on the first record, or makes the iterator invalid if the table is empty. */
@@ -114,7 +116,7 @@ public final class TableIterator implements AutoCloseable {
       blockIndex = -1;
       return;
     }
-    block.reset(reader.dataBlock(i));
+    block.reset(reader.dataBlock(i, fillCache));
     blockIndex = i;
   }
 

@@ -20,7 +20,11 @@ import java.util.function.Supplier;
  * block read beyond them: bloom filter, binary search of the index, one block read, binary search of
  * the block's restart points and a short scan (seed 000, section 3; LevelDB table_format).
  *
- * <p>Every data block read goes through {@link #dataBlock(int)}, the one method a block cache wraps.
+ * <p>Data blocks go through the cache too (Magma's index block cache holds the key index's pages): a
+ * get searches a cached block in place, off the heap, under a pin, and caches a block it had to read.
+ * An iterator copies a cached block to the heap (it may stay on a block for as long as its user
+ * likes, so it holds no pin) and caches what it reads only if it was asked to: compaction reads every
+ * block once and must not push the hot ones out. Every block is keyed by its file offset.
  *
  * <p>Concurrency: after {@link #open} returns, the index, filter and info are immutable (final fields,
  * safely published by the constructor; the cache's copies are pinned while read, so an eviction never
@@ -52,10 +56,6 @@ public final class TableReader implements AutoCloseable {
    * grows to the longest key it has decoded (at most {@link KeyRecord#MAX_KEY_SIZE} bytes).
    */
   private static final ThreadLocal<BlockIter> LOOKUP = ThreadLocal.withInitial(() -> new BlockIter(false));
-
-  /** The offsets of a table's index and filter blocks in the block cache's keys (one owner per table). */
-  private static final long INDEX_SLOT = 0;
-  private static final long FILTER_SLOT = 1;
 
   private final StorageFile file;
   private final String description;
@@ -101,6 +101,9 @@ public final class TableReader implements AutoCloseable {
       end = f.filterOffset();
     }
     this.dataEnd = end;
+    if (cache != null && size >>> 32 != 0) {
+      throw new CorruptionException(description, 0, "a table of " + size + " bytes is larger than any writer makes");
+    }
     List<byte[]> seps = new ArrayList<>();
     byte[] flat = decodeIndex(seps);
     blockCount = seps.size();
@@ -118,9 +121,9 @@ public final class TableReader implements AutoCloseable {
       heapIndex = bigIndex ? BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX) : null;
       heapFilter = bigFilter ? BlockCache.heapBlock(filterBytes, BlockCache.Kind.TABLE_FILTER) : null;
       // a table is read right after it is written or opened: start with its index and filter cached
-      if (!bigIndex) cache.put(owner, INDEX_SLOT, BlockCache.Kind.TABLE_INDEX, flat).release();
+      if (!bigIndex) cache.put(owner, footer.indexOffset(), BlockCache.Kind.TABLE_INDEX, flat).release();
       if (filterBytes != null && !bigFilter) {
-        cache.put(owner, FILTER_SLOT, BlockCache.Kind.TABLE_FILTER, filterBytes).release();
+        cache.put(owner, footer.filterOffset(), BlockCache.Kind.TABLE_FILTER, filterBytes).release();
       }
     }
   }
@@ -185,8 +188,8 @@ public final class TableReader implements AutoCloseable {
   /** The index, pinned: release it when done. */
   private BlockCache.Block index() {
     if (heapIndex != null) return heapIndex;
-    BlockCache.Block b = cache.get(owner, INDEX_SLOT, BlockCache.Kind.TABLE_INDEX, indexLoader);
-    if (closed) cache.remove(owner, INDEX_SLOT); // raced with close: do not leave it cached
+    BlockCache.Block b = cache.get(owner, footer.indexOffset(), BlockCache.Kind.TABLE_INDEX, indexLoader);
+    if (closed) cache.remove(owner, footer.indexOffset()); // raced with close: do not leave it cached
     return b;
   }
 
@@ -194,8 +197,8 @@ public final class TableReader implements AutoCloseable {
   private BlockCache.Block filter() {
     if (!footer.hasFilter()) return null;
     if (heapFilter != null) return heapFilter;
-    BlockCache.Block b = cache.get(owner, FILTER_SLOT, BlockCache.Kind.TABLE_FILTER, filterLoader);
-    if (closed) cache.remove(owner, FILTER_SLOT);
+    BlockCache.Block b = cache.get(owner, footer.filterOffset(), BlockCache.Kind.TABLE_FILTER, filterLoader);
+    if (closed) cache.remove(owner, footer.filterOffset());
     return b;
   }
 
@@ -272,7 +275,19 @@ public final class TableReader implements AutoCloseable {
     } finally {
       idx.release();
     }
-    Block b = dataBlock(offset, size, -1);
+    BlockCache.Block pinned = null;
+    Block b;
+    if (cache == null) {
+      b = dataBlock(offset, size, -1);
+    } else {
+      pinned = cache.get(owner, offset, BlockCache.Kind.TABLE_DATA);
+      if (pinned != null) {
+        b = Block.trusted(pinned.base, pinned.address, pinned.size, offset, description);
+      } else {
+        b = dataBlock(offset, size, -1);
+        cacheBlock(offset, b);
+      }
+    }
     BlockIter it = LOOKUP.get();
     it.reset(b);
     try {
@@ -282,7 +297,14 @@ public final class TableReader implements AutoCloseable {
       return true;
     } finally {
       it.release();
+      if (pinned != null) pinned.release();
     }
+  }
+
+  /** Caches a data block just read and checked (a heap block from {@link #dataBlock(long, int, int)}). */
+  private void cacheBlock(long offset, Block b) {
+    cache.put(owner, offset, BlockCache.Kind.TABLE_DATA, (byte[]) b.base, b.length).release();
+    if (closed) cache.remove(owner, offset); // raced with close: do not leave it cached
   }
 
   /**
@@ -316,10 +338,18 @@ public final class TableReader implements AutoCloseable {
     return BloomFilter.hash(key);
   }
 
-  /** A new unpositioned iterator over the table; call a seek method first. */
+  /**
+   * A new unpositioned iterator over the table; call a seek method first. It uses cached data blocks
+   * but does not cache what it reads (compaction's reads must not evict the hot blocks).
+   */
   public TableIterator iterator() {
+    return iterator(false);
+  }
+
+  /** As {@link #iterator()}; with {@code fillCache} the blocks it reads go into the cache (scans). */
+  public TableIterator iterator(boolean fillCache) {
     checkOpen();
-    return new TableIterator(this);
+    return new TableIterator(this, fillCache);
   }
 
   /** Data blocks read from the file so far, by gets and iterators together. */
@@ -350,8 +380,8 @@ public final class TableReader implements AutoCloseable {
       file.close();
     } finally {
       if (cache != null) {
-        cache.remove(owner, INDEX_SLOT);
-        cache.remove(owner, FILTER_SLOT);
+        cache.remove(owner, footer.indexOffset());
+        cache.remove(owner, footer.filterOffset());
       }
     }
   }
@@ -366,8 +396,11 @@ public final class TableReader implements AutoCloseable {
     }
   }
 
-  /** Reads, verifies and parses data block {@code i}. */
-  Block dataBlock(int i) {
+  /**
+   * Data block {@code i} on the heap: a copy of the cached block, or read, verified and parsed (and
+   * cached if {@code fillCache}).
+   */
+  Block dataBlock(int i, boolean fillCache) {
     checkOpen();
     long offset;
     int size;
@@ -378,7 +411,18 @@ public final class TableReader implements AutoCloseable {
     } finally {
       idx.release();
     }
-    return dataBlock(offset, size, i);
+    if (cache == null) return dataBlock(offset, size, i);
+    BlockCache.Block pinned = fillCache ? cache.get(owner, offset, BlockCache.Kind.TABLE_DATA) : cache.find(owner, offset);
+    if (pinned != null) {
+      try {
+        return Block.trusted(pinned.base, pinned.address, pinned.size, offset, description).onHeap();
+      } finally {
+        pinned.release();
+      }
+    }
+    Block b = dataBlock(offset, size, i);
+    if (fillCache) cacheBlock(offset, b);
+    return b;
   }
 
   /** The one data-block read path: reads, verifies and parses the block at {@code offset}. */

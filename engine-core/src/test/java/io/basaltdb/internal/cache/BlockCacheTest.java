@@ -36,13 +36,13 @@ class BlockCacheTest {
   void putThenGet_isAHit_andTheBytesAreOffHeapCopies() {
     try (BlockCache c = new BlockCache(1 << 20)) {
       long o = c.newOwner();
-      assertNull(c.get(o, 0));
+      assertNull(c.get(o, 0, Kind.SEGMENT_PAGE));
       byte[] src = contents(o, 0, 100);
       BlockCache.Block p = c.put(o, 0, Kind.TABLE_INDEX, src);
       assertNull(p.base, "cached blocks live off the heap");
       src[0] ^= 1; // the cache copied it
       p.release();
-      BlockCache.Block g = c.get(o, 0);
+      BlockCache.Block g = c.get(o, 0, Kind.SEGMENT_PAGE);
       assertNotNull(g);
       assertHolds(g, o, 0, 100);
       g.release();
@@ -61,11 +61,11 @@ class BlockCacheTest {
     try (BlockCache c = new BlockCache(cap)) {
       long o = c.newOwner();
       for (int i = 0; i < 4; i++) c.put(o, i, Kind.SEGMENT_PAGE, contents(o, i, size)).release();
-      c.get(o, 0).release(); // 0 is now the most recently used; 1 the least
+      c.get(o, 0, Kind.SEGMENT_PAGE).release(); // 0 is now the most recently used; 1 the least
       c.put(o, 4, Kind.SEGMENT_PAGE, contents(o, 4, size)).release();
-      assertNull(c.get(o, 1), "the least recently used block went");
+      assertNull(c.get(o, 1, Kind.SEGMENT_PAGE), "the least recently used block went");
       for (int i : new int[] {0, 2, 3, 4}) {
-        BlockCache.Block b = c.get(o, i);
+        BlockCache.Block b = c.get(o, i, Kind.SEGMENT_PAGE);
         assertNotNull(b, "block " + i);
         assertHolds(b, o, i, size);
         b.release();
@@ -82,10 +82,10 @@ class BlockCacheTest {
     try (BlockCache c = new BlockCache(2 * (size + BlockCache.OVERHEAD))) {
       long o = c.newOwner();
       BlockCache.Block held = c.put(o, 0, Kind.TABLE_FILTER, contents(o, 0, size));
-      BlockCache.Block again = c.get(o, 0);
+      BlockCache.Block again = c.get(o, 0, Kind.SEGMENT_PAGE);
       assertSame(held, again);
       for (int i = 1; i <= 3; i++) c.put(o, i, Kind.TABLE_FILTER, contents(o, i, size)).release();
-      assertNull(c.get(o, 0), "evicted from the cache");
+      assertNull(c.get(o, 0, Kind.SEGMENT_PAGE), "evicted from the cache");
       assertHolds(held, o, 0, size); // still pinned twice: its memory is not freed (debug mode would throw)
       long withHeld = c.bytes();
       held.release();
@@ -103,7 +103,7 @@ class BlockCacheTest {
       assertTrue(b.base instanceof byte[]);
       assertHolds(b, o, 0, 5000);
       b.release();
-      assertNull(c.get(o, 0));
+      assertNull(c.get(o, 0, Kind.SEGMENT_PAGE));
       assertEquals(0, c.bytes());
     }
   }
@@ -115,7 +115,7 @@ class BlockCacheTest {
       BlockCache.Block b = c.get(o, 7, Kind.SEGMENT_PAGE, () -> contents(o, 7, 64));
       assertHolds(b, o, 7, 64);
       b.release();
-      assertNull(c.get(o, 7));
+      assertNull(c.get(o, 7, Kind.SEGMENT_PAGE));
       assertEquals(0, c.bytes());
     }
     assertThrows(InvalidArgumentException.class, () -> new BlockCache(-1));
@@ -131,9 +131,9 @@ class BlockCacheTest {
         c.put(b, i, Kind.SEGMENT_PAGE, contents(b, i, 50)).release();
       }
       c.remove(a, 1);
-      assertNull(c.get(a, 1));
+      assertNull(c.get(a, 1, Kind.SEGMENT_PAGE));
       c.removeOwner(b);
-      for (int i = 0; i < 3; i++) assertNull(c.get(b, i));
+      for (int i = 0; i < 3; i++) assertNull(c.get(b, i, Kind.SEGMENT_PAGE));
       assertEquals(2, c.entries());
       assertEquals(2 * (50 + BlockCache.OVERHEAD), c.bytes());
     }
@@ -151,7 +151,7 @@ class BlockCacheTest {
     pinned.release();
     assertEquals(0, c.bytes());
     assertEquals(0, Mem.liveBlocksOf(c));
-    assertNull(c.get(o, 1));
+    assertNull(c.get(o, 1, Kind.SEGMENT_PAGE));
     BlockCache.Block late = c.put(o, 2, Kind.TABLE_INDEX, contents(o, 2, 10));
     assertTrue(late.base instanceof byte[]);
     late.release();

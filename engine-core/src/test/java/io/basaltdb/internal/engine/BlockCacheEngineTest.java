@@ -49,10 +49,24 @@ class BlockCacheEngineTest {
         "the write cache and the block cache split the quota");
     assertEquals(8L << 20, s.get("blockCacheCapacity"), "default: half the quota");
     assertTrue(s.get("memoryInUse") >= s.get("blockCacheBytes") + s.get("writeCacheMemory") - 1, s.toString());
+    assertEquals(0, s.get("indexBlockReads") + s.get("documentReads"), "compaction's reads are not counted: " + s);
     long misses = s.get("blockCacheMisses");
     getAll(e);
     s = e.stats();
-    assertEquals(misses, s.get("blockCacheMisses"), "tables start cached, and everything fits");
+    assertEquals(misses, s.get("blockCacheMisses") - s.get("indexBlockReads") - s.get("blockCacheDocumentMisses"),
+        "index and filter blocks: tables start cached, and everything fits");
+    assertEquals(KEYS / 7 + 1, s.get("documentReads"), "each document read once: " + s);
+    assertTrue(s.get("blockCacheDataBytes") > 0 && s.get("blockCacheDocumentBytes") > 0, s.toString());
+    long reads = s.get("documentReads");
+    long dataReads = s.get("indexBlockReads");
+    long hits = s.get("blockCacheDocumentHits");
+    misses = s.get("blockCacheMisses");
+    getAll(e); // again: key index data blocks and documents come from the cache, nothing from the files
+    s = e.stats();
+    assertEquals(reads, s.get("documentReads"));
+    assertEquals(dataReads, s.get("indexBlockReads"));
+    assertEquals(misses, s.get("blockCacheMisses"));
+    assertEquals(hits + KEYS / 7 + 1, s.get("blockCacheDocumentHits"));
     assertTrue(s.get("blockCacheHits") > KEYS / 7, "every probed table's filter and index came from the cache");
     BlockCacheHandle h = new BlockCacheHandle(e);
     e.close();
@@ -71,9 +85,11 @@ class BlockCacheEngineTest {
       Map<String, Long> s = e.stats();
       assertEquals(0, s.get("blockCacheBytes"));
       assertTrue(s.get("blockCacheMisses") >= 2L * (KEYS / 7), "a filter and an index read per get at least: " + s);
-      double readsPerGet = (double) (s.get("indexBlockReads") + s.get("documentReads") + s.get("blockCacheMisses"))
-          / s.get("gets"); // io.basaltdb.Stats.readsPerGet
-      assertTrue(readsPerGet >= 3, "a filter, an index, a key index block and a document per get: " + readsPerGet);
+      double readsPerGet = (double) (s.get("blockCacheMisses") - s.get("blockCacheDocumentMisses")
+          + s.get("documentReads")) / s.get("gets"); // io.basaltdb.Stats.readsPerGet
+      assertTrue(readsPerGet >= 4, "a filter, an index, a key index block and a document per get: " + readsPerGet);
+      getAll(e);
+      assertEquals(2L * (KEYS / 7 + 1), e.stats().get("documentReads"), "no document cached");
     }
     try (Engine e = Engine.open(storage, options().blockCacheSize(4 << 10))) { // a few blocks at a time
       getAll(e);

@@ -67,22 +67,69 @@ class SegmentReadWriteTest {
     SegmentState s1 = w.checkpoint();
     assertTrue(s1.levels() >= 3, "a deep index: " + s1);
     try (io.basaltdb.internal.cache.BlockCache cache = new io.basaltdb.internal.cache.BlockCache(1 << 20)) {
-      long owner = cache.newOwner();
+      long owner = cache.newOwners(2);
       SegmentReader r = new SegmentReader(file, s1, cache, owner);
       t.checkAllReads(r); // with and without hints: every page once from the file, then from the cache
       long seqno = t.docs.firstKey() + 7;
       long before = r.blockReads();
-      r.read(seqno, -1);
+      r.readUncached(seqno, -1);
       assertEquals(before + 1, r.blockReads(), "only the data block is read: the pages are cached");
       assertTrue(cache.bytes(io.basaltdb.internal.cache.BlockCache.Kind.SEGMENT_PAGE) > 0);
       t.appendRandom(w, 50);
       SegmentReader r2 = new SegmentReader(file, w.checkpoint(), cache, owner);
       long hits = cache.hits();
       long before2 = r2.blockReads();
-      r2.read(seqno, -1);
+      r2.readUncached(seqno, -1);
       assertTrue(cache.hits() > hits, "the next state's reader finds the old pages in the cache");
       assertTrue(r2.blockReads() - before2 < 1 + r2.state().levels(), "fewer reads than a descent from disk");
       t.checkAllReads(r2);
+    }
+  }
+
+  @Test
+  void documents_areCachedOneByOne_sharedByLaterStates_andNeverSeenByAnotherSegment() {
+    ByteArrayFile file = new ByteArrayFile();
+    SegmentWriter w = SegmentWriter.create(file, 3, 1, SegmentOptions.defaults().withBlockSize(256));
+    TestDocs t = new TestDocs(SEED + 3, 1);
+    t.appendRandom(w, 100);
+    SegmentState s1 = w.checkpoint();
+    ByteArrayFile other = new ByteArrayFile(); // another segment, whose seqnos overlap this one's
+    SegmentWriter w2 = SegmentWriter.create(other, 4, 1, SegmentOptions.defaults().withBlockSize(256));
+    TestDocs t2 = new TestDocs(SEED + 4, 1);
+    t2.appendRandom(w2, 100);
+    long seqno = t.docs.keySet().stream().filter(q -> q > 10 && t2.docs.containsKey(q)).findFirst().orElseThrow();
+    try (io.basaltdb.internal.cache.BlockCache cache = new io.basaltdb.internal.cache.BlockCache(1 << 20)) {
+      long owner = cache.newOwners(2);
+      SegmentReader r = new SegmentReader(file, s1, cache, owner);
+      assertNull(r.cached(seqno));
+      Document d = r.read(seqno, t.hints.get(seqno));
+      assertEquals(t.docs.get(seqno), d);
+      long reads = r.blockReads();
+      assertEquals(d, r.read(seqno, t.hints.get(seqno)), "the cached copy");
+      assertEquals(d, r.cached(seqno));
+      assertEquals(reads, r.blockReads(), "nothing read from the file");
+      assertTrue(cache.bytes(io.basaltdb.internal.cache.BlockCache.Kind.DOCUMENT) > d.value().length);
+      assertTrue(cache.hits(io.basaltdb.internal.cache.BlockCache.Kind.DOCUMENT) >= 2);
+
+      t.appendRandom(w, 20);
+      SegmentReader r2 = new SegmentReader(file, w.checkpoint(), cache, owner);
+      assertEquals(d, r2.cached(seqno), "a later state of the same file shares the cached documents");
+      long later = t.docs.lastKey();
+      assertNull(r.cached(later), "a state never answers for seqnos past its own");
+
+      // The other segment file (its own owners) has a document of the same seqno: never this one's copy.
+      SegmentReader o = new SegmentReader(other, w2.checkpoint(), cache, cache.newOwners(2));
+      assertNull(o.cached(seqno));
+      assertEquals(t2.docs.get(seqno), o.read(seqno, -1));
+      assertEquals(d, r.read(seqno, -1));
+
+      // Without a cache a reader reads every time.
+      SegmentReader plain = new SegmentReader(file, s1);
+      long before = plain.blockReads();
+      plain.read(seqno, t.hints.get(seqno));
+      plain.read(seqno, t.hints.get(seqno));
+      assertEquals(before + 2, plain.blockReads());
+      assertNull(plain.cached(seqno));
     }
   }
 
