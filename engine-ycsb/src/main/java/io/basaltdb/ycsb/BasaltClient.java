@@ -38,6 +38,9 @@ import site.ycsb.Status;
  *   <li>{@code basalt.sync}: {@code sync}, {@code periodic} (default) or {@code none}
  *       ({@link SyncMode}). Periodic fsyncs the WAL every 100 ms, the durability YCSB's RocksDB binding
  *       runs with (no fsync per write); {@code sync} acknowledges each write after its fsync.</li>
+ *   <li>{@code basalt.stats}: {@code true} prints the store's {@link io.basaltdb.Stats} when the last
+ *       client closes it, one {@code [BASALT], name, value} line each, beside YCSB's own report
+ *       (default {@code false}).</li>
  * </ul>
  *
  * <p>{@code update} reads the record, replaces the given fields and writes it back; updates of one key
@@ -50,6 +53,8 @@ public final class BasaltClient extends DB {
   /** The store all instances of this JVM share, and how many instances hold it. Guarded by the class. */
   private static Basalt shared;
   private static int holders;
+  /** basalt.stats of the instance that opened the shared store. Guarded by the class. */
+  private static boolean printStats;
   private static final Map<String, Keyspace> KEYSPACES = new ConcurrentHashMap<>();
   private static final ReentrantLock[] STRIPES = new ReentrantLock[256];
 
@@ -65,6 +70,7 @@ public final class BasaltClient extends DB {
       if (shared == null) {
         try {
           shared = open(getProperties());
+          printStats = Boolean.parseBoolean(getProperties().getProperty("basalt.stats", "false").trim());
         } catch (BasaltException e) {
           throw new DBException("cannot open the Basalt store: " + e.getMessage(), e);
         }
@@ -85,6 +91,14 @@ public final class BasaltClient extends DB {
         shared = null;
         KEYSPACES.clear();
         try {
+          if (printStats) {
+            io.basaltdb.Stats st = s.stats();
+            StringBuilder b = new StringBuilder();
+            st.asMap().forEach((k, v) -> b.append("[BASALT], ").append(k).append(", ").append(v).append('\n'));
+            b.append("[BASALT], readsPerGet, ").append(String.format("%.3f", st.readsPerGet())).append('\n');
+            b.append("[BASALT], writeAmplification, ").append(String.format("%.3f", st.writeAmplification())).append('\n');
+            System.out.print(b);
+          }
           s.close();
         } catch (BasaltException e) {
           throw new DBException("closing the Basalt store failed: " + e.getMessage(), e);

@@ -4,10 +4,9 @@ import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.internal.memory.Mem;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.HashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.locks.StampedLock;
 import java.util.function.Supplier;
 
 /**
@@ -31,9 +30,16 @@ import java.util.function.Supplier;
  * returned to the reader as a heap block that is not cached (and {@link #release}d as a no-op).
  *
  * <p>Concurrency: the cache is split into shards by key hash, each with its own lock guarding its map
- * and LRU list (RocksDB's LRUCache design). A pin is taken under the shard lock while the block is
- * still in the shard; a release is a lock-free decrement. A block's state word holds its pin count and
- * an EVICTED bit; whoever brings it to "evicted, no pins" frees it, and that happens exactly once.
+ * and LRU list (RocksDB's LRUCache design), taken for writing by puts, removals and evictions. A hit
+ * takes no lock: it looks in the map optimistically ({@link StampedLock}) and pins the block with a
+ * CAS that fails once the block is evicted, and instead of moving the block to the head of the list
+ * it sets the block's referenced bit, which the evictor honours with a second chance (CLOCK over the
+ * LRU order). So readers of one hot block (a table's filter, read by every get) do not queue on a
+ * lock, nor park behind a lock holder the scheduler has preempted ({@link #find} says how a lookup
+ * that races a writer ends). Evicted blocks are freed after the lock. A release is a lock-free
+ * decrement. A block's state word holds its pin
+ * count and an EVICTED bit; whoever brings it to "evicted, no pins" frees it, and that happens exactly
+ * once: a pin succeeds only before the EVICTED bit is set, so an eviction after it sees the pin.
  */
 public final class BlockCache implements AutoCloseable {
   /** What a cached block holds; the stats count bytes by kind. */
@@ -73,6 +79,12 @@ public final class BlockCache implements AutoCloseable {
     /** Pins, plus EVICTED once out of the cache; HEAP for a heap block. Accessed through STATE. */
     @SuppressWarnings("unused")
     private volatile int state;
+    /**
+     * Read since the evictor last passed it: set by hits without the lock (a benign race: a lost or late
+     * set only changes which block goes first), cleared by the evictor, which gives such a block a
+     * second chance at the head of the list.
+     */
+    boolean referenced;
     /** LRU neighbours, guarded by the shard lock; null once out of the list. */
     Block newer;
     Block older;
@@ -157,18 +169,33 @@ public final class BlockCache implements AutoCloseable {
   public Block find(long owner, long offset) {
     long key = key(owner, offset);
     Shard s = shard(key);
-    Block b;
-    s.lock.lock();
-    try {
-      b = s.map.get(key);
-      if (b != null) {
-        s.touch(b);
-        STATE.getAndAdd(b, 1);
+    // Look without the lock and pin with a CAS that fails once the block is evicted: a block of this
+    // key pinned that way is a hit whatever writers do meanwhile, so a hit takes no lock at all. Not
+    // finding the key is a miss only if no writer ran during the look (a writer's removal shifts
+    // entries, which can hide a key for a moment); while writers keep the shard busy, it is called a
+    // miss after a few looks rather than waited for: a writer the scheduler preempted would park every
+    // reader of the shard. The caller of a miss then loads the block and puts it, and the put, under
+    // the lock, finds the cached one if it was there after all.
+    for (int attempt = 0; ; attempt++) {
+      long stamp = s.lock.tryOptimisticRead();
+      Block b = s.map.getRacy(key);
+      if (b != null && b.key == key && tryPin(b)) {
+        b.referenced = true;
+        return b;
       }
-    } finally {
-      s.lock.unlock();
+      if (stamp != 0 && s.lock.validate(stamp)) return null;
+      if (attempt == 3) return null;
+      Thread.onSpinWait();
     }
-    return b;
+  }
+
+  /** Pins {@code b} unless it is evicted; a block pinned here is not freed until released. */
+  private static boolean tryPin(Block b) {
+    while (true) {
+      int v = (int) STATE.getVolatile(b);
+      if ((v & EVICTED) != 0) return false;
+      if (STATE.compareAndSet(b, v, v + 1)) return true;
+    }
   }
 
   /**
@@ -202,26 +229,45 @@ public final class BlockCache implements AutoCloseable {
     Shard s = shard(key);
     Block existing;
     boolean inserted = false;
-    s.lock.lock();
+    Block unpinned = null; // evicted with no pins: freed after the lock, chained through their `older`
+    long stamp = s.lock.writeLock();
     try {
       existing = s.map.get(key);
       if (existing != null) {
-        s.touch(existing);
+        existing.referenced = true;
         STATE.getAndAdd(existing, 1);
       } else if (!closed) {
-        s.map.put(key, b);
+        s.map.put(b);
         inserted = true;
         s.pushNewest(b);
         s.used += b.charge();
-        while (s.used > shardCapacity && s.oldest != b) {
+        // CLOCK's second chance over the LRU list: a block read since it was last passed goes back to the
+        // head once (hits set the bit without the lock); at most one pass of chances per put, so readers
+        // that keep setting bits cannot hold the writer here.
+        int chances = s.map.size();
+        while (s.used > shardCapacity) {
           Block victim = s.oldest;
+          if (victim == b || (victim.referenced && chances-- > 0)) {
+            victim.referenced = false;
+            s.touch(victim);
+            continue;
+          }
           s.remove(victim);
           evictions.increment();
-          evict(victim);
+          if (markEvicted(victim)) {
+            victim.older = unpinned;
+            unpinned = victim;
+          }
         }
       }
     } finally {
-      s.lock.unlock();
+      s.lock.unlockWrite(stamp);
+    }
+    while (unpinned != null) {
+      Block next = unpinned.older;
+      unpinned.older = null;
+      free(unpinned);
+      unpinned = next;
     }
     if (!inserted) {
       free(b); // never published: no pin but ours
@@ -241,21 +287,21 @@ public final class BlockCache implements AutoCloseable {
   public void remove(long owner, long offset) {
     long key = key(owner, offset);
     Shard s = shard(key);
-    s.lock.lock();
+    long stamp = s.lock.writeLock();
     try {
       Block b = s.map.get(key);
       if (b == null) return;
       s.remove(b);
       evict(b);
     } finally {
-      s.lock.unlock();
+      s.lock.unlockWrite(stamp);
     }
   }
 
   /** Drops every block of {@code owner} (a file closed for good). Scans the cache: for rare events. */
   public void removeOwner(long owner) {
     for (Shard s : shards) {
-      s.lock.lock();
+      long stamp = s.lock.writeLock();
       try {
         for (Block b = s.oldest; b != null; ) {
           Block next = b.newer;
@@ -266,7 +312,7 @@ public final class BlockCache implements AutoCloseable {
           b = next;
         }
       } finally {
-        s.lock.unlock();
+        s.lock.unlockWrite(stamp);
       }
     }
   }
@@ -276,7 +322,7 @@ public final class BlockCache implements AutoCloseable {
   public void close() {
     closed = true;
     for (Shard s : shards) {
-      s.lock.lock();
+      long stamp = s.lock.writeLock();
       try {
         while (s.oldest != null) {
           Block b = s.oldest;
@@ -284,7 +330,7 @@ public final class BlockCache implements AutoCloseable {
           evict(b);
         }
       } finally {
-        s.lock.unlock();
+        s.lock.unlockWrite(stamp);
       }
     }
   }
@@ -348,11 +394,11 @@ public final class BlockCache implements AutoCloseable {
   public int entries() {
     int n = 0;
     for (Shard s : shards) {
-      s.lock.lock();
+      long stamp = s.lock.readLock();
       try {
         n += s.map.size();
       } finally {
-        s.lock.unlock();
+        s.lock.unlockRead(stamp);
       }
     }
     return n;
@@ -383,8 +429,13 @@ public final class BlockCache implements AutoCloseable {
 
   /** Marks {@code b}, just taken out of its shard, evicted; frees it if nobody holds a pin. */
   private void evict(Block b) {
+    if (markEvicted(b)) free(b);
+  }
+
+  /** Marks {@code b}, just taken out of its shard, evicted; true if nobody holds a pin (free it). */
+  private static boolean markEvicted(Block b) {
     int v = (int) STATE.getAndAdd(b, EVICTED);
-    if ((v & PINS) == 0) free(b);
+    return (v & PINS) == 0;
   }
 
   private void free(Block b) {
@@ -395,8 +446,9 @@ public final class BlockCache implements AutoCloseable {
 
   /** A map and an LRU list (newest at the head), both guarded by {@code lock}. */
   private static final class Shard {
-    final ReentrantLock lock = new ReentrantLock();
-    final HashMap<Long, Block> map = new HashMap<>();
+    /** Writers (puts, removals, evictions) exclusive; readers optimistic, or shared when they race a writer. */
+    final StampedLock lock = new StampedLock();
+    final BlockMap map = new BlockMap();
     Block newest;
     Block oldest;
     long used;
@@ -426,6 +478,105 @@ public final class BlockCache implements AutoCloseable {
       map.remove(b.key);
       unlink(b);
       used -= b.charge();
+    }
+  }
+
+  /**
+   * A hash map from a block's key to the block, open-addressed with linear probing over parallel arrays
+   * of primitive keys and blocks: a probe boxes nothing and touches two arrays, not a chain of nodes.
+   * Key 0 marks a free slot (no block has it: owners start at 1). Removal shifts later entries of the
+   * probe run back, so there are no tombstones. Not thread-safe: its shard's lock guards it.
+   */
+  static final class BlockMap {
+    private long[] keys = new long[16];
+    private Block[] blocks = new Block[16];
+    private int size;
+
+    private static int slot(long key, int mask) {
+      long h = key * 0x9E3779B97F4A7C15L;
+      return (int) (h ^ h >>> 29) & mask;
+    }
+
+    Block get(long key) {
+      long[] ks = keys;
+      int mask = ks.length - 1;
+      for (int i = slot(key, mask); ; i = (i + 1) & mask) {
+        long k = ks[i];
+        if (k == key) return blocks[i];
+        if (k == 0) return null;
+      }
+    }
+
+    /**
+     * As {@link #get} for a reader that does not hold the lock, to be validated by the caller (the
+     * block's key, a stamp): never throws or loops on arrays a writer is changing, but may return null
+     * or a block of another key while one is.
+     */
+    Block getRacy(long key) {
+      long[] ks = keys;
+      Block[] bs = blocks;
+      int mask = ks.length - 1;
+      if (bs.length != ks.length) return null; // caught between a grow's two arrays
+      for (int i = slot(key, mask), n = 0; n < ks.length; i = (i + 1) & mask, n++) {
+        long k = ks[i];
+        if (k == key) return bs[i];
+        if (k == 0) return null;
+      }
+      return null;
+    }
+
+    /** Maps {@code b.key} to {@code b}; the key must not be mapped yet. */
+    void put(Block b) {
+      if (b.key == 0) throw new IllegalArgumentException("key 0 is the free marker");
+      if ((size + 1) * 2 > keys.length) grow();
+      insert(b);
+      size++;
+    }
+
+    private void insert(Block b) {
+      int mask = keys.length - 1;
+      int i = slot(b.key, mask);
+      while (keys[i] != 0) i = (i + 1) & mask;
+      keys[i] = b.key;
+      blocks[i] = b;
+    }
+
+    private void grow() {
+      long[] oldKeys = keys;
+      Block[] oldBlocks = blocks;
+      keys = new long[oldKeys.length * 2];
+      blocks = new Block[oldKeys.length * 2];
+      for (int i = 0; i < oldKeys.length; i++) {
+        if (oldKeys[i] != 0) insert(oldBlocks[i]);
+      }
+    }
+
+    /** Unmaps {@code key} if mapped. */
+    void remove(long key) {
+      long[] ks = keys;
+      int mask = ks.length - 1;
+      int i = slot(key, mask);
+      while (ks[i] != key) {
+        if (ks[i] == 0) return;
+        i = (i + 1) & mask;
+      }
+      // Shift back every later entry of the run whose home slot is not in (i, j].
+      for (int j = (i + 1) & mask; ks[j] != 0; j = (j + 1) & mask) {
+        int home = slot(ks[j], mask);
+        boolean stays = i <= j ? i < home && home <= j : i < home || home <= j;
+        if (!stays) {
+          ks[i] = ks[j];
+          blocks[i] = blocks[j];
+          i = j;
+        }
+      }
+      ks[i] = 0;
+      blocks[i] = null;
+      size--;
+    }
+
+    int size() {
+      return size;
     }
   }
 }

@@ -8,8 +8,10 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One generation of the write cache (Magma section 3.1): a Nitro skiplist holding every keyspace's
- * recent writes. A store key is the keyspace id (4 bytes, big-endian, so keyspaces sort apart) followed
- * by the user key; a stored value is {@code [u64 seqno][u8 flags][value]} (docs/format.md, "Write cache
+ * recent writes. A store key is the keyspace id in an order-preserving form of 1 byte (ids below
+ * {@link #LONG_KEYSPACE}) or 5 (that byte and the id as 4 bytes, big-endian), so keyspaces sort apart,
+ * followed by the user key. One byte leaves seven of the eight bytes a skiplist node keeps for
+ * comparisons without reading the key to the user key, where keys differ. A stored value is {@code [u64 seqno][u8 flags][value]} (docs/format.md, "Write cache
  * entry"), flags bit 0 marking a tombstone, which shadows older versions in the key index.
  *
  * <p>Thread-safety: writes come only from the commit leader (one at a time); reads from any thread.
@@ -41,22 +43,35 @@ final class Memtable {
         .withMaxValueSize(maxValueSize + VALUE_HEADER));
   }
 
+  /** Keyspace ids below this take one byte of a store key; the rest this byte and four more. */
+  static final int LONG_KEYSPACE = 0xF0;
+
   static byte[] storeKey(int keyspace, byte[] key) {
-    byte[] k = new byte[4 + key.length];
-    k[0] = (byte) (keyspace >>> 24);
-    k[1] = (byte) (keyspace >>> 16);
-    k[2] = (byte) (keyspace >>> 8);
-    k[3] = (byte) keyspace;
-    System.arraycopy(key, 0, k, 4, key.length);
+    if (keyspace < 0) throw new IllegalArgumentException("keyspace id " + keyspace);
+    if (keyspace < LONG_KEYSPACE) {
+      byte[] k = new byte[1 + key.length];
+      k[0] = (byte) keyspace;
+      System.arraycopy(key, 0, k, 1, key.length);
+      return k;
+    }
+    byte[] k = new byte[5 + key.length];
+    k[0] = (byte) LONG_KEYSPACE;
+    k[1] = (byte) (keyspace >>> 24);
+    k[2] = (byte) (keyspace >>> 16);
+    k[3] = (byte) (keyspace >>> 8);
+    k[4] = (byte) keyspace;
+    System.arraycopy(key, 0, k, 5, key.length);
     return k;
   }
 
   static int keyspaceOf(byte[] storeKey) {
-    return (storeKey[0] & 0xFF) << 24 | (storeKey[1] & 0xFF) << 16 | (storeKey[2] & 0xFF) << 8 | (storeKey[3] & 0xFF);
+    int b = storeKey[0] & 0xFF;
+    if (b < LONG_KEYSPACE) return b;
+    return (storeKey[1] & 0xFF) << 24 | (storeKey[2] & 0xFF) << 16 | (storeKey[3] & 0xFF) << 8 | (storeKey[4] & 0xFF);
   }
 
   static byte[] userKey(byte[] storeKey) {
-    return java.util.Arrays.copyOfRange(storeKey, 4, storeKey.length);
+    return java.util.Arrays.copyOfRange(storeKey, (storeKey[0] & 0xFF) < LONG_KEYSPACE ? 1 : 5, storeKey.length);
   }
 
   static byte[] entry(long seqno, boolean tombstone, byte[] value) {

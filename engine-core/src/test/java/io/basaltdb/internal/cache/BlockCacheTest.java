@@ -84,7 +84,8 @@ class BlockCacheTest {
       BlockCache.Block held = c.put(o, 0, Kind.TABLE_FILTER, contents(o, 0, size));
       BlockCache.Block again = c.get(o, 0, Kind.SEGMENT_PAGE);
       assertSame(held, again);
-      for (int i = 1; i <= 3; i++) c.put(o, i, Kind.TABLE_FILTER, contents(o, i, size)).release();
+      // 0 was read, so the first eviction that reaches it gives it a second chance; the next takes it
+      for (int i = 1; i <= 4; i++) c.put(o, i, Kind.TABLE_FILTER, contents(o, i, size)).release();
       assertNull(c.get(o, 0, Kind.SEGMENT_PAGE), "evicted from the cache");
       assertHolds(held, o, 0, size); // still pinned twice: its memory is not freed (debug mode would throw)
       long withHeld = c.bytes();
@@ -92,6 +93,25 @@ class BlockCacheTest {
       assertHolds(again, o, 0, size);
       again.release();
       assertEquals(withHeld - size - BlockCache.OVERHEAD, c.bytes(), "freed at the last release");
+    }
+  }
+
+  @Test
+  void aBlockReadSinceTheEvictorLastPassed_getsASecondChance_butOnlyOne() {
+    int size = 1000;
+    try (BlockCache c = new BlockCache(3 * (size + BlockCache.OVERHEAD))) {
+      long o = c.newOwner();
+      for (int i = 0; i < 3; i++) c.put(o, i, Kind.SEGMENT_PAGE, contents(o, i, size)).release();
+      c.get(o, 0, Kind.SEGMENT_PAGE).release(); // the oldest, read: referenced
+      c.put(o, 3, Kind.SEGMENT_PAGE, contents(o, 3, size)).release();
+      assertNull(c.get(o, 1, Kind.SEGMENT_PAGE), "the oldest unreferenced block went instead of 0");
+      c.put(o, 4, Kind.SEGMENT_PAGE, contents(o, 4, size)).release();
+      assertNull(c.get(o, 2, Kind.SEGMENT_PAGE));
+      c.put(o, 5, Kind.SEGMENT_PAGE, contents(o, 5, size)).release();
+      assertNull(c.get(o, 3, Kind.SEGMENT_PAGE));
+      c.put(o, 6, Kind.SEGMENT_PAGE, contents(o, 6, size)).release();
+      assertNull(c.get(o, 0, Kind.SEGMENT_PAGE), "its chance was used: not read again, it goes");
+      assertEquals(3, c.entries());
     }
   }
 
@@ -204,5 +224,32 @@ class BlockCacheTest {
     c.close();
     assertEquals(0, c.bytes(), "every byte freed");
     assertEquals(0, Mem.liveBlocksOf(c));
+  }
+
+  @Test
+  void blockMap_agreesWithAHashMap_underRandomPutsAndRemoves() {
+    java.util.SplittableRandom r = new java.util.SplittableRandom(11);
+    BlockCache.BlockMap m = new BlockCache.BlockMap();
+    java.util.Map<Long, BlockCache.Block> model = new java.util.HashMap<>();
+    for (int op = 0; op < 200_000; op++) {
+      // few owners and nearby offsets, so probe runs collide and wrap around the table
+      long key = (1 + r.nextInt(4)) << 32 | r.nextInt(3000);
+      if (r.nextInt(3) == 0) {
+        m.remove(key);
+        model.remove(key);
+      } else if (!model.containsKey(key)) {
+        BlockCache.Block b = new BlockCache.Block(null, null, 0, 0, Kind.DOCUMENT, key, 0);
+        m.put(b);
+        model.put(key, b);
+      }
+      if (op % 1000 == 0) {
+        assertEquals(model.size(), m.size());
+        for (int i = 0; i < 50; i++) {
+          long k = (1 + r.nextInt(4)) << 32 | r.nextInt(3000);
+          assertSame(model.get(k), m.get(k), "key " + k);
+        }
+      }
+    }
+    for (java.util.Map.Entry<Long, BlockCache.Block> e : model.entrySet()) assertSame(e.getValue(), m.get(e.getKey()));
   }
 }
