@@ -2,7 +2,6 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.ClosedException;
 import io.basaltdb.internal.skiplist.SnapshotIterator;
-import io.basaltdb.internal.sstable.KeyRecord;
 import io.basaltdb.internal.sstable.TableIterator;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -169,29 +168,35 @@ public final class EngineCursor implements AutoCloseable {
 
   private final class TableSource implements Source {
     private final TableIterator it;
-    private final KeyRecord rec = new KeyRecord();
+    /** The current key, copied once per position (the merge asks for it several times); null if invalid. */
+    private byte[] key;
 
     TableSource(TableIterator it, byte[] from) {
       this.it = it;
       it.seek(from);
+      load();
+    }
+
+    private void load() {
+      key = it.valid() ? it.key() : null;
     }
 
     public boolean valid() {
-      return it.valid();
+      return key != null;
     }
 
     public byte[] key() {
-      return it.key();
+      return key;
     }
 
     public byte[] value() {
-      it.record(rec);
-      if (rec.tombstone) return null;
-      return snap.engine.readDocument(snap.version.files(ks), ks, rec.key, rec.seqno, rec.hint).value();
+      if (it.tombstone()) return null;
+      return snap.engine.readDocument(snap.version.files(ks), ks, key, it.seqno(), it.hint()).value();
     }
 
     public void next() {
       it.next();
+      load();
     }
 
     public void close() {
