@@ -179,9 +179,9 @@ public final class Options {
   public int readQueueDepth() { return readQueueDepth; }
 
   /**
-   * Bytes of the memory quota for the block cache, which holds the key index's index and filter
-   * blocks and the log segments' index pages off the heap (never documents); what the cache does not
-   * hold is read from disk when needed. The rest of the quota goes to the write cache's allocator,
+   * Bytes of the memory quota for the block cache, which holds the key index's index, filter and data
+   * blocks, the log segments' index pages and recently read documents off the heap; what the cache
+   * does not hold is read from disk when needed. The rest of the quota goes to the write cache's allocator,
    * which needs about twice {@code writeCacheSize} (an active and a flushing write cache, and the
    * allocator's per-thread slack). Default (-1): half the memory quota, less if that would leave the
    * write cache's allocator under twice {@code writeCacheSize} plus 1 MiB, and 0 if nothing is left;
