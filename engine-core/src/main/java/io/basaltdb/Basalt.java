@@ -137,6 +137,61 @@ public final class Basalt implements AutoCloseable {
     return engine.waitForCompactions(timeoutMillis);
   }
 
+  /**
+   * The store's checkpoints, oldest first; the last one is the current state of the files. Writes
+   * acknowledged since the last flush are in the WAL, in no checkpoint yet ({@link #checkpoint()}).
+   * Empty for an in-memory store.
+   */
+  public List<Checkpoint> checkpoints() {
+    return engine.checkpoints();
+  }
+
+  /**
+   * Flushes the write cache and returns a checkpoint that holds every write acknowledged before the
+   * call: the state {@link #rollback} can bring the store back to for the next {@link
+   * Options#checkpointRetentionMillis}. {@link InvalidArgumentException} for an in-memory store.
+   */
+  public Checkpoint checkpoint() {
+    return engine.checkpoint();
+  }
+
+  /**
+   * The checkpoints of the closed store in {@code directory}, oldest first. {@link StorageException} if
+   * the store is open (in this or another process).
+   */
+  public static List<Checkpoint> checkpoints(Path directory) {
+    return Engine.checkpoints(existingStore(directory));
+  }
+
+  /**
+   * Rolls the closed store in {@code directory} back to the checkpoint {@code checkpointId} (Magma
+   * section 5): once this returns, the store holds exactly the writes that checkpoint holds (up to its
+   * {@link Checkpoint#seqno()}); every later write, and every later checkpoint, is gone for good, and
+   * the seqnos after the checkpoint's are handed out again. Earlier checkpoints remain. A crash during
+   * the call leaves the store either as it was or rolled back. Returns the checkpoint the store now
+   * stands at (a new id, the target's seqno and keyspaces).
+   *
+   * <p>Throws {@link InvalidArgumentException} if the store has no such checkpoint (or expired it),
+   * {@link CorruptionException} if the checkpoint or a file it names is damaged or missing, {@link
+   * StorageException} if the store is open or its files cannot be written; the store is unchanged then.
+   */
+  public static Checkpoint rollback(Path directory, long checkpointId) {
+    return Engine.rollback(existingStore(directory), checkpointId);
+  }
+
+  /** Rolls back a closed store on any storage implementation (tests use an in-memory file system). */
+  static Checkpoint rollback(Storage storage, long checkpointId) {
+    return Engine.rollback(storage, checkpointId);
+  }
+
+  private static Storage existingStore(Path directory) {
+    if (directory == null) throw new InvalidArgumentException("directory must not be null");
+    if (!java.nio.file.Files.isDirectory(directory.resolve("manifest"))) {
+      throw new InvalidArgumentException("there is no Basalt store in " + directory);
+    }
+    return new FileStorage(directory);
+  }
+
   /** True for a store opened with {@link #openInMemory}. */
   public boolean isInMemory() {
     return engine.isInMemory();

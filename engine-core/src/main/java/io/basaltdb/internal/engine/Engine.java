@@ -473,6 +473,67 @@ public final class Engine implements AutoCloseable {
     checkpointTables.put(m.number(), Manifest.tableNumbers(m));
   }
 
+  // ---- checkpoints -------------------------------------------------------------------------------------
+
+  /** The store's retained checkpoints, oldest first, the current manifest last; empty in memory. */
+  public List<io.basaltdb.Checkpoint> checkpoints() {
+    checkOpen();
+    if (inMemory) return List.of();
+    List<io.basaltdb.Checkpoint> out = new ArrayList<>();
+    synchronized (manifestLock) {
+      for (long n : checkpoints.keySet()) {
+        Manifest m = n == manifest.number() ? manifest
+            : Manifest.read(storage, Manifest.fileName(n).substring(Manifest.DIR.length() + 1));
+        out.add(toCheckpoint(m));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Flushes the write cache and returns the checkpoint that holds every write acknowledged before the
+   * call (the current manifest once the flush is committed).
+   */
+  public io.basaltdb.Checkpoint checkpoint() {
+    checkOpen();
+    if (inMemory) throw new InvalidArgumentException("an in-memory store has no checkpoints");
+    pipeline.forceFlush();
+    synchronized (manifestLock) {
+      return toCheckpoint(manifest);
+    }
+  }
+
+  /** The checkpoints of the closed store in {@code storage}, oldest first. */
+  public static List<io.basaltdb.Checkpoint> checkpoints(Storage storage) {
+    try (AutoCloseable lock = storage.lock("LOCK")) {
+      List<io.basaltdb.Checkpoint> out = new ArrayList<>();
+      for (Manifest m : Checkpoints.list(storage)) out.add(toCheckpoint(m));
+      return out;
+    } catch (BasaltException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new StorageException("releasing the lock of " + storage.describe("LOCK") + " failed: " + e, e);
+    }
+  }
+
+  /** Rolls the closed store in {@code storage} back to checkpoint {@code id} (see {@link Checkpoints}). */
+  public static io.basaltdb.Checkpoint rollback(Storage storage, long id) {
+    try (AutoCloseable lock = storage.lock("LOCK")) {
+      return toCheckpoint(Checkpoints.rollback(storage, id));
+    } catch (BasaltException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new StorageException("releasing the lock of " + storage.describe("LOCK") + " failed: " + e, e);
+    }
+  }
+
+  private static io.basaltdb.Checkpoint toCheckpoint(Manifest m) {
+    List<String> names = new ArrayList<>();
+    for (Manifest.KeyspaceMeta k : m.keyspaces()) names.add(k.name());
+    Collections.sort(names);
+    return new io.basaltdb.Checkpoint(m.number(), m.createdMillis(), m.flushedSeqno(), names);
+  }
+
   // ---- writes ------------------------------------------------------------------------------------------
 
   public void write(Batch batch) {

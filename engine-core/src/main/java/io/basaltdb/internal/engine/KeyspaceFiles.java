@@ -80,12 +80,22 @@ final class KeyspaceFiles {
     }
   }
 
+  /** The directory of a keyspace's key index tables. */
+  static String indexDir(int keyspace) {
+    return "keyspaces/" + keyspace + "/index";
+  }
+
+  /** The directory of a keyspace's log segments. */
+  static String logDir(int keyspace) {
+    return "keyspaces/" + keyspace + "/log";
+  }
+
   static String tableName(int keyspace, long fileNumber) {
-    return "keyspaces/" + keyspace + "/index/" + String.format("%012d", fileNumber) + ".sst";
+    return indexDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".sst";
   }
 
   static String segmentName(int keyspace, long fileNumber) {
-    return "keyspaces/" + keyspace + "/log/" + String.format("%012d", fileNumber) + ".seg";
+    return logDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".seg";
   }
 
   /** The segment whose seqno range may hold {@code seqno}, or null. */

@@ -103,6 +103,11 @@ final class Recovery {
       try {
         Manifest m = Manifest.read(storage, name);
         if (st.manifest == null) st.manifest = m;
+        if (m.flushedSeqno() > st.manifest.flushedSeqno()) {
+          // From before a rollback whose clean-up a crash cut short (see Checkpoints): not a state to offer.
+          storage.delete(Manifest.fileName(m.number()));
+          continue;
+        }
         st.checkpoints.put(m.number(), m.createdMillis());
         st.checkpointTables.put(m.number(), Manifest.tableNumbers(m));
         for (Manifest.KeyspaceMeta k : m.keyspaces()) {
@@ -158,24 +163,12 @@ final class Recovery {
 
   /** Deletes table and segment files that no retained manifest names. */
   private static void deleteOrphans(Storage storage, State st) {
-    Set<String> keep = new HashSet<>();
+    List<Manifest> retained = new ArrayList<>();
     for (long n : st.checkpoints.keySet()) {
-      Manifest m = n == st.manifest.number() ? st.manifest
-          : Manifest.read(storage, Manifest.fileName(n).substring(Manifest.DIR.length() + 1));
-      for (Manifest.KeyspaceMeta k : m.keyspaces()) {
-        for (Manifest.TableMeta t : k.tables()) keep.add(KeyspaceFiles.tableName(k.id(), t.fileNumber()));
-        for (SegmentState s : k.segments()) keep.add(KeyspaceFiles.segmentName(k.id(), s.segmentId()));
-      }
+      retained.add(n == st.manifest.number() ? st.manifest
+          : Manifest.read(storage, Manifest.fileName(n).substring(Manifest.DIR.length() + 1)));
     }
-    // Storage lists files only; keyspace ids are dense from 1, so visit each id the store ever used.
-    for (int ks = 1; ks < st.manifest.nextKeyspaceId(); ks++) {
-      for (String sub : List.of("index", "log")) {
-        String dir = "keyspaces/" + ks + "/" + sub;
-        for (String f : storage.list(dir)) {
-          if (!keep.contains(dir + "/" + f)) storage.delete(dir + "/" + f);
-        }
-      }
-    }
+    Checkpoints.deleteUnnamed(storage, retained, st.manifest.nextKeyspaceId());
   }
 
   /**
@@ -188,8 +181,8 @@ final class Recovery {
   static long diskBytes(Storage storage, Manifest current) {
     List<String> dirs = new ArrayList<>(List.of(Manifest.DIR, CommitLog.DIR));
     for (int ks = 1; ks < current.nextKeyspaceId(); ks++) {
-      dirs.add("keyspaces/" + ks + "/index");
-      dirs.add("keyspaces/" + ks + "/log");
+      dirs.add(KeyspaceFiles.indexDir(ks));
+      dirs.add(KeyspaceFiles.logDir(ks));
     }
     long total = 0;
     for (String dir : dirs) {
