@@ -120,6 +120,15 @@ public final class BlockCache implements AutoCloseable {
   private final LongAdder[] hits = new LongAdder[Kind.values().length];
   private final LongAdder[] misses = new LongAdder[Kind.values().length];
   private final LongAdder evictions = new LongAdder();
+  /** Reads {@link #admitOnSecondRead} turned away. */
+  private final LongAdder declined = new LongAdder();
+  /**
+   * Fingerprints of blocks read once and not cached, direct-mapped by key (TinyLFU's doorkeeper). Read
+   * and written racily, with plain accesses: a lost, stale or torn slot changes one admission decision,
+   * never what a read returns.
+   */
+  private final long[] readOnce;
+  private static final int READ_ONCE_WAYS = 4;
   private volatile boolean closed;
 
   /** A cache of at most {@code capacity} bytes; 0 caches nothing (every lookup misses). */
@@ -131,6 +140,8 @@ public final class BlockCache implements AutoCloseable {
     for (int i = 0; i < n; i++) shards[i] = new Shard();
     this.shardMask = n - 1;
     this.shardCapacity = capacity / n;
+    // About one slot per KiB of capacity: a window as long as the cache holds documents of that size.
+    this.readOnce = new long[(int) Long.highestOneBit(Math.max(64, Math.min(1L << 20, capacity >> 10)))];
     for (int i = 0; i < bytesByKind.length; i++) {
       bytesByKind[i] = new AtomicLong();
       hits[i] = new LongAdder();
@@ -355,6 +366,41 @@ public final class BlockCache implements AutoCloseable {
    */
   public boolean admitsSmall(int size) {
     return size > 0 && size + (long) OVERHEAD <= shardCapacity / 16;
+  }
+
+  /**
+   * Whether a block a read just brought in (a key index data block, a document) should be cached: true
+   * on its second read within a window of about as many other first reads as the cache holds KiB, after
+   * TinyLFU's doorkeeper (Einziger, Friedman and Manes, 2017). A block read once and not again soon
+   * (a get of a uniformly random key over data far bigger than the cache) then costs no copy and
+   * evicts nothing; a block read again soon gets cached on that read. Blocks a file needs to work (index,
+   * filter, index pages) are cached without asking.
+   */
+  public boolean admitOnSecondRead(long owner, long offset) {
+    long h = key(owner, offset); // murmur3's fmix64: neighbouring offsets land far apart
+    h = (h ^ h >>> 33) * 0xff51afd7ed558ccdL;
+    h = (h ^ h >>> 33) * 0xc4ceb9fe1a85ec53L;
+    h ^= h >>> 33;
+    long fingerprint = h | 1; // never the empty slot's 0
+    long[] seen = readOnce;
+    // Four-way buckets, newest first: a direct-mapped table would make a few percent of even a small
+    // working set collide and wait for a third read.
+    int b = ((int) (h >>> 32) & (seen.length / READ_ONCE_WAYS - 1)) * READ_ONCE_WAYS;
+    for (int i = b; i < b + READ_ONCE_WAYS; i++) {
+      if (seen[i] == fingerprint) {
+        seen[i] = 0; // cached now; after an eviction it has to earn its place again
+        return true;
+      }
+    }
+    System.arraycopy(seen, b, seen, b + 1, READ_ONCE_WAYS - 1); // the bucket's oldest goes
+    seen[b] = fingerprint;
+    declined.increment();
+    return false;
+  }
+
+  /** Reads {@link #admitOnSecondRead} has turned away. */
+  public long declined() {
+    return declined.sum();
   }
 
   /** Native bytes the cache holds now, blocks evicted but still pinned included. */

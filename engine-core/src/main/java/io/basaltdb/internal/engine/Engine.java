@@ -860,6 +860,7 @@ public final class Engine implements AutoCloseable {
     m.put("blockCacheHits", blockCache == null ? 0 : blockCache.hits());
     m.put("blockCacheMisses", blockCache == null ? 0 : blockCache.misses());
     m.put("blockCacheEvictions", blockCache == null ? 0 : blockCache.evictions());
+    m.put("blockCacheDeclined", blockCache == null ? 0 : blockCache.declined());
     int tables = 0, segments = 0;
     for (KeyspaceFiles f : v.files.values()) {
       tables += f.tables.size();

@@ -98,12 +98,13 @@ public final class SegmentReader {
 
   /**
    * Caches {@code d}, a document of this segment just read from its file and checked, if the cache
-   * takes documents of its size ({@link BlockCache#admitsSmall}).
+   * takes documents of its size ({@link BlockCache#admitsSmall}) and this is its second read lately
+   * ({@link BlockCache#admitOnSecondRead}).
    */
   public void remember(Document d) {
     if (!cachesDocuments(d.seqno())) return;
     int size = CACHED_HEADER + d.key().length + d.value().length;
-    if (!cache.admitsSmall(size)) return;
+    if (!cache.admitsSmall(size) || !cache.admitOnSecondRead(cacheOwner + 1, docSlot(d.seqno()))) return;
     byte[] b = new byte[size];
     b[0] = (byte) (d.tombstone() ? 1 : 0);
     b[1] = (byte) d.key().length;

@@ -301,8 +301,12 @@ public final class TableReader implements AutoCloseable {
     }
   }
 
-  /** Caches a data block just read and checked (a heap block from {@link #dataBlock(long, int, int)}). */
+  /**
+   * Caches a data block just read and checked (a heap block from {@link #dataBlock(long, int, int)}) if
+   * this is its second read lately ({@link BlockCache#admitOnSecondRead}).
+   */
   private void cacheBlock(long offset, Block b) {
+    if (!cache.admitOnSecondRead(owner, offset)) return;
     cache.put(owner, offset, BlockCache.Kind.TABLE_DATA, (byte[]) b.base, b.length).release();
     if (closed) cache.remove(owner, offset); // raced with close: do not leave it cached
   }

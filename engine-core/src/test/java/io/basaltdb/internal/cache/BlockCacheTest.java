@@ -1,6 +1,7 @@
 package io.basaltdb.internal.cache;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -112,6 +113,33 @@ class BlockCacheTest {
       c.put(o, 6, Kind.SEGMENT_PAGE, contents(o, 6, size)).release();
       assertNull(c.get(o, 0, Kind.SEGMENT_PAGE), "its chance was used: not read again, it goes");
       assertEquals(3, c.entries());
+    }
+  }
+
+  @Test
+  void admitOnSecondRead_admitsABlockOnItsSecondRead_thenMakesItEarnItsPlaceAgain() {
+    try (BlockCache c = new BlockCache(1 << 20)) {
+      long owner = c.newOwner();
+      assertFalse(c.admitOnSecondRead(owner, 4096), "first read");
+      assertFalse(c.admitOnSecondRead(owner, 8192), "another block's first read");
+      assertTrue(c.admitOnSecondRead(owner, 4096), "second read");
+      assertFalse(c.admitOnSecondRead(owner, 4096), "admitted once; after an eviction it starts over");
+      assertTrue(c.admitOnSecondRead(owner, 4096));
+      assertFalse(c.admitOnSecondRead(c.newOwner(), 8192), "same offset, another file");
+      assertEquals(4, c.declined());
+      // The window is about one slot per KiB: of 10,000 blocks read once each, far fewer than all are
+      // remembered by the time each is read again (a read-once stream caches little)...
+      int admitted = 0;
+      for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 10_000; i++) if (c.admitOnSecondRead(owner, 1_000_000 + i)) admitted++;
+      }
+      assertTrue(admitted < 2_000, admitted + " of 10,000 admitted on a pass over 10x the window");
+      // ...while a hot set well inside the window is admitted on its second read.
+      admitted = 0;
+      for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 100; i++) if (c.admitOnSecondRead(owner, 5_000_000 + i)) admitted++;
+      }
+      assertTrue(admitted >= 90, admitted + " of 100 admitted");
     }
   }
 

@@ -56,12 +56,16 @@ class BlockCacheEngineTest {
     assertEquals(misses, s.get("blockCacheMisses") - s.get("indexBlockReads") - s.get("blockCacheDocumentMisses"),
         "index and filter blocks: tables start cached, and everything fits");
     assertEquals(KEYS / 7 + 1, s.get("documentReads"), "each document read once: " + s);
+    assertEquals(0, s.get("blockCacheDocumentBytes"), "a document read once is not cached: " + s);
+    getAll(e); // the second read of a document or data block caches it
+    s = e.stats();
+    assertEquals(2 * (KEYS / 7 + 1), s.get("documentReads"), "each document read again: " + s);
     assertTrue(s.get("blockCacheDataBytes") > 0 && s.get("blockCacheDocumentBytes") > 0, s.toString());
     long reads = s.get("documentReads");
     long dataReads = s.get("indexBlockReads");
     long hits = s.get("blockCacheDocumentHits");
     misses = s.get("blockCacheMisses");
-    getAll(e); // again: key index data blocks and documents come from the cache, nothing from the files
+    getAll(e); // a third time: key index data blocks and documents come from the cache, nothing from the files
     s = e.stats();
     assertEquals(reads, s.get("documentReads"));
     assertEquals(dataReads, s.get("indexBlockReads"));
@@ -72,6 +76,44 @@ class BlockCacheEngineTest {
     e.close();
     assertEquals(0, h.cache.bytes(), "every cached byte freed at close");
     assertEquals(0, Mem.liveBlocksOf(h.cache));
+  }
+
+  /**
+   * Gets of uniformly random keys over documents far bigger than the cache: almost no document is read
+   * twice while the cache could still hold it, so few are cached (none pushes out the key index's
+   * blocks), while a small hot set read over and over is cached and hits.
+   */
+  @Test
+  void randomGetsOverDataFarBiggerThanTheCache_cacheFewDocuments_butAHotSetIsCached() {
+    MemStorage storage = new MemStorage(3);
+    Options o = options().blockCacheSize(1 << 20); // 1 MiB against about 20 MiB of documents
+    try (Engine e = Engine.open(storage, o)) {
+      byte[] value = new byte[1000];
+      int keys = 20_000;
+      for (int i = 0; i < keys; i++) {
+        value[0] = (byte) i;
+        Batch b = new Batch(1);
+        b.add(1, Batch.PUT, ("key-" + i).getBytes(), value.clone());
+        e.write(b);
+      }
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      java.util.Random rnd = new java.util.Random(3);
+      for (int n = 0; n < 20_000; n++) {
+        int i = rnd.nextInt(keys);
+        assertEquals((byte) i, e.get(1, ("key-" + i).getBytes())[0]);
+      }
+      Map<String, Long> s = e.stats();
+      long docMisses = s.get("blockCacheDocumentMisses");
+      assertTrue(s.get("blockCacheDeclined") > docMisses * 8 / 10, "most documents read once are turned away: " + s);
+      assertTrue(s.get("blockCacheEvictions") < docMisses / 5, "few blocks were cached, so few evicted: " + s);
+      long hits = s.get("blockCacheDocumentHits");
+      for (int round = 0; round < 10; round++) {
+        for (int i = 0; i < 50; i++) e.get(1, ("key-" + i).getBytes());
+      }
+      s = e.stats();
+      assertTrue(s.get("blockCacheDocumentHits") - hits >= 50 * 8, "the hot set hits from its third read on: " + s);
+    }
   }
 
   @Test

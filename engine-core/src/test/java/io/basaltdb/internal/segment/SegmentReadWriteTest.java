@@ -104,6 +104,8 @@ class SegmentReadWriteTest {
       assertNull(r.cached(seqno));
       Document d = r.read(seqno, t.hints.get(seqno));
       assertEquals(t.docs.get(seqno), d);
+      assertNull(r.cached(seqno), "read once: not cached");
+      assertEquals(d, r.read(seqno, t.hints.get(seqno)));
       long reads = r.blockReads();
       assertEquals(d, r.read(seqno, t.hints.get(seqno)), "the cached copy");
       assertEquals(d, r.cached(seqno));
