@@ -46,7 +46,8 @@ import java.util.Map;
  *   <li>block cache counters: {@code blockCacheHits}, {@code blockCacheMisses} (each miss is a read
  *       from disk, but for a batched get's documents, which share block reads),
  *       {@code blockCacheDocumentHits}, {@code blockCacheDocumentMisses} (of those, documents),
- *       {@code blockCacheEvictions};</li>
+ *       {@code blockCacheEvictions}, {@code blockCacheDeclined} (data blocks and documents read once
+ *       lately, so not cached: the cache admits them on their second read);</li>
  *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.</li>
  * </ul>
  *
