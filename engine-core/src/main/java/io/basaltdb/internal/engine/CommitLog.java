@@ -3,7 +3,6 @@ package io.basaltdb.internal.engine;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
 import io.basaltdb.internal.wal.LogWriter;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -20,11 +19,12 @@ final class CommitLog implements AutoCloseable {
   static final String DIR = "wal";
 
   private final Storage storage;
-  /** Guarded by this. */
+
+  // Guarded by this: replaced together by rotate.
   private StorageFile file;
   private LogWriter writer;
   private long number;
-  /** Bytes written since the last sync; guarded by this. */
+  /** Bytes written since the last sync. */
   private long unsynced;
 
   CommitLog(Storage storage, long number) {
@@ -76,10 +76,7 @@ final class CommitLog implements AutoCloseable {
       // flags are set here, at logging time: the leader knows whether the group is synced
       b.flags = (byte) ((first ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
       first = false;
-      ByteBuffer buf = ByteBuffer.allocate(b.encodedSize());
-      b.encode(buf);
-      buf.flip();
-      writer.add(buf);
+      writer.add(b.encodedSize(), b::encode); // encoded in place: no buffer, no copy per batch
     }
     long end = writer.flush();
     unsynced += end - before;
@@ -116,10 +113,7 @@ final class CommitLog implements AutoCloseable {
       Batch marker = new Batch(0);
       marker.firstSeqno = lastSeqno + 1;
       marker.flags = Batch.GROUP_START | Batch.SYNCED;
-      ByteBuffer buf = ByteBuffer.allocate(marker.encodedSize());
-      marker.encode(buf);
-      buf.flip();
-      writer.add(buf);
+      writer.add(marker.encodedSize(), marker::encode);
       writer.flush();
       syncLocked();
     } finally {

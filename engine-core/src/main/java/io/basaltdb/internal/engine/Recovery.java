@@ -246,12 +246,18 @@ final class Recovery {
             throw new CorruptionException(desc, r.stopOffset(), r.stopReason() + " (acknowledged writes follow it)");
           }
           f.truncate(r.stopOffset());
-          f.sync();
         }
+        // What was replayed may be only in the page cache (a process that died before its fsync): make
+        // it durable before the store acknowledges writes numbered after it, or a power loss would leave
+        // a seqno gap that fails every later open.
+        f.sync();
       }
     }
     engine.lastSeqno = last;
   }
+
+  /** Bytes of the damaged tail {@link #syncedGroupFollows} reads at a time. */
+  private static final int SCAN_CHUNK = 1 << 20;
 
   /**
    * Whether the damaged record at {@code offset} of the last WAL file is followed by an intact record
@@ -261,26 +267,41 @@ final class Recovery {
    */
   private static boolean syncedGroupFollows(StorageFile f, long offset, long last) {
     long len = LogReader.frameLengthAt(f, offset);
-    if (len > 0) {
+    if (len > 0) { // the common case: the damaged record's length is intact and the next group follows it
       java.nio.ByteBuffer next = LogReader.recordAt(f, offset + len);
-      if (next != null && next.remaining() >= Batch.HEADER_SIZE) return isSyncedGroupStart(next.get(Batch.HEADER_SIZE - 1));
+      if (next != null && next.remaining() >= Batch.HEADER_SIZE && isSyncedGroupStart(next.get(Batch.HEADER_SIZE - 1))) {
+        return true;
+      }
+      // An intact record that starts no synced group (the rest of the damaged record's group, say)
+      // proves nothing either way: look further.
     }
     // The damaged record's length may itself be damaged: look for a synced group start at every later
     // offset. Cheap header checks come first: the flags, and a first seqno after the last one replayed
     // that the bytes in between could have used up (every operation takes at least 13 bytes), which
-    // random bytes pass about never, so a garbage tail costs one pass and no checksums.
+    // random bytes pass about never, so a garbage tail costs one pass and no checksums. The tail is
+    // read a chunk at a time, so its length does not matter (an unsynced tail can be as long as the
+    // write cache is big).
     long rest = f.size() - offset;
-    if (rest <= 0 || rest > (256L << 20)) return rest > 0;
-    java.nio.ByteBuffer tail = java.nio.ByteBuffer.allocate((int) rest).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-    f.read(offset, tail);
-    for (int p = 1; p + 8 + Batch.HEADER_SIZE <= rest; p++) {
-      int length = tail.getInt(p);
+    int need = 8 + Batch.HEADER_SIZE; // a candidate's frame header and batch header
+    java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocate((int) Math.max(need, Math.min(rest, SCAN_CHUNK)))
+        .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    long chunkStart = 0; // offset - of the damaged record - of chunk's first byte
+    chunk.limit(0);
+    for (long p = 1; p + need <= rest; p++) {
+      if (p + need > chunkStart + chunk.limit()) { // the candidate's headers leave the chunk: read on from p
+        chunk.clear();
+        chunkStart = p;
+        f.read(offset + p, chunk);
+        chunk.flip();
+        if (chunk.limit() < need) return false; // the file shrank since its size was read
+      }
+      int i = (int) (p - chunkStart);
+      int length = chunk.getInt(i);
       if (length < Batch.HEADER_SIZE || p + 8L + length > rest) continue;
-      if (!isSyncedGroupStart(tail.get(p + 8 + Batch.HEADER_SIZE - 1))) continue;
-      long first = tail.getLong(p + 8);
+      if (!isSyncedGroupStart(chunk.get(i + 8 + Batch.HEADER_SIZE - 1))) continue;
+      long first = chunk.getLong(i + 8);
       if (first <= last || first > last + 1 + p) continue;
-      java.nio.ByteBuffer rec = LogReader.recordAt(f, offset + p);
-      if (rec != null) return true;
+      if (LogReader.recordAt(f, offset + p) != null) return true;
     }
     return false;
   }

@@ -39,7 +39,9 @@ import java.util.function.Supplier;
  *   <li>The blocks tile the file with no gap: data blocks from offset 0 in index order, then the
  *       filter block (if any), the meta block, the index block and the footer; so every byte of the
  *       file is covered by a block's CRC32C or the footer's.
- *   <li>Index separators strictly increase, and the last one is the table's largest key.
+ *   <li>Index separators strictly increase, and the last one is the table's largest key. They are
+ *       stored in full (the index restarts at every entry), so together they fit in the index block:
+ *       the decoded index is never much larger than the block it came from.
  *   <li>The entry count is 0 exactly when there are no data blocks.
  * </ol>
  */
@@ -136,8 +138,17 @@ public final class TableReader implements AutoCloseable {
     BlockIter it = new BlockIter(true);
     it.reset(index);
     long expected = 0;
+    long keyBytes = 0;
     for (it.seekToFirst(); it.valid(); it.next()) {
       byte[] sep = it.keyCopy();
+      // The index restarts at every entry, so each separator is stored in full: together they cannot
+      // be longer than the block. Prefix-compressed entries could decode 10 bytes into 64 KiB each.
+      keyBytes += sep.length;
+      if (keyBytes > f.indexSize()) {
+        throw new CorruptionException(description, f.indexOffset(),
+            "index separators up to entry " + seps.size() + " take " + keyBytes + " bytes, more than the "
+                + f.indexSize() + "-byte index block stores");
+      }
       if (!seps.isEmpty() && KeyRecord.compareKeys(seps.get(seps.size() - 1), sep) >= 0) {
         throw new CorruptionException(description, f.indexOffset(), "index separators out of order at " + seps.size());
       }
@@ -214,13 +225,14 @@ public final class TableReader implements AutoCloseable {
 
   /**
    * As {@link #open(StorageFile, String)}, keeping the index and filter in {@code cache} (null: on
-   * the heap). The reader drops its blocks from the cache when it is closed.
+   * the heap). The reader drops its index and filter from the cache when it is closed; its data
+   * blocks are left to age out (no reader asks for them again: an owner number is never reused).
    */
   public static TableReader open(StorageFile file, String description, BlockCache cache) {
     if (file == null) throw new InvalidArgumentException("file must not be null");
     try {
       return new TableReader(file, description == null ? file.name() : description, cache);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) { // an Error too (OutOfMemoryError): do not leak the handle
       try {
         file.close();
       } catch (RuntimeException suppressed) {
@@ -375,7 +387,10 @@ public final class TableReader implements AutoCloseable {
     return blockCount;
   }
 
-  /** Closes the file and drops the table's blocks from the cache; idempotent. */
+  /**
+   * Closes the file and drops the table's index and filter from the cache (not its data blocks, which
+   * age out: finding them would take a scan of the cache or a read of the index); idempotent.
+   */
   @Override
   public void close() {
     if (closed) return;

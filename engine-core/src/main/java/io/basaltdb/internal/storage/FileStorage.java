@@ -18,6 +18,10 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The real {@link Storage}: files under a root directory, read and written through {@link FileChannel}.
@@ -28,14 +32,26 @@ import java.util.ServiceLoader;
  *
  * <p>{@link #list} returns regular files only; subdirectories have fixed names the engine knows.
  *
- * <p>Thread-safety: safe for concurrent use; the object holds only its immutable root and native calls.
+ * <p>Thread-safety: safe for concurrent use; the object holds only its immutable root and native calls,
+ * and the process-wide set of held locks is a concurrent set.
  */
 public final class FileStorage implements Storage {
   /** The first {@link NativeFileCalls} provider on the class path, or null; looked up once. */
   private static final NativeFileCalls NATIVE_CALLS = findNativeCalls();
 
+  /**
+   * Lock files this process holds (real paths), shared by every FileStorage: a concurrent set, added
+   * to before a lock file is opened and removed from after its channel is closed.
+   */
+  private static final Set<Path> HELD_LOCKS = ConcurrentHashMap.newKeySet();
+
+  /** Directory fsyncs done by this process, for tests that check metadata durability; a LongAdder. */
+  static final LongAdder DIRECTORY_SYNCS = new LongAdder();
+
   private final Path root;
   private final NativeFileCalls nativeCalls;
+  /** Directories {@link #mkdirs} has made durable through this object: a concurrent set. */
+  private final Set<Path> durableDirectories = ConcurrentHashMap.newKeySet();
 
   /**
    * Opens (creating it and its parents if missing, durably) the directory {@code root}, with the
@@ -186,7 +202,17 @@ public final class FileStorage implements Storage {
 
   @Override
   public void mkdirs(String dir) {
-    makeDirectories(resolve(dir, true));
+    Path path = resolve(dir, true);
+    if (durableDirectories.contains(path)) return; // flushes and compactions ask for theirs every time
+    makeDirectories(path);
+    // A directory already there may be one whose creation crashed before its parent's fsync, and files
+    // synced inside it would vanish with it at a power loss: sync the parent of every level below the
+    // root again, so that what mkdirs returns is durable whoever created it: once per directory and
+    // FileStorage (a few syncs at open, and at a keyspace's first flush).
+    for (Path d = path; !d.equals(root); d = d.getParent()) {
+      syncDirectory(d.getParent());
+    }
+    durableDirectories.add(path);
   }
 
   @Override
@@ -226,6 +252,7 @@ public final class FileStorage implements Storage {
   static void syncDirectory(Path dir) {
     try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
       channel.force(true);
+      DIRECTORY_SYNCS.increment();
     } catch (IOException e) {
       throw StorageErrors.failure("sync of directory " + dir, e);
     }
@@ -242,33 +269,64 @@ public final class FileStorage implements Storage {
   @Override
   public AutoCloseable lock(String name) {
     Path path = resolve(name, false);
-    FileChannel channel;
-    try {
-      channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    Path key;
+    try { // one key per file, whatever symbolic links led to it
+      key = path.getParent().toRealPath().resolve(path.getFileName());
     } catch (IOException e) {
       throw StorageErrors.failure("lock of " + path, e);
     }
-    FileLock lock;
+    // Refuse a holder in this process before opening the file: the kernel's lock belongs to the
+    // process, and closing any descriptor of the file (a refused second channel's) would drop it.
+    if (!HELD_LOCKS.add(key)) {
+      throw alreadyOpen(path);
+    }
+    boolean locked = false;
     try {
-      lock = channel.tryLock();
-    } catch (OverlappingFileLockException e) {
-      lock = null; // held by this process, through another channel
-    } catch (IOException e) { // not "held elsewhere" (tryLock returns null for that): a real failure
-      closeQuietly(channel);
-      throw StorageErrors.failure("lock of " + path, e);
-    }
-    if (lock == null) {
-      closeQuietly(channel);
-      throw new StorageException("the store in " + root + " is already open (lock " + path
-          + " is held by this or another process); close the other store first");
-    }
-    FileLock held = lock;
-    return () -> {
+      FileChannel channel;
       try {
-        held.release();
-      } finally {
-        channel.close();
+        channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      } catch (IOException e) {
+        throw StorageErrors.failure("lock of " + path, e);
       }
-    };
+      FileLock lock;
+      try {
+        lock = channel.tryLock();
+      } catch (OverlappingFileLockException e) {
+        lock = null; // held by this process through a path HELD_LOCKS does not know (a hard link)
+      } catch (IOException e) { // not "held elsewhere" (tryLock returns null for that): a real failure
+        closeQuietly(channel);
+        throw StorageErrors.failure("lock of " + path, e);
+      }
+      if (lock == null) {
+        closeQuietly(channel);
+        throw alreadyOpen(path);
+      }
+      FileLock held = lock;
+      AtomicBoolean released = new AtomicBoolean();
+      locked = true;
+      return () -> {
+        if (!released.compareAndSet(false, true)) {
+          return; // a second close must not release a later holder's entry
+        }
+        try {
+          held.release();
+        } finally {
+          try {
+            channel.close();
+          } finally {
+            HELD_LOCKS.remove(key);
+          }
+        }
+      };
+    } finally {
+      if (!locked) {
+        HELD_LOCKS.remove(key);
+      }
+    }
+  }
+
+  private StorageException alreadyOpen(Path path) {
+    return new StorageException("the store in " + root + " is already open (lock " + path
+        + " is held by this or another process); close the other store first");
   }
 }

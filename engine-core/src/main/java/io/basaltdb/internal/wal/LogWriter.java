@@ -45,6 +45,13 @@ public final class LogWriter {
     this.offset = startOffset;
   }
 
+  /** Writes a record's payload straight into the writer's buffer (see {@link #add(int, PayloadEncoder)}). */
+  @FunctionalInterface
+  public interface PayloadEncoder {
+    /** Puts exactly the announced number of bytes into {@code out}, from its position on. */
+    void encode(ByteBuffer out);
+  }
+
   /**
    * Frames the remaining bytes of {@code payload} (1 to {@link #MAX_PAYLOAD} of them) into the
    * pending buffer; the payload's position is not moved. Nothing is written yet.
@@ -54,18 +61,49 @@ public final class LogWriter {
       throw new InvalidArgumentException("log record payload is null");
     }
     int length = payload.remaining();
-    if (length == 0) {
-      throw new InvalidArgumentException("log record payload is empty");
+    int at = reserve(length);
+    buffer.put(at + LogFormat.HEADER_SIZE, payload, payload.position(), length);
+    frame(at, length);
+  }
+
+  /**
+   * Frames a record of {@code length} payload bytes that {@code encoder} puts directly into the pending
+   * buffer (a little-endian view of exactly {@code length} bytes), so a caller that serializes its
+   * records needs neither a buffer of its own nor a copy. If the encoder throws, or leaves bytes
+   * unwritten, nothing is added.
+   */
+  public void add(int length, PayloadEncoder encoder) {
+    if (encoder == null) {
+      throw new InvalidArgumentException("log record encoder is null");
+    }
+    int at = reserve(length);
+    ByteBuffer out = buffer.slice(at + LogFormat.HEADER_SIZE, length).order(ByteOrder.LITTLE_ENDIAN);
+    encoder.encode(out);
+    if (out.hasRemaining()) {
+      throw new IllegalStateException("log record encoder wrote " + out.position() + " of the " + length
+          + " bytes it announced; nothing was added");
+    }
+    frame(at, length);
+  }
+
+  /** Checks a payload length and makes room for its frame; returns where the frame starts. */
+  private int reserve(int length) {
+    if (length <= 0) {
+      throw new InvalidArgumentException(length == 0 ? "log record payload is empty"
+          : "negative log record length " + length);
     }
     if (length > LogFormat.MAX_PAYLOAD) {
       throw new InvalidArgumentException("log record payload of " + length + " bytes exceeds the maximum of "
           + LogFormat.MAX_PAYLOAD);
     }
     ensureRoom(LogFormat.HEADER_SIZE + length);
+    return buffer.position();
+  }
+
+  /** Writes the header of the payload already at {@code at + HEADER_SIZE} and adds the record. */
+  private void frame(int at, int length) {
     // One copy of the payload and no allocation: frame it in place, then checksum the framed bytes.
-    int at = buffer.position();
     buffer.putInt(at + LogFormat.LENGTH_OFFSET, length);
-    buffer.put(at + LogFormat.HEADER_SIZE, payload, payload.position(), length);
     buffer.putInt(at + LogFormat.CRC_OFFSET,
         LogFormat.checksum(crc, buffer.array(), buffer.arrayOffset() + at, length));
     buffer.position(at + LogFormat.HEADER_SIZE + length);

@@ -188,4 +188,16 @@ class FileStorageTest extends StorageContractTest {
       assertTrue(e.getMessage().contains("no space left on device") && e.getMessage().contains("seg"), e.getMessage());
     }
   }
+
+  @Test
+  void mkdirs_ofDirectoriesAlreadyThere_syncsTheirParents_inCaseTheirCreatorCrashedBeforeItDid()
+      throws IOException {
+    FileStorage storage = new FileStorage(dir.resolve("store"));
+    // What a run that crashed between its mkdir and the parent's fsync leaves: entries not yet durable.
+    Files.createDirectories(dir.resolve("store/keyspaces/1"));
+    long before = FileStorage.DIRECTORY_SYNCS.sum();
+    storage.mkdirs("keyspaces/1");
+    assertTrue(FileStorage.DIRECTORY_SYNCS.sum() - before >= 2,
+        "mkdirs found the directories and returned without making their entries durable");
+  }
 }

@@ -201,4 +201,26 @@ class LogRoundTripTest {
       assertTrue(r.stop() == LogReader.Stop.END);
     }
   }
+
+  @Test
+  void add_withAnEncoder_framesInPlace_andAddsNothingWhenTheEncoderFails() {
+    MemStorage storage = new MemStorage(1);
+    try (StorageFile file = storage.create("1.log")) {
+      LogWriter writer = new LogWriter(file, 0);
+      writer.add(12, out -> out.putInt(0x01020304).putLong(-2L));
+      assertThrows(IllegalStateException.class, () -> writer.add(8, out -> out.putInt(1)), "4 of 8 bytes");
+      assertThrows(java.nio.BufferOverflowException.class, () -> writer.add(2, out -> out.putInt(1)));
+      assertThrows(io.basaltdb.InvalidArgumentException.class, () -> writer.add(0, out -> { }));
+      assertEquals(20, writer.pending(), "a failed add leaves no bytes behind");
+      writer.add(ByteBuffer.wrap(new byte[] {9}));
+      writer.flush();
+      LogTestSupport.Result r = LogTestSupport.readAll(file);
+      assertEquals(LogReader.Stop.END, r.stop(), r.reason());
+      assertEquals(2, r.records().size());
+      ByteBuffer first = ByteBuffer.wrap(r.records().get(0)).order(ByteOrder.LITTLE_ENDIAN);
+      assertEquals(0x01020304, first.getInt(0));
+      assertEquals(-2L, first.getLong(4));
+      assertArrayEquals(new byte[] {9}, r.records().get(1));
+    }
+  }
 }

@@ -1,0 +1,110 @@
+package io.basaltdb.internal.segment;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.cache.BlockCache;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/** Review tests: damaged segments read through the block cache, and reopened by a writer. */
+class SegmentReviewTest {
+  private static final long SEED = Long.getLong("basalt.test.seed", System.nanoTime());
+
+  static {
+    System.out.println("SegmentReviewTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
+  }
+
+  private static SegmentState build(ByteArrayFile file, TestDocs t, int docs) {
+    SegmentWriter w = SegmentWriter.create(file, 6, 1, SegmentOptions.defaults().withBlockSize(300).withPageSize(64));
+    for (int i = 0; i < docs; i++) {
+      Document d = t.next();
+      t.append(w, new Document(d.seqno(), d.key(), t.bytes(t.random.nextInt(120)), d.tombstone()));
+      if (i % 7 == 3) {
+        w.checkpoint();
+      }
+    }
+    return w.checkpoint();
+  }
+
+  private static int readAll(SegmentReader r, TestDocs t, String what) {
+    int corruptions = 0;
+    SegmentState s = r.state();
+    for (int round = 0; round < 2; round++) {
+      for (long q = s.startSeqno() - 1; q <= s.lastSeqno() + 1; q++) {
+        Document expected = t.docs.get(q);
+        for (long hint : new long[] {t.hints.getOrDefault(q, -1L), -1}) {
+          try {
+            Document d = round == 0 ? r.read(q, hint) : r.readUncached(q, hint);
+            if (expected == null) {
+              assertNull(d, what + ": seqno " + q);
+            } else {
+              assertEquals(expected, d, what + ": seqno " + q + " hint " + hint);
+            }
+          } catch (CorruptionException e) {
+            corruptions++;
+          }
+        }
+      }
+    }
+    try {
+      DocumentIterator it = r.iterator(0);
+      for (Document expected : t.docs.values()) {
+        assertTrue(it.hasNext(), what);
+        assertEquals(expected, it.next(), what);
+      }
+      assertTrue(!it.hasNext(), what);
+    } catch (CorruptionException e) {
+      corruptions++;
+    }
+    return corruptions;
+  }
+
+  @Test
+  void everyFlippedByte_withABlockCache_givesTheRightDocumentOrCorruption() {
+    ByteArrayFile pristine = new ByteArrayFile();
+    TestDocs t = new TestDocs(SEED, 1);
+    SegmentState s = build(pristine, t, 24);
+    byte[] bytes = pristine.contents();
+    SplittableRandom r = new SplittableRandom(SEED);
+    try (BlockCache cache = new BlockCache(1 << 20)) {
+      assertEquals(0, readAll(new SegmentReader(pristine, s, cache, cache.newOwners(2)), t, "pristine"));
+      for (int pos = SegmentFormat.FILE_HEADER_SIZE; pos < s.tailOffset(); pos++) {
+        ByteArrayFile f = new ByteArrayFile(bytes);
+        f.flip(pos, 1 + r.nextInt(255));
+        int corruptions = readAll(new SegmentReader(f, s, cache, cache.newOwners(2)), t, "byte " + pos);
+        assertTrue(corruptions > 0, "byte " + pos + " flipped unnoticed");
+      }
+    }
+  }
+
+  /** Reopen a damaged file: a CorruptionException, or a writer that continues to a fully readable segment. */
+  @Test
+  void everyFlippedByte_reopenEitherFailsOrContinuesCorrectly() {
+    ByteArrayFile pristine = new ByteArrayFile();
+    TestDocs t0 = new TestDocs(SEED + 1, 1);
+    SegmentState s = build(pristine, t0, 40);
+    byte[] bytes = pristine.contents();
+    SplittableRandom r = new SplittableRandom(SEED + 1);
+    SegmentOptions o = SegmentOptions.defaults().withBlockSize(300).withPageSize(64);
+    for (int pos = 0; pos < s.tailOffset(); pos++) {
+      ByteArrayFile f = new ByteArrayFile(bytes);
+      f.flip(pos, 1 + r.nextInt(255));
+      SegmentWriter w;
+      try {
+        w = SegmentWriter.reopen(f, s, o);
+      } catch (CorruptionException e) {
+        continue;
+      }
+      TestDocs t = new TestDocs(SEED + 2, 1);
+      t.docs.putAll(t0.docs);
+      t.hints.putAll(t0.hints);
+      t.nextSeqno = t0.nextSeqno;
+      t.appendRandom(w, 30);
+      SegmentState s2 = w.checkpoint();
+      readAll(new SegmentReader(f, s2), t, "reopened after flip at " + pos);
+    }
+  }
+}
