@@ -38,20 +38,31 @@ class SegmentCorruptionTest {
 
   /** Reads every seqno with and without its hint and iterates from the start; returns corruptions seen. */
   private static int readAll(SegmentReader r, TestDocs t, String what) {
+    return readAll(r, t, what, false);
+  }
+
+  /**
+   * Reads every seqno (and one past each end) with and without its hint, then iterates; with {@code
+   * alsoUncached}, reads each again past the block cache. Returns the corruptions reported; a wrong
+   * answer fails the test.
+   */
+  static int readAll(SegmentReader r, TestDocs t, String what, boolean alsoUncached) {
     int corruptions = 0;
     SegmentState s = r.state();
-    for (long q = s.startSeqno() - 1; q <= s.lastSeqno() + 1; q++) {
-      Document expected = t.docs.get(q);
-      for (long hint : new long[] {t.hints.getOrDefault(q, -1L), -1}) {
-        try {
-          Document d = r.read(q, hint);
-          if (expected == null) {
-            assertNull(d, what + ": seqno " + q);
-          } else {
-            assertEquals(expected, d, what + ": seqno " + q + " hint " + hint);
+    for (int round = 0; round < (alsoUncached ? 2 : 1); round++) {
+      for (long q = s.startSeqno() - 1; q <= s.lastSeqno() + 1; q++) {
+        Document expected = t.docs.get(q);
+        for (long hint : new long[] {t.hints.getOrDefault(q, -1L), -1}) {
+          try {
+            Document d = round == 0 ? r.read(q, hint) : r.readUncached(q, hint);
+            if (expected == null) {
+              assertNull(d, what + ": seqno " + q);
+            } else {
+              assertEquals(expected, d, what + ": seqno " + q + " hint " + hint);
+            }
+          } catch (CorruptionException e) {
+            corruptions++;
           }
-        } catch (CorruptionException e) {
-          corruptions++;
         }
       }
     }

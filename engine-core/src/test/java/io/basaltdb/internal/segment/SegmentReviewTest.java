@@ -1,7 +1,6 @@
 package io.basaltdb.internal.segment;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.CorruptionException;
@@ -30,36 +29,7 @@ class SegmentReviewTest {
   }
 
   private static int readAll(SegmentReader r, TestDocs t, String what) {
-    int corruptions = 0;
-    SegmentState s = r.state();
-    for (int round = 0; round < 2; round++) {
-      for (long q = s.startSeqno() - 1; q <= s.lastSeqno() + 1; q++) {
-        Document expected = t.docs.get(q);
-        for (long hint : new long[] {t.hints.getOrDefault(q, -1L), -1}) {
-          try {
-            Document d = round == 0 ? r.read(q, hint) : r.readUncached(q, hint);
-            if (expected == null) {
-              assertNull(d, what + ": seqno " + q);
-            } else {
-              assertEquals(expected, d, what + ": seqno " + q + " hint " + hint);
-            }
-          } catch (CorruptionException e) {
-            corruptions++;
-          }
-        }
-      }
-    }
-    try {
-      DocumentIterator it = r.iterator(0);
-      for (Document expected : t.docs.values()) {
-        assertTrue(it.hasNext(), what);
-        assertEquals(expected, it.next(), what);
-      }
-      assertTrue(!it.hasNext(), what);
-    } catch (CorruptionException e) {
-      corruptions++;
-    }
-    return corruptions;
+    return SegmentCorruptionTest.readAll(r, t, what, true);
   }
 
   @Test
