@@ -24,7 +24,7 @@ class SegmentCorruptionTest {
   }
 
   /** A segment with several blocks, a two-level index and stale checkpoint pages. */
-  private static SegmentState build(ByteArrayFile file, TestDocs t, int docs) {
+  static SegmentState build(ByteArrayFile file, TestDocs t, int docs) {
     SegmentWriter w = SegmentWriter.create(file, 6, 1, SegmentOptions.defaults().withBlockSize(300).withPageSize(64));
     for (int i = 0; i < docs; i++) {
       Document d = t.next();

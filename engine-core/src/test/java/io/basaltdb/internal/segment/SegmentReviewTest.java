@@ -17,15 +17,7 @@ class SegmentReviewTest {
   }
 
   private static SegmentState build(ByteArrayFile file, TestDocs t, int docs) {
-    SegmentWriter w = SegmentWriter.create(file, 6, 1, SegmentOptions.defaults().withBlockSize(300).withPageSize(64));
-    for (int i = 0; i < docs; i++) {
-      Document d = t.next();
-      t.append(w, new Document(d.seqno(), d.key(), t.bytes(t.random.nextInt(120)), d.tombstone()));
-      if (i % 7 == 3) {
-        w.checkpoint();
-      }
-    }
-    return w.checkpoint();
+    return SegmentCorruptionTest.build(file, t, docs);
   }
 
   private static int readAll(SegmentReader r, TestDocs t, String what) {
