@@ -175,9 +175,10 @@ class CheckpointTest {
    */
   @Test
   void aCrashAtAnyPointOfARollback_leavesTheOldStoreOrTheCheckpoint() {
+    long seed = Long.getLong("basalt.rollback.seed", new Random().nextLong());
     long mutations = -1;
     for (int point = 0; mutations < 0 || point <= mutations; point++) {
-      MemStorage storage = new MemStorage(100 + point);
+      MemStorage storage = new MemStorage(seed + point); // which unsynced writes a crash keeps
       Checkpoint cp;
       Map<String, TreeMap<String, String>> atCheckpoint;
       Map<String, TreeMap<String, String>> atEnd;
@@ -202,7 +203,7 @@ class CheckpointTest {
       }
       if (returned) mutations = storage.mutationCount() - start; // the rollback's length: the last point
       storage.crash(MemStorage.CrashMode.RANDOM);
-      String where = "crash after " + point + " mutations of the rollback";
+      String where = "crash after " + point + " mutations of the rollback (replay: -Dbasalt.rollback.seed=" + seed + ")";
       try (Basalt db = Basalt.open(storage, options())) {
         Map<String, TreeMap<String, String>> found = contents(db);
         boolean rolledBack = found.equals(atCheckpoint);
