@@ -172,17 +172,42 @@ final class Flusher {
     engine.pipeline.wakeStalled();
   }
 
+  /**
+   * The indexes of {@code seqnos} (distinct) in seqno order. A write cache's seqnos span less than 2^31,
+   * so each is packed with its index into one long (offset from the smallest above, index below) and the
+   * longs are sorted as primitives: no boxing, no comparator (a boxed sort took a fifth of the flusher's
+   * time). A wider span falls back to a boxed sort.
+   */
+  static int[] seqnoOrder(long[] seqnos) {
+    int n = seqnos.length;
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    for (long q : seqnos) {
+      min = Math.min(min, q);
+      max = Math.max(max, q);
+    }
+    int[] order = new int[n];
+    if (n > 0 && max - min >= (1L << 31)) {
+      Integer[] boxed = new Integer[n];
+      for (int i = 0; i < n; i++) boxed[i] = i;
+      Arrays.sort(boxed, (a, b) -> Long.compare(seqnos[a], seqnos[b]));
+      for (int i = 0; i < n; i++) order[i] = boxed[i];
+      return order;
+    }
+    long[] packed = new long[n];
+    for (int i = 0; i < n; i++) packed[i] = (seqnos[i] - min) << 32 | i;
+    Arrays.sort(packed);
+    for (int i = 0; i < n; i++) order[i] = (int) packed[i];
+    return order;
+  }
+
   /** Writes one keyspace's documents and its level-0 table; puts what the table holds in {@code flushed}. */
   private KeyspaceFiles flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, KeyspaceFiles files,
       Map<Integer, Manifest.Counters> flushed) {
     int n = keys.size();
-    Integer[] order = new Integer[n];
     long[] seqnos = new long[n];
-    for (int i = 0; i < n; i++) {
-      order[i] = i;
-      seqnos[i] = Memtable.seqnoOf(entries.get(i));
-    }
-    Arrays.sort(order, (a, b) -> Long.compare(seqnos[a], seqnos[b]));
+    for (int i = 0; i < n; i++) seqnos[i] = Memtable.seqnoOf(entries.get(i));
+    int[] order = seqnoOrder(seqnos);
     long[] hints = new long[n];
     int[] sizes = new int[n];
     Tail tail = writers.get(ks);
