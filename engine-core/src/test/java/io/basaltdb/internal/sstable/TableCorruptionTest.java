@@ -213,32 +213,40 @@ class TableCorruptionTest {
     } catch (CorruptionException e) {
       return 1;
     }
-    int detected = 0;
     try (t) {
       assertEquals(m.map.size(), t.info().entryCount());
-      KeyRecord out = new KeyRecord();
-      for (KeyRecord want : m.map.values()) {
-        try {
-          assertTrue(t.get(want.key, out), "present key not found");
-          assertRecord(want, out, "get");
-        } catch (CorruptionException e) {
-          detected++;
-        }
-      }
-      for (byte[] k : absent) {
-        try {
-          assertTrue(!t.get(k, out), "absent key found");
-        } catch (CorruptionException e) {
-          detected++;
-        }
-      }
+      return probeAll(t, m, absent, false);
+    }
+  }
+
+  /**
+   * Gets every key of {@code m} and of {@code absent}, then scans (filling the reader's block cache if
+   * {@code fillCache}), asserting each answer that is not a corruption is right; returns how many
+   * operations reported corruption.
+   */
+  static int probeAll(TableReader t, TableModel m, List<byte[]> absent, boolean fillCache) {
+    int detected = 0;
+    KeyRecord out = new KeyRecord();
+    for (KeyRecord want : m.map.values()) {
       try {
-        TableIterator it = t.iterator();
-        it.seekFirst();
-        assertRest(it, m.map.values(), "scan");
+        assertTrue(t.get(want.key, out), "present key not found");
+        assertRecord(want, out, "get");
       } catch (CorruptionException e) {
         detected++;
       }
+    }
+    for (byte[] k : absent) {
+      try {
+        assertTrue(!t.get(k, out), "absent key found");
+      } catch (CorruptionException e) {
+        detected++;
+      }
+    }
+    try (TableIterator it = t.iterator(fillCache)) {
+      it.seekFirst();
+      assertRest(it, m.map.values(), "scan");
+    } catch (CorruptionException e) {
+      detected++;
     }
     return detected;
   }

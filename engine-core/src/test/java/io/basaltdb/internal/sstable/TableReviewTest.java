@@ -1,7 +1,6 @@
 package io.basaltdb.internal.sstable;
 
 import static io.basaltdb.internal.sstable.TableModel.assertRecord;
-import static io.basaltdb.internal.sstable.TableModel.assertRest;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -56,30 +55,7 @@ class TableReviewTest {
     }
     int detected = 0;
     try (t) {
-      KeyRecord out = new KeyRecord();
-      for (int round = 0; round < 2; round++) {
-        for (KeyRecord want : m.map.values()) {
-          try {
-            assertTrue(t.get(want.key, out), "present key not found");
-            assertRecord(want, out, "get");
-          } catch (CorruptionException e) {
-            detected++;
-          }
-        }
-        for (byte[] k : absent) {
-          try {
-            assertTrue(!t.get(k, out), "absent key found");
-          } catch (CorruptionException e) {
-            detected++;
-          }
-        }
-        try (TableIterator it = t.iterator(round == 0)) {
-          it.seekFirst();
-          assertRest(it, m.map.values(), "scan");
-        } catch (CorruptionException e) {
-          detected++;
-        }
-      }
+      for (int round = 0; round < 2; round++) detected += TableCorruptionTest.probeAll(t, m, absent, round == 0);
     }
     return detected;
   }
