@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.cache.BlockCache;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -80,20 +81,29 @@ class SegmentCorruptionTest {
   }
 
   @Test
-  void everyFlippedByte_givesTheRightDocumentOrCorruption() {
+  void everyFlippedByte_givesTheRightDocumentOrCorruption_withAndWithoutABlockCache() {
     ByteArrayFile pristine = new ByteArrayFile();
     TestDocs t = new TestDocs(SEED, 1);
     SegmentState s = build(pristine, t, 24);
     assertTrue(s.levels() >= 2, s.toString());
     byte[] bytes = pristine.contents();
-    assertEquals(0, readAll(new SegmentReader(pristine, s), t, "pristine"));
-    SplittableRandom r = new SplittableRandom(SEED);
-    for (int pos = SegmentFormat.FILE_HEADER_SIZE; pos < s.tailOffset(); pos++) {
-      ByteArrayFile f = new ByteArrayFile(bytes);
-      f.flip(pos, 1 + r.nextInt(255));
-      int corruptions = readAll(new SegmentReader(f, s), t, "byte " + pos + " flipped");
-      // Every byte below the tail is in some record the iterator checks.
-      assertTrue(corruptions > 0, "byte " + pos + " flipped unnoticed");
+    try (BlockCache cache = new BlockCache(1 << 20)) {
+      for (BlockCache c : java.util.Arrays.asList(null, cache)) {
+        // Through a cache, each seqno is also read past it: the copy a damaged block left in the cache
+        // must be right too.
+        java.util.function.Function<ByteArrayFile, SegmentReader> open =
+            f -> c == null ? new SegmentReader(f, s) : new SegmentReader(f, s, c, c.newOwners(2));
+        String how = c == null ? "" : ", through a block cache";
+        assertEquals(0, readAll(open.apply(pristine), t, "pristine" + how, c != null));
+        SplittableRandom r = new SplittableRandom(SEED);
+        for (int pos = SegmentFormat.FILE_HEADER_SIZE; pos < s.tailOffset(); pos++) {
+          ByteArrayFile f = new ByteArrayFile(bytes);
+          f.flip(pos, 1 + r.nextInt(255));
+          int corruptions = readAll(open.apply(f), t, "byte " + pos + " flipped" + how, c != null);
+          // Every byte below the tail is in some record the iterator checks.
+          assertTrue(corruptions > 0, "byte " + pos + " flipped unnoticed" + how);
+        }
+      }
     }
   }
 

@@ -1,10 +1,8 @@
 package io.basaltdb.internal.segment;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.CorruptionException;
-import io.basaltdb.internal.cache.BlockCache;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
@@ -22,24 +20,6 @@ class SegmentReviewTest {
 
   private static int readAll(SegmentReader r, TestDocs t, String what) {
     return SegmentCorruptionTest.readAll(r, t, what, true);
-  }
-
-  @Test
-  void everyFlippedByte_withABlockCache_givesTheRightDocumentOrCorruption() {
-    ByteArrayFile pristine = new ByteArrayFile();
-    TestDocs t = new TestDocs(SEED, 1);
-    SegmentState s = build(pristine, t, 24);
-    byte[] bytes = pristine.contents();
-    SplittableRandom r = new SplittableRandom(SEED);
-    try (BlockCache cache = new BlockCache(1 << 20)) {
-      assertEquals(0, readAll(new SegmentReader(pristine, s, cache, cache.newOwners(2)), t, "pristine"));
-      for (int pos = SegmentFormat.FILE_HEADER_SIZE; pos < s.tailOffset(); pos++) {
-        ByteArrayFile f = new ByteArrayFile(bytes);
-        f.flip(pos, 1 + r.nextInt(255));
-        int corruptions = readAll(new SegmentReader(f, s, cache, cache.newOwners(2)), t, "byte " + pos);
-        assertTrue(corruptions > 0, "byte " + pos + " flipped unnoticed");
-      }
-    }
   }
 
   /** Reopen a damaged file: a CorruptionException, or a writer that continues to a fully readable segment. */

@@ -32,9 +32,7 @@ class TableCorruptionTest {
     try {
       SplittableRandom r = new SplittableRandom(seed);
       TableModel m = TableModel.random(r, 40, 20);
-      StorageFile f = TableModel.newFile();
-      m.write(f, OPTIONS);
-      byte[] good = TableModel.contents(f);
+      byte[] good = m.tableBytes(OPTIONS);
       assertEquals(0, readAll(good, m, r), "the undamaged table reads back");
       List<byte[]> absent = absentKeys(m, r);
       for (int pos = 0; pos < good.length; pos++) {
@@ -53,9 +51,7 @@ class TableCorruptionTest {
   @Test
   void truncatedOrExtendedFile_isCorruption() {
     TableModel m = TableModel.random(new SplittableRandom(7), 30, 16);
-    StorageFile f = TableModel.newFile();
-    m.write(f, OPTIONS);
-    byte[] good = TableModel.contents(f);
+    byte[] good = m.tableBytes(OPTIONS);
     for (int len = 0; len < good.length; len++) {
       byte[] cut = Arrays.copyOf(good, len);
       assertThrows(CorruptionException.class, () -> TableReader.open(TableModel.file(cut), "t.sst"),
@@ -77,9 +73,7 @@ class TableCorruptionTest {
   @Test
   void failedSeek_leavesTheIteratorInvalid() {
     TableModel m = TableModel.random(new SplittableRandom(11), 200, 16);
-    StorageFile f = TableModel.newFile();
-    m.write(f, OPTIONS);
-    byte[] bad = TableModel.contents(f);
+    byte[] bad = m.tableBytes(OPTIONS);
     List<long[]> blocks = TableStructureFuzzTest.blocks(bad);
     try (TableReader good = TableReader.open(TableModel.file(bad), "t.sst")) {
       long[] last = blocks.get(good.blockCount() - 1); // the data block holding the largest key

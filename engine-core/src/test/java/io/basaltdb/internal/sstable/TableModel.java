@@ -65,6 +65,13 @@ final class TableModel {
     return w.finish();
   }
 
+  /** The bytes of this model written as a table with {@code options}. */
+  byte[] tableBytes(TableOptions options) {
+    StorageFile f = newFile();
+    write(f, options);
+    return contents(f);
+  }
+
   /** A new file in a fresh {@link MemStorage}, holding {@code contents}. */
   static StorageFile file(byte[] contents) {
     StorageFile f = new MemStorage(0).create("t.sst");

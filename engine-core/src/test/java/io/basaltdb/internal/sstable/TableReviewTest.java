@@ -23,9 +23,7 @@ class TableReviewTest {
     try {
       SplittableRandom r = new SplittableRandom(seed);
       TableModel m = TableModel.random(r, 40, 20);
-      StorageFile f = TableModel.newFile();
-      m.write(f, new TableOptions(128, 4, 10));
-      byte[] good = TableModel.contents(f);
+      byte[] good = m.tableBytes(new TableOptions(128, 4, 10));
       List<byte[]> absent = new ArrayList<>();
       for (byte[] k : m.map.keySet()) {
         byte[] next = Arrays.copyOf(k, k.length + 1);
@@ -68,9 +66,7 @@ class TableReviewTest {
     try {
       SplittableRandom r = new SplittableRandom(seed);
       TableModel m = TableModel.random(r, 30, 20);
-      StorageFile f = TableModel.newFile();
-      m.write(f, new TableOptions(128, 4, 10));
-      byte[] good = TableModel.contents(f);
+      byte[] good = m.tableBytes(new TableOptions(128, 4, 10));
       List<byte[]> probes = new ArrayList<>(m.map.keySet());
       for (int i = 0; i < 10; i++) probes.add(TableModel.bytes(r, r.nextInt(6)));
       try (BlockCache cache = new BlockCache(1 << 20)) {

@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
-import io.basaltdb.internal.storage.StorageFile;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,9 +22,7 @@ class TableStructureFuzzTest {
     try {
       SplittableRandom r = new SplittableRandom(seed);
       TableModel m = TableModel.random(r, 30, 20);
-      StorageFile f = TableModel.newFile();
-      m.write(f, new TableOptions(128, 4, 10));
-      byte[] good = TableModel.contents(f);
+      byte[] good = m.tableBytes(new TableOptions(128, 4, 10));
       List<long[]> blocks = blocks(good);
       List<byte[]> probes = new ArrayList<>(m.map.keySet());
       for (int i = 0; i < 10; i++) probes.add(TableModel.bytes(r, r.nextInt(6)));
