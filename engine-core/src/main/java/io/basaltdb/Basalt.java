@@ -143,7 +143,7 @@ public final class Basalt implements AutoCloseable {
    * Empty for an in-memory store.
    */
   public List<Checkpoint> checkpoints() {
-    return engine.checkpoints();
+    return engine.checkpoints().stream().map(Basalt::checkpoint).toList();
   }
 
   /**
@@ -152,7 +152,7 @@ public final class Basalt implements AutoCloseable {
    * Options#checkpointRetentionMillis}. {@link InvalidArgumentException} for an in-memory store.
    */
   public Checkpoint checkpoint() {
-    return engine.checkpoint();
+    return checkpoint(engine.checkpoint());
   }
 
   /**
@@ -160,7 +160,7 @@ public final class Basalt implements AutoCloseable {
    * the store is open (in this or another process).
    */
   public static List<Checkpoint> checkpoints(Path directory) {
-    return Engine.checkpoints(existingStore(directory));
+    return Engine.checkpoints(existingStore(directory)).stream().map(Basalt::checkpoint).toList();
   }
 
   /**
@@ -176,12 +176,16 @@ public final class Basalt implements AutoCloseable {
    * StorageException} if the store is open or its files cannot be written; the store is unchanged then.
    */
   public static Checkpoint rollback(Path directory, long checkpointId) {
-    return Engine.rollback(existingStore(directory), checkpointId);
+    return checkpoint(Engine.rollback(existingStore(directory), checkpointId));
   }
 
   /** Rolls back a closed store on any storage implementation (tests use an in-memory file system). */
   static Checkpoint rollback(Storage storage, long checkpointId) {
-    return Engine.rollback(storage, checkpointId);
+    return checkpoint(Engine.rollback(storage, checkpointId));
+  }
+
+  private static Checkpoint checkpoint(Engine.CheckpointInfo c) {
+    return new Checkpoint(c.id(), c.createdMillis(), c.seqno(), c.keyspaces());
   }
 
   private static Storage existingStore(Path directory) {

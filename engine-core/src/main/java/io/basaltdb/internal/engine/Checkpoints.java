@@ -17,7 +17,8 @@ import java.util.Set;
  *
  * <p>A rollback to checkpoint T, on a closed store, commits one new manifest R (numbered above every
  * other) that names T's keyspaces, tables and segments with T's tail offsets, T's flushedSeqno, and a
- * walStart above every WAL file present, so no WAL record is replayed. R's rename is the atomic point:
+ * walStart above every WAL file present, so no WAL record is replayed. R is the manifest of the {@link VersionEdit} that turns the newest manifest into T, committed through
+ * {@link VersionSet#commitOffline}. R's rename is the atomic point:
  * before it the store is unchanged, after it the store is T. Then the manifests after T, the WAL files
  * and the table and segment files no retained manifest names are deleted. The next open reopens each
  * keyspace's last segment at T's tail offset and appends over what followed it; seqnos after T's are
@@ -37,7 +38,7 @@ final class Checkpoints {
     List<Manifest> out = new ArrayList<>();
     for (long n : numbers(storage)) {
       try {
-        out.add(Manifest.read(storage, shortName(n)));
+        out.add(Manifest.read(storage, n));
       } catch (CorruptionException e) {
         // a damaged checkpoint is not offered; the open reports a damaged newest manifest
       }
@@ -63,15 +64,15 @@ final class Checkpoints {
       if (m.number() == id) target = m;
     }
     if (target == null) {
-      if (numbers(storage).contains(id)) Manifest.read(storage, shortName(id)); // throws the damage found
+      if (numbers(storage).contains(id)) Manifest.read(storage, id); // throws the damage found
       List<Long> ids = new ArrayList<>();
       for (Manifest m : valid) ids.add(m.number());
       throw new InvalidArgumentException("the store has no checkpoint " + id + "; its checkpoints are " + ids
           + " (expired ones are deleted after checkpointRetentionMillis)");
     }
     for (Manifest.KeyspaceMeta k : target.keyspaces()) {
-      for (Manifest.TableMeta t : k.tables()) mustExist(storage, target, KeyspaceFiles.tableName(k.id(), t.fileNumber()));
-      for (SegmentState s : k.segments()) mustExist(storage, target, KeyspaceFiles.segmentName(k.id(), s.segmentId()));
+      for (Manifest.TableMeta t : k.tables()) mustExist(storage, target, FileNames.table(k.id(), t.fileNumber()));
+      for (SegmentState s : k.segments()) mustExist(storage, target, FileNames.segment(k.id(), s.segmentId()));
     }
     long maxFile = 0;
     long maxManifest = 0;
@@ -83,29 +84,56 @@ final class Checkpoints {
     }
     for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
     for (int ks = 1; ks < nextKeyspaceId; ks++) {
-      for (String dir : List.of(KeyspaceFiles.indexDir(ks), KeyspaceFiles.logDir(ks))) {
-        for (String f : storage.list(dir)) maxFile = Math.max(maxFile, fileNumber(f));
+      for (String dir : List.of(FileNames.indexDir(ks), FileNames.logDir(ks))) {
+        for (String f : storage.list(dir)) maxFile = Math.max(maxFile, FileNames.dataFileNumber(f));
       }
     }
     long walStart = maxFile + 1; // above every WAL file: nothing is replayed
-    Manifest rolled = new Manifest(maxManifest + 1, System.currentTimeMillis(), target.flushedSeqno(), walStart,
-        walStart, nextKeyspaceId, target.keyspaces());
-    rolled.commit(storage);
+    Manifest newest = valid.get(valid.size() - 1);
+    Manifest base = new Manifest(newest.number(), newest.createdMillis(), newest.flushedSeqno(),
+        newest.nextFileNumber(), newest.walStart(), newest.walHead(), nextKeyspaceId, newest.keyspaces());
+    Manifest rolled = VersionSet.commitOffline(storage, base, backTo(base, target, walStart), maxManifest + 1, walStart);
 
     // The store is now the target. What follows is clean-up; the next open finishes it after a crash.
     List<Manifest> retained = new ArrayList<>();
     for (long n : numbers(storage)) {
-      if (n > target.number() && n < rolled.number()) storage.delete(Manifest.fileName(n));
+      if (n > target.number() && n < rolled.number()) storage.delete(FileNames.manifest(n));
     }
     for (Manifest m : valid) {
       if (m.number() <= target.number()) retained.add(m);
     }
     retained.add(rolled);
     for (long n : CommitLog.list(storage)) {
-      if (n < walStart) storage.delete(CommitLog.fileName(n));
+      if (n < walStart) storage.delete(FileNames.wal(n));
     }
     deleteUnnamed(storage, retained, nextKeyspaceId);
     return rolled;
+  }
+
+  /**
+   * The edit that turns {@code newest} into {@code target}: keyspaces only one of them has are dropped or
+   * created, the others get the target's tables, segments and counters; the flushed seqno is the
+   * target's, the WAL starts at {@code walStart} (no file yet) and the head names no file.
+   */
+  private static VersionEdit backTo(Manifest newest, Manifest target, long walStart) {
+    VersionEdit edit = new VersionEdit().flushedSeqno(target.flushedSeqno()).walStart(walStart).walHead(0);
+    java.util.Map<Integer, Manifest.KeyspaceMeta> now = new java.util.HashMap<>();
+    for (Manifest.KeyspaceMeta k : newest.keyspaces()) now.put(k.id(), k);
+    for (Manifest.KeyspaceMeta t : target.keyspaces()) {
+      Manifest.KeyspaceMeta k = now.remove(t.id());
+      if (k == null) {
+        edit.createKeyspace(t.id(), t.name());
+        edit.addCounters(t.id(), t.counters());
+      } else {
+        for (Manifest.TableMeta m : k.tables()) edit.removeTable(t.id(), m.fileNumber());
+        for (SegmentState s : k.segments()) edit.removeSegment(t.id(), s.segmentId());
+        edit.addCounters(t.id(), t.counters().minus(k.counters()));
+      }
+      for (Manifest.TableMeta m : t.tables()) edit.addTable(t.id(), m);
+      for (SegmentState s : t.segments()) edit.putSegment(t.id(), s);
+    }
+    for (int id : now.keySet()) edit.dropKeyspace(id);
+    return edit;
   }
 
   /** Deletes the table and segment files of keyspace ids below {@code nextKeyspaceId} that no manifest of {@code retained} names. */
@@ -113,13 +141,13 @@ final class Checkpoints {
     Set<String> keep = new HashSet<>();
     for (Manifest m : retained) {
       for (Manifest.KeyspaceMeta k : m.keyspaces()) {
-        for (Manifest.TableMeta t : k.tables()) keep.add(KeyspaceFiles.tableName(k.id(), t.fileNumber()));
-        for (SegmentState s : k.segments()) keep.add(KeyspaceFiles.segmentName(k.id(), s.segmentId()));
+        for (Manifest.TableMeta t : k.tables()) keep.add(FileNames.table(k.id(), t.fileNumber()));
+        for (SegmentState s : k.segments()) keep.add(FileNames.segment(k.id(), s.segmentId()));
       }
     }
     // Storage lists files only; keyspace ids are dense from 1, so visit each id the store ever used.
     for (int ks = 1; ks < nextKeyspaceId; ks++) {
-      for (String dir : List.of(KeyspaceFiles.indexDir(ks), KeyspaceFiles.logDir(ks))) {
+      for (String dir : List.of(FileNames.indexDir(ks), FileNames.logDir(ks))) {
         for (String f : storage.list(dir)) {
           if (!keep.contains(dir + "/" + f)) storage.delete(dir + "/" + f);
         }
@@ -137,25 +165,11 @@ final class Checkpoints {
   /** Manifest numbers present, ascending (damaged files included). */
   private static List<Long> numbers(Storage storage) {
     List<Long> out = new ArrayList<>();
-    for (String name : storage.list(Manifest.DIR)) {
-      long n = Manifest.numberOf(name);
+    for (String name : storage.list(FileNames.MANIFEST_DIR)) {
+      long n = FileNames.manifestNumber(name);
       if (n >= 0) out.add(n);
     }
     out.sort(null);
     return out;
-  }
-
-  private static String shortName(long number) {
-    return Manifest.fileName(number).substring(Manifest.DIR.length() + 1);
-  }
-
-  /** The number in a table or segment file name (digits before the first dot), or 0. */
-  private static long fileNumber(String name) {
-    int dot = name.indexOf('.');
-    try {
-      return Long.parseLong(dot < 0 ? name : name.substring(0, dot));
-    } catch (NumberFormatException e) {
-      return 0;
-    }
   }
 }

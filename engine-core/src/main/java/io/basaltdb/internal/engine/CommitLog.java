@@ -9,14 +9,14 @@ import java.util.List;
 /**
  * The write-ahead log's current file (Magma section 3.1): batches are framed records (docs/format.md,
  * "WAL"), written by the commit leader one group at a time with a single write, then fsynced per the
- * sync mode. A memtable switch rotates to a new file, so every WAL file but the newest holds only
+ * sync mode. A write cache switch rotates to a new file, so every WAL file but the newest holds only
  * seqnos at or below some flushed boundary and is deleted once a manifest covers it.
  *
  * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one at a
  * time); {@link #sync} also by the periodic syncer, so file operations are synchronized on this.
  */
 final class CommitLog implements AutoCloseable {
-  static final String DIR = "wal";
+  static final String DIR = FileNames.WAL_DIR;
 
   private final Storage storage;
 
@@ -33,17 +33,12 @@ final class CommitLog implements AutoCloseable {
   }
 
   static String fileName(long number) {
-    return DIR + "/" + String.format("%012d", number) + ".log";
+    return FileNames.wal(number);
   }
 
   /** The file number in a WAL file name, or -1. */
   static long numberOf(String name) {
-    if (!name.endsWith(".log")) return -1;
-    try {
-      return Long.parseLong(name.substring(0, name.length() - 4));
-    } catch (NumberFormatException e) {
-      return -1;
-    }
+    return FileNames.walNumber(name);
   }
 
   /** WAL file numbers present, ascending. */

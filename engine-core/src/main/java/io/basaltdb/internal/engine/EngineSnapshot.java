@@ -14,15 +14,19 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Close is idempotent; use after close (of the snapshot or the store) throws {@link ClosedException}.
  */
 public final class EngineSnapshot implements AutoCloseable {
-  final Engine engine;
+  final ReadPath reads;
+  private final KeyspaceCatalog catalog;
+  private final StoreState state;
   final Version version;
   private final long seqno;
   final Snapshot active;
   final Snapshot immutable;
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  EngineSnapshot(Engine engine, Version version, long seqno) {
-    this.engine = engine;
+  EngineSnapshot(ReadPath reads, KeyspaceCatalog catalog, StoreState state, Version version, long seqno) {
+    this.reads = reads;
+    this.catalog = catalog;
+    this.state = state;
     this.version = version;
     this.seqno = seqno;
     this.active = version.active.list.snapshot();
@@ -43,25 +47,25 @@ public final class EngineSnapshot implements AutoCloseable {
 
   public byte[] get(int ks, byte[] key) {
     checkUsable();
-    engine.checkKeyspace(ks);
-    engine.stats.gets.increment();
-    byte[] sk = Memtable.storeKey(ks, key);
+    catalog.checkLive(ks);
+    reads.countGet();
+    byte[] sk = WriteCache.storeKey(ks, key);
     byte[] e = active.get(sk);
     if (e == null && immutable != null) e = immutable.get(sk);
-    if (e != null) return Memtable.isTombstone(e) ? null : Memtable.valueOf(e);
-    return engine.getFromFiles(version.files(ks), ks, key);
+    if (e != null) return WriteCache.isTombstone(e) ? null : WriteCache.valueOf(e);
+    return reads.getFromFiles(version.files(ks), ks, key);
   }
 
   /** Keys in {@code [from, to)} of keyspace {@code ks} in order; null bounds are open. */
   public EngineCursor cursor(int ks, byte[] from, byte[] to) {
     checkUsable();
-    engine.checkKeyspace(ks);
+    catalog.checkLive(ks);
     return new EngineCursor(this, ks, from, to, false);
   }
 
   void checkUsable() {
     if (closed.get()) throw new ClosedException("the snapshot at seqno " + seqno + " is closed; take a new one");
-    engine.checkOpen();
+    state.checkOpen();
   }
 
   public boolean isClosed() {

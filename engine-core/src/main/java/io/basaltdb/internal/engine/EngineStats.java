@@ -6,6 +6,8 @@ import java.util.concurrent.atomic.LongAdder;
  * The engine's counters. {@link LongAdder}s stripe their cells, so hot counters bumped by many
  * threads do not share a cache line (the padding JCTools does by hand).
  *
+ * Each field is named as the stat it feeds (see StatsReport).
+ *
  * <p>Thread-safety: every counter may be bumped from any thread; a read is a racy sum, fine for stats.
  */
 final class EngineStats {
@@ -14,12 +16,12 @@ final class EngineStats {
   final LongAdder gets = new LongAdder();
   final LongAdder batches = new LongAdder();
   final LongAdder groupCommits = new LongAdder();
-  final LongAdder userBytes = new LongAdder();
-  final LongAdder walBytes = new LongAdder();
+  final LongAdder userBytesWritten = new LongAdder();
+  final LongAdder walBytesWritten = new LongAdder();
   final LongAdder walSyncs = new LongAdder();
-  final LongAdder segmentBytes = new LongAdder();
-  final LongAdder tableBytes = new LongAdder();
-  final LongAdder manifestBytes = new LongAdder();
+  final LongAdder segmentBytesWritten = new LongAdder();
+  final LongAdder indexBytesWritten = new LongAdder();
+  final LongAdder manifestBytesWritten = new LongAdder();
   final LongAdder flushes = new LongAdder();
   final LongAdder stallNanos = new LongAdder();
   final LongAdder stalls = new LongAdder();

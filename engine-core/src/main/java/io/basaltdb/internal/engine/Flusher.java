@@ -7,10 +7,9 @@ import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.segment.SegmentWriter;
 import io.basaltdb.internal.skiplist.Snapshot;
 import io.basaltdb.internal.skiplist.SnapshotIterator;
-import io.basaltdb.internal.sstable.TableInfo;
-import io.basaltdb.internal.sstable.TableOptions;
-import io.basaltdb.internal.sstable.TableReader;
-import io.basaltdb.internal.sstable.TableWriter;
+import io.basaltdb.Options;
+import io.basaltdb.internal.cache.BlockCache;
+import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -22,33 +21,49 @@ import java.util.Map;
  * Writes an immutable write cache out (Magma section 3.2): for each keyspace, its documents in seqno
  * order to the keyspace's tail log segment (rolling to a new segment at {@link
  * io.basaltdb.Options#segmentSize}), then its key index records, in key order, to a new level-0 table;
- * then the segments' checkpoints are synced and a manifest naming the new files and the flushed seqno,
- * with the records and document bytes each new table adds to its keyspace's {@link Manifest.Counters},
- * is committed; then the WAL files the manifest covers are deleted.
+ * then the segments' checkpoints are synced and one {@link VersionEdit} naming the new files, the
+ * flushed seqno and the records and document bytes each new table adds to its keyspace's {@link
+ * Manifest.Counters} goes to the {@link VersionSet}, which commits it and deletes the WAL files it covers.
  *
- * <p>Thread-safety: one background thread runs flushes; {@link #switchMemtable} is called by the
+ * <p>Thread-safety: one background thread runs flushes; {@link #switchWriteCache} is called by the
  * commit leader (or the opening thread during recovery). The segment writers and the list of open
  * files belong to the flushing thread, except that {@link #closeFiles} runs after {@link #stop}.
  */
 final class Flusher {
-  private final Engine engine;
-  /** Tail segment writer of each keyspace and its file; flushing thread only. */
+  private final Options options;
+  private final Storage storage;
+  private final BlockCache blockCache;
+  private final Versions versions;
+  private final VersionSet versionSet;
+  private final TableCache tables;
+  private final KeyspaceCatalog catalog;
+  private final EngineStats stats;
+  private final StoreState state;
+  private final WorkerEvents events;
+  /** Tail segment writer of each keyspace; flushing thread only. */
   private final Map<Integer, Tail> writers;
 
-  /** A keyspace's tail segment: its writer and the file it shares with the segment's readers. */
   /** The segment being appended to, its file, and the file's block cache owner (for its index pages). */
   record Tail(SegmentWriter writer, StorageFile file, long cacheOwner) {}
-  /** Files to close with the store (segment files are shared by writer and readers). Synchronized. */
-  private final List<AutoCloseable> openFiles;
+
   private final Thread thread;
   private final Object signal = new Object();
   /** Guarded by signal. */
   private boolean stopping;
 
-  Flusher(Engine engine, Map<Integer, Tail> writers, List<AutoCloseable> openFiles) {
-    this.engine = engine;
+  Flusher(Options options, Storage storage, Versions versions, VersionSet versionSet, TableCache tables,
+      KeyspaceCatalog catalog, EngineStats stats, StoreState state, WorkerEvents events, Map<Integer, Tail> writers) {
+    this.options = options;
+    this.storage = storage;
+    this.blockCache = tables.blockCache();
+    this.versions = versions;
+    this.versionSet = versionSet;
+    this.tables = tables;
+    this.catalog = catalog;
+    this.stats = stats;
+    this.state = state;
+    this.events = events;
     this.writers = new HashMap<>(writers);
-    this.openFiles = java.util.Collections.synchronizedList(new ArrayList<>(openFiles));
     this.thread = new Thread(this::run, "basalt-flusher");
     thread.setDaemon(true);
   }
@@ -57,28 +72,8 @@ final class Flusher {
     thread.start();
   }
 
-  /**
-   * Turns the active write cache immutable and starts a new one with a new WAL file (under the apply
-   * lock, so no write is half in either); the flusher thread picks it up.
-   */
-  void switchMemtable() {
-    engine.applyLock.lock();
-    try {
-      Version v = engine.current();
-      if (v.immutable != null) throw new IllegalStateException("a flush is already pending");
-      long walNumber = engine.nextFileNumber.getAndIncrement();
-      engine.wal.rotate(walNumber);
-      v.active.switchSeqno = engine.lastSeqno;
-      v.active.walAfter = walNumber;
-      Memtable fresh = engine.newMemtable();
-      engine.install(engine.newVersion(fresh, v.active, v.files));
-      fresh.release();
-    } catch (BasaltException e) {
-      engine.fail(e);
-      throw e;
-    } finally {
-      engine.applyLock.unlock();
-    }
+  /** A write cache was switched: flush it. */
+  void wake() {
     synchronized (signal) {
       signal.notifyAll();
     }
@@ -86,9 +81,8 @@ final class Flusher {
 
   private void run() {
     while (true) {
-      Version v;
       synchronized (signal) {
-        while (!stopping && engine.current().immutable == null) {
+        while (!stopping && versions.current().immutable == null) {
           try {
             signal.wait(100);
           } catch (InterruptedException e) {
@@ -97,14 +91,14 @@ final class Flusher {
         }
         if (stopping) return;
       }
-      v = engine.acquire();
+      Version v = versions.acquire();
       try {
         flush(v);
       } catch (BasaltException e) {
-        engine.fail(e);
+        state.fail(e);
         return;
       } catch (RuntimeException | Error e) {
-        engine.fail(new BasaltException("flush failed: " + e, e));
+        state.fail(new BasaltException("flush failed: " + e, e));
         return;
       } finally {
         v.release();
@@ -112,13 +106,11 @@ final class Flusher {
     }
   }
 
-  /** Flushes {@code v.immutable} and installs the version without it. */
+  /** Flushes {@code v.immutable} and commits the files, which installs the version without it. */
   void flush(Version v) {
-    Memtable imm = v.immutable;
-    Map<Integer, KeyspaceFiles> files = new HashMap<>(v.files);
+    WriteCache imm = v.immutable;
+    VersionEdit edit = new VersionEdit();
     List<Integer> touched = new ArrayList<>();
-    Map<Integer, KeyspaceFiles.Table> newTables = new HashMap<>();
-    Map<Integer, Manifest.Counters> flushed = new HashMap<>(); // committed with the tables they count
     try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
       List<byte[]> keys = new ArrayList<>();
@@ -126,12 +118,10 @@ final class Flusher {
       int ks = -1;
       while (true) {
         byte[] sk = it.valid() ? it.key() : null;
-        int k = sk == null ? -1 : Memtable.keyspaceOf(sk);
+        int k = sk == null ? -1 : WriteCache.keyspaceOf(sk);
         if (k != ks && !keys.isEmpty()) {
-          if (engine.isLive(ks)) {
-            KeyspaceFiles f = flushKeyspace(ks, keys, entries, files.getOrDefault(ks, KeyspaceFiles.EMPTY), flushed);
-            files.put(ks, f);
-            newTables.put(ks, f.level(0).get(0));
+          if (catalog.isLive(ks)) {
+            flushKeyspace(ks, keys, entries, edit);
             touched.add(ks);
           }
           keys.clear();
@@ -139,37 +129,17 @@ final class Flusher {
         }
         if (sk == null) break;
         ks = k;
-        keys.add(Memtable.userKey(sk));
+        keys.add(WriteCache.userKey(sk));
         entries.add(it.value());
         it.next();
       }
     }
-    for (int k : touched) {
-      files.put(k, files.get(k).withSegment(checkpoint(writers.get(k))));
-    }
-    synchronized (engine.manifestLock) {
-      // Compactions may have changed the tables since this flush began: add the new level-0 tables to
-      // the current ones. Segments change only here, so this flush's segment lists are current.
-      Map<Integer, KeyspaceFiles> now = new HashMap<>(engine.current().files);
-      for (int k : touched) {
-        KeyspaceFiles base = now.getOrDefault(k, KeyspaceFiles.EMPTY);
-        KeyspaceFiles.Table t = newTables.get(k);
-        now.put(k, new KeyspaceFiles(base.withTable(t).tables, files.get(k).segments));
-        engine.openTables.put(t.fileNumber(), new Engine.OpenTable(k, t));
-      }
-      engine.commitManifest(engine.nextManifest(now, flushed, imm.switchSeqno, imm.walAfter));
-      engine.applyLock.lock();
-      try {
-        Version cur = engine.current();
-        engine.install(engine.newVersion(cur.active, null, now));
-      } finally {
-        engine.applyLock.unlock();
-      }
-      engine.deleteObsolete();
-    }
-    engine.stats.flushes.increment();
-    if (engine.compactor != null) engine.compactor.wake();
-    engine.pipeline.wakeStalled();
+    for (int k : touched) edit.putSegment(k, checkpoint(writers.get(k)));
+    // The WAL file started at the switch is the current one: replay starts there, and it is the head.
+    edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
+    versionSet.logAndApply(edit);
+    stats.flushes.increment();
+    events.flushed();
   }
 
   /**
@@ -201,64 +171,54 @@ final class Flusher {
     return order;
   }
 
-  /** Writes one keyspace's documents and its level-0 table; puts what the table holds in {@code flushed}. */
-  private KeyspaceFiles flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, KeyspaceFiles files,
-      Map<Integer, Manifest.Counters> flushed) {
+  /** Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table adds. */
+  private void flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit) {
     int n = keys.size();
     long[] seqnos = new long[n];
-    for (int i = 0; i < n; i++) seqnos[i] = Memtable.seqnoOf(entries.get(i));
+    for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
     int[] order = seqnoOrder(seqnos);
     long[] hints = new long[n];
     int[] sizes = new int[n];
     Tail tail = writers.get(ks);
     for (int j = 0; j < n; j++) {
       int i = order[j];
-      if (tail == null || tail.writer.size() >= engine.options.segmentSize()) {
-        if (tail != null) files = files.withSegment(checkpoint(tail));
+      if (tail == null || tail.writer.size() >= options.segmentSize()) {
+        if (tail != null) edit.putSegment(ks, checkpoint(tail));
         tail = newSegment(ks, seqnos[i]);
       }
       SegmentWriter w = tail.writer;
       byte[] e = entries.get(i);
-      boolean tomb = Memtable.isTombstone(e);
       long before = w.size();
-      hints[i] = w.append(seqnos[i], keys.get(i), Memtable.valueOf(e), tomb);
+      hints[i] = w.append(seqnos[i], keys.get(i), WriteCache.valueOf(e), WriteCache.isTombstone(e));
       sizes[i] = w.lastDocumentSize();
-      engine.stats.segmentBytes.add(w.size() - before);
+      stats.segmentBytesWritten.add(w.size() - before);
     }
-    long number = engine.nextFileNumber.getAndIncrement();
-    String name = KeyspaceFiles.tableName(ks, number);
-    engine.storage.mkdirs("keyspaces/" + ks + "/index");
-    TableInfo info;
-    long docBytes = 0;
-    try (StorageFile f = engine.storage.create(name)) {
-      TableWriter tw = new TableWriter(f, TableOptions.defaults().withBlockSize(engine.options.blockSize())
-          .withBloomBitsPerKey(engine.options.bloomBitsPerKey()));
+    TableOutput out = new TableOutput(storage, tables, versionSet.nextFileNumber, options, ks, 0, Long.MAX_VALUE,
+        stats.indexBytesWritten);
+    try {
       for (int i = 0; i < n; i++) {
-        byte[] e = entries.get(i);
-        tw.add(keys.get(i), seqnos[i], sizes[i], Memtable.isTombstone(e), hints[i]);
-        docBytes += sizes[i];
+        out.add(keys.get(i), seqnos[i], sizes[i], WriteCache.isTombstone(entries.get(i)), hints[i]);
       }
-      info = tw.finish();
+      for (KeyspaceFiles.Table t : out.finish()) edit.addTable(ks, t);
+    } catch (RuntimeException | Error e) {
+      out.abandon();
+      throw e;
     }
-    engine.stats.tableBytes.add(info.fileSize());
-    flushed.put(ks, Manifest.Counters.flushed(info.entryCount(), docBytes));
-    return files.withTable(new KeyspaceFiles.Table(number, 0, openTable(name)));
+    edit.addCounters(ks, Manifest.Counters.flushed(out.records, out.docBytes));
   }
 
   private Tail newSegment(int ks, long startSeqno) {
-    long number = engine.nextFileNumber.getAndIncrement();
+    long number = versionSet.nextFileNumber.getAndIncrement();
     if (number > Integer.MAX_VALUE) throw new BasaltException("file numbers exhausted");
-    String name = KeyspaceFiles.segmentName(ks, number);
-    engine.storage.mkdirs("keyspaces/" + ks + "/log");
-    StorageFile f = engine.storage.create(name);
-    openFiles.add(f);
-    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, segmentOptions(engine.options)), f,
-        engine.blockCache.newOwners(2));
+    storage.mkdirs(FileNames.logDir(ks));
+    StorageFile f = storage.create(FileNames.segment(ks, number));
+    tables.track(f);
+    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, segmentOptions(options)), f, blockCache.newOwners(2));
     writers.put(ks, t);
     return t;
   }
 
-  static SegmentOptions segmentOptions(io.basaltdb.Options o) {
+  static SegmentOptions segmentOptions(Options o) {
     return SegmentOptions.defaults().withBlockSize(o.blockSize()).withMaxSegmentSize(o.segmentSize())
         .withPreallocateBytes(o.segmentSize());
   }
@@ -267,10 +227,10 @@ final class Flusher {
   private KeyspaceFiles.Segment checkpoint(Tail t) {
     SegmentWriter w = t.writer;
     long before = w.size();
-    SegmentState state = w.checkpoint();
-    engine.stats.segmentBytes.add(w.size() - before);
+    SegmentState st = w.checkpoint();
+    stats.segmentBytesWritten.add(w.size() - before);
     w.sync();
-    return new KeyspaceFiles.Segment(state, new SegmentReader(t.file, state, engine.blockCache, t.cacheOwner));
+    return new KeyspaceFiles.Segment(st, new SegmentReader(t.file, st, blockCache, t.cacheOwner));
   }
 
   /** Stops the thread; a flush in progress completes first. */
@@ -285,38 +245,6 @@ final class Flusher {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-    }
-  }
-
-  /** Opens a table just written, to be closed with the store (or when it is deleted). */
-  TableReader openTable(String name) {
-    StorageFile rf = engine.storage.open(name);
-    TableReader reader;
-    try {
-      reader = TableReader.open(rf, engine.storage.describe(name), engine.blockCache);
-    } catch (RuntimeException e) {
-      rf.close();
-      throw e;
-    }
-    openFiles.add(reader);
-    return reader;
-  }
-
-  /** Stops tracking {@code c}, which its owner closed (a deleted table). */
-  void forget(AutoCloseable c) {
-    openFiles.remove(c);
-  }
-
-  void closeFiles() {
-    synchronized (openFiles) {
-      for (AutoCloseable c : openFiles) {
-        try {
-          c.close();
-        } catch (Exception ignored) {
-          // closing a file after a failure may fail again; the first error was already reported
-        }
-      }
-      openFiles.clear();
     }
   }
 }

@@ -80,24 +80,6 @@ final class KeyspaceFiles {
     }
   }
 
-  /** The directory of a keyspace's key index tables. */
-  static String indexDir(int keyspace) {
-    return "keyspaces/" + keyspace + "/index";
-  }
-
-  /** The directory of a keyspace's log segments. */
-  static String logDir(int keyspace) {
-    return "keyspaces/" + keyspace + "/log";
-  }
-
-  static String tableName(int keyspace, long fileNumber) {
-    return indexDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".sst";
-  }
-
-  static String segmentName(int keyspace, long fileNumber) {
-    return logDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".seg";
-  }
-
   /** The segment whose seqno range may hold {@code seqno}, or null. */
   Segment segmentFor(long seqno) {
     int lo = 0, hi = starts.length - 1, found = -1;
@@ -114,23 +96,17 @@ final class KeyspaceFiles {
   }
 
   /**
-   * The document a key index record of {@code key} points at. Its absence, or a document of another
-   * key (a damaged record whose checksum still matched, or a bug), is corruption, never an answer.
-   */
-  Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace) {
-    return document(key, seqno, hint, keyspace, null);
-  }
-
-  /**
-   * As {@link #document(byte[], long, long, Supplier)}: the cached copy, or else the document read from
-   * its segment (counted in {@code fileReads} if not null) and, once its key is checked, cached.
+   * The document a key index record of {@code key} points at: the cached copy, or else the document
+   * read from its segment (counted in {@code fileReads}) and, once its key is checked, cached. Its
+   * absence, or a document of another key (a damaged record whose checksum still matched, or a bug), is
+   * corruption, never an answer.
    */
   Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace, LongAdder fileReads) {
     Segment s = segmentFor(seqno);
     Document d = s == null ? null : s.reader.cached(seqno);
     boolean read = false;
     if (s != null && d == null) {
-      if (fileReads != null) fileReads.increment();
+      fileReads.increment();
       d = s.reader.readUncached(seqno, hint);
       read = true;
     }
@@ -159,14 +135,6 @@ final class KeyspaceFiles {
     return n;
   }
 
-  /** The deepest level holding a table, or -1 if there is none. */
-  int deepestLevel() {
-    for (int l = MAX_LEVELS - 1; l >= 0; l--) {
-      if (levelStart[l + 1] > levelStart[l]) return l;
-    }
-    return -1;
-  }
-
   /** The one table of level {@code l >= 1} whose key range holds {@code key}, or null. */
   Table candidate(int l, byte[] key) {
     int lo = levelStart[l], hi = levelStart[l + 1] - 1;
@@ -177,32 +145,5 @@ final class KeyspaceFiles {
     if (lo == levelStart[l + 1]) return null;
     Table t = tables.get(lo);
     return Arrays.compareUnsigned(t.smallest(), key) <= 0 ? t : null;
-  }
-
-  /** These files with {@code t} as the newest level-0 table. */
-  KeyspaceFiles withTable(Table t) {
-    List<Table> ts = new ArrayList<>(tables.size() + 1);
-    ts.add(t);
-    ts.addAll(tables);
-    return new KeyspaceFiles(ts, segments);
-  }
-
-  /** These files without the tables numbered in {@code removed} and with {@code added}. */
-  KeyspaceFiles withCompaction(java.util.Set<Long> removed, List<Table> added) {
-    List<Table> ts = new ArrayList<>(tables.size() + added.size());
-    for (Table t : tables) {
-      if (!removed.contains(t.fileNumber)) ts.add(t);
-    }
-    ts.addAll(added);
-    return new KeyspaceFiles(ts, segments);
-  }
-
-  /** These files with the segment of the same id replaced by {@code s}, or {@code s} appended. */
-  KeyspaceFiles withSegment(Segment s) {
-    List<Segment> ss = new ArrayList<>(segments);
-    int i = 0;
-    while (i < ss.size() && ss.get(i).state.segmentId() != s.state.segmentId()) i++;
-    if (i < ss.size()) ss.set(i, s); else ss.add(s);
-    return new KeyspaceFiles(tables, ss);
   }
 }

@@ -14,13 +14,13 @@ import java.util.zip.CRC32C;
 /**
  * The store's manifest (Magma section 5): every keyspace with its live key index tables and log
  * segments (each segment's checkpointed state, tail offset included) and its key index accounting
- * ({@link Counters}), the seqno up to which the files hold every write, and the first WAL file recovery
- * must replay. Each commit writes a new numbered file (to a temporary name, fsynced, renamed, directory
+ * ({@link Counters}), the seqno up to which the files hold every write, the first WAL file recovery
+ * must replay, and the WAL head: the WAL file current when it was committed, which recovery checks is
+ * present (a deleted WAL file fails the open instead of losing writes silently). Each commit writes a new numbered file (to a temporary name, fsynced, renamed, directory
  * fsynced), so a manifest under its final name is always complete; older ones stay for {@link
  * io.basaltdb.Options#checkpointRetentionMillis} as checkpoints. The byte layout is in docs/format.md ("Manifest").
  *
- * <p>Thread-safety: immutable value; {@link #commit} is called by one thread at a time (the engine's
- * manifest lock).
+ * <p>Thread-safety: immutable value; {@link #write} is called only by {@link VersionSet}, under its lock.
  */
 record Manifest(
     long number,
@@ -28,13 +28,15 @@ record Manifest(
     long flushedSeqno,
     long nextFileNumber,
     long walStart,
+    long walHead,
     int nextKeyspaceId,
     List<KeyspaceMeta> keyspaces) {
 
-  static final String DIR = "manifest";
   static final long MAGIC = 0x42534c544d414e31L; // "BSLTMAN1"
-  /** 2: per-keyspace {@link Counters}. */
-  static final int FORMAT_VERSION = 2;
+  /** 2: per-keyspace {@link Counters}. 3: {@code walHead}. Version 2 is still read (walHead 0). */
+  static final int FORMAT_VERSION = 3;
+  /** The oldest format this build reads. */
+  static final int OLDEST_READABLE_VERSION = 2;
 
   /** One keyspace: tables newest first, segments by start seqno, and its counters as of these tables. */
   record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters) {}
@@ -69,6 +71,11 @@ record Manifest(
           discardedVersions + d.discardedVersions, discardedBytes + d.discardedBytes);
     }
 
+    Counters minus(Counters d) {
+      return new Counters(flushedVersions - d.flushedVersions, flushedBytes - d.flushedBytes,
+          discardedVersions - d.discardedVersions, discardedBytes - d.discardedBytes);
+    }
+
     /** Document bytes the keyspace's tables reference (older versions and tombstones included). */
     long liveBytes() {
       return flushedBytes - discardedBytes;
@@ -78,25 +85,12 @@ record Manifest(
   /** A key index table: its file number and level (all level 0 until compaction arrives). */
   record TableMeta(long fileNumber, int level) {}
 
-  static String fileName(long number) {
-    return DIR + "/MANIFEST-" + String.format("%012d", number);
-  }
-
-  /** The manifest number in a file name of {@link #DIR}, or -1 if the name is not a manifest's. */
-  static long numberOf(String name) {
-    if (!name.startsWith("MANIFEST-") || name.endsWith(".tmp")) return -1;
-    try {
-      return Long.parseLong(name.substring("MANIFEST-".length()));
-    } catch (NumberFormatException e) {
-      return -1;
-    }
-  }
-
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
-    b = ensure(b, 64);
+    b = ensure(b, 72);
     b.putLong(MAGIC).putInt(FORMAT_VERSION).putInt(0);
     b.putLong(number).putLong(createdMillis).putLong(flushedSeqno).putLong(nextFileNumber).putLong(walStart);
+    b.putLong(walHead);
     b.putInt(nextKeyspaceId).putInt(keyspaces.size());
     for (KeyspaceMeta k : keyspaces) {
       byte[] name = k.name.getBytes(StandardCharsets.UTF_8);
@@ -143,9 +137,9 @@ record Manifest(
     try {
       if (b.getLong() != MAGIC) throw new CorruptionException(file, 0, "not a Basalt manifest (bad magic)");
       int version = b.getInt();
-      if (version != FORMAT_VERSION) {
-        throw new CorruptionException("manifest " + file + " has format version " + version + "; this build reads version "
-            + FORMAT_VERSION + ". Open the store with a matching Basalt release");
+      if (version < OLDEST_READABLE_VERSION || version > FORMAT_VERSION) {
+        throw new CorruptionException("manifest " + file + " has format version " + version + "; this build reads versions "
+            + OLDEST_READABLE_VERSION + " to " + FORMAT_VERSION + ". Open the store with a matching Basalt release");
       }
       b.getInt();
       long number = b.getLong();
@@ -153,6 +147,7 @@ record Manifest(
       long flushed = b.getLong();
       long nextFile = b.getLong();
       long walStart = b.getLong();
+      long walHead = version >= 3 ? b.getLong() : 0;
       int nextKs = b.getInt();
       int n = b.getInt();
       List<KeyspaceMeta> ks = new ArrayList<>();
@@ -175,17 +170,20 @@ record Manifest(
         ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters));
       }
       if (b.remaining() != 4) throw new CorruptionException(file, b.position(), "trailing bytes in manifest");
-      return new Manifest(number, created, flushed, nextFile, walStart, nextKs, ks);
+      return new Manifest(number, created, flushed, nextFile, walStart, walHead, nextKs, ks);
     } catch (RuntimeException e) {
       if (e instanceof CorruptionException) throw e;
       throw new CorruptionException(file, b.position(), "malformed manifest (" + e + ")");
     }
   }
 
-  /** Writes this manifest durably: temporary file, fsync, rename, directory fsync (by the storage). */
-  void commit(Storage storage) {
-    String name = fileName(number);
-    String tmp = name + ".tmp";
+  /**
+   * Writes this manifest durably: temporary file, fsync, rename, directory fsync (by the storage).
+   * Only {@link VersionSet} calls this.
+   */
+  void write(Storage storage) {
+    String name = FileNames.manifest(number);
+    String tmp = FileNames.manifestTemp(number);
     storage.delete(tmp);
     byte[] data = encode();
     try (StorageFile f = storage.create(tmp)) {
@@ -195,9 +193,9 @@ record Manifest(
     storage.rename(tmp, name);
   }
 
-  /** Reads and verifies the manifest file {@code name} (in {@link #DIR}). */
-  static Manifest read(Storage storage, String name) {
-    String path = DIR + "/" + name;
+  /** Reads and verifies the manifest numbered {@code number}. */
+  static Manifest read(Storage storage, long number) {
+    String path = FileNames.manifest(number);
     try (StorageFile f = storage.open(path)) {
       long size = f.size();
       if (size > (1L << 30)) throw new CorruptionException(storage.describe(path), 0, "manifest of " + size + " bytes");

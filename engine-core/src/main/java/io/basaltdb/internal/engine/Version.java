@@ -18,9 +18,9 @@ import java.util.function.Consumer;
  */
 final class Version {
   /** Null only in a compaction's version of tables only, which readers never see. */
-  final Memtable active;
+  final WriteCache active;
   /** The write cache being flushed, or null. */
-  final Memtable immutable;
+  final WriteCache immutable;
   /** Keyspace id to its files; keyspaces without files may be absent. */
   final Map<Integer, KeyspaceFiles> files;
   private final AtomicInteger refs = new AtomicInteger(1);
@@ -28,7 +28,7 @@ final class Version {
   private final Consumer<Version> onFree;
 
   /** Use {@link Engine#newVersion}, which registers the version. */
-  Version(Memtable active, Memtable immutable, Map<Integer, KeyspaceFiles> files, Consumer<Version> onFree) {
+  Version(WriteCache active, WriteCache immutable, Map<Integer, KeyspaceFiles> files, Consumer<Version> onFree) {
     this.active = active;
     this.immutable = immutable;
     this.files = Map.copyOf(files);

@@ -153,7 +153,7 @@ class BlockCacheEngineTest {
   /** The engine's cache, kept past close (the field is package-private). */
   private record BlockCacheHandle(io.basaltdb.internal.cache.BlockCache cache) {
     BlockCacheHandle(Engine e) {
-      this(e.blockCache);
+      this(e.blockCache());
     }
   }
 }

@@ -49,7 +49,7 @@ class CompactionTest {
       for (int i = 0; i < 6000; i++) {
         String k = "key-" + rnd.nextInt(300);
         Batch b = new Batch(1);
-        long seqno = e.lastSeqno + 1;
+        long seqno = e.versions().lastSeqno + 1;
         if (rnd.nextInt(5) == 0) {
           b.add(1, Batch.DELETE, k.getBytes(), null);
           tombstones.add(seqno);
@@ -61,12 +61,12 @@ class CompactionTest {
           model.put(k, v);
         }
         e.write(b);
-        assertEquals(seqno, e.lastSeqno);
+        assertEquals(seqno, e.versions().lastSeqno);
         keyOfSeqno.put(seqno, k.getBytes());
         newest.put(k, seqno);
       }
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000), "compaction settled");
+      assertTrue(e.waitForCompactions(30_000), "compaction settled");
       Map<String, Long> st = e.stats();
       assertTrue(st.get("compactions") > 5, "compactions ran: " + st);
       if (dynamic) { // level 0 compacts into the last level while the store is small
@@ -77,7 +77,7 @@ class CompactionTest {
       assertTrue(!discarded.isEmpty(), "versions were discarded");
       long kept = 0;
       Set<Long> keptSeqnos = new HashSet<>();
-      for (KeyspaceFiles.Table t : e.current().files(1).tables) {
+      for (KeyspaceFiles.Table t : e.versions().current().files(1).tables) {
         kept += t.reader().info().entryCount();
         try (var it = t.reader().iterator()) {
           for (it.seekFirst(); it.valid(); it.next()) keptSeqnos.add(it.seqno());
@@ -109,17 +109,17 @@ class CompactionTest {
     try (Engine e = Engine.open(storage, tinyLevels().checkpointRetentionMillis(0))) {
       for (int i = 0; i < 1500; i++) put(e, "key-" + (i % 200), "old-" + i);
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000));
+      assertTrue(e.waitForCompactions(30_000));
       EngineSnapshot snap = e.snapshot();
       Set<String> pinned = new HashSet<>();
-      for (KeyspaceFiles.Table t : snap.version.files(1).tables) pinned.add(KeyspaceFiles.tableName(1, t.fileNumber()));
+      for (KeyspaceFiles.Table t : snap.version.files(1).tables) pinned.add(FileNames.table(1, t.fileNumber()));
       Map<String, byte[]> before = new HashMap<>();
       for (int k = 0; k < 200; k++) before.put("key-" + k, snap.get(1, ("key-" + k).getBytes()));
       for (int i = 0; i < 3000; i++) put(e, "key-" + (i % 200), "new-" + i);
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000));
+      assertTrue(e.waitForCompactions(30_000));
       Set<Long> current = new HashSet<>();
-      for (KeyspaceFiles.Table t : e.current().files(1).tables) current.add(t.fileNumber());
+      for (KeyspaceFiles.Table t : e.versions().current().files(1).tables) current.add(t.fileNumber());
       assertTrue(snap.version.files(1).tables.stream().anyMatch(t -> !current.contains(t.fileNumber())),
           "compaction replaced some of the snapshot's tables");
       for (String f : pinned) assertTrue(storage.exists(f), f + " deleted under an open snapshot");
@@ -183,13 +183,13 @@ class CompactionTest {
       e.flush();
       assertEquals(0, e.stats().get("compactions"), "the first compaction is still running");
       long deadline = System.currentTimeMillis() + 5_000;
-      while (e.liveWriteCaches() > 1 && System.currentTimeMillis() < deadline) {
+      while (e.versions().liveWriteCaches() > 1 && System.currentTimeMillis() < deadline) {
         Thread.sleep(5); // the flusher lets go of the flushed cache just after installing its table
       }
-      assertEquals(1, e.liveWriteCaches(), "every flushed write cache is freed; only the active one is left");
+      assertEquals(1, e.versions().liveWriteCaches(), "every flushed write cache is freed; only the active one is left");
       release.countDown();
-      assertTrue(e.compactor.awaitIdle(30_000));
-      assertNull(e.failure());
+      assertTrue(e.waitForCompactions(30_000));
+      assertNull(e.state().failure());
       assertArrayEquals("w".repeat(200).getBytes(), e.get(1, ("key-" + (i - 1) % 5000).getBytes()));
     }
   }
@@ -292,21 +292,21 @@ class CompactionTest {
     try (Engine e = Engine.open(storage, tinyLevels().compactionThreads(1).checkpointRetentionMillis(0))) {
       for (int i = 0; i < 1500; i++) put(e, "key-" + (i % 200), "old-" + i);
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000));
+      assertTrue(e.waitForCompactions(30_000));
       EngineSnapshot snap = e.snapshot();
       for (int i = 0; i < 3000; i++) put(e, "key-" + (i % 200), "new-" + i);
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000));
+      assertTrue(e.waitForCompactions(30_000));
       armed.set(true);
       snap.close(); // its tables become obsolete; the first deletes fail
       for (int i = 0; i < 3000; i++) put(e, "key-" + (i % 200), "newer-" + i);
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000), "compaction still runs");
-      assertNull(e.failure(), "a failed delete of an obsolete file does not fail the store");
+      assertTrue(e.waitForCompactions(30_000), "compaction still runs");
+      assertNull(e.state().failure(), "a failed delete of an obsolete file does not fail the store");
       assertTrue(e.stats().get("obsoleteDeleteFailures") > 0);
       assertArrayEquals("newer-2999".getBytes(), e.get(1, "key-199".getBytes()));
       Set<Long> named = new HashSet<>();
-      for (KeyspaceFiles.Table t : e.current().files(1).tables) named.add(t.fileNumber());
+      for (KeyspaceFiles.Table t : e.versions().current().files(1).tables) named.add(t.fileNumber());
       List<String> left = List.of();
       long deadline = System.currentTimeMillis() + 10_000;
       while (System.currentTimeMillis() < deadline) { // the failed deletes are retried by later cleanups
@@ -326,17 +326,15 @@ class CompactionTest {
     try (Engine e = Engine.open(storage, o)) {
       for (int i = 0; i < 3000; i++) put(e, "key-" + (i % 300), "v-" + i);
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000));
+      assertTrue(e.waitForCompactions(30_000));
     }
     try (Engine e = Engine.open(storage, o)) {
       Thread.sleep(1500); // the previous run's checkpoints expire
       for (int i = 0; i < 50; i++) put(e, "other-" + i, "v");
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000));
+      assertTrue(e.waitForCompactions(30_000));
       Set<Long> named = new HashSet<>();
-      synchronized (e.manifestLock) {
-        e.checkpointTables.values().forEach(named::addAll);
-      }
+      for (Manifest m : e.versionSet().checkpoints()) named.addAll(Manifest.tableNumbers(m));
       for (String f : storage.list("keyspaces/1/index")) {
         assertTrue(named.contains(Long.parseLong(f.substring(0, f.indexOf('.')))), f + " no retained manifest names stays on disk");
       }
@@ -361,7 +359,7 @@ class CompactionTest {
         if (i % 500 == 0) assertLevels1To5Empty(e, "after " + i + " writes");
       }
       e.flush();
-      assertTrue(e.compactor.awaitIdle(30_000));
+      assertTrue(e.waitForCompactions(30_000));
       assertLevels1To5Empty(e, "settled");
       long[] sizes = levelBytes(e);
       assertTrue(sizes[6] > 50_000 && e.stats().get("compactions") > 5, "level 0 compacted into level 6: "
@@ -425,19 +423,19 @@ class CompactionTest {
   void levelTargets_followRocksDbsDynamicLevelBytes() {
     long gb = 1_000_000_000L;
     // RocksDB's documented example: level 6 holds 276 GB, max_bytes_for_level_base 1 GB, multiplier 10
-    Compactor.LevelTargets t = Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 276 * gb}, gb, 10, true);
+    LevelTargets t = LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 276 * gb}, gb, 10, true);
     assertEquals(3, t.base);
     long[] want = {0, 0, 0, 276_000_000L, 2_760_000_000L, 27_600_000_000L, 276 * gb};
     for (int l = 1; l < 7; l++) assertEquals(want[l], t.target(l), "level " + l);
 
     // empty, or smaller than level1Bytes: level 0 compacts into level 6
-    assertEquals(6, Compactor.LevelTargets.of(new long[7], gb, 10, true).base);
-    assertEquals(6, Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, gb / 2}, gb, 10, true).base);
-    assertEquals(5, Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 2 * gb}, gb, 10, true).base);
+    assertEquals(6, LevelTargets.of(new long[7], gb, 10, true).base);
+    assertEquals(6, LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, gb / 2}, gb, 10, true).base);
+    assertEquals(5, LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 2 * gb}, gb, 10, true).base);
 
     // a store written with static targets: level 0 still writes the shallowest non-empty level, and the
     // levels above the ideal base level drain first, shallowest first
-    t = Compactor.LevelTargets.of(new long[] {0, gb, 10 * gb, 30 * gb, 0, 0, 0}, gb, 10, true);
+    t = LevelTargets.of(new long[] {0, gb, 10 * gb, 30 * gb, 0, 0, 0}, gb, 10, true);
     assertEquals(1, t.base);
     for (int l = 1; l <= 3; l++) assertEquals(0, t.target(l), "level " + l + " should be empty");
     assertEquals(3 * gb, t.target(5));
@@ -446,11 +444,11 @@ class CompactionTest {
     assertEquals(3.0, t.score(5, 9 * gb));
 
     // static targets
-    t = Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 276 * gb}, gb, 10, false);
+    t = LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 276 * gb}, gb, 10, false);
     assertEquals(1, t.base);
     for (int l = 1; l < 6; l++) assertEquals((long) (gb * Math.pow(10, l - 1)), t.target(l), "level " + l);
     // a store so big that even level 1 would outgrow level1Bytes gets them too
-    t = Compactor.LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 200_000 * gb}, gb, 10, true);
+    t = LevelTargets.of(new long[] {0, 0, 0, 0, 0, 0, 200_000 * gb}, gb, 10, true);
     assertEquals(1, t.base);
     assertEquals(gb, t.target(1));
   }
@@ -464,7 +462,7 @@ class CompactionTest {
       wrote.put(k, "v" + i);
     }
     e.flush();
-    assertTrue(e.compactor.awaitIdle(60_000), "compaction settled");
+    assertTrue(e.waitForCompactions(60_000), "compaction settled");
     return wrote;
   }
 
@@ -475,7 +473,7 @@ class CompactionTest {
   }
 
   private static long[] levelBytes(Engine e) {
-    Version v = e.acquire();
+    Version v = e.versions().acquire();
     try {
       long[] sizes = new long[KeyspaceFiles.MAX_LEVELS];
       for (int l = 0; l < sizes.length; l++) sizes[l] = v.files(1).levelBytes(l);

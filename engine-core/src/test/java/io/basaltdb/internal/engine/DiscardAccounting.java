@@ -34,9 +34,9 @@ public final class DiscardAccounting {
   /** The highest-numbered manifest (what recovery loads when every manifest is intact), or null. */
   static Manifest newest(Storage storage) {
     long best = -1;
-    for (String name : storage.list(Manifest.DIR)) best = Math.max(best, Manifest.numberOf(name));
+    for (String name : storage.list(FileNames.MANIFEST_DIR)) best = Math.max(best, FileNames.manifestNumber(name));
     if (best < 0) return null;
-    return Manifest.read(storage, Manifest.fileName(best).substring(Manifest.DIR.length() + 1));
+    return Manifest.read(storage, best);
   }
 
   /** Reads every table {@code m} names, from storage. */
@@ -45,7 +45,7 @@ public final class DiscardAccounting {
     for (Manifest.KeyspaceMeta k : m.keyspaces()) {
       Census c = new Census(0, 0, new HashSet<>());
       for (Manifest.TableMeta t : k.tables()) {
-        String name = KeyspaceFiles.tableName(k.id(), t.fileNumber());
+        String name = FileNames.table(k.id(), t.fileNumber());
         try (TableReader r = TableReader.open(storage.open(name), name)) {
           c = add(c, r);
         }
@@ -57,14 +57,14 @@ public final class DiscardAccounting {
 
   /** The open engine's current manifest and the tables of its current version, read under the manifest lock. */
   static Map.Entry<Manifest, Map<Integer, Census>> census(Engine e) {
-    synchronized (e.manifestLock) {
+    synchronized (e.versionSet().lock) {
       Map<Integer, Census> out = new HashMap<>();
-      for (Manifest.KeyspaceMeta k : e.manifest.keyspaces()) {
+      for (Manifest.KeyspaceMeta k : e.versionSet().manifest().keyspaces()) {
         Census c = new Census(0, 0, new HashSet<>());
-        for (KeyspaceFiles.Table t : e.current().files(k.id()).tables) c = add(c, t.reader());
+        for (KeyspaceFiles.Table t : e.versions().current().files(k.id()).tables) c = add(c, t.reader());
         out.put(k.id(), c);
       }
-      return Map.entry(e.manifest, out);
+      return Map.entry(e.versionSet().manifest(), out);
     }
   }
 

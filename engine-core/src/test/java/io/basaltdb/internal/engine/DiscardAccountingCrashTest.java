@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The {@link Engine.DiscardListener} contract across crashes and reruns. Each seed runs a store with
+ * The {@link DiscardListener} contract across crashes and reruns. Each seed runs a store with
  * tiny key index levels (so compactions run all the time) through {@link #ROUNDS} rounds on one
  * {@link MemStorage}: open, write to two keyspaces, then either close cleanly or crash (after a random
  * number of file mutations; during recovery; or, armed from inside the listener, a few mutations into
@@ -75,7 +75,7 @@ class DiscardAccountingCrashTest {
   }
 
   /** The listener: every call with the number of the manifest current then (the commit makes it +1). */
-  private static final class Recorder implements Engine.DiscardListener {
+  private static final class Recorder implements DiscardListener {
     final Engine engine;
     final MemStorage storage;
     /** Guarded by the engine's manifest lock (the calls hold it); read by the test after close. */
@@ -95,7 +95,7 @@ class DiscardAccountingCrashTest {
 
     @Override
     public void discarded(int keyspace, long seqno, int docSize) {
-      calls.add(new long[] {keyspace, seqno, docSize, engine.manifest.number()});
+      calls.add(new long[] {keyspace, seqno, docSize, engine.versionSet().manifest().number()});
       if (!named.add(List.of((long) keyspace, seqno)) && duplicate == null) {
         duplicate = "keyspace #" + keyspace + " seqno " + seqno + " named twice since the listener was installed";
       }
@@ -137,8 +137,8 @@ class DiscardAccountingCrashTest {
     try {
       if (ending != Ending.IN_RECOVERY) checkOpen(e); // the recovered store, replayed flushes included
       rec = new Recorder(e, storage, ending == Ending.IN_COMMIT ? 1 + rnd.nextInt(300) : 0, rnd.nextInt(10));
-      synchronized (e.manifestLock) { // no compaction commits between reading the base and installing
-        base = e.manifest;
+      synchronized (e.versionSet().lock) { // no compaction commits between reading the base and installing
+        base = e.versionSet().manifest();
         e.setDiscardListener(rec);
       }
       if (ending == Ending.AFTER_MUTATIONS) storage.crashAfterMutations(rnd.nextInt(300));

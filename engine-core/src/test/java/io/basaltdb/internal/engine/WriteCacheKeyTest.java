@@ -9,7 +9,7 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /** The write cache's store keys: keyspace and user key round-trip, and the order is (keyspace, key). */
-class MemtableKeyTest {
+class WriteCacheKeyTest {
   private static final int[] IDS = {0, 1, 2, 100, 0xEE, 0xEF, 0xF0, 0xF1, 0xFF, 0x100, 0xFFFF, 1 << 24, Integer.MAX_VALUE};
 
   @Test
@@ -22,19 +22,19 @@ class MemtableKeyTest {
     }
     for (int a : IDS) {
       for (byte[] ka : keys) {
-        byte[] sa = Memtable.storeKey(a, ka);
-        assertEquals(a, Memtable.keyspaceOf(sa));
-        assertArrayEquals(ka, Memtable.userKey(sa));
-        assertEquals(a < Memtable.LONG_KEYSPACE ? 1 + ka.length : 5 + ka.length, sa.length);
+        byte[] sa = WriteCache.storeKey(a, ka);
+        assertEquals(a, WriteCache.keyspaceOf(sa));
+        assertArrayEquals(ka, WriteCache.userKey(sa));
+        assertEquals(a < WriteCache.LONG_KEYSPACE ? 1 + ka.length : 5 + ka.length, sa.length);
         for (int b : IDS) {
           for (byte[] kb : keys) {
             int expected = a != b ? Integer.compare(a, b) : Arrays.compareUnsigned(ka, kb);
-            int got = Arrays.compareUnsigned(sa, Memtable.storeKey(b, kb));
+            int got = Arrays.compareUnsigned(sa, WriteCache.storeKey(b, kb));
             assertEquals(Integer.signum(expected), Integer.signum(got), a + "/" + Arrays.toString(ka) + " vs " + b + "/" + Arrays.toString(kb));
           }
         }
       }
     }
-    assertTrue(Memtable.storeKey(3, new byte[] {1})[0] == 3, "a small id is one byte");
+    assertTrue(WriteCache.storeKey(3, new byte[] {1})[0] == 3, "a small id is one byte");
   }
 }

@@ -17,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Thread-safety: writes come only from the commit leader (one at a time); reads from any thread.
  * The skiplist is freed when the last {@link Version} holding it lets go ({@link #release()}).
  */
-final class Memtable {
+final class WriteCache {
   static final int VALUE_HEADER = 9;
   static final byte TOMBSTONE = 1;
 
@@ -25,7 +25,7 @@ final class Memtable {
   final SkipList list;
   /** Approximate bytes held: keys, values and per-entry overhead. Written by the leader, read racily. */
   private final AtomicLong bytes = new AtomicLong();
-  /** Highest seqno applied; written by the leader (or recovery), read after the memtable is frozen. */
+  /** Highest seqno applied; written by the leader (or recovery), read after the write cache is frozen. */
   volatile long maxSeqno;
   /** Last seqno assigned when this cache turned immutable; written under applyLock at the switch. */
   volatile long switchSeqno;
@@ -36,7 +36,7 @@ final class Memtable {
   /** References: one per Version holding it. */
   private final AtomicInteger refs = new AtomicInteger(1);
 
-  Memtable(long id, SlabAllocator allocator, int maxValueSize, Runnable onFree) {
+  WriteCache(long id, SlabAllocator allocator, int maxValueSize, Runnable onFree) {
     this.id = id;
     this.onFree = onFree;
     this.list = new SkipList(SkipListConfig.defaults().withAllocator(allocator)
@@ -131,7 +131,7 @@ final class Memtable {
     int r;
     do {
       r = refs.get();
-      if (r <= 0) throw new IllegalStateException("memtable " + id + " already released");
+      if (r <= 0) throw new IllegalStateException("write cache " + id + " already released");
     } while (!refs.compareAndSet(r, r + 1));
   }
 

@@ -1,0 +1,197 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.MemoryLimitException;
+import io.basaltdb.Options;
+import io.basaltdb.SyncMode;
+import io.basaltdb.internal.memory.SlabAllocator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The disk store's side of a commit (Magma section 3.1): the WAL, and room in the write cache. When
+ * the active write cache reaches half of {@link Options#writeCacheSize} it is switched (it turns
+ * immutable, the WAL rotates, the flusher starts); while the previous one is still being flushed the
+ * writer is slowed (the active cache 3/4 full) or stalled (full), and it stalls while a keyspace has
+ * {@code l0StopWritesTrigger} level-0 tables. In PERIODIC sync mode a thread fsyncs the WAL every
+ * {@code syncIntervalMillis}.
+ *
+ * <p>Thread-safety: {@link #makeRoom}, {@link #admit}, {@link #log} and {@link #switchWriteCache} run
+ * on the commit leader (one at a time); the WAL's own monitor orders its file operations with the
+ * syncer thread's.
+ */
+final class DiskWrites implements CommitTarget {
+  private final Options options;
+  private final Versions versions;
+  private final KeyspaceCatalog catalog;
+  private final StoreState state;
+  private final EngineStats stats;
+  private final SlabAllocator allocator;
+  private final VersionSet versionSet;
+  private final CommitLog wal;
+  private final WorkerEvents events;
+  /** The allocator's chunk size: the headroom a write needs beyond its own bytes (a fresh chunk per arena). */
+  private final long chunkSize;
+  /** The PERIODIC mode's fsync thread, or null. */
+  private final Thread syncer;
+
+  DiskWrites(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
+      SlabAllocator allocator, long chunkSize, VersionSet versionSet, CommitLog wal, WorkerEvents events) {
+    this.options = options;
+    this.versions = versions;
+    this.catalog = catalog;
+    this.state = state;
+    this.stats = stats;
+    this.allocator = allocator;
+    this.chunkSize = chunkSize;
+    this.versionSet = versionSet;
+    this.wal = wal;
+    this.events = events;
+    if (options.syncMode() == SyncMode.PERIODIC) {
+      syncer = new Thread(this::syncPeriodically, "basalt-wal-sync");
+      syncer.setDaemon(true);
+      syncer.start();
+    } else {
+      syncer = null;
+    }
+  }
+
+  @Override
+  public void makeRoom() {
+    long half = options.writeCacheSize() / 2;
+    boolean slowed = false;
+    while (true) {
+      state.checkWritable();
+      Version v = versions.current();
+      if (l0Full(v)) {
+        long t0 = System.nanoTime();
+        state.awaitProgress(20, () -> true, "compaction");
+        stats.l0StallNanos.add(System.nanoTime() - t0);
+        stats.l0Stalls.increment();
+        continue;
+      }
+      long active = v.active.bytes();
+      if (active < half) {
+        if (v.immutable != null && !slowed && active >= half * 3 / 4) {
+          long t0 = System.nanoTime();
+          LockSupport.parkNanos(1_000_000L);
+          stats.slowdownNanos.add(System.nanoTime() - t0);
+          stats.slowdowns.increment();
+          slowed = true;
+          continue;
+        }
+        return;
+      }
+      if (v.immutable == null) {
+        switchWriteCache();
+        return;
+      }
+      long t0 = System.nanoTime();
+      state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
+      stats.stallNanos.add(System.nanoTime() - t0);
+      stats.stalls.increment();
+    }
+  }
+
+  /** Whether a keyspace has so many level-0 tables that writers must wait for compaction. */
+  private boolean l0Full(Version v) {
+    for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) { // a dropped keyspace stalls nobody
+      if (e.getValue().level(0).size() >= options.l0StopWritesTrigger() && catalog.isLive(e.getKey())) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Refuses a group the memory quota cannot hold before anything is written, so a batch is never half
+   * applied. Snapshots pin the write caches they read, which is the usual reason.
+   */
+  @Override
+  public void admit(long estimate) {
+    long quota = allocator.quota();
+    long used = allocator.usedBytes();
+    if (used + 2 * estimate + 2 * chunkSize > quota) {
+      throw new MemoryLimitException("the write cache is full: " + used + " of " + quota
+          + " bytes in use, a write needs about " + estimate
+          + "; open snapshots pin flushed write caches, close them or raise Options.memoryQuota. Nothing was written");
+    }
+  }
+
+  @Override
+  public void log(List<Batch> group) {
+    boolean sync = options.syncMode() == SyncMode.SYNC;
+    try {
+      stats.walBytesWritten.add(wal.append(group, sync));
+      if (sync) stats.walSyncs.increment();
+    } catch (BasaltException e) {
+      state.fail(e);
+      throw e;
+    }
+  }
+
+  @Override
+  public void applied(WriteCache cache, List<Batch> group) {}
+
+  /**
+   * Turns the active write cache immutable and starts a new one with a new WAL file (under the apply
+   * lock, so no write is half in either); the flusher picks it up. Commit leader only.
+   */
+  void switchWriteCache() {
+    versions.applyLock.lock();
+    try {
+      long walNumber = versionSet.nextFileNumber.getAndIncrement();
+      wal.rotate(walNumber);
+      versions.switchWriteCache(walNumber);
+    } catch (BasaltException e) {
+      state.fail(e);
+      throw e;
+    } finally {
+      versions.applyLock.unlock();
+    }
+    events.writeCacheSwitched();
+  }
+
+  /** Between commit groups: waits out a flush in progress, then switches the active cache if it holds anything. */
+  void switchForFlush() {
+    state.checkWritable();
+    awaitFlushed();
+    if (!versions.current().active.isEmpty()) switchWriteCache();
+  }
+
+  /** Waits until no write cache is being flushed. */
+  void awaitFlushed() {
+    while (versions.current().immutable != null) {
+      state.checkWritable();
+      state.awaitProgress(20, () -> versions.current().immutable != null, "a flush");
+    }
+  }
+
+  /** PERIODIC mode: fsyncs the WAL every syncIntervalMillis until close; a failure fails the store. */
+  private void syncPeriodically() {
+    while (!state.isClosed()) {
+      // Parked, not sleeping: close unparks it; an interrupt would close the WAL's FileChannel.
+      LockSupport.parkNanos(options.syncIntervalMillis() * 1_000_000L);
+      if (state.isClosed() || state.failure() != null) return;
+      try {
+        wal.sync();
+        stats.walSyncs.increment();
+      } catch (BasaltException e) {
+        state.fail(e);
+        return;
+      }
+    }
+  }
+
+  /** Stops the syncer, then syncs and closes the WAL (or abandons it after a failure). */
+  void close() {
+    if (syncer != null) {
+      LockSupport.unpark(syncer);
+      try {
+        syncer.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (state.failure() == null) wal.close(versions.lastSeqno); else wal.abandon();
+  }
+}

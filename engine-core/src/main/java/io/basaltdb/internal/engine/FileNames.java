@@ -1,0 +1,96 @@
+package io.basaltdb.internal.engine;
+
+/**
+ * Every path of a store, built and parsed in one place (LevelDB's {@code db/filename.h}). Paths are
+ * relative to the store's directory and use '/'; the {@link io.basaltdb.internal.storage.Storage}
+ * seam resolves them. Layout (docs/format.md, "Directory layout"):
+ * <pre>
+ *   LOCK                                  the process lock
+ *   manifest/MANIFEST-{number:012}        one per committed manifest (checkpoints); .tmp while written
+ *   wal/{number:012}.log                  write-ahead log files
+ *   keyspaces/{id}/index/{number:012}.sst key index tables
+ *   keyspaces/{id}/log/{number:012}.seg   log segments
+ * </pre>
+ * File numbers come from one counter shared by WAL files, tables and segments.
+ *
+ * <p>Thread-safety: stateless.
+ */
+final class FileNames {
+  private FileNames() {}
+
+  static final String LOCK = "LOCK";
+  static final String MANIFEST_DIR = "manifest";
+  static final String WAL_DIR = "wal";
+  static final String KEYSPACES_DIR = "keyspaces";
+  private static final String MANIFEST_PREFIX = "MANIFEST-";
+  private static final String TMP = ".tmp";
+
+  /** The manifest numbered {@code number}. */
+  static String manifest(long number) {
+    return MANIFEST_DIR + "/" + manifestShortName(number);
+  }
+
+  /** The manifest's name inside {@link #MANIFEST_DIR}. */
+  static String manifestShortName(long number) {
+    return MANIFEST_PREFIX + String.format("%012d", number);
+  }
+
+  /** The temporary name a manifest is written under before its rename. */
+  static String manifestTemp(long number) {
+    return manifest(number) + TMP;
+  }
+
+  /** Whether a name listed in {@link #MANIFEST_DIR} is a manifest commit that crashed before its rename. */
+  static boolean isManifestTemp(String name) {
+    return name.startsWith(MANIFEST_PREFIX) && name.endsWith(TMP);
+  }
+
+  /** The manifest number of a name listed in {@link #MANIFEST_DIR}, or -1 if it is not a manifest's. */
+  static long manifestNumber(String name) {
+    if (!name.startsWith(MANIFEST_PREFIX) || name.endsWith(TMP)) return -1;
+    return parse(name.substring(MANIFEST_PREFIX.length()));
+  }
+
+  /** The WAL file numbered {@code number}. */
+  static String wal(long number) {
+    return WAL_DIR + "/" + String.format("%012d", number) + ".log";
+  }
+
+  /** The file number of a name listed in {@link #WAL_DIR}, or -1. */
+  static long walNumber(String name) {
+    return name.endsWith(".log") ? parse(name.substring(0, name.length() - 4)) : -1;
+  }
+
+  /** The directory of a keyspace's key index tables. */
+  static String indexDir(int keyspace) {
+    return KEYSPACES_DIR + "/" + keyspace + "/index";
+  }
+
+  /** The directory of a keyspace's log segments. */
+  static String logDir(int keyspace) {
+    return KEYSPACES_DIR + "/" + keyspace + "/log";
+  }
+
+  static String table(int keyspace, long fileNumber) {
+    return indexDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".sst";
+  }
+
+  static String segment(int keyspace, long fileNumber) {
+    return logDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".seg";
+  }
+
+  /** The file number of a name listed in an index or log directory (digits before the first dot), or 0. */
+  static long dataFileNumber(String name) {
+    int dot = name.indexOf('.');
+    long n = parse(dot < 0 ? name : name.substring(0, dot));
+    return Math.max(n, 0);
+  }
+
+  private static long parse(String digits) {
+    try {
+      return Long.parseLong(digits);
+    } catch (NumberFormatException e) {
+      return -1;
+    }
+  }
+}

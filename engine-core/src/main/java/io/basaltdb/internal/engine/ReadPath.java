@@ -1,0 +1,175 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.StorageException;
+import io.basaltdb.internal.segment.Document;
+import io.basaltdb.internal.sstable.KeyRecord;
+import io.basaltdb.internal.sstable.TableReader;
+import io.basaltdb.spi.ReadTransport;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Magma's read path (seed 000 section 3.3): the active write cache, the immutable one, the key index
+ * tables newest first (range and bloom filter before any I/O), then the log segment the record's seqno
+ * names. Batched gets resolve every key first and then read the documents together through the read
+ * transport, so the reads are in flight at once.
+ *
+ * <p>Thread-safety: any number of threads; readers pin a version and take no lock.
+ */
+final class ReadPath {
+  private final Versions versions;
+  private final KeyspaceCatalog catalog;
+  private final EngineStats stats;
+  /** Reads the documents of batched gets; null for the in-memory store, which has no files. */
+  private final ReadTransport transport;
+
+  ReadPath(Versions versions, KeyspaceCatalog catalog, EngineStats stats, ReadTransport transport) {
+    this.versions = versions;
+    this.catalog = catalog;
+    this.stats = stats;
+    this.transport = transport;
+  }
+
+  /** The value of {@code key} in keyspace {@code ks}, or null; sees whole batches. */
+  byte[] get(int ks, byte[] key) {
+    stats.gets.increment();
+    Version v = versions.acquire();
+    try {
+      byte[] e = cached(v, ks, key);
+      if (e != null) return WriteCache.isTombstone(e) ? null : WriteCache.valueOf(e);
+      return getFromFiles(v.files(ks), ks, key);
+    } finally {
+      v.release();
+    }
+  }
+
+  /** The write caches' entry for a key, waiting for its group to be published if it is not yet. */
+  private byte[] cached(Version v, int ks, byte[] key) {
+    byte[] e = v.active.get(ks, key);
+    if (e != null && WriteCache.seqnoOf(e) > versions.lastSeqno) versions.awaitPublished();
+    if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
+    return e;
+  }
+
+  /** Counts a get served elsewhere (a snapshot's). */
+  void countGet() {
+    stats.gets.increment();
+  }
+
+  byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key) {
+    KeyRecord rec = new KeyRecord();
+    if (!findRecord(files, key, rec) || rec.tombstone) return null;
+    return readDocument(files, ks, key, rec.seqno, rec.hint).value();
+  }
+
+  /** The newest key index record of {@code key} into {@code rec}; false if no table holds it. */
+  private boolean findRecord(KeyspaceFiles files, byte[] key, KeyRecord rec) {
+    if (files.tables.isEmpty()) return false;
+    long hash = TableReader.keyHash(key); // once for every table probed
+    for (KeyspaceFiles.Table t : files.level(0)) {
+      if (lookup(t, key, hash, rec)) return true;
+    }
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      KeyspaceFiles.Table t = files.candidate(l, key);
+      if (t != null && lookup(t, key, hash, rec)) return true;
+    }
+    return false;
+  }
+
+  private boolean lookup(KeyspaceFiles.Table t, byte[] key, long hash, KeyRecord rec) {
+    stats.tableLookups.increment();
+    if (!t.reader().mayContain(key, hash)) return false; // key range and bloom filter: no I/O
+    return t.reader().getChecked(key, rec); // a data block from the cache, or read (a TABLE_DATA miss)
+  }
+
+  /** The document a key index record names: from the block cache, or read (counted) and cached. */
+  Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
+    return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads);
+  }
+
+  /** A document a batched get still has to read: the key's position in the batch and its record. */
+  private record PendingRead(int index, byte[] key, long seqno, long hint, KeyspaceFiles.Segment segment,
+      long blockOffset) {
+    long blockId() {
+      return segment.state().segmentId() << 32 | blockOffset;
+    }
+  }
+
+  /**
+   * The values of {@code keys} (null where absent), in order (Magma's batched reads): every key is
+   * resolved through the write caches and the key index first, then the document reads all go to the
+   * read transport together, one per distinct block. A read whose block does not hold the document
+   * whole (a stale hint, a document bigger than a block) falls back to a point read. Sees whole batches
+   * as {@link #get} does; a consistent view across the keys needs a snapshot.
+   */
+  List<byte[]> getAll(int ks, List<byte[]> keys) {
+    int n = keys.size();
+    byte[][] out = new byte[n][];
+    stats.gets.add(n);
+    stats.batchedGets.increment();
+    Version v = versions.acquire();
+    try {
+      KeyspaceFiles files = v.files(ks);
+      List<PendingRead> pending = new ArrayList<>();
+      KeyRecord rec = new KeyRecord();
+      for (int i = 0; i < n; i++) {
+        byte[] key = keys.get(i);
+        byte[] e = cached(v, ks, key);
+        if (e != null) {
+          out[i] = WriteCache.isTombstone(e) ? null : WriteCache.valueOf(e);
+        } else if (findRecord(files, key, rec) && !rec.tombstone) {
+          KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+          Document hit = s == null ? null : s.reader().cached(rec.seqno);
+          if (hit != null && Arrays.equals(hit.key(), key)) {
+            out[i] = hit.value();
+            continue;
+          }
+          long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
+          pending.add(new PendingRead(i, key, rec.seqno, rec.hint, s, off));
+        }
+      }
+      Map<Long, ReadTransport.Read> blocks = new LinkedHashMap<>();
+      for (PendingRead p : pending) {
+        if (p.blockOffset < 0) continue;
+        blocks.computeIfAbsent(p.blockId(), x -> new ReadTransport.Read(p.segment.reader().file(), p.blockOffset,
+            ByteBuffer.allocate(p.segment.reader().blockReadSize(p.blockOffset))));
+      }
+      if (!blocks.isEmpty()) {
+        transport.submit(new ArrayList<>(blocks.values()));
+        stats.documentReads.add(blocks.size());
+      }
+      for (PendingRead p : pending) {
+        Document d = null;
+        if (p.blockOffset >= 0) {
+          ReadTransport.Read r = blocks.get(p.blockId());
+          d = p.segment.reader().findInRead(p.blockOffset, r.dst().array(), awaitRead(r), p.seqno);
+        }
+        if (d == null || !Arrays.equals(d.key(), p.key)) {
+          d = readDocument(files, ks, p.key, p.seqno, p.hint); // checks and reports as a point read does
+        } else {
+          p.segment.reader().remember(d);
+        }
+        out[p.index] = d.value();
+      }
+      return Arrays.asList(out);
+    } finally {
+      v.release();
+    }
+  }
+
+  private static int awaitRead(ReadTransport.Read r) {
+    try {
+      return r.result().join();
+    } catch (CompletionException e) {
+      Throwable c = e.getCause();
+      if (c instanceof BasaltException b) throw b;
+      throw new StorageException("a batched read of " + r.target() + " failed: " + c, c);
+    }
+  }
+}

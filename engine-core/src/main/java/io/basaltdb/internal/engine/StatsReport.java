@@ -1,0 +1,92 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.Options;
+import io.basaltdb.internal.cache.BlockCache;
+import io.basaltdb.internal.memory.SlabAllocator;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Assembles the store's stats (io.basaltdb.Stats documents each): the engine's counters, the key index
+ * accounting the current manifest persists (so it survives reopening and never counts a version twice),
+ * memory, block cache and the shape of the current version. Each stat's name matches its counter.
+ *
+ * <p>Thread-safety: stateless; the sums are racy, which is fine for stats.
+ */
+final class StatsReport {
+  private StatsReport() {}
+
+  static Map<String, Long> collect(EngineStats s, Store.FileStats files, Versions versions, KeyspaceCatalog catalog,
+      SlabAllocator allocator, BlockCache cache, Options options) {
+    Map<String, Long> m = new LinkedHashMap<>();
+    m.put("puts", s.puts.sum());
+    m.put("deletes", s.deletes.sum());
+    m.put("gets", s.gets.sum());
+    m.put("batches", s.batches.sum());
+    m.put("groupCommits", s.groupCommits.sum());
+    m.put("userBytesWritten", s.userBytesWritten.sum());
+    m.put("walBytesWritten", s.walBytesWritten.sum());
+    m.put("walSyncs", s.walSyncs.sum());
+    m.put("segmentBytesWritten", s.segmentBytesWritten.sum());
+    m.put("indexBytesWritten", s.indexBytesWritten.sum());
+    m.put("manifestBytesWritten", s.manifestBytesWritten.sum());
+    m.put("flushes", s.flushes.sum());
+    m.put("stalls", s.stalls.sum());
+    m.put("stallNanos", s.stallNanos.sum());
+    m.put("slowdowns", s.slowdowns.sum());
+    m.put("slowdownNanos", s.slowdownNanos.sum());
+    m.put("tableLookups", s.tableLookups.sum());
+    m.put("documentReads", s.documentReads.sum());
+    m.put("batchedGets", s.batchedGets.sum());
+    m.put("indexBlockReads", cache == null ? 0 : cache.misses(BlockCache.Kind.TABLE_DATA));
+    m.put("compactions", s.compactions.sum());
+    m.put("trivialMoves", s.trivialMoves.sum());
+    m.put("compactionBytesRead", s.compactionBytesRead.sum());
+    m.put("compactionBytesWritten", s.compactionBytesWritten.sum());
+    Manifest.Counters total = files.counters();
+    m.put("flushedRecords", total.flushedVersions());
+    m.put("flushedBytes", total.flushedBytes());
+    m.put("discardedVersions", total.discardedVersions());
+    m.put("discardedBytes", total.discardedBytes());
+    m.put("liveDataBytes", total.liveBytes());
+    m.put("diskBytes", files.diskBytes());
+    m.put("l0Stalls", s.l0Stalls.sum());
+    m.put("l0StallNanos", s.l0StallNanos.sum());
+    m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());
+    Version v = versions.current();
+    m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
+    long cacheBytes = cache == null ? 0 : cache.bytes();
+    m.put("memoryInUse", allocator.usedBytes() + cacheBytes);
+    m.put("memoryQuota", options.memoryQuota());
+    m.put("writeCacheMemory", allocator.usedBytes());
+    m.put("writeCacheQuota", allocator.quota());
+    m.put("blockCacheBytes", cacheBytes);
+    m.put("blockCacheCapacity", cache == null ? 0 : cache.capacity());
+    m.put("blockCacheIndexBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_INDEX));
+    m.put("blockCacheFilterBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_FILTER));
+    m.put("blockCacheDataBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_DATA));
+    m.put("blockCachePageBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.SEGMENT_PAGE));
+    m.put("blockCacheDocumentBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.DOCUMENT));
+    m.put("blockCacheDocumentHits", cache == null ? 0 : cache.hits(BlockCache.Kind.DOCUMENT));
+    m.put("blockCacheDocumentMisses", cache == null ? 0 : cache.misses(BlockCache.Kind.DOCUMENT));
+    m.put("blockCacheHits", cache == null ? 0 : cache.hits());
+    m.put("blockCacheMisses", cache == null ? 0 : cache.misses());
+    m.put("blockCacheEvictions", cache == null ? 0 : cache.evictions());
+    m.put("blockCacheDeclined", cache == null ? 0 : cache.declined());
+    int tables = 0, segments = 0;
+    for (KeyspaceFiles f : v.files.values()) {
+      tables += f.tables.size();
+      segments += f.segments.size();
+    }
+    m.put("tables", (long) tables);
+    for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      long n = 0;
+      for (KeyspaceFiles f : v.files.values()) n += f.level(l).size();
+      m.put("tablesAtLevel" + l, n);
+    }
+    m.put("segments", (long) segments);
+    m.put("lastSeqno", versions.lastSeqno);
+    m.put("keyspaces", (long) catalog.size());
+    return m;
+  }
+}

@@ -1,0 +1,38 @@
+package io.basaltdb.internal.engine;
+
+import java.util.List;
+
+/**
+ * What the disk store ({@link DiskStore}) and the in-memory store ({@link MemoryStore}) do differently
+ * behind the one {@link Engine}: keyspace creation and drop, flushing, compaction, checkpoints, what
+ * their files add to the stats, and closing. Reads, writes, snapshots and the catalog are shared.
+ *
+ * <p>Thread-safety: any thread; keyspace changes are serialized by the engine.
+ */
+interface Store {
+  /** Makes keyspace {@code name} durable and returns its id; the engine adds it to the catalog. */
+  int createKeyspace(String name, KeyspaceCatalog catalog);
+
+  /** Makes the drop of keyspace {@code id} durable; runs between commit groups. */
+  void dropKeyspace(int id);
+
+  /** Flushes the write cache and waits for it; a no-op without files. */
+  void flush(CommitPipeline pipeline);
+
+  /** Waits until compaction is idle; true at once without files. */
+  boolean waitForCompactions(long timeoutMillis) throws InterruptedException;
+
+  /** The retained checkpoints' manifests, oldest first; empty without files. */
+  List<Manifest> checkpoints();
+
+  /** Flushes and returns the checkpoint holding every write acknowledged before the call. */
+  Manifest checkpoint(CommitPipeline pipeline);
+
+  /** The committed key index accounting summed over keyspaces, and the bytes of the store's files. */
+  FileStats fileStats();
+
+  record FileStats(Manifest.Counters counters, long diskBytes) {}
+
+  /** Stops the store's workers and closes its files (after the pipeline is closed). */
+  void close();
+}

@@ -1,0 +1,167 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.Options;
+import io.basaltdb.internal.cache.BlockCache;
+import io.basaltdb.internal.memory.SlabAllocator;
+import io.basaltdb.internal.storage.Storage;
+import io.basaltdb.spi.ReadTransport;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.ServiceConfigurationError;
+import java.util.ServiceLoader;
+
+/**
+ * Builds a store and its components (RocksDB's {@code db_impl_open}): splits the memory quota, and for
+ * a disk store takes the directory lock, loads the manifest ({@link Recovery}), replays the WAL ({@link
+ * WalReplay}), starts a WAL file named by a manifest before anything is written to it, and starts the
+ * workers, wired through {@link WorkerEvents}. If any step fails, everything already built is closed
+ * again, in reverse order, and the store stays unlocked.
+ *
+ * <p>Thread-safety: runs on the opening thread; nothing is shared until it returns.
+ */
+final class StoreOpener {
+  private StoreOpener() {}
+
+  /** What the engine is made of. */
+  record Parts(Options options, SlabAllocator allocator, BlockCache blockCache, KeyspaceCatalog catalog,
+      Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline, ReadPath reads, Store store) {}
+
+  static Parts inMemory(Options options) {
+    long chunk = chunkSize(options.memoryQuota());
+    SlabAllocator allocator = new SlabAllocator("memory-store", options.memoryQuota(), options.memoryQuota(), chunk);
+    try {
+      KeyspaceCatalog catalog = new KeyspaceCatalog();
+      catalog.add(1, "default");
+      Versions versions = new Versions(allocator, options.maxValueSize(), java.util.Map.of());
+      StoreState state = new StoreState();
+      EngineStats stats = new EngineStats();
+      MemoryStore store = new MemoryStore(versions, catalog, allocator, chunk);
+      CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
+      return new Parts(options, allocator, null, catalog, versions, state, stats, pipeline,
+          new ReadPath(versions, catalog, stats, null), store);
+    } catch (RuntimeException | Error e) {
+      allocator.close();
+      throw e;
+    }
+  }
+
+  static Parts onDisk(Storage storage, Options options) {
+    Deque<AutoCloseable> undo = new ArrayDeque<>(); // closed in reverse if the open fails
+    try {
+      long cacheBytes = options.blockCacheSize();
+      long writeQuota = options.memoryQuota() - cacheBytes; // the two never take each other's memory
+      long chunk = chunkSize(writeQuota);
+      SlabAllocator allocator = new SlabAllocator("write-cache", writeQuota, writeQuota, chunk);
+      undo.push(allocator);
+      BlockCache blockCache = new BlockCache(cacheBytes);
+      undo.push(blockCache);
+      AutoCloseable lock = storage.lock(FileNames.LOCK);
+      undo.push(() -> unlock(lock));
+      TableCache tables = new TableCache(storage, blockCache);
+      undo.push(tables::closeAll);
+      Recovery.State st = Recovery.load(storage, options, tables);
+      KeyspaceCatalog catalog = new KeyspaceCatalog();
+      for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) catalog.add(k.id(), k.name());
+      Versions versions = new Versions(allocator, options.maxValueSize(), st.files);
+      undo.push(versions::close);
+      versions.lastSeqno = st.manifest.flushedSeqno();
+      StoreState state = new StoreState();
+      EngineStats stats = new EngineStats();
+      VersionSet versionSet = new VersionSet(storage, versions, tables, state, stats,
+          options.checkpointRetentionMillis(), st);
+      Wiring events = new Wiring(state);
+      versions.onVersionFreed(events::versionFreed);
+      Flusher flusher = new Flusher(options, storage, versions, versionSet, tables, catalog, stats, state, events,
+          st.segmentWriters);
+      Compactor compactor = new Compactor(options, storage, versions, versionSet, tables, catalog, stats, state, events);
+      events.flusher = flusher;
+      events.compactor = compactor;
+      ReadTransport transport = newReadTransport(options.readQueueDepth());
+      undo.push(transport::close);
+      WalReplay.replay(storage, options, st.manifest, versions, catalog, stats, flusher);
+      CommitLog wal = new CommitLog(storage, versionSet.nextFileNumber.getAndIncrement());
+      undo.push(wal::abandon);
+      // The new WAL file is the head before anything is written to it, so a deleted one fails the next open.
+      versionSet.logAndApply(new VersionEdit().walHead(wal.number()));
+      DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats, allocator, chunk,
+          versionSet, wal, events);
+      CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
+      flusher.start();
+      compactor.start();
+      DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, tables, transport, lock);
+      return new Parts(options, allocator, blockCache, catalog, versions, state, stats, pipeline,
+          new ReadPath(versions, catalog, stats, transport), store);
+    } catch (RuntimeException | Error e) {
+      while (!undo.isEmpty()) {
+        try {
+          undo.pop().close();
+        } catch (Exception suppressed) {
+          e.addSuppressed(suppressed);
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** The allocator's chunk size for a quota: up to 4 MiB, a 16th of the quota, in 128 KiB regions. */
+  private static long chunkSize(long quota) {
+    long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(128 << 10, quota / 16));
+    return (chunk + (128 << 10) - 1) & -(128L << 10);
+  }
+
+  /**
+   * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path, or the
+   * built-in thread pool.
+   */
+  private static ReadTransport newReadTransport(int queueDepth) {
+    try {
+      ReadTransport.Provider best = null;
+      for (ReadTransport.Provider p : ServiceLoader.load(ReadTransport.Provider.class,
+          StoreOpener.class.getClassLoader())) {
+        if (best == null || p.priority() > best.priority()) best = p;
+      }
+      if (best != null) return best.create(queueDepth);
+    } catch (RuntimeException | ServiceConfigurationError | LinkageError e) {
+      // a provider that cannot load or start: the built-in transport works everywhere
+    }
+    return new PooledReadTransport(queueDepth);
+  }
+
+  static void unlock(AutoCloseable dirLock) {
+    try {
+      dirLock.close();
+    } catch (Exception e) {
+      // releasing a lock only fails if the file system is gone; the process exit releases it anyway
+    }
+  }
+
+  /** The workers' {@link WorkerEvents}, wired once they exist (before any of them starts). */
+  private static final class Wiring implements WorkerEvents {
+    private final StoreState state;
+    /** Set before the workers start; read by them afterwards (Thread.start orders the writes before). */
+    Flusher flusher;
+    Compactor compactor;
+
+    Wiring(StoreState state) {
+      this.state = state;
+    }
+
+    @Override public void writeCacheSwitched() {
+      flusher.wake();
+    }
+
+    @Override public void flushed() {
+      compactor.wake();
+      state.progressed();
+    }
+
+    @Override public void compacted() {
+      state.progressed();
+    }
+
+    @Override public void versionFreed() {
+      Compactor c = compactor;
+      if (c != null) c.tablesMayBeObsolete(); // deletion happens on a compaction thread, not a reader's
+    }
+  }
+}

@@ -1,0 +1,84 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.ClosedException;
+import io.basaltdb.StorageException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Whether the store is open and healthy, and the signal writers stall on. The first write, flush or
+ * compaction failure is recorded and refuses writes from then on (reads still work); a failure and
+ * every flush or compaction wake the stalled writers, so they see the failure or the room made.
+ *
+ * <p>Thread-safety: any thread. {@link #failure} and {@link #closed} are volatile (every writer reads
+ * them); the stall condition is guarded by its own lock.
+ */
+final class StoreState {
+  /** The first failure; written once (racy first-wins is fine: any failure refuses writes). */
+  private volatile BasaltException failure;
+  /** Set once by close. */
+  private volatile boolean closed;
+  private final ReentrantLock stallLock = new ReentrantLock();
+  private final Condition progress = stallLock.newCondition();
+
+  void checkOpen() {
+    if (closed) throw new ClosedException("the store is closed; open it again");
+  }
+
+  boolean isClosed() {
+    return closed;
+  }
+
+  /** Marks the store closed; false if it already was. */
+  synchronized boolean markClosed() {
+    if (closed) return false;
+    closed = true;
+    return true;
+  }
+
+  /** Records the first failure; writes are refused from then on. */
+  void fail(BasaltException e) {
+    if (failure == null) failure = e;
+    progressed();
+  }
+
+  BasaltException failure() {
+    return failure;
+  }
+
+  void checkWritable() {
+    BasaltException f = failure;
+    if (f != null) {
+      throw new StorageException("the store refuses writes after an earlier failure (" + f.getMessage()
+          + "); reads still work. Close and reopen the store to recover every acknowledged write", f);
+    }
+  }
+
+  /** A flush or compaction finished, or the store failed: wakes every stalled writer. */
+  void progressed() {
+    stallLock.lock();
+    try {
+      progress.signalAll();
+    } finally {
+      stallLock.unlock();
+    }
+  }
+
+  /**
+   * Waits up to {@code millis} for progress while {@code stillBlocked} holds and the store has not
+   * failed; {@code what} names the wait in the interruption message.
+   */
+  void awaitProgress(long millis, java.util.function.BooleanSupplier stillBlocked, String what) {
+    stallLock.lock();
+    try {
+      if (failure == null && stillBlocked.getAsBoolean()) progress.await(millis, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new BasaltException("interrupted while waiting for " + what + "; nothing was written");
+    } finally {
+      stallLock.unlock();
+    }
+  }
+}

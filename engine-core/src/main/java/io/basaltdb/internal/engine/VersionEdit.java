@@ -1,0 +1,185 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.internal.segment.SegmentState;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One change of the store's file set (LevelDB's {@code VersionEdit}): what a flush, a compaction, a
+ * keyspace creation or drop, a rollback or the creation of a store added and removed. Only {@link
+ * VersionSet} applies edits: it writes the manifest the edit leads to and installs the version.
+ *
+ * <p>Per keyspace an edit holds key index tables added (with their level) and removed (by file
+ * number), log segments put (a new segment, or a new checkpointed state of one, replacing the state
+ * with the same id) and removed (by id; a put and a remove of other ids in one edit is a segment
+ * replacement, as segment compaction will commit it), and a delta of the keyspace's {@link
+ * Manifest.Counters}. Store-wide it holds the flushed seqno, the WAL start, the WAL head (the WAL file
+ * current at the commit), keyspaces created and dropped, and whether the immutable write cache is now
+ * flushed. Garbage collection's delete list will be one more per-keyspace list of tables, handled
+ * as the key index tables are.
+ *
+ * <p>Added tables and put segments carry their open readers when an edit is built by a running store,
+ * so the new version can read them; offline edits (rollback, a new store) carry metadata only.
+ *
+ * <p>Thread-safety: built by one thread, then handed to the VersionSet; not shared.
+ */
+final class VersionEdit {
+  /** The changes to one keyspace. */
+  static final class Change {
+    /** Added tables, level-0 ones newest first. */
+    final List<Manifest.TableMeta> addedTables = new ArrayList<>();
+    final Map<Long, KeyspaceFiles.Table> openedTables = new LinkedHashMap<>();
+    final Set<Long> removedTables = new HashSet<>();
+    final List<SegmentState> putSegments = new ArrayList<>();
+    final Map<Long, KeyspaceFiles.Segment> openedSegments = new LinkedHashMap<>();
+    final Set<Long> removedSegments = new HashSet<>();
+    Manifest.Counters delta = Manifest.Counters.ZERO;
+  }
+
+  final Map<Integer, Change> changes = new LinkedHashMap<>();
+  final Map<Integer, String> created = new LinkedHashMap<>();
+  final Set<Integer> dropped = new HashSet<>();
+  /** Absolute values, or -1 to keep the current ones. */
+  long flushedSeqno = -1;
+  long walStart = -1;
+  long walHead = -1;
+  /** The immutable write cache is flushed: the new version reads without it. */
+  boolean writeCacheFlushed;
+  /**
+   * Run by the VersionSet under its lock just before the manifest is written (a compaction tells its
+   * {@link DiscardListener} there, so no other commit comes between the calls and the one dropping the
+   * versions); not run if the edit is refused.
+   */
+  Runnable beforeCommit = () -> {};
+
+  private Change change(int keyspace) {
+    return changes.computeIfAbsent(keyspace, k -> new Change());
+  }
+
+  /** Adds an open table (a running store's flush or compaction). */
+  VersionEdit addTable(int keyspace, KeyspaceFiles.Table t) {
+    Change c = change(keyspace);
+    c.addedTables.add(new Manifest.TableMeta(t.fileNumber(), t.level()));
+    c.openedTables.put(t.fileNumber(), t);
+    return this;
+  }
+
+  /** Adds a table by its metadata only (offline edits). */
+  VersionEdit addTable(int keyspace, Manifest.TableMeta t) {
+    change(keyspace).addedTables.add(t);
+    return this;
+  }
+
+  VersionEdit removeTable(int keyspace, long fileNumber) {
+    change(keyspace).removedTables.add(fileNumber);
+    return this;
+  }
+
+  /** Puts a segment state with its reader (a running store's flush). */
+  VersionEdit putSegment(int keyspace, KeyspaceFiles.Segment s) {
+    Change c = change(keyspace);
+    c.putSegments.add(s.state());
+    c.openedSegments.put(s.state().segmentId(), s);
+    return this;
+  }
+
+  /** Puts a segment state by its metadata only (offline edits). */
+  VersionEdit putSegment(int keyspace, SegmentState s) {
+    change(keyspace).putSegments.add(s);
+    return this;
+  }
+
+  VersionEdit removeSegment(int keyspace, long segmentId) {
+    change(keyspace).removedSegments.add(segmentId);
+    return this;
+  }
+
+  VersionEdit addCounters(int keyspace, Manifest.Counters delta) {
+    Change c = change(keyspace);
+    c.delta = c.delta.plus(delta);
+    return this;
+  }
+
+  VersionEdit createKeyspace(int id, String name) {
+    created.put(id, name);
+    return this;
+  }
+
+  VersionEdit dropKeyspace(int id) {
+    dropped.add(id);
+    return this;
+  }
+
+  VersionEdit flushedSeqno(long seqno) {
+    flushedSeqno = seqno;
+    return this;
+  }
+
+  VersionEdit walStart(long number) {
+    walStart = number;
+    return this;
+  }
+
+  VersionEdit walHead(long number) {
+    walHead = number;
+    return this;
+  }
+
+  VersionEdit writeCacheFlushed() {
+    writeCacheFlushed = true;
+    return this;
+  }
+
+  /**
+   * The manifest this edit makes of {@code base}: numbered {@code number}, with {@code nextFileNumber}.
+   * Changes to keyspaces {@code base} does not hold (dropped meanwhile) are ignored; their files are
+   * then named by no manifest and deleted as obsolete.
+   */
+  Manifest applyTo(Manifest base, long number, long createdMillis, long nextFileNumber) {
+    List<Manifest.KeyspaceMeta> out = new ArrayList<>();
+    int nextKeyspaceId = base.nextKeyspaceId();
+    for (Manifest.KeyspaceMeta k : base.keyspaces()) {
+      if (dropped.contains(k.id())) continue;
+      Change c = changes.get(k.id());
+      out.add(c == null ? k : apply(k, c));
+    }
+    for (Map.Entry<Integer, String> e : created.entrySet()) {
+      Manifest.KeyspaceMeta fresh = new Manifest.KeyspaceMeta(e.getKey(), e.getValue(), List.of(), List.of(),
+          Manifest.Counters.ZERO);
+      Change c = changes.get(e.getKey());
+      out.add(c == null ? fresh : apply(fresh, c));
+      nextKeyspaceId = Math.max(nextKeyspaceId, e.getKey() + 1);
+    }
+    return new Manifest(number, createdMillis, flushedSeqno >= 0 ? flushedSeqno : base.flushedSeqno(),
+        nextFileNumber, walStart >= 0 ? walStart : base.walStart(), walHead >= 0 ? walHead : base.walHead(),
+        nextKeyspaceId, out);
+  }
+
+  private static Manifest.KeyspaceMeta apply(Manifest.KeyspaceMeta k, Change c) {
+    List<Manifest.TableMeta> tables = new ArrayList<>();
+    for (Manifest.TableMeta t : c.addedTables) {
+      if (t.level() == 0) tables.add(t); // newer than every level-0 table already there
+    }
+    for (Manifest.TableMeta t : k.tables()) {
+      if (!c.removedTables.contains(t.fileNumber())) tables.add(t);
+    }
+    for (Manifest.TableMeta t : c.addedTables) {
+      if (t.level() != 0) tables.add(t);
+    }
+    List<SegmentState> segments = new ArrayList<>();
+    for (SegmentState s : k.segments()) {
+      if (!c.removedSegments.contains(s.segmentId())) segments.add(s);
+    }
+    for (SegmentState s : c.putSegments) {
+      int i = 0;
+      while (i < segments.size() && segments.get(i).segmentId() != s.segmentId()) i++;
+      if (i < segments.size()) segments.set(i, s); else segments.add(s);
+    }
+    segments.sort((a, b) -> Long.compare(a.startSeqno(), b.startSeqno()));
+    return new Manifest.KeyspaceMeta(k.id(), k.name(), tables, segments, k.counters().plus(c.delta));
+  }
+}

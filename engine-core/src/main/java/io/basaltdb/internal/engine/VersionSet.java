@@ -1,0 +1,253 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.internal.segment.SegmentState;
+import io.basaltdb.internal.sstable.TableReader;
+import io.basaltdb.internal.storage.Storage;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The one place a disk store's file set changes (LevelDB's {@code VersionSet::LogAndApply}, Pebble's
+ * {@code versionSet.logAndApply}; Magma section 5). Flush, compaction, keyspace creation and drop hand
+ * it a {@link VersionEdit}; it writes the manifest the edit makes of the current one, installs the
+ * version that reads the new files, and deletes what no version, snapshot or retained checkpoint names
+ * any more. Creating a store and rolling one back commit their manifests through its static methods.
+ * {@link Manifest#write} has no other caller.
+ *
+ * <h2>Concurrency</h2>
+ * {@link #lock} serializes commits, so each edit applies to the manifest the previous one produced, and
+ * guards the manifest, the retained checkpoints and the table registry. The version is installed under
+ * {@link Versions#applyLock} inside it (lock order: this lock, then the apply lock).
+ *
+ * <h2>Invariants</h2>
+ * <ol>
+ *   <li>Commit invariant: the manifest is durable before the version it describes is installed, and a
+ *       file an edit removes is deleted only once the manifest that dropped it is durable, no live version
+ *       names it (a reader or snapshot may be using it) and no retained checkpoint names it.</li>
+ *   <li>Every write with a seqno at or below the manifest's flushedSeqno is in the manifest's files;
+ *       every later acknowledged write is in a WAL file numbered at or above its walStart, reachable from
+ *       its walHead by the WAL's links.</li>
+ *   <li>A failed manifest write fails the store: the in-memory state may then be ahead of the disk, so
+ *       nothing more is committed in this run; the next open recovers from the last durable manifest.</li>
+ * </ol>
+ */
+final class VersionSet {
+  private final Storage storage;
+  private final Versions versions;
+  private final TableCache tables;
+  private final StoreState state;
+  private final EngineStats stats;
+  private final long retentionMillis;
+  /** The next file number for WAL files, tables and segments; any thread takes numbers. */
+  final AtomicLong nextFileNumber;
+
+  /** Package-private for tests that must see no commit between two steps. */
+  final Object lock = new Object();
+  // Guarded by lock.
+  /** The last committed manifest. */
+  private Manifest manifest;
+  /** Retained manifests (checkpoints): number to creation time. */
+  private final TreeMap<Long, Long> checkpoints;
+  /** File numbers of the tables each retained manifest names. */
+  private final Map<Long, Set<Long>> checkpointTables;
+  /** Committed tables this store opened, by file number, until they are deleted. */
+  private final Map<Long, OpenTable> committed = new HashMap<>();
+  /** Tables only older checkpoints named at open, so never opened: file number to keyspace. */
+  private final Map<Long, Integer> unopened;
+
+  private record OpenTable(int keyspace, TableReader reader) {}
+
+  VersionSet(Storage storage, Versions versions, TableCache tables, StoreState state, EngineStats stats,
+      long retentionMillis, Recovery.State recovered) {
+    this.storage = storage;
+    this.versions = versions;
+    this.tables = tables;
+    this.state = state;
+    this.stats = stats;
+    this.retentionMillis = retentionMillis;
+    this.nextFileNumber = new AtomicLong(recovered.nextFileNumber);
+    this.manifest = recovered.manifest;
+    this.checkpoints = recovered.checkpoints;
+    this.checkpointTables = recovered.checkpointTables;
+    this.unopened = new HashMap<>(recovered.tableKeyspaces);
+    recovered.files.forEach((ks, f) -> f.tables.forEach(t -> {
+      committed.put(t.fileNumber(), new OpenTable(ks, t.reader()));
+      unopened.remove(t.fileNumber());
+    }));
+  }
+
+  /** The last committed manifest. */
+  Manifest manifest() {
+    synchronized (lock) {
+      return manifest;
+    }
+  }
+
+  /** The retained checkpoints' manifests, oldest first, the current one last. */
+  List<Manifest> checkpoints() {
+    synchronized (lock) {
+      List<Manifest> out = new ArrayList<>();
+      for (long n : checkpoints.keySet()) out.add(n == manifest.number() ? manifest : Manifest.read(storage, n));
+      return out;
+    }
+  }
+
+  /**
+   * Commits {@code edit}: writes the manifest it makes of the current one, installs the version reading
+   * the new files, deletes what became obsolete. Returns the committed manifest. Throws (and fails the
+   * store) if the manifest cannot be written; refuses an edit once the store has failed.
+   */
+  Manifest logAndApply(VersionEdit edit) {
+    synchronized (lock) {
+      state.checkWritable();
+      edit.beforeCommit.run();
+      Manifest next = edit.applyTo(manifest, manifest.number() + 1, System.currentTimeMillis(), nextFileNumber.get());
+      try {
+        write(storage, next);
+      } catch (BasaltException e) {
+        state.fail(e);
+        throw e;
+      }
+      stats.manifestBytesWritten.add(next.encode().length);
+      manifest = next;
+      checkpoints.put(next.number(), next.createdMillis());
+      checkpointTables.put(next.number(), Manifest.tableNumbers(next));
+      edit.changes.forEach((ks, c) -> c.openedTables.forEach((n, t) -> committed.put(n, new OpenTable(ks, t.reader()))));
+      versions.applyLock.lock();
+      try {
+        Version cur = versions.current();
+        versions.install(versions.newVersion(cur.active, edit.writeCacheFlushed ? null : cur.immutable,
+            filesOf(next, edit, cur)));
+      } finally {
+        versions.applyLock.unlock();
+      }
+      deleteObsolete();
+      return next;
+    }
+  }
+
+  /** The files of the version after {@code edit}: untouched keyspaces keep their files object. */
+  private static Map<Integer, KeyspaceFiles> filesOf(Manifest next, VersionEdit edit, Version cur) {
+    Map<Integer, KeyspaceFiles> out = new HashMap<>();
+    for (Manifest.KeyspaceMeta k : next.keyspaces()) {
+      VersionEdit.Change c = edit.changes.get(k.id());
+      if (c == null) {
+        KeyspaceFiles f = cur.files.get(k.id());
+        if (f != null) out.put(k.id(), f);
+        continue;
+      }
+      KeyspaceFiles old = cur.files(k.id());
+      Map<Long, KeyspaceFiles.Table> byNumber = new HashMap<>();
+      for (KeyspaceFiles.Table t : old.tables) byNumber.put(t.fileNumber(), t);
+      byNumber.putAll(c.openedTables);
+      List<KeyspaceFiles.Table> ts = new ArrayList<>();
+      for (Manifest.TableMeta m : k.tables()) {
+        KeyspaceFiles.Table t = byNumber.get(m.fileNumber());
+        if (t == null) throw new IllegalStateException("no open reader for table " + m.fileNumber());
+        ts.add(t.level() == m.level() ? t : new KeyspaceFiles.Table(m.fileNumber(), m.level(), t.reader()));
+      }
+      Map<Long, KeyspaceFiles.Segment> byId = new HashMap<>();
+      for (KeyspaceFiles.Segment s : old.segments) byId.put(s.state().segmentId(), s);
+      byId.putAll(c.openedSegments);
+      List<KeyspaceFiles.Segment> ss = new ArrayList<>();
+      for (SegmentState s : k.segments()) {
+        KeyspaceFiles.Segment seg = byId.get(s.segmentId());
+        if (seg == null) throw new IllegalStateException("no open reader for segment " + s.segmentId());
+        ss.add(seg);
+      }
+      out.put(k.id(), new KeyspaceFiles(ts, ss));
+    }
+    return out;
+  }
+
+  /** Deletes what became obsolete after versions were freed; called by a background thread. */
+  void deleteObsoleteFiles() {
+    synchronized (lock) {
+      if (state.failure() == null && !state.isClosed()) deleteObsolete();
+    }
+  }
+
+  /**
+   * WAL files the manifest covers, expired checkpoints, and tables no live version and no retained
+   * checkpoint names. Caller holds lock.
+   */
+  private void deleteObsolete() {
+    for (long n : CommitLog.list(storage)) {
+      if (n < manifest.walStart()) storage.delete(FileNames.wal(n));
+    }
+    long cutoff = System.currentTimeMillis() - retentionMillis;
+    var it = checkpoints.entrySet().iterator();
+    while (it.hasNext()) {
+      var e = it.next();
+      if (e.getKey() != manifest.number() && e.getValue() <= cutoff) { // retention 0: only the current one stays
+        storage.delete(FileNames.manifest(e.getKey()));
+        it.remove();
+      }
+    }
+    checkpointTables.keySet().retainAll(checkpoints.keySet());
+    Set<Long> named = versions.namedTables();
+    for (Set<Long> s : checkpointTables.values()) named.addAll(s);
+    var open = committed.entrySet().iterator();
+    while (open.hasNext()) {
+      var e = open.next();
+      if (named.contains(e.getKey()) || !deleteTable(e.getValue().keyspace(), e.getKey())) continue;
+      tables.close(e.getValue().reader());
+      open.remove();
+    }
+    var closed = unopened.entrySet().iterator();
+    while (closed.hasNext()) {
+      var e = closed.next();
+      if (!named.contains(e.getKey()) && deleteTable(e.getValue(), e.getKey())) closed.remove();
+    }
+  }
+
+  /**
+   * Deletes an obsolete table's file; false if that failed (counted in {@code obsoleteDeleteFailures},
+   * tried again at the next cleanup, and by the next open's orphan sweep). Nothing depends on it.
+   */
+  private boolean deleteTable(int keyspace, long fileNumber) {
+    try {
+      storage.delete(FileNames.table(keyspace, fileNumber));
+      return true;
+    } catch (BasaltException e) {
+      stats.obsoleteDeleteFailures.increment();
+      return false;
+    }
+  }
+
+  // ---- offline commits: a new store, a rollback --------------------------------------------------------
+
+  /** Commits the first manifest of a new store: keyspace "default" (id 1), nothing flushed. */
+  static Manifest createStore(Storage storage) {
+    Manifest empty = new Manifest(0, 0, 0, 2, 0, 0, 1, List.of());
+    return commitOffline(storage, empty, new VersionEdit().createKeyspace(1, "default"), 1, 2);
+  }
+
+  /**
+   * Commits the manifest {@code edit} makes of {@code base} as number {@code number}, on a store no
+   * process has open (the caller holds its lock). The commit is atomic at the manifest's rename.
+   */
+  static Manifest commitOffline(Storage storage, Manifest base, VersionEdit edit, long number, long nextFileNumber) {
+    Manifest next = edit.applyTo(base, number, System.currentTimeMillis(), nextFileNumber);
+    write(storage, next);
+    return next;
+  }
+
+  private static void write(Storage storage, Manifest m) {
+    m.write(storage);
+  }
+
+  /** File numbers named by manifests, for tests and the orphan sweep. */
+  static Set<Long> tableNumbers(List<Manifest> manifests) {
+    Set<Long> out = new HashSet<>();
+    for (Manifest m : manifests) out.addAll(Manifest.tableNumbers(m));
+    return out;
+  }
+}

@@ -1,0 +1,94 @@
+package io.basaltdb.internal.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.Options;
+import io.basaltdb.internal.segment.SegmentState;
+import io.basaltdb.internal.storage.MemStorage;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The VersionSet is the one writer of manifests (STYLE item 16), and edits apply as documented: every
+ * manifest file a store creates or renames, through a whole life (a new store, keyspaces created and
+ * dropped, flushes, compactions, recovery's inline flushes, checkpoints, a rollback), is written from
+ * inside {@link VersionSet}; and a segment replacement edit keeps the seqno order.
+ */
+class VersionSetTest {
+  private static Options options() {
+    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10).blockSize(1024)
+        .l0CompactionTrigger(2).level1Bytes(64 << 10).tableTargetBytes(16 << 10);
+  }
+
+  @Test
+  void everyManifestWrite_comesFromTheVersionSet() {
+    MemStorage storage = new MemStorage(3);
+    List<String> outsiders = new ArrayList<>();
+    int[] manifestWrites = new int[1];
+    storage.setFaultInjector((op, name) -> {
+      if ((op == MemStorage.Op.CREATE || op == MemStorage.Op.RENAME) && name.startsWith(FileNames.MANIFEST_DIR + "/")) {
+        manifestWrites[0]++;
+        boolean fromVersionSet = StackWalker.getInstance().walk(s -> s.anyMatch(
+            f -> f.getClassName().equals(VersionSet.class.getName())));
+        if (!fromVersionSet) outsiders.add(op + " " + name + " from " + StackWalker.getInstance().walk(
+            s -> s.skip(1).limit(8).map(f -> f.getClassName() + "." + f.getMethodName()).toList()));
+      }
+      return MemStorage.Fault.NONE;
+    });
+    long checkpoint;
+    try (Engine e = Engine.open(storage, options())) {
+      int second = e.createKeyspace("second");
+      for (int round = 0; round < 6; round++) {
+        Batch b = new Batch(400);
+        for (int i = 0; i < 200; i++) {
+          byte[] key = ("k" + (i * 7 + round) % 500).getBytes(StandardCharsets.UTF_8);
+          b.add(1, Batch.PUT, key, new byte[300]);
+          b.add(second, i % 5 == 0 ? Batch.DELETE : Batch.PUT, key, i % 5 == 0 ? null : new byte[100]);
+        }
+        e.write(b);
+        e.flush();
+      }
+      assertTrue(e.waitForCompactions(30_000));
+      assertTrue((long) e.stats().get("compactions") > 0, "compactions committed edits");
+      checkpoint = e.checkpoint().id();
+      e.dropKeyspace("second");
+      Batch b = new Batch(1);
+      b.add(1, Batch.PUT, "after".getBytes(StandardCharsets.UTF_8), new byte[10]);
+      e.write(b);
+    }
+    try (Engine e = Engine.open(storage, options())) { // replays "after"
+      assertArrayEquals(new byte[10], e.get(1, "after".getBytes(StandardCharsets.UTF_8)));
+    }
+    Engine.rollback(storage, checkpoint);
+    try (Engine e = Engine.open(storage, options())) {
+      assertNull(e.get(1, "after".getBytes(StandardCharsets.UTF_8)), "rolled back to before the write");
+      assertEquals(List.of("default", "second"), e.keyspaceNames(), "the drop came after the checkpoint");
+    }
+    assertTrue(manifestWrites[0] >= 2 * 12, "manifest creates and renames seen: " + manifestWrites[0]);
+    assertEquals(List.of(), outsiders, "manifest files written outside the VersionSet");
+  }
+
+  private static SegmentState seg(long id, long startSeqno, long tailOffset) {
+    return new SegmentState(id, startSeqno, startSeqno + 99, tailOffset, 0, 1, 100, tailOffset, 0, 0, 4096, 4096);
+  }
+
+  @Test
+  void segmentReplacement_removesAndPutsInOneEdit_keepingSeqnoOrder() {
+    SegmentState a = seg(10, 1, 4096);
+    SegmentState b = seg(11, 500, 4096);
+    SegmentState c = seg(12, 900, 4096);
+    Manifest base = new Manifest(5, 0, 1000, 20, 3, 3, 2,
+        List.of(new Manifest.KeyspaceMeta(1, "default", List.of(), List.of(a, b, c), Manifest.Counters.ZERO)));
+    // b's live documents rewritten into segment 13 (start seqno 500, as documents keep their seqnos)
+    SegmentState d = seg(13, 500, 2048);
+    Manifest next = new VersionEdit().removeSegment(1, 11).putSegment(1, d).applyTo(base, 6, 0, 21);
+    assertEquals(List.of(a, d, c), next.keyspaces().get(0).segments());
+    assertEquals(1000, next.flushedSeqno(), "an edit without a flushed seqno keeps the base's");
+    assertEquals(3, next.walHead());
+  }
+}
