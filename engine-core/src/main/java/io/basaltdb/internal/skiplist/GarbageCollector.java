@@ -297,19 +297,20 @@ final class GarbageCollector {
     }
     waitFreedThrough(upTo);
     Writer w = list.writer();
-    long node = Node.ptr(Node.next(list.head, 0));
+    // lv: every accessor has left the barrier; its exit already ordered their links before this
+    long node = Node.ptr(Node.lvNext(list.head, 0));
     long headSize = Node.size(SkipList.MAX_HEIGHT, 0, 0);
     if (bulk) {
       // the allocator is ours and closes next: count the blocks instead of freeing each one
       long stillAllocated = SlabAllocator.blockSize(headSize);
       while (node != 0) {
         stillAllocated += SlabAllocator.blockSize(Node.size(node));
-        node = Node.ptr(Node.next(node, 0));
+        node = Node.ptr(Node.lvNext(node, 0)); // lv: as above
       }
       return stillAllocated;
     }
     while (node != 0) {
-      long next = Node.ptr(Node.next(node, 0));
+      long next = Node.ptr(Node.lvNext(node, 0)); // lv: as above
       freeNode(w, node);
       node = next;
     }

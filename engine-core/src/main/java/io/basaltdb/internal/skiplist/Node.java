@@ -35,7 +35,8 @@ import io.basaltdb.internal.memory.SlabAllocator;
  * <p>Thread-safety: bornSn, lengths, height, prefix, key and value are written before the node is published
  * by the CAS that links it and never change afterwards, so plain loads are enough once a reader has
  * reached the node through a volatile load of a next pointer. deadSn, next pointers and the build
- * state are read with volatile loads and changed only by CAS.
+ * state are read with volatile loads and changed only by CAS. Accessors are named by access mode, as
+ * the package documents.
  */
 final class Node {
   static final int BORN_OFFSET = 0;
@@ -112,8 +113,12 @@ final class Node {
     Mem.spLong(node + BORN_OFFSET, sn); // published by the linking CAS
   }
 
-  static long dead(long node) {
-    return Mem.lvLong(node + DEAD_OFFSET); // set concurrently by the superseding writer
+  /**
+   * deadSn, volatile: it is set concurrently by the CAS of the writer that superseded or deleted the
+   * node; callers say which edge they rely on.
+   */
+  static long lvDead(long node) {
+    return Mem.lvLong(node + DEAD_OFFSET);
   }
 
   static boolean casDead(long node, long sn) {
@@ -138,7 +143,7 @@ final class Node {
    */
   static boolean casState(long node, int from, int to) {
     long a = node + META_OFFSET;
-    int meta = Mem.lvInt(a);
+    int meta = Mem.lvInt(a); // lv: the latest state, which the CAS below validates
     if ((meta & STATE_MASK) != from) return false;
     return Mem.casInt(a, meta, (meta & ~STATE_MASK) | to);
   }
@@ -155,13 +160,18 @@ final class Node {
     return node + TOWER_OFFSET + 8L * level;
   }
 
-  /** The raw link at {@code level}, mark bit included (volatile: pairs with the linking CAS). */
-  static long next(long node, int level) {
+  /**
+   * The raw link at {@code level}, mark bit included. Volatile: it pairs with the CAS that linked the
+   * successor (whose fields were written before it) and sees the marks removers set by CAS; callers
+   * say which of these they rely on.
+   */
+  static long lvNext(long node, int level) {
     return Mem.lvLong(nextAddr(node, level));
   }
 
-  static void setNextPlain(long node, int level, long value) {
-    Mem.spLong(nextAddr(node, level), value); // only before publication
+  /** Plain store of a link: only before the node is published by the CAS that links it. */
+  static void spNext(long node, int level, long value) {
+    Mem.spLong(nextAddr(node, level), value);
   }
 
   static boolean casNext(long node, int level, long expect, long update) {
@@ -190,7 +200,7 @@ final class Node {
 
   /** True when the node is visible at {@code sn}: born at or before it and not dead at it. */
   static boolean visibleAt(long node, long sn) {
-    long dead = dead(node);
+    long dead = lvDead(node); // lv: pairs with the killer's casDead
     return born(node) <= sn && (dead == 0 || dead > sn);
   }
 }

@@ -100,7 +100,7 @@ public final class SkipList implements AutoCloseable {
     this.head = allocator.allocate(Node.size(MAX_HEIGHT, 0, 0));
     Node.init(head, MAX_HEIGHT, 0, 0);
     for (int l = 0; l < MAX_HEIGHT; l++) {
-      Node.setNextPlain(head, l, 0);
+      Node.spNext(head, l, 0);
     }
     this.gc = new GarbageCollector(this);
     this.barrier = new AccessBarrier(gc::sessionTerminated);
@@ -298,7 +298,8 @@ public final class SkipList implements AutoCloseable {
           int keep = 0;
           for (int i = 0; i < w.deadCount; i++) {
             long node = w.dead[i];
-            if (Node.dead(node) <= sn) {
+            // lv: set by the killer's CAS before it added the node here under w's monitor
+            if (Node.lvDead(node) <= sn) {
               if (n == dead.length) dead = java.util.Arrays.copyOf(dead, n * 2);
               dead[n++] = node;
             } else {
@@ -330,12 +331,14 @@ public final class SkipList implements AutoCloseable {
     while (true) {
       long pred = head;
       for (int l = top - 1; l >= 0; l--) {
-        long link = Node.next(pred, l) & ~Node.MARK;
+        // lv: pairs with the CAS that linked the successor, so its header and key are visible
+        long link = Node.lvNext(pred, l) & ~Node.MARK;
         long curr;
         while ((curr = Node.ptr(link)) != 0) {
           long lp = Node.linkPrefix(link);
           if (kp31 < lp) break; // the successor sorts after the key: no need to load it
-          long raw = Node.next(curr, l);
+          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's successor
+          long raw = Node.lvNext(curr, l);
           if (Node.isMarked(raw)) {
             long unmarked = raw & ~Node.MARK;
             if (!Node.casNext(pred, l, link, unmarked)) continue retry; // pred changed or is dying
@@ -374,12 +377,14 @@ public final class SkipList implements AutoCloseable {
     while (true) {
       long pred = head;
       for (int l = topHeight.get() - 1; l >= 0; l--) {
-        long link = Node.next(pred, l) & ~Node.MARK;
+        // lv: pairs with the CAS that linked the successor, so its header and key are visible
+        long link = Node.lvNext(pred, l) & ~Node.MARK;
         long curr;
         while ((curr = Node.ptr(link)) != 0) {
           long lp = Node.linkPrefix(link);
           if (kp31 < lp) break; // the successor sorts after the key: descend without loading it
-          long raw = Node.next(curr, l);
+          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's successor
+          long raw = Node.lvNext(curr, l);
           if (Node.isMarked(raw)) {
             long unmarked = raw & ~Node.MARK;
             if (!Node.casNext(pred, l, link, unmarked)) continue retry; // pred changed or is dying
@@ -402,7 +407,8 @@ public final class SkipList implements AutoCloseable {
   private long findCurrent(Object kb, long ko, int kl) {
     long pred = findPredecessor(kb, ko, kl);
     while (true) {
-      long raw = Node.next(pred, 0);
+      // lv: pairs with the CAS that linked v (its fields are visible) and sees a mark on pred
+      long raw = Node.lvNext(pred, 0);
       long v = Node.ptr(raw);
       if (Node.isMarked(raw)) { // pred died under us; search again
         pred = findPredecessor(kb, ko, kl);
@@ -416,10 +422,12 @@ public final class SkipList implements AutoCloseable {
       if (c < 0) {
         return 0; // at the load of pred.next no version of the key followed pred
       }
-      boolean live = Node.dead(v) == 0;
+      // lv: pairs with the superseder's casDead, and stays ordered between the two loads of pred.next
+      boolean live = Node.lvDead(v) == 0;
       // v was the key's newest version when pred.next was loaded; it must still be, or a newer version
       // may already have been returned by another reader
-      if (Node.next(pred, 0) == raw) {
+      // lv: after the load of deadSn; a put links its version before it kills the old one
+      if (Node.lvNext(pred, 0) == raw) {
         return live ? v : 0;
       }
     }
@@ -429,7 +437,8 @@ public final class SkipList implements AutoCloseable {
   long findFirstAtOrAfter(Object kb, long ko, int kl) {
     long pred = findPredecessor(kb, ko, kl);
     while (true) {
-      long raw = Node.next(pred, 0);
+      // lv: pairs with the CAS that linked the successor, so its header and key are visible
+      long raw = Node.lvNext(pred, 0);
       long next = Node.ptr(raw);
       if (Node.isMarked(raw)) {
         pred = findPredecessor(kb, ko, kl);
@@ -448,7 +457,8 @@ public final class SkipList implements AutoCloseable {
       if (Node.born(v) <= sn) {
         return v;
       }
-      long next = Node.ptr(Node.next(v, 0));
+      // lv: pairs with the CAS that linked next, so its header and key are visible
+      long next = Node.ptr(Node.lvNext(v, 0));
       if (next == 0 || !Keys.sameKey(v, next)) return 0;
       v = next;
     }
@@ -457,9 +467,10 @@ public final class SkipList implements AutoCloseable {
 
   /** The first node after the versions of {@code node}'s key at level 0. */
   static long skipVersions(long node) {
-    long v = Node.ptr(Node.next(node, 0));
+    // lv: pairs with the CAS that linked the successor, so its key is visible
+    long v = Node.ptr(Node.lvNext(node, 0));
     while (v != 0 && Keys.sameKey(node, v)) {
-      v = Node.ptr(Node.next(v, 0));
+      v = Node.ptr(Node.lvNext(v, 0)); // lv: as above
     }
     return v;
   }
@@ -484,7 +495,7 @@ public final class SkipList implements AutoCloseable {
       }
       Node.setBorn(node, t);
       for (int l = 0; l < height; l++) {
-        Node.setNextPlain(node, l, succs[l]);
+        Node.spNext(node, l, succs[l]);
       }
       if (Node.casNext(preds[0], 0, succs[0], Node.link(node))) {
         break; // linearization point: the new version is the key's newest
@@ -519,7 +530,7 @@ public final class SkipList implements AutoCloseable {
     build:
     for (int l = 1; l < height; l++) {
       while (true) {
-        long raw = Node.next(node, l);
+        long raw = Node.lvNext(node, l); // lv: sees a remover's mark CAS on this tower
         if (Node.isMarked(raw)) break build; // removal started: stop growing
         long succ = succs[l];
         if (raw != succ && !Node.casNext(node, l, raw, succ)) break build;
@@ -556,7 +567,8 @@ public final class SkipList implements AutoCloseable {
     for (int l = height - 1; l >= 0; l--) {
       // preds/succs are this operation's search results for levels below `searched` only
       long pred = l < newerLinked ? newer : (l < searched && Node.ptr(succs[l]) == old ? preds[l] : 0);
-      if (pred == 0 || !Node.casNext(pred, l, oldLink, Node.next(old, l) & ~Node.MARK)) {
+      // lv: old's successor as last changed by any CAS; the casNext validates the pair
+      if (pred == 0 || !Node.casNext(pred, l, oldLink, Node.lvNext(old, l) & ~Node.MARK)) {
         unlinkAllLevels(old);
         break;
       }
@@ -569,7 +581,7 @@ public final class SkipList implements AutoCloseable {
     int height = Node.height(node);
     for (int l = height - 1; l >= 0; l--) {
       while (true) {
-        long raw = Node.next(node, l);
+        long raw = Node.lvNext(node, l); // lv: the CAS below validates it
         if (Node.isMarked(raw) || Node.casNext(node, l, raw, raw | Node.MARK)) break;
       }
     }
@@ -579,7 +591,8 @@ public final class SkipList implements AutoCloseable {
   private boolean remove(Writer w, Object kb, long ko, int kl, long t) {
     long pred = findPredecessor(kb, ko, kl);
     while (true) {
-      long raw = Node.next(pred, 0);
+      // lv: pairs with the CAS that linked v (its fields are visible) and sees a mark on pred
+      long raw = Node.lvNext(pred, 0);
       if (Node.isMarked(raw)) {
         pred = findPredecessor(kb, ko, kl);
         continue;
@@ -591,8 +604,10 @@ public final class SkipList implements AutoCloseable {
         continue;
       }
       if (c < 0) return false;
-      if (Node.dead(v) != 0) {
-        if (Node.next(pred, 0) == raw) return false; // the newest version is dead: nothing to delete
+      // lv: pairs with a concurrent put's or delete's casDead; re-validated through pred.next below
+      if (Node.lvDead(v) != 0) {
+        // lv: after the load of deadSn, as in findCurrent
+        if (Node.lvNext(pred, 0) == raw) return false; // the newest version is dead: nothing to delete
         continue;
       }
       if (Node.born(v) > t) {
@@ -616,10 +631,11 @@ public final class SkipList implements AutoCloseable {
 
   /** True if a version of v's key behind v is not dead yet (its superseder is still finishing). */
   private static boolean hasLiveOlderVersion(long v) {
-    long o = Node.ptr(Node.next(v, 0));
+    // lv: pairs with the CAS that linked the successor, so its key is visible
+    long o = Node.ptr(Node.lvNext(v, 0));
     while (o != 0 && Keys.sameKey(v, o)) {
-      if (Node.dead(o) == 0) return true;
-      o = Node.ptr(Node.next(o, 0));
+      if (Node.lvDead(o) == 0) return true; // lv: pairs with the superseder's casDead
+      o = Node.ptr(Node.lvNext(o, 0)); // lv: as above
     }
     return false;
   }
@@ -651,10 +667,12 @@ public final class SkipList implements AutoCloseable {
     while (true) {
       long pred = head;
       for (int l = Math.max(topHeight.get(), height) - 1; l >= 0; l--) {
-        long link = Node.next(pred, l) & ~Node.MARK;
+        // lv: pairs with the CAS that linked the successor, so its header and key are visible
+        long link = Node.lvNext(pred, l) & ~Node.MARK;
         long curr;
         while ((curr = Node.ptr(link)) != 0) { // to the last node sorting before the key
-          long raw = Node.next(curr, l);
+          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's successor
+          long raw = Node.lvNext(curr, l);
           if (Node.isMarked(raw)) {
             long unmarked = raw & ~Node.MARK;
             if (!Node.casNext(pred, l, link, unmarked)) continue retry;
@@ -671,7 +689,7 @@ public final class SkipList implements AutoCloseable {
         if (l < height) {
           long p = pred;
           while ((curr = Node.ptr(link)) != 0) { // through the versions of the key
-            long raw = Node.next(curr, l);
+            long raw = Node.lvNext(curr, l); // lv: sees a remover's mark CAS on curr
             if (Node.isMarked(raw)) {
               long unmarked = raw & ~Node.MARK;
               if (!Node.casNext(p, l, link, unmarked)) continue retry;

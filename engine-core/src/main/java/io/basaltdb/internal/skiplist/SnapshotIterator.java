@@ -36,7 +36,8 @@ public final class SnapshotIterator implements AutoCloseable {
   public void seekFirst() {
     AccessBarrier.Session s = enter();
     try {
-      position(Node.ptr(Node.next(list.head, 0)));
+      // lv: pairs with the CAS that linked the successor, so its header and key are visible
+      position(Node.ptr(Node.lvNext(list.head, 0)));
     } finally {
       list.barrier.exit(s);
     }

@@ -12,8 +12,8 @@ import java.util.Arrays;
  * <p>Concurrency: {@code activeTerm} is volatile and padded; the snapshot creator reads it to wait for
  * writers still in the term being closed. The dead list and retire buffer are guarded by this object's
  * monitor: the owner appends, the snapshot creator and the collector drain. The scratch arrays belong
- * to the owner alone. Counters are written by the owner with opaque stores and read racily by
- * statistics (a slightly stale sum is fine).
+ * to the owner alone. Counters are written by the owner with opaque stores ({@code su}, see the
+ * package's access modes) and read racily by statistics (a slightly stale sum is fine).
  */
 final class Writer extends WriterActiveTerm {
   static final int ITEMS = 0;
@@ -41,11 +41,22 @@ final class Writer extends WriterActiveTerm {
 
   /** Adds {@code delta} to a counter; only the owner thread calls this. */
   void count(int counter, long delta) {
-    COUNTER.setOpaque(counters, counter, (long) COUNTER.getOpaque(counters, counter) + delta);
+    // lu: the owner is the only writer, so it reads its own last store; su: atomic, so a racy reader
+    // sees the old sum or the new one, never half of each
+    suCounter(counter, luCounter(counter) + delta);
   }
 
+  /** A counter's value, read racily by statistics: it may lag the owner's latest counts. */
   long counter(int counter) {
+    return luCounter(counter); // lu: no edge needed, a stale but untorn value is fine
+  }
+
+  private long luCounter(int counter) {
     return (long) COUNTER.getOpaque(counters, counter);
+  }
+
+  private void suCounter(int counter, long value) {
+    COUNTER.setOpaque(counters, counter, value);
   }
 
   /** Adds every counter to {@code sum[counter]}. */
