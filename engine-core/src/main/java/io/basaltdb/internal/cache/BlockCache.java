@@ -76,7 +76,10 @@ public final class BlockCache implements AutoCloseable {
     final long key;
     /** The cache whose memory this is; null for a heap block. */
     private final BlockCache cache;
-    /** Pins, plus EVICTED once out of the cache; HEAP for a heap block. Accessed through STATE. */
+    /**
+     * Pins, plus EVICTED once out of the cache; HEAP for a heap block. Changed only by atomic
+     * operations through STATE ({@link #casState}, {@link #faaState}), from any thread, without a lock.
+     */
     @SuppressWarnings("unused")
     private volatile int state;
     /**
@@ -96,11 +99,24 @@ public final class BlockCache implements AutoCloseable {
       this.size = size;
       this.kind = kind;
       this.key = key;
-      this.state = state;
+      this.state = state; // a volatile store, before the block is put in a map or returned
     }
 
     long charge() {
       return size + OVERHEAD;
+    }
+
+    private int lvState() {
+      return (int) STATE.getVolatile(this);
+    }
+
+    private boolean casState(int expect, int update) {
+      return STATE.compareAndSet(this, expect, update);
+    }
+
+    /** Adds {@code delta} to the state and returns the state before. */
+    private int faaState(int delta) {
+      return (int) STATE.getAndAdd(this, delta);
     }
 
     /** Releases this pin; the block must not be read afterwards. */
@@ -203,9 +219,10 @@ public final class BlockCache implements AutoCloseable {
   /** Pins {@code b} unless it is evicted; a block pinned here is not freed until released. */
   private static boolean tryPin(Block b) {
     while (true) {
-      int v = (int) STATE.getVolatile(b);
+      int v = b.lvState(); // lv: sees an evictor's EVICTED; the CAS below validates it
       if ((v & EVICTED) != 0) return false;
-      if (STATE.compareAndSet(b, v, v + 1)) return true;
+      // cas: succeeds only before the EVICTED add, which then counts this pin and leaves the free to us
+      if (b.casState(v, v + 1)) return true;
     }
   }
 
@@ -246,7 +263,7 @@ public final class BlockCache implements AutoCloseable {
       existing = s.map.get(key);
       if (existing != null) {
         existing.referenced = true;
-        STATE.getAndAdd(existing, 1);
+        existing.faaState(1); // faa: in the map, under the lock, so not evicted: this pin cannot fail
       } else if (!closed) {
         s.map.put(b);
         inserted = true;
@@ -289,7 +306,7 @@ public final class BlockCache implements AutoCloseable {
 
   /** Releases one pin of {@code b}; frees it if it is out of the cache and that was the last pin. */
   private void release(Block b) {
-    int v = (int) STATE.getAndAdd(b, -1) - 1;
+    int v = b.faaState(-1) - 1; // faa: orders our reads of the block before a free by whoever sees 0 pins
     if ((v & PINS) == PINS) throw new IllegalStateException("block released more often than pinned");
     if (v == EVICTED) free(b);
   }
@@ -480,7 +497,7 @@ public final class BlockCache implements AutoCloseable {
 
   /** Marks {@code b}, just taken out of its shard, evicted; true if nobody holds a pin (free it). */
   private static boolean markEvicted(Block b) {
-    int v = (int) STATE.getAndAdd(b, EVICTED);
+    int v = b.faaState(EVICTED); // faa: a pin either precedes it (counted here) or fails after it
     return (v & PINS) == 0;
   }
 
