@@ -88,7 +88,11 @@ public final class BlockCache implements AutoCloseable {
      * second chance at the head of the list.
      */
     boolean referenced;
-    /** LRU neighbours, guarded by the shard lock; null once out of the list. */
+    /**
+     * LRU neighbours, guarded by the shard lock while the block is in the list; null once out of it,
+     * except that a put chains the blocks it evicted through {@code older} to free them after the lock
+     * (no other thread reaches them by then).
+     */
     Block newer;
     Block older;
 
@@ -507,11 +511,16 @@ public final class BlockCache implements AutoCloseable {
     Mem.freeUnpooled(b.address, b.size, this);
   }
 
-  /** A map and an LRU list (newest at the head), both guarded by {@code lock}. */
+  /** A map and an LRU list (newest at the head). */
   private static final class Shard {
-    /** Writers (puts, removals, evictions) exclusive; readers optimistic, or shared when they race a writer. */
+    /**
+     * Taken for writing by puts, removals and evictions, for reading by {@link BlockCache#entries};
+     * lookups read the map without it and validate a stamp instead.
+     */
     final StampedLock lock = new StampedLock();
+    /** Written only under the write lock; read racily by lookups (the rule is at {@link BlockMap}). */
     final BlockMap map = new BlockMap();
+    /** The LRU list and its charge: read and written only under the write lock. */
     Block newest;
     Block oldest;
     long used;
@@ -548,7 +557,20 @@ public final class BlockCache implements AutoCloseable {
    * A hash map from a block's key to the block, open-addressed with linear probing over parallel arrays
    * of primitive keys and blocks: a probe boxes nothing and touches two arrays, not a chain of nodes.
    * Key 0 marks a free slot (no block has it: owners start at 1). Removal shifts later entries of the
-   * probe run back, so there are no tombstones. Not thread-safe: its shard's lock guards it.
+   * probe run back, so there are no tombstones.
+   *
+   * <p>Concurrency: every write ({@link #put}, {@link #remove}, the grow inside put) and every {@link
+   * #get} runs under the shard's write lock, {@link #size} under its read or write lock. Only {@link
+   * #getRacy} reads without the lock, and then the arrays may be in any state a writer passes through:
+   * the two arrays of different generations (a grow assigns them one after the other, then refills
+   * them), an entry shifted back while the reader's probe passed it, a key slot and its block slot
+   * from different moments. A racy read is safe because it is bounded and believed only after a check:
+   * it stops after one pass over the arrays and gives up when their lengths differ, so it never throws
+   * or loops; a block it returns is a hit only if the block's own key (a final field, so seen as
+   * constructed) is the one looked up and a CAS pins it before it is marked evicted (so it cannot be
+   * freed under the reader); a null is a miss only if the lock's stamp shows no writer ran during the
+   * look. Anything else makes {@link BlockCache#find} look again or report a miss, which the put that
+   * follows a miss corrects under the lock.
    */
   static final class BlockMap {
     private long[] keys = new long[16];
