@@ -31,9 +31,10 @@ import org.openjdk.jmh.infra.Blackhole;
  *
  * <p>Run (see docs/benchmarks.md for the full matrix):
  * <pre>
- * java -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 1 -prof gc
- * java -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 2 -prof gc
+ * java @jvm.flags -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 1 -prof gc
+ * java @jvm.flags -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 2 -prof gc
  * </pre>
+ * {@code @jvm.flags} (the JVM flags, docs/operations.md) is for the fork: it inherits the JMH JVM's flags.
  * After loading, the setup prints Basalt's metadata bytes per entry (memory in use minus key and
  * value bytes).
  */
@@ -42,11 +43,8 @@ import org.openjdk.jmh.infra.Blackhole;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 3)
 @Measurement(iterations = 5, time = 3)
-@Fork(value = 1, jvmArgsAppend = {"-Xms8g", "-Xmx8g", "-XX:+UseParallelGC",
-    "--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED",
-    "--add-exports=java.base/jdk.internal.misc=ALL-UNNAMED", "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-exports=jdk.unsupported/sun.misc=ALL-UNNAMED"})
+// The fork inherits the JMH JVM's flags (JMH's default), so jvm.flags reaches it from the command line.
+@Fork(value = 1, jvmArgsAppend = {"-Xms8g", "-Xmx8g", "-XX:+UseParallelGC"})
 public class SkipListBenchmark {
   static final int KEY_SIZE = 16;
   static final int VALUE_SIZE = 100;
