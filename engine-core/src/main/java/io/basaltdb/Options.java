@@ -173,7 +173,8 @@ public final class Options {
 
   /**
    * Document reads a batched get ({@code Keyspace.getAll}) keeps in flight at once: the threads of the
-   * built-in read transport, the queue depth of engine-io's io_uring one. Default 8.
+   * built-in read transport (pooled {@code FileChannel} reads), or the queue depth of a transport a
+   * provider on the class path supplies instead (an io_uring one in engine-io is planned). Default 8.
    */
   public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
   public int readQueueDepth() { return readQueueDepth; }

@@ -16,8 +16,9 @@ public interface ReadTarget {
   int read(long position, ByteBuffer dst);
 
   /**
-   * The operating-system path of the file, for transports that open files themselves (io_uring), or
-   * null when the file is not an operating-system file (the in-memory test storage).
+   * The operating-system path of the file, for transports that open files themselves (such as the
+   * planned io_uring one), or null when the file is not an operating-system file (the in-memory test
+   * storage).
    */
   default Path path() {
     return null;

@@ -7,9 +7,10 @@ import java.util.concurrent.CompletableFuture;
 /**
  * How the engine reads documents when many are wanted at once (Magma's batched reads): it resolves a
  * batch of keys to file positions, then hands every read to the transport together, so many are in
- * flight at once, and waits for them all. The default transport runs positional reads on a small
- * thread pool; engine-io's io_uring transport submits them to the kernel in one go. A provider is found
- * with {@link java.util.ServiceLoader} through {@link Provider}.
+ * flight at once, and waits for them all. The built-in transport runs positional {@code FileChannel}
+ * reads on a small pool of threads; a {@link Provider} found on the class path with {@link
+ * java.util.ServiceLoader} replaces it (the highest priority wins). No module provides one yet: an
+ * io_uring transport in engine-io, submitting a batch to the kernel in one go, is planned.
  *
  * <p>Thread-safety: {@link #submit} may be called from many threads at once.
  */
@@ -55,7 +56,7 @@ public interface ReadTransport extends AutoCloseable {
     ReadTransport create(int queueDepth);
   }
 
-  /** A short name for statistics, such as "thread-pool" or "io_uring". */
+  /** A short name for statistics, such as "thread-pool" (the built-in transport). */
   String name();
 
   /**

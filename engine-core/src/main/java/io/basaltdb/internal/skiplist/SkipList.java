@@ -13,8 +13,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Nitro's lock-free MVCC skiplist (seed 001, sections 2-4 and 6) with its nodes off the Java heap.
  *
  * <h2>Structure</h2>
- * Nodes ({@link Node}) hold key, value, {@code (bornSn, deadSn)} and a tower of next pointers whose bit
- * 0 marks the node deleted at that level, so one CAS swaps pointer and mark. Level 0 holds every node;
+ * Nodes ({@link Node}) hold key, value, {@code (bornSn, deadSn)} and a tower of links, one 64-bit word
+ * per level: the successor's 32-bit reference, bit 32 marking this node deleted at that level, and the
+ * top 31 bits of the successor's key prefix, so one CAS swaps all three. Level 0 holds every node;
  * level l about 1/4^l of them (fan-out 4). Keys sort as unsigned bytes; the versions of one key sit
  * together, newest first (the paper orders them by bornSn; newest-first in link order is the same
  * order, and lets a lookup stop at the first version it may see).
