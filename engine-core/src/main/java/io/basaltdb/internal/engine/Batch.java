@@ -19,6 +19,13 @@ public final class Batch {
   static final byte GROUP_START = 1;
   /** Flag: the group was fsynced before it was acknowledged (SyncMode.SYNC). */
   static final byte SYNCED = 2;
+  /**
+   * Flag: a link record, the last of a WAL file but the newest: no operations, then the u64 number of
+   * the file that follows it ({@link #successor}). Replays as a no-op, like the clean-close marker.
+   */
+  static final byte LINK = 4;
+  /** Bytes a link record adds after the header: the successor's file number. */
+  static final int SUCCESSOR_SIZE = 8;
 
   final int[] keyspaces;
   final byte[] types;
@@ -27,8 +34,10 @@ public final class Batch {
   int count;
   /** Seqno of operation 0; set by the commit leader before the batch is logged. */
   long firstSeqno;
-  /** WAL record flags ({@link #GROUP_START}, {@link #SYNCED}); set when logged or decoded. */
+  /** WAL record flags ({@link #GROUP_START}, {@link #SYNCED}, {@link #LINK}); set when logged or decoded. */
   byte flags;
+  /** A link record's successor WAL file number; -1 in every other batch. */
+  long successor = -1;
 
   public Batch(int capacity) {
     keyspaces = new int[capacity];
@@ -50,9 +59,25 @@ public final class Batch {
     return count;
   }
 
+  /**
+   * The link record ending a WAL file whose successor is file {@code successor}: a synced group start
+   * with no operations and first seqno {@code firstSeqno} (one past the last seqno logged before it).
+   */
+  static Batch link(long firstSeqno, long successor) {
+    Batch b = new Batch(0);
+    b.firstSeqno = firstSeqno;
+    b.flags = GROUP_START | SYNCED | LINK;
+    b.successor = successor;
+    return b;
+  }
+
+  boolean isLink() {
+    return (flags & LINK) != 0;
+  }
+
   /** Bytes of the encoded WAL record. */
   int encodedSize() {
-    int n = HEADER_SIZE;
+    int n = isLink() ? HEADER_SIZE + SUCCESSOR_SIZE : HEADER_SIZE;
     for (int i = 0; i < count; i++) {
       n += 1 + 4 + 4 + keys[i].length + 4 + (values[i] == null ? 0 : values[i].length);
     }
@@ -69,6 +94,7 @@ public final class Batch {
   void encode(ByteBuffer out) {
     out.order(ByteOrder.LITTLE_ENDIAN);
     out.putLong(firstSeqno).putInt(count).put(flags);
+    if (isLink()) out.putLong(successor);
     for (int i = 0; i < count; i++) {
       out.put(types[i]).putInt(keyspaces[i]).putInt(keys[i].length).put(keys[i]);
       byte[] v = values[i];
@@ -88,6 +114,10 @@ public final class Batch {
       Batch b = new Batch(n);
       b.firstSeqno = first;
       b.flags = flags;
+      if (b.isLink()) {
+        if (n != 0) throw new CorruptionException(file, offset, "a link record with " + n + " operations");
+        b.successor = in.getLong();
+      }
       for (int i = 0; i < n; i++) {
         byte type = in.get();
         int ks = in.getInt();

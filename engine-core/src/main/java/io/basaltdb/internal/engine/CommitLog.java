@@ -12,6 +12,10 @@ import java.util.List;
  * sync mode. A write cache switch rotates to a new file, so every WAL file but the newest holds only
  * seqnos at or below some flushed boundary and is deleted once a manifest covers it.
  *
+ * <p>The files of one session form a chain: rotation ends the old file with a synced link record
+ * naming the new one (docs/format.md, "WAL record payload"), so a missing successor is detectable
+ * ({@link WalChain}); the manifest names the session's first file.
+ *
  * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one at a
  * time); {@link #sync} also by the periodic syncer, so file operations are synchronized on this.
  */
@@ -26,6 +30,8 @@ final class CommitLog implements AutoCloseable {
   private long number;
   /** Bytes written since the last sync. */
   private long unsynced;
+  /** The last seqno appended in this session (any file), -1 before the first append. */
+  private long lastLogged = -1;
 
   CommitLog(Storage storage, long number) {
     this.storage = storage;
@@ -75,6 +81,7 @@ final class CommitLog implements AutoCloseable {
     }
     long end = writer.flush();
     unsynced += end - before;
+    for (Batch b : group) lastLogged = Math.max(lastLogged, b.firstSeqno + b.count - 1);
     if (sync) syncLocked();
     return end - before;
   }
@@ -88,11 +95,32 @@ final class CommitLog implements AutoCloseable {
     unsynced = 0;
   }
 
-  /** Syncs and closes the current file and starts file {@code next}. */
+  /**
+   * Starts file {@code next}: creates it, then syncs the current file, appends a link record naming
+   * {@code next} and syncs again (the first sync makes the link's SYNCED flag true, as for the close
+   * marker), and closes the current file. The successor is created first, and creation is durable when
+   * it returns, so a link never names a file a crash can lose: the newest file never ends with a link.
+   * On a failure the current file stays current (the store fails; an empty, unlinked successor may be
+   * left behind, which recovery replays as empty).
+   */
   synchronized void rotate(long next) {
-    syncLocked();
-    file.close();
-    open(next);
+    StorageFile successor = storage.create(fileName(next));
+    try {
+      syncLocked();
+      Batch link = Batch.link(lastLogged + 1, next);
+      writer.add(link.encodedSize(), link::encode);
+      writer.flush();
+      syncLocked();
+    } catch (RuntimeException e) {
+      successor.close();
+      throw e;
+    }
+    StorageFile old = file;
+    file = successor;
+    writer = new LogWriter(successor, 0);
+    number = next;
+    unsynced = 0;
+    old.close();
   }
 
   /**
