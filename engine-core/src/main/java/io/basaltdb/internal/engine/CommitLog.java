@@ -42,6 +42,19 @@ final class CommitLog implements AutoCloseable {
     return FileNames.wal(number);
   }
 
+  /**
+   * The name file {@code number} has while a rotation creates it, until the link naming it is durable:
+   * replay does not list it, so a crash before then leaves the old file the newest (see {@link #rotate}).
+   */
+  static String pendingName(long number) {
+    return fileName(number) + ".tmp";
+  }
+
+  /** The file number in a pending WAL file name ({@link #pendingName}), or -1. */
+  static long pendingNumberOf(String name) {
+    return name.endsWith(".log.tmp") ? numberOf(name.substring(0, name.length() - 4)) : -1;
+  }
+
   /** The file number in a WAL file name, or -1. */
   static long numberOf(String name) {
     return FileNames.walNumber(name);
@@ -96,25 +109,31 @@ final class CommitLog implements AutoCloseable {
   }
 
   /**
-   * Starts file {@code next}: creates it, then syncs the current file, appends a link record naming
-   * {@code next} and syncs again (the first sync makes the link's SYNCED flag true, as for the close
-   * marker), and closes the current file. The successor is created first, and creation is durable when
-   * it returns, so a link never names a file a crash can lose: the newest file never ends with a link.
-   * On a failure the current file stays current (the store fails; an empty, unlinked successor may be
-   * left behind, which recovery replays as empty).
+   * Starts file {@code next}, in an order that leaves every crash point recoverable:
+   *
+   * <ol>
+   *   <li>creates it as {@link #pendingName} (durable on return), which replay does not list;</li>
+   *   <li>syncs the current file, appends a link record naming {@code next}, syncs again (the first
+   *       sync makes the link's SYNCED flag true, as for the close marker). A crash before the link is
+   *       durable leaves the current file the newest listed, so a torn link is a torn tail;</li>
+   *   <li>renames the pending file to its WAL name (atomic, durable) and switches to it. A crash between
+   *       the link's sync and the rename leaves a link to a missing file and the pending file that shows
+   *       the rotation was cut short: {@link WalChain#undoInterruptedRotation} removes that link.</li>
+   * </ol>
+   *
+   * On a failure the current file stays current and the store fails.
    */
   synchronized void rotate(long next) {
-    StorageFile successor = storage.create(fileName(next));
-    try {
-      syncLocked();
-      Batch link = Batch.link(lastLogged + 1, next);
-      writer.add(link.encodedSize(), link::encode);
-      writer.flush();
-      syncLocked();
-    } catch (RuntimeException e) {
-      successor.close();
-      throw e;
-    }
+    String pending = pendingName(next);
+    if (storage.exists(pending)) storage.delete(pending); // from a rotation to the same number that failed
+    storage.create(pending).close();
+    syncLocked();
+    Batch link = Batch.link(lastLogged + 1, next);
+    writer.add(link.encodedSize(), link::encode);
+    writer.flush();
+    syncLocked();
+    storage.rename(pending, fileName(next));
+    StorageFile successor = storage.open(fileName(next));
     StorageFile old = file;
     file = successor;
     writer = new LogWriter(successor, 0);

@@ -15,7 +15,8 @@ import java.util.List;
  * <p>Two facts name the files that must exist. The manifest's walHead is the WAL file that was current
  * when it was committed; every open commits a manifest right after creating its WAL file, before writing
  * to it. And every WAL file but the newest of its session ends with a synced link record naming its
- * successor ({@link CommitLog#rotate}). So walHead must be present, and so must every linked successor.
+ * successor ({@link CommitLog#rotate}). So walHead must be present, and so must every linked successor,
+ * except the one of a rotation a crash cut short, whose link {@link #undoInterruptedRotation} removes.
  *
  * <p>Cost: the link, when there is one, is the file's last 29 bytes, so a healthy chain costs one
  * small read per file. Only before failing the open is a file read whole (with {@link LogReader}), to
@@ -28,6 +29,39 @@ final class WalChain {
   static final int LINK_FRAME_SIZE = 8 + Batch.HEADER_SIZE + Batch.SUCCESSOR_SIZE;
 
   private WalChain() {}
+
+  /**
+   * Before replay, with the manifest's walStart and walHead: {@link #undoInterruptedRotation}, then
+   * {@link #verify}. The one call recovery needs.
+   */
+  static void check(Storage storage, long walStart, long walHead) {
+    undoInterruptedRotation(storage);
+    verify(storage, walStart, walHead);
+  }
+
+  /**
+   * Undoes a rotation a crash cut short ({@link CommitLog#rotate}): for each pending WAL file left (a
+   * {@link CommitLog#pendingName}) whose WAL file does not exist, drops the link naming it from the end
+   * of the WAL file it ends (truncated and synced; every record before a link was synced before it),
+   * then deletes the pending file. The only repair here; a crash during it leaves it to be redone.
+   */
+  static void undoInterruptedRotation(Storage storage) {
+    for (String name : storage.list(CommitLog.DIR)) {
+      long s = CommitLog.pendingNumberOf(name);
+      if (s < 0) continue;
+      if (!storage.exists(CommitLog.fileName(s))) {
+        for (long n : CommitLog.list(storage)) {
+          if (n < s && tailLink(storage, n) == s && endsWithLink(storage, n, s)) {
+            try (StorageFile f = storage.open(CommitLog.fileName(n))) {
+              f.truncate(f.size() - LINK_FRAME_SIZE);
+              f.sync();
+            }
+          }
+        }
+      }
+      storage.delete(CommitLog.DIR + "/" + name);
+    }
+  }
 
   /**
    * Fails with a {@link CorruptionException} naming the missing file if a WAL file recovery needs is
