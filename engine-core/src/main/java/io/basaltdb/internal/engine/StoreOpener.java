@@ -12,8 +12,8 @@ import java.util.ServiceLoader;
 
 /**
  * Builds a store and its components (RocksDB's {@code db_impl_open}): splits the memory quota, and for
- * a disk store takes the directory lock, loads the manifest ({@link Recovery}), replays the WAL ({@link
- * WalReplay}), starts a WAL file named by a manifest before anything is written to it, and starts the
+ * a disk store takes the directory lock, loads the manifest ({@link Recovery}), checks the WAL files it needs are all
+ * there ({@link WalChain}) and replays them ({@link WalReplay}), starts a WAL file named by a manifest before anything is written to it, and starts the
  * workers, wired through {@link WorkerEvents}. If any step fails, everything already built is closed
  * again, in reverse order, and the store stays unlocked.
  *
@@ -78,11 +78,22 @@ final class StoreOpener {
       events.compactor = compactor;
       ReadTransport transport = newReadTransport(options.readQueueDepth());
       undo.push(transport::close);
+      // A deleted WAL file fails the open here rather than losing its writes silently in the replay.
+      WalChain.check(storage, st.manifest.walStart(), st.manifest.walHead());
       WalReplay.replay(storage, options, st.manifest, versions, catalog, stats, flusher);
       CommitLog wal = new CommitLog(storage, versionSet.nextFileNumber.getAndIncrement());
       undo.push(wal::abandon);
-      // The new WAL file is the head before anything is written to it, so a deleted one fails the next open.
-      versionSet.logAndApply(new VersionEdit().walHead(wal.number()));
+      // The new WAL file is the head before anything is written to it, so a deleted one fails the next
+      // open. The WAL start moves to the first file present (a new store's, or one written before
+      // WAL heads, names none); the chain check vouched for the files it needs.
+      VersionEdit head = new VersionEdit().walHead(wal.number());
+      for (long n : CommitLog.list(storage)) {
+        if (n >= st.manifest.walStart()) {
+          if (n != st.manifest.walStart()) head.walStart(n);
+          break;
+        }
+      }
+      versionSet.logAndApply(head);
       DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats, allocator, chunk,
           versionSet, wal, events);
       CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
