@@ -2,7 +2,9 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.BasaltException;
 import io.basaltdb.ClosedException;
+import io.basaltdb.MemoryLimitException;
 import io.basaltdb.Options;
+import java.util.concurrent.locks.LockSupport;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,8 +14,18 @@ import java.util.concurrent.locks.ReentrantLock;
  * Group commit (Magma section 3.1; LevelDB's writer queue): writers queue their batches; the writer at
  * the head becomes the leader, makes room in the write cache (switching it, or waiting for a flush),
  * takes the batches queued behind it up to {@link io.basaltdb.Options#maxGroupCommitBytes}, assigns
- * their seqnos, writes them to the WAL with one write and one fsync, applies them to the active write
- * cache and wakes their writers. While it does, new writers queue up for the next group.
+ * their seqnos, admits them to the write cache, writes them to the WAL with one write and one fsync,
+ * applies them to the active write cache and wakes their writers. While it does, new writers queue up
+ * for the next group.
+ *
+ * <h2>Admission</h2>
+ * Before the WAL write the leader allocates every skiplist node of the group ({@link WriteCache#prepare}),
+ * so the apply after it cannot run out of memory: a write either returns applied, or throws having
+ * written nothing. When the quota cannot serve the group the leader collects the active cache's
+ * garbage, then lets the store free memory ({@link CommitTarget#freeMemory}: wait for a flush, switch
+ * the cache) and retries; only when the group is too big for the quota, or memory stays pinned (by
+ * snapshots) for {@link CommitTarget#pinnedWaitNanos}, does it throw {@link MemoryLimitException}, with
+ * nothing written and the store still writable.
  *
  * <h2>Concurrency</h2>
  * {@link #lock} guards the queue and the done flags of queued writes. Only the head of the queue acts
@@ -86,8 +98,10 @@ final class CommitPipeline {
       lock.lock();
       try {
         long bytes = 0;
+        // A group must fit the write quota easily, or its admission could fail where its batches alone would not.
+        long maxBytes = Math.min(options.maxGroupCommitBytes(), versions.quota().limit() / 8);
         for (Pending q : queue) {
-          if (!group.isEmpty() && bytes + q.batch.encodedSize() > options.maxGroupCommitBytes()) break;
+          if (!group.isEmpty() && bytes + q.batch.encodedSize() > maxBytes) break;
           group.add(q);
           bytes += q.batch.encodedSize();
         }
@@ -127,19 +141,27 @@ final class CommitPipeline {
       batches.add(q.batch);
       estimate += q.batch.userBytes() + q.batch.count * 96L;
     }
-    target.admit(estimate);
-    target.log(batches);
+    // Admission: the group's memory before its WAL write. Only this leader switches the active cache,
+    // so the one the nodes were prepared in is still active when they are applied.
+    target.precheck(batches, estimate);
+    long[][] nodes = admit(batches, estimate);
+    WriteCache m = versions.current().active;
+    try {
+      target.log(batches);
+    } catch (RuntimeException | Error e) {
+      discard(m, nodes);
+      throw e;
+    }
     versions.applyLock.lock();
     try {
-      WriteCache m = versions.current().active;
       try {
-        for (Batch b : batches) apply(m, b, catalog, stats);
+        for (int i = 0; i < batches.size(); i++) applyPrepared(m, batches.get(i), nodes[i]);
       } catch (RuntimeException e) {
-        // The WAL holds the group, the write cache only part of it, and its seqnos are spent: nothing
-        // more may be written in this run. Reopening replays the group whole. Admission makes this a bug.
-        io.basaltdb.StorageException f = new io.basaltdb.StorageException("the write cache could not take a"
-            + " group the WAL already holds (" + e + "); the store refuses writes until it is reopened, which"
-            + " replays the group", e);
+        // A bug, not a lack of memory (the nodes are allocated): the WAL may hold a group the write cache
+        // holds only part of, and its seqnos are spent, so nothing more may be written in this run.
+        io.basaltdb.StorageException f = new io.basaltdb.StorageException("internal error applying a group to"
+            + " the write cache (" + e + "); the store refuses writes until it is reopened, which replays what"
+            + " the WAL holds", e);
         state.fail(f);
         throw f;
       }
@@ -153,6 +175,94 @@ final class CommitPipeline {
       stats.batches.increment();
       stats.userBytesWritten.add(b.userBytes());
     }
+  }
+
+  /**
+   * Allocates the nodes of {@code batches} in the active write cache (per batch and operation; 0 for a
+   * keyspace no longer live); frees memory and retries when the quota cannot serve them.
+   *
+   * @throws MemoryLimitException if the group cannot fit; nothing is allocated or written then
+   */
+  private long[][] admit(List<Batch> batches, long estimate) {
+    if (estimate > versions.quota().limit() / 2) {
+      throw full("a write of about " + estimate + " bytes is larger than the write cache can hold", null);
+    }
+    long pinnedSince = 0;
+    boolean collected = false;
+    while (true) {
+      state.checkWritable();
+      WriteCache m = versions.current().active;
+      try {
+        return prepare(m, batches);
+      } catch (MemoryLimitException e) {
+        if (!collected) {
+          m.list.quiesce(); // frees the versions the active cache's writes have replaced, then retry
+          collected = true;
+          continue;
+        }
+        if (target.freeMemory()) {
+          collected = false;
+          continue;
+        }
+        // Nothing the store can free: older caches are pinned by snapshots (or readers), or it is full.
+        long now = System.nanoTime();
+        if (pinnedSince == 0) pinnedSince = now;
+        if (now - pinnedSince >= target.pinnedWaitNanos()) throw full(null, e);
+        LockSupport.parkNanos(10_000_000L);
+      }
+    }
+  }
+
+  /** Allocates every node of {@code batches} in {@code m}, or none (it frees them and rethrows). */
+  private long[][] prepare(WriteCache m, List<Batch> batches) {
+    long[][] nodes = new long[batches.size()][];
+    try {
+      for (int i = 0; i < batches.size(); i++) {
+        Batch b = batches.get(i);
+        nodes[i] = new long[b.count];
+        for (int j = 0; j < b.count; j++) {
+          if (!catalog.isLive(b.keyspaces[j])) continue;
+          nodes[i][j] = m.prepare(b.keyspaces[j], b.keys[j], b.firstSeqno + j, b.types[j] != Batch.PUT, b.values[j]);
+        }
+      }
+      return nodes;
+    } catch (RuntimeException e) {
+      discard(m, nodes);
+      throw e;
+    }
+  }
+
+  /** Returns the nodes of a group that will not be applied (a null row: its batch was not reached). */
+  private static void discard(WriteCache m, long[][] nodes) {
+    for (int i = 0; i < nodes.length && nodes[i] != null; i++) {
+      for (long node : nodes[i]) {
+        if (node != 0) m.discardPrepared(node);
+      }
+    }
+  }
+
+  /**
+   * Applies a batch whose nodes {@link #prepare} allocated, as {@link #apply} does; a node of a keyspace
+   * dropped since is returned. Allocates nothing. Leader only, under the apply lock.
+   */
+  private void applyPrepared(WriteCache m, Batch b, long[] nodes) {
+    for (int i = 0; i < b.count; i++) {
+      if (nodes[i] == 0) continue; // its keyspace was not live at admission
+      if (!catalog.isLive(b.keyspaces[i])) {
+        m.discardPrepared(nodes[i]);
+        continue;
+      }
+      m.applyPrepared(nodes[i], b.keys[i], b.firstSeqno + i, b.values[i]);
+      if (b.types[i] != Batch.PUT) stats.deletes.increment(); else stats.puts.increment();
+    }
+  }
+
+  private MemoryLimitException full(String why, MemoryLimitException cause) {
+    var q = versions.quota();
+    MemoryLimitException e = new MemoryLimitException(target.whenFull() + " (" + (why != null ? why + "; " : "")
+        + q.reservedBytes() + " of " + q.limit() + " bytes reserved, " + q.usedBytes() + " in use). Nothing was written");
+    if (cause != null) e.initCause(cause);
+    return e;
   }
 
   /**

@@ -4,7 +4,8 @@ import java.util.List;
 
 /**
  * What the {@link CommitPipeline} needs from the store it commits to, in the order it calls it: room
- * in the write cache, a durable log of the group, and a last step once the group is published. The
+ * in the write cache (and more of it when the group's nodes do not fit), a durable log of the group,
+ * and a last step once the group is published. The
  * disk store logs to the WAL and switches, slows or stalls on a full write cache ({@link DiskWrites});
  * the in-memory store logs nothing ({@link MemoryStore}).
  *
@@ -15,10 +16,24 @@ interface CommitTarget {
   void makeRoom();
 
   /**
-   * Before anything of the group is written: admits about {@code bytes} of write cache for it, or
-   * throws {@link io.basaltdb.MemoryLimitException} having written nothing.
+   * Before the group's nodes are allocated: refuses a group this store wants to keep memory back from
+   * (the in-memory store keeps room for deletes, the only way out of a full store), by throwing {@link
+   * io.basaltdb.MemoryLimitException}; nothing is written then.
    */
-  void admit(long bytes);
+  void precheck(List<Batch> group, long estimate);
+
+  /**
+   * The active write cache could not take the group's nodes: frees what this store can (waits for the
+   * flush of the immutable cache, or switches the active one) and returns true to retry, or false if
+   * nothing it does would help (memory pinned by snapshots, or an in-memory store that is full).
+   */
+  boolean freeMemory();
+
+  /** How long the leader waits for memory that only readers can free before it refuses the group. */
+  long pinnedWaitNanos();
+
+  /** What a refused group's message says: why the memory is full and what to do. */
+  String whenFull();
 
   /** Makes the group durable as the sync mode says; a failure fails the store and is thrown. */
   void log(List<Batch> group);

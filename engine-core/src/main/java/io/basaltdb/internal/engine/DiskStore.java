@@ -51,10 +51,15 @@ final class DiskStore implements Store {
     return id;
   }
 
-  /** The keyspace's files are deleted at the next open once no retained checkpoint names them. */
+  /**
+   * Commits the drop, then forgets the keyspace (writers stalled on its level 0 go on). Not between
+   * commit groups: a leader stalled on the keyspace's level 0 holds the queue until the drop lands. Its
+   * tables go once no version or retained checkpoint names them; its segments at the next open.
+   */
   @Override
-  public void dropKeyspace(int id) {
+  public void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline) {
     versionSet.logAndApply(new VersionEdit().dropKeyspace(id));
+    catalog.remove(id);
   }
 
   @Override

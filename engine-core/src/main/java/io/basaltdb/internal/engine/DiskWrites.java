@@ -4,7 +4,6 @@ import io.basaltdb.BasaltException;
 import io.basaltdb.MemoryLimitException;
 import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
-import io.basaltdb.internal.memory.SlabAllocator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
@@ -17,7 +16,7 @@ import java.util.concurrent.locks.LockSupport;
  * {@code l0StopWritesTrigger} level-0 tables. In PERIODIC sync mode a thread fsyncs the WAL every
  * {@code syncIntervalMillis}.
  *
- * <p>Thread-safety: {@link #makeRoom}, {@link #admit}, {@link #log} and {@link #switchWriteCache} run
+ * <p>Thread-safety: {@link #makeRoom}, {@link #freeMemory}, {@link #log} and {@link #switchWriteCache} run
  * on the commit leader (one at a time); the WAL's own monitor orders its file operations with the
  * syncer thread's.
  */
@@ -27,24 +26,19 @@ final class DiskWrites implements CommitTarget {
   private final KeyspaceCatalog catalog;
   private final StoreState state;
   private final EngineStats stats;
-  private final SlabAllocator allocator;
   private final VersionSet versionSet;
   private final CommitLog wal;
   private final WorkerEvents events;
-  /** The allocator's chunk size: the headroom a write needs beyond its own bytes (a fresh chunk per arena). */
-  private final long chunkSize;
   /** The PERIODIC mode's fsync thread, or null. */
   private final Thread syncer;
 
   DiskWrites(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
-      SlabAllocator allocator, long chunkSize, VersionSet versionSet, CommitLog wal, WorkerEvents events) {
+      VersionSet versionSet, CommitLog wal, WorkerEvents events) {
     this.options = options;
     this.versions = versions;
     this.catalog = catalog;
     this.state = state;
     this.stats = stats;
-    this.allocator = allocator;
-    this.chunkSize = chunkSize;
     this.versionSet = versionSet;
     this.wal = wal;
     this.events = events;
@@ -84,7 +78,11 @@ final class DiskWrites implements CommitTarget {
         return;
       }
       if (v.immutable == null) {
-        switchWriteCache();
+        try {
+          switchWriteCache();
+        } catch (MemoryLimitException e) {
+          // no chunk for a fresh cache yet: keep the full one; admission waits for memory or refuses
+        }
         return;
       }
       long t0 = System.nanoTime();
@@ -102,19 +100,38 @@ final class DiskWrites implements CommitTarget {
     return false;
   }
 
-  /**
-   * Refuses a group the memory quota cannot hold before anything is written, so a batch is never half
-   * applied. Snapshots pin the write caches they read, which is the usual reason.
-   */
   @Override
-  public void admit(long estimate) {
-    long quota = allocator.quota();
-    long used = allocator.usedBytes();
-    if (used + 2 * estimate + 2 * chunkSize > quota) {
-      throw new MemoryLimitException("the write cache is full: " + used + " of " + quota
-          + " bytes in use, a write needs about " + estimate
-          + "; open snapshots pin flushed write caches, close them or raise Options.memoryQuota. Nothing was written");
+  public void precheck(List<Batch> group, long estimate) {}
+
+  /** A flushed write cache gives its memory back: wait for the flush in progress, or start one. */
+  @Override
+  public boolean freeMemory() {
+    Version v = versions.current();
+    if (v.immutable != null) {
+      long t0 = System.nanoTime();
+      state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
+      stats.stallNanos.add(System.nanoTime() - t0);
+      stats.stalls.increment();
+      return true;
     }
+    if (v.active.isEmpty()) return false;
+    try {
+      switchWriteCache();
+      return true;
+    } catch (MemoryLimitException e) {
+      return false; // not even a fresh cache's first chunk fits: what is left is pinned
+    }
+  }
+
+  /** Snapshots pin flushed write caches; give them a second to close before refusing a write. */
+  @Override
+  public long pinnedWaitNanos() {
+    return 1_000_000_000L;
+  }
+
+  @Override
+  public String whenFull() {
+    return "the write cache is full; open snapshots pin flushed write caches, close them or raise Options.memoryQuota";
   }
 
   @Override
@@ -137,15 +154,19 @@ final class DiskWrites implements CommitTarget {
    * lock, so no write is half in either); the flusher picks it up. Commit leader only.
    */
   void switchWriteCache() {
+    // First the fresh cache, whose skiplist head needs a chunk: if the quota has none, this throws
+    // MemoryLimitException before anything changed, and the store stays writable.
+    WriteCache fresh = versions.newWriteCache();
     versions.applyLock.lock();
     try {
       long walNumber = versionSet.nextFileNumber.getAndIncrement();
       wal.rotate(walNumber);
-      versions.switchWriteCache(walNumber);
+      versions.switchWriteCache(walNumber, fresh);
     } catch (BasaltException e) {
       state.fail(e);
       throw e;
     } finally {
+      fresh.release(); // the new version holds it; without one (a failed rotation) this frees it
       versions.applyLock.unlock();
     }
     events.writeCacheSwitched();

@@ -4,7 +4,7 @@ import io.basaltdb.BasaltException;
 import io.basaltdb.Options;
 import io.basaltdb.StorageException;
 import io.basaltdb.internal.cache.BlockCache;
-import io.basaltdb.internal.memory.SlabAllocator;
+import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.storage.Storage;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -30,7 +30,8 @@ import java.util.Map;
  */
 public final class Engine implements AutoCloseable {
   private final Options options;
-  private final SlabAllocator allocator;
+  /** What the write caches reserve together. */
+  private final MemoryQuota writeMemory;
   /** Null in memory. */
   private final BlockCache blockCache;
   private final KeyspaceCatalog catalog;
@@ -44,7 +45,7 @@ public final class Engine implements AutoCloseable {
 
   private Engine(StoreOpener.Parts p) {
     options = p.options();
-    allocator = p.allocator();
+    writeMemory = p.writeMemory();
     blockCache = p.blockCache();
     catalog = p.catalog();
     versions = p.versions();
@@ -144,8 +145,7 @@ public final class Engine implements AutoCloseable {
     synchronized (keyspaceLock) {
       int id = catalog.existing(name);
       state.checkWritable();
-      pipeline.runBetweenGroups(() -> store.dropKeyspace(id));
-      catalog.remove(id);
+      store.dropKeyspace(id, catalog, pipeline);
     }
   }
 
@@ -217,7 +217,7 @@ public final class Engine implements AutoCloseable {
   /** Counters and gauges by name, in a stable order (see io.basaltdb.Stats for their meaning). */
   public Map<String, Long> stats() {
     state.checkOpen();
-    return StatsReport.collect(stats, store.fileStats(), versions, catalog, allocator, blockCache, options);
+    return StatsReport.collect(stats, store.fileStats(), versions, catalog, writeMemory, blockCache, options);
   }
 
   public boolean isClosed() {
@@ -239,8 +239,7 @@ public final class Engine implements AutoCloseable {
     try {
       store.close();
     } finally {
-      versions.close();
-      allocator.close();
+      versions.close(); // frees every write cache and its allocator
       if (blockCache != null) blockCache.close();
     }
   }

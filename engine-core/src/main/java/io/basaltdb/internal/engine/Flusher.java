@@ -25,7 +25,7 @@ import java.util.Map;
  * flushed seqno and the records and document bytes each new table adds to its keyspace's {@link
  * Manifest.Counters} goes to the {@link VersionSet}, which commits it and deletes the WAL files it covers.
  *
- * <p>Thread-safety: one background thread runs flushes; {@link #switchWriteCache} is called by the
+ * <p>Thread-safety: one background thread runs flushes; {@link #flush} is called by the
  * commit leader (or the opening thread during recovery). The segment writers and the list of open
  * files belong to the flushing thread, except that {@link #closeFiles} runs after {@link #stop}.
  */

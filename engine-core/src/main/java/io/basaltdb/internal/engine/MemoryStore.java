@@ -1,8 +1,6 @@
 package io.basaltdb.internal.engine;
 
 import io.basaltdb.InvalidArgumentException;
-import io.basaltdb.MemoryLimitException;
-import io.basaltdb.internal.memory.SlabAllocator;
 import java.util.List;
 
 /**
@@ -15,28 +13,46 @@ import java.util.List;
 final class MemoryStore implements Store, CommitTarget {
   private final Versions versions;
   private final KeyspaceCatalog catalog;
-  private final SlabAllocator allocator;
-  /** The allocator's chunk size: the headroom a write needs beyond its own bytes. */
+
+  /** The write cache allocator's chunk size: part of the room kept for deletes. */
   private final long chunkSize;
 
-  MemoryStore(Versions versions, KeyspaceCatalog catalog, SlabAllocator allocator, long chunkSize) {
+  MemoryStore(Versions versions, KeyspaceCatalog catalog, long chunkSize) {
     this.versions = versions;
     this.catalog = catalog;
-    this.allocator = allocator;
     this.chunkSize = chunkSize;
   }
 
   @Override public void makeRoom() {}
 
+  /**
+   * Refuses a group with puts that would leave less than two chunks and twice its size free, so a full
+   * store still takes the deletes that make room again (its message says to delete data).
+   */
   @Override
-  public void admit(long estimate) {
-    long quota = allocator.quota();
-    long used = allocator.usedBytes();
-    if (used + 2 * estimate + 2 * chunkSize > quota) {
-      throw new MemoryLimitException("the in-memory store is full: " + used + " of " + quota
-          + " bytes in use, a write needs about " + estimate
-          + "; delete data or reopen with a larger Options.memoryQuota. Nothing was written");
+  public void precheck(List<Batch> group, long estimate) {
+    boolean puts = false;
+    for (Batch b : group) {
+      for (int i = 0; i < b.count && !puts; i++) puts = b.types[i] == Batch.PUT;
     }
+    var q = versions.quota();
+    if (puts && q.usedBytes() + 2 * estimate + 2 * chunkSize > q.limit()) {
+      throw new io.basaltdb.MemoryLimitException(whenFull() + " (" + q.usedBytes() + " of " + q.limit()
+          + " bytes in use, a write needs about " + estimate + "; the rest is kept for deletes). Nothing was written");
+    }
+  }
+
+  /** Nothing frees memory here but the caller's deletes: the group is refused. */
+  @Override public boolean freeMemory() {
+    return false;
+  }
+
+  @Override public long pinnedWaitNanos() {
+    return 0;
+  }
+
+  @Override public String whenFull() {
+    return "the in-memory store is full; delete data or reopen with a larger Options.memoryQuota";
   }
 
   @Override public void log(List<Batch> group) {}
@@ -58,14 +74,21 @@ final class MemoryStore implements Store, CommitTarget {
     return catalog.maxId() + 1;
   }
 
+  /**
+   * Forgets the keyspace (later writes to it are skipped), then removes its keys between commit groups,
+   * so no group applied before the removal is left behind.
+   */
   @Override
-  public void dropKeyspace(int id) {
-    versions.applyLock.lock();
-    try {
-      versions.current().active.removeKeyspace(id);
-    } finally {
-      versions.applyLock.unlock();
-    }
+  public void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline) {
+    catalog.remove(id);
+    pipeline.runBetweenGroups(() -> {
+      versions.applyLock.lock();
+      try {
+        versions.current().active.removeKeyspace(id);
+      } finally {
+        versions.applyLock.unlock();
+      }
+    });
   }
 
   @Override public void flush(CommitPipeline pipeline) {}

@@ -2,7 +2,7 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.Options;
 import io.basaltdb.internal.cache.BlockCache;
-import io.basaltdb.internal.memory.SlabAllocator;
+import io.basaltdb.internal.memory.MemoryQuota;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -17,7 +17,7 @@ final class StatsReport {
   private StatsReport() {}
 
   static Map<String, Long> collect(EngineStats s, Store.FileStats files, Versions versions, KeyspaceCatalog catalog,
-      SlabAllocator allocator, BlockCache cache, Options options) {
+      MemoryQuota writeMemory, BlockCache cache, Options options) {
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("puts", s.puts.sum());
     m.put("deletes", s.deletes.sum());
@@ -56,10 +56,10 @@ final class StatsReport {
     Version v = versions.current();
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
     long cacheBytes = cache == null ? 0 : cache.bytes();
-    m.put("memoryInUse", allocator.usedBytes() + cacheBytes);
+    m.put("memoryInUse", writeMemory.usedBytes() + cacheBytes);
     m.put("memoryQuota", options.memoryQuota());
-    m.put("writeCacheMemory", allocator.usedBytes());
-    m.put("writeCacheQuota", allocator.quota());
+    m.put("writeCacheMemory", writeMemory.usedBytes());
+    m.put("writeCacheQuota", writeMemory.limit());
     m.put("blockCacheBytes", cacheBytes);
     m.put("blockCacheCapacity", cache == null ? 0 : cache.capacity());
     m.put("blockCacheIndexBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_INDEX));

@@ -13,8 +13,8 @@ interface Store {
   /** Makes keyspace {@code name} durable and returns its id; the engine adds it to the catalog. */
   int createKeyspace(String name, KeyspaceCatalog catalog);
 
-  /** Makes the drop of keyspace {@code id} durable; runs between commit groups. */
-  void dropKeyspace(int id);
+  /** Makes the drop of keyspace {@code id} durable and removes it from {@code catalog}. */
+  void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline);
 
   /** Flushes the write cache and waits for it; a no-op without files. */
   void flush(CommitPipeline pipeline);

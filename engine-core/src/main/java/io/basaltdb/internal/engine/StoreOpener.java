@@ -2,6 +2,7 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.Options;
 import io.basaltdb.internal.cache.BlockCache;
+import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.spi.ReadTransport;
@@ -23,26 +24,21 @@ final class StoreOpener {
   private StoreOpener() {}
 
   /** What the engine is made of. */
-  record Parts(Options options, SlabAllocator allocator, BlockCache blockCache, KeyspaceCatalog catalog,
+  record Parts(Options options, MemoryQuota writeMemory, BlockCache blockCache, KeyspaceCatalog catalog,
       Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline, ReadPath reads, Store store) {}
 
   static Parts inMemory(Options options) {
+    MemoryQuota quota = new MemoryQuota(options.memoryQuota());
+    KeyspaceCatalog catalog = new KeyspaceCatalog();
+    catalog.add(1, "default");
     long chunk = chunkSize(options.memoryQuota());
-    SlabAllocator allocator = new SlabAllocator("memory-store", options.memoryQuota(), options.memoryQuota(), chunk);
-    try {
-      KeyspaceCatalog catalog = new KeyspaceCatalog();
-      catalog.add(1, "default");
-      Versions versions = new Versions(allocator, options.maxValueSize(), java.util.Map.of());
-      StoreState state = new StoreState();
-      EngineStats stats = new EngineStats();
-      MemoryStore store = new MemoryStore(versions, catalog, allocator, chunk);
-      CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
-      return new Parts(options, allocator, null, catalog, versions, state, stats, pipeline,
-          new ReadPath(versions, catalog, stats, null), store);
-    } catch (RuntimeException | Error e) {
-      allocator.close();
-      throw e;
-    }
+    Versions versions = new Versions("memory-store", quota, chunk, options.maxValueSize(), java.util.Map.of());
+    StoreState state = new StoreState();
+    EngineStats stats = new EngineStats();
+    MemoryStore store = new MemoryStore(versions, catalog, chunk);
+    CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
+    return new Parts(options, quota, null, catalog, versions, state, stats, pipeline,
+        new ReadPath(versions, catalog, stats, null), store);
   }
 
   static Parts onDisk(Storage storage, Options options) {
@@ -50,9 +46,7 @@ final class StoreOpener {
     try {
       long cacheBytes = options.blockCacheSize();
       long writeQuota = options.memoryQuota() - cacheBytes; // the two never take each other's memory
-      long chunk = chunkSize(writeQuota);
-      SlabAllocator allocator = new SlabAllocator("write-cache", writeQuota, writeQuota, chunk);
-      undo.push(allocator);
+      MemoryQuota writeMemory = new MemoryQuota(writeQuota);
       BlockCache blockCache = new BlockCache(cacheBytes);
       undo.push(blockCache);
       AutoCloseable lock = storage.lock(FileNames.LOCK);
@@ -62,7 +56,10 @@ final class StoreOpener {
       Recovery.State st = Recovery.load(storage, options, tables);
       KeyspaceCatalog catalog = new KeyspaceCatalog();
       for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) catalog.add(k.id(), k.name());
-      Versions versions = new Versions(allocator, options.maxValueSize(), st.files);
+      // Each write cache has its own allocator, with a chunk in use per arena: chunks of a sixteenth of a
+      // write cache keep what a cache reserves close to what it holds.
+      Versions versions = new Versions("write-cache", writeMemory, chunkSize(options.writeCacheSize()),
+          options.maxValueSize(), st.files);
       undo.push(versions::close);
       versions.lastSeqno = st.manifest.flushedSeqno();
       StoreState state = new StoreState();
@@ -94,13 +91,13 @@ final class StoreOpener {
         }
       }
       versionSet.logAndApply(head);
-      DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats, allocator, chunk,
+      DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats,
           versionSet, wal, events);
       CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
       compactor.start();
       DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, tables, transport, lock);
-      return new Parts(options, allocator, blockCache, catalog, versions, state, stats, pipeline,
+      return new Parts(options, writeMemory, blockCache, catalog, versions, state, stats, pipeline,
           new ReadPath(versions, catalog, stats, transport), store);
     } catch (RuntimeException | Error e) {
       while (!undo.isEmpty()) {
@@ -114,9 +111,9 @@ final class StoreOpener {
     }
   }
 
-  /** The allocator's chunk size for a quota: up to 4 MiB, a 16th of the quota, in 128 KiB regions. */
-  private static long chunkSize(long quota) {
-    long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(128 << 10, quota / 16));
+  /** A write cache allocator's chunk size: a 16th of {@code base}, 128 KiB to 4 MiB, in 128 KiB regions. */
+  private static long chunkSize(long base) {
+    long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(128 << 10, base / 16));
     return (chunk + (128 << 10) - 1) & -(128L << 10);
   }
 

@@ -1,7 +1,7 @@
 package io.basaltdb.internal.engine;
 
 import io.basaltdb.ClosedException;
-import io.basaltdb.internal.memory.SlabAllocator;
+import io.basaltdb.internal.memory.MemoryQuota;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -40,15 +40,20 @@ final class Versions {
   /** Write caches not yet freed, so close can free those still pinned by open snapshots. */
   private final Set<WriteCache> liveWriteCaches = ConcurrentHashMap.newKeySet();
   private final AtomicLong writeCacheIds = new AtomicLong();
-  private final SlabAllocator allocator;
+  /** What the write caches' allocators (one per write cache) reserve together. */
+  private final MemoryQuota quota;
+  private final String name;
+  private final long chunkSize;
   private final int maxValueSize;
   /** Told when a version is freed (its tables may be obsolete); set once at open, before sharing. */
   private Runnable onVersionFreed = () -> {};
   /** Set by close; volatile: a reader that cannot retain the current version checks it. */
   private volatile boolean closed;
 
-  Versions(SlabAllocator allocator, int maxValueSize, Map<Integer, KeyspaceFiles> files) {
-    this.allocator = allocator;
+  Versions(String name, MemoryQuota quota, long chunkSize, int maxValueSize, Map<Integer, KeyspaceFiles> files) {
+    this.name = name;
+    this.quota = quota;
+    this.chunkSize = chunkSize;
     this.maxValueSize = maxValueSize;
     WriteCache active = newWriteCache();
     current = newVersion(active, null, files);
@@ -73,9 +78,14 @@ final class Versions {
     return current;
   }
 
+  /**
+   * A new write cache with its own allocator over the write quota.
+   *
+   * @throws io.basaltdb.MemoryLimitException if the quota has no chunk for its skiplist; nothing changes then
+   */
   WriteCache newWriteCache() {
     WriteCache[] self = new WriteCache[1];
-    self[0] = new WriteCache(writeCacheIds.incrementAndGet(), allocator, maxValueSize,
+    self[0] = new WriteCache(writeCacheIds.incrementAndGet(), name, quota, chunkSize, maxValueSize,
         () -> liveWriteCaches.remove(self[0]));
     liveWriteCaches.add(self[0]);
     return self[0];
@@ -102,16 +112,19 @@ final class Versions {
 
   /**
    * Turns the active write cache immutable at the last published seqno, noting the WAL file that
-   * starts after it, and starts a new one. Caller holds applyLock; there is no immutable cache.
+   * starts after it, and makes {@code fresh} (from {@link #newWriteCache}, made first so a lack of memory
+   * changes nothing) the active one. Caller holds applyLock; there is no immutable cache.
    */
-  void switchWriteCache(long walAfter) {
+  void switchWriteCache(long walAfter, WriteCache fresh) {
     Version v = current;
     if (v.immutable != null) throw new IllegalStateException("a flush is already pending");
     v.active.switchSeqno = lastSeqno;
     v.active.walAfter = walAfter;
-    WriteCache fresh = newWriteCache();
     install(newVersion(fresh, v.active, v.files));
-    fresh.release();
+  }
+
+  MemoryQuota quota() {
+    return quota;
   }
 
   /**
@@ -150,7 +163,7 @@ final class Versions {
     } finally {
       applyLock.unlock();
     }
-    for (WriteCache m : liveWriteCaches) m.list.close();
+    for (WriteCache m : liveWriteCaches) m.free();
     liveWriteCaches.clear();
   }
 }

@@ -131,11 +131,13 @@ final class WalReplay {
 
   private static void flushInline(Versions versions, Flusher flusher, long walFile) {
     Version v;
+    WriteCache fresh = versions.newWriteCache();
     versions.applyLock.lock();
     try {
-      versions.switchWriteCache(walFile);
+      versions.switchWriteCache(walFile, fresh);
       v = versions.acquire();
     } finally {
+      fresh.release(); // the new version holds it
       versions.applyLock.unlock();
     }
     try {

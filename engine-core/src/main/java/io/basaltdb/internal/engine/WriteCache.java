@@ -1,5 +1,6 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.skiplist.SkipList;
 import io.basaltdb.internal.skiplist.SkipListConfig;
@@ -14,8 +15,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * comparisons without reading the key to the user key, where keys differ. A stored value is {@code [u64 seqno][u8 flags][value]} (docs/format.md, "Write cache
  * entry"), flags bit 0 marking a tombstone, which shadows older versions in the key index.
  *
+ * <p>Memory: each write cache has its own allocator over the engine's write-cache {@link MemoryQuota}, so
+ * when it is freed every chunk goes back to the quota, whatever size classes its nodes had (a store
+ * whose value sizes change would otherwise strand the quota in free blocks of classes nobody asks for).
+ *
  * <p>Thread-safety: writes come only from the commit leader (one at a time); reads from any thread.
- * The skiplist is freed when the last {@link Version} holding it lets go ({@link #release()}).
+ * The skiplist and its allocator are freed when the last {@link Version} holding it lets go ({@link
+ * #release()}).
  */
 final class WriteCache {
   static final int VALUE_HEADER = 9;
@@ -23,6 +29,8 @@ final class WriteCache {
 
   final long id;
   final SkipList list;
+  /** This write cache's own allocator; closed after the skiplist. */
+  private final SlabAllocator allocator;
   /** Approximate bytes held: keys, values and per-entry overhead. Written by the leader, read racily. */
   private final AtomicLong bytes = new AtomicLong();
   /** Highest seqno applied; written by the leader (or recovery), read after the write cache is frozen. */
@@ -36,11 +44,21 @@ final class WriteCache {
   /** References: one per Version holding it. */
   private final AtomicInteger refs = new AtomicInteger(1);
 
-  WriteCache(long id, SlabAllocator allocator, int maxValueSize, Runnable onFree) {
+  /**
+   * @throws io.basaltdb.MemoryLimitException if the quota has no chunk left for the skiplist's head;
+   *     nothing is allocated then
+   */
+  WriteCache(long id, String name, MemoryQuota quota, long chunkSize, int maxValueSize, Runnable onFree) {
     this.id = id;
     this.onFree = onFree;
-    this.list = new SkipList(SkipListConfig.defaults().withAllocator(allocator)
-        .withMaxValueSize(maxValueSize + VALUE_HEADER));
+    this.allocator = new SlabAllocator(name + "-" + id, quota, chunkSize);
+    try {
+      this.list = new SkipList(SkipListConfig.defaults().withAllocator(allocator)
+          .withMaxValueSize(maxValueSize + VALUE_HEADER));
+    } catch (RuntimeException e) {
+      allocator.close();
+      throw e;
+    }
   }
 
   /** Keyspace ids below this take one byte of a store key; the rest this byte and four more. */
@@ -99,9 +117,32 @@ final class WriteCache {
 
   /** Applies one operation (leader or recovery only). */
   void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value) {
-    list.put(storeKey(keyspace, key), entry(seqno, tombstone, value));
+    applyPrepared(prepare(keyspace, key, seqno, tombstone, value), key, seqno, value);
+  }
+
+  /**
+   * Takes the memory for one operation without applying it (leader only): the commit leader prepares a
+   * whole group before its WAL write, so running out of memory leaves nothing written. Pass the result
+   * to {@link #applyPrepared} or {@link #discardPrepared}.
+   *
+   * @throws io.basaltdb.MemoryLimitException if the write cache's quota cannot serve it; nothing is taken
+   */
+  long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value) {
+    byte[] sk = storeKey(keyspace, key);
+    byte[] e = entry(seqno, tombstone, value);
+    return list.prepare(sk, 0, sk.length, e, 0, e.length);
+  }
+
+  /** Applies an operation from {@link #prepare} of {@code key}, {@code seqno}, {@code value}; allocates nothing. */
+  void applyPrepared(long node, byte[] key, long seqno, byte[] value) {
+    list.putPrepared(node);
     bytes.addAndGet(key.length + (value == null ? 0 : value.length) + VALUE_HEADER + 4 + 64);
     if (seqno > maxSeqno) maxSeqno = seqno;
+  }
+
+  /** Returns the memory of an operation from {@link #prepare} that will not be applied. */
+  void discardPrepared(long node) {
+    list.discardPrepared(node);
   }
 
   /**
@@ -137,9 +178,15 @@ final class WriteCache {
 
   void release() {
     if (refs.decrementAndGet() == 0) {
-      list.close();
+      free();
       onFree.run();
     }
+  }
+
+  /** Frees the skiplist and returns its allocator's chunks to the quota; release() or engine close only. */
+  void free() {
+    list.close();
+    allocator.close(); // throws MemoryLeakException if a node was not freed
   }
 
   /** Removes every key of a keyspace (the in-memory engine's drop). */

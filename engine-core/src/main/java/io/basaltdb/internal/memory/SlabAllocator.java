@@ -31,9 +31,11 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Accounting: {@code reserved} is what was taken from the region (chunks and large blocks)
  * and is what the quota bounds: a request that needs a new chunk past the quota throws {@link
- * MemoryLimitException} and nothing is allocated. {@code used} is the sum of the class sizes of the
- * blocks handed out and not yet freed. {@link #isOverSoftLimit()} tells owners (the write cache) to shed
- * load before the hard limit is hit. At any quiescent moment, reserved = used + cached free blocks +
+ * MemoryLimitException} and nothing is allocated. Several allocators may share one {@link
+ * MemoryQuota}; each still accounts its own bytes, and gives all of them back to the quota on close.
+ * Freed blocks are reused only for their own size class, so an owner whose request sizes change over
+ * time (the write cache) should use an allocator per generation and close it, not keep one forever. {@code used} is the sum of the class sizes of the
+ * blocks handed out and not yet freed. At any quiescent moment, reserved = used + cached free blocks +
  * unbumped chunk space + waste; {@link #stats()} reports each part.
  *
  * <p>Concurrency: allocate and free may be called from any thread. Thread caches are owned by their
@@ -80,11 +82,11 @@ public final class SlabAllocator implements AutoCloseable {
   private static final boolean HUGE_PAGES = !"false".equals(System.getProperty("basalt.memory.hugePages"));
 
   private final String name;
-  private final long quota;
-  private final long softLimit;
+  /** The limit reserved bytes count against; possibly shared with other allocators. */
+  private final MemoryQuota quota;
   private final long chunkSize;
 
-  /** Bytes taken from the OS; only grows through {@link #reserve}, CAS-updated. */
+  /** Bytes this allocator took from the OS (and from {@link #quota}); grows through {@link #reserve}. */
   private final AtomicLong reserved = new AtomicLong();
   /** Bytes of blocks handed out; striped so concurrent allocators do not share a line. */
   private final LongAdder used = new LongAdder();
@@ -117,13 +119,16 @@ public final class SlabAllocator implements AutoCloseable {
   /**
    * @param name shown in messages and leak reports
    * @param quota hard limit on bytes reserved from the OS
-   * @param softLimit used-bytes level past which {@link #isOverSoftLimit()} says true
    * @param chunkSize bytes per slab chunk; at least {@link SizeClasses#MAX_SMALL}
    */
-  public SlabAllocator(String name, long quota, long softLimit, long chunkSize) {
-    if (quota <= 0 || softLimit <= 0 || softLimit > quota) {
-      throw new InvalidArgumentException("memory quota must be positive and the soft limit within it: quota="
-          + quota + " softLimit=" + softLimit);
+  public SlabAllocator(String name, long quota, long chunkSize) {
+    this(name, new MemoryQuota(quota), chunkSize);
+  }
+
+  /** An allocator that reserves its chunks from {@code quota}, which other allocators may share. */
+  public SlabAllocator(String name, MemoryQuota quota, long chunkSize) {
+    if (quota.limit() <= 0) {
+      throw new InvalidArgumentException("memory quota must be positive, was " + quota.limit());
     }
     if (chunkSize < REGION || chunkSize % REGION != 0) {
       throw new InvalidArgumentException("chunk size must be a positive multiple of " + REGION
@@ -131,7 +136,6 @@ public final class SlabAllocator implements AutoCloseable {
     }
     this.name = name;
     this.quota = quota;
-    this.softLimit = softLimit;
     this.chunkSize = chunkSize;
     this.hugePages = HUGE_PAGES && chunkSize % HUGE_PAGE == 0;
     for (int c = 0; c < global.length; c++) { // every arena's classes
@@ -140,10 +144,10 @@ public final class SlabAllocator implements AutoCloseable {
     OPEN.incrementAndGet();
   }
 
-  /** An allocator with the default chunk size and the soft limit at 90% of the quota. */
+  /** An allocator with a chunk size of about a 16th of the quota, at most the default. */
   public static SlabAllocator withQuota(String name, long quota) {
     long chunk = Math.max(SizeClasses.MAX_SMALL, Math.min(DEFAULT_CHUNK_SIZE, Long.highestOneBit(quota / 16)));
-    return new SlabAllocator(name, quota, quota / 10 * 9, chunk);
+    return new SlabAllocator(name, quota, chunk);
   }
 
   /** Allocators created and not yet closed in this JVM; tests check it returns to zero. */
@@ -183,6 +187,7 @@ public final class SlabAllocator implements AutoCloseable {
       tc.bumpCursor += blockSize;
     }
     used.add(blockSize);
+    quota.used.add(blockSize);
     if (Mem.DEBUG) MemoryDebug.recordAllocation(a, size, this);
     return a;
   }
@@ -215,6 +220,7 @@ public final class SlabAllocator implements AutoCloseable {
     }
     stack[tc.counts[c]++] = address;
     used.add(-SizeClasses.sizeOf(c));
+    quota.used.add(-SizeClasses.sizeOf(c));
   }
 
   /** The bytes a block of {@code size} really occupies (its class size). */
@@ -230,13 +236,9 @@ public final class SlabAllocator implements AutoCloseable {
     return reserved.get();
   }
 
+  /** The limit of this allocator's quota, which it may share with other allocators. */
   public long quota() {
-    return quota;
-  }
-
-  /** True when used bytes have passed the soft limit: owners should flush or shed load. */
-  public boolean isOverSoftLimit() {
-    return used.sum() > softLimit;
+    return quota.limit();
   }
 
   /** A consistent-enough breakdown of reserved memory; exact when no thread is allocating. */
@@ -264,7 +266,7 @@ public final class SlabAllocator implements AutoCloseable {
         }
       }
     }
-    return new Stats(quota, reserved.get(), used.sum(), cachedFree, bumpFree, waste.sum());
+    return new Stats(quota.limit(), reserved.get(), used.sum(), cachedFree, bumpFree, waste.sum());
   }
 
   /** Reserved memory by part; {@code reserved == used + freeBlocks + unbumped + waste} when quiescent. */
@@ -326,7 +328,8 @@ public final class SlabAllocator implements AutoCloseable {
     large.forEach(Region::free);
     large.clear();
     if (Mem.DEBUG) MemoryDebug.forgetAllOf(this);
-    reserved.set(0);
+    quota.used.add(-used.sum());
+    quota.release(reserved.getAndSet(0));
     OPEN.decrementAndGet();
     if (leaked != 0 || !leakedBlocks.isEmpty()) {
       StringBuilder sb = new StringBuilder("allocator ").append(name).append(" closed with ")
@@ -448,6 +451,7 @@ public final class SlabAllocator implements AutoCloseable {
       chunk = Region.allocate(chunkSize, hugePages ? HUGE_PAGE : Region.PAGE);
     } catch (MemoryLimitException e) {
       reserved.addAndGet(-chunkSize);
+      quota.release(chunkSize);
       throw e;
     }
     chunks.add(chunk);
@@ -455,15 +459,8 @@ public final class SlabAllocator implements AutoCloseable {
   }
 
   private void reserve(long bytes) {
-    long r;
-    do {
-      r = reserved.get();
-      if (r + bytes > quota) {
-        throw new MemoryLimitException("allocator " + name + " would exceed its memory quota of " + quota
-            + " bytes (reserved " + r + ", used " + used.sum() + ", requested " + bytes
-            + "); close snapshots, let garbage collection catch up, or raise the quota");
-      }
-    } while (!reserved.compareAndSet(r, r + bytes));
+    quota.reserve(bytes, name); // throws, reserving nothing, past the quota
+    reserved.addAndGet(bytes);
   }
 
   private long allocateLarge(long size) {
@@ -474,10 +471,12 @@ public final class SlabAllocator implements AutoCloseable {
       a = Region.allocate(rounded, Region.PAGE);
     } catch (MemoryLimitException e) {
       reserved.addAndGet(-rounded);
+      quota.release(rounded);
       throw e;
     }
     large.put(a, rounded);
     used.add(rounded);
+    quota.used.add(rounded);
     if (Mem.DEBUG) MemoryDebug.recordAllocation(a, size, this);
     return a;
   }
@@ -491,7 +490,9 @@ public final class SlabAllocator implements AutoCloseable {
     }
     Region.free(address, rounded);
     used.add(-rounded);
+    quota.used.add(-rounded);
     reserved.addAndGet(-rounded);
+    quota.release(rounded);
   }
 
   /** Per-thread free-block cache and bump region; touched only by its thread (or under its monitor). */

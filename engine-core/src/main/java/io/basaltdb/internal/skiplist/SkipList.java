@@ -126,33 +126,85 @@ public final class SkipList implements AutoCloseable {
     checkRange(key, koff, klen, MAX_KEY_SIZE, "key");
     checkRange(value, voff, vlen, config.maxValueSize(), "value");
     int height = randomHeight();
-    long size = Node.size(height, klen, vlen);
     Writer w = writer.get();
-    // Enter before allocating: close() waits for accessors, so the allocator outlives this write.
+    // One session from allocation to link: close() waits for accessors, so the allocator outlives this
+    // write and a node is never allocated without being linked (or freed by close with the list).
     AccessBarrier.Session s = barrier.enter();
     try {
       checkOpen();
-      long node = allocator.allocate(size, Node.arena(height)); // may throw MemoryLimitException: nothing is written then
-      Node.init(node, height, klen, vlen);
-      long keyAddr = node + Node.TOWER_OFFSET + 8L * height;
-      Mem.copyFromArray(key, koff, keyAddr, klen);
-      Mem.copyFromArray(value, voff, keyAddr + klen, vlen);
-      Node.setPrefix(node, Keys.prefix(key, Mem.ARRAY_BASE + koff, klen));
-      long t = enterTerm(w);
-      try {
-        insert(w, node, height, key, Mem.ARRAY_BASE + koff, klen, t);
-        w.count(Writer.NODES, 1);
-        w.count(Writer.USER_BYTES, klen + vlen);
-        for (int l = 0; l < height; l++) {
-          w.count(Writer.LEVELS + l, 1);
-        }
-      } finally {
-        w.activeTerm = 0;
-      }
+      long node = allocateNode(key, koff, klen, value, voff, vlen, height); // may throw MemoryLimitException: nothing is written then
+      link(w, node, height, key, Mem.ARRAY_BASE + koff, klen, vlen);
     } finally {
       barrier.exit(s);
     }
     gc.afterWrite(w);
+  }
+
+  /**
+   * The first half of a put: allocates a node and copies the key and value into it, but links nothing,
+   * so a caller can take the memory for a whole batch before it commits to the batch (the engine does
+   * this before its WAL write). Hand the node to {@link #putPrepared} or {@link #discardPrepared} while
+   * the list is open: a node prepared and neither linked nor discarded before close is a leak.
+   *
+   * @throws io.basaltdb.MemoryLimitException if the allocator cannot serve the node; nothing is allocated
+   */
+  public long prepare(byte[] key, int koff, int klen, byte[] value, int voff, int vlen) {
+    checkRange(key, koff, klen, MAX_KEY_SIZE, "key");
+    checkRange(value, voff, vlen, config.maxValueSize(), "value");
+    int height = randomHeight();
+    // Enter before allocating: close() waits for accessors, so the allocator outlives this allocation.
+    AccessBarrier.Session s = barrier.enter();
+    try {
+      checkOpen();
+      return allocateNode(key, koff, klen, value, voff, vlen, height);
+    } finally {
+      barrier.exit(s);
+    }
+  }
+
+  /** The second half of a put: links a node from {@link #prepare}; allocates nothing, so cannot run out of memory. */
+  public void putPrepared(long node) {
+    Writer w = writer.get();
+    AccessBarrier.Session s = barrier.enter();
+    try {
+      checkOpen();
+      // the key is read from the node itself
+      link(w, node, Node.height(node), null, Node.keyAddr(node), Node.keyLen(node), Node.valueLen(node));
+    } finally {
+      barrier.exit(s);
+    }
+    gc.afterWrite(w);
+  }
+
+  /** A node holding the key and value, not linked. Caller is inside a barrier session on an open list. */
+  private long allocateNode(byte[] key, int koff, int klen, byte[] value, int voff, int vlen, int height) {
+    long node = allocator.allocate(Node.size(height, klen, vlen), Node.arena(height));
+    Node.init(node, height, klen, vlen);
+    long keyAddr = Node.keyAddr(node);
+    Mem.copyFromArray(key, koff, keyAddr, klen);
+    Mem.copyFromArray(value, voff, keyAddr + klen, vlen);
+    Node.setPrefix(node, Keys.prefix(key, Mem.ARRAY_BASE + koff, klen));
+    return node;
+  }
+
+  /** Links {@code node}, whose key is at {@code keyBase + keyOffset}, in a new term. Caller is inside a barrier session. */
+  private void link(Writer w, long node, int height, Object keyBase, long keyOffset, int klen, int vlen) {
+    long t = enterTerm(w);
+    try {
+      insert(w, node, height, keyBase, keyOffset, klen, t);
+      w.count(Writer.NODES, 1);
+      w.count(Writer.USER_BYTES, klen + vlen);
+      for (int l = 0; l < height; l++) {
+        w.count(Writer.LEVELS + l, 1);
+      }
+    } finally {
+      w.activeTerm = 0;
+    }
+  }
+
+  /** Returns a node from {@link #prepare} that will not be linked; no reader has seen it. */
+  public void discardPrepared(long node) {
+    allocator.free(node, Node.size(node), Node.arena(Node.height(node)));
   }
 
   /**

@@ -32,7 +32,7 @@ class SlabAllocatorTest {
 
   @Test
   void freedBlock_isReused() {
-    try (SlabAllocator a = new SlabAllocator("t", 8 << 20, 8 << 20, 1 << 20)) {
+    try (SlabAllocator a = new SlabAllocator("t", 8 << 20, 1 << 20)) {
       long x = a.allocate(100);
       a.free(x, 100);
       assertEquals(x, a.allocate(100), "the thread cache hands back the block it just got");
@@ -43,7 +43,7 @@ class SlabAllocatorTest {
 
   @Test
   void quota_refusesNewChunk_andNothingChanges() {
-    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10)) {
+    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 256 << 10)) {
       List<Long> blocks = new ArrayList<>();
       MemoryLimitException refused = null;
       try {
@@ -65,7 +65,7 @@ class SlabAllocatorTest {
 
   @Test
   void largeBlocks_bypassSlabs_andCountAgainstQuota() {
-    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20)) {
+    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 1 << 20)) {
       long big = a.allocate(1 << 20);
       assertEquals(1 << 20, a.usedBytes());
       assertEquals(1 << 20, a.reservedBytes());
@@ -79,19 +79,19 @@ class SlabAllocatorTest {
 
   @Test
   void closeReleasing_acceptsExactlyTheBlocksStillAllocated_largeOnesRounded() {
-    SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20);
+    SlabAllocator a = new SlabAllocator("t", 4 << 20, 1 << 20);
     a.allocate(200_041); // large: rounded to 4 KiB pages
     a.allocate(100);
     long still = SlabAllocator.blockSize(200_041) + SlabAllocator.blockSize(100);
     a.closeReleasing(still); // no MemoryLeakException: exactly these bytes were still allocated
-    SlabAllocator b = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20);
+    SlabAllocator b = new SlabAllocator("t", 4 << 20, 1 << 20);
     b.allocate(200_041);
     assertThrows(MemoryLeakException.class, () -> b.closeReleasing(200_041 - 7), "one byte short of a block is a leak");
   }
 
   @Test
   void accounting_reservedIsUsedPlusFreePlusUnbumpedPlusWaste() throws Exception {
-    try (SlabAllocator a = new SlabAllocator("t", 1L << 30, 1L << 30, 1 << 20)) {
+    try (SlabAllocator a = new SlabAllocator("t", 1L << 30, 1 << 20)) {
       Thread[] threads = new Thread[3];
       for (int t = 0; t < threads.length; t++) {
         long seed = t;
@@ -130,7 +130,7 @@ class SlabAllocatorTest {
 
   @Test
   void blocksFreedByOneThread_areReusedByAnother() throws Exception {
-    try (SlabAllocator a = new SlabAllocator("t", 8 << 20, 8 << 20, 1 << 20)) {
+    try (SlabAllocator a = new SlabAllocator("t", 8 << 20, 1 << 20)) {
       long[] blocks = new long[1000];
       for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(64);
       long reserved = a.reservedBytes();
@@ -150,7 +150,7 @@ class SlabAllocatorTest {
   void regionsOfDeadThreads_areReused_soShortLivedThreadsDoNotExhaustTheQuota() throws Exception {
     // 1 MiB chunks hold eight 128 KiB regions; 200 threads that each hold one block would need 25
     // chunks if every dead thread's region were lost, more than the 4 MiB quota allows.
-    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20)) {
+    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 1 << 20)) {
       long[] blocks = new long[200];
       for (int t = 0; t < blocks.length; t++) {
         int id = t;
@@ -170,7 +170,7 @@ class SlabAllocatorTest {
   void bigBlocksOneThreadFrees_areReusableByAnother() throws Exception {
     // 24 blocks of 100 KB (2.6 MiB of 112 KiB classes) in a 4 MiB quota: if the freeing thread kept
     // them all in its own cache, the second thread would need 2.6 MiB more and exceed the quota.
-    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 4 << 20, 1 << 20)) {
+    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 1 << 20)) {
       long[] blocks = new long[24];
       Thread first = new Thread(() -> {
         for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(100_000);
@@ -198,22 +198,12 @@ class SlabAllocatorTest {
 
   @Test
   void badArguments_andUseAfterClose() {
-    assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 0, 0, 1 << 20));
-    assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 1 << 20, 1 << 20, 1000));
-    SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10);
+    assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 0, 1 << 20));
+    assertThrows(InvalidArgumentException.class, () -> new SlabAllocator("t", 1 << 20, 1000));
+    SlabAllocator a = new SlabAllocator("t", 1 << 20, 256 << 10);
     assertThrows(InvalidArgumentException.class, () -> a.allocate(0));
     a.close();
     assertThrows(ClosedException.class, () -> a.allocate(8));
-  }
-
-  @Test
-  void softLimit_signalsBeforeTheQuota() {
-    try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 1 << 20, 1 << 20)) {
-      List<Long> blocks = new ArrayList<>();
-      while (!a.isOverSoftLimit()) blocks.add(a.allocate(4096));
-      assertTrue(a.usedBytes() > 1 << 20);
-      for (long b : blocks) a.free(b, 4096);
-    }
   }
 
   // ---- debug mode (the suite runs with -Dbasalt.memory.debug=true) -------------------------------------
@@ -221,7 +211,7 @@ class SlabAllocatorTest {
   @Test
   void debug_doubleFree_isCaught() {
     org.junit.jupiter.api.Assumptions.assumeTrue(Mem.DEBUG);
-    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10)) {
+    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 256 << 10)) {
       long x = a.allocate(32);
       a.free(x, 32);
       IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.free(x, 32));
@@ -232,7 +222,7 @@ class SlabAllocatorTest {
   @Test
   void debug_useAfterFree_andOutOfBounds_areCaught() {
     org.junit.jupiter.api.Assumptions.assumeTrue(Mem.DEBUG);
-    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 1 << 20, 256 << 10)) {
+    try (SlabAllocator a = new SlabAllocator("t", 1 << 20, 256 << 10)) {
       long x = a.allocate(16);
       Mem.spLong(x + 8, 1);
       assertThrows(IllegalStateException.class, () -> Mem.lpLong(x + 12), "read past the end");
@@ -244,7 +234,7 @@ class SlabAllocatorTest {
   @Test
   void debug_leak_isReportedWithItsAllocationSite() {
     org.junit.jupiter.api.Assumptions.assumeTrue(Mem.DEBUG);
-    SlabAllocator a = new SlabAllocator("leaky", 1 << 20, 1 << 20, 256 << 10);
+    SlabAllocator a = new SlabAllocator("leaky", 1 << 20, 256 << 10);
     a.allocate(24);
     MemoryLeakException e = assertThrows(MemoryLeakException.class, a::close);
     assertTrue(e.getMessage().contains("leaky") && e.getMessage().contains("size 24"), e.getMessage());
@@ -258,7 +248,7 @@ class SlabAllocatorTest {
   @Test
   void arenas_neverShareAChunk_norReuseEachOthersBlocks() {
     long chunk = 2L << 20; // 2 MiB-aligned chunks: a block's chunk is its address >>> 21
-    try (SlabAllocator a = new SlabAllocator("t", 64L << 20, 64L << 20, chunk)) {
+    try (SlabAllocator a = new SlabAllocator("t", 64L << 20, chunk)) {
       java.util.Set<Long> cold = new java.util.HashSet<>();
       java.util.Set<Long> hot = new java.util.HashSet<>();
       List<Long> coldBlocks = new ArrayList<>();
@@ -288,5 +278,60 @@ class SlabAllocatorTest {
       assertThrows(InvalidArgumentException.class, () -> a.allocate(160, 2));
       assertThrows(InvalidArgumentException.class, () -> a.free(next, 160, -1));
     }
+  }
+
+  /**
+   * Issue 13 item 4: blocks freed in one size class never serve another, so an owner whose sizes change
+   * gives each generation its own allocator over a shared quota; closing one returns its chunks, whatever
+   * classes they were carved into, and the next generation can reserve them for any class.
+   */
+  @Test
+  void sharedQuota_closingOneAllocatorFreesItsChunksForAnotherOfOtherClasses() {
+    MemoryQuota quota = new MemoryQuota(4L << 20);
+    SlabAllocator big = new SlabAllocator("gen1", quota, 1 << 20);
+    List<Long> blocks = new ArrayList<>();
+    try {
+      while (true) blocks.add(big.allocate(1100));
+    } catch (MemoryLimitException expected) {
+      // the quota is used up by 1152-byte blocks
+    }
+    assertEquals(4L << 20, quota.reservedBytes());
+    assertEquals(big.usedBytes(), quota.usedBytes());
+    for (long b : blocks) big.free(b, 1100);
+    assertEquals(0, quota.usedBytes());
+    assertEquals(4L << 20, quota.reservedBytes(), "free 1152-byte blocks still hold the quota");
+    try (SlabAllocator other = new SlabAllocator("gen1b", quota, 1 << 20)) {
+      assertThrows(MemoryLimitException.class, () -> other.allocate(64), "another class finds no chunk");
+    }
+    big.close();
+    assertEquals(0, quota.reservedBytes());
+    try (SlabAllocator small = new SlabAllocator("gen2", quota, 1 << 20)) {
+      List<Long> smalls = new ArrayList<>();
+      for (int i = 0; i < 50_000; i++) smalls.add(small.allocate(64)); // 3.05 MiB of 64-byte blocks
+      assertEquals(small.reservedBytes(), quota.reservedBytes());
+      assertEquals(50_000L * 64, quota.usedBytes());
+      for (long b : smalls) small.free(b, 64);
+    }
+    assertEquals(0, quota.reservedBytes());
+    assertEquals(0, quota.usedBytes());
+  }
+
+  @Test
+  void sharedQuota_boundsAllAllocatorsTogether_andLargeBlocksCount() {
+    MemoryQuota quota = new MemoryQuota(2L << 20);
+    try (SlabAllocator a = new SlabAllocator("a", quota, 1 << 20);
+        SlabAllocator b = new SlabAllocator("b", quota, 1 << 20)) {
+      long x = a.allocate(100);
+      long y = b.allocate(200 << 10); // large: 200 KiB of pages
+      assertEquals((1L << 20) + (200 << 10), quota.reservedBytes());
+      assertThrows(MemoryLimitException.class, () -> b.allocate(100), "a second chunk would pass the shared quota");
+      assertEquals((1L << 20) + (200 << 10), quota.reservedBytes(), "a refused chunk reserves nothing");
+      b.free(y, 200 << 10);
+      long z = b.allocate(100);
+      assertEquals(2L << 20, quota.reservedBytes());
+      a.free(x, 100);
+      b.free(z, 100);
+    }
+    assertEquals(0, quota.reservedBytes());
   }
 }
