@@ -12,9 +12,9 @@ import java.util.List;
  * sync mode. A write cache switch rotates to a new file, so every WAL file but the newest holds only
  * seqnos at or below some flushed boundary and is deleted once a manifest covers it.
  *
- * <p>The files of one session form a chain: rotation ends the old file with a synced link record
- * naming the new one (docs/format.md, "WAL record payload"), so a missing successor is detectable
- * ({@link WalChain}); the manifest names the session's first file.
+ * <p>The WAL files form a chain: a rotation, and the start of a session after replay, end the old file
+ * with a synced link record naming the new one (docs/format.md, "WAL record payload"), so a missing
+ * successor is detectable ({@link WalChain}); the manifest names the session's first file (walHead).
  *
  * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one at a
  * time); {@link #sync} also by the periodic syncer, so file operations are synchronized on this.
@@ -36,6 +36,34 @@ final class CommitLog implements AutoCloseable {
   CommitLog(Storage storage, long number) {
     this.storage = storage;
     open(number);
+  }
+
+  /**
+   * The WAL of a session that starts after replay: file {@code number}, reached from the previous
+   * session's newest file {@code previous} by a rotation ({@link #rotate}), so that file ends with a
+   * link to this one and the chain runs across sessions; a deleted file of an earlier session is then
+   * named at the next open, not only noticed as a seqno gap. Without a previous file still needed
+   * ({@code previous < 0}) the file is simply created. {@code lastSeqno}: the last seqno replayed.
+   */
+  static CommitLog startSession(Storage storage, long previous, long number, long lastSeqno) {
+    if (previous < 0) return new CommitLog(storage, number);
+    CommitLog log = new CommitLog(storage);
+    StorageFile f = storage.open(fileName(previous));
+    log.file = f;
+    log.writer = new LogWriter(f, f.size()); // replay trimmed any torn tail: the file ends with a whole record
+    log.number = previous;
+    log.lastLogged = lastSeqno;
+    try {
+      log.rotate(number);
+    } catch (RuntimeException | Error e) {
+      log.abandon();
+      throw e;
+    }
+    return log;
+  }
+
+  private CommitLog(Storage storage) {
+    this.storage = storage;
   }
 
   static String fileName(long number) {

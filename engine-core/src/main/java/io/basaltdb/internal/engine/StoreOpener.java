@@ -78,7 +78,12 @@ final class StoreOpener {
       // A deleted WAL file fails the open here rather than losing its writes silently in the replay.
       WalChain.check(storage, st.manifest.walStart(), st.manifest.walHead());
       WalReplay.replay(storage, options, st.manifest, versions, catalog, stats, flusher);
-      CommitLog wal = new CommitLog(storage, versionSet.nextFileNumber.getAndIncrement());
+      long previous = -1; // the newest WAL file replay still needed: the new session's file is linked from it
+      for (long n : CommitLog.list(storage)) {
+        if (n >= st.manifest.walStart()) previous = n;
+      }
+      CommitLog wal = CommitLog.startSession(storage, previous, versionSet.nextFileNumber.getAndIncrement(),
+          versions.lastSeqno);
       undo.push(wal::abandon);
       // The new WAL file is the head before anything is written to it, so a deleted one fails the next
       // open. The WAL start moves to the first file present (a new store's, or one written before

@@ -14,8 +14,9 @@ import java.util.List;
  *
  * <p>Two facts name the files that must exist. The manifest's walHead is the WAL file that was current
  * when it was committed; every open commits a manifest right after creating its WAL file, before writing
- * to it. And every WAL file but the newest of its session ends with a synced link record naming its
- * successor ({@link CommitLog#rotate}). So walHead must be present, and so must every linked successor,
+ * to it. And every WAL file but the newest ends with a synced link record naming its successor ({@link
+ * CommitLog#rotate}, within a session and, since {@link CommitLog#startSession}, from one session's last
+ * file to the next one's first; files written before that may lack the cross-session link). So walHead must be present, and so must every linked successor,
  * except the one of a rotation a crash cut short, whose link {@link #undoInterruptedRotation} removes.
  *
  * <p>Cost: the link, when there is one, is the file's last 29 bytes, so a healthy chain costs one
