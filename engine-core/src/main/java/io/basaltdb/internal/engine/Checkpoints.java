@@ -116,7 +116,7 @@ final class Checkpoints {
    * target's, the WAL starts at {@code walStart} (no file yet) and the head names no file.
    */
   private static VersionEdit backTo(Manifest newest, Manifest target, long walStart) {
-    VersionEdit edit = new VersionEdit().flushedSeqno(target.flushedSeqno()).walStart(walStart).walHead(0);
+    VersionEdit edit = new VersionEdit().flushedSeqno(target.flushedSeqno()).walStart(walStart).resetWalHead(0);
     java.util.Map<Integer, Manifest.KeyspaceMeta> now = new java.util.HashMap<>();
     for (Manifest.KeyspaceMeta k : newest.keyspaces()) now.put(k.id(), k);
     for (Manifest.KeyspaceMeta t : target.keyspaces()) {

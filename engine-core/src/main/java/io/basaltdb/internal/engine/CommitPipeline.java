@@ -51,6 +51,7 @@ final class CommitPipeline {
   private boolean closed;
 
   private static final class Pending {
+    /** Null for a {@link #runBetweenGroups} action's place in the queue, which no group takes. */
     final Batch batch;
     /** Guarded by the pipeline's lock. */
     boolean done;
@@ -101,6 +102,7 @@ final class CommitPipeline {
         // A group must fit the write quota easily, or its admission could fail where its batches alone would not.
         long maxBytes = Math.min(options.maxGroupCommitBytes(), versions.quota().limit() / 8);
         for (Pending q : queue) {
+          if (q.batch == null) break; // a between-groups action: its turn comes after this group
           if (!group.isEmpty() && bytes + q.batch.encodedSize() > maxBytes) break;
           group.add(q);
           bytes += q.batch.encodedSize();
@@ -144,19 +146,24 @@ final class CommitPipeline {
     // Admission: the group's memory before its WAL write. Only this leader switches the active cache,
     // so the one the nodes were prepared in is still active when they are applied.
     target.precheck(batches, estimate);
-    long[][] nodes = admit(batches, estimate);
-    WriteCache m = versions.current().active;
+    Admitted admitted = admit(batches, estimate);
+    WriteCache m = admitted.cache();
+    long[][] nodes = admitted.nodes();
     try {
       target.log(batches);
     } catch (RuntimeException | Error e) {
-      discard(m, nodes);
+      discard(m, nodes, 0, 0);
       throw e;
     }
     versions.applyLock.lock();
     try {
+      int b = 0, op = 0;
       try {
-        for (int i = 0; i < batches.size(); i++) applyPrepared(m, batches.get(i), nodes[i]);
-      } catch (RuntimeException e) {
+        for (; b < batches.size(); b++) {
+          for (op = 0; op < batches.get(b).count; op++) applyPrepared(m, batches.get(b), op, nodes[b][op]);
+        }
+      } catch (RuntimeException | Error e) {
+        discard(m, nodes, b, op + 1); // the nodes not linked yet, so the cache frees without a leak
         // A bug, not a lack of memory (the nodes are allocated): the WAL may hold a group the write cache
         // holds only part of, and its seqnos are spent, so nothing more may be written in this run.
         io.basaltdb.StorageException f = new io.basaltdb.StorageException("internal error applying a group to"
@@ -183,7 +190,7 @@ final class CommitPipeline {
    *
    * @throws MemoryLimitException if the group cannot fit; nothing is allocated or written then
    */
-  private long[][] admit(List<Batch> batches, long estimate) {
+  private Admitted admit(List<Batch> batches, long estimate) {
     if (estimate > versions.quota().limit() / 2) {
       throw full("a write of about " + estimate + " bytes is larger than the write cache can hold", null);
     }
@@ -193,7 +200,7 @@ final class CommitPipeline {
       state.checkWritable();
       WriteCache m = versions.current().active;
       try {
-        return prepare(m, batches);
+        return new Admitted(m, prepare(m, batches));
       } catch (MemoryLimitException e) {
         if (!collected) {
           m.list.quiesce(); // frees the versions the active cache's writes have replaced, then retry
@@ -226,35 +233,39 @@ final class CommitPipeline {
         }
       }
       return nodes;
-    } catch (RuntimeException e) {
-      discard(m, nodes);
+    } catch (RuntimeException | Error e) {
+      discard(m, nodes, 0, 0);
       throw e;
     }
   }
 
-  /** Returns the nodes of a group that will not be applied (a null row: its batch was not reached). */
-  private static void discard(WriteCache m, long[][] nodes) {
-    for (int i = 0; i < nodes.length && nodes[i] != null; i++) {
-      for (long node : nodes[i]) {
-        if (node != 0) m.discardPrepared(node);
+  /** The write cache a group's nodes were allocated in, and the nodes per batch and operation. */
+  private record Admitted(WriteCache cache, long[][] nodes) {}
+
+  /**
+   * Returns the nodes of a group from batch {@code batch}, operation {@code op} on, which will not be
+   * applied (a null row: its batch was not reached).
+   */
+  private static void discard(WriteCache m, long[][] nodes, int batch, int op) {
+    for (int i = batch; i < nodes.length && nodes[i] != null; i++) {
+      for (int j = i == batch ? op : 0; j < nodes[i].length; j++) {
+        if (nodes[i][j] != 0) m.discardPrepared(nodes[i][j]);
       }
     }
   }
 
   /**
-   * Applies a batch whose nodes {@link #prepare} allocated, as {@link #apply} does; a node of a keyspace
-   * dropped since is returned. Allocates nothing. Leader only, under the apply lock.
+   * Applies operation {@code i} of a batch whose node {@link #prepare} allocated, as {@link #apply} does; a
+   * node of a keyspace dropped since is returned. Allocates nothing. Leader only, under the apply lock.
    */
-  private void applyPrepared(WriteCache m, Batch b, long[] nodes) {
-    for (int i = 0; i < b.count; i++) {
-      if (nodes[i] == 0) continue; // its keyspace was not live at admission
-      if (!catalog.isLive(b.keyspaces[i])) {
-        m.discardPrepared(nodes[i]);
-        continue;
-      }
-      m.applyPrepared(nodes[i], b.keys[i], b.firstSeqno + i, b.values[i]);
-      if (b.types[i] != Batch.PUT) stats.deletes.increment(); else stats.puts.increment();
+  private void applyPrepared(WriteCache m, Batch b, int i, long node) {
+    if (node == 0) return; // its keyspace was not live at admission
+    if (!catalog.isLive(b.keyspaces[i])) {
+      m.discardPrepared(node);
+      return;
     }
+    m.applyPrepared(node, b.keys[i], b.firstSeqno + i, b.values[i]);
+    if (b.types[i] != Batch.PUT) stats.deletes.increment(); else stats.puts.increment();
   }
 
   private MemoryLimitException full(String why, MemoryLimitException cause) {
@@ -282,12 +293,12 @@ final class CommitPipeline {
 
   /** Runs {@code action} at the head of the write queue, between commit groups, as a leader would. */
   void runBetweenGroups(Runnable action) {
-    Pending p = new Pending(new Batch(0));
+    Pending p = new Pending(null);
     lock.lock();
     try {
       if (closed) throw new ClosedException("the store is closed; open it again");
       queue.addLast(p);
-      while (queue.peekFirst() != p) turn.awaitUninterruptibly();
+      while (queue.peekFirst() != p) turn.awaitUninterruptibly(); // groups stop at p, so it reaches the head
     } finally {
       lock.unlock();
     }

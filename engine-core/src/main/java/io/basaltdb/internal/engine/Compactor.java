@@ -141,21 +141,16 @@ final class Compactor {
     while (true) {
       if (cleanup.getAndSet(false) && !stopping()) versionSet.deleteObsoleteFiles(); // expired checkpoints too
       CompactionPicker.Job job = null;
-      Version v = null;
+      Version picked = null;
       synchronized (signal) {
         while (true) {
           if (stopping) return;
           if (state.failure() == null) {
-            Version picked = versions.acquire();
-            try {
-              job = picker.take(picked);
-              // The job needs the tables, not the write caches: a version of tables only keeps them on
-              // disk without pinning flushed write caches for the length of the job.
-              if (job != null) v = versions.newVersion(null, null, picked.files);
-            } finally {
-              picked.release();
-            }
+            picked = versions.acquire();
+            job = picker.take(picked);
             if (job != null) break;
+            picked.release();
+            picked = null;
           }
           if (cleanup.get()) break;
           try {
@@ -166,6 +161,11 @@ final class Compactor {
         }
       }
       if (job == null) continue; // cleanup first
+      // The job needs the tables, not the write caches: a version of tables only keeps them on disk
+      // without pinning flushed write caches for the length of the job. Made before the picked version
+      // goes (and outside this thread's signal: the VersionSet's lock comes first).
+      Version v = versionSet.pinTables(picked);
+      picked.release();
       boolean committed = false;
       try {
         committed = runJob(job);
@@ -218,11 +218,12 @@ final class Compactor {
     // The listener hears of each dropped version just before the commit, under the VersionSet's lock;
     // the counters go in the commit itself, so a crash in between leaves neither the drop nor its count
     // (see DiscardListener).
-    DiscardListener l = listener;
     long bytes = 0;
     for (int i = 0; i < discards.count; i++) bytes += discards.pairs[2 * i + 1];
     edit.addCounters(job.keyspace(), Manifest.Counters.discarded(discards.count, bytes));
     edit.beforeCommit = () -> {
+      if (!catalog.isLive(job.keyspace())) return; // dropped: nothing is discarded from it any more
+      DiscardListener l = listener; // the one installed when the commit happens, not when the merge ended
       for (int i = 0; i < discards.count; i++) {
         l.discarded(job.keyspace(), discards.pairs[2 * i], (int) discards.pairs[2 * i + 1]);
       }
@@ -247,6 +248,9 @@ final class Compactor {
       TableOutput.discard(storage, tables, job.keyspace(), written);
       return false;
     }
+    // A drop landing from here on is handled by the edit (its changes are ignored and the outputs, named
+    // by no manifest, are deleted as obsolete). A failure refuses or fails the commit: the outputs are
+    // not deleted then (a manifest whose write threw may still name them); the next open's orphan sweep does.
     versionSet.logAndApply(edit);
     stats.compactions.increment();
     if (moved) stats.trivialMoves.increment();

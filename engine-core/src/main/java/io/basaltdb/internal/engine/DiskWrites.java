@@ -174,6 +174,7 @@ final class DiskWrites implements CommitTarget {
 
   /** Between commit groups: waits out a flush in progress, then switches the active cache if it holds anything. */
   void switchForFlush() {
+    state.checkOpen();
     state.checkWritable();
     awaitFlushed();
     if (!versions.current().active.isEmpty()) switchWriteCache();
@@ -182,6 +183,7 @@ final class DiskWrites implements CommitTarget {
   /** Waits until no write cache is being flushed. */
   void awaitFlushed() {
     while (versions.current().immutable != null) {
+      state.checkOpen(); // close stops the flusher: a flush pending then never finishes
       state.checkWritable();
       state.awaitProgress(20, () -> versions.current().immutable != null, "a flush");
     }

@@ -239,8 +239,11 @@ public final class Engine implements AutoCloseable {
     try {
       store.close();
     } finally {
-      versions.close(); // frees every write cache and its allocator
-      if (blockCache != null) blockCache.close();
+      try {
+        versions.close(); // frees every write cache and its allocator
+      } finally {
+        if (blockCache != null) blockCache.close();
+      }
     }
   }
 

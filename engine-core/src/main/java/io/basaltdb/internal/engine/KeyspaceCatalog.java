@@ -59,11 +59,6 @@ final class KeyspaceCatalog {
     return namesById.size();
   }
 
-  /** The largest live id, or 0. */
-  int maxId() {
-    return namesById.keySet().stream().mapToInt(Integer::intValue).max().orElse(0);
-  }
-
   List<String> names() {
     List<String> names = new ArrayList<>(idsByName.keySet());
     Collections.sort(names);

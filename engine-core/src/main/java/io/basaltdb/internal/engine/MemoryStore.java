@@ -14,6 +14,8 @@ final class MemoryStore implements Store, CommitTarget {
   private final Versions versions;
   private final KeyspaceCatalog catalog;
 
+  /** The next keyspace id ("default" is 1). */
+  private final java.util.concurrent.atomic.AtomicInteger nextKeyspaceId = new java.util.concurrent.atomic.AtomicInteger(2);
   /** The write cache allocator's chunk size: part of the room kept for deletes. */
   private final long chunkSize;
 
@@ -69,9 +71,10 @@ final class MemoryStore implements Store, CommitTarget {
     }
   }
 
+  /** Ids are never handed out twice, so a write checked before a drop cannot land in a new keyspace. */
   @Override
   public int createKeyspace(String name, KeyspaceCatalog catalog) {
-    return catalog.maxId() + 1;
+    return nextKeyspaceId.getAndIncrement();
   }
 
   /**

@@ -53,9 +53,15 @@ final class Version {
 
   void release() {
     if (refs.decrementAndGet() == 0) {
-      if (active != null) active.release();
-      if (immutable != null) immutable.release();
-      onFree.accept(this);
+      try {
+        if (active != null) active.release();
+      } finally {
+        try {
+          if (immutable != null) immutable.release();
+        } finally {
+          onFree.accept(this); // forgotten even if a cache's leak check threw, so its tables can go
+        }
+      }
     }
   }
 }

@@ -47,6 +47,7 @@ final class VersionEdit {
   long flushedSeqno = -1;
   long walStart = -1;
   long walHead = -1;
+  private boolean walHeadReset;
   /** The immutable write cache is flushed: the new version reads without it. */
   boolean writeCacheFlushed;
   /**
@@ -124,8 +125,16 @@ final class VersionEdit {
     return this;
   }
 
+  /** The WAL file current at this commit; a running store's head never moves back ({@link #resetWalHead}). */
   VersionEdit walHead(long number) {
     walHead = number;
+    return this;
+  }
+
+  /** Sets the WAL head even below the current one: a rollback's 0 (no WAL file is needed). */
+  VersionEdit resetWalHead(long number) {
+    walHead = number;
+    walHeadReset = true;
     return this;
   }
 
@@ -155,7 +164,8 @@ final class VersionEdit {
       nextKeyspaceId = Math.max(nextKeyspaceId, e.getKey() + 1);
     }
     return new Manifest(number, createdMillis, flushedSeqno >= 0 ? flushedSeqno : base.flushedSeqno(),
-        nextFileNumber, walStart >= 0 ? walStart : base.walStart(), walHead >= 0 ? walHead : base.walHead(),
+        nextFileNumber, walStart >= 0 ? walStart : base.walStart(),
+        walHead < 0 ? base.walHead() : walHeadReset ? walHead : Math.max(walHead, base.walHead()),
         nextKeyspaceId, out);
   }
 

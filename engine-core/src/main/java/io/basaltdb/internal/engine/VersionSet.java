@@ -6,7 +6,6 @@ import io.basaltdb.internal.sstable.TableReader;
 import io.basaltdb.internal.storage.Storage;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -167,6 +166,17 @@ final class VersionSet {
     return out;
   }
 
+  /**
+   * A version of {@code v}'s tables only (no write caches), for a compaction job. Made under the lock,
+   * so the obsolete-file sweep, which runs under it too, sees it or still sees {@code v}, which the
+   * caller releases only afterwards: the job's inputs stay on disk.
+   */
+  Version pinTables(Version v) {
+    synchronized (lock) {
+      return versions.newVersion(null, null, v.files);
+    }
+  }
+
   /** Deletes what became obsolete after versions were freed; called by a background thread. */
   void deleteObsoleteFiles() {
     synchronized (lock) {
@@ -180,14 +190,14 @@ final class VersionSet {
    */
   private void deleteObsolete() {
     for (long n : CommitLog.list(storage)) {
-      if (n < manifest.walStart()) storage.delete(FileNames.wal(n));
+      if (n < manifest.walStart()) deleteQuietly(FileNames.wal(n));
     }
     long cutoff = System.currentTimeMillis() - retentionMillis;
     var it = checkpoints.entrySet().iterator();
     while (it.hasNext()) {
       var e = it.next();
-      if (e.getKey() != manifest.number() && e.getValue() <= cutoff) { // retention 0: only the current one stays
-        storage.delete(FileNames.manifest(e.getKey()));
+      if (e.getKey() != manifest.number() && e.getValue() <= cutoff // retention 0: only the current one stays
+          && deleteQuietly(FileNames.manifest(e.getKey()))) {
         it.remove();
       }
     }
@@ -205,6 +215,20 @@ final class VersionSet {
     while (closed.hasNext()) {
       var e = closed.next();
       if (!named.contains(e.getKey()) && deleteTable(e.getValue(), e.getKey())) closed.remove();
+    }
+  }
+
+  /**
+   * Deletes an obsolete WAL file or expired manifest; false if that failed (counted in {@code
+   * obsoleteDeleteFailures}, tried again at the next cleanup). The commit that made it obsolete stands.
+   */
+  private boolean deleteQuietly(String name) {
+    try {
+      storage.delete(name);
+      return true;
+    } catch (BasaltException e) {
+      stats.obsoleteDeleteFailures.increment();
+      return false;
     }
   }
 
@@ -242,12 +266,5 @@ final class VersionSet {
 
   private static void write(Storage storage, Manifest m) {
     m.write(storage);
-  }
-
-  /** File numbers named by manifests, for tests and the orphan sweep. */
-  static Set<Long> tableNumbers(List<Manifest> manifests) {
-    Set<Long> out = new HashSet<>();
-    for (Manifest m : manifests) out.addAll(Manifest.tableNumbers(m));
-    return out;
   }
 }

@@ -157,13 +157,23 @@ final class Versions {
   /** Drops the current version and frees every write cache, even those open snapshots still pin. */
   void close() {
     closed = true;
+    RuntimeException first = null;
     applyLock.lock();
     try {
       current.release();
+    } catch (RuntimeException e) {
+      first = e;
     } finally {
       applyLock.unlock();
     }
-    for (WriteCache m : liveWriteCaches) m.free();
+    for (WriteCache m : liveWriteCaches) { // each freed even if another's leak check throws
+      try {
+        m.free();
+      } catch (RuntimeException e) {
+        if (first == null) first = e; else first.addSuppressed(e);
+      }
+    }
     liveWriteCaches.clear();
+    if (first != null) throw first;
   }
 }

@@ -178,8 +178,11 @@ final class WriteCache {
 
   void release() {
     if (refs.decrementAndGet() == 0) {
-      free();
-      onFree.run();
+      try {
+        free(); // a leak check failure still forgets the cache
+      } finally {
+        onFree.run();
+      }
     }
   }
 

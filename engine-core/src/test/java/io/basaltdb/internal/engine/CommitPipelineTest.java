@@ -1,0 +1,97 @@
+package io.basaltdb.internal.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.Options;
+import io.basaltdb.internal.storage.MemStorage;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Work that runs between commit groups (flush, checkpoint, an in-memory drop) among concurrent writers:
+ * a leader never takes its place in the queue into a group (which left the caller waiting forever), and
+ * a flush racing close ends instead of waiting for a flusher that stopped.
+ */
+class CommitPipelineTest {
+  private static Options options() {
+    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10);
+  }
+
+  private static List<Thread> writers(Engine e, AtomicBoolean stop, AtomicInteger written) {
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < 3; t++) {
+      int id = t;
+      threads.add(new Thread(() -> {
+        for (int i = 0; !stop.get(); i++) {
+          Batch b = new Batch(1);
+          b.add(1, Batch.PUT, ("w" + id + "-" + (i % 500)).getBytes(StandardCharsets.UTF_8), new byte[200]);
+          try {
+            e.write(b);
+            written.incrementAndGet();
+          } catch (BasaltException closed) {
+            return;
+          }
+        }
+      }));
+    }
+    threads.forEach(Thread::start);
+    return threads;
+  }
+
+  @Test
+  void flushesAndInMemoryDropsAmongWriters_allReturn() {
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      for (boolean inMemory : new boolean[] {false, true}) {
+        try (Engine e = Engine.open(inMemory ? null : new MemStorage(1), options())) {
+          AtomicBoolean stop = new AtomicBoolean();
+          AtomicInteger written = new AtomicInteger();
+          List<Thread> threads = writers(e, stop, written);
+          for (int i = 0; i < 40; i++) {
+            if (inMemory) {
+              e.createKeyspace("ks" + i);
+              e.dropKeyspace("ks" + i);
+            } else {
+              e.flush();
+            }
+          }
+          stop.set(true);
+          for (Thread t : threads) t.join();
+          assertTrue(written.get() > 0);
+          assertArrayEquals(new byte[200], e.get(1, "w0-0".getBytes(StandardCharsets.UTF_8)));
+        }
+      }
+    });
+  }
+
+  @Test
+  void flushRacingClose_ends() {
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      for (int round = 0; round < 20; round++) {
+        Engine e = Engine.open(new MemStorage(round), options());
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> threads = writers(e, stop, new AtomicInteger());
+        Thread flusher = new Thread(() -> {
+          try {
+            while (true) e.flush();
+          } catch (BasaltException closed) {
+            // ClosedException once close began: the flush ends
+          }
+        });
+        flusher.start();
+        Thread.sleep(20);
+        e.close();
+        stop.set(true);
+        flusher.join();
+        for (Thread t : threads) t.join();
+      }
+    });
+  }
+}
