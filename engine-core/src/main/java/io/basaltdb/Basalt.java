@@ -190,7 +190,7 @@ public final class Basalt implements AutoCloseable {
 
   private static Storage existingStore(Path directory) {
     if (directory == null) throw new InvalidArgumentException("directory must not be null");
-    if (!java.nio.file.Files.isDirectory(directory.resolve("manifest"))) {
+    if (!Engine.isStoreDirectory(directory)) {
       throw new InvalidArgumentException("there is no Basalt store in " + directory);
     }
     return new FileStorage(directory);

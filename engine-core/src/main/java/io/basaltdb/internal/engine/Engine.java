@@ -190,6 +190,11 @@ public final class Engine implements AutoCloseable {
     return CheckpointInfo.of(store.checkpoint(pipeline));
   }
 
+  /** Whether {@code dir} holds a store (its manifest directory). */
+  public static boolean isStoreDirectory(java.nio.file.Path dir) {
+    return java.nio.file.Files.isDirectory(dir.resolve(FileNames.MANIFEST_DIR));
+  }
+
   /** The checkpoints of the closed store in {@code storage}, oldest first. */
   public static List<CheckpointInfo> checkpoints(Storage storage) {
     try (AutoCloseable lock = storage.lock(FileNames.LOCK)) {

@@ -495,7 +495,13 @@ public final class SlabAllocator implements AutoCloseable {
     quota.release(rounded);
   }
 
-  /** Per-thread free-block cache and bump region; touched only by its thread (or under its monitor). */
+  /**
+   * Per-thread free-block cache and bump region. Written only by its owning thread, with plain accesses
+   * and no lock (the owner never takes the monitor, so the monitor excludes nothing). {@link #stats()}
+   * reads it racily: a stale breakdown is fine for stats. {@link #trimDeadThreads} changes it only once
+   * its owner has terminated ({@code isAlive()} false: the thread's last action happens-before that
+   * detection) or been collected.
+   */
   private static final class ThreadCache {
     final java.lang.ref.WeakReference<Thread> owner;
     final int arena;
