@@ -18,6 +18,7 @@ public final class Options {
   private int blockSize = 4096;
   private int bloomBitsPerKey = 10;
   private long checkpointRetentionMillis = 10 * 60_000L;
+  private long checkpointIntervalMillis = 60_000L;
   private int maxGroupCommitBytes = 1 << 20;
   private int l0CompactionTrigger = 4;
   private int l0StopWritesTrigger = 20;
@@ -50,6 +51,7 @@ public final class Options {
     o.blockSize = blockSize;
     o.bloomBitsPerKey = bloomBitsPerKey;
     o.checkpointRetentionMillis = checkpointRetentionMillis;
+    o.checkpointIntervalMillis = checkpointIntervalMillis;
     o.maxGroupCommitBytes = maxGroupCommitBytes;
     o.l0CompactionTrigger = l0CompactionTrigger;
     o.l0StopWritesTrigger = l0StopWritesTrigger;
@@ -112,11 +114,20 @@ public final class Options {
   public int bloomBitsPerKey() { return bloomBitsPerKey; }
 
   /**
-   * How long superseded manifests (checkpoints), and the files they name, are kept; default 10
-   * minutes. Recovery falls back to the newest intact one when the newest manifest is damaged.
+   * How long checkpoints (superseded manifests kept, see {@link #checkpointIntervalMillis}), and the
+   * files they name, are kept; default 10 minutes. Recovery falls back to the newest intact one when the newest manifest is damaged.
    */
   public Options checkpointRetentionMillis(long ms) { this.checkpointRetentionMillis = ms; return this; }
   public long checkpointRetentionMillis() { return checkpointRetentionMillis; }
+
+  /**
+   * How often a committed manifest is kept as a checkpoint once superseded (Magma's periodic
+   * checkpoints); default 1 minute. The others are deleted when the next manifest commits, so the
+   * tables only they named can go at once. {@code Basalt.checkpoint()} always keeps one. 0 keeps every
+   * manifest (each flush and compaction) as a checkpoint for {@link #checkpointRetentionMillis}.
+   */
+  public Options checkpointIntervalMillis(long ms) { this.checkpointIntervalMillis = ms; return this; }
+  public long checkpointIntervalMillis() { return checkpointIntervalMillis; }
 
   /** Most bytes of batches one group commit writes at once; default 1 MiB. */
   public Options maxGroupCommitBytes(int bytes) { this.maxGroupCommitBytes = bytes; return this; }
@@ -211,6 +222,7 @@ public final class Options {
     check(blockSize >= 512 && blockSize <= (1 << 20), "blockSize must be between 512 and 1 MiB, was " + blockSize);
     check(bloomBitsPerKey >= 0 && bloomBitsPerKey <= 64, "bloomBitsPerKey must be between 0 and 64, was " + bloomBitsPerKey);
     check(checkpointRetentionMillis >= 0, "checkpointRetentionMillis must not be negative");
+    check(checkpointIntervalMillis >= 0, "checkpointIntervalMillis must not be negative");
     check(maxGroupCommitBytes >= 4096, "maxGroupCommitBytes must be at least 4096, was " + maxGroupCommitBytes);
     check(l0CompactionTrigger >= 2, "l0CompactionTrigger must be at least 2, was " + l0CompactionTrigger);
     check(l0StopWritesTrigger > l0CompactionTrigger, "l0StopWritesTrigger must be above l0CompactionTrigger ("
@@ -236,7 +248,8 @@ public final class Options {
     return "Options[memoryQuota=" + memoryQuota + ", writeCacheSize=" + writeCacheSize() + ", maxValueSize="
         + maxValueSize + ", syncMode=" + syncMode + ", syncIntervalMillis=" + syncIntervalMillis
         + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
-        + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", maxGroupCommitBytes="
+        + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", checkpointIntervalMillis="
+        + checkpointIntervalMillis + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets

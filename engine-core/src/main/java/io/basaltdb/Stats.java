@@ -31,7 +31,8 @@ import java.util.Map;
  *       since it still counts superseded versions not yet compacted away and tombstones; document
  *       sizes are as encoded in a segment block, before compression); gauge {@code diskBytes} (the
  *       size of every file of the store: WAL, manifests and checkpoints, tables, segments with their
- *       preallocated tails); see {@link #spaceAmplification()};</li>
+ *       preallocated tails), {@code checkpointOnlyBytes} (of those, the table files that only retained
+ *       checkpoints name: the space rollback costs); see {@link #spaceAmplification()};</li>
  *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
  *       {@code l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of
  *       replaced tables that failed and are retried); gauges {@code tablesAtLevel0} to

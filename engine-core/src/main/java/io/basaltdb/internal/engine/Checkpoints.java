@@ -11,9 +11,10 @@ import java.util.Set;
 
 /**
  * Checkpoints and rollback (Magma section 5: "each checkpoint is a point-in-time snapshot of the
- * database to which we can revert"). Every committed manifest is a checkpoint: the files it names hold
- * every write up to its flushedSeqno, and the store keeps them while the manifest is retained ({@link
- * io.basaltdb.Options#checkpointRetentionMillis}).
+ * database to which we can revert"). A checkpoint is a retained manifest: the files it names hold every
+ * write up to its flushedSeqno, and the store keeps them while the manifest is retained ({@link
+ * io.basaltdb.Options#checkpointRetentionMillis}). Which manifests are retained once superseded is the
+ * {@link VersionSet}'s choice (periodic, or asked for).
  *
  * <p>A rollback to checkpoint T, on a closed store, commits one new manifest R (numbered above every
  * other) that names T's keyspaces, tables and segments with T's tail offsets, T's flushedSeqno, and a

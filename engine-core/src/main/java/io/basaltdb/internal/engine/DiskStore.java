@@ -81,7 +81,7 @@ final class DiskStore implements Store {
   @Override
   public Manifest checkpoint(CommitPipeline pipeline) {
     flush(pipeline);
-    return versionSet.manifest();
+    return versionSet.markCheckpoint();
   }
 
   @Override
@@ -89,7 +89,7 @@ final class DiskStore implements Store {
     Manifest committed = versionSet.manifest();
     Manifest.Counters total = Manifest.Counters.ZERO;
     for (Manifest.KeyspaceMeta k : committed.keyspaces()) total = total.plus(k.counters());
-    return new FileStats(total, diskBytes(storage, committed));
+    return new FileStats(total, diskBytes(storage, committed), versionSet.checkpointOnlyBytes());
   }
 
   /**

@@ -50,6 +50,7 @@ final class StatsReport {
     m.put("discardedBytes", total.discardedBytes());
     m.put("liveDataBytes", total.liveBytes());
     m.put("diskBytes", files.diskBytes());
+    m.put("checkpointOnlyBytes", files.checkpointOnlyBytes());
     m.put("l0Stalls", s.l0Stalls.sum());
     m.put("l0StallNanos", s.l0StallNanos.sum());
     m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());

@@ -28,10 +28,13 @@ interface Store {
   /** Flushes and returns the checkpoint holding every write acknowledged before the call. */
   Manifest checkpoint(CommitPipeline pipeline);
 
-  /** The committed key index accounting summed over keyspaces, and the bytes of the store's files. */
+  /**
+   * The committed key index accounting summed over keyspaces, the bytes of the store's files, and the
+   * bytes of the files only retained checkpoints hold.
+   */
   FileStats fileStats();
 
-  record FileStats(Manifest.Counters counters, long diskBytes) {}
+  record FileStats(Manifest.Counters counters, long diskBytes, long checkpointOnlyBytes) {}
 
   /** Stops the store's workers and closes its files (after the pipeline is closed). */
   void close();

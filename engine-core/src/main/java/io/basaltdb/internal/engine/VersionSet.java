@@ -6,6 +6,7 @@ import io.basaltdb.internal.sstable.TableReader;
 import io.basaltdb.internal.storage.Storage;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -18,6 +19,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * it a {@link VersionEdit}; it writes the manifest the edit makes of the current one, installs the
  * version that reads the new files, and deletes what no version, snapshot or retained checkpoint names
  * any more. Creating a store and rolling one back commit their manifests through its static methods.
+ *
+ * <p>Checkpoints (Magma section 5) are periodic: a committed manifest is marked to be kept once
+ * superseded when {@code checkpointIntervalMillis} has passed since the last mark (or when {@code
+ * Basalt.checkpoint()} asks); every other manifest is deleted as soon as the next one is durable, so
+ * the tables only it named can go at once. Marked ones stay for {@code checkpointRetentionMillis}.
  * {@link Manifest#write} has no other caller.
  *
  * <h2>Concurrency</h2>
@@ -44,6 +50,8 @@ final class VersionSet {
   private final StoreState state;
   private final EngineStats stats;
   private final long retentionMillis;
+  /** How often a committed manifest is marked to be kept once superseded; 0: every one. */
+  private final long intervalMillis;
   /** The next file number for WAL files, tables and segments; any thread takes numbers. */
   final AtomicLong nextFileNumber;
 
@@ -60,22 +68,32 @@ final class VersionSet {
   private final Map<Long, OpenTable> committed = new HashMap<>();
   /** Tables only older checkpoints named at open, so never opened: file number to keyspace. */
   private final Map<Long, Integer> unopened;
+  /**
+   * Retained manifests that stay when superseded (periodic or asked-for checkpoints, and every manifest
+   * found at open); any other manifest is deleted when the next one commits.
+   */
+  private final Set<Long> marked = new HashSet<>();
+  /** When the last manifest was marked. */
+  private long lastMarkMillis;
 
   private record OpenTable(int keyspace, TableReader reader) {}
 
   VersionSet(Storage storage, Versions versions, TableCache tables, StoreState state, EngineStats stats,
-      long retentionMillis, Recovery.State recovered) {
+      long retentionMillis, long intervalMillis, Recovery.State recovered) {
     this.storage = storage;
     this.versions = versions;
     this.tables = tables;
     this.state = state;
     this.stats = stats;
     this.retentionMillis = retentionMillis;
+    this.intervalMillis = intervalMillis;
     this.nextFileNumber = new AtomicLong(recovered.nextFileNumber);
     this.manifest = recovered.manifest;
     this.checkpoints = recovered.checkpoints;
     this.checkpointTables = recovered.checkpointTables;
     this.unopened = new HashMap<>(recovered.tableKeyspaces);
+    marked.addAll(checkpoints.keySet()); // whether they were checkpoints is not recorded: keep them all
+    lastMarkMillis = manifest.createdMillis();
     recovered.files.forEach((ks, f) -> f.tables.forEach(t -> {
       committed.put(t.fileNumber(), new OpenTable(ks, t.reader()));
       unopened.remove(t.fileNumber());
@@ -115,9 +133,15 @@ final class VersionSet {
         throw e;
       }
       stats.manifestBytesWritten.add(next.encode().length);
+      long superseded = manifest.number();
       manifest = next;
       checkpoints.put(next.number(), next.createdMillis());
       checkpointTables.put(next.number(), Manifest.tableNumbers(next));
+      if (intervalMillis == 0 || next.createdMillis() - lastMarkMillis >= intervalMillis) mark(next);
+      if (!marked.contains(superseded) && deleteQuietly(FileNames.manifest(superseded))) {
+        checkpoints.remove(superseded); // not a checkpoint: the files only it named can go below
+        checkpointTables.remove(superseded);
+      }
       edit.changes.forEach((ks, c) -> c.openedTables.forEach((n, t) -> committed.put(n, new OpenTable(ks, t.reader()))));
       versions.applyLock.lock();
       try {
@@ -129,6 +153,48 @@ final class VersionSet {
       }
       deleteObsolete();
       return next;
+    }
+  }
+
+  private void mark(Manifest m) {
+    marked.add(m.number());
+    lastMarkMillis = m.createdMillis();
+  }
+
+  /** Keeps the current manifest as a checkpoint once superseded ({@code Basalt.checkpoint()}); returns it. */
+  Manifest markCheckpoint() {
+    synchronized (lock) {
+      mark(manifest);
+      return manifest;
+    }
+  }
+
+  /**
+   * Bytes of the table files that only retained checkpoints name: no live version, snapshot or current
+   * manifest does (what rollback keeps on disk). Segments are not replaced yet, so tables are all.
+   */
+  long checkpointOnlyBytes() {
+    synchronized (lock) {
+      Set<Long> live = versions.namedTables();
+      live.addAll(Manifest.tableNumbers(manifest));
+      long bytes = 0;
+      Set<Long> counted = new HashSet<>();
+      for (Set<Long> named : checkpointTables.values()) {
+        for (long n : named) {
+          if (live.contains(n) || !counted.add(n)) continue;
+          OpenTable t = committed.get(n);
+          if (t != null) {
+            bytes += t.reader().info().fileSize();
+          } else if (unopened.containsKey(n)) {
+            try {
+              bytes += storage.size(FileNames.table(unopened.get(n), n));
+            } catch (BasaltException e) {
+              // deleted meanwhile, or unreadable: the gauge undercounts
+            }
+          }
+        }
+      }
+      return bytes;
     }
   }
 
@@ -202,6 +268,7 @@ final class VersionSet {
       }
     }
     checkpointTables.keySet().retainAll(checkpoints.keySet());
+    marked.retainAll(checkpoints.keySet());
     Set<Long> named = versions.namedTables();
     for (Set<Long> s : checkpointTables.values()) named.addAll(s);
     var open = committed.entrySet().iterator();

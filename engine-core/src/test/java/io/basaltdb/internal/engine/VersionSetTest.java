@@ -73,6 +73,73 @@ class VersionSetTest {
     assertEquals(List.of(), outsiders, "manifest files written outside the VersionSet");
   }
 
+  private static void writeRounds(Engine e, int rounds, int salt) {
+    for (int round = 0; round < rounds; round++) {
+      Batch b = new Batch(300);
+      for (int i = 0; i < 300; i++) {
+        b.add(1, Batch.PUT, ("k" + (i * 7 + round + salt) % 400).getBytes(StandardCharsets.UTF_8), new byte[200]);
+      }
+      e.write(b);
+      e.flush();
+    }
+  }
+
+  private static long files(MemStorage storage, String dir) {
+    return storage.list(dir).stream().filter(n -> !n.endsWith(".tmp")).count();
+  }
+
+  @Test
+  void periodicCheckpoints_otherManifestsAndTheTablesOnlyTheyNamedGoAtOnce() throws Exception {
+    MemStorage storage = new MemStorage(4);
+    Options o = options().checkpointIntervalMillis(3_600_000).checkpointRetentionMillis(3_600_000);
+    try (Engine e = Engine.open(storage, o)) {
+      writeRounds(e, 12, 0);
+      assertTrue(e.waitForCompactions(30_000));
+      assertTrue(e.stats().get("compactions") > 0);
+      // the new store's first manifest (found at open, so kept) and the current one
+      assertEquals(2, files(storage, FileNames.MANIFEST_DIR), storage.list(FileNames.MANIFEST_DIR).toString());
+      assertEquals(2, e.versionSet().checkpoints().size());
+      long deadline = System.currentTimeMillis() + 10_000; // replaced tables go once no version holds them
+      while (files(storage, FileNames.indexDir(1)) > e.versions().current().files(1).tables.size()
+          && System.currentTimeMillis() < deadline) {
+        Thread.sleep(20);
+      }
+      assertEquals(e.versions().current().files(1).tables.size(), files(storage, FileNames.indexDir(1)),
+          "only the live tables are on disk: " + storage.list(FileNames.indexDir(1)));
+      assertEquals(0, e.stats().get("checkpointOnlyBytes"));
+    }
+  }
+
+  @Test
+  void aCheckpointAskedFor_staysHoldsItsTablesAndRollsBack() throws Exception {
+    MemStorage storage = new MemStorage(6);
+    Options o = options().checkpointIntervalMillis(3_600_000).checkpointRetentionMillis(3_600_000);
+    Engine.CheckpointInfo cp;
+    try (Engine e = Engine.open(storage, o)) {
+      writeRounds(e, 3, 0);
+      cp = e.checkpoint();
+      writeRounds(e, 10, 1); // overwrites: compaction replaces the checkpoint's tables
+      assertTrue(e.waitForCompactions(30_000));
+      assertTrue(e.checkpoints().stream().anyMatch(c -> c.id() == cp.id()), e.checkpoints().toString());
+      assertTrue(e.stats().get("checkpointOnlyBytes") > 0, "the checkpoint holds replaced tables: " + e.stats());
+      assertTrue(files(storage, FileNames.MANIFEST_DIR) <= 3, storage.list(FileNames.MANIFEST_DIR).toString());
+    }
+    Engine.rollback(storage, cp.id());
+    try (Engine e = Engine.open(storage, o)) {
+      assertEquals(cp.seqno(), e.versions().lastSeqno);
+      assertArrayEquals(new byte[200], e.get(1, ("k" + (299 * 7 + 2) % 400).getBytes(StandardCharsets.UTF_8)));
+    }
+  }
+
+  @Test
+  void intervalZero_keepsEveryManifest() {
+    MemStorage storage = new MemStorage(5);
+    try (Engine e = Engine.open(storage, options().checkpointIntervalMillis(0).checkpointRetentionMillis(3_600_000))) {
+      writeRounds(e, 6, 0);
+      assertTrue(files(storage, FileNames.MANIFEST_DIR) >= 8, storage.list(FileNames.MANIFEST_DIR).toString());
+    }
+  }
+
   private static SegmentState seg(long id, long startSeqno, long tailOffset) {
     return new SegmentState(id, startSeqno, startSeqno + 99, tailOffset, 0, 1, 100, tailOffset, 0, 0, 4096, 4096);
   }
