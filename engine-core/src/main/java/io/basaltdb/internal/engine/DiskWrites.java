@@ -150,24 +150,30 @@ final class DiskWrites implements CommitTarget {
   public void applied(WriteCache cache, List<Batch> group) {}
 
   /**
-   * Turns the active write cache immutable and starts a new one with a new WAL file (under the apply
-   * lock, so no write is half in either); the flusher picks it up. Commit leader only.
+   * Rotates the WAL, then turns the active write cache immutable and starts a new one (under the apply
+   * lock, so no write is half in either); the flusher picks it up. Commit leader only, between groups,
+   * so no group is logged between the rotation and the switch.
    */
   void switchWriteCache() {
     // First the fresh cache, whose skiplist head needs a chunk: if the quota has none, this throws
     // MemoryLimitException before anything changed, and the store stays writable.
     WriteCache fresh = versions.newWriteCache();
-    versions.applyLock.lock();
     try {
+      // The rotation's fsyncs happen outside the apply lock, so readers waiting on a publication and new
+      // snapshots do not wait for them: only this leader appends to the WAL, and it is between groups.
       long walNumber = versionSet.nextFileNumber.getAndIncrement();
       wal.rotate(walNumber);
-      versions.switchWriteCache(walNumber, fresh);
+      versions.applyLock.lock();
+      try {
+        versions.switchWriteCache(walNumber, fresh);
+      } finally {
+        versions.applyLock.unlock();
+      }
     } catch (BasaltException e) {
       state.fail(e);
       throw e;
     } finally {
       fresh.release(); // the new version holds it; without one (a failed rotation) this frees it
-      versions.applyLock.unlock();
     }
     events.writeCacheSwitched();
   }

@@ -42,10 +42,6 @@ final class KeyspaceCatalog {
     return id;
   }
 
-  String name(int id) {
-    return namesById.get(id);
-  }
-
   /** A keyspace's name for messages ("#id" once dropped). */
   String describe(int id) {
     return namesById.getOrDefault(id, "#" + id);

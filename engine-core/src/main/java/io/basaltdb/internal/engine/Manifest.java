@@ -179,9 +179,9 @@ record Manifest(
 
   /**
    * Writes this manifest durably: temporary file, fsync, rename, directory fsync (by the storage).
-   * Only {@link VersionSet} calls this.
+   * Only {@link VersionSet} calls this. Returns the bytes written.
    */
-  void write(Storage storage) {
+  int write(Storage storage) {
     String name = FileNames.manifest(number);
     String tmp = FileNames.manifestTemp(number);
     storage.delete(tmp);
@@ -191,6 +191,7 @@ record Manifest(
       f.sync();
     }
     storage.rename(tmp, name);
+    return data.length;
   }
 
   /** Reads and verifies the manifest numbered {@code number}. */

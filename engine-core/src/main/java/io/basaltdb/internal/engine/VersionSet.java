@@ -127,12 +127,11 @@ final class VersionSet {
       edit.beforeCommit.run();
       Manifest next = edit.applyTo(manifest, manifest.number() + 1, System.currentTimeMillis(), nextFileNumber.get());
       try {
-        write(storage, next);
+        stats.manifestBytesWritten.add(write(storage, next));
       } catch (BasaltException e) {
         state.fail(e);
         throw e;
       }
-      stats.manifestBytesWritten.add(next.encode().length);
       long superseded = manifest.number();
       manifest = next;
       checkpoints.put(next.number(), next.createdMillis());
@@ -176,7 +175,7 @@ final class VersionSet {
   long checkpointOnlyBytes() {
     synchronized (lock) {
       Set<Long> live = versions.namedTables();
-      live.addAll(Manifest.tableNumbers(manifest));
+      live.addAll(checkpointTables.get(manifest.number())); // the current manifest's tables
       long bytes = 0;
       Set<Long> counted = new HashSet<>();
       for (Set<Long> named : checkpointTables.values()) {
@@ -331,7 +330,7 @@ final class VersionSet {
     return next;
   }
 
-  private static void write(Storage storage, Manifest m) {
-    m.write(storage);
+  private static int write(Storage storage, Manifest m) {
+    return m.write(storage);
   }
 }
