@@ -29,6 +29,7 @@ public final class Options {
   private int compactionThreads = 2;
   private int readQueueDepth = 8;
   private long blockCacheSize = -1;
+  private double fragmentationThreshold = 0.5;
 
   /** The maximum size of a key, in bytes (64 KiB). */
   public static final int MAX_KEY_SIZE = 64 * 1024;
@@ -62,6 +63,7 @@ public final class Options {
     o.compactionThreads = compactionThreads;
     o.readQueueDepth = readQueueDepth;
     o.blockCacheSize = blockCacheSize;
+    o.fragmentationThreshold = fragmentationThreshold;
     return o;
   }
 
@@ -208,6 +210,17 @@ public final class Options {
     return Math.max(0, Math.min(memoryQuota / 2, memoryQuota - 2 * writeCacheSize() - (1L << 20)));
   }
 
+  /**
+   * Garbage collection (Magma section 4): when the fragmentation of a keyspace's log segments (the
+   * share of their bytes that stale document versions and superseded index pages take) passes this
+   * fraction, the most fragmented segments are rewritten without their stale versions. The store's
+   * size then stays near {@code 1 / (1 - threshold)} times its live data: 2x at the default 0.5. A
+   * lower threshold keeps less garbage and rewrites more; 1.0 turns garbage collection off. Between
+   * 0.1 and 1.0.
+   */
+  public Options fragmentationThreshold(double fraction) { this.fragmentationThreshold = fraction; return this; }
+  public double fragmentationThreshold() { return fragmentationThreshold; }
+
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
@@ -237,6 +250,8 @@ public final class Options {
         "blockCacheSize must be -1 (default) or between 0 and memoryQuota less twice writeCacheSize less 512 KiB ("
         + maxCache + "), was " + blockCacheSize);
     check(compactionThreads >= 1 && compactionThreads <= 64, "compactionThreads must be between 1 and 64, was " + compactionThreads);
+    check(fragmentationThreshold >= 0.1 && fragmentationThreshold <= 1.0,
+        "fragmentationThreshold must be between 0.1 and 1.0, was " + fragmentationThreshold);
   }
 
   private static void check(boolean ok, String message) {
@@ -254,6 +269,7 @@ public final class Options {
         + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
-        + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize() + "]";
+        + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize()
+        + ", fragmentationThreshold=" + fragmentationThreshold + "]";
   }
 }

@@ -31,8 +31,22 @@ import java.util.Map;
  *       since it still counts superseded versions not yet compacted away and tombstones; document
  *       sizes are as encoded in a segment block, before compression); gauge {@code diskBytes} (the
  *       size of every file of the store: WAL, manifests and checkpoints, tables, segments with their
- *       preallocated tails), {@code checkpointOnlyBytes} (of those, the table files that only retained
- *       checkpoints name: the space rollback costs); see {@link #spaceAmplification()};</li>
+ *       preallocated tails), {@code checkpointOnlyBytes} (of those, the table, delete list and segment files that only retained
+ *       checkpoints name: the space rollback costs);</li>
+ *   <li>garbage collection (Magma section 4): gauges {@code preallocatedBytes} (space reserved past the
+ *       segments' tails, in diskBytes), {@code segmentBytes} (the log segments' bytes up to their tails),
+ *       {@code segmentStaleBytes} (of those, superseded index pages and the share of stale document
+ *       versions), {@code segmentGarbageBytes} (the document bytes, before compression, of the versions
+ *       the key index dropped and no segment compaction removed yet), {@code fragmentationPermille}
+ *       (stale over segment bytes, in thousandths), {@code deleteListTables}, {@code deleteListRecords},
+ *       {@code deleteListBytes} (their files), {@code deleteListLogicalBytes} (the document bytes they
+ *       describe); counters {@code deleteListCompactions}, {@code deleteListBytesRead},
+ *       {@code deleteListBytesWritten} (by key index compactions and delete list compactions),
+ *       {@code gcRuns} (segment compactions), {@code gcBytesRead}, {@code gcBytesWritten},
+ *       {@code gcBytesReclaimed} (input less output bytes), {@code gcDocumentsDropped}, {@code gcStalls}
+ *       and {@code gcStallNanos} (writers held because garbage collection fell behind); per live
+ *       keyspace, {@code keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes} and
+ *       {@code keyspace.<name>.fragmentationPermille};</li>
  *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
  *       {@code l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of
  *       replaced tables that failed and are retried); gauges {@code tablesAtLevel0} to
@@ -79,23 +93,29 @@ public final class Stats {
   public long memoryInUse() { return get("memoryInUse"); }
   public long lastSeqno() { return get("lastSeqno"); }
 
-  /** Bytes written to disk (WAL, segments, key index, manifests) over user bytes written; 0 before any write. */
+  /**
+   * Bytes written to disk (WAL, segments, key index and its compactions, the delete list, garbage
+   * collection's rewritten segments, manifests) over user bytes written; 0 before any write.
+   */
   public double writeAmplification() {
     long user = get("userBytesWritten");
     if (user == 0) return 0;
     return (double) (get("walBytesWritten") + get("segmentBytesWritten") + get("indexBytesWritten")
-        + get("compactionBytesWritten") + get("manifestBytesWritten")) / user;
+        + get("compactionBytesWritten") + get("deleteListBytesWritten") + get("gcBytesWritten")
+        + get("manifestBytesWritten")) / user;
   }
 
   /**
-   * Bytes on disk over the document bytes the key index references ({@code diskBytes /
-   * liveDataBytes}); 0 before any flush. A lower bound of the space amplification, as liveDataBytes is
-   * an upper bound of the live data; compression can bring it below 1.
+   * Disk space in use over the live part of the log segments: {@code (diskBytes - preallocatedBytes) /
+   * (segmentBytes - segmentStaleBytes)}; 0 before any flush. Both sides are on-disk bytes (compressed
+   * alike), so it measures what garbage, checkpoints, the key index, the delete list and the WAL add
+   * to the data; the segments' preallocated tails hold nothing yet and are left out. A fresh store of
+   * a few documents still reads high: its WAL and manifests outweigh its data.
    */
   public double spaceAmplification() {
-    long live = get("liveDataBytes");
+    long live = get("segmentBytes") - get("segmentStaleBytes");
     if (live <= 0) return 0;
-    return (double) get("diskBytes") / live;
+    return (double) (get("diskBytes") - get("preallocatedBytes")) / live;
   }
 
   /**

@@ -74,6 +74,7 @@ final class Checkpoints {
     for (Manifest.KeyspaceMeta k : target.keyspaces()) {
       for (Manifest.TableMeta t : k.tables()) mustExist(storage, target, FileNames.table(k.id(), t.fileNumber()));
       for (SegmentState s : k.segments()) mustExist(storage, target, FileNames.segment(k.id(), s.segmentId()));
+      for (Manifest.DeleteTableMeta d : k.deletes()) mustExist(storage, target, FileNames.deleteTable(k.id(), d.fileNumber()));
     }
     long maxFile = 0;
     long maxManifest = 0;
@@ -85,7 +86,7 @@ final class Checkpoints {
     }
     for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
     for (int ks = 1; ks < nextKeyspaceId; ks++) {
-      for (String dir : List.of(FileNames.indexDir(ks), FileNames.logDir(ks))) {
+      for (String dir : FileNames.dataDirs(ks)) {
         for (String f : storage.list(dir)) maxFile = Math.max(maxFile, FileNames.dataFileNumber(f));
       }
     }
@@ -132,23 +133,19 @@ final class Checkpoints {
       }
       for (Manifest.TableMeta m : t.tables()) edit.addTable(t.id(), m);
       for (SegmentState s : t.segments()) edit.putSegment(t.id(), s);
+      edit.restoreGarbageState(t.id(), t.deletes(), t.garbage());
     }
     for (int id : now.keySet()) edit.dropKeyspace(id);
     return edit;
   }
 
-  /** Deletes the table and segment files of keyspace ids below {@code nextKeyspaceId} that no manifest of {@code retained} names. */
+  /** Deletes the table, delete list and segment files of keyspace ids below {@code nextKeyspaceId} that no manifest of {@code retained} names. */
   static void deleteUnnamed(Storage storage, List<Manifest> retained, int nextKeyspaceId) {
     Set<String> keep = new HashSet<>();
-    for (Manifest m : retained) {
-      for (Manifest.KeyspaceMeta k : m.keyspaces()) {
-        for (Manifest.TableMeta t : k.tables()) keep.add(FileNames.table(k.id(), t.fileNumber()));
-        for (SegmentState s : k.segments()) keep.add(FileNames.segment(k.id(), s.segmentId()));
-      }
-    }
+    for (Manifest m : retained) keep.addAll(Manifest.fileNames(m));
     // Storage lists files only; keyspace ids are dense from 1, so visit each id the store ever used.
     for (int ks = 1; ks < nextKeyspaceId; ks++) {
-      for (String dir : List.of(FileNames.indexDir(ks), FileNames.logDir(ks))) {
+      for (String dir : FileNames.dataDirs(ks)) {
         for (String f : storage.list(dir)) {
           if (!keep.contains(dir + "/" + f)) storage.delete(dir + "/" + f);
         }

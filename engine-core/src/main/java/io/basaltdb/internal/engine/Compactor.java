@@ -189,7 +189,7 @@ final class Compactor {
     if (job.trivialMove()) { // its tombstones go in a later merge
       KeyspaceFiles.Table t = job.inputs().get(0);
       edit.addTable(job.keyspace(), new KeyspaceFiles.Table(t.fileNumber(), job.outputLevel(), t.reader()));
-      return commit(job, edit, List.of(), true);
+      return commit(job, edit, List.of(), List.of(), true);
     }
     TableOutput out = new TableOutput(storage, tables, versionSet.nextFileNumber, options, job.keyspace(),
         job.outputLevel(), options.tableTargetBytes(), stats.compactionBytesWritten);
@@ -214,13 +214,17 @@ final class Compactor {
     for (KeyspaceFiles.Table t : job.all()) read += t.bytes();
     stats.compactionBytesRead.add(read);
     for (KeyspaceFiles.Table t : written) edit.addTable(job.keyspace(), t);
-    if (!catalog.isLive(job.keyspace()) || state.failure() != null) return commit(job, edit, written, false);
+    if (!catalog.isLive(job.keyspace()) || state.failure() != null) return commit(job, edit, written, List.of(), false);
     // The listener hears of each dropped version just before the commit, under the VersionSet's lock;
     // the counters go in the commit itself, so a crash in between leaves neither the drop nor its count
     // (see DiscardListener).
     long bytes = 0;
     for (int i = 0; i < discards.count; i++) bytes += discards.pairs[2 * i + 1];
     edit.addCounters(job.keyspace(), Manifest.Counters.discarded(discards.count, bytes));
+    // The discards become the garbage of their segments and a level-0 delete list table in the same
+    // commit as the drop (Magma orders the delete list's commit before the key index's; one manifest
+    // makes both one step), so a rerun after a crash adds them once.
+    List<KeyspaceFiles.DeleteTable> deletes = writeDeletes(job.keyspace(), discards, edit);
     edit.beforeCommit = () -> {
       if (!catalog.isLive(job.keyspace())) return; // dropped: nothing is discarded from it any more
       DiscardListener l = listener; // the one installed when the commit happens, not when the merge ended
@@ -228,7 +232,35 @@ final class Compactor {
         l.discarded(job.keyspace(), discards.pairs[2 * i], (int) discards.pairs[2 * i + 1]);
       }
     };
-    return commit(job, edit, written, false);
+    return commit(job, edit, written, deletes, false);
+  }
+
+  /** Writes the job's discards, sorted by seqno, as a level-0 delete list table into {@code edit}. */
+  private List<KeyspaceFiles.DeleteTable> writeDeletes(int ks, Discards discards, VersionEdit edit) {
+    int n = discards.count;
+    if (n == 0) return List.of();
+    long[] seqnos = new long[n];
+    for (int i = 0; i < n; i++) seqnos[i] = discards.pairs[2 * i];
+    int[] order = Flusher.seqnoOrder(seqnos);
+    long[] sorted = new long[n];
+    int[] sizes = new int[n];
+    for (int j = 0; j < n; j++) {
+      sorted[j] = seqnos[order[j]];
+      sizes[j] = (int) discards.pairs[2 * order[j] + 1];
+    }
+    DeleteList.Output out = new DeleteList.Output(storage, tables, versionSet.nextFileNumber, options, ks, 0, -1,
+        Long.MAX_VALUE, stats.deleteListBytesWritten);
+    List<KeyspaceFiles.DeleteTable> written;
+    try {
+      for (int j = 0; j < n; j++) out.add(sorted[j], sizes[j]);
+      written = out.finish();
+    } catch (RuntimeException | Error e) {
+      out.abandon();
+      throw e;
+    }
+    for (KeyspaceFiles.DeleteTable t : written) edit.addDeleteTable(ks, t);
+    edit.discards(ks, sorted, sizes);
+    return written;
   }
 
   /** Iterators over the job's tables, each from its first record. */
@@ -243,9 +275,11 @@ final class Compactor {
     }
   }
 
-  private boolean commit(CompactionPicker.Job job, VersionEdit edit, List<KeyspaceFiles.Table> written, boolean moved) {
+  private boolean commit(CompactionPicker.Job job, VersionEdit edit, List<KeyspaceFiles.Table> written,
+      List<KeyspaceFiles.DeleteTable> deletes, boolean moved) {
     if (!catalog.isLive(job.keyspace()) || state.failure() != null) { // dropped, or the store failed meanwhile
       TableOutput.discard(storage, tables, job.keyspace(), written);
+      DeleteList.Output.discard(storage, tables, job.keyspace(), deletes);
       return false;
     }
     // A drop landing from here on is handled by the edit (its changes are ignored and the outputs, named

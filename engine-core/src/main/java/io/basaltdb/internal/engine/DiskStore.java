@@ -8,7 +8,8 @@ import java.util.List;
 
 /**
  * Magma's durable store (seed 000 sections 3 to 5) behind the engine's API: the WAL and write cache
- * admission ({@link DiskWrites}), the {@link Flusher}, the {@link Compactor}, and the {@link VersionSet}
+ * admission ({@link DiskWrites}), the {@link Flusher}, the {@link Compactor}, the {@link
+ * SegmentCompactor} (garbage collection), and the {@link VersionSet}
  * every file-set change goes through. {@link StoreOpener} builds it; this class runs and closes it.
  *
  * <p>Thread-safety: any thread; keyspace changes are serialized by the engine.
@@ -19,18 +20,20 @@ final class DiskStore implements Store {
   private final DiskWrites writes;
   private final Flusher flusher;
   private final Compactor compactor;
+  private final SegmentCompactor gc;
   private final TableCache tables;
   private final ReadTransport transport;
   /** The store directory's process lock; released by close. */
   private final AutoCloseable dirLock;
 
   DiskStore(Storage storage, VersionSet versionSet, DiskWrites writes, Flusher flusher, Compactor compactor,
-      TableCache tables, ReadTransport transport, AutoCloseable dirLock) {
+      SegmentCompactor gc, TableCache tables, ReadTransport transport, AutoCloseable dirLock) {
     this.storage = storage;
     this.versionSet = versionSet;
     this.writes = writes;
     this.flusher = flusher;
     this.compactor = compactor;
+    this.gc = gc;
     this.tables = tables;
     this.transport = transport;
     this.dirLock = dirLock;
@@ -70,7 +73,13 @@ final class DiskStore implements Store {
 
   @Override
   public boolean waitForCompactions(long timeoutMillis) throws InterruptedException {
-    return compactor.awaitIdle(timeoutMillis);
+    long deadline = System.currentTimeMillis() + timeoutMillis;
+    while (true) { // garbage collection follows key index compaction, whose discards feed it
+      if (!compactor.awaitIdle(Math.max(0, deadline - System.currentTimeMillis()))) return false;
+      gc.wake();
+      if (!gc.awaitIdle(Math.max(0, deadline - System.currentTimeMillis()))) return false;
+      if (compactor.awaitIdle(0)) return true;
+    }
   }
 
   @Override
@@ -89,7 +98,17 @@ final class DiskStore implements Store {
     Manifest committed = versionSet.manifest();
     Manifest.Counters total = Manifest.Counters.ZERO;
     for (Manifest.KeyspaceMeta k : committed.keyspaces()) total = total.plus(k.counters());
-    return new FileStats(total, diskBytes(storage, committed), versionSet.checkpointOnlyBytes());
+    long preallocated = 0;
+    for (Manifest.KeyspaceMeta k : committed.keyspaces()) {
+      for (io.basaltdb.internal.segment.SegmentState s : k.segments()) {
+        try {
+          preallocated += Math.max(0, storage.size(FileNames.segment(k.id(), s.segmentId())) - s.tailOffset());
+        } catch (BasaltException e) {
+          // replaced and deleted since the manifest was read: nothing preallocated
+        }
+      }
+    }
+    return new FileStats(total, diskBytes(storage, committed), versionSet.checkpointOnlyBytes(), preallocated);
   }
 
   /**
@@ -102,8 +121,7 @@ final class DiskStore implements Store {
   static long diskBytes(Storage storage, Manifest current) {
     List<String> dirs = new ArrayList<>(List.of(FileNames.MANIFEST_DIR, FileNames.WAL_DIR));
     for (int ks = 1; ks < current.nextKeyspaceId(); ks++) {
-      dirs.add(FileNames.indexDir(ks));
-      dirs.add(FileNames.logDir(ks));
+      dirs.addAll(FileNames.dataDirs(ks));
     }
     long total = 0;
     for (String dir : dirs) {
@@ -133,6 +151,7 @@ final class DiskStore implements Store {
   public void close() {
     BasaltException error = null;
     try {
+      gc.stop();
       compactor.stop();
       flusher.stop();
       writes.close();

@@ -37,4 +37,16 @@ final class EngineStats {
   final LongAdder l0Stalls = new LongAdder();
   final LongAdder l0StallNanos = new LongAdder();
   final LongAdder obsoleteDeleteFailures = new LongAdder();
+  /** Delete list tables written: by key index compactions (their discards) and delete list compactions. */
+  final LongAdder deleteListBytesWritten = new LongAdder();
+  final LongAdder deleteListBytesRead = new LongAdder();
+  final LongAdder deleteListCompactions = new LongAdder();
+  /** Segment compactions (garbage collection runs), the segment bytes they read, wrote and reclaimed. */
+  final LongAdder gcRuns = new LongAdder();
+  final LongAdder gcBytesRead = new LongAdder();
+  final LongAdder gcBytesWritten = new LongAdder();
+  final LongAdder gcBytesReclaimed = new LongAdder();
+  final LongAdder gcDocumentsDropped = new LongAdder();
+  final LongAdder gcStalls = new LongAdder();
+  final LongAdder gcStallNanos = new LongAdder();
 }

@@ -10,6 +10,7 @@ package io.basaltdb.internal.engine;
  *   wal/{number:012}.log                  write-ahead log files
  *   keyspaces/{id}/index/{number:012}.sst key index tables
  *   keyspaces/{id}/log/{number:012}.seg   log segments
+ *   keyspaces/{id}/deletes/{number:012}.sst delete list tables (garbage collection)
  * </pre>
  * File numbers come from one counter shared by WAL files, tables and segments.
  *
@@ -69,6 +70,20 @@ final class FileNames {
   /** The directory of a keyspace's log segments. */
   static String logDir(int keyspace) {
     return KEYSPACES_DIR + "/" + keyspace + "/log";
+  }
+
+  /** The directory of a keyspace's delete list tables. */
+  static String deleteDir(int keyspace) {
+    return KEYSPACES_DIR + "/" + keyspace + "/deletes";
+  }
+
+  static String deleteTable(int keyspace, long fileNumber) {
+    return deleteDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".sst";
+  }
+
+  /** Every directory of a keyspace's data files: key index, log, delete list. */
+  static java.util.List<String> dataDirs(int keyspace) {
+    return java.util.List.of(indexDir(keyspace), logDir(keyspace), deleteDir(keyspace));
   }
 
   static String table(int keyspace, long fileNumber) {

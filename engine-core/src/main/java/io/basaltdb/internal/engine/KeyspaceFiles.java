@@ -7,7 +7,9 @@ import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.sstable.TableReader;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
 
@@ -47,15 +49,30 @@ final class KeyspaceFiles {
   /** A log segment's checkpointed state and a reader of it. */
   record Segment(SegmentState state, SegmentReader reader) {}
 
+  /** A delete list table: its manifest entry and a reader (keys are 8-byte big-endian seqnos). */
+  record DeleteTable(Manifest.DeleteTableMeta meta, TableReader reader) {}
+
   /** Every table in search order (see the class comment). */
   final List<Table> tables;
   final List<Segment> segments;
+  /** The delete list's tables (level 0 newest first, then level 1 by seqno) and the segments' garbage. */
+  final List<DeleteTable> deletes;
+  final Map<Long, Manifest.SegmentGarbage> garbage;
   private final long[] starts;
   /** {@code tables} index of the first table of each level; {@code levelStart[MAX_LEVELS]} is the size. */
   private final int[] levelStart = new int[MAX_LEVELS + 1];
 
   /** {@code tables}: level-0 tables newest first, in any position; deeper levels in any order. */
   KeyspaceFiles(List<Table> tables, List<Segment> segments) {
+    this(tables, segments, List.of(), List.of());
+  }
+
+  KeyspaceFiles(List<Table> tables, List<Segment> segments, List<DeleteTable> deletes,
+      List<Manifest.SegmentGarbage> garbage) {
+    this.deletes = List.copyOf(deletes);
+    Map<Long, Manifest.SegmentGarbage> g = new HashMap<>();
+    for (Manifest.SegmentGarbage x : garbage) g.put(x.segmentId(), x);
+    this.garbage = Map.copyOf(g);
     List<Table> ordered = new ArrayList<>(tables);
     ordered.sort((a, b) -> a.level != b.level ? Integer.compare(a.level, b.level)
         : a.level == 0 ? 0 : Arrays.compareUnsigned(a.smallest(), b.smallest())); // stable: L0 keeps its order
@@ -78,6 +95,13 @@ final class KeyspaceFiles {
       starts[i] = segments.get(i).state.startSeqno();
       if (i > 0 && starts[i] <= starts[i - 1]) throw new IllegalStateException("segments out of seqno order");
     }
+  }
+
+  /** Adds the names of every file this holds (keyspace {@code ks}) to {@code out}. */
+  void addFileNames(int ks, java.util.Set<String> out) {
+    for (Table t : tables) out.add(FileNames.table(ks, t.fileNumber()));
+    for (DeleteTable d : deletes) out.add(FileNames.deleteTable(ks, d.meta().fileNumber()));
+    for (Segment s : segments) out.add(FileNames.segment(ks, s.state().segmentId()));
   }
 
   /** The segment whose seqno range may hold {@code seqno}, or null. */

@@ -33,13 +33,59 @@ record Manifest(
     List<KeyspaceMeta> keyspaces) {
 
   static final long MAGIC = 0x42534c544d414e31L; // "BSLTMAN1"
-  /** 2: per-keyspace {@link Counters}. 3: {@code walHead}. Version 2 is still read (walHead 0). */
-  static final int FORMAT_VERSION = 3;
+  /**
+   * 2: per-keyspace {@link Counters}. 3: {@code walHead}. 4: per-keyspace delete list tables and segment
+   * garbage. Versions 2 and 3 are still read (walHead 0; no delete list, no garbage).
+   */
+  static final int FORMAT_VERSION = 4;
   /** The oldest format this build reads. */
   static final int OLDEST_READABLE_VERSION = 2;
 
-  /** One keyspace: tables newest first, segments by start seqno, and its counters as of these tables. */
-  record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters) {}
+  /**
+   * One keyspace: tables newest first, segments by start seqno, its counters as of these tables, its
+   * delete list's tables (level 0 newest first, then level 1 by seqno) and the garbage of its segments
+   * (only segments with garbage or a garbage collection behind them are listed).
+   */
+  record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
+      List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage) {
+    KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters) {
+      this(id, name, tables, segments, counters, List.of(), List.of());
+    }
+
+    /** The garbage entry of segment {@code id}, or null. */
+    SegmentGarbage garbageOf(long id) {
+      for (SegmentGarbage g : garbage) {
+        if (g.segmentId() == id) return g;
+      }
+      return null;
+    }
+  }
+
+  /**
+   * A delete list table (Magma section 4): records of stale seqnos and their document sizes, sorted by
+   * seqno. {@code addedIn}: every record of the table has been in some table of every manifest numbered
+   * {@code addedIn} or above (so a segment compaction that started from such a manifest consumed it).
+   * {@code logicalBytes}: the document sizes its records sum to. Level 0: one table per key index
+   * compaction, overlapping; level 1: one sorted run.
+   */
+  record DeleteTableMeta(long fileNumber, int level, long addedIn, long records, long logicalBytes, long minSeqno,
+      long maxSeqno) {
+    static final int ENCODED_SIZE = 52;
+
+    DeleteTableMeta withAddedIn(long n) {
+      return new DeleteTableMeta(fileNumber, level, n, records, logicalBytes, minSeqno, maxSeqno);
+    }
+  }
+
+  /**
+   * The garbage of one segment: the document bytes and count of its versions the key index dropped and
+   * no segment compaction has removed yet. {@code gcBase}: the manifest number the segment compaction
+   * that wrote the segment started from (0 for a segment a flush wrote); delete list records of tables
+   * with {@code addedIn <= gcBase} in its seqno range were consumed by it.
+   */
+  record SegmentGarbage(long segmentId, long bytes, long count, long gcBase) {
+    static final int ENCODED_SIZE = 32;
+  }
 
   /**
    * A keyspace's key index accounting since it was created, committed in the same manifest as the
@@ -52,11 +98,20 @@ record Manifest(
    *       discardedVersions}; the same for {@code flushedBytes}, the tables' document sizes and {@code
    *       discardedBytes}. Each discarded version is counted by exactly one committed compaction.</li>
    *   <li>{@code flushedBytes - discardedBytes} is the document bytes the tables reference.</li>
+   *   <li>{@code discardedVersions} = the garbage counts of the keyspace's segments summed + {@code
+   *       collectedVersions} (discarded versions segment compactions removed); the same for bytes. Each
+   *       discarded version is garbage of one segment until one compaction removes it.</li>
    * </ol>
    */
-  record Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes) {
-    static final Counters ZERO = new Counters(0, 0, 0, 0);
-    static final int ENCODED_SIZE = 32;
+  record Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes,
+      long collectedVersions, long collectedBytes) {
+    static final Counters ZERO = new Counters(0, 0, 0, 0, 0, 0);
+    /** Bytes in format 4; formats 2 and 3 hold the first four (32 bytes). */
+    static final int ENCODED_SIZE = 48;
+
+    Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes) {
+      this(flushedVersions, flushedBytes, discardedVersions, discardedBytes, 0, 0);
+    }
 
     static Counters flushed(long versions, long bytes) {
       return new Counters(versions, bytes, 0, 0);
@@ -66,14 +121,21 @@ record Manifest(
       return new Counters(0, 0, versions, bytes);
     }
 
+    /** Discarded versions a segment compaction removed from the log (their garbage is gone). */
+    static Counters collected(long versions, long bytes) {
+      return new Counters(0, 0, 0, 0, versions, bytes);
+    }
+
     Counters plus(Counters d) {
       return new Counters(flushedVersions + d.flushedVersions, flushedBytes + d.flushedBytes,
-          discardedVersions + d.discardedVersions, discardedBytes + d.discardedBytes);
+          discardedVersions + d.discardedVersions, discardedBytes + d.discardedBytes,
+          collectedVersions + d.collectedVersions, collectedBytes + d.collectedBytes);
     }
 
     Counters minus(Counters d) {
       return new Counters(flushedVersions - d.flushedVersions, flushedBytes - d.flushedBytes,
-          discardedVersions - d.discardedVersions, discardedBytes - d.discardedBytes);
+          discardedVersions - d.discardedVersions, discardedBytes - d.discardedBytes,
+          collectedVersions - d.collectedVersions, collectedBytes - d.collectedBytes);
     }
 
     /** Document bytes the keyspace's tables reference (older versions and tombstones included). */
@@ -97,7 +159,8 @@ record Manifest(
       b = ensure(b, 16 + name.length + Counters.ENCODED_SIZE + k.tables.size() * 12);
       b.putInt(k.id).putInt(name.length).put(name);
       Counters c = k.counters;
-      b.putLong(c.flushedVersions).putLong(c.flushedBytes).putLong(c.discardedVersions).putLong(c.discardedBytes);
+      b.putLong(c.flushedVersions).putLong(c.flushedBytes).putLong(c.discardedVersions).putLong(c.discardedBytes)
+          .putLong(c.collectedVersions).putLong(c.collectedBytes);
       b.putInt(k.tables.size());
       for (TableMeta t : k.tables) b.putLong(t.fileNumber).putInt(t.level);
       b.putInt(k.segments.size());
@@ -108,6 +171,14 @@ record Manifest(
         s.encode(b);
         b.putInt(at, b.position() - at - 4);
       }
+      b = ensure(b, 8 + k.deletes.size() * DeleteTableMeta.ENCODED_SIZE + k.garbage.size() * SegmentGarbage.ENCODED_SIZE);
+      b.putInt(k.deletes.size());
+      for (DeleteTableMeta d : k.deletes) {
+        b.putLong(d.fileNumber).putInt(d.level).putLong(d.addedIn).putLong(d.records).putLong(d.logicalBytes)
+            .putLong(d.minSeqno).putLong(d.maxSeqno);
+      }
+      b.putInt(k.garbage.size());
+      for (SegmentGarbage g : k.garbage) b.putLong(g.segmentId).putLong(g.bytes).putLong(g.count).putLong(g.gcBase);
     }
     b = ensure(b, 4);
     CRC32C crc = new CRC32C();
@@ -155,7 +226,8 @@ record Manifest(
         int id = b.getInt();
         byte[] name = new byte[b.getInt()];
         b.get(name);
-        Counters counters = new Counters(b.getLong(), b.getLong(), b.getLong(), b.getLong());
+        Counters counters = new Counters(b.getLong(), b.getLong(), b.getLong(), b.getLong(),
+            version >= 4 ? b.getLong() : 0, version >= 4 ? b.getLong() : 0);
         int nt = b.getInt();
         List<TableMeta> tables = new ArrayList<>();
         for (int t = 0; t < nt; t++) tables.add(new TableMeta(b.getLong(), b.getInt()));
@@ -167,7 +239,18 @@ record Manifest(
           segs.add(SegmentState.decode(slice));
           b.position(b.position() + len);
         }
-        ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters));
+        List<DeleteTableMeta> deletes = new ArrayList<>();
+        List<SegmentGarbage> garbage = new ArrayList<>();
+        if (version >= 4) {
+          int nd = b.getInt();
+          for (int d = 0; d < nd; d++) {
+            deletes.add(new DeleteTableMeta(b.getLong(), b.getInt(), b.getLong(), b.getLong(), b.getLong(), b.getLong(),
+                b.getLong()));
+          }
+          int ng = b.getInt();
+          for (int g = 0; g < ng; g++) garbage.add(new SegmentGarbage(b.getLong(), b.getLong(), b.getLong(), b.getLong()));
+        }
+        ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters, deletes, garbage));
       }
       if (b.remaining() != 4) throw new CorruptionException(file, b.position(), "trailing bytes in manifest");
       return new Manifest(number, created, flushed, nextFile, walStart, walHead, nextKs, ks);
@@ -206,11 +289,22 @@ record Manifest(
     }
   }
 
-  /** File numbers of every table {@code m} names. */
+  /** File numbers of every key index table {@code m} names. */
   static java.util.Set<Long> tableNumbers(Manifest m) {
     java.util.Set<Long> out = new java.util.HashSet<>();
     for (KeyspaceMeta k : m.keyspaces()) {
       for (TableMeta t : k.tables()) out.add(t.fileNumber());
+    }
+    return out;
+  }
+
+  /** Names of every data file {@code m} names: key index tables, delete list tables, log segments. */
+  static java.util.Set<String> fileNames(Manifest m) {
+    java.util.Set<String> out = new java.util.HashSet<>();
+    for (KeyspaceMeta k : m.keyspaces()) {
+      for (TableMeta t : k.tables()) out.add(FileNames.table(k.id(), t.fileNumber()));
+      for (DeleteTableMeta d : k.deletes()) out.add(FileNames.deleteTable(k.id(), d.fileNumber()));
+      for (SegmentState s : k.segments()) out.add(FileNames.segment(k.id(), s.segmentId()));
     }
     return out;
   }

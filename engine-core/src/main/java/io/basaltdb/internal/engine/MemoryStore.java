@@ -109,7 +109,7 @@ final class MemoryStore implements Store, CommitTarget {
   }
 
   @Override public FileStats fileStats() {
-    return new FileStats(Manifest.Counters.ZERO, 0, 0);
+    return new FileStats(Manifest.Counters.ZERO, 0, 0, 0);
   }
 
   @Override public void close() {}

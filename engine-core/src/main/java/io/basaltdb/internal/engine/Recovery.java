@@ -32,10 +32,8 @@ final class Recovery {
     final Map<Integer, Flusher.Tail> segmentWriters = new HashMap<>();
     /** Retained manifests (checkpoints): number to creation time. */
     final TreeMap<Long, Long> checkpoints = new TreeMap<>();
-    /** File numbers of the tables each retained manifest names. */
-    final Map<Long, Set<Long>> checkpointTables = new HashMap<>();
-    /** The keyspace of every table a retained manifest names, by file number. */
-    final Map<Long, Integer> tableKeyspaces = new HashMap<>();
+    /** Names of the data files each retained manifest names. */
+    final Map<Long, Set<String>> checkpointFiles = new HashMap<>();
     long nextFileNumber;
   }
 
@@ -54,7 +52,7 @@ final class Recovery {
         Manifest m = VersionSet.createStore(storage);
         st.manifest = m;
         st.checkpoints.put(1L, m.createdMillis());
-        st.checkpointTables.put(1L, Set.of());
+        st.checkpointFiles.put(1L, Set.of());
       }
       long maxFile = st.manifest.nextFileNumber() - 1;
       for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
@@ -63,6 +61,7 @@ final class Recovery {
         openKeyspace(options, tables, k, st);
         for (Manifest.TableMeta t : k.tables()) maxFile = Math.max(maxFile, t.fileNumber());
         for (SegmentState s : k.segments()) maxFile = Math.max(maxFile, s.segmentId());
+        for (Manifest.DeleteTableMeta d : k.deletes()) maxFile = Math.max(maxFile, d.fileNumber());
       }
       st.nextFileNumber = maxFile + 1;
       return st;
@@ -93,10 +92,7 @@ final class Recovery {
           continue;
         }
         st.checkpoints.put(m.number(), m.createdMillis());
-        st.checkpointTables.put(m.number(), Manifest.tableNumbers(m));
-        for (Manifest.KeyspaceMeta k : m.keyspaces()) {
-          for (Manifest.TableMeta t : k.tables()) st.tableKeyspaces.put(t.fileNumber(), k.id());
-        }
+        st.checkpointFiles.put(m.number(), Manifest.fileNames(m));
       } catch (CorruptionException e) {
         // An older valid manifest may still recover the store: the WAL seqno check below fails the open
         // if the WAL it needs is gone.
@@ -123,7 +119,11 @@ final class Recovery {
             owner));
       }
     }
-    st.files.put(k.id(), new KeyspaceFiles(ts, segments));
+    List<KeyspaceFiles.DeleteTable> deletes = new ArrayList<>();
+    for (Manifest.DeleteTableMeta d : k.deletes()) {
+      deletes.add(new KeyspaceFiles.DeleteTable(d, tables.openTable(FileNames.deleteTable(k.id(), d.fileNumber()))));
+    }
+    st.files.put(k.id(), new KeyspaceFiles(ts, segments, deletes, k.garbage()));
   }
 
   /** Deletes table and segment files that no retained manifest names. */

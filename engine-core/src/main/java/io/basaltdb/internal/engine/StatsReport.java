@@ -16,6 +16,54 @@ import java.util.Map;
 final class StatsReport {
   private StatsReport() {}
 
+  /** Garbage collection: fragmentation, the delete list, segment compactions, per store and keyspace. */
+  private static void garbage(Map<String, Long> m, EngineStats s, Version v, KeyspaceCatalog catalog) {
+    long stale = 0, total = 0, garbage = 0, records = 0, deleteBytes = 0, deleteLogical = 0, deleteTables = 0;
+    Map<String, Long> perKeyspace = new LinkedHashMap<>();
+    for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
+      KeyspaceFiles f = e.getValue();
+      long[] st = SegmentCompactor.staleAndTotal(f);
+      stale += st[0];
+      total += st[1];
+      for (Manifest.SegmentGarbage g : f.garbage.values()) garbage += g.bytes();
+      for (KeyspaceFiles.DeleteTable d : f.deletes) {
+        records += d.meta().records();
+        deleteLogical += d.meta().logicalBytes();
+        deleteBytes += d.reader().info().fileSize();
+        deleteTables++;
+      }
+      if (catalog.isLive(e.getKey())) {
+        String name = catalog.describe(e.getKey());
+        perKeyspace.put("keyspace." + name + ".segmentBytes", st[1]);
+        perKeyspace.put("keyspace." + name + ".segmentStaleBytes", st[0]);
+        perKeyspace.put("keyspace." + name + ".fragmentationPermille", permille(st[0], st[1]));
+      }
+    }
+    m.put("segmentBytes", total);
+    m.put("segmentStaleBytes", stale);
+    m.put("segmentGarbageBytes", garbage);
+    m.put("fragmentationPermille", permille(stale, total));
+    m.put("deleteListTables", deleteTables);
+    m.put("deleteListRecords", records);
+    m.put("deleteListBytes", deleteBytes);
+    m.put("deleteListLogicalBytes", deleteLogical);
+    m.put("deleteListCompactions", s.deleteListCompactions.sum());
+    m.put("deleteListBytesRead", s.deleteListBytesRead.sum());
+    m.put("deleteListBytesWritten", s.deleteListBytesWritten.sum());
+    m.put("gcRuns", s.gcRuns.sum());
+    m.put("gcBytesRead", s.gcBytesRead.sum());
+    m.put("gcBytesWritten", s.gcBytesWritten.sum());
+    m.put("gcBytesReclaimed", s.gcBytesReclaimed.sum());
+    m.put("gcDocumentsDropped", s.gcDocumentsDropped.sum());
+    m.put("gcStalls", s.gcStalls.sum());
+    m.put("gcStallNanos", s.gcStallNanos.sum());
+    m.putAll(perKeyspace);
+  }
+
+  private static long permille(long part, long whole) {
+    return whole == 0 ? 0 : Math.round(1000.0 * part / whole);
+  }
+
   static Map<String, Long> collect(EngineStats s, Store.FileStats files, Versions versions, KeyspaceCatalog catalog,
       MemoryQuota writeMemory, BlockCache cache, Options options) {
     Map<String, Long> m = new LinkedHashMap<>();
@@ -54,7 +102,9 @@ final class StatsReport {
     m.put("l0Stalls", s.l0Stalls.sum());
     m.put("l0StallNanos", s.l0StallNanos.sum());
     m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());
+    m.put("preallocatedBytes", files.preallocatedBytes());
     Version v = versions.current();
+    garbage(m, s, v, catalog);
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
     long cacheBytes = cache == null ? 0 : cache.bytes();
     m.put("memoryInUse", writeMemory.usedBytes() + cacheBytes);

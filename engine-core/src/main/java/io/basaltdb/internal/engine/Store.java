@@ -34,7 +34,11 @@ interface Store {
    */
   FileStats fileStats();
 
-  record FileStats(Manifest.Counters counters, long diskBytes, long checkpointOnlyBytes) {}
+  /**
+   * The manifest's counters, the bytes of every file, those only checkpoints hold, and the preallocated
+   * space past the segments' tails (part of diskBytes, holding no data yet).
+   */
+  record FileStats(Manifest.Counters counters, long diskBytes, long checkpointOnlyBytes, long preallocatedBytes) {}
 
   /** Stops the store's workers and closes its files (after the pipeline is closed). */
   void close();

@@ -71,8 +71,11 @@ final class StoreOpener {
       Flusher flusher = new Flusher(options, storage, versions, versionSet, tables, catalog, stats, state, events,
           st.segmentWriters);
       Compactor compactor = new Compactor(options, storage, versions, versionSet, tables, catalog, stats, state, events);
+      SegmentCompactor gc = new SegmentCompactor(options, storage, versions, versionSet, tables, catalog, stats, state,
+          events);
       events.flusher = flusher;
       events.compactor = compactor;
+      events.gc = gc;
       ReadTransport transport = newReadTransport(options.readQueueDepth());
       undo.push(transport::close);
       // A deleted WAL file fails the open here rather than losing its writes silently in the replay.
@@ -101,7 +104,8 @@ final class StoreOpener {
       CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
       compactor.start();
-      DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, tables, transport, lock);
+      gc.start();
+      DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock);
       return new Parts(options, writeMemory, blockCache, catalog, versions, state, stats, pipeline,
           new ReadPath(versions, catalog, stats, transport), store);
     } catch (RuntimeException | Error e) {
@@ -154,6 +158,7 @@ final class StoreOpener {
     /** Set before the workers start; read by them afterwards (Thread.start orders the writes before). */
     Flusher flusher;
     Compactor compactor;
+    SegmentCompactor gc;
 
     Wiring(StoreState state) {
       this.state = state;
@@ -169,6 +174,7 @@ final class StoreOpener {
     }
 
     @Override public void compacted() {
+      gc.wake();
       state.progressed();
     }
 

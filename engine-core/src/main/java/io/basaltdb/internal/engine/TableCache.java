@@ -33,17 +33,7 @@ final class TableCache {
 
   /** Opens table {@code fileNumber} of keyspace {@code ks}; it stays open until closed here or at close. */
   TableReader openTable(int ks, long fileNumber) {
-    String name = FileNames.table(ks, fileNumber);
-    StorageFile f = openExisting(name);
-    TableReader reader;
-    try {
-      reader = TableReader.open(f, storage.describe(name), blockCache);
-    } catch (RuntimeException e) {
-      f.close();
-      throw e;
-    }
-    track(reader);
-    return reader;
+    return openTable(FileNames.table(ks, fileNumber));
   }
 
   /** Opens a file a manifest names, failing with a corruption message if it is missing. */
@@ -59,12 +49,30 @@ final class TableCache {
     open.add(file);
   }
 
-  /** Closes a table reader (its table was deleted or never committed). */
-  void close(TableReader reader) {
-    synchronized (this) {
-      open.remove(reader);
+  /** Opens a table by its path (a delete list table); it stays open until closed here or at close. */
+  TableReader openTable(String name) {
+    StorageFile f = openExisting(name);
+    TableReader reader;
+    try {
+      reader = TableReader.open(f, storage.describe(name), blockCache);
+    } catch (RuntimeException e) {
+      f.close();
+      throw e;
     }
-    reader.close();
+    track(reader);
+    return reader;
+  }
+
+  /** Closes a table reader or segment file (its file was deleted or never committed). */
+  void close(AutoCloseable file) {
+    synchronized (this) {
+      open.remove(file);
+    }
+    try {
+      file.close();
+    } catch (Exception e) {
+      throw e instanceof RuntimeException r ? r : new io.basaltdb.BasaltException("close failed: " + e, e);
+    }
   }
 
   /** Closes every file still open; errors are swallowed (the store's first error is the one reported). */

@@ -19,8 +19,14 @@ import java.util.Set;
  * replacement, as segment compaction will commit it), and a delta of the keyspace's {@link
  * Manifest.Counters}. Store-wide it holds the flushed seqno, the WAL start, the WAL head (the WAL file
  * current at the commit), keyspaces created and dropped, and whether the immutable write cache is now
- * flushed. Garbage collection's delete list will be one more per-keyspace list of tables, handled
- * as the key index tables are.
+ * flushed.
+ *
+ * <p>Garbage collection (Magma section 4) adds, per keyspace: delete list tables added (a key index
+ * compaction's discards, or a delete list compaction's output) and removed; the seqnos and sizes of the
+ * versions a key index compaction discarded, which become the garbage of the segments holding them when
+ * the edit applies (so garbage is counted in the same manifest that drops the versions: exactly once);
+ * and a segment replacement (a segment compaction), whose output inherits the inputs' garbage less what
+ * the compaction removed.
  *
  * <p>Added tables and put segments carry their open readers when an edit is built by a running store,
  * so the new version can read them; offline edits (rollback, a new store) carry metadata only.
@@ -38,7 +44,26 @@ final class VersionEdit {
     final Map<Long, KeyspaceFiles.Segment> openedSegments = new LinkedHashMap<>();
     final Set<Long> removedSegments = new HashSet<>();
     Manifest.Counters delta = Manifest.Counters.ZERO;
+    /** Added delete list tables; level-0 ones newest first, {@code addedIn} set when applied. */
+    final List<Manifest.DeleteTableMeta> addedDeletes = new ArrayList<>();
+    final Map<Long, KeyspaceFiles.DeleteTable> openedDeletes = new LinkedHashMap<>();
+    final Set<Long> removedDeletes = new HashSet<>();
+    /** Seqnos a key index compaction discarded, ascending, and their document sizes. */
+    long[] discardSeqnos = new long[0];
+    int[] discardSizes = new int[0];
+    /** A segment compaction, or null. */
+    SegmentReplacement replacement;
+    /** A rollback's delete list and garbage, replacing the current ones; null otherwise. */
+    List<Manifest.DeleteTableMeta> restoredDeletes;
+    List<Manifest.SegmentGarbage> restoredGarbage;
   }
+
+  /**
+   * Segments {@code inputs} (adjacent, none the tail) replaced by {@code output} (-1: every document was
+   * garbage), which removed {@code removedBytes} and {@code removedCount} of their garbage and started
+   * from manifest {@code gcBase}.
+   */
+  record SegmentReplacement(List<Long> inputs, long output, long removedBytes, long removedCount, long gcBase) {}
 
   final Map<Integer, Change> changes = new LinkedHashMap<>();
   final Map<Integer, String> created = new LinkedHashMap<>();
@@ -99,6 +124,48 @@ final class VersionEdit {
     return this;
   }
 
+  /** Adds an open delete list table. */
+  VersionEdit addDeleteTable(int keyspace, KeyspaceFiles.DeleteTable t) {
+    Change c = change(keyspace);
+    c.addedDeletes.add(t.meta());
+    c.openedDeletes.put(t.meta().fileNumber(), t);
+    return this;
+  }
+
+  VersionEdit removeDeleteTable(int keyspace, long fileNumber) {
+    change(keyspace).removedDeletes.add(fileNumber);
+    return this;
+  }
+
+  /**
+   * The versions a key index compaction dropped: {@code seqnos} ascending, with their document sizes.
+   * Each becomes garbage of the segment holding it when the edit applies.
+   */
+  VersionEdit discards(int keyspace, long[] seqnos, int[] sizes) {
+    Change c = change(keyspace);
+    if (c.discardSeqnos.length > 0) throw new IllegalStateException("discards already set");
+    c.discardSeqnos = seqnos;
+    c.discardSizes = sizes;
+    return this;
+  }
+
+  /** A segment compaction's replacement; its output segment is put separately. */
+  VersionEdit replaceSegments(int keyspace, SegmentReplacement r) {
+    Change c = change(keyspace);
+    c.replacement = r;
+    for (long id : r.inputs()) c.removedSegments.add(id);
+    return this;
+  }
+
+  /** A rollback: the keyspace's delete list and segment garbage become these. */
+  VersionEdit restoreGarbageState(int keyspace, List<Manifest.DeleteTableMeta> deletes,
+      List<Manifest.SegmentGarbage> garbage) {
+    Change c = change(keyspace);
+    c.restoredDeletes = deletes;
+    c.restoredGarbage = garbage;
+    return this;
+  }
+
   VersionEdit addCounters(int keyspace, Manifest.Counters delta) {
     Change c = change(keyspace);
     c.delta = c.delta.plus(delta);
@@ -154,13 +221,13 @@ final class VersionEdit {
     for (Manifest.KeyspaceMeta k : base.keyspaces()) {
       if (dropped.contains(k.id())) continue;
       Change c = changes.get(k.id());
-      out.add(c == null ? k : apply(k, c));
+      out.add(c == null ? k : apply(k, c, number));
     }
     for (Map.Entry<Integer, String> e : created.entrySet()) {
       Manifest.KeyspaceMeta fresh = new Manifest.KeyspaceMeta(e.getKey(), e.getValue(), List.of(), List.of(),
           Manifest.Counters.ZERO);
       Change c = changes.get(e.getKey());
-      out.add(c == null ? fresh : apply(fresh, c));
+      out.add(c == null ? fresh : apply(fresh, c, number));
       nextKeyspaceId = Math.max(nextKeyspaceId, e.getKey() + 1);
     }
     return new Manifest(number, createdMillis, flushedSeqno >= 0 ? flushedSeqno : base.flushedSeqno(),
@@ -169,7 +236,7 @@ final class VersionEdit {
         nextKeyspaceId, out);
   }
 
-  private static Manifest.KeyspaceMeta apply(Manifest.KeyspaceMeta k, Change c) {
+  private static Manifest.KeyspaceMeta apply(Manifest.KeyspaceMeta k, Change c, long number) {
     List<Manifest.TableMeta> tables = new ArrayList<>();
     for (Manifest.TableMeta t : c.addedTables) {
       if (t.level() == 0) tables.add(t); // newer than every level-0 table already there
@@ -190,6 +257,71 @@ final class VersionEdit {
       if (i < segments.size()) segments.set(i, s); else segments.add(s);
     }
     segments.sort((a, b) -> Long.compare(a.startSeqno(), b.startSeqno()));
-    return new Manifest.KeyspaceMeta(k.id(), k.name(), tables, segments, k.counters().plus(c.delta));
+    List<Manifest.DeleteTableMeta> deletes = c.restoredDeletes != null ? c.restoredDeletes : deletes(k, c, number);
+    List<Manifest.SegmentGarbage> garbage = c.restoredGarbage != null ? c.restoredGarbage : garbage(k, c, segments);
+    return new Manifest.KeyspaceMeta(k.id(), k.name(), tables, segments, k.counters().plus(c.delta), deletes, garbage);
+  }
+
+  /** Level-0 delete tables newest first (added ones are the newest), then level 1 by seqno. */
+  private static List<Manifest.DeleteTableMeta> deletes(Manifest.KeyspaceMeta k, Change c, long number) {
+    List<Manifest.DeleteTableMeta> out = new ArrayList<>();
+    for (Manifest.DeleteTableMeta d : c.addedDeletes) {
+      if (d.level() == 0) out.add(d.addedIn() < 0 ? d.withAddedIn(number) : d);
+    }
+    for (Manifest.DeleteTableMeta d : k.deletes()) {
+      if (!c.removedDeletes.contains(d.fileNumber())) out.add(d);
+    }
+    for (Manifest.DeleteTableMeta d : c.addedDeletes) {
+      if (d.level() != 0) out.add(d.addedIn() < 0 ? d.withAddedIn(number) : d);
+    }
+    out.sort((a, b) -> a.level() != b.level() ? Integer.compare(a.level(), b.level())
+        : a.level() == 0 ? 0 : Long.compare(a.minSeqno(), b.minSeqno())); // stable: level 0 keeps its order
+    return out;
+  }
+
+  /**
+   * The segments' garbage after the edit: a replacement's output inherits its inputs' garbage less what
+   * it removed (what was discarded while it ran), each discarded version adds to the segment whose seqno
+   * range holds it, and entries of segments no longer present go.
+   */
+  private static List<Manifest.SegmentGarbage> garbage(Manifest.KeyspaceMeta k, Change c, List<SegmentState> segments) {
+    Map<Long, Manifest.SegmentGarbage> byId = new LinkedHashMap<>();
+    for (Manifest.SegmentGarbage g : k.garbage()) byId.put(g.segmentId(), g);
+    SegmentReplacement r = c.replacement;
+    if (r != null) {
+      long bytes = -r.removedBytes(), count = -r.removedCount();
+      for (long id : r.inputs()) {
+        Manifest.SegmentGarbage g = byId.remove(id);
+        if (g != null) {
+          bytes += g.bytes();
+          count += g.count();
+        }
+      }
+      if (r.output() >= 0) {
+        byId.put(r.output(), new Manifest.SegmentGarbage(r.output(), Math.max(0, bytes), Math.max(0, count), r.gcBase()));
+      }
+    }
+    long[] starts = new long[segments.size()];
+    for (int i = 0; i < starts.length; i++) starts[i] = segments.get(i).startSeqno();
+    long[] bytes = new long[starts.length];
+    long[] counts = new long[starts.length];
+    int at = 0;
+    for (int i = 0; i < c.discardSeqnos.length; i++) { // both ascending: one pass
+      long q = c.discardSeqnos[i];
+      while (at + 1 < starts.length && starts[at + 1] <= q) at++;
+      if (starts.length == 0 || starts[at] > q) continue; // below every segment: cannot happen, counts nothing
+      bytes[at] += c.discardSizes[i];
+      counts[at]++;
+    }
+    List<Manifest.SegmentGarbage> out = new ArrayList<>();
+    for (int i = 0; i < starts.length; i++) {
+      long id = segments.get(i).segmentId();
+      Manifest.SegmentGarbage g = byId.get(id);
+      long b = bytes[i] + (g == null ? 0 : g.bytes());
+      long n = counts[i] + (g == null ? 0 : g.count());
+      long base = g == null ? 0 : g.gcBase();
+      if (b != 0 || n != 0 || base != 0) out.add(new Manifest.SegmentGarbage(id, b, n, base));
+    }
+    return out;
   }
 }

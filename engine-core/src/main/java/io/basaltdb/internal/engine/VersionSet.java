@@ -62,12 +62,12 @@ final class VersionSet {
   private Manifest manifest;
   /** Retained manifests (checkpoints): number to creation time. */
   private final TreeMap<Long, Long> checkpoints;
-  /** File numbers of the tables each retained manifest names. */
-  private final Map<Long, Set<Long>> checkpointTables;
-  /** Committed tables this store opened, by file number, until they are deleted. */
-  private final Map<Long, OpenTable> committed = new HashMap<>();
-  /** Tables only older checkpoints named at open, so never opened: file number to keyspace. */
-  private final Map<Long, Integer> unopened;
+  /** Names of the data files (tables, delete list tables, segments) each retained manifest names. */
+  private final Map<Long, Set<String>> checkpointFiles;
+  /** Committed data files this store opened, by name, until they are deleted. */
+  private final Map<String, OpenFile> committed = new HashMap<>();
+  /** Data files only older checkpoints named at open, so never opened. */
+  private final Set<String> unopened;
   /**
    * Retained manifests that stay when superseded (periodic or asked-for checkpoints, and every manifest
    * found at open); any other manifest is deleted when the next one commits.
@@ -76,7 +76,8 @@ final class VersionSet {
   /** When the last manifest was marked. */
   private long lastMarkMillis;
 
-  private record OpenTable(int keyspace, TableReader reader) {}
+  /** An open data file of keyspace {@code keyspace} and how to close it once deleted. */
+  private record OpenFile(int keyspace, boolean segment, Runnable close) {}
 
   VersionSet(Storage storage, Versions versions, TableCache tables, StoreState state, EngineStats stats,
       long retentionMillis, long intervalMillis, Recovery.State recovered) {
@@ -90,14 +91,33 @@ final class VersionSet {
     this.nextFileNumber = new AtomicLong(recovered.nextFileNumber);
     this.manifest = recovered.manifest;
     this.checkpoints = recovered.checkpoints;
-    this.checkpointTables = recovered.checkpointTables;
-    this.unopened = new HashMap<>(recovered.tableKeyspaces);
+    this.checkpointFiles = recovered.checkpointFiles;
+    this.unopened = new HashSet<>();
+    checkpointFiles.values().forEach(unopened::addAll);
     marked.addAll(checkpoints.keySet()); // whether they were checkpoints is not recorded: keep them all
     lastMarkMillis = manifest.createdMillis();
-    recovered.files.forEach((ks, f) -> f.tables.forEach(t -> {
-      committed.put(t.fileNumber(), new OpenTable(ks, t.reader()));
-      unopened.remove(t.fileNumber());
+    recovered.files.forEach((ks, f) -> {
+      for (KeyspaceFiles.Table t : f.tables) register(FileNames.table(ks, t.fileNumber()), ks, t.reader());
+      for (KeyspaceFiles.DeleteTable d : f.deletes) register(FileNames.deleteTable(ks, d.meta().fileNumber()), ks, d.reader());
+      for (KeyspaceFiles.Segment s : f.segments) register(ks, s);
+    });
+  }
+
+  private void register(String name, int ks, TableReader reader) {
+    committed.put(name, new OpenFile(ks, false, () -> tables.close(reader)));
+    unopened.remove(name);
+  }
+
+  /** A segment's file is shared by its states' readers (and, while it is the tail, the flusher's writer). */
+  private void register(int ks, KeyspaceFiles.Segment s) {
+    String name = FileNames.segment(ks, s.state().segmentId());
+    long owner = s.reader().cacheOwner();
+    committed.put(name, new OpenFile(ks, true, () -> {
+      tables.close(s.reader().file());
+      tables.blockCache().removeOwner(owner);
+      tables.blockCache().removeOwner(owner + 1);
     }));
+    unopened.remove(name);
   }
 
   /** The last committed manifest. */
@@ -135,13 +155,17 @@ final class VersionSet {
       long superseded = manifest.number();
       manifest = next;
       checkpoints.put(next.number(), next.createdMillis());
-      checkpointTables.put(next.number(), Manifest.tableNumbers(next));
+      checkpointFiles.put(next.number(), Manifest.fileNames(next));
       if (intervalMillis == 0 || next.createdMillis() - lastMarkMillis >= intervalMillis) mark(next);
       if (!marked.contains(superseded) && deleteQuietly(FileNames.manifest(superseded))) {
         checkpoints.remove(superseded); // not a checkpoint: the files only it named can go below
-        checkpointTables.remove(superseded);
+        checkpointFiles.remove(superseded);
       }
-      edit.changes.forEach((ks, c) -> c.openedTables.forEach((n, t) -> committed.put(n, new OpenTable(ks, t.reader()))));
+      edit.changes.forEach((ks, c) -> {
+        c.openedTables.forEach((n, t) -> register(FileNames.table(ks, n), ks, t.reader()));
+        c.openedDeletes.forEach((n, d) -> register(FileNames.deleteTable(ks, n), ks, d.reader()));
+        c.openedSegments.values().forEach(seg -> register(ks, seg));
+      });
       versions.applyLock.lock();
       try {
         Version cur = versions.current();
@@ -169,27 +193,22 @@ final class VersionSet {
   }
 
   /**
-   * Bytes of the table files that only retained checkpoints name: no live version, snapshot or current
-   * manifest does (what rollback keeps on disk). Segments are not replaced yet, so tables are all.
+   * Bytes of the data files (tables, delete list tables, segments) that only retained checkpoints name:
+   * no live version, snapshot or current manifest does (what rollback keeps on disk).
    */
   long checkpointOnlyBytes() {
     synchronized (lock) {
-      Set<Long> live = versions.namedTables();
-      live.addAll(checkpointTables.get(manifest.number())); // the current manifest's tables
+      Set<String> live = versions.namedFiles();
+      live.addAll(checkpointFiles.get(manifest.number())); // the current manifest's files
       long bytes = 0;
-      Set<Long> counted = new HashSet<>();
-      for (Set<Long> named : checkpointTables.values()) {
-        for (long n : named) {
+      Set<String> counted = new HashSet<>();
+      for (Set<String> named : checkpointFiles.values()) {
+        for (String n : named) {
           if (live.contains(n) || !counted.add(n)) continue;
-          OpenTable t = committed.get(n);
-          if (t != null) {
-            bytes += t.reader().info().fileSize();
-          } else if (unopened.containsKey(n)) {
-            try {
-              bytes += storage.size(FileNames.table(unopened.get(n), n));
-            } catch (BasaltException e) {
-              // deleted meanwhile, or unreadable: the gauge undercounts
-            }
+          try {
+            bytes += storage.size(n);
+          } catch (BasaltException e) {
+            // deleted meanwhile, or unreadable: the gauge undercounts
           }
         }
       }
@@ -226,7 +245,16 @@ final class VersionSet {
         if (seg == null) throw new IllegalStateException("no open reader for segment " + s.segmentId());
         ss.add(seg);
       }
-      out.put(k.id(), new KeyspaceFiles(ts, ss));
+      Map<Long, KeyspaceFiles.DeleteTable> deletes = new HashMap<>();
+      for (KeyspaceFiles.DeleteTable d : old.deletes) deletes.put(d.meta().fileNumber(), d);
+      deletes.putAll(c.openedDeletes);
+      List<KeyspaceFiles.DeleteTable> ds = new ArrayList<>();
+      for (Manifest.DeleteTableMeta m : k.deletes()) {
+        KeyspaceFiles.DeleteTable d = deletes.get(m.fileNumber());
+        if (d == null) throw new IllegalStateException("no open reader for delete list table " + m.fileNumber());
+        ds.add(new KeyspaceFiles.DeleteTable(m, d.reader())); // the manifest's entry: addedIn is set at commit
+      }
+      out.put(k.id(), new KeyspaceFiles(ts, ss, ds, k.garbage()));
     }
     return out;
   }
@@ -242,6 +270,19 @@ final class VersionSet {
     }
   }
 
+  /** A version of the files and the number of the manifest that names them. */
+  record Pinned(Version version, long manifestNumber) {}
+
+  /**
+   * A version of the current files only (no write caches) and the manifest number they are as of, for
+   * a garbage collection job; the caller releases the version.
+   */
+  Pinned pinFiles() {
+    synchronized (lock) {
+      return new Pinned(versions.newVersion(null, null, versions.current().files), manifest.number());
+    }
+  }
+
   /** Deletes what became obsolete after versions were freed; called by a background thread. */
   void deleteObsoleteFiles() {
     synchronized (lock) {
@@ -250,8 +291,8 @@ final class VersionSet {
   }
 
   /**
-   * WAL files the manifest covers, expired checkpoints, and tables no live version and no retained
-   * checkpoint names. Caller holds lock.
+   * WAL files the manifest covers, expired checkpoints, and data files (key index and delete list
+   * tables, segments) no live version and no retained checkpoint names. Caller holds lock.
    */
   private void deleteObsolete() {
     for (long n : CommitLog.list(storage)) {
@@ -266,21 +307,26 @@ final class VersionSet {
         it.remove();
       }
     }
-    checkpointTables.keySet().retainAll(checkpoints.keySet());
+    checkpointFiles.keySet().retainAll(checkpoints.keySet());
     marked.retainAll(checkpoints.keySet());
-    Set<Long> named = versions.namedTables();
-    for (Set<Long> s : checkpointTables.values()) named.addAll(s);
+    Set<String> named = versions.namedFiles();
+    for (Set<String> s : checkpointFiles.values()) named.addAll(s);
+    Set<Integer> keyspaces = new HashSet<>();
+    for (Manifest.KeyspaceMeta k : manifest.keyspaces()) keyspaces.add(k.id());
     var open = committed.entrySet().iterator();
     while (open.hasNext()) {
       var e = open.next();
-      if (named.contains(e.getKey()) || !deleteTable(e.getValue().keyspace(), e.getKey())) continue;
-      tables.close(e.getValue().reader());
+      // A dropped keyspace's segments stay until the next open's orphan sweep: the flusher may still
+      // hold its tail's writer.
+      if (e.getValue().segment() && !keyspaces.contains(e.getValue().keyspace())) continue;
+      if (named.contains(e.getKey()) || !deleteData(e.getKey())) continue;
+      e.getValue().close().run();
       open.remove();
     }
-    var closed = unopened.entrySet().iterator();
+    var closed = unopened.iterator();
     while (closed.hasNext()) {
-      var e = closed.next();
-      if (!named.contains(e.getKey()) && deleteTable(e.getValue(), e.getKey())) closed.remove();
+      String n = closed.next();
+      if (!named.contains(n) && deleteData(n)) closed.remove();
     }
   }
 
@@ -299,12 +345,12 @@ final class VersionSet {
   }
 
   /**
-   * Deletes an obsolete table's file; false if that failed (counted in {@code obsoleteDeleteFailures},
+   * Deletes an obsolete data file; false if that failed (counted in {@code obsoleteDeleteFailures},
    * tried again at the next cleanup, and by the next open's orphan sweep). Nothing depends on it.
    */
-  private boolean deleteTable(int keyspace, long fileNumber) {
+  private boolean deleteData(String name) {
     try {
-      storage.delete(FileNames.table(keyspace, fileNumber));
+      storage.delete(name);
       return true;
     } catch (BasaltException e) {
       stats.obsoleteDeleteFailures.increment();

@@ -138,13 +138,11 @@ final class Versions {
     applyLock.unlock();
   }
 
-  /** File numbers of the tables some live version names. */
-  Set<Long> namedTables() {
-    Set<Long> named = new java.util.HashSet<>();
+  /** Names of the data files (tables, delete list tables, segments) some live version names. */
+  Set<String> namedFiles() {
+    Set<String> named = new java.util.HashSet<>();
     for (Version v : live) {
-      for (KeyspaceFiles f : v.files.values()) {
-        for (KeyspaceFiles.Table t : f.tables) named.add(t.fileNumber());
-      }
+      v.files.forEach((ks, f) -> f.addFileNames(ks, named));
     }
     return named;
   }

@@ -55,6 +55,11 @@ public final class SegmentReader {
     this.cacheOwner = cacheOwner;
   }
 
+  /** The first of the reader's two block cache owners (index pages; documents are the next). */
+  public long cacheOwner() {
+    return cacheOwner;
+  }
+
   public SegmentState state() {
     return state;
   }

@@ -11,7 +11,9 @@ import java.util.Set;
 /**
  * Checks the key index accounting a manifest persists ({@link Manifest.Counters}) against the tables it
  * names: per keyspace, {@code flushedVersions} = records in the tables + {@code discardedVersions}, and
- * the same for the document bytes. A version counted as discarded twice, or never, breaks it. Used by
+ * the same for the document bytes; and {@code discardedVersions} = the segments' garbage counts + {@code
+ * collectedVersions} (garbage collection's), bytes alike. A version counted as discarded twice, or
+ * never, or as garbage twice, breaks it. Used by
  * {@link DiscardAccountingCrashTest} and by the crash writer of {@code bin/crashtest}.
  *
  * <p>Thread-safety: stateless; {@link #census(Engine)} takes the engine's manifest lock.
@@ -90,6 +92,15 @@ public final class DiscardAccounting {
           || c.flushedBytes() != t.docBytes() + c.discardedBytes()) {
         return "manifest " + m.number() + ", keyspace #" + k.id() + ": " + c + " but the tables hold "
             + t.records() + " records of " + t.docBytes() + " document bytes (flushed must equal tables + discarded)";
+      }
+      long garbage = 0, garbageBytes = 0;
+      for (Manifest.SegmentGarbage g : k.garbage()) {
+        garbage += g.count();
+        garbageBytes += g.bytes();
+      }
+      if (c.discardedVersions() != garbage + c.collectedVersions() || c.discardedBytes() != garbageBytes + c.collectedBytes()) {
+        return "manifest " + m.number() + ", keyspace #" + k.id() + ": " + c + " but the segments' garbage is "
+            + garbage + " versions of " + garbageBytes + " bytes (discarded must equal garbage + collected)";
       }
     }
     return null;

@@ -1,0 +1,401 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.BasaltException;
+import io.basaltdb.Options;
+import io.basaltdb.internal.segment.Document;
+import io.basaltdb.internal.segment.DocumentIterator;
+import io.basaltdb.internal.segment.SegmentReader;
+import io.basaltdb.internal.segment.SegmentState;
+import io.basaltdb.internal.segment.SegmentWriter;
+import io.basaltdb.internal.storage.Storage;
+import io.basaltdb.internal.storage.StorageFile;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Magma's garbage collection (section 4), on one background thread: it compacts each keyspace's delete
+ * list and rewrites its most fragmented log segments, never looking at the key index.
+ *
+ * <p><b>Fragmentation.</b> A segment's garbage is the document bytes of its versions the key index
+ * dropped ({@link Manifest.SegmentGarbage}, counted in the manifest that drops them). Its stale bytes
+ * are its superseded index pages plus that share of the rest of its file; its fragmentation is stale
+ * bytes over file bytes, and a keyspace's is the sum of its segments' stale bytes over theirs.
+ *
+ * <p><b>Segment compaction.</b> When a keyspace's fragmentation passes {@link
+ * Options#fragmentationThreshold}, the most fragmented segment (never the tail, which the flusher
+ * appends to) is picked, with fragmented neighbours while their live bytes fit one segment, so small
+ * segments merge instead of producing smaller ones. Their documents stream, in seqno order, against the
+ * delete list's records in their seqno range: a document whose seqno the delete list holds is dropped,
+ * every other one is copied with its seqno into one new segment with its own seqno index. The edit
+ * replaces the inputs by the output, which inherits their garbage less what was dropped (so versions
+ * discarded while the job ran stay counted), and removes the delete list tables wholly inside the
+ * range. Key index records keep their seqnos; a location hint naming a replaced segment misses and the
+ * read falls back to the new segment's seqno index. Replaced segments are deleted once no version or
+ * checkpoint names them, so snapshots and cursors keep reading them.
+ *
+ * <p><b>Delete list compaction.</b> Level 0 (one table per key index compaction) is merged into level 1
+ * (one sorted run, cut into tables) when it holds 16 tables or a quarter of level 1's logical size
+ * (the document bytes its records describe, the unit of the log it sits on). The merge drops records
+ * a segment compaction consumed: those in the range of a segment whose {@code gcBase} is at or after
+ * the record's table's {@code addedIn}.
+ *
+ * <p>Concurrency: one thread runs both jobs, so no two jobs remove the same segment or delete list
+ * table; key index compactions only add delete list tables and garbage, and the flusher only appends
+ * to the tail. A job pins the version it read (its inputs stay on disk) and commits through the {@link
+ * VersionSet}; a stop abandons a job and deletes its output.
+ */
+final class SegmentCompactor {
+  /** Level-0 delete list tables that trigger their merge into level 1 regardless of size. */
+  static final int DELETE_L0_TRIGGER = 16;
+  /** Delete list tables of level 1 are cut at this size. */
+  static final long DELETE_TABLE_BYTES = 4L << 20;
+  /** A segment below this fragmentation is never worth rewriting. */
+  static final double MIN_SEGMENT_FRAGMENTATION = 0.2;
+
+  private final Options options;
+  private final Storage storage;
+  private final Versions versions;
+  private final VersionSet versionSet;
+  private final TableCache tables;
+  private final KeyspaceCatalog catalog;
+  private final EngineStats stats;
+  private final StoreState state;
+  private final WorkerEvents events;
+  private final Thread thread;
+  private final Object signal = new Object();
+  /** Guarded by signal. */
+  private boolean stopping;
+  /** Guarded by signal: a job is running, or was found at the last look. */
+  private boolean busy = true;
+
+  SegmentCompactor(Options options, Storage storage, Versions versions, VersionSet versionSet, TableCache tables,
+      KeyspaceCatalog catalog, EngineStats stats, StoreState state, WorkerEvents events) {
+    this.options = options;
+    this.storage = storage;
+    this.versions = versions;
+    this.versionSet = versionSet;
+    this.tables = tables;
+    this.catalog = catalog;
+    this.stats = stats;
+    this.state = state;
+    this.events = events;
+    this.thread = new Thread(this::run, "basalt-gc");
+    thread.setDaemon(true);
+  }
+
+  void start() {
+    thread.start();
+  }
+
+  /** Asks the thread to look for work (after a key index compaction added garbage). */
+  void wake() {
+    synchronized (signal) {
+      busy = true;
+      signal.notifyAll();
+    }
+  }
+
+  void stop() {
+    synchronized (signal) {
+      stopping = true;
+      signal.notifyAll();
+    }
+    if (thread.isAlive() && thread != Thread.currentThread()) {
+      try {
+        thread.join();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Waits until no job runs and none is due; true if idle, false at the timeout or a failure. */
+  boolean awaitIdle(long timeoutMillis) throws InterruptedException {
+    long deadline = System.currentTimeMillis() + timeoutMillis;
+    synchronized (signal) {
+      while (busy) {
+        if (stopping || state.failure() != null) return false;
+        long left = deadline - System.currentTimeMillis();
+        if (left <= 0) return false;
+        signal.wait(Math.min(left, 50));
+      }
+      return true;
+    }
+  }
+
+  private boolean stopping() {
+    synchronized (signal) {
+      return stopping;
+    }
+  }
+
+  private void run() {
+    try {
+      while (true) {
+        synchronized (signal) {
+          if (stopping) return;
+        }
+        boolean worked = state.failure() == null && runOnce();
+        synchronized (signal) {
+          if (stopping) return;
+          if (!worked) {
+            busy = false;
+            signal.notifyAll();
+            signal.wait(500);
+          }
+        }
+      }
+    } catch (InterruptedException e) {
+      // stop
+    } catch (BasaltException e) {
+      state.fail(e);
+    } catch (RuntimeException | Error e) {
+      state.fail(new BasaltException("garbage collection failed: " + e, e));
+    } finally {
+      synchronized (signal) {
+        busy = false;
+        signal.notifyAll();
+      }
+      state.progressed(); // writers waiting on garbage collection see the failure
+    }
+  }
+
+  /** Runs one job if one is due; false if none was. */
+  private boolean runOnce() {
+    VersionSet.Pinned pinned = versionSet.pinFiles();
+    try {
+      for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
+        int ks = e.getKey();
+        KeyspaceFiles f = e.getValue();
+        if (!catalog.isLive(ks)) continue;
+        if (deleteListDue(f)) {
+          compactDeleteList(ks, f);
+          return true;
+        }
+        List<KeyspaceFiles.Segment> pick = pick(f, options.fragmentationThreshold(), options.segmentSize());
+        if (pick != null) {
+          compactSegments(ks, f, pick, pinned.manifestNumber());
+          return true;
+        }
+      }
+      return false;
+    } finally {
+      pinned.version().release();
+    }
+  }
+
+  // ---- fragmentation ---------------------------------------------------------------------------------
+
+  /** Estimated stale bytes of {@code s}: superseded index pages, and its garbage's share of the rest. */
+  static long staleBytes(SegmentState s, Manifest.SegmentGarbage g) {
+    long index = s.staleBytes();
+    if (g == null || g.bytes() <= 0 || s.documentBytes() <= 0) return index;
+    double share = Math.min(1.0, (double) g.bytes() / s.documentBytes());
+    return index + (long) ((s.tailOffset() - index) * share);
+  }
+
+  static double fragmentation(SegmentState s, Manifest.SegmentGarbage g) {
+    return s.tailOffset() == 0 ? 0 : (double) staleBytes(s, g) / s.tailOffset();
+  }
+
+  /** Stale bytes and file bytes of a keyspace's segments: {stale, total}. */
+  static long[] staleAndTotal(KeyspaceFiles f) {
+    long stale = 0, total = 0;
+    for (KeyspaceFiles.Segment s : f.segments) {
+      stale += staleBytes(s.state(), f.garbage.get(s.state().segmentId()));
+      total += s.state().tailOffset();
+    }
+    return new long[] {stale, total};
+  }
+
+  /**
+   * The segments to rewrite, adjacent and in seqno order, or null: none while the keyspace's
+   * fragmentation is at or below {@code threshold}; else the most fragmented segment but the tail,
+   * grown by the more fragmented neighbour while that is fragmented too, the live bytes fit {@code
+   * segmentSize} and the bytes read stay within two of it.
+   */
+  static List<KeyspaceFiles.Segment> pick(KeyspaceFiles f, double threshold, long segmentSize) {
+    int n = f.segments.size() - 1; // the last one is the tail
+    if (n <= 0 || threshold >= 1.0) return null;
+    long[] st = staleAndTotal(f);
+    if (st[1] == 0 || (double) st[0] / st[1] <= threshold) return null;
+    double[] frag = new double[n];
+    long[] live = new long[n];
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+      SegmentState s = f.segments.get(i).state();
+      Manifest.SegmentGarbage g = f.garbage.get(s.segmentId());
+      frag[i] = fragmentation(s, g);
+      live[i] = s.tailOffset() - staleBytes(s, g);
+      if (best < 0 || frag[i] > frag[best]) best = i;
+    }
+    if (frag[best] < MIN_SEGMENT_FRAGMENTATION) return null;
+    long limit = Math.max(segmentSize, f.segments.get(best).state().tailOffset()) * 2;
+    int lo = best, hi = best;
+    long liveBytes = live[best], bytes = f.segments.get(best).state().tailOffset();
+    while (true) {
+      int left = lo - 1, right = hi + 1;
+      boolean canLeft = left >= 0 && frag[left] >= MIN_SEGMENT_FRAGMENTATION;
+      boolean canRight = right < n && frag[right] >= MIN_SEGMENT_FRAGMENTATION;
+      int next = canLeft && (!canRight || frag[left] >= frag[right]) ? left : canRight ? right : -1;
+      if (next < 0) break;
+      long tail = f.segments.get(next).state().tailOffset();
+      if (liveBytes + live[next] > segmentSize || bytes + tail > limit) break;
+      liveBytes += live[next];
+      bytes += tail;
+      if (next == left) lo = left; else hi = right;
+    }
+    return new ArrayList<>(f.segments.subList(lo, hi + 1));
+  }
+
+  // ---- segment compaction ----------------------------------------------------------------------------
+
+  private void compactSegments(int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs, long gcBase) {
+    long start = inputs.get(0).state().startSeqno();
+    long end = inputs.get(inputs.size() - 1).state().lastSeqno();
+    long inputBytes = 0, liveEstimate = 0;
+    for (KeyspaceFiles.Segment s : inputs) {
+      inputBytes += s.state().tailOffset();
+      liveEstimate += s.state().tailOffset() - staleBytes(s.state(), f.garbage.get(s.state().segmentId()));
+    }
+    long number = versionSet.nextFileNumber.getAndIncrement();
+    if (number > Integer.MAX_VALUE) throw new BasaltException("file numbers exhausted");
+    String name = FileNames.segment(ks, number);
+    storage.mkdirs(FileNames.logDir(ks));
+    StorageFile file = storage.create(name);
+    tables.track(file);
+    long removedBytes = 0, removedCount = 0, copied = 0;
+    SegmentWriter w = null;
+    KeyspaceFiles.Segment output = null;
+    try {
+      long prealloc = Math.min(options.segmentSize(), Math.max(0, liveEstimate));
+      w = SegmentWriter.create(file, number, start, Flusher.segmentOptions(options).withPreallocateBytes(prealloc));
+      try (DeleteList.Cursor stale = new DeleteList.Cursor(f.deletes, start, end)) {
+        boolean more = stale.next();
+        for (KeyspaceFiles.Segment s : inputs) {
+          DocumentIterator it = s.reader().iterator(s.state().startSeqno());
+          while (it.hasNext()) {
+            Document d = it.next();
+            while (more && stale.seqno() < d.seqno()) more = stale.next();
+            if (more && stale.seqno() == d.seqno()) { // a version the key index dropped
+              removedBytes += stale.docSize();
+              removedCount++;
+              more = stale.next();
+              continue;
+            }
+            w.append(d.seqno(), d.key(), d.value(), d.tombstone());
+            if (++copied % 1024 == 0 && stopping()) {
+              abandon(file, name);
+              return;
+            }
+          }
+        }
+      }
+      if (copied > 0) {
+        SegmentState st = w.checkpoint();
+        w.sync();
+        output = new KeyspaceFiles.Segment(st, new SegmentReader(file, st, tables.blockCache(),
+            tables.blockCache().newOwners(2)));
+      }
+    } catch (RuntimeException | Error e) {
+      abandon(file, name);
+      throw e;
+    }
+    if (output == null) abandon(file, name); // every document was garbage: nothing replaces the inputs
+    VersionEdit edit = new VersionEdit();
+    List<Long> ids = new ArrayList<>();
+    for (KeyspaceFiles.Segment s : inputs) ids.add(s.state().segmentId());
+    edit.replaceSegments(ks, new VersionEdit.SegmentReplacement(ids, output == null ? -1 : number, removedBytes,
+        removedCount, gcBase));
+    if (output != null) edit.putSegment(ks, output);
+    edit.addCounters(ks, Manifest.Counters.collected(removedCount, removedBytes));
+    for (KeyspaceFiles.DeleteTable d : f.deletes) { // every record inside the range was merged above
+      if (d.meta().minSeqno() >= start && d.meta().maxSeqno() <= end) edit.removeDeleteTable(ks, d.meta().fileNumber());
+    }
+    if (!catalog.isLive(ks) || state.failure() != null || stopping()) {
+      if (output != null) abandon(file, name);
+      return;
+    }
+    versionSet.logAndApply(edit);
+    long written = output == null ? 0 : output.state().tailOffset();
+    stats.gcRuns.increment();
+    stats.gcBytesRead.add(inputBytes);
+    stats.gcBytesWritten.add(written);
+    stats.gcBytesReclaimed.add(Math.max(0, inputBytes - written));
+    stats.gcDocumentsDropped.add(removedCount);
+    events.compacted();
+  }
+
+  private void abandon(StorageFile file, String name) {
+    try {
+      tables.close(file);
+      storage.delete(name);
+    } catch (RuntimeException ignored) {
+      // an orphan then, deleted at the next open; the first error is the one reported
+    }
+  }
+
+  // ---- delete list compaction ------------------------------------------------------------------------
+
+  static boolean deleteListDue(KeyspaceFiles f) {
+    int l0 = 0;
+    long l0Bytes = 0, l1Bytes = 0;
+    for (KeyspaceFiles.DeleteTable d : f.deletes) {
+      if (d.meta().level() == 0) {
+        l0++;
+        l0Bytes += d.meta().logicalBytes();
+      } else {
+        l1Bytes += d.meta().logicalBytes();
+      }
+    }
+    if (l0 == 0) return false;
+    if (l0 >= DELETE_L0_TRIGGER) return true;
+    long logBytes = 0;
+    for (KeyspaceFiles.Segment s : f.segments) logBytes += s.state().documentBytes();
+    return l0 >= 2 && l0Bytes >= Math.max(l1Bytes / 4, logBytes / 16);
+  }
+
+  private void compactDeleteList(int ks, KeyspaceFiles f) {
+    long addedIn = 0, read = 0;
+    for (KeyspaceFiles.DeleteTable d : f.deletes) {
+      addedIn = Math.max(addedIn, d.meta().addedIn());
+      read += d.reader().info().fileSize();
+    }
+    DeleteList.Output out = new DeleteList.Output(storage, tables, versionSet.nextFileNumber, options, ks, 1, addedIn,
+        DELETE_TABLE_BYTES, stats.deleteListBytesWritten);
+    List<KeyspaceFiles.DeleteTable> written;
+    long[] starts = new long[f.segments.size()];
+    for (int i = 0; i < starts.length; i++) starts[i] = f.segments.get(i).state().startSeqno();
+    try (DeleteList.Cursor c = new DeleteList.Cursor(f.deletes, 0, Long.MAX_VALUE - 1)) {
+      int at = -1;
+      long records = 0;
+      while (c.next()) {
+        long q = c.seqno();
+        while (at + 1 < starts.length && starts[at + 1] <= q) at++;
+        if (at < 0) continue; // below every segment: its segment was rewritten away
+        Manifest.SegmentGarbage g = f.garbage.get(f.segments.get(at).state().segmentId());
+        if (g != null && g.gcBase() >= c.table().addedIn()) continue; // consumed by a segment compaction
+        out.add(q, c.docSize());
+        if (++records % 4096 == 0 && stopping()) {
+          out.abandon();
+          return;
+        }
+      }
+      written = out.finish();
+    } catch (RuntimeException | Error e) {
+      out.abandon();
+      throw e;
+    }
+    VersionEdit edit = new VersionEdit();
+    for (KeyspaceFiles.DeleteTable d : f.deletes) edit.removeDeleteTable(ks, d.meta().fileNumber());
+    for (KeyspaceFiles.DeleteTable d : written) edit.addDeleteTable(ks, d);
+    if (!catalog.isLive(ks) || state.failure() != null || stopping()) {
+      DeleteList.Output.discard(storage, tables, ks, written);
+      return;
+    }
+    versionSet.logAndApply(edit);
+    stats.deleteListCompactions.increment();
+    stats.deleteListBytesRead.add(read);
+  }
+}

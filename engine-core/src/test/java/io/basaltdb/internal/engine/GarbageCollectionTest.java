@@ -1,0 +1,154 @@
+package io.basaltdb.internal.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.Options;
+import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.testing.NoLeakedAllocatorsExtension;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Magma's garbage collection (section 4) end to end: the delete list fed by key index compaction,
+ * fragmentation, segment compaction, and space that stays bounded under updates.
+ */
+@ExtendWith(NoLeakedAllocatorsExtension.class)
+class GarbageCollectionTest {
+  static final int KEYS = 1500;
+
+  /** Tiny segments and levels: compactions and garbage collection run all the time. */
+  static Options gcOptions() {
+    return CompactionTest.tinyLevels().segmentSize(64 << 10).fragmentationThreshold(0.3).checkpointIntervalMillis(0)
+        .checkpointRetentionMillis(0);
+  }
+
+  static byte[] value(int key, int round) {
+    byte[] v = new byte[200];
+    new Random(key * 1_000_003L + round).nextBytes(v);
+    return v;
+  }
+
+  static byte[] key(int i) {
+    return String.format("key-%06d", i).getBytes();
+  }
+
+  /** Writes every key {@code rounds} times in a shuffled order; returns the last round written per key. */
+  static Map<Integer, Integer> update(Engine e, int rounds, int firstRound, long seed) {
+    Map<Integer, Integer> last = new HashMap<>();
+    Random r = new Random(seed);
+    for (int round = firstRound; round < firstRound + rounds; round++) {
+      List<Integer> order = new ArrayList<>();
+      for (int i = 0; i < KEYS; i++) order.add(i);
+      java.util.Collections.shuffle(order, r);
+      for (int start = 0; start < KEYS; start += 50) {
+        Batch b = new Batch(50);
+        for (int i = start; i < Math.min(KEYS, start + 50); i++) {
+          int k = order.get(i);
+          b.add(1, Batch.PUT, key(k), value(k, round));
+          last.put(k, round);
+        }
+        e.write(b);
+      }
+    }
+    return last;
+  }
+
+  static void checkAll(Engine e, Map<Integer, Integer> last) {
+    for (Map.Entry<Integer, Integer> x : last.entrySet()) {
+      assertArrayEquals(value(x.getKey(), x.getValue()), e.get(1, key(x.getKey())), "key " + x.getKey());
+    }
+  }
+
+  @Test
+  void updates_keepTheLogBounded_andEveryKeyReadsItsNewestValue() throws Exception {
+    MemStorage storage = new MemStorage(3);
+    Map<Integer, Integer> last;
+    try (Engine e = Engine.open(storage, gcOptions())) {
+      last = update(e, 12, 0, 1);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      Map<String, Long> s = e.stats();
+      assertNull(e.state().failure());
+      assertTrue(s.get("gcRuns") > 0, "segment compactions ran: " + s);
+      assertTrue(s.get("gcDocumentsDropped") > 0);
+      // 12 rounds of 1500 x ~210 bytes: without collection the log would hold ~3.8 MB for ~0.3 MB live.
+      long live = (long) KEYS * 230;
+      assertTrue(s.get("segmentBytes") < 3 * live, "segment bytes " + s.get("segmentBytes") + " for ~" + live + " live");
+      assertTrue(s.get("fragmentationPermille") <= 400, "fragmentation " + s.get("fragmentationPermille"));
+      checkAll(e, last);
+      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+    }
+    try (Engine e = Engine.open(storage, gcOptions())) {
+      checkAll(e, last);
+      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+    }
+  }
+
+  @Test
+  void segmentCompaction_neverReadsTheKeyIndex() throws Exception {
+    MemStorage storage = new MemStorage(5);
+    Map<Integer, Integer> last;
+    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // collection off
+      last = update(e, 8, 0, 2);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      assertEquals(0, e.stats().get("gcRuns"));
+      assertTrue(e.stats().get("fragmentationPermille") > 300, "garbage built up: " + e.stats());
+    }
+    try (Engine e = Engine.open(storage, gcOptions())) {
+      // Opening reads nothing of the key index's data; collection starts at once. Count the key index
+      // tables' reads from before it can have done anything to after it is done.
+      long before = keyIndexReads(e);
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(e.stats().get("gcRuns") > 0, "collection ran: " + e.stats());
+      assertEquals(0, e.stats().get("compactions"), "no key index compaction ran meanwhile");
+      assertEquals(before, keyIndexReads(e), "segment compaction read the key index");
+      checkAll(e, last);
+    }
+  }
+
+  /** Block and meta reads of the key index tables of the current version (they stay open). */
+  private static long keyIndexReads(Engine e) {
+    long n = 0;
+    for (KeyspaceFiles f : e.versions().current().files.values()) {
+      for (KeyspaceFiles.Table t : f.tables) n += t.reader().blockReads() + t.reader().metaReads();
+    }
+    return n;
+  }
+
+  @Test
+  void snapshotsAndCursors_heldAcrossSegmentCompaction_readTheSameData() throws Exception {
+    MemStorage storage = new MemStorage(9);
+    try (Engine e = Engine.open(storage, gcOptions())) {
+      Map<Integer, Integer> before = update(e, 3, 0, 3);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      long runs = e.stats().get("gcRuns");
+      try (EngineSnapshot snap = e.snapshot(); EngineCursor cursor = e.scan(1, null, null)) {
+        Map<Integer, Integer> after = update(e, 8, 3, 4);
+        e.flush();
+        assertTrue(e.waitForCompactions(60_000));
+        assertTrue(e.stats().get("gcRuns") > runs, "segments were compacted while the snapshot was open");
+        for (Map.Entry<Integer, Integer> x : before.entrySet()) {
+          assertArrayEquals(value(x.getKey(), x.getValue()), snap.get(1, key(x.getKey())));
+        }
+        int seen = 0;
+        while (cursor.next()) {
+          int k = Integer.parseInt(new String(cursor.key()).substring(4));
+          assertArrayEquals(value(k, before.get(k)), cursor.value(), "cursor at key " + k);
+          seen++;
+        }
+        assertEquals(KEYS, seen);
+        checkAll(e, after);
+      }
+    }
+  }
+}
