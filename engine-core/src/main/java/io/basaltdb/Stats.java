@@ -43,8 +43,11 @@ import java.util.Map;
  *       describe); counters {@code deleteListCompactions}, {@code deleteListBytesRead},
  *       {@code deleteListBytesWritten} (by key index compactions and delete list compactions),
  *       {@code gcRuns} (segment compactions), {@code gcBytesRead}, {@code gcBytesWritten},
- *       {@code gcBytesReclaimed} (input less output bytes), {@code gcDocumentsDropped}, {@code gcStalls}
- *       and {@code gcStallNanos} (writers held because garbage collection fell behind); per live
+ *       {@code gcBytesReclaimed} (input less output bytes), {@code gcDocumentsDropped}, {@code gcFailures}
+ *       (jobs that could not write their output, a full disk: retried a second later),
+ *       {@code gcSlowdowns} and {@code gcSlowdownNanos} (commit groups delayed 1 ms because collection
+ *       is falling behind), {@code gcStalls} and {@code gcStallNanos} (writers held until it caught
+ *       up); per live
  *       keyspace, {@code keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes} and
  *       {@code keyspace.<name>.fragmentationPermille};</li>
  *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had

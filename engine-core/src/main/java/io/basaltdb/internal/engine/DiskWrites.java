@@ -13,7 +13,8 @@ import java.util.concurrent.locks.LockSupport;
  * the active write cache reaches half of {@link Options#writeCacheSize} it is switched (it turns
  * immutable, the WAL rotates, the flusher starts); while the previous one is still being flushed the
  * writer is slowed (the active cache 3/4 full) or stalled (full), and it stalls while a keyspace has
- * {@code l0StopWritesTrigger} level-0 tables. In PERIODIC sync mode a thread fsyncs the WAL every
+ * {@code l0StopWritesTrigger} level-0 tables, and is slowed or stalled while garbage collection falls
+ * behind ({@link SegmentCompactor#pressure}). In PERIODIC sync mode a thread fsyncs the WAL every
  * {@code syncIntervalMillis}.
  *
  * <p>Thread-safety: {@link #makeRoom}, {@link #freeMemory}, {@link #log} and {@link #switchWriteCache} run
@@ -29,11 +30,12 @@ final class DiskWrites implements CommitTarget {
   private final VersionSet versionSet;
   private final CommitLog wal;
   private final WorkerEvents events;
+  private final SegmentCompactor gc;
   /** The PERIODIC mode's fsync thread, or null. */
   private final Thread syncer;
 
   DiskWrites(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
-      VersionSet versionSet, CommitLog wal, WorkerEvents events) {
+      VersionSet versionSet, CommitLog wal, WorkerEvents events, SegmentCompactor gc) {
     this.options = options;
     this.versions = versions;
     this.catalog = catalog;
@@ -42,6 +44,7 @@ final class DiskWrites implements CommitTarget {
     this.versionSet = versionSet;
     this.wal = wal;
     this.events = events;
+    this.gc = gc;
     if (options.syncMode() == SyncMode.PERIODIC) {
       syncer = new Thread(this::syncPeriodically, "basalt-wal-sync");
       syncer.setDaemon(true);
@@ -63,6 +66,22 @@ final class DiskWrites implements CommitTarget {
         state.awaitProgress(20, () -> true, "compaction");
         stats.l0StallNanos.add(System.nanoTime() - t0);
         stats.l0Stalls.increment();
+        continue;
+      }
+      int gcPressure = gc.pressure(v);
+      if (gcPressure == SegmentCompactor.PRESSURE_STOP) {
+        long t0 = System.nanoTime();
+        state.awaitProgress(20, () -> true, "garbage collection");
+        stats.gcStallNanos.add(System.nanoTime() - t0);
+        stats.gcStalls.increment();
+        continue;
+      }
+      if (gcPressure == SegmentCompactor.PRESSURE_SLOW && !slowed) {
+        long t0 = System.nanoTime();
+        LockSupport.parkNanos(1_000_000L);
+        stats.gcSlowdownNanos.add(System.nanoTime() - t0);
+        stats.gcSlowdowns.increment();
+        slowed = true;
         continue;
       }
       long active = v.active.bytes();

@@ -47,6 +47,9 @@ final class EngineStats {
   final LongAdder gcBytesWritten = new LongAdder();
   final LongAdder gcBytesReclaimed = new LongAdder();
   final LongAdder gcDocumentsDropped = new LongAdder();
+  final LongAdder gcFailures = new LongAdder();
+  final LongAdder gcSlowdowns = new LongAdder();
+  final LongAdder gcSlowdownNanos = new LongAdder();
   final LongAdder gcStalls = new LongAdder();
   final LongAdder gcStallNanos = new LongAdder();
 }

@@ -2,6 +2,7 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.BasaltException;
 import io.basaltdb.Options;
+import io.basaltdb.StorageException;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.segment.DocumentIterator;
 import io.basaltdb.internal.segment.SegmentReader;
@@ -39,6 +40,12 @@ import java.util.Map;
  * (the document bytes its records describe, the unit of the log it sits on). The merge drops records
  * a segment compaction consumed: those in the range of a segment whose {@code gcBase} is at or after
  * the record's table's {@code addedIn}.
+ *
+ * <p><b>Flow control.</b> {@link #pressure} tells the commit leader to slow or stop writers while
+ * collection falls behind (Magma stalls writers on the delete list's level 0). A job that fails to
+ * write its output (a full disk) commits nothing and is tried again a second later; the store goes on,
+ * and writers are not held meanwhile (they would wait for nothing: a write then succeeds or is refused
+ * by the full disk itself, having written nothing).
  *
  * <p>Concurrency: one thread runs both jobs, so no two jobs remove the same segment or delete list
  * table; key index compactions only add delete list tables and garbage, and the flusher only appends
@@ -185,6 +192,52 @@ final class SegmentCompactor {
     }
   }
 
+  // ---- flow control ----------------------------------------------------------------------------------
+
+  /** No pressure: writers go on. */
+  static final int PRESSURE_NONE = 0;
+  /** Collection is falling behind: writers are slowed. */
+  static final int PRESSURE_SLOW = 1;
+  /** Collection fell far behind: writers wait for it. */
+  static final int PRESSURE_STOP = 2;
+
+  /** The last job could not write its output (a full disk); cleared by the next commit. */
+  private volatile boolean failing;
+  /** The files the last {@link #pressure} answer was computed for, and the answer. */
+  private volatile Object pressureOf;
+  private volatile int pressure;
+
+  /**
+   * How far behind garbage collection is in {@code v}, for the commit leader: writers are slowed when a
+   * live keyspace's delete list has 1.5x {@link #DELETE_L0_TRIGGER} level-0 tables, or its fragmentation
+   * is a quarter of the way from the threshold to 1, and stopped at 2x the tables, or half way (space
+   * amplification 2.7 and 4 at the default threshold); fragmentation counts only while a segment
+   * compaction is possible, so a keyspace whose garbage sits in its tail never stops writers.
+   */
+  int pressure(Version v) {
+    if (failing) return PRESSURE_NONE; // waiting would not help: writes go on, or fail on the full disk themselves
+    if (pressureOf == v.files) return pressure;
+    int p = PRESSURE_NONE;
+    double t = options.fragmentationThreshold();
+    for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
+      KeyspaceFiles f = e.getValue();
+      if (!catalog.isLive(e.getKey())) continue;
+      int l0 = 0;
+      for (KeyspaceFiles.DeleteTable d : f.deletes) if (d.meta().level() == 0) l0++;
+      if (l0 >= 2 * DELETE_L0_TRIGGER) p = Math.max(p, PRESSURE_STOP);
+      else if (l0 >= DELETE_L0_TRIGGER * 3 / 2) p = Math.max(p, PRESSURE_SLOW);
+      if (t < 1.0 && pick(f, t, options.segmentSize()) != null) {
+        long[] st = staleAndTotal(f);
+        double frag = (double) st[0] / st[1];
+        if (frag > t + (1 - t) / 2) p = Math.max(p, PRESSURE_STOP);
+        else if (frag > t + (1 - t) / 4) p = Math.max(p, PRESSURE_SLOW);
+      }
+    }
+    pressure = p;
+    pressureOf = v.files;
+    return p;
+  }
+
   // ---- fragmentation ---------------------------------------------------------------------------------
 
   /** Estimated stale bytes of {@code s}: superseded index pages, and its garbage's share of the rest. */
@@ -262,13 +315,14 @@ final class SegmentCompactor {
     long number = versionSet.nextFileNumber.getAndIncrement();
     if (number > Integer.MAX_VALUE) throw new BasaltException("file numbers exhausted");
     String name = FileNames.segment(ks, number);
-    storage.mkdirs(FileNames.logDir(ks));
-    StorageFile file = storage.create(name);
-    tables.track(file);
+    StorageFile file = null;
     long removedBytes = 0, removedCount = 0, copied = 0;
     SegmentWriter w = null;
     KeyspaceFiles.Segment output = null;
     try {
+      storage.mkdirs(FileNames.logDir(ks));
+      file = storage.create(name);
+      tables.track(file);
       long prealloc = Math.min(options.segmentSize(), Math.max(0, liveEstimate));
       w = SegmentWriter.create(file, number, start, Flusher.segmentOptions(options).withPreallocateBytes(prealloc));
       try (DeleteList.Cursor stale = new DeleteList.Cursor(f.deletes, start, end)) {
@@ -298,6 +352,14 @@ final class SegmentCompactor {
         output = new KeyspaceFiles.Segment(st, new SegmentReader(file, st, tables.blockCache(),
             tables.blockCache().newOwners(2)));
       }
+    } catch (StorageException e) {
+      // The disk is full, or refused the new segment: nothing was committed, the inputs stay as they
+      // are; the job runs again later (stats gcFailures).
+      abandon(file, name);
+      stats.gcFailures.increment();
+      failing = true;
+      backOff();
+      return;
     } catch (RuntimeException | Error e) {
       abandon(file, name);
       throw e;
@@ -318,6 +380,7 @@ final class SegmentCompactor {
       return;
     }
     versionSet.logAndApply(edit);
+    failing = false;
     long written = output == null ? 0 : output.state().tailOffset();
     stats.gcRuns.increment();
     stats.gcBytesRead.add(inputBytes);
@@ -327,8 +390,21 @@ final class SegmentCompactor {
     events.compacted();
   }
 
+  /** Waits a second (or until stopped) before the next job, after a storage failure. */
+  private void backOff() {
+    synchronized (signal) {
+      if (stopping) return;
+      try {
+        signal.wait(1000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
   private void abandon(StorageFile file, String name) {
     try {
+      if (file == null) return; // never created
       tables.close(file);
       storage.delete(name);
     } catch (RuntimeException ignored) {
@@ -383,6 +459,12 @@ final class SegmentCompactor {
         }
       }
       written = out.finish();
+    } catch (StorageException e) { // as in compactSegments: nothing committed, tried again later
+      out.abandon();
+      stats.gcFailures.increment();
+      failing = true;
+      backOff();
+      return;
     } catch (RuntimeException | Error e) {
       out.abandon();
       throw e;
@@ -395,7 +477,9 @@ final class SegmentCompactor {
       return;
     }
     versionSet.logAndApply(edit);
+    failing = false;
     stats.deleteListCompactions.increment();
     stats.deleteListBytesRead.add(read);
+    events.compacted();
   }
 }

@@ -55,6 +55,9 @@ final class StatsReport {
     m.put("gcBytesWritten", s.gcBytesWritten.sum());
     m.put("gcBytesReclaimed", s.gcBytesReclaimed.sum());
     m.put("gcDocumentsDropped", s.gcDocumentsDropped.sum());
+    m.put("gcFailures", s.gcFailures.sum());
+    m.put("gcSlowdowns", s.gcSlowdowns.sum());
+    m.put("gcSlowdownNanos", s.gcSlowdownNanos.sum());
     m.put("gcStalls", s.gcStalls.sum());
     m.put("gcStallNanos", s.gcStallNanos.sum());
     m.putAll(perKeyspace);

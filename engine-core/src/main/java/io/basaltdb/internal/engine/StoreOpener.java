@@ -100,7 +100,7 @@ final class StoreOpener {
       }
       versionSet.logAndApply(head);
       DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats,
-          versionSet, wal, events);
+          versionSet, wal, events, gc);
       CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
       compactor.start();

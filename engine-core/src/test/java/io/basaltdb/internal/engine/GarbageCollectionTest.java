@@ -3,6 +3,7 @@ package io.basaltdb.internal.engine;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.Options;
@@ -112,6 +113,48 @@ class GarbageCollectionTest {
       assertEquals(0, e.stats().get("compactions"), "no key index compaction ran meanwhile");
       assertEquals(before, keyIndexReads(e), "segment compaction read the key index");
       checkAll(e, last);
+    }
+  }
+
+  @Test
+  void aFullDisk_failsCollectionCleanly_andCollectionResumesWhenSpaceReturns() throws Exception {
+    MemStorage storage = new MemStorage(13);
+    Map<Integer, Integer> last;
+    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // build garbage first
+      last = update(e, 6, 0, 5);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+    }
+    java.util.concurrent.atomic.AtomicBoolean full = new java.util.concurrent.atomic.AtomicBoolean();
+    storage.setFaultInjector((op, name) -> full.get() && (op == MemStorage.Op.WRITE || op == MemStorage.Op.PREALLOCATE
+        || op == MemStorage.Op.CREATE) && !name.startsWith("manifest/") ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
+    try (Engine e = Engine.open(storage, gcOptions())) {
+      full.set(true); // after the open, which writes a WAL file; collection starts at once
+      long deadline = System.currentTimeMillis() + 10_000;
+      while (e.stats().get("gcFailures") == 0 && System.currentTimeMillis() < deadline) Thread.sleep(10);
+      assertTrue(e.stats().get("gcFailures") > 0, "collection tried and failed: " + e.stats());
+      assertEquals(0, e.stats().get("gcRuns"));
+      assertNull(e.state().failure(), "a collection that cannot write its output does not fail the store");
+      checkAll(e, last);
+      full.set(false); // space returns: collection goes on by itself
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(e.stats().get("gcRuns") > 0, "collection resumed: " + e.stats());
+      assertTrue(e.stats().get("fragmentationPermille") <= 400, "garbage collected: " + e.stats());
+      checkAll(e, last);
+      full.set(true); // full again: a write is refused having written nothing (the store then wants a reopen)
+      Batch b = new Batch(1);
+      b.add(1, Batch.PUT, key(0), "refused".getBytes());
+      assertThrows(io.basaltdb.StorageException.class, () -> e.write(b), "a write to a full disk is refused");
+      checkAll(e, last);
+    } catch (io.basaltdb.StorageException closeFailure) {
+      // the refused WAL write failed the store; closing it may fail too
+    }
+    full.set(false);
+    try (Engine e = Engine.open(storage, gcOptions())) {
+      checkAll(e, last);
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(e.stats().get("fragmentationPermille") <= 400, "garbage collected: " + e.stats());
+      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
     }
   }
 
