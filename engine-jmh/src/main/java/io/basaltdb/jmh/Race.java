@@ -1,11 +1,5 @@
 package io.basaltdb.jmh;
 
-import io.basaltdb.Basalt;
-import io.basaltdb.Keyspace;
-import io.basaltdb.Options;
-import io.basaltdb.Stats;
-import io.basaltdb.SyncMode;
-import io.basaltdb.WriteBatch;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,14 +7,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
-import org.rocksdb.BlockBasedTableConfig;
-import org.rocksdb.BloomFilter;
-import org.rocksdb.CompressionType;
-import org.rocksdb.FlushOptions;
-import org.rocksdb.LRUCache;
-import org.rocksdb.RocksDB;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.WriteOptions;
 
 /**
  * The first race with RocksDB (issue 4): one engine per JVM, so {@code /proc/self/io} counts only its
@@ -29,6 +15,14 @@ import org.rocksdb.WriteOptions;
  * reads random existing keys. Prints one line of {@code name=value} results; {@code bin/race} runs both
  * engines and tabulates them.
  *
+ * <p>With {@code --update-rounds R}, Magma's update workload (paper section 9.2.3) runs between the load
+ * and the reads: R rounds, each updating every key once in a fresh random order, then a settle
+ * ({@link Updates#rounds}); with {@code --soak-seconds S} instead, zipfian updates for S seconds
+ * ({@link Updates#soak}). Either way each phase (the load, each round, the settle) prints a
+ * {@code phase} line ({@link Phase}: throughput, write and space amplification, the engine's own
+ * figures), with a {@link SpaceSampler} keeping the directory's peak size. {@code --reads 0} skips the
+ * reads. The engines: {@link BasaltStore} and {@link RocksStore}.
+ *
  * <p>Write amplification is {@code write_bytes} of {@code /proc/self/io} (bytes the process sent to the
  * block layer, background threads included) over the user bytes (keys plus values). Reads per get are
  * read system calls ({@code syscr}) per get: both engines read with {@code pread}, and a page-cache hit
@@ -36,7 +30,9 @@ import org.rocksdb.WriteOptions;
  * cache of this machine.
  *
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
- * [--writers W] [--seed S]}: W writer threads (default 1) share the load, batch by batch.
+ * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]}: W writer
+ * threads (default 1) share the load and the updates, batch by batch; {@link #values} describes the two
+ * kinds of value.
  */
 public final class Race {
   static final int KEY_SIZE = 40;
@@ -54,6 +50,15 @@ public final class Race {
 
     /** Engine-specific figures for the report. */
     Map<String, String> figures() throws Exception;
+
+    /** The store's directory. */
+    Path directory();
+
+    /** The engine's counters and gauges, for {@link #phaseFigures}. */
+    Map<String, Long> counters() throws Exception;
+
+    /** The engine's figures for a phase, from its counters at the start and at the end. */
+    Map<String, String> phaseFigures(Map<String, Long> before, Map<String, Long> after);
   }
 
   public static void main(String[] args) throws Exception {
@@ -65,7 +70,12 @@ public final class Race {
     long memory = Long.parseLong(a.getOrDefault("memory-mb", "32")) << 20;
     long seed = Long.parseLong(a.getOrDefault("seed", "1"));
     int writers = Integer.parseInt(a.getOrDefault("writers", "1"));
+    int rounds = Integer.parseInt(a.getOrDefault("update-rounds", "0"));
+    long soakSeconds = Long.parseLong(a.getOrDefault("soak-seconds", "0"));
     if (writers < 1) throw new IllegalArgumentException("--writers must be at least 1");
+    if (rounds < 0 || soakSeconds < 0) throw new IllegalArgumentException("--update-rounds and --soak-seconds must not be negative");
+    if (rounds > 0 && soakSeconds > 0) throw new IllegalArgumentException("--update-rounds or --soak-seconds, not both");
+    boolean phases = rounds > 0 || soakSeconds > 0;
     deleteTree(dir);
     Files.createDirectories(dir);
 
@@ -76,72 +86,94 @@ public final class Race {
     out.put("writers", Integer.toString(writers));
     out.put("dataMiB", Long.toString(keys * (KEY_SIZE + VALUE_SIZE) >> 20));
     Store opened = switch (engine) {
-      case "rocksdb" -> new Rocks(dir, memory, true);
-      case "rocksdb-heapindex" -> new Rocks(dir, memory, false);
+      case "rocksdb" -> new RocksStore(dir, memory, true);
+      case "rocksdb-heapindex" -> new RocksStore(dir, memory, false);
       case "basalt" -> new BasaltStore(dir, memory);
       default -> throw new IllegalArgumentException("--engine basalt|rocksdb|rocksdb-heapindex, not " + engine);
     };
-    try (Store store = opened) {
-      byte[] pool = new byte[VALUE_SIZE * 64];
-      new SplittableRandom(seed).nextBytes(pool);
+    long user = keys * (KEY_SIZE + VALUE_SIZE);
+    try (Store store = opened; SpaceSampler sampler = phases ? SpaceSampler.start(dir) : null) {
+      String valueKind = a.getOrDefault("values", "pool");
+      Values values = values(valueKind, seed);
+      if (!valueKind.equals("pool")) out.put("values", valueKind);
+      Phase load = phases ? new Phase(engine, "load", store, sampler, user) : null;
       Map<String, Long> io0 = procIo();
       long t0 = System.nanoTime();
-      // Writer w writes batches w, w + writers, w + 2 * writers, ...: the same keys in the same batches
-      // whatever the number of writers, each batch fsynced before it is acknowledged.
-      java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
-      java.util.List<Thread> threads = new java.util.ArrayList<>();
-      for (int w = 0; w < writers; w++) {
-        long first = (long) w * BATCH;
-        long stride = (long) writers * BATCH;
-        threads.add(new Thread(() -> {
-          try {
-            for (long i = first; i < keys && failed.get() == null; i += stride) {
-              int n = (int) Math.min(BATCH, keys - i);
-              byte[][] ks = new byte[n][];
-              byte[][] vs = new byte[n][];
-              for (int j = 0; j < n; j++) {
-                ks[j] = key(i + j);
-                vs[j] = value(pool, i + j);
-              }
-              store.write(ks, vs);
-            }
-          } catch (Throwable e) {
-            failed.compareAndSet(null, e);
-          }
-        }, "race-writer-" + w));
-      }
-      for (Thread t : threads) t.start();
-      for (Thread t : threads) t.join();
-      if (failed.get() != null) throw new IllegalStateException("a writer failed", failed.get());
+      writeAll(store, writers, keys, i -> i, 0, values);
       long loadNanos = System.nanoTime() - t0;
       store.settle();
       long settledNanos = System.nanoTime() - t0;
       Map<String, Long> io1 = procIo();
-      long user = keys * (KEY_SIZE + VALUE_SIZE);
       out.put("loadSeconds", fmt(loadNanos / 1e9));
       out.put("loadOpsPerSec", fmt(keys / (loadNanos / 1e9)));
       out.put("settleSeconds", fmt((settledNanos - loadNanos) / 1e9));
       out.put("writeAmp", fmt((double) (io1.get("write_bytes") - io0.get("write_bytes")) / user));
       out.put("diskMiB", Long.toString(treeSize(dir) >> 20));
-
-      SplittableRandom r = new SplittableRandom(seed + 1);
-      Map<String, Long> io2 = procIo();
-      long found = 0;
-      long t1 = System.nanoTime();
-      for (long i = 0; i < reads; i++) {
-        if (store.get(key(r.nextLong(keys))) != null) found++;
+      if (load != null) Phase.print(load.finish(keys, loadNanos, user));
+      if (rounds > 0) {
+        out.put("updateRounds", Integer.toString(rounds));
+        Updates.rounds(engine, store, sampler, keys, writers, rounds, seed, values);
+      } else if (soakSeconds > 0) {
+        out.put("soakSeconds", Long.toString(soakSeconds));
+        Updates.soak(engine, store, sampler, keys, writers, soakSeconds, seed, values);
       }
-      long readNanos = System.nanoTime() - t1;
-      Map<String, Long> io3 = procIo();
-      if (found != reads) throw new IllegalStateException("lost keys: found " + found + " of " + reads);
-      out.put("readOpsPerSec", fmt(reads / (readNanos / 1e9)));
-      out.put("readSyscallsPerGet", fmt((double) (io3.get("syscr") - io2.get("syscr")) / reads));
-      out.put("diskReadBytesPerGet", fmt((double) (io3.get("read_bytes") - io2.get("read_bytes")) / reads));
+
+      if (reads > 0) {
+        SplittableRandom r = new SplittableRandom(seed + 1);
+        Map<String, Long> io2 = procIo();
+        long found = 0;
+        long t1 = System.nanoTime();
+        for (long i = 0; i < reads; i++) {
+          if (store.get(key(r.nextLong(keys))) != null) found++;
+        }
+        long readNanos = System.nanoTime() - t1;
+        Map<String, Long> io3 = procIo();
+        if (found != reads) throw new IllegalStateException("lost keys: found " + found + " of " + reads);
+        out.put("readOpsPerSec", fmt(reads / (readNanos / 1e9)));
+        out.put("readSyscallsPerGet", fmt((double) (io3.get("syscr") - io2.get("syscr")) / reads));
+        out.put("diskReadBytesPerGet", fmt((double) (io3.get("read_bytes") - io2.get("read_bytes")) / reads));
+      }
       out.putAll(store.figures());
     }
     StringBuilder line = new StringBuilder("race");
     out.forEach((k, v) -> line.append(' ').append(k).append('=').append(v));
     System.out.println(line);
+  }
+
+  /**
+   * Writes {@code count} keys, {@code key(index(i))} for i from 0, with {@code values.value(index(i),
+   * salt)}, in batches of {@link #BATCH} shared by {@code writers} threads: writer w writes batches w,
+   * w + writers, w + 2 * writers, ..., so the batches are the same whatever the number of writers, each
+   * acknowledged at the engine's durability.
+   */
+  static void writeAll(Store store, int writers, long count, java.util.function.LongUnaryOperator index, long salt,
+      Values values) throws InterruptedException {
+    java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.List<Thread> threads = new java.util.ArrayList<>();
+    for (int w = 0; w < writers; w++) {
+      long first = (long) w * BATCH;
+      long stride = (long) writers * BATCH;
+      threads.add(new Thread(() -> {
+        try {
+          for (long i = first; i < count && failed.get() == null; i += stride) {
+            int n = (int) Math.min(BATCH, count - i);
+            byte[][] ks = new byte[n][];
+            byte[][] vs = new byte[n][];
+            for (int j = 0; j < n; j++) {
+              long k = index.applyAsLong(i + j);
+              ks[j] = key(k);
+              vs[j] = values.value(k, salt);
+            }
+            store.write(ks, vs);
+          }
+        } catch (Throwable e) {
+          failed.compareAndSet(null, e);
+        }
+      }, "race-writer-" + w));
+    }
+    for (Thread t : threads) t.start();
+    for (Thread t : threads) t.join();
+    if (failed.get() != null) throw new IllegalStateException("a writer failed", failed.get());
   }
 
   /** Unique keys in random order: a bijection of the index, printed as 40 decimal digits. */
@@ -153,7 +185,49 @@ public final class Race {
     return String.format("%040d", x & Long.MAX_VALUE).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
   }
 
-  /** 1 KiB of random (incompressible) bytes, a different slice of the pool for neighbouring keys. */
+  /** The 1 KiB value written for a key index and a salt (0 for the load, the round for an update). */
+  interface Values {
+    byte[] value(long index, long salt);
+  }
+
+  /**
+   * {@code pool} (the default): {@code value(pool, index + salt)}, slices of one 64 KiB random pool.
+   * {@code random}: 1 KiB of fresh random bytes per index and salt, incompressible however the engine
+   * groups them.
+   */
+  static Values values(String kind, long seed) {
+    switch (kind) {
+      case "pool": {
+        byte[] pool = new byte[VALUE_SIZE * 64];
+        new SplittableRandom(seed).nextBytes(pool);
+        return (i, salt) -> value(pool, i + salt);
+      }
+      case "random":
+        return (i, salt) -> {
+          byte[] v = new byte[VALUE_SIZE];
+          // Hashed seeds: SplittableRandom's stream from seed s + its gamma is its stream from s shifted
+          // by one long, so seeds in arithmetic progressions would give overlapping values.
+          new SplittableRandom(mix(mix(mix(seed) ^ i) ^ salt)).nextBytes(v);
+          return v;
+        };
+      default:
+        throw new IllegalArgumentException("--values pool|random, not " + kind);
+    }
+  }
+
+  /** Stafford's variant 13 of MurmurHash3's 64-bit finalizer. */
+  static long mix(long x) {
+    x = (x ^ (x >>> 30)) * 0xBF58476D1CE4E5B9L;
+    x = (x ^ (x >>> 27)) * 0x94D049BB133111EBL;
+    return x ^ (x >>> 31);
+  }
+
+  /**
+   * 1 KiB of random bytes, a different slice of the pool for neighbouring keys. The slices of keys i
+   * and i + 1 overlap by 927 bytes, so a block holding neighbouring indexes (the load writes them in
+   * index order) compresses: Basalt's log segments, in arrival order, do; RocksDB's tables, in key
+   * order (key(i) scatters the indexes), barely do. {@code --values random} avoids that.
+   */
   static byte[] value(byte[] pool, long i) {
     int off = (int) ((i * 97) % (pool.length - VALUE_SIZE));
     return java.util.Arrays.copyOfRange(pool, off, off + VALUE_SIZE);
@@ -172,16 +246,8 @@ public final class Race {
     return String.format(java.util.Locale.ROOT, "%.3f", d);
   }
 
-  static long treeSize(Path dir) throws IOException {
-    try (Stream<Path> s = Files.walk(dir)) {
-      return s.filter(Files::isRegularFile).mapToLong(p -> {
-        try {
-          return Files.size(p);
-        } catch (IOException e) {
-          return 0;
-        }
-      }).sum();
-    }
+  static long treeSize(Path dir) {
+    return SpaceSampler.apparentSize(dir);
   }
 
   static void deleteTree(Path dir) throws IOException {
@@ -198,125 +264,5 @@ public final class Race {
       m.put(args[i].substring(2), args[i + 1]);
     }
     return m;
-  }
-
-  /** Basalt with its defaults at the given memory quota, fsync per batch. */
-  static final class BasaltStore implements Store {
-    final Basalt db;
-    final Keyspace ks;
-
-    BasaltStore(Path dir, long memory) {
-      db = Basalt.open(dir, Options.defaults().memoryQuota(memory).syncMode(SyncMode.SYNC));
-      ks = db.keyspace("default");
-    }
-
-    @Override
-    public void write(byte[][] keys, byte[][] values) {
-      WriteBatch b = new WriteBatch();
-      for (int i = 0; i < keys.length; i++) b.put(ks, keys[i], values[i]);
-      db.write(b);
-    }
-
-    @Override
-    public byte[] get(byte[] key) {
-      return ks.get(key);
-    }
-
-    @Override
-    public void settle() {
-      db.flush();
-      if (!db.waitForCompactions(30 * 60_000)) throw new IllegalStateException("compactions did not settle");
-    }
-
-    @Override
-    public Map<String, String> figures() {
-      Stats s = db.stats();
-      Map<String, String> m = new java.util.LinkedHashMap<>();
-      m.put("engineWriteAmp", fmt(s.writeAmplification()));
-      m.put("engineReadsPerGet", fmt(s.readsPerGet()));
-      m.put("blockCacheHitRate", fmt((double) s.get("blockCacheHits")
-          / Math.max(1, s.get("blockCacheHits") + s.get("blockCacheMisses"))));
-      m.put("spaceAmp", fmt(s.spaceAmplification()));
-      m.put("tables", Long.toString(s.get("tables")));
-      m.put("segments", Long.toString(s.get("segments")));
-      return m;
-    }
-
-    @Override
-    public void close() {
-      db.close();
-    }
-  }
-
-  /**
-   * RocksDB as the issue sets it up: leveled compaction (its default), a 10 bits/key bloom filter, LZ4,
-   * a WAL fsynced per batch, and the same memory budget split between two write buffers (a quarter
-   * each) and the block cache (a half). Basalt charges its index and filter blocks to its quota, so the
-   * fair RocksDB ({@code rocksdb}) keeps them in its block cache too, with RocksDB's recommended settings
-   * for that (high priority, level-0 ones pinned); {@code rocksdb-heapindex} keeps them outside any
-   * budget (RocksDB's default), the setting that flatters RocksDB's reads.
-   */
-  static final class Rocks implements Store {
-    static {
-      RocksDB.loadLibrary();
-    }
-
-    final org.rocksdb.Options options;
-    final RocksDB db;
-    final WriteOptions sync = new WriteOptions().setSync(true);
-    final LRUCache cache;
-
-    Rocks(Path dir, long memory, boolean indexInCache) throws RocksDBException {
-      cache = new LRUCache(memory / 2);
-      BlockBasedTableConfig table = new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false))
-          .setBlockCache(cache).setCacheIndexAndFilterBlocks(indexInCache)
-          .setCacheIndexAndFilterBlocksWithHighPriority(true).setPinL0FilterAndIndexBlocksInCache(indexInCache);
-      options = new org.rocksdb.Options().setCreateIfMissing(true).setCompressionType(CompressionType.LZ4_COMPRESSION)
-          .setWriteBufferSize(memory / 4).setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3)
-          .setTableFormatConfig(table);
-      db = RocksDB.open(options, dir.toString());
-    }
-
-    @Override
-    public void write(byte[][] keys, byte[][] values) throws RocksDBException {
-      try (org.rocksdb.WriteBatch b = new org.rocksdb.WriteBatch()) {
-        for (int i = 0; i < keys.length; i++) b.put(keys[i], values[i]);
-        db.write(sync, b);
-      }
-    }
-
-    @Override
-    public byte[] get(byte[] key) throws RocksDBException {
-      return db.get(key);
-    }
-
-    @Override
-    public void settle() throws Exception {
-      try (FlushOptions f = new FlushOptions().setWaitForFlush(true)) {
-        db.flush(f);
-      }
-      while (db.getLongProperty("rocksdb.num-running-compactions") > 0
-          || db.getLongProperty("rocksdb.compaction-pending") > 0
-          || db.getLongProperty("rocksdb.num-running-flushes") > 0) {
-        Thread.sleep(50);
-      }
-    }
-
-    @Override
-    public Map<String, String> figures() throws RocksDBException {
-      Map<String, String> m = new java.util.LinkedHashMap<>();
-      long tables = 0;
-      for (int l = 0; l < 7; l++) tables += Long.parseLong(db.getProperty("rocksdb.num-files-at-level" + l));
-      m.put("tables", Long.toString(tables));
-      return m;
-    }
-
-    @Override
-    public void close() {
-      db.close();
-      options.close();
-      cache.close();
-      sync.close();
-    }
   }
 }

@@ -1,0 +1,123 @@
+package io.basaltdb.jmh;
+
+import static io.basaltdb.jmh.Race.fmt;
+
+import io.basaltdb.Basalt;
+import io.basaltdb.Keyspace;
+import io.basaltdb.Options;
+import io.basaltdb.Stats;
+import io.basaltdb.SyncMode;
+import io.basaltdb.WriteBatch;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * Basalt for {@link Race}: its defaults at the given memory quota, the WAL fsynced per batch.
+ *
+ * <p>Thread-safety: as Basalt's; writers share it.
+ */
+final class BasaltStore implements Race.Store {
+  final Path dir;
+  final Basalt db;
+  final Keyspace ks;
+
+  BasaltStore(Path dir, long memory) {
+    this.dir = dir;
+    db = Basalt.open(dir, Options.defaults().memoryQuota(memory).syncMode(SyncMode.SYNC));
+    ks = db.keyspace("default");
+  }
+
+  @Override
+  public void write(byte[][] keys, byte[][] values) {
+    WriteBatch b = new WriteBatch();
+    for (int i = 0; i < keys.length; i++) b.put(ks, keys[i], values[i]);
+    db.write(b);
+  }
+
+  @Override
+  public byte[] get(byte[] key) {
+    return ks.get(key);
+  }
+
+  @Override
+  public void settle() {
+    db.flush();
+    if (!db.waitForCompactions(30 * 60_000)) throw new IllegalStateException("compactions did not settle");
+  }
+
+  @Override
+  public Map<String, String> figures() {
+    Stats s = db.stats();
+    Map<String, String> m = new java.util.LinkedHashMap<>();
+    m.put("engineWriteAmp", fmt(s.writeAmplification()));
+    m.put("engineReadsPerGet", fmt(s.readsPerGet()));
+    m.put("blockCacheHitRate", fmt((double) s.get("blockCacheHits")
+        / Math.max(1, s.get("blockCacheHits") + s.get("blockCacheMisses"))));
+    m.put("spaceAmp", fmt(s.spaceAmplification()));
+    m.put("tables", Long.toString(s.get("tables")));
+    m.put("segments", Long.toString(s.get("segments")));
+    return m;
+  }
+
+  @Override
+  public Path directory() {
+    return dir;
+  }
+
+  @Override
+  public Map<String, Long> counters() {
+    Map<String, Long> m = new java.util.HashMap<>(db.stats().asMap());
+    m.put("checkpoints", (long) db.checkpoints().size());
+    return m;
+  }
+
+  /**
+   * Bytes written in the phase (MiB) by garbage collection ({@code gcWrittenMiB}), key index
+   * compaction, the delete list, the log segments (flushes), the WAL and key index flushes; the
+   * engine's own write amplification of the phase; what garbage collection read and reclaimed, its
+   * runs and writer stalls; and at its end the fragmentation, the segments' bytes and their stale part,
+   * the checkpoints and the bytes only they hold, the preallocated segment tails, and
+   * {@link Stats#spaceAmplification()}.
+   */
+  @Override
+  public Map<String, String> phaseFigures(Map<String, Long> before, Map<String, Long> after) {
+    Map<String, String> m = new java.util.LinkedHashMap<>();
+    String[][] written = {{"gcBytesWritten", "gcWrittenMiB"}, {"compactionBytesWritten", "compactionWrittenMiB"},
+        {"deleteListBytesWritten", "deleteListWrittenMiB"}, {"segmentBytesWritten", "segmentWrittenMiB"},
+        {"walBytesWritten", "walWrittenMiB"}, {"indexBytesWritten", "indexWrittenMiB"}};
+    long engineWritten = 0;
+    for (String[] w : written) {
+      long d = after.get(w[0]) - before.get(w[0]);
+      engineWritten += d;
+      m.put(w[1], Phase.mib(d));
+    }
+    engineWritten += after.get("manifestBytesWritten") - before.get("manifestBytesWritten");
+    long user = after.get("userBytesWritten") - before.get("userBytesWritten");
+    if (user > 0) m.put("engineWriteAmp", fmt((double) engineWritten / user));
+    m.put("gcReadMiB", Phase.mib(after.get("gcBytesRead") - before.get("gcBytesRead")));
+    m.put("gcReclaimedMiB", Phase.mib(after.get("gcBytesReclaimed") - before.get("gcBytesReclaimed")));
+    for (String c : new String[] {"gcRuns", "gcStalls", "compactions", "flushes", "stalls", "l0Stalls"}) {
+      m.put(c, Long.toString(after.get(c) - before.get(c)));
+    }
+    m.put("gcStallMs", Long.toString((after.get("gcStallNanos") - before.get("gcStallNanos")) / 1_000_000));
+    m.put("fragmentationPermille", Long.toString(after.get("fragmentationPermille")));
+    m.put("segmentMiB", Phase.mib(after.get("segmentBytes")));
+    m.put("segmentStaleMiB", Phase.mib(after.get("segmentStaleBytes")));
+    m.put("checkpoints", Long.toString(after.get("checkpoints")));
+    m.put("checkpointOnlyMiB", Phase.mib(after.get("checkpointOnlyBytes")));
+    m.put("preallocatedMiB", Phase.mib(after.get("preallocatedBytes")));
+    m.put("deleteListMiB", Phase.mib(after.get("deleteListBytes")));
+    long live = after.get("segmentBytes") - after.get("segmentStaleBytes");
+    if (live > 0) {
+      m.put("engineSpaceAmp", fmt((double) (after.get("diskBytes") - after.get("preallocatedBytes")) / live));
+    }
+    m.put("segments", Long.toString(after.get("segments")));
+    m.put("tables", Long.toString(after.get("tables")));
+    return m;
+  }
+
+  @Override
+  public void close() {
+    db.close();
+  }
+}
