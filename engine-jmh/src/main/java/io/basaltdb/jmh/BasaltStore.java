@@ -12,7 +12,8 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /**
- * Basalt for {@link Race}: its defaults at the given memory quota, the WAL fsynced per batch.
+ * Basalt for {@link Race}: its defaults at the given memory quota, the WAL fsynced per batch; the
+ * checkpoint retention can be changed to see what retained checkpoints cost in space.
  *
  * <p>Thread-safety: as Basalt's; writers share it.
  */
@@ -21,9 +22,12 @@ final class BasaltStore implements Race.Store {
   final Basalt db;
   final Keyspace ks;
 
-  BasaltStore(Path dir, long memory) {
+  /** {@code checkpointRetentionMillis} below 0 keeps Basalt's default (10 minutes). */
+  BasaltStore(Path dir, long memory, long checkpointRetentionMillis) {
     this.dir = dir;
-    db = Basalt.open(dir, Options.defaults().memoryQuota(memory).syncMode(SyncMode.SYNC));
+    Options o = Options.defaults().memoryQuota(memory).syncMode(SyncMode.SYNC);
+    if (checkpointRetentionMillis >= 0) o.checkpointRetentionMillis(checkpointRetentionMillis);
+    db = Basalt.open(dir, o);
     ks = db.keyspace("default");
   }
 

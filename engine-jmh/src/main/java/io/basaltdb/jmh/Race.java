@@ -30,9 +30,10 @@ import java.util.stream.Stream;
  * cache of this machine.
  *
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
- * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]}: W writer
- * threads (default 1) share the load and the updates, batch by batch; {@link #values} describes the two
- * kinds of value.
+ * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
+ * [--checkpoint-retention-ms C]}: W writer threads (default 1) share the load and the updates, batch by
+ * batch; {@link #values} describes the two kinds of value; C sets Basalt's checkpoint retention (default
+ * Basalt's, 10 minutes), which holds the segments garbage collection replaced.
  */
 public final class Race {
   static final int KEY_SIZE = 40;
@@ -73,8 +74,12 @@ public final class Race {
     int rounds = Integer.parseInt(a.getOrDefault("update-rounds", "0"));
     long soakSeconds = Long.parseLong(a.getOrDefault("soak-seconds", "0"));
     if (writers < 1) throw new IllegalArgumentException("--writers must be at least 1");
-    if (rounds < 0 || soakSeconds < 0) throw new IllegalArgumentException("--update-rounds and --soak-seconds must not be negative");
-    if (rounds > 0 && soakSeconds > 0) throw new IllegalArgumentException("--update-rounds or --soak-seconds, not both");
+    if (rounds < 0 || soakSeconds < 0) {
+      throw new IllegalArgumentException("--update-rounds and --soak-seconds must not be negative");
+    }
+    if (rounds > 0 && soakSeconds > 0) {
+      throw new IllegalArgumentException("--update-rounds or --soak-seconds, not both");
+    }
     boolean phases = rounds > 0 || soakSeconds > 0;
     deleteTree(dir);
     Files.createDirectories(dir);
@@ -88,7 +93,7 @@ public final class Race {
     Store opened = switch (engine) {
       case "rocksdb" -> new RocksStore(dir, memory, true);
       case "rocksdb-heapindex" -> new RocksStore(dir, memory, false);
-      case "basalt" -> new BasaltStore(dir, memory);
+      case "basalt" -> new BasaltStore(dir, memory, Long.parseLong(a.getOrDefault("checkpoint-retention-ms", "-1")));
       default -> throw new IllegalArgumentException("--engine basalt|rocksdb|rocksdb-heapindex, not " + engine);
     };
     long user = keys * (KEY_SIZE + VALUE_SIZE);
