@@ -19,6 +19,7 @@ public final class Options {
   private int bloomBitsPerKey = 10;
   private long checkpointRetentionMillis = 10 * 60_000L;
   private long checkpointIntervalMillis = 60_000L;
+  private double checkpointSpaceRatio = 0.25;
   private int maxGroupCommitBytes = 1 << 20;
   private int l0CompactionTrigger = 4;
   private int l0StopWritesTrigger = 20;
@@ -53,6 +54,7 @@ public final class Options {
     o.bloomBitsPerKey = bloomBitsPerKey;
     o.checkpointRetentionMillis = checkpointRetentionMillis;
     o.checkpointIntervalMillis = checkpointIntervalMillis;
+    o.checkpointSpaceRatio = checkpointSpaceRatio;
     o.maxGroupCommitBytes = maxGroupCommitBytes;
     o.l0CompactionTrigger = l0CompactionTrigger;
     o.l0StopWritesTrigger = l0StopWritesTrigger;
@@ -130,6 +132,19 @@ public final class Options {
    */
   public Options checkpointIntervalMillis(long ms) { this.checkpointIntervalMillis = ms; return this; }
   public long checkpointIntervalMillis() { return checkpointIntervalMillis; }
+
+  /**
+   * The most disk space periodic checkpoints may hold, as a fraction of the log segments' bytes:
+   * the segments and tables garbage collection and compaction replaced stay on disk while a retained
+   * checkpoint names them, and under a heavy update load that can be several copies of the data. When
+   * the bytes only checkpoints hold pass this, the oldest periodic checkpoints are dropped before
+   * their {@link #checkpointRetentionMillis} (stat {@code checkpointsDroppedForSpace}); checkpoints
+   * asked for with {@code Basalt.checkpoint()}, and every checkpoint found when the store opens, are
+   * kept their full time. Default 0.25; between 0 (keep
+   * no periodic checkpoint that holds space) and 100 (effectively no limit).
+   */
+  public Options checkpointSpaceRatio(double ratio) { this.checkpointSpaceRatio = ratio; return this; }
+  public double checkpointSpaceRatio() { return checkpointSpaceRatio; }
 
   /** Most bytes of batches one group commit writes at once; default 1 MiB. */
   public Options maxGroupCommitBytes(int bytes) { this.maxGroupCommitBytes = bytes; return this; }
@@ -236,6 +251,8 @@ public final class Options {
     check(bloomBitsPerKey >= 0 && bloomBitsPerKey <= 64, "bloomBitsPerKey must be between 0 and 64, was " + bloomBitsPerKey);
     check(checkpointRetentionMillis >= 0, "checkpointRetentionMillis must not be negative");
     check(checkpointIntervalMillis >= 0, "checkpointIntervalMillis must not be negative");
+    check(checkpointSpaceRatio >= 0 && checkpointSpaceRatio <= 100,
+        "checkpointSpaceRatio must be between 0 and 100, was " + checkpointSpaceRatio);
     check(maxGroupCommitBytes >= 4096, "maxGroupCommitBytes must be at least 4096, was " + maxGroupCommitBytes);
     check(l0CompactionTrigger >= 2, "l0CompactionTrigger must be at least 2, was " + l0CompactionTrigger);
     check(l0StopWritesTrigger > l0CompactionTrigger, "l0StopWritesTrigger must be above l0CompactionTrigger ("
@@ -264,7 +281,7 @@ public final class Options {
         + maxValueSize + ", syncMode=" + syncMode + ", syncIntervalMillis=" + syncIntervalMillis
         + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", checkpointIntervalMillis="
-        + checkpointIntervalMillis + ", maxGroupCommitBytes="
+        + checkpointIntervalMillis + ", checkpointSpaceRatio=" + checkpointSpaceRatio + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets

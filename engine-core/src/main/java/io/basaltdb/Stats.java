@@ -32,7 +32,8 @@ import java.util.Map;
  *       sizes are as encoded in a segment block, before compression); gauge {@code diskBytes} (the
  *       size of every file of the store: WAL, manifests and checkpoints, tables, segments with their
  *       preallocated tails), {@code checkpointOnlyBytes} (of those, the table, delete list and segment files that only retained
- *       checkpoints name: the space rollback costs);</li>
+ *       checkpoints name: the space rollback costs), {@code checkpointsDroppedForSpace} (periodic checkpoints
+ *       dropped before their retention ended because they held more than {@code checkpointSpaceRatio});</li>
  *   <li>garbage collection (Magma section 4): gauges {@code preallocatedBytes} (space reserved past the
  *       segments' tails, in diskBytes), {@code segmentBytes} (the log segments' bytes up to their tails),
  *       {@code segmentStaleBytes} (of those, superseded index pages and the share of stale document

@@ -37,6 +37,7 @@ final class EngineStats {
   final LongAdder l0Stalls = new LongAdder();
   final LongAdder l0StallNanos = new LongAdder();
   final LongAdder obsoleteDeleteFailures = new LongAdder();
+  final LongAdder checkpointsDroppedForSpace = new LongAdder();
   /** Delete list tables written: by key index compactions (their discards) and delete list compactions. */
   final LongAdder deleteListBytesWritten = new LongAdder();
   final LongAdder deleteListBytesRead = new LongAdder();

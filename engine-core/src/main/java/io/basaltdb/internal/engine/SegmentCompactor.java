@@ -39,7 +39,8 @@ import java.util.Map;
  * (one sorted run, cut into tables) when it holds 16 tables or a quarter of level 1's logical size
  * (the document bytes its records describe, the unit of the log it sits on). The merge drops records
  * a segment compaction consumed: those in the range of a segment whose {@code gcBase} is at or after
- * the record's table's {@code addedIn}.
+ * the record's table's {@code addedIn}, and those outside every segment's range (segments dropped
+ * whole because every document was garbage; those are dropped without being read).
  *
  * <p><b>Flow control.</b> {@link #pressure} tells the commit leader to slow or stop writers while
  * collection falls behind (Magma stalls writers on the delete list's level 0). A job that fails to
@@ -312,6 +313,16 @@ final class SegmentCompactor {
       inputBytes += s.state().tailOffset();
       liveEstimate += s.state().tailOffset() - staleBytes(s.state(), f.garbage.get(s.state().segmentId()));
     }
+    if (allGarbage(f, inputs)) { // every document is stale: drop the segments without reading them
+      long bytes = 0, count = 0;
+      for (KeyspaceFiles.Segment s : inputs) {
+        Manifest.SegmentGarbage g = f.garbage.get(s.state().segmentId());
+        bytes += g.bytes();
+        count += g.count();
+      }
+      commitReplacement(ks, f, inputs, null, bytes, count, gcBase, 0, start, end);
+      return;
+    }
     long number = versionSet.nextFileNumber.getAndIncrement();
     if (number > Integer.MAX_VALUE) throw new BasaltException("file numbers exhausted");
     String name = FileNames.segment(ks, number);
@@ -365,29 +376,54 @@ final class SegmentCompactor {
       throw e;
     }
     if (output == null) abandon(file, name); // every document was garbage: nothing replaces the inputs
+    if (!commitReplacement(ks, f, inputs, output, removedBytes, removedCount, gcBase, inputBytes, start, end)
+        && output != null) {
+      abandon(file, name);
+    }
+  }
+
+  /** Whether the garbage of every input covers all its documents. */
+  private static boolean allGarbage(KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs) {
+    for (KeyspaceFiles.Segment s : inputs) {
+      Manifest.SegmentGarbage g = f.garbage.get(s.state().segmentId());
+      if (g == null || g.count() < s.state().documentCount()) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Commits {@code inputs} replaced by {@code output} (null: nothing), with the garbage the job
+   * removed, and the delete list tables wholly inside {@code [start, end]}; false if the job was
+   * abandoned (keyspace dropped, store failed, stopping).
+   */
+  private boolean commitReplacement(int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs,
+      KeyspaceFiles.Segment output, long removedBytes, long removedCount, long gcBase, long bytesRead, long start,
+      long end) {
     VersionEdit edit = new VersionEdit();
     List<Long> ids = new ArrayList<>();
-    for (KeyspaceFiles.Segment s : inputs) ids.add(s.state().segmentId());
-    edit.replaceSegments(ks, new VersionEdit.SegmentReplacement(ids, output == null ? -1 : number, removedBytes,
-        removedCount, gcBase));
+    long inputBytes = 0;
+    for (KeyspaceFiles.Segment s : inputs) {
+      ids.add(s.state().segmentId());
+      inputBytes += s.state().tailOffset();
+    }
+    edit.replaceSegments(ks, new VersionEdit.SegmentReplacement(ids, output == null ? -1 : output.state().segmentId(),
+        removedBytes, removedCount, gcBase));
     if (output != null) edit.putSegment(ks, output);
     edit.addCounters(ks, Manifest.Counters.collected(removedCount, removedBytes));
-    for (KeyspaceFiles.DeleteTable d : f.deletes) { // every record inside the range was merged above
+    for (KeyspaceFiles.DeleteTable d : f.deletes) { // every record inside the range was merged (or all stale)
       if (d.meta().minSeqno() >= start && d.meta().maxSeqno() <= end) edit.removeDeleteTable(ks, d.meta().fileNumber());
     }
-    if (!catalog.isLive(ks) || state.failure() != null || stopping()) {
-      if (output != null) abandon(file, name);
-      return;
-    }
+    if (!catalog.isLive(ks) || state.failure() != null || stopping()) return false;
     versionSet.logAndApply(edit);
     failing = false;
     long written = output == null ? 0 : output.state().tailOffset();
     stats.gcRuns.increment();
-    stats.gcBytesRead.add(inputBytes);
+    stats.gcBytesRead.add(bytesRead);
     stats.gcBytesWritten.add(written);
     stats.gcBytesReclaimed.add(Math.max(0, inputBytes - written));
     stats.gcDocumentsDropped.add(removedCount);
     events.compacted();
+    return true;
   }
 
   /** Waits a second (or until stopped) before the next job, after a storage failure. */
@@ -450,7 +486,11 @@ final class SegmentCompactor {
         long q = c.seqno();
         while (at + 1 < starts.length && starts[at + 1] <= q) at++;
         if (at < 0) continue; // below every segment: its segment was rewritten away
-        Manifest.SegmentGarbage g = f.garbage.get(f.segments.get(at).state().segmentId());
+        SegmentState seg = f.segments.get(at).state();
+        // Past the segment's last document, before the next segment: a dropped segment's range, whose
+        // documents are gone (a record is committed after its segment state holds its seqno).
+        if (q > seg.lastSeqno()) continue;
+        Manifest.SegmentGarbage g = f.garbage.get(seg.segmentId());
         if (g != null && g.gcBase() >= c.table().addedIn()) continue; // consumed by a segment compaction
         out.add(q, c.docSize());
         if (++records % 4096 == 0 && stopping()) {

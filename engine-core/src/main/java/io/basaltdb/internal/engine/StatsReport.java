@@ -102,6 +102,7 @@ final class StatsReport {
     m.put("liveDataBytes", total.liveBytes());
     m.put("diskBytes", files.diskBytes());
     m.put("checkpointOnlyBytes", files.checkpointOnlyBytes());
+    m.put("checkpointsDroppedForSpace", s.checkpointsDroppedForSpace.sum());
     m.put("l0Stalls", s.l0Stalls.sum());
     m.put("l0StallNanos", s.l0StallNanos.sum());
     m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());

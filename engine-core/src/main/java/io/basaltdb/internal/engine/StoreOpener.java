@@ -65,7 +65,7 @@ final class StoreOpener {
       StoreState state = new StoreState();
       EngineStats stats = new EngineStats();
       VersionSet versionSet = new VersionSet(storage, versions, tables, state, stats,
-          options.checkpointRetentionMillis(), options.checkpointIntervalMillis(), st);
+          options.checkpointRetentionMillis(), options.checkpointIntervalMillis(), options.checkpointSpaceRatio(), st);
       Wiring events = new Wiring(state);
       versions.onVersionFreed(events::versionFreed);
       Flusher flusher = new Flusher(options, storage, versions, versionSet, tables, catalog, stats, state, events,

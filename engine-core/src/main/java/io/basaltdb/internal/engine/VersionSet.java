@@ -23,7 +23,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Checkpoints (Magma section 5) are periodic: a committed manifest is marked to be kept once
  * superseded when {@code checkpointIntervalMillis} has passed since the last mark (or when {@code
  * Basalt.checkpoint()} asks); every other manifest is deleted as soon as the next one is durable, so
- * the tables only it named can go at once. Marked ones stay for {@code checkpointRetentionMillis}.
+ * the tables only it named can go at once. Marked ones stay for {@code checkpointRetentionMillis},
+ * unless the files only they hold pass {@code checkpointSpaceRatio} of the log: the oldest periodic
+ * ones taken in this run are then dropped early (asked-for ones, and those found at open, never are).
  * {@link Manifest#write} has no other caller.
  *
  * <h2>Concurrency</h2>
@@ -52,6 +54,8 @@ final class VersionSet {
   private final long retentionMillis;
   /** How often a committed manifest is marked to be kept once superseded; 0: every one. */
   private final long intervalMillis;
+  /** Bytes only periodic checkpoints may hold, as a fraction of the log segments' bytes. */
+  private final double spaceRatio;
   /** The next file number for WAL files, tables and segments; any thread takes numbers. */
   final AtomicLong nextFileNumber;
 
@@ -73,6 +77,13 @@ final class VersionSet {
    * found at open); any other manifest is deleted when the next one commits.
    */
   private final Set<Long> marked = new HashSet<>();
+  /**
+   * Checkpoints never dropped for space: those {@code Basalt.checkpoint()} asked for, and those found at
+   * open (whether they were asked for is not recorded); they expire with their retention only.
+   */
+  private final Set<Long> asked = new HashSet<>();
+  /** Sizes of data files once measured (they do not change once no manifest but checkpoints names them). */
+  private final Map<String, Long> sizes = new HashMap<>();
   /** When the last manifest was marked. */
   private long lastMarkMillis;
 
@@ -80,7 +91,7 @@ final class VersionSet {
   private record OpenFile(int keyspace, boolean segment, Runnable close) {}
 
   VersionSet(Storage storage, Versions versions, TableCache tables, StoreState state, EngineStats stats,
-      long retentionMillis, long intervalMillis, Recovery.State recovered) {
+      long retentionMillis, long intervalMillis, double spaceRatio, Recovery.State recovered) {
     this.storage = storage;
     this.versions = versions;
     this.tables = tables;
@@ -88,6 +99,7 @@ final class VersionSet {
     this.stats = stats;
     this.retentionMillis = retentionMillis;
     this.intervalMillis = intervalMillis;
+    this.spaceRatio = spaceRatio;
     this.nextFileNumber = new AtomicLong(recovered.nextFileNumber);
     this.manifest = recovered.manifest;
     this.checkpoints = recovered.checkpoints;
@@ -95,6 +107,7 @@ final class VersionSet {
     this.unopened = new HashSet<>();
     checkpointFiles.values().forEach(unopened::addAll);
     marked.addAll(checkpoints.keySet()); // whether they were checkpoints is not recorded: keep them all
+    asked.addAll(checkpoints.keySet()); // nor whether they were asked for: never dropped for space either
     lastMarkMillis = manifest.createdMillis();
     recovered.files.forEach((ks, f) -> {
       for (KeyspaceFiles.Table t : f.tables) register(FileNames.table(ks, t.fileNumber()), ks, t.reader());
@@ -188,6 +201,7 @@ final class VersionSet {
   Manifest markCheckpoint() {
     synchronized (lock) {
       mark(manifest);
+      asked.add(manifest.number());
       return manifest;
     }
   }
@@ -198,21 +212,56 @@ final class VersionSet {
    */
   long checkpointOnlyBytes() {
     synchronized (lock) {
-      Set<String> live = versions.namedFiles();
-      live.addAll(checkpointFiles.get(manifest.number())); // the current manifest's files
-      long bytes = 0;
-      Set<String> counted = new HashSet<>();
-      for (Set<String> named : checkpointFiles.values()) {
-        for (String n : named) {
-          if (live.contains(n) || !counted.add(n)) continue;
+      return checkpointOnlyBytesLocked();
+    }
+  }
+
+  private long checkpointOnlyBytesLocked() {
+    Set<String> live = versions.namedFiles();
+    live.addAll(checkpointFiles.get(manifest.number())); // the current manifest's files
+    long bytes = 0;
+    Set<String> counted = new HashSet<>();
+    for (Set<String> named : checkpointFiles.values()) {
+      for (String n : named) {
+        if (live.contains(n) || !counted.add(n)) continue;
+        Long size = sizes.get(n);
+        if (size == null) {
           try {
-            bytes += storage.size(n);
+            size = storage.size(n);
+            sizes.put(n, size);
           } catch (BasaltException e) {
-            // deleted meanwhile, or unreadable: the gauge undercounts
+            continue; // deleted meanwhile, or unreadable: the gauge undercounts
           }
         }
+        bytes += size;
       }
-      return bytes;
+    }
+    return bytes;
+  }
+
+  /**
+   * Drops the oldest periodic checkpoints while the bytes only checkpoints hold exceed {@code
+   * spaceRatio} of the log segments' bytes (Options#checkpointSpaceRatio). Caller holds lock.
+   */
+  private void dropCheckpointsForSpace() {
+    if (spaceRatio >= 100 || checkpoints.size() <= 1) return;
+    long log = 0;
+    for (Manifest.KeyspaceMeta k : manifest.keyspaces()) {
+      for (SegmentState s : k.segments()) log += s.tailOffset();
+    }
+    long limit = (long) (spaceRatio * log);
+    while (checkpointOnlyBytesLocked() > limit) {
+      Long victim = null;
+      for (long n : checkpoints.keySet()) { // oldest first
+        if (n != manifest.number() && !asked.contains(n)) {
+          victim = n;
+          break;
+        }
+      }
+      if (victim == null || !deleteQuietly(FileNames.manifest(victim))) return;
+      checkpoints.remove(victim);
+      checkpointFiles.remove(victim);
+      stats.checkpointsDroppedForSpace.increment();
     }
   }
 
@@ -308,7 +357,9 @@ final class VersionSet {
       }
     }
     checkpointFiles.keySet().retainAll(checkpoints.keySet());
+    dropCheckpointsForSpace();
     marked.retainAll(checkpoints.keySet());
+    asked.retainAll(checkpoints.keySet());
     Set<String> named = versions.namedFiles();
     for (Set<String> s : checkpointFiles.values()) named.addAll(s);
     Set<Integer> keyspaces = new HashSet<>();
@@ -322,11 +373,15 @@ final class VersionSet {
       if (named.contains(e.getKey()) || !deleteData(e.getKey())) continue;
       e.getValue().close().run();
       open.remove();
+      sizes.remove(e.getKey());
     }
     var closed = unopened.iterator();
     while (closed.hasNext()) {
       String n = closed.next();
-      if (!named.contains(n) && deleteData(n)) closed.remove();
+      if (!named.contains(n) && deleteData(n)) {
+        closed.remove();
+        sizes.remove(n);
+      }
     }
   }
 

@@ -11,6 +11,7 @@ import io.basaltdb.internal.storage.MemStorage;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -134,9 +135,31 @@ class VersionSetTest {
   @Test
   void intervalZero_keepsEveryManifest() {
     MemStorage storage = new MemStorage(5);
-    try (Engine e = Engine.open(storage, options().checkpointIntervalMillis(0).checkpointRetentionMillis(3_600_000))) {
+    try (Engine e = Engine.open(storage, options().checkpointIntervalMillis(0).checkpointRetentionMillis(3_600_000)
+        .checkpointSpaceRatio(100))) {
       writeRounds(e, 6, 0);
       assertTrue(files(storage, FileNames.MANIFEST_DIR) >= 8, storage.list(FileNames.MANIFEST_DIR).toString());
+    }
+  }
+
+  @Test
+  void checkpointsHoldingMoreThanTheirSpaceRatio_areDroppedOldestFirst_butNotOnesAskedFor() throws Exception {
+    MemStorage storage = new MemStorage(8);
+    Options o = options().checkpointIntervalMillis(0).checkpointRetentionMillis(3_600_000).checkpointSpaceRatio(0.25);
+    Engine.CheckpointInfo asked;
+    try (Engine e = Engine.open(storage, o)) {
+      writeRounds(e, 3, 0);
+      asked = e.checkpoint();
+      writeRounds(e, 20, 1); // overwrites: every checkpoint holds tables compaction replaced
+      assertTrue(e.waitForCompactions(30_000));
+      Map<String, Long> s = e.stats();
+      assertTrue(s.get("checkpointsDroppedForSpace") > 0, s.toString());
+      assertTrue(e.checkpoints().stream().anyMatch(c -> c.id() == asked.id()), "the asked-for one stays");
+      assertTrue(e.checkpoints().size() > 2, "the newest periodic ones stay: " + e.checkpoints());
+    }
+    Engine.rollback(storage, asked.id());
+    try (Engine e = Engine.open(storage, o)) {
+      assertArrayEquals(new byte[200], e.get(1, ("k" + (299 * 7 + 2) % 400).getBytes(StandardCharsets.UTF_8)));
     }
   }
 
