@@ -35,6 +35,10 @@ import java.util.Map;
  * read falls back to the new segment's seqno index. Replaced segments are deleted once no version or
  * checkpoint names them, so snapshots and cursors keep reading them.
  *
+ * <p><b>Quiet collection.</b> Once no flush has happened for two seconds, segments are collected down
+ * to half the threshold (at least 0.1): the store settles lower when writes stop, and the rewriting
+ * that costs is not spent while they flow. {@link #awaitIdle} waits for that pass too.
+ *
  * <p><b>Delete list compaction.</b> Level 0 (one table per key index compaction) is merged into level 1
  * (one sorted run, cut into tables) when it holds 16 tables or a quarter of level 1's logical size
  * (the document bytes its records describe, the unit of the log it sits on). The merge drops records
@@ -58,6 +62,8 @@ final class SegmentCompactor {
   static final int DELETE_L0_TRIGGER = 16;
   /** Delete list tables of level 1 are cut at this size. */
   static final long DELETE_TABLE_BYTES = 4L << 20;
+  /** No flush for this long: the store is quiet, and collection goes down to half the threshold. */
+  static final long QUIET_NANOS = 2_000_000_000L;
   /** A segment below this fragmentation is never worth rewriting. */
   static final double MIN_SEGMENT_FRAGMENTATION = 0.2;
 
@@ -74,6 +80,9 @@ final class SegmentCompactor {
   private final Object signal = new Object();
   /** Guarded by signal. */
   private boolean stopping;
+  /** The flush count at the last look, and when it last changed; gc thread only. */
+  private long flushesSeen = -1;
+  private long flushSeenNanos;
   /** Guarded by signal: a job is running, or was found at the last look. */
   private boolean busy = true;
 
@@ -144,13 +153,13 @@ final class SegmentCompactor {
         synchronized (signal) {
           if (stopping) return;
         }
-        boolean worked = state.failure() == null && runOnce();
+        Look look = state.failure() == null ? runOnce() : Look.NOTHING;
         synchronized (signal) {
           if (stopping) return;
-          if (!worked) {
-            busy = false;
+          if (look != Look.WORKED) {
+            busy = look == Look.LATER; // the quiet pass is work to wait for, too
             signal.notifyAll();
-            signal.wait(500);
+            signal.wait(look == Look.LATER ? 100 : 500);
           }
         }
       }
@@ -169,8 +178,25 @@ final class SegmentCompactor {
     }
   }
 
-  /** Runs one job if one is due; false if none was. */
-  private boolean runOnce() {
+  /** What a look for work found. */
+  private enum Look { WORKED, NOTHING, LATER }
+
+  /**
+   * Runs one job if one is due. At the threshold while writes flow; once no flush has happened for
+   * {@link #QUIET_NANOS}, down to half of it (the store settles lower when it is quiet). LATER: only the
+   * quiet pass has work, and the store is not quiet yet.
+   */
+  private Look runOnce() {
+    long flushes = stats.flushes.sum();
+    long now = System.nanoTime();
+    if (flushes != flushesSeen) {
+      flushesSeen = flushes;
+      flushSeenNanos = now;
+    }
+    boolean quiet = now - flushSeenNanos >= QUIET_NANOS;
+    double threshold = options.fragmentationThreshold();
+    double quietThreshold = Math.max(0.1, threshold / 2);
+    boolean later = false;
     VersionSet.Pinned pinned = versionSet.pinFiles();
     try {
       for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
@@ -179,15 +205,19 @@ final class SegmentCompactor {
         if (!catalog.isLive(ks)) continue;
         if (deleteListDue(f)) {
           compactDeleteList(ks, f);
-          return true;
+          return Look.WORKED;
         }
-        List<KeyspaceFiles.Segment> pick = pick(f, options.fragmentationThreshold(), options.segmentSize());
+        List<KeyspaceFiles.Segment> pick = pick(f, threshold, options.segmentSize());
+        if (pick == null && threshold < 1.0) {
+          List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, options.segmentSize());
+          if (quiet) pick = quietPick; else later |= quietPick != null;
+        }
         if (pick != null) {
           compactSegments(ks, f, pick, pinned.manifestNumber());
-          return true;
+          return Look.WORKED;
         }
       }
-      return false;
+      return later ? Look.LATER : Look.NOTHING;
     } finally {
       pinned.version().release();
     }

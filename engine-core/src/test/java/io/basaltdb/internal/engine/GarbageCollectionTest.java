@@ -83,7 +83,8 @@ class GarbageCollectionTest {
       // 12 rounds of 1500 x ~210 bytes: without collection the log would hold ~3.8 MB for ~0.3 MB live.
       long live = (long) KEYS * 230;
       assertTrue(s.get("segmentBytes") < 3 * live, "segment bytes " + s.get("segmentBytes") + " for ~" + live + " live");
-      assertTrue(s.get("fragmentationPermille") <= 400, "fragmentation " + s.get("fragmentationPermille"));
+      // waitForCompactions includes the quiet pass, which collects down to half the threshold (0.15)
+      assertTrue(s.get("fragmentationPermille") <= 200, "fragmentation " + s.get("fragmentationPermille"));
       checkAll(e, last);
       assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
     }
