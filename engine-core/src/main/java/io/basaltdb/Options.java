@@ -229,7 +229,8 @@ public final class Options {
    * Garbage collection (Magma section 4): when the fragmentation of a keyspace's log segments (the
    * share of their bytes that stale document versions and superseded index pages take) passes this
    * fraction, the most fragmented segments are rewritten without their stale versions. The store's
-   * size then stays near {@code 1 / (1 - threshold)} times its live data: 2x at the default 0.5. A
+   * size then stays near {@code 1 / (1 - threshold)} times its live data: 2x at the default 0.5; once
+   * no flush has happened for two seconds, collection goes down to half the threshold. A
    * lower threshold keeps less garbage and rewrites more; 1.0 turns garbage collection off. Between
    * 0.1 and 1.0.
    */

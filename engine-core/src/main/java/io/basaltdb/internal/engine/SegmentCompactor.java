@@ -62,8 +62,11 @@ final class SegmentCompactor {
   static final int DELETE_L0_TRIGGER = 16;
   /** Delete list tables of level 1 are cut at this size. */
   static final long DELETE_TABLE_BYTES = 4L << 20;
-  /** No flush for this long: the store is quiet, and collection goes down to half the threshold. */
-  static final long QUIET_NANOS = 2_000_000_000L;
+  /**
+   * No flush for this long (2 s): the store is quiet, and collection goes down to half the threshold.
+   * Tests that wait for collection hundreds of times shorten it.
+   */
+  static volatile long quietNanos = 2_000_000_000L;
   /** A segment below this fragmentation is never worth rewriting. */
   static final double MIN_SEGMENT_FRAGMENTATION = 0.2;
 
@@ -183,7 +186,7 @@ final class SegmentCompactor {
 
   /**
    * Runs one job if one is due. At the threshold while writes flow; once no flush has happened for
-   * {@link #QUIET_NANOS}, down to half of it (the store settles lower when it is quiet). LATER: only the
+   * {@link #quietNanos}, down to half of it (the store settles lower when it is quiet). LATER: only the
    * quiet pass has work, and the store is not quiet yet.
    */
   private Look runOnce() {
@@ -193,7 +196,7 @@ final class SegmentCompactor {
       flushesSeen = flushes;
       flushSeenNanos = now;
     }
-    boolean quiet = now - flushSeenNanos >= QUIET_NANOS;
+    boolean quiet = now - flushSeenNanos >= quietNanos;
     double threshold = options.fragmentationThreshold();
     double quietThreshold = Math.max(0.1, threshold / 2);
     boolean later = false;

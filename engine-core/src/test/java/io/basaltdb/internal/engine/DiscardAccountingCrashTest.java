@@ -25,12 +25,15 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * {@link MemStorage}: open, write to two keyspaces, then either close cleanly or crash (after a random
  * number of file mutations; during recovery; or, armed from inside the listener, a few mutations into
  * the manifest commit that follows its calls: before that commit's rename or just after it), dropping
- * a random share of the unsynced data. Checked, per keyspace:
+ * a random share of the unsynced data. Garbage collection runs all the while (threshold 0.2, 64 KiB
+ * segments), so crashes land in segment and delete list compactions too. Checked, per keyspace:
  * <ol>
  *   <li>after every crash on the files alone, and after every recovery on the open store: the
  *       persisted {@code flushedVersions} = records in the tables + {@code discardedVersions}, and the
- *       same for bytes ({@link DiscardAccounting}). A count made twice or never breaks it, and so does a
- *       counter bumped outside the commit that drops the versions, at a crash in between;</li>
+ *       same for bytes, and discarded = the segments' garbage + collected ({@link DiscardAccounting}).
+ *       A count made twice or never breaks it (a compaction rerun after a crash must not add its
+ *       garbage again), and so does a counter bumped outside the commit that drops the versions, at a
+ *       crash in between;</li>
  *   <li>the listener's calls since it was installed never name a (keyspace, seqno) twice;</li>
  *   <li>the calls made before the newest durable manifest are exactly its discarded delta since the
  *       listener was installed, and their versions are gone from its tables; calls after it (a crash
@@ -48,7 +51,8 @@ class DiscardAccountingCrashTest {
   static final int OPS = 500;
 
   static Options options() {
-    return CompactionTest.tinyLevels().segmentSize(64 << 10).syncMode(SyncMode.NONE);
+    // Garbage collection runs too (a low threshold), so crashes land in its jobs and its commits.
+    return CompactionTest.tinyLevels().segmentSize(64 << 10).syncMode(SyncMode.NONE).fragmentationThreshold(0.2);
   }
 
   /** How a round ends. */
@@ -56,6 +60,8 @@ class DiscardAccountingCrashTest {
 
   /** Rounds that crashed between the listener's calls and their commit, across the seeds. */
   private int crashesBetweenCallsAndCommit;
+  /** Segment compactions the rounds' stores committed, across the seeds. */
+  private long gcRuns;
 
   @Test
   void discardedVersions_areCountedExactlyOnce_acrossCrashesAndReruns() {
@@ -71,6 +77,7 @@ class DiscardAccountingCrashTest {
     }
     if (only == null) {
       assertTrue(crashesBetweenCallsAndCommit > 0, "no crash landed between the listener's calls and the commit");
+      assertTrue(gcRuns > 0, "garbage collection never ran");
     }
   }
 
@@ -152,6 +159,7 @@ class DiscardAccountingCrashTest {
         storage.crashAfterMutations(rnd.nextInt(3)); // if it has not crashed yet: now, with compaction going
       }
     } finally {
+      gcRuns += e.stats().get("gcRuns");
       try {
         e.close();
       } catch (BasaltException expected) {
