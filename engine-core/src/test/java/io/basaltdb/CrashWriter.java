@@ -40,9 +40,11 @@ public final class CrashWriter {
     Files.createDirectories(dir);
     Path oracle = dir.resolve("oracle");
     long acked = lastAcked(oracle);
-    // Small levels, so a kill often lands in the middle of a compaction as well as a flush.
-    Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(1L << 20).segmentSize(256L << 10)
-        .l0CompactionTrigger(2).level1Bytes(16L << 10).levelMultiplier(4).tableTargetBytes(8L << 10);
+    // Small levels and segments and a low collection threshold, so a kill often lands in the middle of
+    // a compaction or a garbage collection as well as a flush.
+    Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(1L << 20).segmentSize(128L << 10)
+        .l0CompactionTrigger(2).level1Bytes(16L << 10).levelMultiplier(4).tableTargetBytes(8L << 10)
+        .fragmentationThreshold(0.2);
     String accounting = DiscardAccounting.checkStore(new FileStorage(dir.resolve("db")));
     if (accounting != null) {
       System.err.println("WRONG key index accounting after " + (acked + 1) + " acknowledged operations: " + accounting);

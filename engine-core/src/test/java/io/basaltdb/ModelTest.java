@@ -43,12 +43,13 @@ class ModelTest {
   }
 
   /**
-   * Key index levels so small that compactions run all the time and reach the deepest level, and a
-   * block cache so small that index and filter blocks are evicted and read again all the time.
+   * Key index levels so small that compactions run all the time and reach the deepest level, a block
+   * cache so small that index and filter blocks are evicted and read again all the time, and garbage
+   * collection at a low threshold, so segment and delete list compactions run all the time too.
    */
   static Options tinyLevels(Options o) {
     return o.l0CompactionTrigger(2).l0StopWritesTrigger(8).level1Bytes(1024).levelMultiplier(2)
-        .tableTargetBytes(1024).blockCacheSize(4 << 10);
+        .tableTargetBytes(1024).blockCacheSize(4 << 10).fragmentationThreshold(0.2);
   }
 
   static Options tiny() {
