@@ -68,6 +68,16 @@ class GarbageCollectionTest {
     }
   }
 
+  @org.junit.jupiter.api.BeforeAll
+  static void shortQuiet() {
+    SegmentCompactor.quietNanos = 200_000_000L; // every waitForCompactions waits for the quiet pass
+  }
+
+  @org.junit.jupiter.api.AfterAll
+  static void defaultQuiet() {
+    SegmentCompactor.quietNanos = 2_000_000_000L;
+  }
+
   @Test
   void updates_keepTheLogBounded_andEveryKeyReadsItsNewestValue() throws Exception {
     MemStorage storage = new MemStorage(3);
@@ -155,6 +165,33 @@ class GarbageCollectionTest {
       checkAll(e, last);
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("fragmentationPermille") <= 400, "garbage collected: " + e.stats());
+      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+    }
+  }
+
+  @Test
+  void aCheckpointHoldsTheSegmentsCollectionReplaced_andRollsBackToThem() throws Exception {
+    MemStorage storage = new MemStorage(17);
+    Options o = gcOptions().checkpointIntervalMillis(3_600_000).checkpointRetentionMillis(3_600_000);
+    Map<Integer, Integer> atCheckpoint;
+    Engine.CheckpointInfo cp;
+    try (Engine e = Engine.open(storage, o)) {
+      atCheckpoint = update(e, 3, 0, 6);
+      cp = e.checkpoint();
+      update(e, 8, 3, 7);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(e.stats().get("gcRuns") > 0);
+      assertTrue(e.stats().get("checkpointOnlyBytes") > 0, "the checkpoint holds replaced segments: " + e.stats());
+    }
+    Engine.rollback(storage, cp.id());
+    try (Engine e = Engine.open(storage, o)) {
+      checkAll(e, atCheckpoint);
+      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      Map<Integer, Integer> after = update(e, 4, 20, 8); // collection goes on from the rolled-back state
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      checkAll(e, after);
       assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
     }
   }
