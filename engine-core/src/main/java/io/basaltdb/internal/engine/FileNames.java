@@ -33,7 +33,7 @@ final class FileNames {
 
   /** The manifest's name inside {@link #MANIFEST_DIR}. */
   static String manifestShortName(long number) {
-    return MANIFEST_PREFIX + String.format("%012d", number);
+    return MANIFEST_PREFIX + digits(number);
   }
 
   /** The temporary name a manifest is written under before its rename. */
@@ -54,7 +54,7 @@ final class FileNames {
 
   /** The WAL file numbered {@code number}. */
   static String wal(long number) {
-    return WAL_DIR + "/" + String.format("%012d", number) + ".log";
+    return WAL_DIR + "/" + digits(number) + ".log";
   }
 
   /** The file number of a name listed in {@link #WAL_DIR}, or -1. */
@@ -78,7 +78,7 @@ final class FileNames {
   }
 
   static String deleteTable(int keyspace, long fileNumber) {
-    return deleteDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".sst";
+    return deleteDir(keyspace) + "/" + digits(fileNumber) + ".sst";
   }
 
   /** Every directory of a keyspace's data files: key index, log, delete list. */
@@ -87,11 +87,11 @@ final class FileNames {
   }
 
   static String table(int keyspace, long fileNumber) {
-    return indexDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".sst";
+    return indexDir(keyspace) + "/" + digits(fileNumber) + ".sst";
   }
 
   static String segment(int keyspace, long fileNumber) {
-    return logDir(keyspace) + "/" + String.format("%012d", fileNumber) + ".seg";
+    return logDir(keyspace) + "/" + digits(fileNumber) + ".seg";
   }
 
   /** The file number of a name listed in an index or log directory (digits before the first dot), or 0. */
@@ -99,6 +99,15 @@ final class FileNames {
     int dot = name.indexOf('.');
     long n = parse(dot < 0 ? name : name.substring(0, dot));
     return Math.max(n, 0);
+  }
+
+  /**
+   * {@code n} in 12 digits, zero-padded (as {@code %012d}, without the formatter: the obsolete-file
+   * sweep names every file of every live version at each commit).
+   */
+  static String digits(long n) {
+    String d = Long.toString(n);
+    return d.length() >= 12 ? d : "000000000000".substring(d.length()) + d;
   }
 
   private static long parse(String digits) {

@@ -212,12 +212,13 @@ final class VersionSet {
    */
   long checkpointOnlyBytes() {
     synchronized (lock) {
-      return checkpointOnlyBytesLocked();
+      return checkpointOnlyBytesLocked(versions.namedFiles());
     }
   }
 
-  private long checkpointOnlyBytesLocked() {
-    Set<String> live = versions.namedFiles();
+  /** {@code namedByVersions}: the files live versions name (not changed here). */
+  private long checkpointOnlyBytesLocked(Set<String> namedByVersions) {
+    Set<String> live = new HashSet<>(namedByVersions);
     live.addAll(checkpointFiles.get(manifest.number())); // the current manifest's files
     long bytes = 0;
     Set<String> counted = new HashSet<>();
@@ -243,14 +244,14 @@ final class VersionSet {
    * Drops the oldest periodic checkpoints while the bytes only checkpoints hold exceed {@code
    * spaceRatio} of the log segments' bytes (Options#checkpointSpaceRatio). Caller holds lock.
    */
-  private void dropCheckpointsForSpace() {
+  private void dropCheckpointsForSpace(Set<String> namedByVersions) {
     if (spaceRatio >= 100 || checkpoints.size() <= 1) return;
     long log = 0;
     for (Manifest.KeyspaceMeta k : manifest.keyspaces()) {
       for (SegmentState s : k.segments()) log += s.tailOffset();
     }
     long limit = (long) (spaceRatio * log);
-    while (checkpointOnlyBytesLocked() > limit) {
+    while (checkpointOnlyBytesLocked(namedByVersions) > limit) {
       Long victim = null;
       for (long n : checkpoints.keySet()) { // oldest first
         if (n != manifest.number() && !asked.contains(n)) {
@@ -357,10 +358,10 @@ final class VersionSet {
       }
     }
     checkpointFiles.keySet().retainAll(checkpoints.keySet());
-    dropCheckpointsForSpace();
+    Set<String> named = versions.namedFiles(); // once per sweep: it names every file of every live version
+    dropCheckpointsForSpace(named);
     marked.retainAll(checkpoints.keySet());
     asked.retainAll(checkpoints.keySet());
-    Set<String> named = versions.namedFiles();
     for (Set<String> s : checkpointFiles.values()) named.addAll(s);
     Set<Integer> keyspaces = new HashSet<>();
     for (Manifest.KeyspaceMeta k : manifest.keyspaces()) keyspaces.add(k.id());
