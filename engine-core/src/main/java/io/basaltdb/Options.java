@@ -23,6 +23,7 @@ public final class Options {
   private int maxGroupCommitBytes = 1 << 20;
   private int l0CompactionTrigger = 4;
   private int l0StopWritesTrigger = 20;
+  private double l0BaseRatio = 0.125;
   private long level1Bytes = 64L << 20;
   private int levelMultiplier = 10;
   private boolean dynamicLevelTargets = true;
@@ -58,6 +59,7 @@ public final class Options {
     o.maxGroupCommitBytes = maxGroupCommitBytes;
     o.l0CompactionTrigger = l0CompactionTrigger;
     o.l0StopWritesTrigger = l0StopWritesTrigger;
+    o.l0BaseRatio = l0BaseRatio;
     o.level1Bytes = level1Bytes;
     o.levelMultiplier = levelMultiplier;
     o.dynamicLevelTargets = dynamicLevelTargets;
@@ -150,7 +152,13 @@ public final class Options {
   public Options maxGroupCommitBytes(int bytes) { this.maxGroupCommitBytes = bytes; return this; }
   public int maxGroupCommitBytes() { return maxGroupCommitBytes; }
 
-  /** Level-0 tables of a keyspace that start a compaction out of level 0; default 4. */
+  /**
+   * Level 0's fan-in; default 4. Flushed key index tables are small (values live in the log, so a write
+   * cache flushes a table of a few hundred KB), so level 0 is tiered: this many level-0 tables of about
+   * the same size are merged into one level-0 table, which later merges with its own kind, until level
+   * 0 holds {@link #l0BaseRatio} of the base level and all of it merges into the base level. A level 0 of
+   * at least this many tables also merges into an empty or tiny base level.
+   */
   public Options l0CompactionTrigger(int tables) { this.l0CompactionTrigger = tables; return this; }
   public int l0CompactionTrigger() { return l0CompactionTrigger; }
 
@@ -160,6 +168,18 @@ public final class Options {
    */
   public Options l0StopWritesTrigger(int tables) { this.l0StopWritesTrigger = tables; return this; }
   public int l0StopWritesTrigger() { return l0StopWritesTrigger; }
+
+  /**
+   * Level 0 merges into the base level (the level it compacts into) once its bytes reach this share of
+   * the base level's bytes; default 0.125. The trade: each merge rewrites the base level, so the key
+   * index's compaction writes about {@code 1 / l0BaseRatio} times what level 0 brings, plus one write per
+   * level-0 tier; and a version superseded by a record still in level 0 is not yet known to be garbage
+   * (garbage collection learns of it at that merge), so up to this share of the keys' old versions wait
+   * in the log unreported. Lower: more key index compaction, garbage found sooner. Also merged, whatever
+   * its size, once no flush has happened for two seconds (the store is quiet).
+   */
+  public Options l0BaseRatio(double ratio) { this.l0BaseRatio = ratio; return this; }
+  public double l0BaseRatio() { return l0BaseRatio; }
 
   /**
    * Size of the shallowest key index level below level 0 that a keyspace fills, the level its level-0
@@ -258,6 +278,7 @@ public final class Options {
     check(l0CompactionTrigger >= 2, "l0CompactionTrigger must be at least 2, was " + l0CompactionTrigger);
     check(l0StopWritesTrigger > l0CompactionTrigger, "l0StopWritesTrigger must be above l0CompactionTrigger ("
         + l0CompactionTrigger + "), was " + l0StopWritesTrigger);
+    check(l0BaseRatio >= 0.001 && l0BaseRatio <= 10, "l0BaseRatio must be between 0.001 and 10, was " + l0BaseRatio);
     check(level1Bytes >= 1024, "level1Bytes must be at least 1 KiB, was " + level1Bytes);
     check(levelMultiplier >= 2 && levelMultiplier <= 100, "levelMultiplier must be between 2 and 100, was " + levelMultiplier);
     check(tableTargetBytes >= 1024 && tableTargetBytes <= (1L << 30),
@@ -284,7 +305,7 @@ public final class Options {
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", checkpointIntervalMillis="
         + checkpointIntervalMillis + ", checkpointSpaceRatio=" + checkpointSpaceRatio + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
-        + l0StopWritesTrigger + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
+        + l0StopWritesTrigger + ", l0BaseRatio=" + l0BaseRatio + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
         + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize()

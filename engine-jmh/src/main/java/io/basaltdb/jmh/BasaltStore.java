@@ -22,13 +22,41 @@ final class BasaltStore implements Race.Store {
   final Basalt db;
   final Keyspace ks;
 
-  /** {@code checkpointRetentionMillis} below 0 keeps Basalt's default (10 minutes). */
-  BasaltStore(Path dir, long memory, long checkpointRetentionMillis) {
+  /**
+   * {@code checkpointRetentionMillis} below 0 keeps Basalt's default (10 minutes). {@code tuning}: further
+   * options as {@code name=value} pairs separated by commas (e.g. {@code l0BaseRatio=0.25}), each set
+   * through the {@link Options} method of that name; empty for none.
+   */
+  BasaltStore(Path dir, long memory, long checkpointRetentionMillis, String tuning) {
     this.dir = dir;
     Options o = Options.defaults().memoryQuota(memory).syncMode(SyncMode.SYNC);
     if (checkpointRetentionMillis >= 0) o.checkpointRetentionMillis(checkpointRetentionMillis);
+    for (String pair : tuning.split(",")) {
+      if (!pair.isBlank()) set(o, pair.trim());
+    }
     db = Basalt.open(dir, o);
     ks = db.keyspace("default");
+  }
+
+  /** Sets one {@code name=value} option through the Options method of that name. */
+  private static void set(Options o, String pair) {
+    int eq = pair.indexOf('=');
+    if (eq < 0) throw new IllegalArgumentException("--basalt-options wants name=value pairs, got " + pair);
+    String name = pair.substring(0, eq), value = pair.substring(eq + 1);
+    for (java.lang.reflect.Method m : Options.class.getMethods()) {
+      if (!m.getName().equals(name) || m.getParameterCount() != 1) continue;
+      Class<?> t = m.getParameterTypes()[0];
+      Object v = t == int.class ? Integer.valueOf(value) : t == long.class ? Long.valueOf(value)
+          : t == double.class ? Double.valueOf(value) : t == boolean.class ? Boolean.valueOf(value) : null;
+      if (v == null) continue;
+      try {
+        m.invoke(o, v);
+        return;
+      } catch (ReflectiveOperationException e) {
+        throw new IllegalArgumentException("cannot set option " + pair + ": " + e, e);
+      }
+    }
+    throw new IllegalArgumentException("no numeric or boolean option named " + name);
   }
 
   @Override
@@ -100,10 +128,11 @@ final class BasaltStore implements Race.Store {
     if (user > 0) m.put("engineWriteAmp", fmt((double) engineWritten / user));
     m.put("gcReadMiB", Phase.mib(after.get("gcBytesRead") - before.get("gcBytesRead")));
     m.put("gcReclaimedMiB", Phase.mib(after.get("gcBytesReclaimed") - before.get("gcBytesReclaimed")));
-    for (String c : new String[] {"gcRuns", "gcStalls", "compactions", "flushes", "stalls", "l0Stalls"}) {
+    for (String c : new String[] {"gcRuns", "gcStalls", "compactions", "l0Merges", "flushes", "stalls", "l0Stalls"}) {
       m.put(c, Long.toString(after.get(c) - before.get(c)));
     }
     m.put("gcStallMs", Long.toString((after.get("gcStallNanos") - before.get("gcStallNanos")) / 1_000_000));
+    m.put("l0StallMs", Long.toString((after.get("l0StallNanos") - before.get("l0StallNanos")) / 1_000_000));
     m.put("fragmentationPermille", Long.toString(after.get("fragmentationPermille")));
     m.put("segmentMiB", Phase.mib(after.get("segmentBytes")));
     m.put("segmentStaleMiB", Phase.mib(after.get("segmentStaleBytes")));

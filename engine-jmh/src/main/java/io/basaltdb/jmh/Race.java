@@ -31,9 +31,10 @@ import java.util.stream.Stream;
  *
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
  * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
- * [--checkpoint-retention-ms C]}: W writer threads (default 1) share the load and the updates, batch by
+ * [--checkpoint-retention-ms C] [--basalt-options name=value,...]}: W writer threads (default 1) share the load and the updates, batch by
  * batch; {@link #values} describes the two kinds of value; C sets Basalt's checkpoint retention (default
- * Basalt's, 10 minutes), which holds the segments garbage collection replaced.
+ * Basalt's, 10 minutes), which holds the segments garbage collection replaced; {@code --basalt-options} sets further Basalt
+ * options by name (e.g. {@code l0BaseRatio=0.25,fragmentationThreshold=0.4}).
  */
 public final class Race {
   static final int KEY_SIZE = 40;
@@ -93,7 +94,8 @@ public final class Race {
     Store opened = switch (engine) {
       case "rocksdb" -> new RocksStore(dir, memory, true);
       case "rocksdb-heapindex" -> new RocksStore(dir, memory, false);
-      case "basalt" -> new BasaltStore(dir, memory, Long.parseLong(a.getOrDefault("checkpoint-retention-ms", "-1")));
+      case "basalt" -> new BasaltStore(dir, memory, Long.parseLong(a.getOrDefault("checkpoint-retention-ms", "-1")),
+          a.getOrDefault("basalt-options", ""));
       default -> throw new IllegalArgumentException("--engine basalt|rocksdb|rocksdb-heapindex, not " + engine);
     };
     long user = keys * (KEY_SIZE + VALUE_SIZE);

@@ -10,23 +10,37 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Chooses leveled compaction jobs (Magma section 3.2; LevelDB's and RocksDB's leveled scheme). Level 0
- * holds the flushed tables, which overlap; levels 1 to {@link KeyspaceFiles#MAX_LEVELS}{@code - 1} hold
- * tables that do not, each level aiming at a target size ({@link LevelTargets}). A keyspace needs
- * compaction when its level 0 reaches {@code l0CompactionTrigger} tables or a level outgrows its
- * target; the neediest job runs first. A job takes all of level 0 into the base level, or one table of
- * level n (round-robin by key) into level n+1, with every table of the output level its range touches.
+ * Chooses the key index's compaction jobs (Magma section 3.2; LevelDB's and RocksDB's leveled scheme,
+ * with a tiered level 0). Level 0 holds the flushed tables, which overlap; levels 1 to {@link
+ * KeyspaceFiles#MAX_LEVELS}{@code - 1} hold tables that do not, each level aiming at a target size
+ * ({@link LevelTargets}). A job out of level n >= 1 takes one table (round-robin by key) into level n+1,
+ * with every table of the output level its range touches; the neediest job runs first.
+ *
+ * <p><b>Level 0 is tiered.</b> Values live in the log, so a write cache flushes a key index table of a
+ * few hundred KB, some 50 times smaller than a RocksDB memtable's; merging every few of them into a base
+ * level of tens of MB rewrites the base level for each MB added (an independent race measured key index
+ * compaction writing as much as the log segments). So level 0 merges {@code l0CompactionTrigger}
+ * neighbouring tables of about the same size (none more than twice another) into one level-0 table,
+ * newest run first, and all of level 0 merges into the base level only once it holds {@code
+ * l0BaseRatio} of the base level's bytes (and at least {@code l0CompactionTrigger} tables), once it
+ * holds {@link #l0ForceCount} tables whatever their sizes, or once the store is quiet (no flush for a
+ * while). A key index record then waits in level 0 longer, so garbage collection learns later of the
+ * versions it supersedes: {@code l0BaseRatio} trades key index writes for that delay.
  *
  * <h2>Invariants</h2>
  * <ol>
- *   <li>Of two tables holding a key, the shallower holds the newer version (in level 0, the newer
- *       table), which reads rely on. A job out of level n >= 1 writes level n+1 only. A level-0 job
- *       skips levels 1 to base-1 only because they are empty: the base level is never deeper than the
- *       shallowest non-empty level, and nothing fills the levels above it while the job runs (a job out
- *       of them would need tables there; level-0 jobs never run two at once, each taking all of level 0).
+ *   <li>Of two tables holding a key, the shallower holds the newer version; in level 0, the table earlier
+ *       in level 0's order (newest first), which reads rely on. A level-0 merge takes neighbouring tables
+ *       and its output takes their place in that order ({@link VersionEdit}), so tables flushed while it
+ *       ran stay in front of it. A job out of level n >= 1 writes level n+1 only. A job into the base level
+ *       takes all of level 0 and skips levels 1 to base-1 only because they are empty: the base level is
+ *       never deeper than the shallowest non-empty level, and nothing fills the levels above it while the
+ *       job runs (a job out of them would need tables there; a level-0 job into the base level never runs
+ *       beside another level-0 job, each needing level 0's tables).
  *   <li>The tables of a level >= 1 never overlap: a job takes every table of its output level that its
  *       key range touches.
- *   <li>A tombstone is dropped only when no level below the output holds anything in the job's range.
+ *   <li>A tombstone is dropped only when no level below the output holds anything in the job's range; a
+ *       level-0 merge never drops one (older level-0 tables and every level below may hold the key).
  *   <li>Two running jobs never share a table ({@link #busy}), so jobs running at once never overlap in
  *       key range on a level they write.
  * </ol>
@@ -61,9 +75,12 @@ final class CompactionPicker {
     this.catalog = catalog;
   }
 
-  /** The neediest job whose tables are free, its tables marked busy; or null. */
-  synchronized Job take(Version v) {
-    Job j = pick(v);
+  /**
+   * The neediest job whose tables are free, its tables marked busy; or null. {@code quiet}: no flush has
+   * happened for a while, so level 0 merges into the base level whatever its size.
+   */
+  synchronized Job take(Version v, boolean quiet) {
+    Job j = pick(v, quiet);
     if (j != null) {
       for (KeyspaceFiles.Table t : j.all()) busy.add(t.fileNumber());
     }
@@ -81,33 +98,36 @@ final class CompactionPicker {
     pointers.computeIfAbsent(job.keyspace, k -> new byte[KeyspaceFiles.MAX_LEVELS][])[job.level] = last;
   }
 
-  /** Whether no job runs and none is needed in {@code v}. */
-  synchronized boolean idle(Version v) {
-    return busy.isEmpty() && pick(v) == null;
+  /** Whether no job runs and none is needed in {@code v} (with {@code quiet} as in {@link #take}). */
+  synchronized boolean idle(Version v, boolean quiet) {
+    return busy.isEmpty() && pick(v, quiet) == null;
   }
 
-  private Job pick(Version v) {
+  private Job pick(Version v, boolean quiet) {
     Job best = null;
     for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
       if (!catalog.isLive(e.getKey())) continue;
-      Job j = pick(e.getKey(), e.getValue());
+      Job j = pick(e.getKey(), e.getValue(), quiet);
       if (j != null && (best == null || j.score > best.score)) best = j;
     }
     return best;
   }
 
-  private Job pick(int ks, KeyspaceFiles f) {
+  /** The neediest job of keyspace {@code ks}, or null; package-private for tests. */
+  Job pick(int ks, KeyspaceFiles f, boolean quiet) {
     Job best = null;
     LevelTargets targets = LevelTargets.of(f, options);
     List<KeyspaceFiles.Table> l0 = f.level(0);
-    double l0Score = (double) l0.size() / options.l0CompactionTrigger();
     if (l0.size() >= options.l0StopWritesTrigger()) {
       // Writers are stalled on this keyspace: its level-0 job goes first, and no job out of the base
       // level may take the tables it needs meanwhile.
       return noneBusy(l0) ? job(ks, f, 0, targets.base, l0, Double.MAX_VALUE) : null;
     }
-    if (l0Score >= 1 && noneBusy(l0)) {
-      best = job(ks, f, 0, targets.base, l0, l0Score);
+    double baseScore = baseScore(l0, f.levelBytes(targets.base), quiet);
+    if (baseScore >= 1) {
+      if (noneBusy(l0)) best = job(ks, f, 0, targets.base, l0, baseScore);
+    } else {
+      best = tierMerge(ks, l0);
     }
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS - 1; l++) {
       double score = targets.score(l, f.levelBytes(l));
@@ -116,6 +136,47 @@ final class CompactionPicker {
       if (j != null) best = j;
     }
     return best;
+  }
+
+  /** Level-0 tables at which all of level 0 merges into the base level, whatever their sizes. */
+  int l0ForceCount() {
+    return Math.max(options.l0CompactionTrigger(), options.l0StopWritesTrigger() - options.l0CompactionTrigger());
+  }
+
+  /** How badly level 0 needs to merge into a base level of {@code baseBytes}; 1 or more means it does. */
+  private double baseScore(List<KeyspaceFiles.Table> l0, long baseBytes, boolean quiet) {
+    if (l0.isEmpty()) return 0;
+    double byCount = (double) l0.size() / l0ForceCount();
+    if (quiet) return Math.max(1, byCount);
+    if (l0.size() < options.l0CompactionTrigger()) return byCount;
+    long bytes = 0;
+    for (KeyspaceFiles.Table t : l0) bytes += t.bytes();
+    double bySize = baseBytes == 0 ? Double.MAX_VALUE / 2 : bytes / (options.l0BaseRatio() * baseBytes);
+    return Math.max(byCount, Math.min(bySize, 1e6));
+  }
+
+  /**
+   * The newest run of at least {@code l0CompactionTrigger} neighbouring, free level-0 tables of about
+   * the same size (the largest at most twice the smallest), at most twice that many, as a level-0 merge;
+   * or null.
+   */
+  private Job tierMerge(int ks, List<KeyspaceFiles.Table> l0) {
+    int want = options.l0CompactionTrigger();
+    for (int i = 0; i + want <= l0.size(); i++) {
+      long min = Long.MAX_VALUE, max = 0;
+      int j = i;
+      while (j < l0.size() && j - i < 2 * want && !busy.contains(l0.get(j).fileNumber())) {
+        long b = l0.get(j).bytes();
+        if (Math.max(max, b) > 2 * Math.min(min, b)) break;
+        min = Math.min(min, b);
+        max = Math.max(max, b);
+        j++;
+      }
+      if (j - i >= want) {
+        return new Job(ks, 0, 0, List.copyOf(l0.subList(i, j)), List.of(), false, (double) (j - i) / want);
+      }
+    }
+    return null;
   }
 
   /** One table of level {@code l}, round-robin by key from where the last job left off. */

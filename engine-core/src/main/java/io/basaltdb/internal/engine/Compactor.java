@@ -40,6 +40,9 @@ final class Compactor {
   private boolean stopping;
   /** Set when a version was freed: some tables may now be deletable. */
   private final AtomicBoolean cleanup = new AtomicBoolean();
+  /** The flush count last seen and when it changed, for {@link #quiet}. Guarded by signal. */
+  private long flushesSeen = -1;
+  private long flushSeenNanos;
   /** Set by tests before writes start; volatile: read by compaction threads. */
   private volatile DiscardListener listener = DiscardListener.NONE;
 
@@ -108,7 +111,7 @@ final class Compactor {
         if (stopping || state.failure() != null) return false;
         Version v = versions.acquire();
         try {
-          if (picker.idle(v)) return true;
+          if (picker.idle(v, quiet())) return true;
         } finally {
           v.release();
         }
@@ -123,6 +126,21 @@ final class Compactor {
     synchronized (signal) {
       return stopping;
     }
+  }
+
+  /**
+   * Whether no flush has happened for {@link SegmentCompactor#quietNanos} (the store is quiet: level 0
+   * then merges into the base level whatever its size, so garbage collection learns of every version it
+   * supersedes). Called with signal held.
+   */
+  private boolean quiet() {
+    long flushes = stats.flushes.sum();
+    long now = System.nanoTime();
+    if (flushes != flushesSeen) {
+      flushesSeen = flushes;
+      flushSeenNanos = now;
+    }
+    return now - flushSeenNanos >= SegmentCompactor.quietNanos;
   }
 
   private void run() {
@@ -147,7 +165,7 @@ final class Compactor {
           if (stopping) return;
           if (state.failure() == null) {
             picked = versions.acquire();
-            job = picker.take(picked);
+            job = picker.take(picked, quiet());
             if (job != null) break;
             picked.release();
             picked = null;
@@ -191,8 +209,10 @@ final class Compactor {
       edit.addTable(job.keyspace(), new KeyspaceFiles.Table(t.fileNumber(), job.outputLevel(), t.reader()));
       return commit(job, edit, List.of(), List.of(), true);
     }
+    // A level-0 merge writes one table: level 0's tiers are told apart by size.
+    long target = job.outputLevel() == 0 ? Long.MAX_VALUE : options.tableTargetBytes();
     TableOutput out = new TableOutput(storage, tables, versionSet.nextFileNumber, options, job.keyspace(),
-        job.outputLevel(), options.tableTargetBytes(), stats.compactionBytesWritten);
+        job.outputLevel(), target, stats.compactionBytesWritten);
     Discards discards = new Discards();
     List<KeyspaceFiles.Table> written;
     try (MergingIterator merge = new MergingIterator(open(job), job.bottom(), discards)) {
@@ -288,6 +308,7 @@ final class Compactor {
     versionSet.logAndApply(edit);
     stats.compactions.increment();
     if (moved) stats.trivialMoves.increment();
+    if (job.outputLevel() == 0) stats.l0Merges.increment();
     return true;
   }
 

@@ -32,6 +32,8 @@ final class EngineStats {
   final LongAdder batchedGets = new LongAdder();
   final LongAdder compactions = new LongAdder();
   final LongAdder trivialMoves = new LongAdder();
+  /** Key index compactions that merged level-0 tables into one level-0 table. */
+  final LongAdder l0Merges = new LongAdder();
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();

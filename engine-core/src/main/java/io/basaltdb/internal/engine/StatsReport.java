@@ -92,6 +92,7 @@ final class StatsReport {
     m.put("indexBlockReads", cache == null ? 0 : cache.misses(BlockCache.Kind.TABLE_DATA));
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());
+    m.put("l0Merges", s.l0Merges.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
     m.put("compactionBytesWritten", s.compactionBytesWritten.sum());
     Manifest.Counters total = files.counters();

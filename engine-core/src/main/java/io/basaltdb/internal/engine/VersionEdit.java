@@ -237,12 +237,27 @@ final class VersionEdit {
   }
 
   private static Manifest.KeyspaceMeta apply(Manifest.KeyspaceMeta k, Change c, long number) {
-    List<Manifest.TableMeta> tables = new ArrayList<>();
+    // Added level-0 tables keep level 0's order, newest first: a flush's table is newer than every one
+    // there; a level-0 merge's output takes the place of the newest table it merged (its inputs are
+    // neighbours, and tables flushed while it ran are newer and stay in front).
+    List<Manifest.TableMeta> addedL0 = new ArrayList<>();
     for (Manifest.TableMeta t : c.addedTables) {
-      if (t.level() == 0) tables.add(t); // newer than every level-0 table already there
+      if (t.level() == 0) addedL0.add(t);
     }
+    boolean mergedL0 = false;
     for (Manifest.TableMeta t : k.tables()) {
-      if (!c.removedTables.contains(t.fileNumber())) tables.add(t);
+      if (t.level() == 0 && c.removedTables.contains(t.fileNumber())) mergedL0 = true;
+    }
+    List<Manifest.TableMeta> tables = new ArrayList<>();
+    if (!mergedL0) tables.addAll(addedL0);
+    for (Manifest.TableMeta t : k.tables()) {
+      if (!c.removedTables.contains(t.fileNumber())) {
+        tables.add(t);
+      } else if (t.level() == 0 && mergedL0) {
+        tables.addAll(addedL0); // at the newest input's place
+        mergedL0 = false;
+        addedL0 = List.of();
+      }
     }
     for (Manifest.TableMeta t : c.addedTables) {
       if (t.level() != 0) tables.add(t);

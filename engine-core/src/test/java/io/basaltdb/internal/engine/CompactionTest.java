@@ -355,6 +355,65 @@ class CompactionTest {
   }
 
   @Test
+  void tieredLevel0_mergesTablesOfASize_readsSeeNewestValues_andAQuietStoreEmptiesLevel0() throws Exception {
+    // Flushes of about 300 records; level 0 reaches the base level only at a quarter of its bytes, so it
+    // holds tiers of merged tables meanwhile, and overwrites and deletes cross them.
+    Options o = tinyLevels().l0CompactionTrigger(4).l0StopWritesTrigger(20).l0BaseRatio(0.25).level1Bytes(1 << 20)
+        .tableTargetBytes(16 << 10);
+    Map<String, String> model = new HashMap<>();
+    SegmentCompactor.quietNanos = Long.MAX_VALUE / 4; // not quiet until asked (so no waitForCompactions before)
+    try (Engine e = Engine.open(new MemStorage(5), o)) {
+      Random rnd = new Random(5);
+      int maxLevel0 = 0;
+      boolean sawTiers = false;
+      for (int i = 0; i < 40_000; i++) {
+        String k = "key-" + (i < 20_000 || rnd.nextInt(3) > 0 ? i : rnd.nextInt(i));
+        if (i >= 20_000 && rnd.nextInt(10) == 0) {
+          String victim = "key-" + rnd.nextInt(i);
+          Batch b = new Batch(1);
+          b.add(1, Batch.DELETE, victim.getBytes(), null);
+          e.write(b);
+          model.remove(victim);
+        }
+        put(e, k, "v" + i);
+        model.put(k, "v" + i);
+        if (i % 1000 == 999) {
+          List<KeyspaceFiles.Table> l0 = e.versions().current().files(1).level(0);
+          maxLevel0 = Math.max(maxLevel0, l0.size());
+          long min = Long.MAX_VALUE, max = 0;
+          for (KeyspaceFiles.Table t : l0) {
+            min = Math.min(min, t.bytes());
+            max = Math.max(max, t.bytes());
+          }
+          sawTiers |= l0.size() > 1 && max > 3 * min;
+          for (int j = 0; j < 50; j++) { // reads across the tiers see the newest version
+            String key = "key-" + rnd.nextInt(i + 1);
+            String want = model.get(key);
+            byte[] got = e.get(1, key.getBytes());
+            assertEquals(want, got == null ? null : new String(got), key + " after " + i + " writes");
+          }
+        }
+      }
+      Map<String, Long> st = e.stats();
+      assertTrue(st.get("l0Merges") > 5, "level-0 tables were merged into level 0: " + st);
+      assertTrue(sawTiers, "level 0 held tables of different tiers at once");
+      assertTrue(maxLevel0 < 20, "level 0 stayed below the stall limit: " + maxLevel0);
+      assertEquals(0L, st.get("l0Stalls"), "no writer stalled on level 0");
+      SegmentCompactor.quietNanos = 100_000_000L;
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      assertEquals(0, e.versions().current().files(1).level(0).size(), "a quiet store merged level 0 into the base");
+      for (int i = 0; i < 40_000; i += 7) {
+        String key = "key-" + i;
+        byte[] got = e.get(1, key.getBytes());
+        assertEquals(model.get(key), got == null ? null : new String(got), key);
+      }
+    } finally {
+      SegmentCompactor.quietNanos = 2_000_000_000L;
+    }
+  }
+
+  @Test
   void dynamicTargets_smallStore_level0CompactsIntoTheLastLevel_andLevels1To5StayEmpty() throws Exception {
     // level 5 would aim at a tenth of level 6, below level1Bytes / 10 until level 6 reaches 1 MiB
     Options o = tinyLevels().level1Bytes(1 << 20).levelMultiplier(10);
