@@ -498,7 +498,7 @@ final class SegmentCompactor {
     if (l0 >= DELETE_L0_TRIGGER) return true;
     long logBytes = 0;
     for (KeyspaceFiles.Segment s : f.segments) logBytes += s.state().documentBytes();
-    return l0 >= 2 && l0Bytes >= Math.max(l1Bytes / 4, logBytes / 16);
+    return l0 >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8);
   }
 
   private void compactDeleteList(int ks, KeyspaceFiles f) {

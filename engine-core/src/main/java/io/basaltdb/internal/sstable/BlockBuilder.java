@@ -57,8 +57,14 @@ final class BlockBuilder {
     addKey(key);
     out.putVarint(seqno);
     out.putVarint(docSize);
-    out.putByte(tombstone ? Format.FLAG_TOMBSTONE : 0);
-    out.putLongLE(hint);
+    int flags = tombstone ? Format.FLAG_TOMBSTONE : 0;
+    if (hint >= -1 && hint < Long.MAX_VALUE) { // the usual case: no hint (-1) or a file offset
+      out.putByte(flags | Format.FLAG_VARINT_HINT);
+      out.putVarint(hint + 1);
+    } else {
+      out.putByte(flags);
+      out.putLongLE(hint);
+    }
   }
 
   /** Adds an index entry pointing at the block whose contents are {@code size} bytes at {@code offset}. */

@@ -139,12 +139,20 @@ final class BlockIter {
       long ds = readVarint();
       if (seqno < 0 || ds < 0 || ds > Integer.MAX_VALUE) throw block.corrupt(pos, "bad seqno or document size");
       docSize = (int) ds;
-      if (limit - p < Format.FLAGS_SIZE + Format.HINT_SIZE) throw block.corrupt(pos, "record overruns the block");
+      if (limit - p < Format.FLAGS_SIZE) throw block.corrupt(pos, "record overruns the block");
       int flags = Mem.lpUnsignedByte(base, address + p);
-      if ((flags & ~Format.FLAG_TOMBSTONE) != 0) throw block.corrupt(p, "unknown flag bits " + flags);
-      tombstone = flags != 0;
-      hint = Mem.lpLongLE(base, address + p + Format.FLAGS_SIZE);
-      p += Format.FLAGS_SIZE + Format.HINT_SIZE;
+      if ((flags & ~(Format.FLAG_TOMBSTONE | Format.FLAG_VARINT_HINT)) != 0) {
+        throw block.corrupt(p, "unknown flag bits " + flags);
+      }
+      tombstone = (flags & Format.FLAG_TOMBSTONE) != 0;
+      p += Format.FLAGS_SIZE;
+      if ((flags & Format.FLAG_VARINT_HINT) != 0) {
+        hint = readVarint() - 1;
+      } else {
+        if (limit - p < Format.HINT_SIZE) throw block.corrupt(pos, "record overruns the block");
+        hint = Mem.lpLongLE(base, address + p);
+        p += Format.HINT_SIZE;
+      }
     }
     current = pos;
     next = p;

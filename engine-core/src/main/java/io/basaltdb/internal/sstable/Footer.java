@@ -56,9 +56,9 @@ record Footer(
       throw new CorruptionException(file, offset, "footer checksum mismatch");
     }
     int version = getIntLE(b, FOOTER_VERSION_OFFSET);
-    if (version != FORMAT_VERSION) {
-      throw new CorruptionException(file, offset + FOOTER_VERSION_OFFSET,
-          "format version " + version + ", this build reads only version " + FORMAT_VERSION);
+    if (version < OLDEST_READABLE_VERSION || version > FORMAT_VERSION) {
+      throw new CorruptionException(file, offset + FOOTER_VERSION_OFFSET, "format version " + version
+          + ", this build reads only versions " + OLDEST_READABLE_VERSION + " to " + FORMAT_VERSION);
     }
     Footer f = new Footer(
         getLongLE(b, FOOTER_FILTER_OFFSET_OFFSET), getIntLE(b, FOOTER_FILTER_SIZE_OFFSET),

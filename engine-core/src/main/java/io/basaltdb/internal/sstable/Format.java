@@ -15,8 +15,13 @@ import java.util.zip.CRC32C;
 final class Format {
   private Format() {}
 
-  /** Version written into every footer; a reader refuses any other. */
-  static final int FORMAT_VERSION = 1;
+  /**
+   * Version written into every footer. 2: a record's hint may be a varint ({@link #FLAG_VARINT_HINT}).
+   * This build reads versions {@link #OLDEST_READABLE_VERSION} to 2 and refuses any other.
+   */
+  static final int FORMAT_VERSION = 2;
+  /** The oldest table format this build reads (version 1: every hint is {@link #HINT_SIZE} bytes). */
+  static final int OLDEST_READABLE_VERSION = 1;
   /** Last 8 bytes of every table file (little-endian). */
   static final long MAGIC = 0xB5A1_7DB5_5EAB_1E01L;
 
@@ -30,9 +35,11 @@ final class Format {
   static final int RESTART_SIZE = 4;
   static final int RESTART_COUNT_SIZE = 4;
 
-  // Data block entry value: varint seqno, varint docSize, FLAGS_SIZE flag byte, HINT_SIZE hint.
+  // Data block entry value: varint seqno, varint docSize, FLAGS_SIZE flag byte, then the hint: with
+  // FLAG_VARINT_HINT, a varint of hint + 1 (so "no hint", -1, takes one byte); without, HINT_SIZE bytes.
   static final int FLAGS_SIZE = 1;
   static final int FLAG_TOMBSTONE = 0x01;
+  static final int FLAG_VARINT_HINT = 0x02;
   static final int HINT_SIZE = 8;
 
   // Footer, the last FOOTER_SIZE bytes of the file.

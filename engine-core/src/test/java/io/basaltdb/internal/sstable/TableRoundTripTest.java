@@ -74,6 +74,26 @@ class TableRoundTripTest {
   }
 
   @Test
+  void everyHint_roundTrips_theUsualOnesAsVarints_andNoHintInOneByte() {
+    long[] hints = {-1, 0, 1, 127, 128, 64L << 20, Long.MAX_VALUE - 1, Long.MAX_VALUE, -2, Long.MIN_VALUE};
+    TableModel m = new TableModel();
+    for (int i = 0; i < hints.length; i++) m.put(new byte[] {(byte) i}, i, i, i % 2 == 0, hints[i]);
+    checkTable(m, TableOptions.defaults(), new SplittableRandom(3), "hints");
+    // Records without a hint cost one byte for it (format 2), not eight (format 1).
+    TableModel none = new TableModel();
+    TableModel far = new TableModel();
+    for (int i = 0; i < 1000; i++) {
+      byte[] k = String.format("k%05d", i).getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+      none.put(k, i, 100, false, -1);
+      far.put(k, i, 100, false, Long.MIN_VALUE); // fixed-width: outside the varint form's range
+    }
+    MemStorage storage = new MemStorage(0);
+    long small = none.write(storage.create("a.sst"), TableOptions.defaults()).fileSize();
+    long big = far.write(storage.create("b.sst"), TableOptions.defaults()).fileSize();
+    assertTrue(big - small >= 7 * 1000, "no hint: " + small + " bytes, fixed hints: " + big);
+  }
+
+  @Test
   void emptyKey_aloneAndFirst() {
     TableModel alone = new TableModel();
     alone.put(new byte[0], 7, 8, false, 9);
