@@ -23,7 +23,7 @@ public final class Options {
   private int maxGroupCommitBytes = 1 << 20;
   private int l0CompactionTrigger = 4;
   private int l0StopWritesTrigger = 20;
-  private double l0BaseRatio = 0.125;
+  private double l0BaseRatio = 0.25;
   private long level1Bytes = 64L << 20;
   private int levelMultiplier = 10;
   private boolean dynamicLevelTargets = true;
@@ -171,12 +171,14 @@ public final class Options {
 
   /**
    * Level 0 merges into the base level (the level it compacts into) once its bytes reach this share of
-   * the base level's bytes; default 0.125. The trade: each merge rewrites the base level, so the key
+   * the base level's bytes; default 0.25. The trade: each merge rewrites the base level, so the key
    * index's compaction writes about {@code 1 / l0BaseRatio} times what level 0 brings, plus one write per
    * level-0 tier; and a version superseded by a record still in level 0 is not yet known to be garbage
-   * (garbage collection learns of it at that merge), so up to this share of the keys' old versions wait
-   * in the log unreported. Lower: more key index compaction, garbage found sooner. Also merged, whatever
-   * its size, once no flush has happened for two seconds (the store is quiet).
+   * (the delete list learns of it at that merge). Garbage collection counts an estimate of that hidden
+   * garbage toward {@link #fragmentationThreshold} (stat {@code pendingGarbageBytes}), so the log stays
+   * within the threshold either way; a lower ratio means more key index compaction and garbage known
+   * sooner. Level 0 also merges into the base level, whatever its size, once no flush has happened for
+   * two seconds (the store is quiet).
    */
   public Options l0BaseRatio(double ratio) { this.l0BaseRatio = ratio; return this; }
   public double l0BaseRatio() { return l0BaseRatio; }

@@ -40,7 +40,10 @@ import java.util.Map;
  *       {@code segmentStaleBytes} (of those, superseded index pages and the share of stale document
  *       versions), {@code segmentGarbageBytes} (the document bytes, before compression, of the versions
  *       the key index dropped and no segment compaction removed yet), {@code fragmentationPermille}
- *       (stale over segment bytes, in thousandths), {@code deleteListTables}, {@code deleteListRecords},
+ *       (stale over segment bytes, in thousandths), {@code pendingGarbageBytes} (an estimate of the
+ *       segment bytes of versions that level-0 key index records supersede and that compaction has not
+ *       yet reported: garbage collection counts it toward {@code fragmentationThreshold}),
+ *       {@code deleteListTables}, {@code deleteListRecords},
  *       {@code deleteListBytes} (their files), {@code deleteListLogicalBytes} (the document bytes they
  *       describe); counters {@code deleteListCompactions}, {@code deleteListBytesRead},
  *       {@code deleteListBytesWritten} (by key index compactions and delete list compactions),
@@ -50,8 +53,8 @@ import java.util.Map;
  *       {@code gcSlowdowns} and {@code gcSlowdownNanos} (commit groups delayed 1 ms because collection
  *       is falling behind), {@code gcStalls} and {@code gcStallNanos} (writers held until it caught
  *       up); per live
- *       keyspace, {@code keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes} and
- *       {@code keyspace.<name>.fragmentationPermille};</li>
+ *       keyspace, {@code keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes},
+ *       {@code keyspace.<name>.fragmentationPermille} and {@code keyspace.<name>.pendingGarbageBytes};</li>
  *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
  *       {@code l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of
  *       replaced tables that failed and are retried); gauges {@code tablesAtLevel0} to

@@ -136,6 +136,7 @@ final class BasaltStore implements Race.Store {
     m.put("fragmentationPermille", Long.toString(after.get("fragmentationPermille")));
     m.put("segmentMiB", Phase.mib(after.get("segmentBytes")));
     m.put("segmentStaleMiB", Phase.mib(after.get("segmentStaleBytes")));
+    m.put("pendingGarbageMiB", Phase.mib(after.get("pendingGarbageBytes")));
     m.put("checkpoints", Long.toString(after.get("checkpoints")));
     m.put("checkpointOnlyMiB", Phase.mib(after.get("checkpointOnlyBytes")));
     m.put("preallocatedMiB", Phase.mib(after.get("preallocatedBytes")));

@@ -252,7 +252,9 @@ final class Compactor {
         l.discarded(job.keyspace(), discards.pairs[2 * i], (int) discards.pairs[2 * i + 1]);
       }
     };
-    return commit(job, edit, written, deletes, false);
+    boolean committed = commit(job, edit, written, deletes, false);
+    if (committed) stats.shadowed.compacted(job.all(), written, bytes);
+    return committed;
   }
 
   /** Writes the job's discards, sorted by seqno, as a level-0 delete list table into {@code edit}. */

@@ -34,6 +34,8 @@ final class EngineStats {
   final LongAdder trivialMoves = new LongAdder();
   /** Key index compactions that merged level-0 tables into one level-0 table. */
   final LongAdder l0Merges = new LongAdder();
+  /** Superseded versions level 0 hides from the delete list, estimated (not a counter; see its class). */
+  final ShadowedBytes shadowed = new ShadowedBytes();
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();

@@ -11,6 +11,7 @@ import io.basaltdb.Options;
 import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
+import io.basaltdb.internal.sstable.TableReader;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -121,7 +122,7 @@ final class Flusher {
         int k = sk == null ? -1 : WriteCache.keyspaceOf(sk);
         if (k != ks && !keys.isEmpty()) {
           if (catalog.isLive(ks)) {
-            flushKeyspace(ks, keys, entries, edit);
+            flushKeyspace(ks, keys, entries, edit, v.files(ks));
             touched.add(ks);
           }
           keys.clear();
@@ -171,8 +172,11 @@ final class Flusher {
     return order;
   }
 
-  /** Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table adds. */
-  private void flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit) {
+  /**
+   * Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table adds;
+   * {@code older} are the keyspace's tables before it, for the table's {@link ShadowedBytes} estimate.
+   */
+  private void flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
     int n = keys.size();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
@@ -195,16 +199,38 @@ final class Flusher {
     }
     TableOutput out = new TableOutput(storage, tables, versionSet.nextFileNumber, options, ks, 0, Long.MAX_VALUE,
         stats.indexBytesWritten);
+    List<KeyspaceFiles.Table> written;
     try {
       for (int i = 0; i < n; i++) {
         out.add(keys.get(i), seqnos[i], sizes[i], WriteCache.isTombstone(entries.get(i)), hints[i]);
       }
-      for (KeyspaceFiles.Table t : out.finish()) edit.addTable(ks, t);
+      written = out.finish();
+      for (KeyspaceFiles.Table t : written) edit.addTable(ks, t);
     } catch (RuntimeException | Error e) {
       out.abandon();
       throw e;
     }
     edit.addCounters(ks, Manifest.Counters.flushed(out.records, out.docBytes));
+    if (options.bloomBitsPerKey() > 0 && !older.tables.isEmpty()) {
+      long shadowed = 0;
+      for (int i = 0; i < n; i++) {
+        if (mayHoldOlder(older, keys.get(i))) shadowed += sizes[i];
+      }
+      for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), shadowed);
+    }
+  }
+
+  /** Whether a table of {@code f} may hold {@code key}: key ranges and bloom filters only, no data block. */
+  private static boolean mayHoldOlder(KeyspaceFiles f, byte[] key) {
+    long hash = TableReader.keyHash(key);
+    for (KeyspaceFiles.Table t : f.level(0)) {
+      if (t.reader().mayContain(key, hash)) return true;
+    }
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      KeyspaceFiles.Table t = f.candidate(l, key);
+      if (t != null && t.reader().mayContain(key, hash)) return true;
+    }
+    return false;
   }
 
   private Tail newSegment(int ks, long startSeqno) {

@@ -210,9 +210,10 @@ final class SegmentCompactor {
           compactDeleteList(ks, f);
           return Look.WORKED;
         }
-        List<KeyspaceFiles.Segment> pick = pick(f, threshold, options.segmentSize());
+        long pending = pendingGarbage(f);
+        List<KeyspaceFiles.Segment> pick = pick(f, threshold, options.segmentSize(), pending);
         if (pick == null && threshold < 1.0) {
-          List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, options.segmentSize());
+          List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, options.segmentSize(), pending);
           if (quiet) pick = quietPick; else later |= quietPick != null;
         }
         if (pick != null) {
@@ -260,7 +261,7 @@ final class SegmentCompactor {
       for (KeyspaceFiles.DeleteTable d : f.deletes) if (d.meta().level() == 0) l0++;
       if (l0 >= 2 * DELETE_L0_TRIGGER) p = Math.max(p, PRESSURE_STOP);
       else if (l0 >= DELETE_L0_TRIGGER * 3 / 2) p = Math.max(p, PRESSURE_SLOW);
-      if (t < 1.0 && pick(f, t, options.segmentSize()) != null) {
+      if (t < 1.0 && pick(f, t, options.segmentSize(), 0) != null) { // known garbage only
         long[] st = staleAndTotal(f);
         double frag = (double) st[0] / st[1];
         if (frag > t + (1 - t) / 2) p = Math.max(p, PRESSURE_STOP);
@@ -286,6 +287,12 @@ final class SegmentCompactor {
     return s.tailOffset() == 0 ? 0 : (double) staleBytes(s, g) / s.tailOffset();
   }
 
+  /** Garbage level 0 still hides from the delete list, estimated ({@link ShadowedBytes}). */
+  private long pendingGarbage(KeyspaceFiles f) {
+    long[] st = staleAndTotal(f);
+    return stats.shadowed.pending(f, st[1] - st[0]);
+  }
+
   /** Stale bytes and file bytes of a keyspace's segments: {stale, total}. */
   static long[] staleAndTotal(KeyspaceFiles f) {
     long stale = 0, total = 0;
@@ -302,11 +309,11 @@ final class SegmentCompactor {
    * grown by the more fragmented neighbour while that is fragmented too, the live bytes fit {@code
    * segmentSize} and the bytes read stay within two of it.
    */
-  static List<KeyspaceFiles.Segment> pick(KeyspaceFiles f, double threshold, long segmentSize) {
+  static List<KeyspaceFiles.Segment> pick(KeyspaceFiles f, double threshold, long segmentSize, long pending) {
     int n = f.segments.size() - 1; // the last one is the tail
     if (n <= 0 || threshold >= 1.0) return null;
     long[] st = staleAndTotal(f);
-    if (st[1] == 0 || (double) st[0] / st[1] <= threshold) return null;
+    if (st[1] == 0 || (double) (st[0] + pending) / st[1] <= threshold) return null;
     double[] frag = new double[n];
     long[] live = new long[n];
     int best = -1;

@@ -18,13 +18,16 @@ final class StatsReport {
 
   /** Garbage collection: fragmentation, the delete list, segment compactions, per store and keyspace. */
   private static void garbage(Map<String, Long> m, EngineStats s, Version v, KeyspaceCatalog catalog) {
-    long stale = 0, total = 0, garbage = 0, records = 0, deleteBytes = 0, deleteLogical = 0, deleteTables = 0;
+    long stale = 0, total = 0, garbage = 0, pending = 0, records = 0, deleteBytes = 0, deleteLogical = 0;
+    long deleteTables = 0;
     Map<String, Long> perKeyspace = new LinkedHashMap<>();
     for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
       KeyspaceFiles f = e.getValue();
       long[] st = SegmentCompactor.staleAndTotal(f);
+      long hidden = s.shadowed.pending(f, st[1] - st[0]);
       stale += st[0];
       total += st[1];
+      pending += hidden;
       for (Manifest.SegmentGarbage g : f.garbage.values()) garbage += g.bytes();
       for (KeyspaceFiles.DeleteTable d : f.deletes) {
         records += d.meta().records();
@@ -37,12 +40,14 @@ final class StatsReport {
         perKeyspace.put("keyspace." + name + ".segmentBytes", st[1]);
         perKeyspace.put("keyspace." + name + ".segmentStaleBytes", st[0]);
         perKeyspace.put("keyspace." + name + ".fragmentationPermille", permille(st[0], st[1]));
+        perKeyspace.put("keyspace." + name + ".pendingGarbageBytes", hidden);
       }
     }
     m.put("segmentBytes", total);
     m.put("segmentStaleBytes", stale);
     m.put("segmentGarbageBytes", garbage);
     m.put("fragmentationPermille", permille(stale, total));
+    m.put("pendingGarbageBytes", pending);
     m.put("deleteListTables", deleteTables);
     m.put("deleteListRecords", records);
     m.put("deleteListBytes", deleteBytes);

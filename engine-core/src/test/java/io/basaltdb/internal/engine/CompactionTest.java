@@ -377,6 +377,10 @@ class CompactionTest {
         }
         put(e, k, "v" + i);
         model.put(k, "v" + i);
+        if (i == 19_999) { // inserts only so far: level 0's records supersede nothing (bloom false positives aside)
+          Map<String, Long> st = e.stats();
+          assertTrue(st.get("pendingGarbageBytes") * 20 < st.get("flushedBytes"), "no hidden garbage estimated: " + st);
+        }
         if (i % 1000 == 999) {
           List<KeyspaceFiles.Table> l0 = e.versions().current().files(1).level(0);
           maxLevel0 = Math.max(maxLevel0, l0.size());
@@ -399,10 +403,12 @@ class CompactionTest {
       assertTrue(sawTiers, "level 0 held tables of different tiers at once");
       assertTrue(maxLevel0 < 20, "level 0 stayed below the stall limit: " + maxLevel0);
       assertEquals(0L, st.get("l0Stalls"), "no writer stalled on level 0");
+      assertTrue(st.get("pendingGarbageBytes") > 0, "overwrites in level 0 hide garbage: " + st);
       SegmentCompactor.quietNanos = 100_000_000L;
       e.flush();
       assertTrue(e.waitForCompactions(30_000));
       assertEquals(0, e.versions().current().files(1).level(0).size(), "a quiet store merged level 0 into the base");
+      assertEquals(0L, e.stats().get("pendingGarbageBytes"), "the merge reported what level 0 hid");
       for (int i = 0; i < 40_000; i += 7) {
         String key = "key-" + i;
         byte[] got = e.get(1, key.getBytes());

@@ -107,7 +107,7 @@ class GcCrashTest {
           assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
           // nothing is left to collect but garbage in the tail segment, which is never rewritten
           KeyspaceFiles f = e.versions().current().files(1);
-          assertNull(SegmentCompactor.pick(f, 0.1, on().segmentSize()), "collection caught up: " + e.stats());
+          assertNull(SegmentCompactor.pick(f, 0.1, on().segmentSize(), 0), "collection caught up: " + e.stats());
         }
       } catch (Throwable t) {
         throw new AssertionError("crash after " + k + " mutations: " + t, t);
