@@ -24,7 +24,7 @@ import java.util.Set;
  * newest run first, and all of level 0 merges into the base level only once it holds {@code
  * l0BaseRatio} of the base level's bytes (and at least {@code l0CompactionTrigger} tables), once it
  * holds {@link #l0ForceCount} tables whatever their sizes, or once the store is quiet (no flush for a
- * while). A key index record then waits in level 0 longer, so garbage collection learns later of the
+ * while) if it holds a quarter of that share. A key index record then waits in level 0 longer, so garbage collection learns later of the
  * versions it supersedes: {@code l0BaseRatio} trades key index writes for that delay.
  *
  * <h2>Invariants</h2>
@@ -35,8 +35,9 @@ import java.util.Set;
  *       ran stay in front of it. A job out of level n >= 1 writes level n+1 only. A job into the base level
  *       takes all of level 0 and skips levels 1 to base-1 only because they are empty: the base level is
  *       never deeper than the shallowest non-empty level, and nothing fills the levels above it while the
- *       job runs (a job out of them would need tables there; a level-0 job into the base level never runs
- *       beside another level-0 job, each needing level 0's tables).
+ *       job runs (a job out of them would need tables there). A job into the base level takes level 0's
+ *       tables only when none is in a job; level-0 merges of tables flushed later may run beside it,
+ *       their outputs staying in front of its inputs until its commit removes them.
  *   <li>The tables of a level >= 1 never overlap: a job takes every table of its output level that its
  *       key range touches.
  *   <li>A tombstone is dropped only when no level below the output holds anything in the job's range; a
@@ -48,6 +49,8 @@ import java.util.Set;
  * <p>Thread-safety: every method is synchronized on the picker; compaction threads call it.
  */
 final class CompactionPicker {
+  /** The share of its due size (l0BaseRatio of the base level) at which a quiet store merges level 0. */
+  static final double QUIET_SHARE = 0.25;
   private final Options options;
   private final KeyspaceCatalog catalog;
   /** Tables taken by running jobs, by file number. Guarded by this. */
@@ -119,16 +122,17 @@ final class CompactionPicker {
     LevelTargets targets = LevelTargets.of(f, options);
     List<KeyspaceFiles.Table> l0 = f.level(0);
     if (l0.size() >= options.l0StopWritesTrigger()) {
-      // Writers are stalled on this keyspace: its level-0 job goes first, and no job out of the base
-      // level may take the tables it needs meanwhile.
-      return noneBusy(l0) ? job(ks, f, 0, targets.base, l0, Double.MAX_VALUE) : null;
+      // Writers are stalled on this keyspace: its level-0 jobs go first, and no job out of the base
+      // level may take the tables it needs meanwhile. While a level-0 job runs, the tables flushed
+      // since merge among themselves, which brings the count down soonest.
+      if (noneBusy(l0)) return job(ks, f, 0, targets.base, l0, Double.MAX_VALUE);
+      Job j = tierMerge(ks, l0);
+      return j == null ? null : new Job(ks, 0, 0, j.inputs(), j.next(), false, Double.MAX_VALUE);
     }
     double baseScore = baseScore(l0, f.levelBytes(targets.base), quiet);
-    if (baseScore >= 1) {
-      if (noneBusy(l0)) best = job(ks, f, 0, targets.base, l0, baseScore);
-    } else {
-      best = tierMerge(ks, l0);
-    }
+    if (baseScore >= 1 && noneBusy(l0)) best = job(ks, f, 0, targets.base, l0, baseScore);
+    // Not due, or level-0 or base level tables are in a job: the tables flushed meanwhile may still merge.
+    if (best == null) best = tierMerge(ks, l0);
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS - 1; l++) {
       double score = targets.score(l, f.levelBytes(l));
       if (score < 1 || (best != null && score <= best.score)) continue;
@@ -143,16 +147,20 @@ final class CompactionPicker {
     return Math.max(options.l0CompactionTrigger(), options.l0StopWritesTrigger() - options.l0CompactionTrigger());
   }
 
-  /** How badly level 0 needs to merge into a base level of {@code baseBytes}; 1 or more means it does. */
+  /**
+   * How badly level 0 needs to merge into a base level of {@code baseBytes}; 1 or more means it does. A
+   * quiet store merges a level 0 of at least a quarter of its due size (so a writer that flushes every
+   * few seconds does not rewrite the base level at each flush).
+   */
   private double baseScore(List<KeyspaceFiles.Table> l0, long baseBytes, boolean quiet) {
     if (l0.isEmpty()) return 0;
     double byCount = (double) l0.size() / l0ForceCount();
-    if (quiet) return Math.max(1, byCount);
-    if (l0.size() < options.l0CompactionTrigger()) return byCount;
     long bytes = 0;
     for (KeyspaceFiles.Table t : l0) bytes += t.bytes();
-    double bySize = baseBytes == 0 ? Double.MAX_VALUE / 2 : bytes / (options.l0BaseRatio() * baseBytes);
-    return Math.max(byCount, Math.min(bySize, 1e6));
+    double bySize = baseBytes == 0 ? 1e6 : Math.min(1e6, bytes / (options.l0BaseRatio() * baseBytes));
+    if (quiet && bySize >= QUIET_SHARE) return Math.max(1, byCount);
+    if (l0.size() < options.l0CompactionTrigger()) return byCount;
+    return Math.max(byCount, bySize);
   }
 
   /**

@@ -103,7 +103,10 @@ final class Compactor {
     }
   }
 
-  /** Waits until no job runs and none is needed (or the store failed or is stopping); true if idle. */
+  /**
+   * Waits until no job runs and none is needed, counting the level-0 merge a quiet store makes (or the
+   * store failed or is stopping); true if idle.
+   */
   boolean awaitIdle(long timeoutMillis) throws InterruptedException {
     long deadline = System.currentTimeMillis() + timeoutMillis;
     synchronized (signal) {
@@ -111,7 +114,7 @@ final class Compactor {
         if (stopping || state.failure() != null) return false;
         Version v = versions.acquire();
         try {
-          if (picker.idle(v, quiet())) return true;
+          if (picker.idle(v, true)) return true; // a level-0 merge the store will make once quiet is work too
         } finally {
           v.release();
         }
@@ -166,6 +169,16 @@ final class Compactor {
           if (state.failure() == null) {
             picked = versions.acquire();
             job = picker.take(picked, quiet());
+            // A job committed between the acquire and the take freed its tables in the picker after its
+            // commit replaced them: a job picked from the older version could take them again (and a
+            // level-0 merge's output would then land in front of newer tables). Pick again from the new one.
+            if (job != null && picked != versions.current()) {
+              picker.done(job, false);
+              picked.release();
+              picked = null;
+              job = null;
+              continue;
+            }
             if (job != null) break;
             picked.release();
             picked = null;
@@ -253,7 +266,7 @@ final class Compactor {
       }
     };
     boolean committed = commit(job, edit, written, deletes, false);
-    if (committed) stats.shadowed.compacted(job.all(), written, bytes);
+    if (committed) stats.shadowed.compacted(job.all(), written, bytes, job.bottom());
     return committed;
   }
 

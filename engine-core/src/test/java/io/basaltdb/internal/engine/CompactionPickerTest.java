@@ -107,11 +107,13 @@ class CompactionPickerTest {
   }
 
   @Test
-  void aQuietStore_mergesEvenOneLevel0TableIntoTheBase() {
-    assertNull(picker(0.125).pick(1, files(100_000, 1000), false));
-    CompactionPicker.Job j = picker(0.125).pick(1, files(100_000, 1000), true);
+  void aQuietStore_mergesLevel0IntoTheBase_onceItHoldsAQuarterOfItsDueShare() {
+    // Due at 0.125 of 100,000 records: 12,500; a quiet store merges from 3,125 (QUIET_SHARE).
+    assertNull(picker(0.125).pick(1, files(100_000, 4000), false));
+    CompactionPicker.Job j = picker(0.125).pick(1, files(100_000, 4000), true);
     assertEquals(6, j.outputLevel());
     assertEquals(1, j.inputs().size());
+    assertNull(picker(0.125).pick(1, files(100_000, 1000, 1000), true), "too little to rewrite the base level for");
   }
 
   @Test
