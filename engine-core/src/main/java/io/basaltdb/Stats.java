@@ -21,7 +21,9 @@ import java.util.Map;
  *       documents the block cache did not hold); see {@link #readsPerGet()};</li>
  *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
  *       without rewriting), {@code l0Merges} (merges of level-0 tables into one level-0 table, level 0
- *       being tiered; see {@link Options#l0BaseRatio}), {@code compactionBytesRead}, {@code compactionBytesWritten};</li>
+ *       being tiered; see {@link Options#l0BaseRatio}), {@code hintsRefreshed} (location hints a compaction
+ *       rewrote from the seqno index because they named a segment garbage collection replaced),
+ *       {@code compactionBytesRead}, {@code compactionBytesWritten};</li>
  *   <li>key index totals of the live keyspaces since each was created, committed in the manifest
  *       together with the tables they describe, so they survive reopening and a crash neither loses nor
  *       repeats a count: {@code flushedRecords} and {@code flushedBytes} (key index records the flushes

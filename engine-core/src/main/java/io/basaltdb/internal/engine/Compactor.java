@@ -5,7 +5,9 @@ import io.basaltdb.Options;
 import io.basaltdb.internal.storage.Storage;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -199,7 +201,7 @@ final class Compactor {
       picked.release();
       boolean committed = false;
       try {
-        committed = runJob(job);
+        committed = runJob(job, v.files(job.keyspace()));
       } catch (BasaltException e) {
         state.fail(e);
       } catch (RuntimeException | Error e) {
@@ -213,8 +215,11 @@ final class Compactor {
     }
   }
 
-  /** Runs a job and commits it; false if it was abandoned (stopping, a dropped keyspace, a failed store). */
-  private boolean runJob(CompactionPicker.Job job) {
+  /**
+   * Runs a job and commits it; false if it was abandoned (stopping, a dropped keyspace, a failed store).
+   * {@code files} are the keyspace's files in the pinned version, for refreshing location hints.
+   */
+  private boolean runJob(CompactionPicker.Job job, KeyspaceFiles files) {
     VersionEdit edit = new VersionEdit();
     for (KeyspaceFiles.Table t : job.all()) edit.removeTable(job.keyspace(), t.fileNumber());
     if (job.trivialMove()) { // its tombstones go in a later merge
@@ -228,11 +233,15 @@ final class Compactor {
         job.outputLevel(), target, stats.compactionBytesWritten);
     Discards discards = new Discards();
     List<KeyspaceFiles.Table> written;
+    Set<Long> liveSegments = new HashSet<>();
+    for (KeyspaceFiles.Segment seg : files.segments) liveSegments.add(seg.state().segmentId());
     try (MergingIterator merge = new MergingIterator(open(job), job.bottom(), discards)) {
       long records = 0;
       while (merge.next()) {
         MergeSources.TableSource s = (MergeSources.TableSource) merge.current();
-        out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), s.hint());
+        long hint = s.hint();
+        if (hint >= 0 && !liveSegments.contains(hint >>> 32)) hint = refreshedHint(files, s.seqno(), hint);
+        out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), hint);
         if (++records % 1024 == 0 && stopping()) {
           out.abandon();
           return false;
@@ -268,6 +277,19 @@ final class Compactor {
     boolean committed = commit(job, edit, written, deletes, false);
     if (committed) stats.shadowed.compacted(job.all(), written, bytes, job.bottom());
     return committed;
+  }
+
+  /**
+   * A location hint for {@code seqno} from the segment that holds it now, its old {@code hint} naming a
+   * segment garbage collection replaced (Magma section 8.2: refreshed lazily, when compaction rewrites
+   * the record; a read meanwhile falls back to the seqno index). The old hint if no segment holds it.
+   */
+  private long refreshedHint(KeyspaceFiles files, long seqno, long hint) {
+    KeyspaceFiles.Segment seg = files.segmentFor(seqno);
+    long fresh = seg == null ? -1 : seg.reader().hintFor(seqno);
+    if (fresh < 0) return hint;
+    stats.hintsRefreshed.increment();
+    return fresh;
   }
 
   /** Writes the job's discards, sorted by seqno, as a level-0 delete list table into {@code edit}. */

@@ -36,6 +36,8 @@ final class EngineStats {
   final LongAdder l0Merges = new LongAdder();
   /** Superseded versions level 0 hides from the delete list, estimated (not a counter; see its class). */
   final ShadowedBytes shadowed = new ShadowedBytes();
+  /** Location hints key index compaction rewrote because they named a replaced segment. */
+  final LongAdder hintsRefreshed = new LongAdder();
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();

@@ -173,6 +173,18 @@ public final class SegmentReader {
     return off >= FILE_HEADER_SIZE && off < state.tailOffset() - BLOCK_HEADER_SIZE ? off : -1;
   }
 
+  /**
+   * A location hint for {@code seqno} from this segment's seqno index ({@code segmentId << 32 | block
+   * offset}, as {@link SegmentWriter#append} gives), or -1 if this state does not hold it: key index
+   * compaction refreshes hints that name a segment garbage collection replaced (Magma section 8.2).
+   * Reads index pages only (through the block cache), no document block.
+   */
+  public long hintFor(long seqno) {
+    if (!holds(seqno)) return -1;
+    long[] leaf = locate(seqno);
+    return leaf == null ? -1 : state.segmentId() << 32 | leaf[0];
+  }
+
   /** Bytes a batched read of the block at {@code off} fetches: what a point read's first read takes. */
   public int blockReadSize(long off) {
     return (int) Math.min(state.tailOffset() - off, BLOCK_HEADER_SIZE + (long) state.blockSize());

@@ -211,6 +211,67 @@ class GarbageCollectionTest {
   }
 
   @Test
+  void hintsNamingReplacedSegments_areRefreshedWhenCompactionRewritesTheirRecords() throws Exception {
+    MemStorage storage = new MemStorage(21);
+    Map<Integer, Integer> last;
+    try (Engine e = Engine.open(storage, gcOptions())) {
+      last = update(e, 6, 0, 7);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(e.stats().get("gcRuns") > 0, "collection ran: " + e.stats());
+    }
+    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // no collection from here
+      assertTrue(hints(e, 0)[0] > 0, "collection moved documents whose records name the old segments");
+      long newer = 0;
+      for (KeyspaceFiles.Table t : e.versions().current().files(1).tables) newer = Math.max(newer, t.fileNumber());
+      // Keys between every two existing ones: merging them down rewrites the tables they fall between.
+      for (int start = 0; start < KEYS; start += 50) {
+        Batch b = new Batch(50);
+        for (int i = start; i < Math.min(KEYS, start + 50); i++) {
+          b.add(1, Batch.PUT, (new String(key(i)) + "x").getBytes(), value(i, 99));
+        }
+        e.write(b);
+      }
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(e.stats().get("hintsRefreshed") > 0, "hints were refreshed: " + e.stats());
+      long[] rewritten = hints(e, newer + 1);
+      assertTrue(rewritten[1] > KEYS, "the tables written since hold the old keys too: " + rewritten[1]);
+      assertEquals(0, rewritten[0], "a table written after the collection names a replaced segment");
+      checkAll(e, last);
+    }
+  }
+
+  /**
+   * In the tables numbered {@code fromFile} or above: {records whose hint names a segment not in the
+   * store, records whose hint names a live segment}; each of the latter must name the block the
+   * segment's seqno index finds.
+   */
+  private static long[] hints(Engine e, long fromFile) {
+    KeyspaceFiles f = e.versions().current().files(1);
+    Map<Long, KeyspaceFiles.Segment> live = new HashMap<>();
+    for (KeyspaceFiles.Segment s : f.segments) live.put(s.state().segmentId(), s);
+    long[] n = new long[2];
+    for (KeyspaceFiles.Table t : f.tables) {
+      if (t.fileNumber() < fromFile) continue;
+      try (var it = t.reader().iterator()) {
+        for (it.seekFirst(); it.valid(); it.next()) {
+          long hint = it.hint();
+          if (hint < 0) continue;
+          KeyspaceFiles.Segment s = live.get(hint >>> 32);
+          if (s == null) {
+            n[0]++;
+          } else {
+            n[1]++;
+            assertEquals(s.reader().hintFor(it.seqno()), hint, "hint of seqno " + it.seqno());
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  @Test
   void snapshotsAndCursors_heldAcrossSegmentCompaction_readTheSameData() throws Exception {
     MemStorage storage = new MemStorage(9);
     try (Engine e = Engine.open(storage, gcOptions())) {
