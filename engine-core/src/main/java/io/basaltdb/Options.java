@@ -32,6 +32,7 @@ public final class Options {
   private int readQueueDepth = 8;
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
+  private long diskReserveBytes = 128L << 20;
 
   /** The maximum size of a key, in bytes (64 KiB). */
   public static final int MAX_KEY_SIZE = 64 * 1024;
@@ -68,6 +69,7 @@ public final class Options {
     o.readQueueDepth = readQueueDepth;
     o.blockCacheSize = blockCacheSize;
     o.fragmentationThreshold = fragmentationThreshold;
+    o.diskReserveBytes = diskReserveBytes;
     return o;
   }
 
@@ -265,6 +267,18 @@ public final class Options {
   public Options fragmentationThreshold(double fraction) { this.fragmentationThreshold = fraction; return this; }
   public double fragmentationThreshold() { return fragmentationThreshold; }
 
+  /**
+   * Free disk space writes leave to the store's own work; default 128 MiB. A commit group is refused
+   * with a {@code StorageException} (nothing written, the store stays writable; stat {@code
+   * diskFullRefusals}) while the file system holding the store has less usable space than this, so
+   * flushes, key index compaction and garbage collection, which free space by writing first, still
+   * have room on a nearly full disk: about a write cache flush and two collection jobs at the default
+   * sizes (a merge of a key index bigger than this may still need more). Writes resume once space
+   * returns, by collection or otherwise. 0 turns the check off.
+   */
+  public Options diskReserveBytes(long bytes) { this.diskReserveBytes = bytes; return this; }
+  public long diskReserveBytes() { return diskReserveBytes; }
+
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
@@ -297,6 +311,7 @@ public final class Options {
         "blockCacheSize must be -1 (default) or between 0 and memoryQuota less twice writeCacheSize less 512 KiB ("
         + maxCache + "), was " + blockCacheSize);
     check(compactionThreads >= 1 && compactionThreads <= 64, "compactionThreads must be between 1 and 64, was " + compactionThreads);
+    check(diskReserveBytes >= 0, "diskReserveBytes must not be negative, was " + diskReserveBytes);
     check(fragmentationThreshold >= 0.1 && fragmentationThreshold <= 1.0,
         "fragmentationThreshold must be between 0.1 and 1.0, was " + fragmentationThreshold);
   }
@@ -317,6 +332,6 @@ public final class Options {
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
         + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize()
-        + ", fragmentationThreshold=" + fragmentationThreshold + "]";
+        + ", fragmentationThreshold=" + fragmentationThreshold + ", diskReserveBytes=" + diskReserveBytes + "]";
   }
 }

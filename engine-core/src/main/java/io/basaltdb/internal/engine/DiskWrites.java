@@ -3,7 +3,9 @@ package io.basaltdb.internal.engine;
 import io.basaltdb.BasaltException;
 import io.basaltdb.MemoryLimitException;
 import io.basaltdb.Options;
+import io.basaltdb.StorageException;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.storage.Storage;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
@@ -31,11 +33,13 @@ final class DiskWrites implements CommitTarget {
   private final CommitLog wal;
   private final WorkerEvents events;
   private final SegmentCompactor gc;
+  /** For the free space check ({@link Options#diskReserveBytes}). */
+  private final Storage storage;
   /** The PERIODIC mode's fsync thread, or null. */
   private final Thread syncer;
 
   DiskWrites(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
-      VersionSet versionSet, CommitLog wal, WorkerEvents events, SegmentCompactor gc) {
+      VersionSet versionSet, CommitLog wal, WorkerEvents events, SegmentCompactor gc, Storage storage) {
     this.options = options;
     this.versions = versions;
     this.catalog = catalog;
@@ -45,6 +49,7 @@ final class DiskWrites implements CommitTarget {
     this.wal = wal;
     this.events = events;
     this.gc = gc;
+    this.storage = storage;
     if (options.syncMode() == SyncMode.PERIODIC) {
       syncer = new Thread(this::syncPeriodically, "basalt-wal-sync");
       syncer.setDaemon(true);
@@ -56,6 +61,7 @@ final class DiskWrites implements CommitTarget {
 
   @Override
   public void makeRoom() {
+    checkSpace();
     long half = options.writeCacheSize() / 2;
     boolean slowed = false;
     while (true) {
@@ -109,6 +115,21 @@ final class DiskWrites implements CommitTarget {
       stats.stallNanos.add(System.nanoTime() - t0);
       stats.stalls.increment();
     }
+  }
+
+  /**
+   * Refuses the group, before anything is written, while the disk has less usable space than {@link
+   * Options#diskReserveBytes}: that room is kept for flushes, compaction and garbage collection.
+   */
+  private void checkSpace() {
+    long reserve = options.diskReserveBytes();
+    if (reserve <= 0) return;
+    long free = storage.usableSpace();
+    if (free >= reserve) return;
+    stats.diskFullRefusals.increment();
+    throw new StorageException("write refused: the disk holding " + storage.describe("") + " has " + free
+        + " bytes free, less than the " + reserve + " bytes the store keeps for flushes and garbage collection"
+        + " (diskReserveBytes); nothing was written. Free disk space or wait for garbage collection, then retry");
   }
 
   /** Whether a keyspace has so many level-0 tables that writers must wait for compaction. */

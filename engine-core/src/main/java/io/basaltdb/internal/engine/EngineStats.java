@@ -41,6 +41,8 @@ final class EngineStats {
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();
+  /** Commit groups refused because free disk space was below diskReserveBytes. */
+  final LongAdder diskFullRefusals = new LongAdder();
   final LongAdder l0StallNanos = new LongAdder();
   final LongAdder obsoleteDeleteFailures = new LongAdder();
   final LongAdder checkpointsDroppedForSpace = new LongAdder();

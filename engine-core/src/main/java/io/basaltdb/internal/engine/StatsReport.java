@@ -111,6 +111,7 @@ final class StatsReport {
     m.put("checkpointOnlyBytes", files.checkpointOnlyBytes());
     m.put("checkpointsDroppedForSpace", s.checkpointsDroppedForSpace.sum());
     m.put("l0Stalls", s.l0Stalls.sum());
+    m.put("diskFullRefusals", s.diskFullRefusals.sum());
     m.put("l0StallNanos", s.l0StallNanos.sum());
     m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());
     m.put("preallocatedBytes", files.preallocatedBytes());

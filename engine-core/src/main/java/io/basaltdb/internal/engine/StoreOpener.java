@@ -100,7 +100,7 @@ final class StoreOpener {
       }
       versionSet.logAndApply(head);
       DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats,
-          versionSet, wal, events, gc);
+          versionSet, wal, events, gc, storage);
       CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
       compactor.start();

@@ -49,6 +49,8 @@ public final class FileStorage implements Storage {
   static final LongAdder DIRECTORY_SYNCS = new LongAdder();
 
   private final Path root;
+  /** The file system holding root, for {@link #usableSpace}; null if it could not be found. */
+  private final java.nio.file.FileStore fileStore;
   private final NativeFileCalls nativeCalls;
   /** Directories {@link #mkdirs} has made durable through this object: a concurrent set. */
   private final Set<Path> durableDirectories = ConcurrentHashMap.newKeySet();
@@ -66,6 +68,23 @@ public final class FileStorage implements Storage {
     this.root = root.toAbsolutePath().normalize();
     this.nativeCalls = nativeCalls;
     makeDirectories(this.root);
+    java.nio.file.FileStore fs;
+    try {
+      fs = Files.getFileStore(this.root); // once: finding it reads the mount table
+    } catch (IOException | RuntimeException e) {
+      fs = null; // usableSpace cannot tell then
+    }
+    this.fileStore = fs;
+  }
+
+  @Override
+  public long usableSpace() {
+    if (fileStore == null) return Long.MAX_VALUE;
+    try {
+      return fileStore.getUsableSpace();
+    } catch (IOException | RuntimeException e) {
+      return Long.MAX_VALUE;
+    }
   }
 
   /** A provider that cannot load (a missing native library, say) is skipped: the JDK's calls still work. */

@@ -86,6 +86,8 @@ public final class MemStorage implements Storage {
   /** Draws every random choice of crashes and failed syncs. */
   private final Random random;
   private final TreeMap<String, MemFile> files = new TreeMap<>();
+  /** The files' total size limit ({@link #setCapacity}); guarded by this. */
+  private long capacity = Long.MAX_VALUE;
   private final TreeSet<String> dirs = new TreeSet<>(List.of(""));
   /** Incremented by every crash; a handle from an older epoch is dead. */
   private long epoch;
@@ -234,6 +236,38 @@ public final class MemStorage implements Storage {
   }
 
   /** Installs (or, with null, removes) the fault injector. */
+  /**
+   * Limits the files' total size (their sizes summed, preallocation included) to {@code bytes}: a write
+   * or preallocation that would pass it fails as a full disk does, and {@link #usableSpace} reports what
+   * is left. {@link Long#MAX_VALUE} (the default): no limit.
+   */
+  public synchronized void setCapacity(long bytes) {
+    capacity = bytes;
+  }
+
+  @Override
+  public synchronized long usableSpace() {
+    return capacity == Long.MAX_VALUE ? Long.MAX_VALUE : Math.max(0, capacity - used());
+  }
+
+  /** The files' sizes summed, preallocation included. */
+  public synchronized long usedBytes() {
+    return used();
+  }
+
+  private long used() {
+    long n = 0;
+    for (MemFile f : files.values()) n += f.size();
+    return n;
+  }
+
+  /** Throws a full disk's exception if growing a file by {@code growth} bytes would pass the capacity. */
+  void checkGrowth(Op op, String name, long growth) {
+    if (growth > 0 && capacity != Long.MAX_VALUE && used() + growth > capacity) {
+      throw failure(op, name, Fault.NO_SPACE);
+    }
+  }
+
   public synchronized void setFaultInjector(FaultInjector injector) {
     this.injector = injector;
   }

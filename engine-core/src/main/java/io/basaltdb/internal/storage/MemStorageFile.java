@@ -51,6 +51,7 @@ final class MemStorageFile implements StorageFile {
     checkPosition(position, src.remaining());
     synchronized (storage) {
       enter(MemStorage.Op.WRITE);
+      storage.checkGrowth(MemStorage.Op.WRITE, name, position + src.remaining() - file.size());
       file.write(position, src);
       storage.mutated();
     }
@@ -79,6 +80,7 @@ final class MemStorageFile implements StorageFile {
     checkPosition(size, 0);
     synchronized (storage) {
       enter(MemStorage.Op.PREALLOCATE);
+      storage.checkGrowth(MemStorage.Op.PREALLOCATE, name, size - file.size());
       if (size > file.size()) {
         file.truncate(size); // an unsynced size change, like fallocate's
       }

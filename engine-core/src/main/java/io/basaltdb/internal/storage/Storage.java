@@ -52,4 +52,12 @@ public interface Storage {
 
   /** A human-readable location for messages (the root directory's path, or "memory:..."). */
   String describe(String name);
+
+  /**
+   * Bytes the storage can still take (the file system's usable space for this process), or {@link
+   * Long#MAX_VALUE} if it cannot tell. Read per commit group: it must be cheap (one statfs).
+   */
+  default long usableSpace() {
+    return Long.MAX_VALUE;
+  }
 }

@@ -211,6 +211,39 @@ class GarbageCollectionTest {
   }
 
   @Test
+  void aNearlyFullDisk_refusesWrites_keepsTheReserveForCollection_andWritesResumeOnceItFreesSpace() throws Exception {
+    MemStorage storage = new MemStorage(17);
+    Map<Integer, Integer> last;
+    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // build garbage first
+      last = update(e, 6, 0, 11);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+    }
+    long reserve = 512 << 10;
+    assertEquals(Long.MAX_VALUE, storage.usableSpace(), "no capacity: no limit");
+    // Half the reserve free: writers are refused, the store's own work has that half.
+    storage.setCapacity(storage.usedBytes() + reserve / 2);
+    try (Engine e = Engine.open(storage, gcOptions().diskReserveBytes(reserve))) {
+      Batch b = new Batch(1);
+      b.add(1, Batch.PUT, key(0), "refused".getBytes());
+      io.basaltdb.StorageException refused = assertThrows(io.basaltdb.StorageException.class, () -> e.write(b));
+      assertTrue(refused.getMessage().contains("diskReserveBytes"), refused.getMessage());
+      assertNull(e.state().failure(), "a refused write does not fail the store");
+      checkAll(e, last); // nothing of it was written
+      long deadline = System.currentTimeMillis() + 20_000;
+      while (storage.usableSpace() < reserve && System.currentTimeMillis() < deadline) Thread.sleep(20);
+      Map<String, Long> s = e.stats();
+      assertTrue(s.get("gcBytesWritten") > 0, "collection rewrote segments in the reserve: " + s);
+      assertTrue(storage.usableSpace() >= reserve, "collection freed space: " + storage.usableSpace() + " " + s);
+      assertTrue(s.get("diskFullRefusals") > 0);
+      e.write(b); // room again: writes go on
+      last.remove(0);
+      assertArrayEquals("refused".getBytes(), e.get(1, key(0)));
+      checkAll(e, last);
+    }
+  }
+
+  @Test
   void hintsNamingReplacedSegments_areRefreshedWhenCompactionRewritesTheirRecords() throws Exception {
     MemStorage storage = new MemStorage(21);
     Map<Integer, Integer> last;

@@ -88,6 +88,28 @@ class MemStorageFaultTest {
   }
 
   @Test
+  void capacity_refusesGrowthPastIt_likeAFullDisk_andADeleteGivesSpaceBack() {
+    MemStorage s = new MemStorage(1);
+    StorageFile a = s.create("a");
+    a.write(0, ByteBuffer.wrap(new byte[1000]));
+    assertEquals(Long.MAX_VALUE, s.usableSpace());
+    s.setCapacity(1500);
+    assertEquals(500, s.usableSpace());
+    a.write(0, ByteBuffer.wrap(new byte[1000])); // overwriting takes no new space
+    StorageFile b = s.create("b");
+    StorageException full = assertThrows(StorageException.class, () -> b.write(0, ByteBuffer.wrap(new byte[600])));
+    assertTrue(full.getMessage().contains("no space left"), full.getMessage());
+    assertEquals(0, b.size(), "nothing of the refused write landed");
+    assertThrows(StorageException.class, () -> b.preallocate(501));
+    b.preallocate(500);
+    assertEquals(0, s.usableSpace());
+    s.delete("a");
+    assertEquals(1000, s.usableSpace());
+    b.write(500, ByteBuffer.wrap(new byte[1000]));
+    assertEquals(1500, s.usedBytes());
+  }
+
+  @Test
   void failedSync_losesWhatItDidNotWrite_andRefusesLaterSyncs() {
     int lost = 0;
     int kept = 0;
