@@ -57,7 +57,7 @@ import java.util.Map;
  *       up); per live
  *       keyspace, {@code keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes},
  *       {@code keyspace.<name>.fragmentationPermille} and {@code keyspace.<name>.pendingGarbageBytes};</li>
- *   <li>{@code diskFullRefusals} (commit groups refused, nothing written, because the disk had less
+ *   <li>{@code diskFullRefusals} (writes refused, nothing written, because the disk had less
  *       usable space than {@code diskReserveBytes});</li>
  *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had
  *       {@code l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of

@@ -282,11 +282,19 @@ final class Compactor {
   /**
    * A location hint for {@code seqno} from the segment that holds it now, its old {@code hint} naming a
    * segment garbage collection replaced (Magma section 8.2: refreshed lazily, when compaction rewrites
-   * the record; a read meanwhile falls back to the seqno index). The old hint if no segment holds it.
+   * the record; a read meanwhile falls back to the seqno index). The old hint if no segment holds it or
+   * its index cannot be read.
    */
   private long refreshedHint(KeyspaceFiles files, long seqno, long hint) {
     KeyspaceFiles.Segment seg = files.segmentFor(seqno);
-    long fresh = seg == null ? -1 : seg.reader().hintFor(seqno);
+    long fresh;
+    try {
+      fresh = seg == null ? -1 : seg.reader().hintFor(seqno);
+    } catch (BasaltException damagedOrUnreadable) {
+      // A refresh is an optimisation: a damaged or unreadable index page is reported by the reads that
+      // need it, not by failing the compaction (and the store) here.
+      return hint;
+    }
     if (fresh < 0) return hint;
     stats.hintsRefreshed.increment();
     return fresh;

@@ -41,7 +41,7 @@ final class EngineStats {
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();
-  /** Commit groups refused because free disk space was below diskReserveBytes. */
+  /** Writes refused because free disk space was below diskReserveBytes (each refused writer). */
   final LongAdder diskFullRefusals = new LongAdder();
   final LongAdder l0StallNanos = new LongAdder();
   final LongAdder obsoleteDeleteFailures = new LongAdder();

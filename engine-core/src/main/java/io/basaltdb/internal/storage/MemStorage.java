@@ -235,7 +235,6 @@ public final class MemStorage implements Storage {
     }
   }
 
-  /** Installs (or, with null, removes) the fault injector. */
   /**
    * Limits the files' total size (their sizes summed, preallocation included) to {@code bytes}: a write
    * or preallocation that would pass it fails as a full disk does, and {@link #usableSpace} reports what
@@ -268,6 +267,7 @@ public final class MemStorage implements Storage {
     }
   }
 
+  /** Installs (or, with null, removes) the fault injector. */
   public synchronized void setFaultInjector(FaultInjector injector) {
     this.injector = injector;
   }
