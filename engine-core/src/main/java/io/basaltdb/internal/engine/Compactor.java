@@ -42,9 +42,6 @@ final class Compactor {
   private boolean stopping;
   /** Set when a version was freed: some tables may now be deletable. */
   private final AtomicBoolean cleanup = new AtomicBoolean();
-  /** The flush count last seen and when it changed, for {@link #quiet}. Guarded by signal. */
-  private long flushesSeen = -1;
-  private long flushSeenNanos;
   /** Set by tests before writes start; volatile: read by compaction threads. */
   private volatile DiscardListener listener = DiscardListener.NONE;
 
@@ -135,17 +132,10 @@ final class Compactor {
 
   /**
    * Whether no flush has happened for {@link SegmentCompactor#quietNanos} (the store is quiet: level 0
-   * then merges into the base level whatever its size, so garbage collection learns of every version it
-   * supersedes). Called with signal held.
+   * then merges into the base level, so garbage collection learns of the versions it supersedes).
    */
   private boolean quiet() {
-    long flushes = stats.flushes.sum();
-    long now = System.nanoTime();
-    if (flushes != flushesSeen) {
-      flushesSeen = flushes;
-      flushSeenNanos = now;
-    }
-    return now - flushSeenNanos >= SegmentCompactor.quietNanos;
+    return stats.quietFor(SegmentCompactor.quietNanos);
   }
 
   private void run() {

@@ -23,6 +23,8 @@ final class EngineStats {
   final LongAdder indexBytesWritten = new LongAdder();
   final LongAdder manifestBytesWritten = new LongAdder();
   final LongAdder flushes = new LongAdder();
+  /** When the last flush (or the open) happened; written by the flusher, read by the background workers. */
+  private volatile long lastFlushNanos = System.nanoTime();
   final LongAdder stallNanos = new LongAdder();
   final LongAdder stalls = new LongAdder();
   final LongAdder slowdownNanos = new LongAdder();
@@ -61,4 +63,19 @@ final class EngineStats {
   final LongAdder gcSlowdownNanos = new LongAdder();
   final LongAdder gcStalls = new LongAdder();
   final LongAdder gcStallNanos = new LongAdder();
+
+  /** A flush committed: counted, and the store is not quiet. */
+  void flushed() {
+    flushes.increment();
+    lastFlushNanos = System.nanoTime();
+  }
+
+  /**
+   * Whether no flush has happened for {@code nanos} (the store is quiet: key index compaction merges
+   * level 0 into the base level and garbage collection collects lower). Volatile read: a stale answer
+   * only delays or hastens a quiet pass by one look.
+   */
+  boolean quietFor(long nanos) {
+    return System.nanoTime() - lastFlushNanos >= nanos;
+  }
 }

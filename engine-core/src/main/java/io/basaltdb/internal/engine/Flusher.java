@@ -139,7 +139,7 @@ final class Flusher {
     // The WAL file started at the switch is the current one: replay starts there, and it is the head.
     edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
     versionSet.logAndApply(edit);
-    stats.flushes.increment();
+    stats.flushed();
     events.flushed();
   }
 

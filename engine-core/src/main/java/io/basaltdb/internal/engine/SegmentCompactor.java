@@ -83,9 +83,6 @@ final class SegmentCompactor {
   private final Object signal = new Object();
   /** Guarded by signal. */
   private boolean stopping;
-  /** The flush count at the last look, and when it last changed; gc thread only. */
-  private long flushesSeen = -1;
-  private long flushSeenNanos;
   /** Guarded by signal: a job is running, or was found at the last look. */
   private boolean busy = true;
 
@@ -190,13 +187,7 @@ final class SegmentCompactor {
    * quiet pass has work, and the store is not quiet yet.
    */
   private Look runOnce() {
-    long flushes = stats.flushes.sum();
-    long now = System.nanoTime();
-    if (flushes != flushesSeen) {
-      flushesSeen = flushes;
-      flushSeenNanos = now;
-    }
-    boolean quiet = now - flushSeenNanos >= quietNanos;
+    boolean quiet = stats.quietFor(quietNanos);
     double threshold = options.fragmentationThreshold();
     double quietThreshold = Math.max(0.1, threshold / 2);
     boolean later = false;
