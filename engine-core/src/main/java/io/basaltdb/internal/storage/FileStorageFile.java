@@ -157,8 +157,11 @@ final class FileStorageFile implements StorageFile {
       throw StorageErrors.syncRefused(path.toString(), earlier);
     }
     try {
+      // fdatasync: it also writes the metadata a later read needs (the length, allocated and converted
+      // extents), but not timestamps; a commit's fsync took 194 us against 118 us here (fio, 104 KiB
+      // appends). The directory entries are made durable separately (FileStorage.syncDirectory).
       call(ch -> {
-        ch.force(true);
+        ch.force(false);
         return null;
       });
     } catch (IOException e) {
