@@ -47,7 +47,8 @@ final class BasaltStore implements Race.Store {
       if (!m.getName().equals(name) || m.getParameterCount() != 1) continue;
       Class<?> t = m.getParameterTypes()[0];
       Object v = t == int.class ? Integer.valueOf(value) : t == long.class ? Long.valueOf(value)
-          : t == double.class ? Double.valueOf(value) : t == boolean.class ? Boolean.valueOf(value) : null;
+          : t == double.class ? Double.valueOf(value) : t == boolean.class ? Boolean.valueOf(value)
+          : t.isEnum() ? enumValue(t, value) : null;
       if (v == null) continue;
       try {
         m.invoke(o, v);
@@ -56,7 +57,12 @@ final class BasaltStore implements Race.Store {
         throw new IllegalArgumentException("cannot set option " + pair + ": " + e, e);
       }
     }
-    throw new IllegalArgumentException("no numeric or boolean option named " + name);
+    throw new IllegalArgumentException("no numeric, boolean or enum option named " + name);
+  }
+
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private static Object enumValue(Class<?> type, String name) {
+    return Enum.valueOf((Class) type, name);
   }
 
   @Override
