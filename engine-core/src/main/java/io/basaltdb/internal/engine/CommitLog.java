@@ -112,27 +112,18 @@ final class CommitLog implements AutoCloseable {
 
   /** Writes the group's records with one write; returns bytes written. Fsyncs if {@code sync}. */
   synchronized long append(List<Batch> group, boolean sync) {
-    return append(group, sync, sync);
-  }
-
-  /**
-   * Writes the group's records with one write; returns bytes written. {@code synced}: the group will be
-   * fsynced before it is acknowledged, here ({@code syncNow}) or by a {@link #sync} the caller awaits
-   * ({@link WalSyncer}); its records say so, which tells replay that damage before them is corruption.
-   */
-  synchronized long append(List<Batch> group, boolean synced, boolean syncNow) {
     long before = writer.offset();
     boolean first = true;
     for (Batch b : group) {
       // flags are set here, at logging time: the leader knows whether the group is synced
-      b.flags = (byte) ((first ? Batch.GROUP_START : 0) | (synced ? Batch.SYNCED : 0));
+      b.flags = (byte) ((first ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
       first = false;
       writer.add(b.encodedSize(), b::encode); // encoded in place: no buffer, no copy per batch
     }
     long end = writer.flush();
     unsynced += end - before;
     for (Batch b : group) lastLogged = Math.max(lastLogged, b.firstSeqno + b.count - 1);
-    if (syncNow) syncLocked();
+    if (sync) syncLocked();
     return end - before;
   }
 

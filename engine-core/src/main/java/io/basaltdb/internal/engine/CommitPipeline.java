@@ -14,9 +14,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * Group commit (Magma section 3.1; LevelDB's writer queue): writers queue their batches; the writer at
  * the head becomes the leader, makes room in the write cache (switching it, or waiting for a flush),
  * takes the batches queued behind it up to {@link io.basaltdb.Options#maxGroupCommitBytes}, assigns
- * their seqnos, admits them to the write cache, writes them to the WAL with one write, links them into
- * the active write cache while their fsync runs ({@link WalSyncer}), publishes them once both are done
- * and wakes their writers. While it does, new writers queue up for the next group.
+ * their seqnos, admits them to the write cache, writes them to the WAL with one write and one fsync,
+ * applies them to the active write cache and wakes their writers. While it does, new writers queue up
+ * for the next group.
  *
  * <h2>Admission</h2>
  * Before the WAL write the leader allocates every skiplist node of the group ({@link WriteCache#prepare}),
@@ -172,10 +172,6 @@ final class CommitPipeline {
         state.fail(f);
         throw f;
       }
-      // The group's fsync ran while it was linked. If it failed, the store is failed and the group's
-      // entries stay in the cache unpublished: gets that meet them throw the failure (ReadPath), snapshots
-      // and cursors stop at the last published seqno, and nothing flushes the cache of a failed store.
-      target.awaitDurable();
       versions.lastSeqno = seq - 1; // publish: gets that met the group's entries were waiting for this
       target.applied(m, batches);
     } finally {

@@ -35,18 +35,8 @@ interface CommitTarget {
   /** What a refused group's message says: why the memory is full and what to do. */
   String whenFull();
 
-  /**
-   * Writes the group to the WAL and starts making it as durable as the sync mode says; a failure fails
-   * the store and is thrown. The leader then applies the group and calls {@link #awaitDurable} before it
-   * publishes it.
-   */
+  /** Makes the group durable as the sync mode says; a failure fails the store and is thrown. */
   void log(List<Batch> group);
-
-  /**
-   * Waits until the group {@link #log} wrote is durable (its fsync, in {@code SyncMode.SYNC}); a failure
-   * fails the store and is thrown. Under the apply lock, before the group is published.
-   */
-  void awaitDurable();
 
   /** The group is applied to {@code cache} and published; still under the apply lock. */
   void applied(WriteCache cache, List<Batch> group);

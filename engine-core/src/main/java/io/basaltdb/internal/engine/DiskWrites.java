@@ -40,10 +40,6 @@ final class DiskWrites implements CommitTarget {
   private long freeSeenNanos = System.nanoTime() - 20_000_000L;
   /** The PERIODIC mode's fsync thread, or null. */
   private final Thread syncer;
-  /** The SYNC mode's fsync thread, which syncs each group while its leader applies it; or null. */
-  private final WalSyncer walSyncer;
-  /** The sync the last logged group awaits, 0 if none; commit leader only. */
-  private long syncTicket;
 
   DiskWrites(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
       VersionSet versionSet, CommitLog wal, WorkerEvents events, SegmentCompactor gc, Storage storage) {
@@ -64,7 +60,6 @@ final class DiskWrites implements CommitTarget {
     } else {
       syncer = null;
     }
-    walSyncer = options.syncMode() == SyncMode.SYNC ? new WalSyncer(wal) : null;
   }
 
   @Override
@@ -191,24 +186,10 @@ final class DiskWrites implements CommitTarget {
 
   @Override
   public void log(List<Batch> group) {
-    boolean sync = walSyncer != null;
+    boolean sync = options.syncMode() == SyncMode.SYNC;
     try {
-      stats.walBytesWritten.add(wal.append(group, sync, false));
-      if (sync) syncTicket = walSyncer.request(); // the fsync runs while the leader applies the group
-    } catch (BasaltException e) {
-      state.fail(e);
-      throw e;
-    }
-  }
-
-  @Override
-  public void awaitDurable() {
-    long ticket = syncTicket;
-    if (ticket == 0) return;
-    syncTicket = 0;
-    try {
-      walSyncer.await(ticket);
-      stats.walSyncs.increment();
+      stats.walBytesWritten.add(wal.append(group, sync));
+      if (sync) stats.walSyncs.increment();
     } catch (BasaltException e) {
       state.fail(e);
       throw e;
@@ -280,14 +261,8 @@ final class DiskWrites implements CommitTarget {
     }
   }
 
-  /** Stops the SYNC mode's fsync thread only (an open that fails after this object was made). */
-  void stopSyncThread() {
-    if (walSyncer != null) walSyncer.close();
-  }
-
-  /** Stops the syncers, then syncs and closes the WAL (or abandons it after a failure). */
+  /** Stops the syncer, then syncs and closes the WAL (or abandons it after a failure). */
   void close() {
-    if (walSyncer != null) walSyncer.close();
     if (syncer != null) {
       LockSupport.unpark(syncer);
       try {

@@ -85,20 +85,11 @@ public final class Engine implements AutoCloseable {
     pipeline.write(batch);
   }
 
-  /**
-   * A consistent snapshot of the whole store at the last applied seqno. Refused with the store's failure
-   * when the active write cache holds a group that was linked but never published (its WAL sync failed):
-   * a skiplist snapshot would see it, and the version it replaced is gone.
-   */
+  /** A consistent snapshot of the whole store at the last applied seqno. */
   public EngineSnapshot snapshot() {
     state.checkOpen();
     versions.applyLock.lock();
     try {
-      if (versions.current().active.maxSeqno > versions.lastSeqno) {
-        BasaltException f = state.failure();
-        throw f != null ? f : new BasaltException("the write cache holds writes above the last published seqno "
-            + versions.lastSeqno);
-      }
       Version v = versions.acquire();
       try {
         return new EngineSnapshot(reads, catalog, state, v, versions.lastSeqno);

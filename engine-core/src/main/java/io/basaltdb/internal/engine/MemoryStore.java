@@ -59,8 +59,6 @@ final class MemoryStore implements Store, CommitTarget {
 
   @Override public void log(List<Batch> group) {}
 
-  @Override public void awaitDurable() {}
-
   /** Removes the group's tombstones outright; still under the apply lock, so no snapshot sees them. */
   @Override
   public void applied(WriteCache cache, List<Batch> group) {

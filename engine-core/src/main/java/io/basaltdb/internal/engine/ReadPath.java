@@ -24,16 +24,14 @@ import java.util.concurrent.CompletionException;
  */
 final class ReadPath {
   private final Versions versions;
-  private final StoreState state;
   private final KeyspaceCatalog catalog;
   private final EngineStats stats;
   /** Reads the documents of batched gets; null for the in-memory store, which has no files. */
   private final ReadTransport transport;
 
-  ReadPath(Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats, ReadTransport transport) {
+  ReadPath(Versions versions, KeyspaceCatalog catalog, EngineStats stats, ReadTransport transport) {
     this.versions = versions;
     this.catalog = catalog;
-    this.state = state;
     this.stats = stats;
     this.transport = transport;
   }
@@ -51,20 +49,10 @@ final class ReadPath {
     }
   }
 
-  /**
-   * The write caches' entry for a key, waiting for its group to be published if it is not yet. An entry
-   * still unpublished after that belongs to a group whose WAL sync failed, which failed the store: the
-   * get throws that failure rather than answer with a write that was never acknowledged.
-   */
+  /** The write caches' entry for a key, waiting for its group to be published if it is not yet. */
   private byte[] cached(Version v, int ks, byte[] key) {
     byte[] e = v.active.get(ks, key);
-    if (e != null && WriteCache.seqnoOf(e) > versions.lastSeqno) {
-      versions.awaitPublished();
-      if (WriteCache.seqnoOf(e) > versions.lastSeqno) {
-        BasaltException f = state.failure();
-        throw f != null ? f : new BasaltException("a write cache entry above the last published seqno " + versions.lastSeqno);
-      }
-    }
+    if (e != null && WriteCache.seqnoOf(e) > versions.lastSeqno) versions.awaitPublished();
     if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
     return e;
   }

@@ -38,7 +38,7 @@ final class StoreOpener {
     MemoryStore store = new MemoryStore(versions, catalog, chunk);
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
     return new Parts(options, quota, null, catalog, versions, state, stats, pipeline,
-        new ReadPath(versions, catalog, state, stats, null), store);
+        new ReadPath(versions, catalog, stats, null), store);
   }
 
   static Parts onDisk(Storage storage, Options options) {
@@ -101,14 +101,13 @@ final class StoreOpener {
       versionSet.logAndApply(head);
       DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats,
           versionSet, wal, events, gc, storage);
-      undo.push(writes::stopSyncThread);
       CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
       compactor.start();
       gc.start();
       DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock);
       return new Parts(options, writeMemory, blockCache, catalog, versions, state, stats, pipeline,
-          new ReadPath(versions, catalog, state, stats, transport), store);
+          new ReadPath(versions, catalog, stats, transport), store);
     } catch (RuntimeException | Error e) {
       while (!undo.isEmpty()) {
         try {
