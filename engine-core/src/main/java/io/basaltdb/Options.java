@@ -277,8 +277,9 @@ public final class Options {
    * flushes, key index compaction and garbage collection, which free space by writing first, still
    * have room on a nearly full disk: about a write cache flush and two collection jobs at the default
    * sizes. A flush or key index merge that still finds the disk full fails the store as before (reopen
-   * once space is back); a collection job is retried. Deletes are refused too. Writes resume once space
-   * returns, by collection or otherwise. 0 turns the check off.
+   * once space is back); a collection job is retried. A batch of deletes only may still use the upper
+   * half of the reserve (tombstones are small, and deleting is how a user frees space); such groups take
+   * no puts. Writes resume once space returns, by collection or otherwise. 0 turns the check off.
    */
   public Options diskReserveBytes(long bytes) { this.diskReserveBytes = bytes; return this; }
   public long diskReserveBytes() { return diskReserveBytes; }

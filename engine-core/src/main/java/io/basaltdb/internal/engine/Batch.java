@@ -39,6 +39,12 @@ public final class Batch {
   /** A link record's successor WAL file number; -1 in every other batch. */
   long successor = -1;
 
+  /** Whether every operation is a delete (an empty batch counts). */
+  boolean deletesOnly() {
+    for (int i = 0; i < count; i++) if (types[i] == PUT) return false;
+    return true;
+  }
+
   public Batch(int capacity) {
     keyspaces = new int[capacity];
     types = new byte[capacity];

@@ -95,7 +95,7 @@ final class CommitPipeline {
     BasaltException error = null;
     try {
       state.checkWritable();
-      target.makeRoom();
+      boolean deletesOnly = target.makeRoom(p.batch);
       lock.lock();
       try {
         long bytes = 0;
@@ -103,6 +103,7 @@ final class CommitPipeline {
         long maxBytes = Math.min(options.maxGroupCommitBytes(), versions.quota().limit() / 8);
         for (Pending q : queue) {
           if (q.batch == null) break; // a between-groups action: its turn comes after this group
+          if (deletesOnly && !q.batch.deletesOnly()) break; // the disk is short: puts lead their own group
           if (!group.isEmpty() && bytes + q.batch.encodedSize() > maxBytes) break;
           group.add(q);
           bytes += q.batch.encodedSize();

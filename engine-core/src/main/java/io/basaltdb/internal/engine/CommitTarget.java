@@ -12,8 +12,14 @@ import java.util.List;
  * <p>Thread-safety: called by the commit leader only, one group at a time.
  */
 interface CommitTarget {
-  /** Before a group is formed: makes room (switch the write cache, slow down, or wait for a flush). */
-  void makeRoom();
+  /**
+   * Before a group is formed: makes room (switch the write cache, slow down, or wait for a flush), or
+   * refuses the leader's batch {@code head} before anything is written (a nearly full disk).
+   *
+   * @return true if the group may hold only deletes (the disk is short of space, and deletes are how
+   *     its user frees it)
+   */
+  boolean makeRoom(Batch head);
 
   /**
    * Before the group's nodes are allocated: refuses a group this store wants to keep memory back from

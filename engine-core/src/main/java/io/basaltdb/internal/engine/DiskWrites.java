@@ -63,8 +63,8 @@ final class DiskWrites implements CommitTarget {
   }
 
   @Override
-  public void makeRoom() {
-    checkSpace();
+  public boolean makeRoom(Batch head) {
+    boolean deletesOnly = checkSpace(head.deletesOnly());
     long half = options.writeCacheSize() / 2;
     boolean slowed = false;
     while (true) {
@@ -103,7 +103,7 @@ final class DiskWrites implements CommitTarget {
           slowed = true;
           continue;
         }
-        return;
+        return deletesOnly;
       }
       if (v.immutable == null) {
         try {
@@ -111,7 +111,7 @@ final class DiskWrites implements CommitTarget {
         } catch (MemoryLimitException e) {
           // no chunk for a fresh cache yet: keep the full one; admission waits for memory or refuses
         }
-        return;
+        return deletesOnly;
       }
       long t0 = System.nanoTime();
       state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
@@ -121,12 +121,14 @@ final class DiskWrites implements CommitTarget {
   }
 
   /**
-   * Refuses the group, before anything is written, while the disk has less usable space than {@link
-   * Options#diskReserveBytes}: that room is kept for flushes, compaction and garbage collection.
+   * Refuses the leader's batch, before anything is written, while the disk has less usable space than
+   * {@link Options#diskReserveBytes}: that room is kept for flushes, compaction and garbage collection.
+   * A batch of deletes only may still use the reserve's upper half (its tombstones are small, and deletes
+   * are how a user frees space); returns true then: the group takes deletes only.
    */
-  private void checkSpace() {
+  private boolean checkSpace(boolean deletes) {
     long reserve = options.diskReserveBytes();
-    if (reserve <= 0) return;
+    if (reserve <= 0) return false;
     long now = System.nanoTime();
     // One statfs per 10 ms while space is plentiful (small unsynced groups can run at 100k/s); every
     // group near the reserve.
@@ -135,7 +137,8 @@ final class DiskWrites implements CommitTarget {
       freeSeenNanos = now;
     }
     long free = freeSeen;
-    if (free >= reserve) return;
+    if (free >= reserve) return false;
+    if (deletes && free >= reserve / 2) return true;
     stats.diskFullRefusals.increment();
     throw new StorageException("write refused: the disk holding " + storage.describe("") + " has " + free
         + " bytes free, less than the " + reserve + " bytes the store keeps for flushes and garbage collection"

@@ -25,7 +25,7 @@ final class MemoryStore implements Store, CommitTarget {
     this.chunkSize = chunkSize;
   }
 
-  @Override public void makeRoom() {}
+  @Override public boolean makeRoom(Batch head) { return false; }
 
   /**
    * Refuses a group with puts that would leave less than two chunks and twice its size free, so a full

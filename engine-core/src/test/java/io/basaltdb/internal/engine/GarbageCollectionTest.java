@@ -211,7 +211,7 @@ class GarbageCollectionTest {
   }
 
   @Test
-  void aNearlyFullDisk_refusesWrites_keepsTheReserveForCollection_andWritesResumeOnceItFreesSpace() throws Exception {
+  void aNearlyFullDisk_refusesPuts_letsDeletesUseHalfTheReserve_keepsTheRestForCollection_andWritesResume() throws Exception {
     MemStorage storage = new MemStorage(17);
     Map<Integer, Integer> last;
     try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // build garbage first
@@ -221,8 +221,8 @@ class GarbageCollectionTest {
     }
     long reserve = 512 << 10;
     assertEquals(Long.MAX_VALUE, storage.usableSpace(), "no capacity: no limit");
-    // Half the reserve free: writers are refused, the store's own work has that half.
-    storage.setCapacity(storage.usedBytes() + reserve / 2);
+    // Three quarters of the reserve free: puts are refused, deletes may use the upper half of the reserve.
+    storage.setCapacity(storage.usedBytes() + reserve * 3 / 4);
     Batch b = new Batch(1);
     b.add(1, Batch.PUT, key(0), "refused".getBytes());
     try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0).diskReserveBytes(reserve))) {
@@ -232,6 +232,14 @@ class GarbageCollectionTest {
       assertNull(e.state().failure(), "a refused write does not fail the store");
       assertTrue(e.stats().get("diskFullRefusals") > 0);
       checkAll(e, last); // nothing of it was written
+      Batch delete = new Batch(1);
+      delete.add(1, Batch.DELETE, key(1), null);
+      e.write(delete); // deletes are how a user frees space
+      assertNull(e.get(1, key(1)));
+      last.remove(1);
+      storage.setCapacity(storage.usedBytes() + reserve / 2 - 1);
+      io.basaltdb.StorageException floor = assertThrows(io.basaltdb.StorageException.class, () -> e.write(delete));
+      assertTrue(floor.getMessage().contains("diskReserveBytes"), "below half the reserve deletes wait too: " + floor);
     }
     try (Engine e = Engine.open(storage, gcOptions().diskReserveBytes(reserve))) {
       long deadline = System.currentTimeMillis() + 20_000;
@@ -241,6 +249,7 @@ class GarbageCollectionTest {
       assertTrue(storage.usableSpace() >= reserve, "collection freed space: " + storage.usableSpace() + " " + s);
       e.write(b); // room again: writes go on
       last.remove(0);
+      assertNull(e.get(1, key(1)), "the delete made under the reserve stayed");
       assertArrayEquals("refused".getBytes(), e.get(1, key(0)));
       checkAll(e, last);
     }
