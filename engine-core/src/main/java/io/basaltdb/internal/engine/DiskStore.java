@@ -63,6 +63,7 @@ final class DiskStore implements Store {
   public void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline) {
     versionSet.logAndApply(new VersionEdit().dropKeyspace(id));
     catalog.remove(id);
+    gc.forgetDroppedEstimates(); // else a dropped keyspace's tables kept their entries for the store's life
   }
 
   @Override

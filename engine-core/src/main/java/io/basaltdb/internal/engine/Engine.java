@@ -38,6 +38,11 @@ public final class Engine implements AutoCloseable {
   private final Versions versions;
   private final StoreState state;
   private final EngineStats stats;
+
+  /** The engine's counters and estimates, for tests. */
+  EngineStats engineStats() {
+    return stats;
+  }
   private final CommitPipeline pipeline;
   private final ReadPath reads;
   private final Store store;

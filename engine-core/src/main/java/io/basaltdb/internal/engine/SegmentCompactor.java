@@ -218,6 +218,20 @@ final class SegmentCompactor {
     }
   }
 
+  /** After a keyspace drop: forgets the shadowed-garbage estimates of tables no keyspace has any more. */
+  void forgetDroppedEstimates() {
+    VersionSet.Pinned pinned = versionSet.pinFiles();
+    try {
+      java.util.Set<Long> live = new java.util.HashSet<>();
+      for (KeyspaceFiles f : pinned.version().files.values()) {
+        for (KeyspaceFiles.Table t : f.tables) live.add(t.fileNumber());
+      }
+      stats.shadowed.retainOnly(live);
+    } finally {
+      pinned.version().release();
+    }
+  }
+
   // ---- flow control ----------------------------------------------------------------------------------
 
   /** No pressure: writers go on. */

@@ -49,6 +49,19 @@ final class ShadowedBytes {
     }
   }
 
+  /**
+   * Forgets the estimates of tables not in {@code live} (a dropped keyspace's; a table flushed but not
+   * yet committed loses its estimate too, which only delays collection a little).
+   */
+  void retainOnly(java.util.Set<Long> live) {
+    byTable.keySet().retainAll(live);
+  }
+
+  /** The tables with an estimate, for tests. */
+  java.util.Set<Long> tables() {
+    return java.util.Set.copyOf(byTable.keySet());
+  }
+
   /** The estimate for a keyspace's tables, at most its segments' bytes not yet known stale. */
   long pending(KeyspaceFiles f, long notStale) {
     long sum = 0;

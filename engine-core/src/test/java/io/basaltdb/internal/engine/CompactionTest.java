@@ -295,6 +295,32 @@ class CompactionTest {
   }
 
   @Test
+  void droppingAKeyspace_forgetsTheGarbageEstimatesOfItsTables() throws Exception {
+    SegmentCompactor.quietNanos = Long.MAX_VALUE / 4; // no quiet merge: the overwrites wait in level 0
+    try (Engine e = Engine.open(new MemStorage(13), tinyLevels().l0CompactionTrigger(8).l0StopWritesTrigger(30))) {
+      int b = e.createKeyspace("b");
+      for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 400; i++) {
+          put(e, 1, "a-" + i, "v" + round);
+          put(e, b, "b-" + i, "v" + round);
+        }
+        e.flush();
+      }
+      java.util.Set<Long> bTables = new java.util.HashSet<>();
+      for (KeyspaceFiles.Table t : e.versions().current().files(b).tables) bTables.add(t.fileNumber());
+      java.util.Set<Long> estimated = e.engineStats().shadowed.tables();
+      assertTrue(estimated.stream().anyMatch(bTables::contains), "b's overwrites carry estimates: " + estimated);
+      assertTrue(estimated.stream().anyMatch(n -> !bTables.contains(n)), "so do the default keyspace's");
+      e.dropKeyspace("b");
+      java.util.Set<Long> after = e.engineStats().shadowed.tables();
+      assertTrue(after.stream().noneMatch(bTables::contains), "b's estimates are gone: " + after + " b " + bTables);
+      java.util.Set<Long> live = new java.util.HashSet<>();
+      for (KeyspaceFiles.Table t : e.versions().current().files(1).tables) live.add(t.fileNumber());
+      assertTrue(live.containsAll(after) && !after.isEmpty(), "the default keyspace keeps its own: " + after);
+    }
+  }
+
+  @Test
   void failedDeleteOfAReplacedTable_isRetried_andCompactionGoesOn() throws Exception {
     MemStorage storage = new MemStorage(7);
     java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger(3);
