@@ -38,7 +38,7 @@ import java.util.Map;
  *       checkpoints name: the space rollback costs), {@code checkpointsDroppedForSpace} (periodic checkpoints
  *       dropped before their retention ended because they held more than {@code checkpointSpaceRatio});</li>
  *   <li>garbage collection (Magma section 4): gauges {@code preallocatedBytes} (space reserved past the
- *       segments' tails, in diskBytes), {@code segmentBytes} (the log segments' bytes up to their tails),
+ *       segments' tails and WAL files kept for reuse, in diskBytes), {@code segmentBytes} (the log segments' bytes up to their tails),
  *       {@code segmentStaleBytes} (of those, superseded index pages and the share of stale document
  *       versions), {@code segmentGarbageBytes} (the document bytes, before compression, of the versions
  *       the key index dropped and no segment compaction removed yet), {@code fragmentationPermille}

@@ -109,6 +109,17 @@ final class DiskStore implements Store {
         }
       }
     }
+    try {
+      for (String pooled : CommitLog.pooled(storage)) { // WAL files kept for reuse: space held, not data
+        try {
+          preallocated += storage.size(pooled);
+        } catch (BasaltException e) {
+          // taken by a rotation since it was listed: counted as the WAL file it became
+        }
+      }
+    } catch (BasaltException e) {
+      // a failing disk: the store reports its failure elsewhere
+    }
     return new FileStats(total, diskBytes(storage, committed), versionSet.checkpointOnlyBytes(), preallocated);
   }
 

@@ -346,7 +346,13 @@ final class VersionSet {
    */
   private void deleteObsolete() {
     for (long n : CommitLog.list(storage)) {
-      if (n < manifest.walStart()) deleteQuietly(FileNames.wal(n));
+      if (n < manifest.walStart()) {
+        try {
+          CommitLog.retire(storage, n); // kept for reuse, or deleted
+        } catch (BasaltException e) {
+          stats.obsoleteDeleteFailures.increment();
+        }
+      }
     }
     long cutoff = System.currentTimeMillis() - retentionMillis;
     var it = checkpoints.entrySet().iterator();

@@ -36,6 +36,7 @@ final class WalChain {
    * {@link #verify}. The one call recovery needs.
    */
   static void check(Storage storage, long walStart, long walHead) {
+    CommitLog.emptyPool(storage);
     undoInterruptedRotation(storage);
     verify(storage, walStart, walHead);
   }

@@ -40,8 +40,16 @@ final class WalReplay {
       String desc = storage.describe(name);
       try (StorageFile f = storage.open(name)) {
         LogReader r = new LogReader(f);
+        long previousFirst = -1, staleAt = -1;
         while (r.next()) {
           Batch b = Batch.decode(r.payload(), desc, r.recordOffset());
+          // Seqnos ascend within a file: a lower one is a recycled file's old content (CommitLog), where
+          // the file's new records end or one was lost in a crash. As a torn record, below.
+          if (b.firstSeqno < previousFirst) {
+            staleAt = r.recordOffset();
+            break;
+          }
+          previousFirst = b.firstSeqno;
           long end = b.firstSeqno + b.count - 1;
           if (end <= last) continue;
           if (b.firstSeqno != last + 1) {
@@ -60,11 +68,13 @@ final class WalReplay {
           versions.lastSeqno = last;
           if (versions.current().active.bytes() >= half) flushInline(versions, flusher, number);
         }
-        if (r.stop() == LogReader.Stop.TORN) {
-          if (i < files.size() - 1 || syncedGroupFollows(f, r.stopOffset(), last)) {
-            throw new CorruptionException(desc, r.stopOffset(), r.stopReason() + " (acknowledged writes follow it)");
+        long stop = staleAt >= 0 ? staleAt : r.stop() == LogReader.Stop.TORN ? r.stopOffset() : -1;
+        if (stop >= 0) {
+          String why = staleAt >= 0 ? "a record older than the one before it" : r.stopReason();
+          if (i < files.size() - 1 || syncedGroupFollows(f, stop, last)) {
+            throw new CorruptionException(desc, stop, why + " (acknowledged writes follow it)");
           }
-          f.truncate(r.stopOffset());
+          f.truncate(stop);
         }
         // What was replayed may be only in the page cache (a process that died before its fsync): make
         // it durable before the store acknowledges writes numbered after it, or a power loss would leave
@@ -88,7 +98,9 @@ final class WalReplay {
     long len = LogReader.frameLengthAt(f, offset);
     if (len > 0) { // the common case: the damaged record's length is intact and the next group follows it
       ByteBuffer next = LogReader.recordAt(f, offset + len);
-      if (next != null && next.remaining() >= Batch.HEADER_SIZE && isSyncedGroupStart(next.get(Batch.HEADER_SIZE - 1))) {
+      // Its seqno counts too: the old records of a recycled file (CommitLog) can follow a torn one.
+      if (next != null && next.remaining() >= Batch.HEADER_SIZE && isSyncedGroupStart(next.get(Batch.HEADER_SIZE - 1))
+          && next.getLong(0) > last) {
         return true;
       }
       // An intact record that starts no synced group (the rest of the damaged record's group, say)
