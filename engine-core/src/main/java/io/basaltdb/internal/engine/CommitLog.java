@@ -27,8 +27,10 @@ import java.util.List;
  * torn tail (replay's check for a synced group behind damage counts only seqnos above the last one
  * replayed). Two rules keep the chain's checks ({@link WalChain}) true: a retired file loses a link at
  * its end, and a rotation truncates the current file at its written end before it appends the link, so
- * a link is still a file's last record. The pool is emptied at every open, since a rollback lowers the
- * seqnos a store writes next.
+ * a link is still a file's last record. Only files this process saw written or replayed are recycled
+ * (VersionSet deletes those below the walStart it opened with: a rollback whose clean-up was cut short
+ * leaves a discarded history there, with seqnos above the ones written next), and the pool is emptied
+ * at open.
  *
  * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one at a
  * time); {@link #sync} also by the periodic syncer, so file operations are synchronized on this.

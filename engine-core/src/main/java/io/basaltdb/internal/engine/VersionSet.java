@@ -90,6 +90,13 @@ final class VersionSet {
   /** An open data file of keyspace {@code keyspace} and how to close it once deleted. */
   private record OpenFile(int keyspace, boolean segment, Runnable close) {}
 
+  /**
+   * The walStart of the manifest this process opened with. Obsolete WAL files below it are deleted, never
+   * recycled: they may hold a history a rollback discarded (seqnos above the ones written next), left
+   * when the rollback's clean-up was cut short.
+   */
+  private final long openedWalStart;
+
   VersionSet(Storage storage, Versions versions, TableCache tables, StoreState state, EngineStats stats,
       long retentionMillis, long intervalMillis, double spaceRatio, Recovery.State recovered) {
     this.storage = storage;
@@ -102,6 +109,7 @@ final class VersionSet {
     this.spaceRatio = spaceRatio;
     this.nextFileNumber = new AtomicLong(recovered.nextFileNumber);
     this.manifest = recovered.manifest;
+    this.openedWalStart = recovered.manifest.walStart();
     this.checkpoints = recovered.checkpoints;
     this.checkpointFiles = recovered.checkpointFiles;
     this.unopened = new HashSet<>();
@@ -348,7 +356,7 @@ final class VersionSet {
     for (long n : CommitLog.list(storage)) {
       if (n < manifest.walStart()) {
         try {
-          CommitLog.retire(storage, n); // kept for reuse, or deleted
+          if (n < openedWalStart) storage.delete(FileNames.wal(n)); else CommitLog.retire(storage, n); // reuse
         } catch (BasaltException e) {
           stats.obsoleteDeleteFailures.increment();
         }

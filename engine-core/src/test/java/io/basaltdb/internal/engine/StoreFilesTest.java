@@ -72,7 +72,7 @@ class StoreFilesTest {
     MemStorage storage = new MemStorage(8);
     populate(storage);
     List<String> wal = storage.list(FileNames.WAL_DIR);
-    String newest = FileNames.WAL_DIR + "/" + wal.stream().filter(n -> n.endsWith(".log")).sorted().reduce((a, c) -> c)
+    String newest = FileNames.WAL_DIR + "/" + wal.stream().filter(n -> FileNames.walNumber(n) >= 0).sorted().reduce((a, c) -> c)
         .orElseThrow();
     storage.delete(newest);
     CorruptionException e = assertThrows(CorruptionException.class, () -> Engine.open(storage, options()));
@@ -83,7 +83,7 @@ class StoreFilesTest {
   void everyWalFileDeletedInTurn_failsTheOpenNamingItOrLosesNothing() {
     MemStorage pristine = new MemStorage(8);
     Map<String, byte[]> model = populate(pristine);
-    List<String> logs = pristine.list(FileNames.WAL_DIR).stream().filter(n -> n.endsWith(".log")).sorted().toList();
+    List<String> logs = pristine.list(FileNames.WAL_DIR).stream().filter(n -> FileNames.walNumber(n) >= 0).sorted().toList();
     assertTrue(logs.size() >= 2, "several WAL files: " + logs);
     for (String log : logs) {
       MemStorage storage = new MemStorage(8);

@@ -1,7 +1,8 @@
 package io.basaltdb.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.Options;
@@ -54,7 +55,46 @@ class WalRecyclingTest {
         assertArrayEquals(("v" + (rounds - 1) + "-" + "x".repeat(200)).getBytes(), reopened.get(1, ("k" + i).getBytes()),
             "k" + i + " holds its last acknowledged value, not an old record's");
       }
-      assertEquals(0, CommitLog.pooled(storage).size(), "the pool is emptied at open");
+    }
+  }
+
+  @org.junit.jupiter.api.Test
+  void walFilesARollbackLeftBehind_areDeleted_neverRecycled() {
+    MemStorage storage = new MemStorage(41);
+    Options o = Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10).segmentSize(64 << 10)
+        .syncMode(SyncMode.SYNC);
+    String pad = "x".repeat(200);
+    long checkpoint;
+    try (Engine e = Engine.open(storage, o)) {
+      for (int i = 0; i < 100; i++) put(e, "k" + i, "kept");
+      checkpoint = e.checkpoint().id();
+      for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 100; i++) put(e, "k" + i, "rolled-back-" + round + pad);
+      }
+    }
+    // The rollback commits, then its clean-up fails to delete the WAL files of the discarded history.
+    storage.setFaultInjector((op, name) -> op == MemStorage.Op.DELETE && name.startsWith("wal/")
+        ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
+    assertThrows(io.basaltdb.StorageException.class, () -> Engine.rollback(storage, checkpoint));
+    storage.setFaultInjector(null);
+    java.util.List<Long> leftBehind = CommitLog.list(storage);
+    assertTrue(!leftBehind.isEmpty(), "the discarded history's WAL files are still there");
+    try (Engine e = Engine.open(storage, o)) {
+      for (int round = 0; round < 6; round++) {
+        for (int i = 0; i < 100; i++) put(e, "k" + i, "new-" + round + pad);
+        if (round % 2 == 1) e.flush();
+        for (String pooled : CommitLog.pooled(storage)) {
+          for (long n : leftBehind) {
+            assertFalse(pooled.endsWith("-" + n + ".log"), "a file of the discarded history was pooled: " + pooled);
+          }
+        }
+      }
+      for (long n : leftBehind) assertFalse(storage.exists(FileNames.wal(n)), "deleted: " + n);
+    }
+    try (Engine e = Engine.open(storage, o)) {
+      for (int i = 0; i < 100; i++) {
+        assertArrayEquals(("new-5" + pad).getBytes(), e.get(1, ("k" + i).getBytes()), "k" + i);
+      }
     }
   }
 
