@@ -38,11 +38,6 @@ public final class Engine implements AutoCloseable {
   private final Versions versions;
   private final StoreState state;
   private final EngineStats stats;
-
-  /** The engine's counters and estimates, for tests. */
-  EngineStats engineStats() {
-    return stats;
-  }
   private final CommitPipeline pipeline;
   private final ReadPath reads;
   private final Store store;
@@ -88,6 +83,11 @@ public final class Engine implements AutoCloseable {
     state.checkOpen();
     for (int i = 0; i < batch.count; i++) catalog.checkLive(batch.keyspaces[i]);
     pipeline.write(batch);
+  }
+
+  /** The engine's counters and estimates, for tests. */
+  EngineStats engineStats() {
+    return stats;
   }
 
   /** A consistent snapshot of the whole store at the last applied seqno. */

@@ -354,9 +354,11 @@ final class VersionSet {
    */
   private void deleteObsolete() {
     for (long n : CommitLog.list(storage)) {
-      if (n < manifest.walStart()) {
+      if (n < openedWalStart) {
+        deleteQuietly(FileNames.wal(n));
+      } else if (n < manifest.walStart()) {
         try {
-          if (n < openedWalStart) storage.delete(FileNames.wal(n)); else CommitLog.retire(storage, n); // reuse
+          CommitLog.retire(storage, n); // kept for reuse, or deleted
         } catch (BasaltException e) {
           stats.obsoleteDeleteFailures.increment();
         }

@@ -42,6 +42,16 @@ class GarbageCollectionTest {
   }
 
   /** Writes every key {@code rounds} times in a shuffled order; returns the last round written per key. */
+  /** Six rounds of updates with collection off, flushed and compacted: garbage for a test to collect. */
+  private static Map<Integer, Integer> withGarbage(MemStorage storage, long seed) throws Exception {
+    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) {
+      Map<Integer, Integer> last = update(e, 6, 0, seed);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      return last;
+    }
+  }
+
   static Map<Integer, Integer> update(Engine e, int rounds, int firstRound, long seed) {
     Map<Integer, Integer> last = new HashMap<>();
     Random r = new Random(seed);
@@ -130,12 +140,7 @@ class GarbageCollectionTest {
   @Test
   void aFullDisk_failsCollectionCleanly_andCollectionResumesWhenSpaceReturns() throws Exception {
     MemStorage storage = new MemStorage(13);
-    Map<Integer, Integer> last;
-    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // build garbage first
-      last = update(e, 6, 0, 5);
-      e.flush();
-      assertTrue(e.waitForCompactions(60_000));
-    }
+    Map<Integer, Integer> last = withGarbage(storage, 5);
     java.util.concurrent.atomic.AtomicBoolean full = new java.util.concurrent.atomic.AtomicBoolean();
     storage.setFaultInjector((op, name) -> full.get() && (op == MemStorage.Op.WRITE || op == MemStorage.Op.PREALLOCATE
         || op == MemStorage.Op.CREATE) && !name.startsWith("manifest/") ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
@@ -213,12 +218,7 @@ class GarbageCollectionTest {
   @Test
   void aNearlyFullDisk_refusesPuts_letsDeletesUseHalfTheReserve_keepsTheRestForCollection_andWritesResume() throws Exception {
     MemStorage storage = new MemStorage(17);
-    Map<Integer, Integer> last;
-    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // build garbage first
-      last = update(e, 6, 0, 11);
-      e.flush();
-      assertTrue(e.waitForCompactions(60_000));
-    }
+    Map<Integer, Integer> last = withGarbage(storage, 11);
     long reserve = 512 << 10;
     assertEquals(Long.MAX_VALUE, storage.usableSpace(), "no capacity: no limit");
     // Three quarters of the reserve free: puts are refused, deletes may use the upper half of the reserve.
