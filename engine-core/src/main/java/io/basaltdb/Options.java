@@ -179,9 +179,9 @@ public final class Options {
    * race; the garbage level 0 hides is estimated either way). The trade: each merge rewrites the base level, so the key
    * index's compaction writes about {@code 1 / l0BaseRatio} times what level 0 brings, plus one write per
    * level-0 tier; and a version superseded by a record still in level 0 is not yet known to be garbage
-   * (the delete list learns of it at that merge). Garbage collection counts three quarters of an estimate
-   * of that hidden garbage toward {@link #fragmentationThreshold} (stat {@code pendingGarbageBytes}; it
-   * can rewrite away only the garbage it knows), so the log stays near the threshold either way; a lower ratio means more key index compaction and garbage known
+   * (the delete list learns of it at that merge). Garbage collection counts an estimate of that hidden
+   * garbage toward {@link #fragmentationThreshold} (stat {@code pendingGarbageBytes}), so the log stays
+   * within the threshold either way; a lower ratio means more key index compaction and garbage known
    * sooner. Level 0 also merges into the base level, whatever its size, once no flush has happened for
    * two seconds (the store is quiet).
    */

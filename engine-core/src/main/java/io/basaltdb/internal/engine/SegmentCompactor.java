@@ -69,16 +69,6 @@ final class SegmentCompactor {
   static volatile long quietNanos = 2_000_000_000L;
   /** A segment below this fragmentation is never worth rewriting. */
   static final double MIN_SEGMENT_FRAGMENTATION = 0.2;
-  /**
-   * The share of the unreported garbage estimate ({@link ShadowedBytes}) counted against the threshold.
-   * Collection can remove only the garbage the delete list reports, so a rewrite the estimate alone
-   * asked for copies the unreported garbage into its output, to be rewritten again once reported. At
-   * the full share the update race's round 1 wrote 1,188 MiB of collection at a peak space
-   * amplification of 1.64 (threshold 0.3); at none, 34 MiB but peaks of 2.09 and 2.15, the hidden
-   * garbage outgrowing the threshold between merges of level 0 into the base level; at three quarters,
-   * 931 MiB and peaks of 1.78 and 1.82 (docs/benchmarks.md, "How much the estimate counts").
-   */
-  static final double UNREPORTED_WEIGHT = 0.75;
 
   private final Options options;
   private final Storage storage;
@@ -211,7 +201,7 @@ final class SegmentCompactor {
           compactDeleteList(ks, f);
           return Look.WORKED;
         }
-        long pending = (long) (pendingGarbage(f) * UNREPORTED_WEIGHT);
+        long pending = pendingGarbage(f);
         List<KeyspaceFiles.Segment> pick = pick(f, threshold, options.segmentSize(), pending);
         if (pick == null && threshold < 1.0) {
           List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, options.segmentSize(), pending);
