@@ -3,6 +3,7 @@ package io.basaltdb.internal.engine;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
 import io.basaltdb.internal.wal.LogWriter;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -124,7 +125,7 @@ final class CommitLog implements AutoCloseable {
       // Zeros where the first record goes: if the file's first new record is lost in a crash (unsynced,
       // SyncMode.NONE or PERIODIC), replay meets an invalid frame there, as in a fresh file, and not an
       // old record it would skip before reading on to later new records past the hole.
-      f.write(0, java.nio.ByteBuffer.allocate((int) Math.min(f.size(), 8)));
+      f.write(0, ByteBuffer.allocate((int) Math.min(f.size(), 8)));
       f.sync(); // before the rename: a crash must not bring the link or the old first record back
     }
     storage.rename(name, DIR + "/" + POOL_PREFIX + number + ".log");
