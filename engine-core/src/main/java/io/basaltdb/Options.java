@@ -32,6 +32,7 @@ public final class Options {
   private int readQueueDepth = 8;
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
+  private boolean flushLookups = false;
   private long diskReserveBytes = 128L << 20;
 
   /** The maximum size of a key, in bytes (64 KiB). */
@@ -69,6 +70,7 @@ public final class Options {
     o.readQueueDepth = readQueueDepth;
     o.blockCacheSize = blockCacheSize;
     o.fragmentationThreshold = fragmentationThreshold;
+    o.flushLookups = flushLookups;
     o.diskReserveBytes = diskReserveBytes;
     return o;
   }
@@ -270,6 +272,20 @@ public final class Options {
   public double fragmentationThreshold() { return fragmentationThreshold; }
 
   /**
+   * Whether the flusher looks up each key it flushes in the key index and sends the version it
+   * supersedes to the delete list at once (Magma section 7.2: stale seqnos propagated in real time, not
+   * left for key index compaction to find). Default true: garbage collection then sees the log's garbage
+   * as it is made, and rewrites segments only for garbage it knows of (in the update race it wrote
+   * half as much). The cost is a key index lookup per flushed key on the flusher's thread: bloom filters
+   * for a new key, one data block (not admitted to the block cache) for an updated one. With false, a
+   * superseded version becomes known garbage only when a compaction meets the two versions, and
+   * collection steers by an estimate of the rest (stat {@code pendingGarbageBytes}). A version
+   * superseded while it is a tombstone is left to compaction either way.
+   */
+  public Options flushLookups(boolean on) { this.flushLookups = on; return this; }
+  public boolean flushLookups() { return flushLookups; }
+
+  /**
    * Free disk space writes leave to the store's own work; default 128 MiB. A write is refused with a
    * {@code StorageException} (nothing written, the store stays writable; stat {@code
    * diskFullRefusals}) while the file system holding the store has less usable space than this (read
@@ -337,6 +353,7 @@ public final class Options {
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
         + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize()
-        + ", fragmentationThreshold=" + fragmentationThreshold + ", diskReserveBytes=" + diskReserveBytes + "]";
+        + ", fragmentationThreshold=" + fragmentationThreshold + ", flushLookups=" + flushLookups
+        + ", diskReserveBytes=" + diskReserveBytes + "]";
   }
 }

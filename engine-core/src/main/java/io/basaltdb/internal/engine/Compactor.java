@@ -231,7 +231,7 @@ final class Compactor {
         MergeSources.TableSource s = (MergeSources.TableSource) merge.current();
         long hint = s.hint();
         if (hint >= 0 && !liveSegments.contains(hint >>> 32)) hint = refreshedHint(files, s.seqno(), hint);
-        out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), hint);
+        out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), hint, discards.covered);
         if (++records % 1024 == 0 && stopping()) {
           out.abandon();
           return false;
@@ -256,7 +256,8 @@ final class Compactor {
     // The discards become the garbage of their segments and a level-0 delete list table in the same
     // commit as the drop (Magma orders the delete list's commit before the key index's; one manifest
     // makes both one step), so a rerun after a crash adds them once.
-    List<KeyspaceFiles.DeleteTable> deletes = writeDeletes(job.keyspace(), discards, edit);
+    List<KeyspaceFiles.DeleteTable> deletes = DeleteList.writeLevel0(storage, tables, versionSet.nextFileNumber, options,
+        job.keyspace(), discards.pairs, discards.count, edit, stats.deleteListBytesWritten);
     edit.beforeCommit = () -> {
       if (!catalog.isLive(job.keyspace())) return; // dropped: nothing is discarded from it any more
       DiscardListener l = listener; // the one installed when the commit happens, not when the merge ended
@@ -290,34 +291,6 @@ final class Compactor {
     return fresh;
   }
 
-  /** Writes the job's discards, sorted by seqno, as a level-0 delete list table into {@code edit}. */
-  private List<KeyspaceFiles.DeleteTable> writeDeletes(int ks, Discards discards, VersionEdit edit) {
-    int n = discards.count;
-    if (n == 0) return List.of();
-    long[] seqnos = new long[n];
-    for (int i = 0; i < n; i++) seqnos[i] = discards.pairs[2 * i];
-    int[] order = Flusher.seqnoOrder(seqnos);
-    long[] sorted = new long[n];
-    int[] sizes = new int[n];
-    for (int j = 0; j < n; j++) {
-      sorted[j] = seqnos[order[j]];
-      sizes[j] = (int) discards.pairs[2 * order[j] + 1];
-    }
-    DeleteList.Output out = new DeleteList.Output(storage, tables, versionSet.nextFileNumber, options, ks, 0, -1,
-        Long.MAX_VALUE, stats.deleteListBytesWritten);
-    List<KeyspaceFiles.DeleteTable> written;
-    try {
-      for (int j = 0; j < n; j++) out.add(sorted[j], sizes[j]);
-      written = out.finish();
-    } catch (RuntimeException | Error e) {
-      out.abandon();
-      throw e;
-    }
-    for (KeyspaceFiles.DeleteTable t : written) edit.addDeleteTable(ks, t);
-    edit.discards(ks, sorted, sizes);
-    return written;
-  }
-
   /** Iterators over the job's tables, each from its first record. */
   private static List<MergeSources.TableSource> open(CompactionPicker.Job job) {
     List<MergeSources.TableSource> sources = new ArrayList<>();
@@ -347,13 +320,36 @@ final class Compactor {
     return true;
   }
 
-  /** The (seqno, document size) pairs of the versions a merge dropped. */
+  /**
+   * The (seqno, document size) pairs of the versions a merge dropped that the delete list does not hold
+   * yet. A version the flusher already reported (the version above it in the merge carries {@code
+   * olderReported}) is dropped silently: its garbage and counters were committed with that flush.
+   */
   private static final class Discards implements MergingIterator.Discards {
     long[] pairs = new long[64];
     int count;
+    /** The current key's newest version in the merge: its own drop (a tombstone's) is always reported. */
+    private MergingIterator.Source newest;
+    /**
+     * Whether the current key's next older version still to come is in the delete list already; after
+     * the merge settles on a key, the flag of the record it writes (its next older version then is the
+     * one below the oldest it dropped).
+     */
+    boolean covered;
+
+    @Override
+    public void newest(MergingIterator.Source s) {
+      newest = s;
+      covered = ((MergeSources.TableSource) s).olderReported();
+    }
 
     @Override
     public void discarded(MergingIterator.Source s) {
+      if (s != newest) { // an older version: reported with the flush of the version above it, or now
+        boolean reported = covered;
+        covered = ((MergeSources.TableSource) s).olderReported();
+        if (reported) return;
+      }
       if (2 * count + 2 > pairs.length) pairs = Arrays.copyOf(pairs, pairs.length * 2);
       pairs[2 * count] = s.seqno();
       pairs[2 * count + 1] = ((MergeSources.TableSource) s).docSize();

@@ -26,6 +26,38 @@ import java.util.concurrent.atomic.LongAdder;
 final class DeleteList {
   private DeleteList() {}
 
+  /**
+   * Writes {@code n} stale versions, given as (seqno, document size) pairs in {@code pairs} in any order,
+   * sorted by seqno as a level-0 delete list table of keyspace {@code ks} into {@code edit}, with the
+   * garbage they add to their segments ({@link VersionEdit#discards}); returns the table (none if
+   * {@code n} is 0), named by nothing until the edit commits.
+   */
+  static List<KeyspaceFiles.DeleteTable> writeLevel0(Storage storage, TableCache tables, AtomicLong fileNumbers,
+      Options options, int ks, long[] pairs, int n, VersionEdit edit, LongAdder bytesWritten) {
+    if (n == 0) return List.of();
+    long[] seqnos = new long[n];
+    for (int i = 0; i < n; i++) seqnos[i] = pairs[2 * i];
+    int[] order = Flusher.seqnoOrder(seqnos);
+    long[] sorted = new long[n];
+    int[] sizes = new int[n];
+    for (int j = 0; j < n; j++) {
+      sorted[j] = seqnos[order[j]];
+      sizes[j] = (int) pairs[2 * order[j] + 1];
+    }
+    Output out = new Output(storage, tables, fileNumbers, options, ks, 0, -1, Long.MAX_VALUE, bytesWritten);
+    List<KeyspaceFiles.DeleteTable> written;
+    try {
+      for (int j = 0; j < n; j++) out.add(sorted[j], sizes[j]);
+      written = out.finish();
+    } catch (RuntimeException | Error e) {
+      out.abandon();
+      throw e;
+    }
+    for (KeyspaceFiles.DeleteTable t : written) edit.addDeleteTable(ks, t);
+    edit.discards(ks, sorted, sizes);
+    return written;
+  }
+
   /** Key of the record of {@code seqno}: 8 bytes, big-endian. */
   static byte[] key(long seqno) {
     byte[] k = new byte[8];

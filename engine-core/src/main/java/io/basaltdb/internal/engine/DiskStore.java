@@ -43,6 +43,10 @@ final class DiskStore implements Store {
     return versionSet;
   }
 
+  Flusher flusher() {
+    return flusher;
+  }
+
   Compactor compactor() {
     return compactor;
   }

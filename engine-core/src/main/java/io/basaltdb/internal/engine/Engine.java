@@ -277,6 +277,9 @@ public final class Engine implements AutoCloseable {
   }
 
   void setDiscardListener(DiscardListener listener) {
-    if (store instanceof DiskStore d) d.compactor().setDiscardListener(listener);
+    if (store instanceof DiskStore d) {
+      d.compactor().setDiscardListener(listener);
+      d.flusher().setDiscardListener(listener);
+    }
   }
 }

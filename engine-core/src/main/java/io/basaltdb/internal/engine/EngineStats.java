@@ -40,6 +40,8 @@ final class EngineStats {
   final ShadowedBytes shadowed = new ShadowedBytes();
   /** Location hints key index compaction rewrote because they named a replaced segment. */
   final LongAdder hintsRefreshed = new LongAdder();
+  /** Superseded versions flushes sent to the delete list ({@link io.basaltdb.Options#flushLookups}). */
+  final LongAdder flushStaleReported = new LongAdder();
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();

@@ -11,6 +11,7 @@ import io.basaltdb.Options;
 import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
+import io.basaltdb.internal.sstable.KeyRecord;
 import io.basaltdb.internal.sstable.TableReader;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -44,6 +45,15 @@ final class Flusher {
   private final WorkerEvents events;
   /** Tail segment writer of each keyspace; flushing thread only. */
   private final Map<Integer, Tail> writers;
+  /** Runs half of a big flush's key lookups ({@link #findOlder}); shut down by {@link #stop}. */
+  private final java.util.concurrent.ExecutorService lookupHelper =
+      java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "basalt-flush-lookups");
+        t.setDaemon(true);
+        return t;
+      });
+  /** Hears of each version a flush reports stale (tests); volatile: set while the flusher runs. */
+  private volatile DiscardListener listener = DiscardListener.NONE;
 
   /** The segment being appended to, its file, and the file's block cache owner (for its index pages). */
   record Tail(SegmentWriter writer, StorageFile file, long cacheOwner) {}
@@ -72,6 +82,10 @@ final class Flusher {
 
   void start() {
     thread.start();
+  }
+
+  void setDiscardListener(DiscardListener l) {
+    listener = l == null ? DiscardListener.NONE : l;
   }
 
   /** A write cache was switched: flush it. */
@@ -113,6 +127,7 @@ final class Flusher {
     WriteCache imm = v.immutable;
     VersionEdit edit = new VersionEdit();
     List<Integer> touched = new ArrayList<>();
+    List<long[]> reported = new ArrayList<>(); // per keyspace: {ks, seqno, size, seqno, size, ...}
     try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
       List<byte[]> keys = new ArrayList<>();
@@ -123,7 +138,8 @@ final class Flusher {
         int k = sk == null ? -1 : WriteCache.keyspaceOf(sk);
         if (k != ks && !keys.isEmpty()) {
           if (catalog.isLive(ks)) {
-            flushKeyspace(ks, keys, entries, edit, v.files(ks));
+            long[] stale = flushKeyspace(ks, keys, entries, edit, v.files(ks));
+            if (stale != null) reported.add(stale);
             touched.add(ks);
           }
           keys.clear();
@@ -139,6 +155,17 @@ final class Flusher {
     for (int k : touched) edit.putSegment(k, checkpoint(writers.get(k)));
     // The WAL file started at the switch is the current one: replay starts there, and it is the head.
     edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
+    if (!reported.isEmpty()) {
+      // As a compaction's discards: the listener hears of each just before the commit that counts it.
+      edit.beforeCommit = () -> {
+        DiscardListener l = listener;
+        for (long[] r : reported) {
+          int ks = (int) r[0];
+          if (!catalog.isLive(ks)) continue;
+          for (int i = 1; i + 1 < r.length; i += 2) l.discarded(ks, r[i], (int) r[i + 1]);
+        }
+      };
+    }
     versionSet.logAndApply(edit);
     stats.flushed();
     events.flushed();
@@ -175,9 +202,13 @@ final class Flusher {
 
   /**
    * Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table adds;
-   * {@code older} are the keyspace's tables before it, for the table's {@link ShadowedBytes} estimate.
+   * {@code older} are the keyspace's tables before it. With {@link Options#flushLookups}, each key is
+   * looked up there ({@link #findOlder}) and the version it supersedes (unless a tombstone) goes to the
+   * delete list in the same edit, its record flagged {@code olderReported} so no compaction reports it
+   * again; returns those versions as {@code {ks, seqno, size, ...}}, or null if none. Without, the table
+   * gets a {@link ShadowedBytes} estimate of the versions it supersedes.
    */
-  private void flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
+  private long[] flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
     int n = keys.size();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
@@ -198,12 +229,37 @@ final class Flusher {
       sizes[i] = w.lastDocumentSize();
       stats.segmentBytesWritten.add(w.size() - before);
     }
+    boolean lookups = options.flushLookups();
+    boolean[] olderReported = new boolean[n];
+    long[] stale = null; // {ks, seqno, size, ...}
+    int staleCount = 0;
+    long staleBytes = 0, unreported = 0;
+    if (lookups && older.tables.isEmpty()) {
+      Arrays.fill(olderReported, true); // nothing older exists
+    } else if (lookups) {
+      Older found = findOlder(older, keys.toArray(new byte[0][]));
+      stale = new long[1 + 2 * n];
+      stale[0] = ks;
+      for (int i = 0; i < n; i++) {
+        if (!found.found[i]) {
+          olderReported[i] = true; // an insert: no older version to report, now or later
+        } else if (found.tombstone[i]) {
+          unreported += found.size[i]; // a tombstone is reported where it is dropped, at the bottom
+        } else {
+          stale[1 + 2 * staleCount] = found.seqno[i];
+          stale[2 + 2 * staleCount] = found.size[i];
+          staleCount++;
+          staleBytes += found.size[i];
+          olderReported[i] = true;
+        }
+      }
+    }
     TableOutput out = new TableOutput(storage, tables, versionSet.nextFileNumber, options, ks, 0, Long.MAX_VALUE,
         stats.indexBytesWritten);
     List<KeyspaceFiles.Table> written;
     try {
       for (int i = 0; i < n; i++) {
-        out.add(keys.get(i), seqnos[i], sizes[i], WriteCache.isTombstone(entries.get(i)), hints[i]);
+        out.add(keys.get(i), seqnos[i], sizes[i], WriteCache.isTombstone(entries.get(i)), hints[i], olderReported[i]);
       }
       written = out.finish();
       for (KeyspaceFiles.Table t : written) edit.addTable(ks, t);
@@ -212,6 +268,18 @@ final class Flusher {
       throw e;
     }
     edit.addCounters(ks, Manifest.Counters.flushed(out.records, out.docBytes));
+    if (lookups) {
+      for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), unreported);
+      if (staleCount == 0) return null;
+      edit.addCounters(ks, Manifest.Counters.discarded(staleCount, staleBytes));
+      // The stale versions become their segments' garbage and a level-0 delete list table in the flush's
+      // own commit, so a flush replayed after a crash reports them once.
+      long[] pairs = Arrays.copyOfRange(stale, 1, 1 + 2 * staleCount);
+      DeleteList.writeLevel0(storage, tables, versionSet.nextFileNumber, options, ks, pairs, staleCount, edit,
+          stats.deleteListBytesWritten);
+      stats.flushStaleReported.add(staleCount);
+      return Arrays.copyOf(stale, 1 + 2 * staleCount);
+    }
     if (options.bloomBitsPerKey() > 0 && !older.tables.isEmpty()) {
       // A systematic sample of the sorted records from a random start: each record is probed in one
       // flush of SHADOW_SAMPLE (a hot key too, over its flushes), and the sampled sizes are scaled up.
@@ -222,6 +290,7 @@ final class Flusher {
       shadowed *= SHADOW_SAMPLE;
       for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), shadowed);
     }
+    return null;
   }
 
   /**
@@ -230,6 +299,97 @@ final class Flusher {
    * new key), for an estimate that only steers when collection starts.
    */
   static final int SHADOW_SAMPLE = 4;
+
+  /** The newest older version of each flushed key, if any: {@link #findOlder}'s answer. */
+  private static final class Older {
+    final boolean[] found;
+    final boolean[] tombstone;
+    final long[] seqno;
+    final int[] size;
+
+    Older(int n) {
+      found = new boolean[n];
+      tombstone = new boolean[n];
+      seqno = new long[n];
+      size = new int[n];
+    }
+  }
+
+  /**
+   * The newest record of each of {@code keys} (sorted, distinct) in {@code f}'s tables: level 0 newest
+   * first, then each deeper level, every table's bloom filter probed for all the keys still unresolved
+   * at once ({@link TableReader#mayContainAll}), then one data block read per key it may hold (not
+   * offered to the block cache: a flush's lookups must not evict what readers use).
+   */
+  private Older findOlder(KeyspaceFiles f, byte[][] keys) {
+    int n = keys.length;
+    Older o = new Older(n);
+    long[] hashes = new long[n];
+    for (int i = 0; i < n; i++) hashes[i] = TableReader.keyHash(keys[i]);
+    boolean[] maybe = new boolean[n];
+    int mid = n / 2;
+    java.util.concurrent.Future<?> upper = null;
+    if (n >= PARALLEL_LOOKUPS) {
+      // The upper half on the helper thread: an updated key costs a data block read, and a flush of a
+      // few thousand of them kept writers waiting for the flusher.
+      try {
+        upper = lookupHelper.submit(() -> findOlder(f, keys, hashes, mid, n, o, maybe));
+      } catch (java.util.concurrent.RejectedExecutionException stopped) {
+        upper = null;
+      }
+    }
+    findOlder(f, keys, hashes, 0, upper == null ? n : mid, o, maybe);
+    if (upper != null) {
+      try {
+        upper.get();
+      } catch (java.util.concurrent.ExecutionException e) {
+        if (e.getCause() instanceof RuntimeException r) throw r;
+        if (e.getCause() instanceof Error err) throw err;
+        throw new BasaltException("flush lookups failed: " + e.getCause(), e.getCause());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new BasaltException("interrupted while looking up a flush's keys", e);
+      }
+    }
+    return o;
+  }
+
+  /** Flushes of at least this many keys of a keyspace split their lookups over two threads. */
+  static final int PARALLEL_LOOKUPS = 1024;
+
+  /** {@link #findOlder(KeyspaceFiles, byte[][])} for the keys of {@code [from, to)}. */
+  private static void findOlder(KeyspaceFiles f, byte[][] keys, long[] hashes, int from, int to, Older o,
+      boolean[] maybe) {
+    KeyRecord rec = new KeyRecord();
+    for (KeyspaceFiles.Table t : f.level(0)) probe(t, keys, hashes, from, to, o, maybe, rec);
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      // The tables of a level are disjoint and sorted, as the keys are: each takes the run of keys in its range.
+      int start = from;
+      for (KeyspaceFiles.Table t : f.level(l)) {
+        byte[] largest = t.reader().info().largestKey();
+        if (largest == null) continue;
+        int end = start;
+        while (end < to && KeyRecord.compareKeys(keys[end], largest) <= 0) end++;
+        if (end > start) probe(t, keys, hashes, start, end, o, maybe, rec);
+        start = end;
+        if (start == to) break;
+      }
+    }
+  }
+
+  /** Looks up the unresolved keys of {@code [from, to)} in table {@code t} (see {@link #findOlder}). */
+  private static void probe(KeyspaceFiles.Table t, byte[][] keys, long[] hashes, int from, int to, Older o,
+      boolean[] maybe, KeyRecord rec) {
+    TableReader r = t.reader();
+    r.mayContainAll(keys, hashes, from, to, o.found, maybe);
+    for (int i = from; i < to; i++) {
+      if (o.found[i] || !maybe[i] || !r.getChecked(keys[i], rec, false)) continue;
+      o.found[i] = true;
+      o.tombstone[i] = rec.tombstone;
+      o.seqno[i] = rec.seqno;
+      o.size[i] = rec.docSize;
+    }
+  }
 
   /**
    * Whether a table of {@code f} may hold {@code key}: key ranges and bloom filters only, no data block.
@@ -286,5 +446,6 @@ final class Flusher {
         Thread.currentThread().interrupt();
       }
     }
+    lookupHelper.shutdown(); // a flush after this (none runs now) looks up on its own thread
   }
 }

@@ -110,6 +110,10 @@ final class MergeSources {
       return it.hint();
     }
 
+    boolean olderReported() {
+      return it.olderReported();
+    }
+
     @Override public void next() {
       it.next();
       load();

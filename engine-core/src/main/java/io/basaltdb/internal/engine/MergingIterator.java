@@ -39,9 +39,15 @@ final class MergingIterator implements AutoCloseable {
     void close();
   }
 
-  /** Receives each version the merge skips, with its source positioned on it. */
+  /**
+   * Receives each version the merge skips, with its source positioned on it. For each key, {@link
+   * #newest} comes first, then the older versions newest first, then (a tombstone dropped) the newest.
+   */
   interface Discards {
     void discarded(Source positioned);
+
+    /** The newest version of the next key, before any of the key's versions is discarded. */
+    default void newest(Source positioned) {}
   }
 
   private final List<? extends Source> sources;
@@ -85,6 +91,7 @@ final class MergingIterator implements AutoCloseable {
       Source top = heap.poll();
       if (top == null) return false;
       byte[] key = top.key();
+      if (discards != null) discards.newest(top);
       while (!heap.isEmpty() && Arrays.equals(heap.peek().key(), key)) {
         Source shadowed = heap.poll();
         if (discards != null) discards.discarded(shadowed);

@@ -197,8 +197,9 @@ final class SegmentCompactor {
         int ks = e.getKey();
         KeyspaceFiles f = e.getValue();
         if (!catalog.isLive(ks)) continue;
-        if (deleteListDue(f)) {
-          compactDeleteList(ks, f);
+        List<KeyspaceFiles.DeleteTable> deleteJob = deleteListJob(f);
+        if (deleteJob != null) {
+          compactDeleteList(ks, f, deleteJob, deleteJob == f.deletes ? 1 : 0);
           return Look.WORKED;
         }
         long pending = pendingGarbage(f);
@@ -496,35 +497,55 @@ final class SegmentCompactor {
   // ---- delete list compaction ------------------------------------------------------------------------
 
   static boolean deleteListDue(KeyspaceFiles f) {
-    int l0 = 0;
+    return deleteListJob(f) != null;
+  }
+
+  /**
+   * The delete list tables to merge now, or null: every table, into level 1, once level 0's logical
+   * bytes reach half of level 1's (and an eighth of the log's) or it holds {@link #DELETE_L0_TRIGGER}
+   * x 1.5 tables; else, once {@link #DELETE_L0_TRIGGER} level-0 tables are within 4x the records of the
+   * smallest, those, into one level-0 table. Level 0 is tiered as the key index's is: a flush writes a
+   * small table of the versions it superseded, and merging each batch of them into level 1 would
+   * rewrite level 1 every few flushes.
+   */
+  static List<KeyspaceFiles.DeleteTable> deleteListJob(KeyspaceFiles f) {
+    List<KeyspaceFiles.DeleteTable> l0 = new ArrayList<>();
     long l0Bytes = 0, l1Bytes = 0;
     for (KeyspaceFiles.DeleteTable d : f.deletes) {
       if (d.meta().level() == 0) {
-        l0++;
+        l0.add(d);
         l0Bytes += d.meta().logicalBytes();
       } else {
         l1Bytes += d.meta().logicalBytes();
       }
     }
-    if (l0 == 0) return false;
-    if (l0 >= DELETE_L0_TRIGGER) return true;
+    if (l0.isEmpty()) return null;
     long logBytes = 0;
     for (KeyspaceFiles.Segment s : f.segments) logBytes += s.state().documentBytes();
-    return l0 >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8);
+    if (l0.size() >= DELETE_L0_TRIGGER * 3 / 2 || (l0.size() >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8))) {
+      return f.deletes;
+    }
+    if (l0.size() < DELETE_L0_TRIGGER) return null;
+    l0.sort((a, b) -> Long.compare(a.meta().records(), b.meta().records()));
+    long limit = 4 * Math.max(1, l0.get(0).meta().records());
+    int k = 0;
+    while (k < l0.size() && l0.get(k).meta().records() <= limit) k++;
+    return k >= DELETE_L0_TRIGGER ? l0.subList(0, k) : null;
   }
 
-  private void compactDeleteList(int ks, KeyspaceFiles f) {
+  /** Merges {@code inputs} (all of {@code f}'s delete list tables for level 1, some of level 0's for 0). */
+  private void compactDeleteList(int ks, KeyspaceFiles f, List<KeyspaceFiles.DeleteTable> inputs, int level) {
     long addedIn = 0, read = 0;
-    for (KeyspaceFiles.DeleteTable d : f.deletes) {
+    for (KeyspaceFiles.DeleteTable d : inputs) {
       addedIn = Math.max(addedIn, d.meta().addedIn());
       read += d.reader().info().fileSize();
     }
-    DeleteList.Output out = new DeleteList.Output(storage, tables, versionSet.nextFileNumber, options, ks, 1, addedIn,
-        DELETE_TABLE_BYTES, stats.deleteListBytesWritten);
+    DeleteList.Output out = new DeleteList.Output(storage, tables, versionSet.nextFileNumber, options, ks, level, addedIn,
+        level == 0 ? Long.MAX_VALUE : DELETE_TABLE_BYTES, stats.deleteListBytesWritten);
     List<KeyspaceFiles.DeleteTable> written;
     long[] starts = new long[f.segments.size()];
     for (int i = 0; i < starts.length; i++) starts[i] = f.segments.get(i).state().startSeqno();
-    try (DeleteList.Cursor c = new DeleteList.Cursor(f.deletes, 0, Long.MAX_VALUE - 1)) {
+    try (DeleteList.Cursor c = new DeleteList.Cursor(inputs, 0, Long.MAX_VALUE - 1)) {
       int at = -1;
       long records = 0;
       while (c.next()) {
@@ -555,7 +576,7 @@ final class SegmentCompactor {
       throw e;
     }
     VersionEdit edit = new VersionEdit();
-    for (KeyspaceFiles.DeleteTable d : f.deletes) edit.removeDeleteTable(ks, d.meta().fileNumber());
+    for (KeyspaceFiles.DeleteTable d : inputs) edit.removeDeleteTable(ks, d.meta().fileNumber());
     for (KeyspaceFiles.DeleteTable d : written) edit.addDeleteTable(ks, d);
     if (!catalog.isLive(ks) || state.failure() != null || stopping()) {
       DeleteList.Output.discard(storage, tables, ks, written);

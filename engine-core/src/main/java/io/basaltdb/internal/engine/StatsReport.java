@@ -99,6 +99,7 @@ final class StatsReport {
     m.put("trivialMoves", s.trivialMoves.sum());
     m.put("l0Merges", s.l0Merges.sum());
     m.put("hintsRefreshed", s.hintsRefreshed.sum());
+    m.put("flushStaleReported", s.flushStaleReported.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
     m.put("compactionBytesWritten", s.compactionBytesWritten.sum());
     Manifest.Counters total = files.counters();

@@ -49,6 +49,11 @@ final class TableOutput {
   }
 
   void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint) {
+    add(key, seqno, docSize, tombstone, hint, false);
+  }
+
+  /** As {@link #add(byte[], long, int, boolean, long)}, with the record's {@code olderReported} flag. */
+  void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
     if (writer == null) {
       fileNumber = fileNumbers.getAndIncrement();
       storage.mkdirs(FileNames.indexDir(keyspace));
@@ -56,7 +61,7 @@ final class TableOutput {
       writer = new TableWriter(file, TableOptions.defaults().withBlockSize(options.blockSize())
           .withBloomBitsPerKey(options.bloomBitsPerKey()));
     }
-    writer.add(key, seqno, docSize, tombstone, hint);
+    writer.add(key, seqno, docSize, tombstone, hint, olderReported);
     records++;
     docBytes += docSize;
     if (writer.dataSize() >= targetBytes) cut();

@@ -53,11 +53,11 @@ final class BlockBuilder {
   }
 
   /** Adds a data record; {@code key} sorts after the previous key. */
-  void addRecord(byte[] key, long seqno, int docSize, boolean tombstone, long hint) {
+  void addRecord(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
     addKey(key);
     out.putVarint(seqno);
     out.putVarint(docSize);
-    int flags = tombstone ? Format.FLAG_TOMBSTONE : 0;
+    int flags = (tombstone ? Format.FLAG_TOMBSTONE : 0) | (olderReported ? Format.FLAG_OLDER_REPORTED : 0);
     if (hint >= -1 && hint < Long.MAX_VALUE) { // the usual case: no hint (-1) or a file offset
       out.putByte(flags | Format.FLAG_VARINT_HINT);
       out.putVarint(hint + 1);

@@ -33,6 +33,7 @@ final class BlockIter {
   long seqno;
   int docSize;
   boolean tombstone;
+  boolean olderReported;
   long hint;
   long handleOffset;
   int handleSize;
@@ -141,10 +142,11 @@ final class BlockIter {
       docSize = (int) ds;
       if (limit - p < Format.FLAGS_SIZE) throw block.corrupt(pos, "record overruns the block");
       int flags = Mem.lpUnsignedByte(base, address + p);
-      if ((flags & ~(Format.FLAG_TOMBSTONE | Format.FLAG_VARINT_HINT)) != 0) {
+      if ((flags & ~(Format.FLAG_TOMBSTONE | Format.FLAG_VARINT_HINT | Format.FLAG_OLDER_REPORTED)) != 0) {
         throw block.corrupt(p, "unknown flag bits " + flags);
       }
       tombstone = (flags & Format.FLAG_TOMBSTONE) != 0;
+      olderReported = (flags & Format.FLAG_OLDER_REPORTED) != 0;
       p += Format.FLAGS_SIZE;
       if ((flags & Format.FLAG_VARINT_HINT) != 0) {
         hint = readVarint() - 1;

@@ -17,9 +17,10 @@ final class Format {
 
   /**
    * Version written into every footer. 2: a record's hint may be a varint ({@link #FLAG_VARINT_HINT}).
-   * This build reads versions {@link #OLDEST_READABLE_VERSION} to 2 and refuses any other.
+   * 3: a record may carry {@link #FLAG_OLDER_REPORTED}. This build reads versions {@link
+   * #OLDEST_READABLE_VERSION} to 3 and refuses any other.
    */
-  static final int FORMAT_VERSION = 2;
+  static final int FORMAT_VERSION = 3;
   /** The oldest table format this build reads (version 1: every hint is {@link #HINT_SIZE} bytes). */
   static final int OLDEST_READABLE_VERSION = 1;
   /** Last 8 bytes of every table file (little-endian). */
@@ -40,6 +41,11 @@ final class Format {
   static final int FLAGS_SIZE = 1;
   static final int FLAG_TOMBSTONE = 0x01;
   static final int FLAG_VARINT_HINT = 0x02;
+  /**
+   * The version of the key this record superseded (the next older one in the tree) is already in the
+   * delete list: a compaction that drops it must not report it again (see {@code KeyRecord#olderReported}).
+   */
+  static final int FLAG_OLDER_REPORTED = 0x04;
   static final int HINT_SIZE = 8;
 
   // Footer, the last FOOTER_SIZE bytes of the file.

@@ -27,6 +27,12 @@ public final class KeyRecord {
   public boolean tombstone;
   /** Opaque 64-bit locator of the document in the log; the SSTable stores it verbatim. */
   public long hint;
+  /**
+   * The key's next older version in the tree (the one this record superseded when it was flushed, or
+   * the newest of those a compaction dropped under it) is already in the delete list, or there is none:
+   * a compaction that drops it must not report it again. Table format 3; {@link #set} clears it.
+   */
+  public boolean olderReported;
 
   /** Sets every field; returns this. */
   public KeyRecord set(byte[] key, long seqno, int docSize, boolean tombstone, long hint) {
@@ -35,6 +41,7 @@ public final class KeyRecord {
     this.docSize = docSize;
     this.tombstone = tombstone;
     this.hint = hint;
+    this.olderReported = false;
     return this;
   }
 

@@ -79,7 +79,9 @@ public final class TableIterator implements AutoCloseable {
   public KeyRecord record(KeyRecord out) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     checkPositioned();
-    return out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint);
+    out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint);
+    out.olderReported = block.olderReported;
+    return out;
   }
 
   public long seqno() {
@@ -100,6 +102,12 @@ public final class TableIterator implements AutoCloseable {
   public long hint() {
     checkPositioned();
     return block.hint;
+  }
+
+  /** The current record's {@link KeyRecord#olderReported} flag. */
+  public boolean olderReported() {
+    checkPositioned();
+    return block.olderReported;
   }
 
   /** Releases the current block; idempotent. The reader stays open. */

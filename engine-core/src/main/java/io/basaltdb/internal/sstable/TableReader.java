@@ -270,12 +270,24 @@ public final class TableReader implements AutoCloseable {
    * return true: reads the one data block that may hold {@code key}.
    */
   public boolean getChecked(byte[] key, KeyRecord out) {
+    return getChecked(key, out, true);
+  }
+
+  /**
+   * As {@link #getChecked(byte[], KeyRecord)}; with {@code fillCache} false a data block read from the
+   * file is not offered to the block cache (a background scan's lookups should not evict what readers use).
+   */
+  public boolean getChecked(byte[] key, KeyRecord out, boolean fillCache) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     checkOpen();
-    return read(key, out);
+    return read(key, out, fillCache);
   }
 
   private boolean read(byte[] key, KeyRecord out) {
+    return read(key, out, true);
+  }
+
+  private boolean read(byte[] key, KeyRecord out, boolean fillCache) {
     long offset;
     int size;
     BlockCache.Block idx = index();
@@ -297,7 +309,7 @@ public final class TableReader implements AutoCloseable {
         b = Block.trusted(pinned.base, pinned.address, pinned.size, offset, description);
       } else {
         b = dataBlock(offset, size, -1);
-        cacheBlock(offset, b);
+        if (fillCache) cacheBlock(offset, b);
       }
     }
     BlockIter it = LOOKUP.get();
@@ -306,6 +318,7 @@ public final class TableReader implements AutoCloseable {
       it.seek(key);
       if (!it.valid() || it.compareKey(key) != 0) return false;
       out.set(key, it.seqno, it.docSize, it.tombstone, it.hint);
+      out.olderReported = it.olderReported;
       return true;
     } finally {
       it.release();
@@ -346,6 +359,33 @@ public final class TableReader implements AutoCloseable {
       return BloomFilter.mayContain(f.base, f.address, f.size, hash);
     } finally {
       f.release();
+    }
+  }
+
+  /**
+   * {@link #mayContain(byte[], long)} for many keys, the filter pinned once: for each {@code i} in
+   * {@code [from, to)} not {@code skip}ped, whether the table may hold {@code keys[i]} (its hash {@code
+   * hashes[i]}) into {@code maybe[i]} ({@code maybe[i]} is left alone where skipped). Probing one
+   * table's filter for a run of keys keeps it in the CPU's cache, where probing key by key across many
+   * tables missed it on nearly every probe.
+   */
+  public void mayContainAll(byte[][] keys, long[] hashes, int from, int to, boolean[] skip, boolean[] maybe) {
+    checkOpen();
+    if (info.entryCount() == 0) {
+      for (int i = from; i < to; i++) if (!skip[i]) maybe[i] = false;
+      return;
+    }
+    BlockCache.Block f = filter();
+    try {
+      byte[] smallest = info.smallestKey(), largest = info.largestKey();
+      for (int i = from; i < to; i++) {
+        if (skip[i]) continue;
+        byte[] k = keys[i];
+        maybe[i] = KeyRecord.compareKeys(k, smallest) >= 0 && KeyRecord.compareKeys(k, largest) <= 0
+            && (f == null || BloomFilter.mayContain(f.base, f.address, f.size, hashes[i]));
+      }
+    } finally {
+      if (f != null) f.release();
     }
   }
 

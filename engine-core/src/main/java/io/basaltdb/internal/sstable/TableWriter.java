@@ -66,6 +66,14 @@ public final class TableWriter {
    * KeyRecord#compareKeys}); it is copied. {@code seqno} and {@code docSize} must not be negative.
    */
   public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint) {
+    add(key, seqno, docSize, tombstone, hint, false);
+  }
+
+  /**
+   * As {@link #add(byte[], long, int, boolean, long)}, with the record's {@link KeyRecord#olderReported}
+   * flag.
+   */
+  public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
     checkOpen();
     if (key == null) throw new InvalidArgumentException("key must not be null");
     if (key.length > KeyRecord.MAX_KEY_SIZE) {
@@ -83,7 +91,7 @@ public final class TableWriter {
       index.addHandle(shortestSeparator(lastKey, k), pendingOffset, pendingSize);
       pendingIndex = false;
     }
-    data.addRecord(k, seqno, docSize, tombstone, hint);
+    data.addRecord(k, seqno, docSize, tombstone, hint, olderReported);
     if (hashes != null) {
       if (entryCount == hashes.length) hashes = Arrays.copyOf(hashes, hashes.length * 2);
       hashes[(int) entryCount] = BloomFilter.hash(k);

@@ -33,8 +33,9 @@ class GcCrashTest {
         .checkpointIntervalMillis(0).checkpointRetentionMillis(0);
   }
 
+  /** Collection on, and flushes reporting what they supersede (their commits crash too). */
   static Options on() {
-    return off().fragmentationThreshold(0.2);
+    return off().fragmentationThreshold(0.2).flushLookups(true);
   }
 
   /** The store with garbage; {@code model} gets every key's last value. */

@@ -40,6 +40,33 @@ class TableWriterTest {
     assertEquals(3, w.entryCount());
   }
 
+  /** Format 3's flag bit 2: written per record, read back by iterators and gets, off by default. */
+  @Test
+  void olderReported_roundTripsPerRecord() {
+    StorageFile f = TableModel.newFile();
+    TableWriter w = new TableWriter(f, TableOptions.defaults());
+    for (int i = 0; i < 3000; i++) {
+      byte[] k = String.format("k%06d", i).getBytes(UTF_8);
+      if (i % 3 == 0) w.add(k, i, 10, i % 2 == 0, i); else w.add(k, i, 10, i % 2 == 0, i, i % 3 == 1);
+    }
+    w.finish();
+    try (TableReader r = TableReader.open(f, "t.sst"); TableIterator it = r.iterator()) {
+      int i = 0;
+      for (it.seekFirst(); it.valid(); it.next(), i++) {
+        assertEquals(i % 3 == 1, it.olderReported(), "record " + i);
+        assertEquals(i % 2 == 0, it.tombstone(), "record " + i);
+        assertEquals(i, it.hint());
+      }
+      assertEquals(3000, i);
+      KeyRecord rec = new KeyRecord();
+      for (int j = 0; j < 3000; j += 7) {
+        assertTrue(r.get(String.format("k%06d", j).getBytes(UTF_8), rec));
+        assertEquals(j % 3 == 1, rec.olderReported, "get " + j);
+        assertEquals(j % 2 == 0, rec.tombstone, "get " + j);
+      }
+    }
+  }
+
   @Test
   void add_refusesBadArguments() {
     TableWriter w = new TableWriter(TableModel.newFile(), TableOptions.defaults());
