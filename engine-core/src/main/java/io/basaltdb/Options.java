@@ -274,13 +274,16 @@ public final class Options {
   /**
    * Whether the flusher looks up each key it flushes in the key index and sends the version it
    * supersedes to the delete list at once (Magma section 7.2: stale seqnos propagated in real time, not
-   * left for key index compaction to find). Default true: garbage collection then sees the log's garbage
-   * as it is made, and rewrites segments only for garbage it knows of (in the update race it wrote
-   * half as much). The cost is a key index lookup per flushed key on the flusher's thread: bloom filters
-   * for a new key, one data block (not admitted to the block cache) for an updated one. With false, a
-   * superseded version becomes known garbage only when a compaction meets the two versions, and
-   * collection steers by an estimate of the rest (stat {@code pendingGarbageBytes}). A version
-   * superseded while it is a tombstone is left to compaction either way.
+   * left for key index compaction to find). Default false. With true, garbage collection sees the log's
+   * garbage as it is made and rewrites segments only for garbage it knows of: in the update race
+   * (docs/benchmarks.md, "Flush lookups") it wrote about half as much (write amplification 2.57 against
+   * 2.80 in the first round, peak space amplification a little lower), but each flushed key costs a key
+   * index lookup on the flusher's threads (bloom filters for a new key, one data block, not admitted to
+   * the block cache, for an updated one) and the update rounds ran about 20% slower on a two-core machine.
+   * With false, a superseded version becomes known garbage only when a compaction meets the two
+   * versions, and collection steers by an estimate of the rest (stat {@code pendingGarbageBytes}). A
+   * version superseded while it is a tombstone is left to compaction either way. Stat {@code
+   * flushStaleReported} counts the versions flushes reported.
    */
   public Options flushLookups(boolean on) { this.flushLookups = on; return this; }
   public boolean flushLookups() { return flushLookups; }

@@ -23,13 +23,16 @@ import java.util.Map;
  *       without rewriting), {@code l0Merges} (merges of level-0 tables into one level-0 table, level 0
  *       being tiered; see {@link Options#l0BaseRatio}), {@code hintsRefreshed} (location hints a compaction
  *       rewrote from the seqno index because they named a segment garbage collection replaced),
+ *       {@code flushStaleReported} (superseded versions flushes sent to the delete list, with {@link
+ *       Options#flushLookups}),
  *       {@code compactionBytesRead}, {@code compactionBytesWritten};</li>
  *   <li>key index totals of the live keyspaces since each was created, committed in the manifest
  *       together with the tables they describe, so they survive reopening and a crash neither loses nor
  *       repeats a count: {@code flushedRecords} and {@code flushedBytes} (key index records the flushes
  *       wrote, one per key and flush, and the document bytes they reference), {@code discardedVersions}
- *       and {@code discardedBytes} (older versions and bottom-level tombstones compaction dropped, with
- *       their document sizes: the garbage in the log segments), {@code liveDataBytes} (flushed minus
+ *       and {@code discardedBytes} (older versions and bottom-level tombstones compaction dropped, or a
+ *       flush reported with {@link Options#flushLookups}, with their document sizes: the garbage in the
+ *       log segments), {@code liveDataBytes} (flushed minus
  *       discarded bytes: the document bytes the key index references, an upper bound of the live data,
  *       since it still counts superseded versions not yet compacted away and tombstones; document
  *       sizes are as encoded in a segment block, before compression); gauge {@code diskBytes} (the

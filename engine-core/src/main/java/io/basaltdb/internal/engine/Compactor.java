@@ -16,7 +16,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * each key and drops a tombstone only when the job writes the bottom of its key range; the kept records
  * go to new tables of the output level, cut at {@code tableTargetBytes} ({@link TableOutput}). Every
  * record dropped goes to the {@link DiscardListener} and into the counters of the {@link VersionEdit}
- * that commits the job. A table that overlaps nothing below moves down by an edit alone. Only key index
+ * that commits the job, unless a flush reported it already (the version above it carries {@code
+ * olderReported}; see {@link io.basaltdb.Options#flushLookups}). A table that overlaps nothing below moves down by an edit alone. Only key index
  * records move: the documents stay in the log segments, whose garbage the discarded versions describe.
  *
  * <p>Concurrency: {@code compactionThreads} threads run jobs. The version a job read is pinned until it

@@ -1,9 +1,11 @@
 package io.basaltdb.internal.engine;
 
 /**
- * Receives every key index record version a compaction discards, as {@code (keyspace, seqno, doc
- * size)}: called once per discarded version, on a compaction thread, just before the {@link
- * VersionEdit} that drops the version is committed. That edit also adds the version to the keyspace's
+ * Receives every key index record version a compaction discards, or a flush reports superseded
+ * ({@link io.basaltdb.Options#flushLookups}), as {@code (keyspace, seqno, doc size)}: called once per
+ * version, on a compaction or the flusher's thread, just before the {@link VersionEdit} that drops (or
+ * reports) the version is committed; a version a flush reported is not named again by the compaction
+ * that later drops it. That edit also adds the version to the keyspace's
  * persisted {@link Manifest.Counters} ({@code discardedVersions}, {@code discardedBytes}).
  *
  * <p>At a crash (or a failed commit, which fails the store) after the calls and before the commit is
@@ -16,7 +18,7 @@ package io.basaltdb.internal.engine;
  * counters do (the garbage collector's delete list is next): anything persisted elsewhere counts a
  * version twice or never.
  *
- * <p>Thread-safety: implementations are called from compaction threads, several at once.
+ * <p>Thread-safety: implementations are called from compaction threads and the flusher, several at once.
  */
 public interface DiscardListener {
   DiscardListener NONE = (ks, seqno, size) -> {};

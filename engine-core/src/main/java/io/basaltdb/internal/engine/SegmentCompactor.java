@@ -39,8 +39,10 @@ import java.util.Map;
  * to half the threshold (at least 0.1): the store settles lower when writes stop, and the rewriting
  * that costs is not spent while they flow. {@link #awaitIdle} waits for that pass too.
  *
- * <p><b>Delete list compaction.</b> Level 0 (one table per key index compaction) is merged into level 1
- * (one sorted run, cut into tables) when it holds 16 tables or a quarter of level 1's logical size
+ * <p><b>Delete list compaction.</b> Level 0 (one table per key index compaction, or per flush with
+ * flush lookups) is tiered: 16 tables of about one size merge into one level-0 table ({@link
+ * #deleteListJob}). It is merged into level 1
+ * (one sorted run, cut into tables) when it holds 20 tables or half of level 1's logical size
  * (the document bytes its records describe, the unit of the log it sits on). The merge drops records
  * a segment compaction consumed: those in the range of a segment whose {@code gcBase} is at or after
  * the record's table's {@code addedIn}, and those outside every segment's range (segments dropped
@@ -60,6 +62,12 @@ import java.util.Map;
 final class SegmentCompactor {
   /** Level-0 delete list tables that trigger their merge into level 1 regardless of size. */
   static final int DELETE_L0_TRIGGER = 16;
+  /**
+   * Level-0 delete list tables at which all of them merge into level 1 whatever their sizes: below the
+   * 24 at which {@link #pressure} slows writers, so tables of mixed sizes (a key index compaction's
+   * discards vary from a few to millions) that never make a tier of 16 do not slow them.
+   */
+  static final int DELETE_L0_FULL = 20;
   /** Delete list tables of level 1 are cut at this size. */
   static final long DELETE_TABLE_BYTES = 4L << 20;
   /**
@@ -502,8 +510,8 @@ final class SegmentCompactor {
 
   /**
    * The delete list tables to merge now, or null: every table, into level 1, once level 0's logical
-   * bytes reach half of level 1's (and an eighth of the log's) or it holds {@link #DELETE_L0_TRIGGER}
-   * x 1.5 tables; else, once {@link #DELETE_L0_TRIGGER} level-0 tables are within 4x the records of the
+   * bytes reach half of level 1's (and an eighth of the log's) or it holds {@link #DELETE_L0_FULL}
+   * tables; else, once {@link #DELETE_L0_TRIGGER} level-0 tables are within 4x the records of the
    * smallest, those, into one level-0 table. Level 0 is tiered as the key index's is: a flush writes a
    * small table of the versions it superseded, and merging each batch of them into level 1 would
    * rewrite level 1 every few flushes.
@@ -522,7 +530,7 @@ final class SegmentCompactor {
     if (l0.isEmpty()) return null;
     long logBytes = 0;
     for (KeyspaceFiles.Segment s : f.segments) logBytes += s.state().documentBytes();
-    if (l0.size() >= DELETE_L0_TRIGGER * 3 / 2 || (l0.size() >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8))) {
+    if (l0.size() >= DELETE_L0_FULL || (l0.size() >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8))) {
       return f.deletes;
     }
     if (l0.size() < DELETE_L0_TRIGGER) return null;
