@@ -78,6 +78,18 @@ final class BasaltStore implements Race.Store {
   }
 
   @Override
+  public int scan(byte[] from, int count) {
+    int n = 0;
+    try (io.basaltdb.Cursor c = ks.scan(from, null)) {
+      while (n < count && c.next()) {
+        if (c.value() == null) throw new IllegalStateException("a scanned key without a value");
+        n++;
+      }
+    }
+    return n;
+  }
+
+  @Override
   public void settle() {
     db.flush();
     if (!db.waitForCompactions(30 * 60_000)) throw new IllegalStateException("compactions did not settle");

@@ -31,7 +31,8 @@ import java.util.stream.Stream;
  *
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
  * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
- * [--checkpoint-retention-ms C] [--basalt-options name=value,...]}: W writer threads (default 1) share the load and the updates, batch by
+ * [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S [--scan-length L]]}: S scans of L
+ * keys (default 100) from random keys after the load's last write and again after its settle ({@link #scans}); W writer threads (default 1) share the load and the updates, batch by
  * batch; {@link #values} describes the two kinds of value; C sets Basalt's checkpoint retention (default
  * Basalt's, 10 minutes), which holds the segments garbage collection replaced; {@code --basalt-options} sets further Basalt
  * options by name (e.g. {@code l0BaseRatio=0.25,fragmentationThreshold=0.4}).
@@ -48,6 +49,9 @@ public final class Race {
     void write(byte[][] keys, byte[][] values) throws Exception;
 
     byte[] get(byte[] key) throws Exception;
+
+    /** Reads up to {@code count} keys with their values from {@code from} on; returns how many it read. */
+    int scan(byte[] from, int count) throws Exception;
 
     /** Flushes and waits until background compaction has nothing left to do. */
     void settle() throws Exception;
@@ -76,6 +80,9 @@ public final class Race {
     int writers = Integer.parseInt(a.getOrDefault("writers", "1"));
     int rounds = Integer.parseInt(a.getOrDefault("update-rounds", "0"));
     long soakSeconds = Long.parseLong(a.getOrDefault("soak-seconds", "0"));
+    long scans = Long.parseLong(a.getOrDefault("scans", "0"));
+    int scanLength = Integer.parseInt(a.getOrDefault("scan-length", "100"));
+    if (scans < 0 || scanLength < 1) throw new IllegalArgumentException("--scans must not be negative, --scan-length positive");
     if (writers < 1) throw new IllegalArgumentException("--writers must be at least 1");
     if (rounds < 0 || soakSeconds < 0) {
       throw new IllegalArgumentException("--update-rounds and --soak-seconds must not be negative");
@@ -110,6 +117,7 @@ public final class Race {
       long t0 = System.nanoTime();
       writeAll(store, writers, keys, i -> i, 0, values);
       long loadNanos = System.nanoTime() - t0;
+      if (scans > 0) scans(engine, "loaded", store, keys, scans, scanLength, seed); // level 0 as the load left it
       store.settle();
       long settledNanos = System.nanoTime() - t0;
       Map<String, Long> io1 = procIo();
@@ -119,6 +127,7 @@ public final class Race {
       out.put("writeAmp", fmt((double) (io1.get("write_bytes") - io0.get("write_bytes")) / user));
       out.put("diskMiB", Long.toString(treeSize(dir) >> 20));
       if (load != null) Phase.print(load.finish(keys, loadNanos, user));
+      if (scans > 0) scans(engine, "settled", store, keys, scans, scanLength, seed);
       if (rounds > 0) {
         out.put("updateRounds", Integer.toString(rounds));
         Updates.rounds(engine, store, sampler, keys, writers, rounds, seed, values);
@@ -146,6 +155,31 @@ public final class Race {
     }
     StringBuilder line = new StringBuilder("race");
     out.forEach((k, v) -> line.append(' ').append(k).append('=').append(v));
+    System.out.println(line);
+  }
+
+  /**
+   * {@code scans} scans of {@code length} keys from random existing keys, single-threaded; prints one
+   * {@code scan} line: scans and records per second, read system calls and disk bytes per scan, and the
+   * store's tables (Basalt: level 0's too, to tell a deep level 0 from a merged one). The load's scans
+   * run after its last write, before the settle; the settled ones after it.
+   */
+  static void scans(String engine, String point, Store store, long keys, long scans, int length, long seed)
+      throws Exception {
+    SplittableRandom r = new SplittableRandom(seed + 2);
+    Map<String, Long> c = store.counters();
+    Map<String, Long> io0 = procIo();
+    long records = 0;
+    long t0 = System.nanoTime();
+    for (long i = 0; i < scans; i++) records += store.scan(key(r.nextLong(keys)), length);
+    long nanos = System.nanoTime() - t0;
+    Map<String, Long> io1 = procIo();
+    StringBuilder line = new StringBuilder("scan engine=" + engine + " point=" + point + " scans=" + scans
+        + " length=" + length + " scansPerSec=" + fmt(scans / (nanos / 1e9)) + " recordsPerSec="
+        + fmt(records / (nanos / 1e9)) + " recordsPerScan=" + fmt((double) records / scans)
+        + " readSyscallsPerScan=" + fmt((double) (io1.get("syscr") - io0.get("syscr")) / scans)
+        + " diskReadBytesPerScan=" + fmt((double) (io1.get("read_bytes") - io0.get("read_bytes")) / scans));
+    for (String k : new String[] {"tables", "tablesAtLevel0"}) if (c.containsKey(k)) line.append(' ').append(k).append('=').append(c.get(k));
     System.out.println(line);
   }
 

@@ -59,6 +59,18 @@ final class RocksStore implements Race.Store {
   }
 
   @Override
+  public int scan(byte[] from, int count) {
+    int n = 0;
+    try (org.rocksdb.RocksIterator it = db.newIterator()) {
+      for (it.seek(from); n < count && it.isValid(); it.next()) {
+        if (it.value() == null) throw new IllegalStateException("a scanned key without a value");
+        n++;
+      }
+    }
+    return n;
+  }
+
+  @Override
   public void settle() throws Exception {
     try (FlushOptions f = new FlushOptions().setWaitForFlush(true)) {
       db.flush(f);
