@@ -45,13 +45,22 @@ final class Flusher {
   private final WorkerEvents events;
   /** Tail segment writer of each keyspace; flushing thread only. */
   private final Map<Integer, Tail> writers;
-  /** Runs half of a big flush's key lookups ({@link #findOlder}); shut down by {@link #stop}. */
-  private final java.util.concurrent.ExecutorService lookupHelper =
-      java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "basalt-flush-lookups");
-        t.setDaemon(true);
-        return t;
-      });
+  /**
+   * Runs half of a big flush's key lookups ({@link #findOlder}); shut down by {@link #stop}. Its one
+   * thread exits after a second idle, so a store whose open failed after a recovery flush leaves none.
+   */
+  private final java.util.concurrent.ThreadPoolExecutor lookupHelper = newLookupHelper();
+
+  private static java.util.concurrent.ThreadPoolExecutor newLookupHelper() {
+    java.util.concurrent.ThreadPoolExecutor e = new java.util.concurrent.ThreadPoolExecutor(1, 1, 1,
+        java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "basalt-flush-lookups");
+          t.setDaemon(true);
+          return t;
+        });
+    e.allowCoreThreadTimeOut(true);
+    return e;
+  }
   /** Hears of each version a flush reports stale (tests); volatile: set while the flusher runs. */
   private volatile DiscardListener listener = DiscardListener.NONE;
 
@@ -329,7 +338,7 @@ final class Flusher {
     boolean[] maybe = new boolean[n];
     int mid = n / 2;
     java.util.concurrent.Future<?> upper = null;
-    if (n >= PARALLEL_LOOKUPS) {
+    if (n >= parallelLookups) {
       // The upper half on the helper thread: an updated key costs a data block read, and a flush of a
       // few thousand of them kept writers waiting for the flusher.
       try {
@@ -354,8 +363,11 @@ final class Flusher {
     return o;
   }
 
-  /** Flushes of at least this many keys of a keyspace split their lookups over two threads. */
-  static final int PARALLEL_LOOKUPS = 1024;
+  /**
+   * Flushes of at least this many keys of a keyspace split their lookups over two threads (1,024; tests
+   * lower it so their small write caches take the two-thread path).
+   */
+  static volatile int parallelLookups = 1024;
 
   /** {@link #findOlder(KeyspaceFiles, byte[][])} for the keys of {@code [from, to)}. */
   private static void findOlder(KeyspaceFiles f, byte[][] keys, long[] hashes, int from, int to, Older o,

@@ -76,6 +76,7 @@ class DiscardAccountingCrashTest {
     Long only = Long.getLong("basalt.discard.seed");
     Random seeds = new Random();
     SegmentCompactor.quietNanos = 100_000_000L; // waitForCompactions waits for the quiet passes
+    Flusher.parallelLookups = 16; // the lookups of these small flushes take the two-thread path
     try {
       for (int i = 0; i < (only != null ? 1 : SEEDS); i++) {
         long seed = only != null ? only : (seeds.nextLong() & ~1L) | (i & 1); // alternate: lookups on even seeds
@@ -87,6 +88,7 @@ class DiscardAccountingCrashTest {
       }
     } finally {
       SegmentCompactor.quietNanos = 2_000_000_000L;
+      Flusher.parallelLookups = 1024;
     }
     if (only == null) {
       assertTrue(crashesBetweenCallsAndCommit > 0, "no crash landed between the listener's calls and the commit");

@@ -83,11 +83,13 @@ class GarbageCollectionTest {
   @org.junit.jupiter.api.BeforeAll
   static void shortQuiet() {
     SegmentCompactor.quietNanos = 200_000_000L; // every waitForCompactions waits for the quiet pass
+    Flusher.parallelLookups = 16; // flush lookups take their two-thread path in these small flushes
   }
 
   @org.junit.jupiter.api.AfterAll
   static void defaultQuiet() {
     SegmentCompactor.quietNanos = 2_000_000_000L;
+    Flusher.parallelLookups = 1024;
   }
 
   @org.junit.jupiter.params.ParameterizedTest(name = "flushLookups={0}")
