@@ -46,13 +46,13 @@ final class Flusher {
   /** Tail segment writer of each keyspace; flushing thread only. */
   private final Map<Integer, Tail> writers;
   /**
-   * Runs half of a big flush's key lookups ({@link #findOlder}); shut down by {@link #stop}. Its one
-   * thread exits after a second idle, so a store whose open failed after a recovery flush leaves none.
+   * Run a flush's key lookups ({@link #startLookups}); shut down by {@link #stop}. Its two threads exit
+   * after a second idle, so a store whose open failed after a recovery flush leaves none.
    */
-  private final java.util.concurrent.ThreadPoolExecutor lookupHelper = newLookupHelper();
+  private final java.util.concurrent.ThreadPoolExecutor lookupThreads = newLookupThreads();
 
-  private static java.util.concurrent.ThreadPoolExecutor newLookupHelper() {
-    java.util.concurrent.ThreadPoolExecutor e = new java.util.concurrent.ThreadPoolExecutor(1, 1, 1,
+  private static java.util.concurrent.ThreadPoolExecutor newLookupThreads() {
+    java.util.concurrent.ThreadPoolExecutor e = new java.util.concurrent.ThreadPoolExecutor(2, 2, 1,
         java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
           Thread t = new Thread(r, "basalt-flush-lookups");
           t.setDaemon(true);
@@ -212,7 +212,7 @@ final class Flusher {
   /**
    * Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table adds;
    * {@code older} are the keyspace's tables before it. With {@link Options#flushLookups}, each key is
-   * looked up there ({@link #findOlder}) and the version it supersedes (unless a tombstone) goes to the
+   * looked up there ({@link #startLookups}) and the version it supersedes (unless a tombstone) goes to the
    * delete list in the same edit, its record flagged {@code olderReported} so no compaction reports it
    * again; returns those versions as {@code {ks, seqno, size, ...}}, or null if none. Without, the table
    * gets a {@link ShadowedBytes} estimate of the versions it supersedes.
@@ -224,21 +224,15 @@ final class Flusher {
     int[] order = seqnoOrder(seqnos);
     long[] hints = new long[n];
     int[] sizes = new int[n];
-    Tail tail = writers.get(ks);
-    for (int j = 0; j < n; j++) {
-      int i = order[j];
-      if (tail == null || tail.writer.size() >= options.segmentSize()) {
-        if (tail != null) edit.putSegment(ks, checkpoint(tail));
-        tail = newSegment(ks, seqnos[i]);
-      }
-      SegmentWriter w = tail.writer;
-      byte[] e = entries.get(i);
-      long before = w.size();
-      hints[i] = w.append(seqnos[i], keys.get(i), WriteCache.valueOf(e), WriteCache.isTombstone(e));
-      sizes[i] = w.lastDocumentSize();
-      stats.segmentBytesWritten.add(w.size() - before);
-    }
     boolean lookups = options.flushLookups();
+    // The lookups run on their threads while this one writes the documents (they need only the keys).
+    Lookups pending = lookups && !older.tables.isEmpty() ? startLookups(older, keys.toArray(new byte[0][])) : null;
+    try {
+      writeDocuments(ks, keys, entries, seqnos, order, hints, sizes, edit);
+    } catch (RuntimeException | Error e) {
+      if (pending != null) pending.await();
+      throw e;
+    }
     boolean[] olderReported = new boolean[n];
     long[] stale = null; // {ks, seqno, size, ...}
     int staleCount = 0;
@@ -246,7 +240,7 @@ final class Flusher {
     if (lookups && older.tables.isEmpty()) {
       Arrays.fill(olderReported, true); // nothing older exists
     } else if (lookups) {
-      Older found = findOlder(older, keys.toArray(new byte[0][]));
+      Older found = pending.join();
       stale = new long[1 + 2 * n];
       stale[0] = ks;
       for (int i = 0; i < n; i++) {
@@ -309,7 +303,27 @@ final class Flusher {
    */
   static final int SHADOW_SAMPLE = 4;
 
-  /** The newest older version of each flushed key, if any: {@link #findOlder}'s answer. */
+  /** Appends the documents in seqno order ({@code order}) to the keyspace's tail segments. */
+  private void writeDocuments(int ks, List<byte[]> keys, List<byte[]> entries, long[] seqnos, int[] order,
+      long[] hints, int[] sizes, VersionEdit edit) {
+    int n = keys.size();
+    Tail tail = writers.get(ks);
+    for (int j = 0; j < n; j++) {
+      int i = order[j];
+      if (tail == null || tail.writer.size() >= options.segmentSize()) {
+        if (tail != null) edit.putSegment(ks, checkpoint(tail));
+        tail = newSegment(ks, seqnos[i]);
+      }
+      SegmentWriter w = tail.writer;
+      byte[] e = entries.get(i);
+      long before = w.size();
+      hints[i] = w.append(seqnos[i], keys.get(i), WriteCache.valueOf(e), WriteCache.isTombstone(e));
+      sizes[i] = w.lastDocumentSize();
+      stats.segmentBytesWritten.add(w.size() - before);
+    }
+  }
+
+  /** The newest older version of each flushed key, if any: {@link #startLookups}' answer. */
   private static final class Older {
     final boolean[] found;
     final boolean[] tombstone;
@@ -325,42 +339,69 @@ final class Flusher {
   }
 
   /**
-   * The newest record of each of {@code keys} (sorted, distinct) in {@code f}'s tables: level 0 newest
-   * first, then each deeper level, every table's bloom filter probed for all the keys still unresolved
-   * at once ({@link TableReader#mayContainAll}), then one data block read per key it may hold (not
-   * offered to the block cache: a flush's lookups must not evict what readers use).
+   * Starts looking up the newest record of each of {@code keys} (sorted, distinct) in {@code f}'s
+   * tables on the lookup threads, while the flusher writes the documents: level 0 newest first, then
+   * each deeper level, every table's bloom filter probed for all the keys still unresolved at once
+   * ({@link TableReader#mayContainAll}), then one data block read per key it may hold (not offered to
+   * the block cache: a flush's lookups must not evict what readers use). A flush of {@link
+   * #parallelLookups} keys or more is split in two halves, one per thread.
    */
-  private Older findOlder(KeyspaceFiles f, byte[][] keys) {
+  private Lookups startLookups(KeyspaceFiles f, byte[][] keys) {
     int n = keys.length;
     Older o = new Older(n);
     long[] hashes = new long[n];
     for (int i = 0; i < n; i++) hashes[i] = TableReader.keyHash(keys[i]);
     boolean[] maybe = new boolean[n];
-    int mid = n / 2;
-    java.util.concurrent.Future<?> upper = null;
-    if (n >= parallelLookups) {
-      // The upper half on the helper thread: an updated key costs a data block read, and a flush of a
-      // few thousand of them kept writers waiting for the flusher.
+    int parts = n >= parallelLookups ? 2 : 1;
+    List<java.util.concurrent.Future<?>> futures = new ArrayList<>();
+    for (int p = 0; p < parts; p++) {
+      int from = n * p / parts, to = n * (p + 1) / parts;
+      Runnable part = () -> findOlder(f, keys, hashes, from, to, o, maybe);
       try {
-        upper = lookupHelper.submit(() -> findOlder(f, keys, hashes, mid, n, o, maybe));
+        futures.add(lookupThreads.submit(part));
       } catch (java.util.concurrent.RejectedExecutionException stopped) {
-        upper = null;
+        part.run(); // the flusher is stopping (a flush at close or after a failure): look up here
       }
     }
-    findOlder(f, keys, hashes, 0, upper == null ? n : mid, o, maybe);
-    if (upper != null) {
-      try {
-        upper.get();
-      } catch (java.util.concurrent.ExecutionException e) {
-        if (e.getCause() instanceof RuntimeException r) throw r;
-        if (e.getCause() instanceof Error err) throw err;
-        throw new BasaltException("flush lookups failed: " + e.getCause(), e.getCause());
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new BasaltException("interrupted while looking up a flush's keys", e);
+    return new Lookups(o, futures);
+  }
+
+  /** Lookups under way ({@link #startLookups}). */
+  private record Lookups(Older older, List<java.util.concurrent.Future<?>> futures) {
+    /** Waits for them; their answer, or what they threw. */
+    Older join() {
+      BasaltException failure = null;
+      for (java.util.concurrent.Future<?> f : futures) {
+        try {
+          f.get();
+        } catch (java.util.concurrent.ExecutionException e) {
+          if (e.getCause() instanceof Error err) throw err;
+          if (failure == null) {
+            failure = e.getCause() instanceof BasaltException b ? b
+                : new BasaltException("flush lookups failed: " + e.getCause(), e.getCause());
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new BasaltException("interrupted while looking up a flush's keys", e);
+        }
+      }
+      if (failure != null) throw failure;
+      return older;
+    }
+
+    /** Waits for them to end, whatever they did (the flush failed: its version must outlive them). */
+    void await() {
+      for (java.util.concurrent.Future<?> f : futures) {
+        try {
+          f.get();
+        } catch (java.util.concurrent.ExecutionException ignored) {
+          // the flush is failing already
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return;
+        }
       }
     }
-    return o;
   }
 
   /**
@@ -369,7 +410,7 @@ final class Flusher {
    */
   static volatile int parallelLookups = 1024;
 
-  /** {@link #findOlder(KeyspaceFiles, byte[][])} for the keys of {@code [from, to)}. */
+  /** Looks up the keys of {@code [from, to)} (see {@link #startLookups}). */
   private static void findOlder(KeyspaceFiles f, byte[][] keys, long[] hashes, int from, int to, Older o,
       boolean[] maybe) {
     KeyRecord rec = new KeyRecord();
@@ -458,6 +499,6 @@ final class Flusher {
         Thread.currentThread().interrupt();
       }
     }
-    lookupHelper.shutdown(); // a flush after this (none runs now) looks up on its own thread
+    lookupThreads.shutdown(); // a flush after this (none runs now) looks up on its own thread
   }
 }

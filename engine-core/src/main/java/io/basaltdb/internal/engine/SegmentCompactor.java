@@ -40,7 +40,7 @@ import java.util.Map;
  * that costs is not spent while they flow. {@link #awaitIdle} waits for that pass too.
  *
  * <p><b>Delete list compaction.</b> Level 0 (one table per key index compaction, or per flush with
- * flush lookups) is tiered: 16 tables of about one size merge into one level-0 table ({@link
+ * flush lookups) is tiered: 8 tables of about one size merge into one level-0 table ({@link
  * #deleteListJob}). It is merged into level 1
  * (one sorted run, cut into tables) when it holds 20 tables or half of level 1's logical size
  * (the document bytes its records describe, the unit of the log it sits on). The merge drops records
@@ -68,6 +68,12 @@ final class SegmentCompactor {
    * discards vary from a few to millions) that never make a tier of 16 do not slow them.
    */
   static final int DELETE_L0_FULL = 20;
+  /**
+   * Level-0 delete list tables within 4x the records of the smallest that merge into one level-0 table.
+   * Eight, so the tiers a stream of flushes' tables makes (8, 64, 512 flushes' worth) stay well below
+   * {@link #DELETE_L0_FULL} tables between merges into level 1.
+   */
+  static final int DELETE_TIER_FANIN = 8;
   /** Delete list tables of level 1 are cut at this size. */
   static final long DELETE_TABLE_BYTES = 4L << 20;
   /**
@@ -511,7 +517,7 @@ final class SegmentCompactor {
   /**
    * The delete list tables to merge now, or null: every table, into level 1, once level 0's logical
    * bytes reach half of level 1's (and an eighth of the log's) or it holds {@link #DELETE_L0_FULL}
-   * tables; else, once {@link #DELETE_L0_TRIGGER} level-0 tables are within 4x the records of the
+   * tables; else, once {@link #DELETE_TIER_FANIN} level-0 tables are within 4x the records of the
    * smallest, those, into one level-0 table. Level 0 is tiered as the key index's is: a flush writes a
    * small table of the versions it superseded, and merging each batch of them into level 1 would
    * rewrite level 1 every few flushes.
@@ -533,12 +539,12 @@ final class SegmentCompactor {
     if (l0.size() >= DELETE_L0_FULL || (l0.size() >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8))) {
       return f.deletes;
     }
-    if (l0.size() < DELETE_L0_TRIGGER) return null;
+    if (l0.size() < DELETE_TIER_FANIN) return null;
     l0.sort((a, b) -> Long.compare(a.meta().records(), b.meta().records()));
     long limit = 4 * Math.max(1, l0.get(0).meta().records());
     int k = 0;
     while (k < l0.size() && l0.get(k).meta().records() <= limit) k++;
-    return k >= DELETE_L0_TRIGGER ? l0.subList(0, k) : null;
+    return k >= DELETE_TIER_FANIN ? l0.subList(0, k) : null;
   }
 
   /** Merges {@code inputs} (all of {@code f}'s delete list tables for level 1, some of level 0's for 0). */
