@@ -354,53 +354,62 @@ final class Flusher {
     boolean[] maybe = new boolean[n];
     int parts = n >= parallelLookups ? 2 : 1;
     List<java.util.concurrent.Future<?>> futures = new ArrayList<>();
-    for (int p = 0; p < parts; p++) {
-      int from = n * p / parts, to = n * (p + 1) / parts;
-      Runnable part = () -> findOlder(f, keys, hashes, from, to, o, maybe);
-      try {
-        futures.add(lookupThreads.submit(part));
-      } catch (java.util.concurrent.RejectedExecutionException stopped) {
-        part.run(); // the flusher is stopping (a flush at close or after a failure): look up here
+    Lookups lookups = new Lookups(o, futures);
+    try {
+      for (int p = 0; p < parts; p++) {
+        int from = n * p / parts, to = n * (p + 1) / parts;
+        Runnable part = () -> findOlder(f, keys, hashes, from, to, o, maybe);
+        try {
+          futures.add(lookupThreads.submit(part));
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+          part.run(); // the flusher is stopping (a flush at close or after a failure): look up here
+        }
       }
+    } catch (RuntimeException | Error e) {
+      lookups.await(); // a part already submitted still reads the tables
+      throw e;
     }
-    return new Lookups(o, futures);
+    return lookups;
   }
 
   /** Lookups under way ({@link #startLookups}). */
   private record Lookups(Older older, List<java.util.concurrent.Future<?>> futures) {
-    /** Waits for them; their answer, or what they threw. */
+    /** Their answer once every part has ended, or what a part threw. */
     Older join() {
-      BasaltException failure = null;
-      for (java.util.concurrent.Future<?> f : futures) {
-        try {
-          f.get();
-        } catch (java.util.concurrent.ExecutionException e) {
-          if (e.getCause() instanceof Error err) throw err;
-          if (failure == null) {
-            failure = e.getCause() instanceof BasaltException b ? b
-                : new BasaltException("flush lookups failed: " + e.getCause(), e.getCause());
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new BasaltException("interrupted while looking up a flush's keys", e);
-        }
-      }
-      if (failure != null) throw failure;
+      Throwable t = awaitAll();
+      if (t instanceof Error err) throw err;
+      if (t instanceof BasaltException b) throw b;
+      if (t != null) throw new BasaltException("flush lookups failed: " + t, t);
       return older;
     }
 
-    /** Waits for them to end, whatever they did (the flush failed: its version must outlive them). */
+    /** Waits for every part to end, whatever it did (the flush is failing). */
     void await() {
+      awaitAll();
+    }
+
+    /**
+     * Waits, uninterruptibly (an interrupt is kept for later), until every part has ended: a part reads
+     * the flush's tables, which must stay open until it is done. Returns the first part's failure.
+     */
+    private Throwable awaitAll() {
+      Throwable first = null;
+      boolean interrupted = false;
       for (java.util.concurrent.Future<?> f : futures) {
-        try {
-          f.get();
-        } catch (java.util.concurrent.ExecutionException ignored) {
-          // the flush is failing already
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          return;
+        while (true) {
+          try {
+            f.get();
+            break;
+          } catch (java.util.concurrent.ExecutionException e) {
+            if (first == null) first = e.getCause();
+            break;
+          } catch (InterruptedException e) {
+            interrupted = true;
+          }
         }
       }
+      if (interrupted) Thread.currentThread().interrupt();
+      return first;
     }
   }
 
@@ -493,11 +502,16 @@ final class Flusher {
       signal.notifyAll();
     }
     if (thread.isAlive() && thread != Thread.currentThread()) {
-      try {
-        thread.join();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+      // Uninterruptibly: the files close after this, and a flush (and its lookups) must not read them then.
+      boolean interrupted = false;
+      while (thread.isAlive()) {
+        try {
+          thread.join();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
       }
+      if (interrupted) Thread.currentThread().interrupt();
     }
     lookupThreads.shutdown(); // a flush after this (none runs now) looks up on its own thread
   }

@@ -207,6 +207,8 @@ final class SegmentCompactor {
     boolean later = false;
     VersionSet.Pinned pinned = versionSet.pinFiles();
     try {
+      // Delete list merges first, in every keyspace: they are short, and a keyspace whose segments keep
+      // the thread busy must not hold another's delete list level 0 until flow control slows writers.
       for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
         int ks = e.getKey();
         KeyspaceFiles f = e.getValue();
@@ -216,6 +218,11 @@ final class SegmentCompactor {
           compactDeleteList(ks, f, deleteJob, deleteJob == f.deletes ? 1 : 0);
           return Look.WORKED;
         }
+      }
+      for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
+        int ks = e.getKey();
+        KeyspaceFiles f = e.getValue();
+        if (!catalog.isLive(ks)) continue;
         long pending = pendingGarbage(f);
         List<KeyspaceFiles.Segment> pick = pick(f, threshold, options.segmentSize(), pending);
         if (pick == null && threshold < 1.0) {
@@ -510,10 +517,6 @@ final class SegmentCompactor {
 
   // ---- delete list compaction ------------------------------------------------------------------------
 
-  static boolean deleteListDue(KeyspaceFiles f) {
-    return deleteListJob(f) != null;
-  }
-
   /**
    * The delete list tables to merge now, or null: every table, into level 1, once level 0's logical
    * bytes reach half of level 1's (and an eighth of the log's) or it holds {@link #DELETE_L0_FULL}
@@ -540,11 +543,16 @@ final class SegmentCompactor {
       return f.deletes;
     }
     if (l0.size() < DELETE_TIER_FANIN) return null;
+    // The smallest run of sorted sizes that has DELETE_TIER_FANIN tables within 4x of its first: one odd
+    // small table (a compaction that dropped a few versions) must not keep the flushes' tables from tiering.
     l0.sort((a, b) -> Long.compare(a.meta().records(), b.meta().records()));
-    long limit = 4 * Math.max(1, l0.get(0).meta().records());
-    int k = 0;
-    while (k < l0.size() && l0.get(k).meta().records() <= limit) k++;
-    return k >= DELETE_TIER_FANIN ? l0.subList(0, k) : null;
+    for (int start = 0; start + DELETE_TIER_FANIN <= l0.size(); start++) {
+      long limit = 4 * Math.max(1, l0.get(start).meta().records());
+      int end = start;
+      while (end < l0.size() && l0.get(end).meta().records() <= limit) end++;
+      if (end - start >= DELETE_TIER_FANIN) return l0.subList(start, end);
+    }
+    return null;
   }
 
   /** Merges {@code inputs} (all of {@code f}'s delete list tables for level 1, some of level 0's for 0). */
