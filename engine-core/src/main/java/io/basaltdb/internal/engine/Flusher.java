@@ -136,7 +136,7 @@ final class Flusher {
     WriteCache imm = v.immutable;
     VersionEdit edit = new VersionEdit();
     List<Integer> touched = new ArrayList<>();
-    List<long[]> reported = new ArrayList<>(); // per keyspace: {ks, seqno, size, seqno, size, ...}
+    List<Reported> reported = new ArrayList<>();
     try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
       List<byte[]> keys = new ArrayList<>();
@@ -147,7 +147,7 @@ final class Flusher {
         int k = sk == null ? -1 : WriteCache.keyspaceOf(sk);
         if (k != ks && !keys.isEmpty()) {
           if (catalog.isLive(ks)) {
-            long[] stale = flushKeyspace(ks, keys, entries, edit, v.files(ks));
+            Reported stale = flushKeyspace(ks, keys, entries, edit, v.files(ks));
             if (stale != null) reported.add(stale);
             touched.add(ks);
           }
@@ -168,10 +168,9 @@ final class Flusher {
       // As a compaction's discards: the listener hears of each just before the commit that counts it.
       edit.beforeCommit = () -> {
         DiscardListener l = listener;
-        for (long[] r : reported) {
-          int ks = (int) r[0];
-          if (!catalog.isLive(ks)) continue;
-          for (int i = 1; i + 1 < r.length; i += 2) l.discarded(ks, r[i], (int) r[i + 1]);
+        for (Reported r : reported) {
+          if (!catalog.isLive(r.ks)) continue;
+          for (int i = 0; i < r.count; i++) l.discarded(r.ks, r.pairs[2 * i], (int) r.pairs[2 * i + 1]);
         }
       };
     }
@@ -214,10 +213,10 @@ final class Flusher {
    * {@code older} are the keyspace's tables before it. With {@link Options#flushLookups}, each key is
    * looked up there ({@link #startLookups}) and the version it supersedes (unless a tombstone) goes to the
    * delete list in the same edit, its record flagged {@code olderReported} so no compaction reports it
-   * again; returns those versions as {@code {ks, seqno, size, ...}}, or null if none. Without, the table
-   * gets a {@link ShadowedBytes} estimate of the versions it supersedes.
+   * again; returns those versions, or null if none. Without, the table gets a {@link ShadowedBytes}
+   * estimate of the versions it supersedes.
    */
-  private long[] flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
+  private Reported flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
     int n = keys.size();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
@@ -234,23 +233,22 @@ final class Flusher {
       throw e;
     }
     boolean[] olderReported = new boolean[n];
-    long[] stale = null; // {ks, seqno, size, ...}
+    long[] stale = null; // (seqno, document size) pairs
     int staleCount = 0;
     long staleBytes = 0, unreported = 0;
     if (lookups && older.tables.isEmpty()) {
       Arrays.fill(olderReported, true); // nothing older exists
     } else if (lookups) {
       Older found = pending.join();
-      stale = new long[1 + 2 * n];
-      stale[0] = ks;
+      stale = new long[2 * n];
       for (int i = 0; i < n; i++) {
         if (!found.found[i]) {
           olderReported[i] = true; // an insert: no older version to report, now or later
         } else if (found.tombstone[i]) {
           unreported += found.size[i]; // a tombstone is reported where it is dropped, at the bottom
         } else {
-          stale[1 + 2 * staleCount] = found.seqno[i];
-          stale[2 + 2 * staleCount] = found.size[i];
+          stale[2 * staleCount] = found.seqno[i];
+          stale[2 * staleCount + 1] = found.size[i];
           staleCount++;
           staleBytes += found.size[i];
           olderReported[i] = true;
@@ -277,11 +275,10 @@ final class Flusher {
       edit.addCounters(ks, Manifest.Counters.discarded(staleCount, staleBytes));
       // The stale versions become their segments' garbage and a level-0 delete list table in the flush's
       // own commit, so a flush replayed after a crash reports them once.
-      long[] pairs = Arrays.copyOfRange(stale, 1, 1 + 2 * staleCount);
-      DeleteList.writeLevel0(storage, tables, versionSet.nextFileNumber, options, ks, pairs, staleCount, edit,
+      DeleteList.writeLevel0(storage, tables, versionSet.nextFileNumber, options, ks, stale, staleCount, edit,
           stats.deleteListBytesWritten);
       stats.flushStaleReported.add(staleCount);
-      return Arrays.copyOf(stale, 1 + 2 * staleCount);
+      return new Reported(ks, stale, staleCount);
     }
     if (options.bloomBitsPerKey() > 0 && !older.tables.isEmpty()) {
       // A systematic sample of the sorted records from a random start: each record is probed in one
@@ -322,6 +319,9 @@ final class Flusher {
       stats.segmentBytesWritten.add(w.size() - before);
     }
   }
+
+  /** The versions a flush reported stale in keyspace {@code ks}: {@code count} (seqno, size) pairs. */
+  private record Reported(int ks, long[] pairs, int count) {}
 
   /** The newest older version of each flushed key, if any: {@link #startLookups}' answer. */
   private static final class Older {

@@ -65,7 +65,7 @@ final class SegmentCompactor {
   /**
    * Level-0 delete list tables at which all of them merge into level 1 whatever their sizes: below the
    * 24 at which {@link #pressure} slows writers, so tables of mixed sizes (a key index compaction's
-   * discards vary from a few to millions) that never make a tier of 16 do not slow them.
+   * discards vary from a few to millions) that never make a tier do not slow them.
    */
   static final int DELETE_L0_FULL = 20;
   /**

@@ -30,18 +30,23 @@ public final class KeyRecord {
   /**
    * The key's next older version in the tree (the one this record superseded when it was flushed, or
    * the newest of those a compaction dropped under it) is already in the delete list, or there is none:
-   * a compaction that drops it must not report it again. Table format 3; {@link #set} clears it.
+   * a compaction that drops it must not report it again. Table format 3.
    */
   public boolean olderReported;
 
-  /** Sets every field; returns this. */
+  /** Sets every field but {@link #olderReported}, which it clears; returns this. */
   public KeyRecord set(byte[] key, long seqno, int docSize, boolean tombstone, long hint) {
+    return set(key, seqno, docSize, tombstone, hint, false);
+  }
+
+  /** Sets every field; returns this. */
+  public KeyRecord set(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
     this.key = key;
     this.seqno = seqno;
     this.docSize = docSize;
     this.tombstone = tombstone;
     this.hint = hint;
-    this.olderReported = false;
+    this.olderReported = olderReported;
     return this;
   }
 

@@ -79,9 +79,7 @@ public final class TableIterator implements AutoCloseable {
   public KeyRecord record(KeyRecord out) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     checkPositioned();
-    out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint);
-    out.olderReported = block.olderReported;
-    return out;
+    return out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint, block.olderReported);
   }
 
   public long seqno() {

@@ -262,7 +262,7 @@ public final class TableReader implements AutoCloseable {
   public boolean get(byte[] key, KeyRecord out) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     if (!mayContain(key)) return false;
-    return read(key, out);
+    return read(key, out, true);
   }
 
   /**
@@ -281,10 +281,6 @@ public final class TableReader implements AutoCloseable {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     checkOpen();
     return read(key, out, fillCache);
-  }
-
-  private boolean read(byte[] key, KeyRecord out) {
-    return read(key, out, true);
   }
 
   private boolean read(byte[] key, KeyRecord out, boolean fillCache) {
@@ -317,8 +313,7 @@ public final class TableReader implements AutoCloseable {
     try {
       it.seek(key);
       if (!it.valid() || it.compareKey(key) != 0) return false;
-      out.set(key, it.seqno, it.docSize, it.tombstone, it.hint);
-      out.olderReported = it.olderReported;
+      out.set(key, it.seqno, it.docSize, it.tombstone, it.hint, it.olderReported);
       return true;
     } finally {
       it.release();
