@@ -54,6 +54,9 @@ class CommitPipelineTest {
           AtomicBoolean stop = new AtomicBoolean();
           AtomicInteger written = new AtomicInteger();
           List<Thread> threads = writers(e, stop, written);
+          // The flushes and drops must land among writes: 40 of them on an idle store can end before the
+          // writer threads are first scheduled (it happened on a loaded machine).
+          while (e.get(1, "w0-0".getBytes(StandardCharsets.UTF_8)) == null) Thread.onSpinWait();
           for (int i = 0; i < 40; i++) {
             if (inMemory) {
               e.createKeyspace("ks" + i);
