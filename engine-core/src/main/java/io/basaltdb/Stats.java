@@ -24,7 +24,8 @@ import java.util.Map;
  *       being tiered; see {@link Options#l0BaseRatio}), {@code hintsRefreshed} (location hints a compaction
  *       rewrote from the seqno index because they named a segment garbage collection replaced),
  *       {@code flushStaleReported} (superseded versions flushes sent to the delete list, with {@link
- *       Options#flushLookups}),
+ *       Options#flushLookups}), {@code l0MergeStaleReported} (superseded versions the larger level-0
+ *       merges found below their records and sent to the delete list at once),
  *       {@code compactionBytesRead}, {@code compactionBytesWritten};</li>
  *   <li>key index totals of the live keyspaces since each was created, committed in the manifest
  *       together with the tables they describe, so they survive reopening and a crash neither loses nor

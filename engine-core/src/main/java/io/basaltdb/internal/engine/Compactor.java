@@ -16,9 +16,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * each key and drops a tombstone only when the job writes the bottom of its key range; the kept records
  * go to new tables of the output level, cut at {@code tableTargetBytes} ({@link TableOutput}). Every
  * record dropped goes to the {@link DiscardListener} and into the counters of the {@link VersionEdit}
- * that commits the job, unless a flush reported it already (the version above it carries {@code
- * olderReported}; see {@link io.basaltdb.Options#flushLookups}). A table that overlaps nothing below moves down by an edit alone. Only key index
+ * that commits the job, unless it was reported already (the version above it carries {@code
+ * olderReported}). A table that overlaps nothing below moves down by an edit alone. Only key index
  * records move: the documents stay in the log segments, whose garbage the discarded versions describe.
+ *
+ * <p><b>Revealing merges.</b> A record in the tiered level 0 waits for the merge into the base level
+ * (about once per base level's half of new records) before the version it supersedes is dropped and
+ * reported; meanwhile that version is garbage the delete list does not know of, and collection, steered
+ * by an estimate of it ({@link ShadowedBytes}), rewrites segments at their known fragmentation, copying
+ * documents that are in fact stale (in Magma's update workload, half of round 1's collection writes).
+ * So a level-0 merge whose inputs are at least 1/{@link Options#l0RevealRatio} of the older tables
+ * also finds, for each record it writes whose next older version is not reported yet, that version in
+ * the older tables ({@link OlderVersions}: forward cursors, one pass over them, no write) and reports it
+ * in its own commit, as a drop: delete list level 0, segment garbage, counters; the record gets {@code
+ * olderReported}, so the later merge that drops the version does so silently. Tombstones found below are left for the bottom merge, as always. Magma reports
+ * superseded versions with the key index lookup each write makes for its item counts (section 7.2);
+ * {@link io.basaltdb.Options#flushLookups} does that per flush, at a lookup per key.
  *
  * <p>Concurrency: {@code compactionThreads} threads run jobs. The version a job read is pinned until it
  * is done (as a version of tables only, so a long job does not hold flushed write caches), so its input
@@ -226,13 +239,15 @@ final class Compactor {
     List<KeyspaceFiles.Table> written;
     Set<Long> liveSegments = new HashSet<>();
     for (KeyspaceFiles.Segment seg : files.segments) liveSegments.add(seg.state().segmentId());
-    try (MergingIterator merge = new MergingIterator(open(job), job.bottom(), discards)) {
+    OlderVersions older = olderThan(job, files);
+    try (MergingIterator merge = new MergingIterator(open(job), job.bottom(), discards); older) {
       long records = 0;
       while (merge.next()) {
         MergeSources.TableSource s = (MergeSources.TableSource) merge.current();
         long hint = s.hint();
         if (hint >= 0 && !liveSegments.contains(hint >>> 32)) hint = refreshedHint(files, s.seqno(), hint);
-        out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), hint, discards.covered);
+        boolean covered = discards.covered || older != null && discards.reveal(older, s.key());
+        out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), hint, covered);
         if (++records % 1024 == 0 && stopping()) {
           out.abandon();
           return false;
@@ -267,9 +282,49 @@ final class Compactor {
       }
     };
     boolean committed = commit(job, edit, written, deletes, false);
-    if (committed) stats.shadowed.compacted(job.all(), written, bytes, job.bottom());
+    if (committed && older != null) {
+      stats.l0MergeStaleReported.add(discards.revealed);
+      stats.shadowed.revealed(job.all(), written, discards.unreported);
+    } else if (committed) {
+      stats.shadowed.compacted(job.all(), written, bytes, job.bottom());
+    }
     return committed;
   }
+
+  /**
+   * The older tables of level-0 merge {@code job} if it reveals, else null. It reveals (see the class
+   * comment) unless {@link Options#flushLookups} reported every version already, if its inputs are at
+   * least 1/{@link Options#l0RevealRatio} of the older tables' bytes, so a revealed key costs a few
+   * records read.
+   * The older tables ({@code files} is the version the job was picked from): level 0's tables after its
+   * inputs (which are neighbours), then every deeper level's.
+   */
+  private OlderVersions olderThan(CompactionPicker.Job job, KeyspaceFiles files) {
+    int ratio = options.l0RevealRatio();
+    if (job.level() != 0 || job.outputLevel() != 0 || ratio <= 0 || options.flushLookups()) return null;
+    List<KeyspaceFiles.Table> l0 = files.level(0);
+    long oldest = job.inputs().get(job.inputs().size() - 1).fileNumber();
+    int from = -1;
+    for (int i = 0; i < l0.size(); i++) {
+      if (l0.get(i).fileNumber() == oldest) from = i + 1;
+    }
+    if (from < 0) throw new IllegalStateException("level-0 merge input " + oldest + " is not in its version");
+    List<KeyspaceFiles.Table> older0 = l0.subList(from, l0.size());
+    List<List<KeyspaceFiles.Table>> levels = new ArrayList<>();
+    long olderBytes = bytes(older0);
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      levels.add(files.level(l));
+      olderBytes += files.levelBytes(l);
+    }
+    return bytes(job.inputs()) * ratio >= olderBytes ? new OlderVersions(older0, levels) : null;
+  }
+
+  private static long bytes(List<KeyspaceFiles.Table> tables) {
+    long n = 0;
+    for (KeyspaceFiles.Table t : tables) n += t.bytes();
+    return n;
+  }
+
 
   /**
    * A location hint for {@code seqno} from the segment that holds it now, its old {@code hint} naming a
@@ -338,6 +393,33 @@ final class Compactor {
      */
     boolean covered;
 
+    /** Versions {@link #reveal} reported, and the document bytes of the tombstones it found (not reported). */
+    int revealed;
+    long unreported;
+
+    /**
+     * A revealing merge's record of {@code key} covers nothing yet: the key's newest version in the
+     * older tables, unless a tombstone (reported where the bottom drops it), is reported now; returns
+     * whether the record is then covered (also when no older version exists).
+     */
+    boolean reveal(OlderVersions older, byte[] key) {
+      if (!older.find(key)) return true;
+      if (older.tombstone) {
+        unreported += older.docSize;
+        return false;
+      }
+      add(older.seqno, older.docSize);
+      revealed++;
+      return true;
+    }
+
+    private void add(long seqno, int docSize) {
+      if (2 * count + 2 > pairs.length) pairs = Arrays.copyOf(pairs, pairs.length * 2);
+      pairs[2 * count] = seqno;
+      pairs[2 * count + 1] = docSize;
+      count++;
+    }
+
     @Override
     public void newest(MergingIterator.Source s) {
       newest = s;
@@ -351,10 +433,7 @@ final class Compactor {
         covered = ((MergeSources.TableSource) s).olderReported();
         if (reported) return;
       }
-      if (2 * count + 2 > pairs.length) pairs = Arrays.copyOf(pairs, pairs.length * 2);
-      pairs[2 * count] = s.seqno();
-      pairs[2 * count + 1] = ((MergeSources.TableSource) s).docSize();
-      count++;
+      add(s.seqno(), ((MergeSources.TableSource) s).docSize());
     }
   }
 }

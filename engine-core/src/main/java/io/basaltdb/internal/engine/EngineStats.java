@@ -42,6 +42,8 @@ final class EngineStats {
   final LongAdder hintsRefreshed = new LongAdder();
   /** Superseded versions flushes sent to the delete list ({@link io.basaltdb.Options#flushLookups}). */
   final LongAdder flushStaleReported = new LongAdder();
+  /** Superseded versions revealing level-0 merges sent to the delete list (see {@link Compactor}). */
+  final LongAdder l0MergeStaleReported = new LongAdder();
   final LongAdder compactionBytesRead = new LongAdder();
   final LongAdder compactionBytesWritten = new LongAdder();
   final LongAdder l0Stalls = new LongAdder();

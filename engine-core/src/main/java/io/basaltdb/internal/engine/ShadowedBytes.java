@@ -50,6 +50,22 @@ final class ShadowedBytes {
   }
 
   /**
+   * A revealing level-0 merge committed ({@link Compactor}): its inputs are gone, and its outputs hide
+   * only the tombstones it found below them ({@code unreported} document bytes, spread by output bytes):
+   * it reported every other version they supersede.
+   */
+  void revealed(List<KeyspaceFiles.Table> inputs, List<KeyspaceFiles.Table> outputs, long unreported) {
+    for (KeyspaceFiles.Table t : inputs) byTable.remove(t.fileNumber());
+    if (unreported <= 0 || outputs.isEmpty()) return;
+    long total = 0;
+    for (KeyspaceFiles.Table t : outputs) total += t.bytes();
+    for (KeyspaceFiles.Table t : outputs) {
+      long share = total == 0 ? unreported / outputs.size() : (long) ((double) unreported * t.bytes() / total);
+      if (share > 0) byTable.put(t.fileNumber(), share);
+    }
+  }
+
+  /**
    * Forgets the estimates of tables not in {@code live} (a dropped keyspace's; a table flushed but not
    * yet committed loses its estimate too, which only delays collection a little).
    */

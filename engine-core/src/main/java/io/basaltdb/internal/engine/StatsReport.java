@@ -100,6 +100,7 @@ final class StatsReport {
     m.put("l0Merges", s.l0Merges.sum());
     m.put("hintsRefreshed", s.hintsRefreshed.sum());
     m.put("flushStaleReported", s.flushStaleReported.sum());
+    m.put("l0MergeStaleReported", s.l0MergeStaleReported.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
     m.put("compactionBytesWritten", s.compactionBytesWritten.sum());
     Manifest.Counters total = files.counters();

@@ -55,16 +55,27 @@ final class BlockBuilder {
   /** Adds a data record; {@code key} sorts after the previous key. */
   void addRecord(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
     addKey(key);
-    out.putVarint(seqno);
+    boolean seqnoInKey = key.length == 8 && bigEndian(key) == seqno;
+    out.putVarint(seqnoInKey ? 0 : seqno);
     out.putVarint(docSize);
-    int flags = (tombstone ? Format.FLAG_TOMBSTONE : 0) | (olderReported ? Format.FLAG_OLDER_REPORTED : 0);
-    if (hint >= -1 && hint < Long.MAX_VALUE) { // the usual case: no hint (-1) or a file offset
+    int flags = (tombstone ? Format.FLAG_TOMBSTONE : 0) | (olderReported ? Format.FLAG_OLDER_REPORTED : 0)
+        | (seqnoInKey ? Format.FLAG_SEQNO_IN_KEY : 0);
+    if (hint == -1) {
+      out.putByte(flags | Format.FLAG_NO_HINT);
+    } else if (hint >= 0 && hint < Long.MAX_VALUE) { // the usual case: a file offset
       out.putByte(flags | Format.FLAG_VARINT_HINT);
       out.putVarint(hint + 1);
     } else {
       out.putByte(flags);
       out.putLongLE(hint);
     }
+  }
+
+  /** The 8 bytes of {@code key} as a big-endian number. */
+  static long bigEndian(byte[] key) {
+    long v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | (key[i] & 0xFF);
+    return v;
   }
 
   /** Adds an index entry pointing at the block whose contents are {@code size} bytes at {@code offset}. */

@@ -142,13 +142,18 @@ final class BlockIter {
       docSize = (int) ds;
       if (limit - p < Format.FLAGS_SIZE) throw block.corrupt(pos, "record overruns the block");
       int flags = Mem.lpUnsignedByte(base, address + p);
-      if ((flags & ~(Format.FLAG_TOMBSTONE | Format.FLAG_VARINT_HINT | Format.FLAG_OLDER_REPORTED)) != 0) {
-        throw block.corrupt(p, "unknown flag bits " + flags);
-      }
+      if ((flags & ~Format.KNOWN_FLAGS) != 0) throw block.corrupt(p, "unknown flag bits " + flags);
       tombstone = (flags & Format.FLAG_TOMBSTONE) != 0;
       olderReported = (flags & Format.FLAG_OLDER_REPORTED) != 0;
       p += Format.FLAGS_SIZE;
-      if ((flags & Format.FLAG_VARINT_HINT) != 0) {
+      if ((flags & Format.FLAG_SEQNO_IN_KEY) != 0) {
+        if (seqno != 0 || keyLen != 8) throw block.corrupt(pos, "a seqno-in-key record with a seqno or a key not of 8 bytes");
+        seqno = BlockBuilder.bigEndian(key);
+      }
+      if ((flags & Format.FLAG_NO_HINT) != 0) {
+        if ((flags & Format.FLAG_VARINT_HINT) != 0) throw block.corrupt(pos, "a record both without and with a hint");
+        hint = -1;
+      } else if ((flags & Format.FLAG_VARINT_HINT) != 0) {
         hint = readVarint() - 1;
       } else {
         if (limit - p < Format.HINT_SIZE) throw block.corrupt(pos, "record overruns the block");

@@ -17,10 +17,10 @@ final class Format {
 
   /**
    * Version written into every footer. 2: a record's hint may be a varint ({@link #FLAG_VARINT_HINT}).
-   * 3: a record may carry {@link #FLAG_OLDER_REPORTED}. This build reads versions {@link
-   * #OLDEST_READABLE_VERSION} to 3 and refuses any other.
+   * 3: a record may carry {@link #FLAG_OLDER_REPORTED}. 4: {@link #FLAG_SEQNO_IN_KEY} and {@link
+   * #FLAG_NO_HINT}. This build reads versions {@link #OLDEST_READABLE_VERSION} to 4 and refuses any other.
    */
-  static final int FORMAT_VERSION = 3;
+  static final int FORMAT_VERSION = 4;
   /** The oldest table format this build reads (version 1: every hint is {@link #HINT_SIZE} bytes). */
   static final int OLDEST_READABLE_VERSION = 1;
   /** Last 8 bytes of every table file (little-endian). */
@@ -46,6 +46,16 @@ final class Format {
    * delete list: a compaction that drops it must not report it again (see {@code KeyRecord#olderReported}).
    */
   static final int FLAG_OLDER_REPORTED = 0x04;
+  /**
+   * The record's seqno is its key, 8 bytes big-endian (a delete list record), and its seqno field is 0:
+   * one byte instead of up to nine.
+   */
+  static final int FLAG_SEQNO_IN_KEY = 0x08;
+  /** The record has no hint (-1) and no hint field. */
+  static final int FLAG_NO_HINT = 0x10;
+  /** Every flag bit this build knows. */
+  static final int KNOWN_FLAGS =
+      FLAG_TOMBSTONE | FLAG_VARINT_HINT | FLAG_OLDER_REPORTED | FLAG_SEQNO_IN_KEY | FLAG_NO_HINT;
   static final int HINT_SIZE = 8;
 
   // Footer, the last FOOTER_SIZE bytes of the file.

@@ -22,6 +22,8 @@ public final class TableIterator implements AutoCloseable {
   private int blockIndex = -1;
   private final boolean fillCache;
   private boolean closed;
+  /** Set when a move ran off the last record (not by a failed move): {@link #seekForward} then stays put. */
+  private boolean exhausted;
 
   TableIterator(TableReader reader, boolean fillCache) {
     this.reader = reader;
@@ -51,6 +53,40 @@ public final class TableIterator implements AutoCloseable {
     } catch (RuntimeException e) {
       throw unposition(e);
     }
+  }
+
+  /**
+   * Moves forward to the first record whose key is at or after {@code key}, for a cursor probing keys in
+   * ascending order: it stays put when the current record is there already, searches the block it holds
+   * when the key is in it, and reads only the block the key falls in otherwise (never one in between).
+   * An exhausted iterator stays exhausted; an iterator never positioned seeks.
+   */
+  public void seekForward(byte[] key) {
+    checkOpen();
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    if (blockIndex < 0) {
+      if (!exhausted) seek(key);
+      return;
+    }
+    try {
+      if (block.valid() && block.compareKey(key) >= 0) return;
+      int b = reader.findBlock(key);
+      if (b != blockIndex) load(b);
+      if (blockIndex >= 0) block.seek(key);
+      skipToValid();
+    } catch (RuntimeException e) {
+      throw unposition(e);
+    }
+  }
+
+  /**
+   * Compares the current record's key with {@code key} (unsigned bytes, as {@link
+   * KeyRecord#compareKeys}) without copying it.
+   */
+  public int compareKey(byte[] key) {
+    checkPositioned();
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    return block.compareKey(key);
   }
 
   public boolean valid() {
@@ -118,7 +154,8 @@ public final class TableIterator implements AutoCloseable {
 
   /** Loads data block {@code i}, or unpositions the iterator if there is no such block. */
   private void load(int i) {
-    if (i >= reader.blockCount()) {
+    exhausted = i >= reader.blockCount();
+    if (exhausted) {
       blockIndex = -1;
       return;
     }
@@ -132,6 +169,7 @@ public final class TableIterator implements AutoCloseable {
    */
   private RuntimeException unposition(RuntimeException e) {
     blockIndex = -1;
+    exhausted = false;
     return e;
   }
 

@@ -47,17 +47,33 @@ class CompactionTest {
         .level1Bytes(1024).levelMultiplier(2).tableTargetBytes(1024);
   }
 
-  @ParameterizedTest(name = "dynamicLevelTargets={0}, flushLookups={1}")
-  @org.junit.jupiter.params.provider.CsvSource({"true,false", "false,false", "true,true", "false,true"})
-  void everyFlushedRecord_isKeptOrDiscardedOnce_andOnlyDeadOnesAreDiscarded(boolean dynamic, boolean lookups)
+  /**
+   * Who reports superseded versions besides the merges that drop them: nobody, the level-0 merges that
+   * reveal ({@link Options#l0RevealRatio}: here every one), or the flushes ({@link Options#flushLookups}).
+   */
+  enum Reporting { DROPS, REVEALS, LOOKUPS }
+
+  @ParameterizedTest(name = "dynamicLevelTargets={0}, reporting={1}")
+  @org.junit.jupiter.params.provider.CsvSource({"true,DROPS", "false,DROPS", "true,REVEALS", "false,REVEALS",
+      "true,LOOKUPS", "false,LOOKUPS"})
+  void everyFlushedRecord_isKeptOrDiscardedOnce_andOnlyDeadOnesAreDiscarded(boolean dynamic, Reporting reporting)
       throws Exception {
+    checkDiscardsOnce(dynamic, reporting);
+  }
+
+  private static void checkDiscardsOnce(boolean dynamic, Reporting reporting) throws Exception {
+    boolean lookups = reporting == Reporting.LOOKUPS;
     Map<Long, byte[]> keyOfSeqno = new HashMap<>();
     Map<String, Long> newest = new HashMap<>();
     Set<Long> tombstones = new HashSet<>();
     Map<String, byte[]> model = new HashMap<>();
     List<long[]> discarded = java.util.Collections.synchronizedList(new ArrayList<>());
     Random rnd = new Random(42);
-    try (Engine e = Engine.open(new MemStorage(42), tinyLevels().dynamicLevelTargets(dynamic).flushLookups(lookups))) {
+    Options o = tinyLevels().dynamicLevelTargets(dynamic).flushLookups(lookups)
+        .l0RevealRatio(reporting == Reporting.REVEALS ? 1 << 20 : 0);
+    // Revealing merges are level-0 merges: level 0 tiers while the base level holds the rest.
+    if (reporting == Reporting.REVEALS) o.level1Bytes(1 << 20).tableTargetBytes(16 << 10).l0BaseRatio(4);
+    try (Engine e = Engine.open(new MemStorage(42), o)) {
       e.setDiscardListener((ks, seqno, size) -> discarded.add(new long[] {ks, seqno, size}));
       for (int i = 0; i < 6000; i++) {
         String k = "key-" + rnd.nextInt(300);
@@ -82,7 +98,9 @@ class CompactionTest {
       assertTrue(e.waitForCompactions(30_000), "compaction settled");
       Map<String, Long> st = e.stats();
       assertTrue(st.get("compactions") > 5, "compactions ran: " + st);
-      if (dynamic) { // level 0 compacts into the last level while the store is small
+      if (reporting == Reporting.REVEALS) {
+        assertTrue(st.get("l0Merges") > 3, "level-0 merges: " + st);
+      } else if (dynamic) { // level 0 compacts into the last level while the store is small
         assertTrue(st.get("tablesAtLevel6") > 0, "last level: " + st);
       } else {
         assertTrue(st.get("tablesAtLevel3") + st.get("tablesAtLevel4") + st.get("tablesAtLevel5") > 0, "deep levels: " + st);
@@ -96,6 +114,11 @@ class CompactionTest {
         assertTrue(st.get("flushStaleReported") > 0, "flushes reported stale versions: " + st);
       } else {
         assertEquals(0L, st.get("flushStaleReported"), st.toString());
+      }
+      if (reporting == Reporting.REVEALS) {
+        assertTrue(st.get("l0MergeStaleReported") > 0, "level-0 merges reported stale versions: " + st);
+      } else {
+        assertEquals(0L, st.get("l0MergeStaleReported"), st.toString());
       }
       Set<Long> seen = new HashSet<>();
       for (long[] d : discarded) {

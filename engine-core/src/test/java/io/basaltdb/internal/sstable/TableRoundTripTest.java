@@ -94,6 +94,69 @@ class TableRoundTripTest {
   }
 
   @Test
+  void seqnoInKey_roundTrips_andSavesTheSeqnoField() {
+    long base = 1L << 22; // four-byte varints
+    TableModel same = new TableModel();
+    TableModel other = new TableModel();
+    for (int i = 0; i < 1000; i++) {
+      long seqno = base + 3L * i;
+      byte[] k = new byte[8];
+      for (int b = 7, v = 0; b >= 0; b--, v += 8) k[b] = (byte) (seqno >>> v);
+      same.put(k, seqno, 1000 + i, false, -1); // a delete list record
+      other.put(k, seqno + 1, 1000 + i, false, -1); // an 8-byte key that is not its seqno
+    }
+    byte[] shortKey = {1, 2, 3};
+    same.put(shortKey, 0x010203, 5, true, 7); // not 8 bytes: the seqno is stored
+    checkTable(same, TableOptions.defaults(), new SplittableRandom(4), "seqno in key");
+    checkTable(other, new TableOptions(64, 2, 10), new SplittableRandom(5), "8-byte keys, other seqnos");
+    MemStorage storage = new MemStorage(0);
+    long small = same.write(storage.create("a.sst"), TableOptions.defaults()).fileSize();
+    long big = other.write(storage.create("b.sst"), TableOptions.defaults()).fileSize();
+    assertTrue(big - small >= 3 * 1000, "seqno in key: " + small + " bytes, stored: " + big);
+  }
+
+  @Test
+  void seekForward_probingAscendingKeys_findsEachCeiling() {
+    long seed = seed();
+    try {
+      SplittableRandom r = new SplittableRandom(seed);
+      for (TableOptions o : new TableOptions[] {TableOptions.defaults(), new TableOptions(64, 2, 0)}) {
+        TableModel m = TableModel.random(r, 1500, 12);
+        MemStorage storage = new MemStorage(0);
+        m.write(storage.create("t.sst"), o);
+        try (TableReader t = TableReader.open(storage.open("t.sst"), "t.sst")) {
+          java.util.TreeSet<byte[]> probes = new java.util.TreeSet<>(KeyRecord::compareKeys);
+          for (byte[] k : m.map.keySet()) {
+            if (r.nextInt(3) == 0) probes.add(k);
+            if (r.nextInt(5) == 0) probes.add(Arrays.copyOf(k, k.length + 1)); // just after k
+          }
+          for (int i = 0; i < 50; i++) probes.add(TableModel.bytes(r, 1 + r.nextInt(12)));
+          long readsBefore = t.blockReads();
+          TableIterator it = t.iterator();
+          boolean first = true;
+          for (byte[] p : probes) {
+            if (first) it.seek(p); else it.seekForward(p);
+            first = false;
+            java.util.Map.Entry<byte[], KeyRecord> want = m.ceiling(p);
+            if (want == null) {
+              assertFalse(it.valid(), "past the end at " + Arrays.toString(p));
+              continue;
+            }
+            assertTrue(it.valid(), "a ceiling exists for " + Arrays.toString(p));
+            assertArrayEquals(want.getKey(), it.key(), "ceiling of " + Arrays.toString(p));
+            assertEquals(Integer.signum(KeyRecord.compareKeys(want.getKey(), p)), Integer.signum(it.compareKey(p)));
+            assertEquals(want.getValue().seqno, it.seqno());
+          }
+          // Forward probes read each block at most once.
+          assertTrue(t.blockReads() - readsBefore <= t.blockCount(), "blocks read: " + (t.blockReads() - readsBefore));
+        }
+      }
+    } catch (AssertionError | RuntimeException e) {
+      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+    }
+  }
+
+  @Test
   void emptyKey_aloneAndFirst() {
     TableModel alone = new TableModel();
     alone.put(new byte[0], 7, 8, false, 9);

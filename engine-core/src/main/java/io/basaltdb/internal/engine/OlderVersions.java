@@ -1,0 +1,122 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.internal.sstable.TableIterator;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The newest version of each of a sorted stream of keys in a set of key index tables: the tables older
+ * than a level-0 merge's inputs, which {@link Compactor} probes for every key the merge writes so the
+ * version each record supersedes goes to the delete list at once (see {@link Compactor}, "revealing
+ * merges"). One forward cursor per table ({@link TableIterator#seekForward}): probes in ascending order
+ * read each data block at most once, so a merge of many keys costs about one pass over the older tables,
+ * and a sparse one only the blocks its keys fall in. No bloom filter is probed and no block is cached.
+ *
+ * <p>After {@link #find} returns true, {@link #seqno}, {@link #docSize} and {@link #tombstone} describe
+ * the version found.
+ *
+ * <p>Thread-safety: one thread; the tables must stay open (their version pinned) until {@link #close}.
+ */
+final class OlderVersions implements AutoCloseable {
+  /** A cursor over one table, opened at its first probe. */
+  private static final class Cursor {
+    final KeyspaceFiles.Table table;
+    TableIterator it;
+
+    Cursor(KeyspaceFiles.Table table) {
+      this.table = table;
+    }
+
+    /** Whether the table holds {@code key}, the cursor then on its record. */
+    boolean probe(byte[] key) {
+      if (it == null) {
+        it = table.reader().iterator(false);
+        it.seek(key);
+      } else {
+        it.seekForward(key);
+      }
+      return it.valid() && it.compareKey(key) == 0;
+    }
+
+    void close() {
+      if (it != null) it.close();
+      it = null;
+    }
+  }
+
+  /** Level 0's older tables, newest first: each may hold any key of its range. */
+  private final Cursor[] level0;
+  /** Each deeper level's tables by smallest key, and the one the last probe reached. */
+  private final Cursor[][] levels;
+  private final int[] at;
+  private byte[] last;
+
+  long seqno;
+  int docSize;
+  boolean tombstone;
+
+  /** {@code level0} newest first, then each level's tables (as {@link KeyspaceFiles#level}). */
+  OlderVersions(List<KeyspaceFiles.Table> level0, List<List<KeyspaceFiles.Table>> levels) {
+    this.level0 = new Cursor[level0.size()];
+    for (int i = 0; i < this.level0.length; i++) this.level0[i] = new Cursor(level0.get(i));
+    List<Cursor[]> ls = new ArrayList<>();
+    for (List<KeyspaceFiles.Table> level : levels) {
+      if (level.isEmpty()) continue;
+      Cursor[] c = new Cursor[level.size()];
+      for (int i = 0; i < c.length; i++) c[i] = new Cursor(level.get(i));
+      ls.add(c);
+    }
+    this.levels = ls.toArray(new Cursor[0][]);
+    this.at = new int[this.levels.length];
+  }
+
+  /** Whether no table is probed: every key then has no older version. */
+  boolean isEmpty() {
+    return level0.length == 0 && levels.length == 0;
+  }
+
+  /**
+   * Finds {@code key}'s newest version in the tables; keys must come in strictly ascending order.
+   * Level 0 first, newest table first, then each deeper level: the first table holding the key holds
+   * its newest version there (the {@link KeyspaceFiles} search order).
+   */
+  boolean find(byte[] key) {
+    if (last != null && Arrays.compareUnsigned(last, key) >= 0) {
+      throw new IllegalStateException("keys probed out of order");
+    }
+    last = key;
+    for (Cursor c : level0) {
+      if (inRange(c.table, key) && c.probe(key)) return found(c);
+    }
+    for (int l = 0; l < levels.length; l++) {
+      Cursor[] level = levels[l];
+      int i = at[l];
+      while (i < level.length && Arrays.compareUnsigned(level[i].table.largest(), key) < 0) level[i++].close();
+      at[l] = i;
+      if (i < level.length && Arrays.compareUnsigned(level[i].table.smallest(), key) <= 0 && level[i].probe(key)) {
+        return found(level[i]);
+      }
+    }
+    return false;
+  }
+
+  private static boolean inRange(KeyspaceFiles.Table t, byte[] key) {
+    return Arrays.compareUnsigned(t.smallest(), key) <= 0 && Arrays.compareUnsigned(t.largest(), key) >= 0;
+  }
+
+  private boolean found(Cursor c) {
+    seqno = c.it.seqno();
+    docSize = c.it.docSize();
+    tombstone = c.it.tombstone();
+    return true;
+  }
+
+  @Override
+  public void close() {
+    for (Cursor c : level0) c.close();
+    for (Cursor[] level : levels) {
+      for (Cursor c : level) c.close();
+    }
+  }
+}
