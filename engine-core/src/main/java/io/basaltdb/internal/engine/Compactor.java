@@ -246,7 +246,8 @@ final class Compactor {
         MergeSources.TableSource s = (MergeSources.TableSource) merge.current();
         long hint = s.hint();
         if (hint >= 0 && !liveSegments.contains(hint >>> 32)) hint = refreshedHint(files, s.seqno(), hint);
-        boolean covered = discards.covered || older != null && discards.reveal(older, s.key());
+        boolean covered = discards.covered;
+        if (!covered && older != null && !discards.revealFailed) covered = discards.reveal(older, s.key());
         out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), hint, covered);
         if (++records % 1024 == 0 && stopping()) {
           out.abandon();
@@ -282,7 +283,7 @@ final class Compactor {
       }
     };
     boolean committed = commit(job, edit, written, deletes, false);
-    if (committed && older != null) {
+    if (committed && older != null && !discards.revealFailed) {
       stats.l0MergeStaleReported.add(discards.revealed);
       stats.shadowed.revealed(job.all(), written, discards.unreported);
     } else if (committed) {
@@ -396,6 +397,8 @@ final class Compactor {
     /** Versions {@link #reveal} reported, and the document bytes of the tombstones it found (not reported). */
     int revealed;
     long unreported;
+    /** A probe of the older tables failed: the rest of the merge does not reveal. */
+    boolean revealFailed;
 
     /**
      * A revealing merge's record of {@code key} covers nothing yet: the key's newest version in the
@@ -403,7 +406,16 @@ final class Compactor {
      * whether the record is then covered (also when no older version exists).
      */
     boolean reveal(OlderVersions older, byte[] key) {
-      if (!older.find(key)) return true;
+      boolean found;
+      try {
+        found = older.find(key);
+      } catch (BasaltException damagedOrUnreadable) {
+        // An older table this merge only reads for reporting: the reads and the merge that need it
+        // report it. This merge goes on without revealing (its later records report nothing early).
+        revealFailed = true;
+        return false;
+      }
+      if (!found) return true;
       if (older.tombstone) {
         unreported += older.docSize;
         return false;

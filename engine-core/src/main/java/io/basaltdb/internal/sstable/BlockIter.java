@@ -149,6 +149,7 @@ final class BlockIter {
       if ((flags & Format.FLAG_SEQNO_IN_KEY) != 0) {
         if (seqno != 0 || keyLen != 8) throw block.corrupt(pos, "a seqno-in-key record with a seqno or a key not of 8 bytes");
         seqno = BlockBuilder.bigEndian(key);
+        if (seqno < 0) throw block.corrupt(pos, "a seqno-in-key record with a negative seqno");
       }
       if ((flags & Format.FLAG_NO_HINT) != 0) {
         if ((flags & Format.FLAG_VARINT_HINT) != 0) throw block.corrupt(pos, "a record both without and with a hint");

@@ -384,6 +384,40 @@ public final class TableReader implements AutoCloseable {
     }
   }
 
+  /**
+   * The table's bloom filter pinned for many probes, one key at a time (a compaction probing the keys
+   * of its merge in order); {@link FilterProbe#close} unpins it. Without a filter every probe says yes.
+   */
+  public FilterProbe filterProbe() {
+    checkOpen();
+    return new FilterProbe(filter());
+  }
+
+  /** A pinned bloom filter ({@link #filterProbe}). Thread-safety: one thread at a time. */
+  public final class FilterProbe implements AutoCloseable {
+    private BlockCache.Block filter;
+    private boolean closed;
+
+    private FilterProbe(BlockCache.Block filter) {
+      this.filter = filter;
+    }
+
+    /** False if the filter rules out the key whose {@link #keyHash} is {@code hash}; no key range check. */
+    public boolean mayContain(long hash) {
+      if (closed) throw new ClosedException("filter probe is closed");
+      checkOpen();
+      return filter == null || BloomFilter.mayContain(filter.base, filter.address, filter.size, hash);
+    }
+
+    @Override
+    public void close() {
+      if (closed) return;
+      closed = true;
+      if (filter != null) filter.release();
+      filter = null;
+    }
+  }
+
   /** The bloom filter hash of {@code key}, for {@link #mayContain(byte[], long)}. */
   public static long keyHash(byte[] key) {
     return BloomFilter.hash(key);

@@ -51,17 +51,28 @@ class DiscardAccountingCrashTest {
   static final int OPS = 500;
 
   /**
-   * Garbage collection runs too (a low threshold), so crashes land in its jobs and its commits; with
-   * {@code lookups} (even seeds), flushes report the versions they supersede ({@link Options#flushLookups}),
-   * so crashes land in those commits, and compactions must not report those versions again.
+   * Garbage collection runs too (a low threshold), so crashes land in its jobs and its commits. A seed's
+   * two low bits pick who else reports superseded versions: 0 or 3, the flushes ({@link
+   * Options#flushLookups}); 2, every level-0 merge ({@link Options#l0RevealRatio}, with a base level
+   * large enough for level 0 to tier); 1, only the merges that drop them. Crashes then land in those
+   * commits, and later compactions must not report those versions again.
    */
-  static Options options(boolean lookups) {
-    return CompactionTest.tinyLevels().segmentSize(64 << 10).syncMode(SyncMode.NONE).fragmentationThreshold(0.2)
-        .flushLookups(lookups);
+  static Options options(CompactionTest.Reporting reporting) {
+    Options o = CompactionTest.tinyLevels().segmentSize(64 << 10).syncMode(SyncMode.NONE).fragmentationThreshold(0.2)
+        .flushLookups(reporting == CompactionTest.Reporting.LOOKUPS)
+        .l0RevealRatio(reporting == CompactionTest.Reporting.REVEALS ? 1 << 20 : 0);
+    if (reporting == CompactionTest.Reporting.REVEALS) o.level1Bytes(1 << 20).tableTargetBytes(16 << 10).l0BaseRatio(4);
+    return o;
   }
 
-  /** Whether the seed running reports at flush ({@link #options(boolean)}). */
-  private boolean lookups;
+  static CompactionTest.Reporting reporting(long seed) {
+    int bits = (int) (seed & 3);
+    return bits == 1 ? CompactionTest.Reporting.DROPS : bits == 2 ? CompactionTest.Reporting.REVEALS
+        : CompactionTest.Reporting.LOOKUPS;
+  }
+
+  /** Who reports in the seed running ({@link #options}). */
+  private CompactionTest.Reporting reporting;
 
   /** How a round ends. */
   private enum Ending { CLEAN_CLOSE, AFTER_MUTATIONS, IN_COMMIT, IN_RECOVERY }
@@ -70,6 +81,8 @@ class DiscardAccountingCrashTest {
   private int crashesBetweenCallsAndCommit;
   /** Segment compactions the rounds' stores committed, across the seeds. */
   private long gcRuns;
+  /** Versions revealing level-0 merges reported, across the seeds. */
+  private long revealed;
 
   @Test
   void discardedVersions_areCountedExactlyOnce_acrossCrashesAndReruns() {
@@ -79,7 +92,7 @@ class DiscardAccountingCrashTest {
     Flusher.parallelLookups = 16; // the lookups of these small flushes take the two-thread path
     try {
       for (int i = 0; i < (only != null ? 1 : SEEDS); i++) {
-        long seed = only != null ? only : (seeds.nextLong() & ~1L) | (i & 1); // alternate: lookups on even seeds
+        long seed = only != null ? only : (seeds.nextLong() & ~3L) | (i % 3); // lookups, drops, reveals in turn
         try {
           runSeed(seed);
         } catch (Throwable t) {
@@ -93,6 +106,7 @@ class DiscardAccountingCrashTest {
     if (only == null) {
       assertTrue(crashesBetweenCallsAndCommit > 0, "no crash landed between the listener's calls and the commit");
       assertTrue(gcRuns > 0, "garbage collection never ran");
+      assertTrue(revealed > 0, "no level-0 merge revealed a version");
     }
   }
 
@@ -129,10 +143,10 @@ class DiscardAccountingCrashTest {
 
   private void runSeed(long seed) {
     Random rnd = new Random(seed);
-    lookups = (seed & 1) == 0;
+    reporting = reporting(seed);
     MemStorage storage = new MemStorage(seed);
     int second;
-    try (Engine e = Engine.open(storage, options(lookups))) {
+    try (Engine e = Engine.open(storage, options(reporting))) {
       second = e.createKeyspace("second");
     }
     for (int round = 0; round < ROUNDS; round++) {
@@ -149,7 +163,7 @@ class DiscardAccountingCrashTest {
     if (ending == Ending.IN_RECOVERY) storage.crashAfterMutations(rnd.nextInt(40));
     Engine e;
     try {
-      e = Engine.open(storage, options(lookups));
+      e = Engine.open(storage, options(reporting));
     } catch (BasaltException crashed) {
       storage.crash(MemStorage.CrashMode.RANDOM);
       checkFiles(storage);
@@ -176,6 +190,7 @@ class DiscardAccountingCrashTest {
       }
     } finally {
       gcRuns += e.stats().get("gcRuns");
+      revealed += e.stats().get("l0MergeStaleReported");
       try {
         e.close();
       } catch (BasaltException expected) {
