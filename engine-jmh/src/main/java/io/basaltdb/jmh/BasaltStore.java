@@ -146,9 +146,13 @@ final class BasaltStore implements Race.Store {
     if (user > 0) m.put("engineWriteAmp", fmt((double) engineWritten / user));
     m.put("gcReadMiB", Phase.mib(after.get("gcBytesRead") - before.get("gcBytesRead")));
     m.put("gcReclaimedMiB", Phase.mib(after.get("gcBytesReclaimed") - before.get("gcBytesReclaimed")));
-    for (String c : new String[] {"gcRuns", "gcStalls", "compactions", "l0Merges", "flushes", "stalls", "l0Stalls"}) {
+    for (String c : new String[] {"gcRuns", "gcStalls", "gcSlowdowns", "compactions", "l0Merges", "flushes", "stalls",
+        "slowdowns", "l0Stalls"}) {
       m.put(c, Long.toString(after.get(c) - before.get(c)));
     }
+    m.put("stallMs", Long.toString((after.get("stallNanos") - before.get("stallNanos")) / 1_000_000));
+    m.put("slowdownMs", Long.toString((after.get("slowdownNanos") - before.get("slowdownNanos")) / 1_000_000));
+    m.put("gcSlowdownMs", Long.toString((after.get("gcSlowdownNanos") - before.get("gcSlowdownNanos")) / 1_000_000));
     m.put("gcStallMs", Long.toString((after.get("gcStallNanos") - before.get("gcStallNanos")) / 1_000_000));
     m.put("l0StallMs", Long.toString((after.get("l0StallNanos") - before.get("l0StallNanos")) / 1_000_000));
     m.put("fragmentationPermille", Long.toString(after.get("fragmentationPermille")));
