@@ -31,7 +31,8 @@ import java.util.stream.Stream;
  *
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
  * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
- * [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S [--scan-length L]]}: S scans of L
+ * [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S [--scan-length L]]
+ * [--timeline-ms T]}: T prints the load's and each round's throughput every T ms ({@code timeline} lines); S scans of L
  * keys (default 100) from random keys after the load's last write and again after its settle ({@link #scans}); W writer threads (default 1) share the load and the updates, batch by
  * batch; {@link #values} describes the two kinds of value; C sets Basalt's checkpoint retention (default
  * Basalt's, 10 minutes), which holds the segments garbage collection replaced; {@code --basalt-options} sets further Basalt
@@ -82,6 +83,7 @@ public final class Race {
     long soakSeconds = Long.parseLong(a.getOrDefault("soak-seconds", "0"));
     long scans = Long.parseLong(a.getOrDefault("scans", "0"));
     int scanLength = Integer.parseInt(a.getOrDefault("scan-length", "100"));
+    timelineMillis = Long.parseLong(a.getOrDefault("timeline-ms", "0"));
     if (scans < 0 || scanLength < 1) throw new IllegalArgumentException("--scans must not be negative, --scan-length positive");
     if (writers < 1) throw new IllegalArgumentException("--writers must be at least 1");
     if (rounds < 0 || soakSeconds < 0) {
@@ -189,9 +191,13 @@ public final class Race {
    * w + writers, w + 2 * writers, ..., so the batches are the same whatever the number of writers, each
    * acknowledged at the engine's durability.
    */
+  /** {@code --timeline-ms}: the interval of {@link #writeAll}'s progress lines, 0 for none. */
+  static volatile long timelineMillis;
+
   static void writeAll(Store store, int writers, long count, java.util.function.LongUnaryOperator index, long salt,
       Values values) throws InterruptedException {
     java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
     java.util.List<Thread> threads = new java.util.ArrayList<>();
     for (int w = 0; w < writers; w++) {
       long first = (long) w * BATCH;
@@ -208,14 +214,35 @@ public final class Race {
               vs[j] = values.value(k, salt);
             }
             store.write(ks, vs);
+            done.addAndGet(n);
           }
         } catch (Throwable e) {
           failed.compareAndSet(null, e);
         }
       }, "race-writer-" + w));
     }
+    long interval = timelineMillis;
+    Thread timeline = interval <= 0 ? null : new Thread(() -> {
+      long t0 = System.nanoTime(), last = 0;
+      try {
+        while (true) {
+          Thread.sleep(interval);
+          long n = done.get();
+          System.out.printf("timeline t=%.1f opsPerSec=%.0f ops=%d%n", (System.nanoTime() - t0) / 1e9,
+              (n - last) * 1000.0 / interval, n);
+          last = n;
+        }
+      } catch (InterruptedException e) {
+        // the phase ended
+      }
+    }, "race-timeline");
     for (Thread t : threads) t.start();
+    if (timeline != null) {
+      timeline.setDaemon(true);
+      timeline.start();
+    }
     for (Thread t : threads) t.join();
+    if (timeline != null) timeline.interrupt();
     if (failed.get() != null) throw new IllegalStateException("a writer failed", failed.get());
   }
 
