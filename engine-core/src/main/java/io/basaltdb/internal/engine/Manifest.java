@@ -261,15 +261,15 @@ record Manifest(
   }
 
   /**
-   * Writes this manifest durably: temporary file, fsync, rename, directory fsync (by the storage).
-   * Only {@link VersionSet} calls this. Returns the bytes written.
+   * Writes this manifest durably: temporary file (replacing a leftover one; its name needs no directory
+   * sync, {@link Storage#createTemporary}), fsync, rename, directory fsync (by the storage). Only {@link
+   * VersionSet} calls this. Returns the bytes written.
    */
   int write(Storage storage) {
     String name = FileNames.manifest(number);
     String tmp = FileNames.manifestTemp(number);
-    storage.delete(tmp);
     byte[] data = encode();
-    try (StorageFile f = storage.create(tmp)) {
+    try (StorageFile f = storage.createTemporary(tmp)) {
       f.write(0, ByteBuffer.wrap(data));
       f.sync();
     }

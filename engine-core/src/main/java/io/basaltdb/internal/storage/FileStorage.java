@@ -107,6 +107,21 @@ public final class FileStorage implements Storage {
   }
 
   @Override
+  public StorageFile createTemporary(String name) {
+    Path path = resolve(name, false);
+    try {
+      FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+          StandardOpenOption.READ, StandardOpenOption.WRITE);
+      return new FileStorageFile(name, path, channel, nativeCalls);
+    } catch (NoSuchFileException e) {
+      throw new StorageException("create of " + path + " failed: directory " + path.getParent()
+          + " does not exist", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("create of " + path, e);
+    }
+  }
+
+  @Override
   public StorageFile create(String name) {
     Path path = resolve(name, false);
     FileChannel channel;

@@ -20,6 +20,18 @@ public interface Storage {
   /** Creates a new empty file for reading and writing; fails if it exists. */
   StorageFile create(String name);
 
+  /**
+   * Creates an empty file for reading and writing, replacing any file of that name: a temporary file
+   * that is written, synced and then {@link #rename renamed}. Unlike {@link #create} its name need not
+   * be durable when this returns (the rename's directory sync makes the new name durable), so a crash
+   * before the rename may leave the file or not, with any contents, and the caller must treat a file of
+   * that name found later as garbage. Saves the real implementation two directory syncs per commit.
+   */
+  default StorageFile createTemporary(String name) {
+    delete(name);
+    return create(name);
+  }
+
   /** Opens an existing file for reading and writing. */
   StorageFile open(String name);
 

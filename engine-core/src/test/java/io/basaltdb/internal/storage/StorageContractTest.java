@@ -90,6 +90,27 @@ abstract class StorageContractTest {
   }
 
   @Test
+  void createTemporary_replacesAnyFileOfItsName_andRenamesIntoPlace() {
+    Storage s = storage();
+    try (StorageFile f = s.create("t.tmp")) {
+      f.write(0, ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5}));
+    }
+    try (StorageFile f = s.createTemporary("t.tmp")) {
+      assertEquals(0, f.size(), "a leftover file of the name is replaced, empty");
+      f.write(0, ByteBuffer.wrap(new byte[] {9}));
+      f.sync();
+    }
+    try (StorageFile f = s.createTemporary("fresh.tmp")) {
+      assertEquals(0, f.size());
+    }
+    s.rename("t.tmp", "t");
+    try (StorageFile f = s.open("t")) {
+      assertEquals(1, f.size());
+    }
+    assertThrows(StorageException.class, () -> s.createTemporary("no-such-dir/x.tmp"));
+  }
+
+  @Test
   void list_namesFilesOfOneDirectory_sorted() {
     Storage s = storage();
     assertEquals(List.of(), s.list(""));
