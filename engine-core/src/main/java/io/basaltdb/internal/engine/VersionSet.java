@@ -418,11 +418,13 @@ final class VersionSet {
 
   /**
    * Deletes an obsolete data file; false if that failed (counted in {@code obsoleteDeleteFailures},
-   * tried again at the next cleanup, and by the next open's orphan sweep). Nothing depends on it.
+   * tried again at the next cleanup, and by the next open's orphan sweep). Nothing depends on it, so
+   * the deletion need not be durable ({@link Storage#deleteGarbage}): a file a crash brings back is
+   * named by no manifest, and the next open's orphan sweep deletes it.
    */
   private boolean deleteData(String name) {
     try {
-      storage.delete(name);
+      storage.deleteGarbage(name);
       return true;
     } catch (BasaltException e) {
       stats.obsoleteDeleteFailures.increment();

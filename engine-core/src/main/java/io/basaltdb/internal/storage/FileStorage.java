@@ -217,6 +217,16 @@ public final class FileStorage implements Storage {
   }
 
   @Override
+  public void deleteGarbage(String name) {
+    Path path = resolve(name, false);
+    try {
+      Files.deleteIfExists(path);
+    } catch (IOException e) {
+      throw StorageErrors.failure("delete of " + path, e);
+    }
+  }
+
+  @Override
   public void rename(String from, String to) {
     Path source = resolve(from, false);
     Path target = resolve(to, false);

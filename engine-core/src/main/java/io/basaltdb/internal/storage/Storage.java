@@ -50,6 +50,16 @@ public interface Storage {
   /** Deletes a file; a missing file is not an error. */
   void delete(String name);
 
+  /**
+   * Deletes a file whose deletion need not be durable when this returns: a crash may bring it back, and
+   * the caller must treat it as garbage then (an obsolete data file no manifest names, which the next
+   * open's orphan sweep deletes). Saves the real implementation a directory sync per file; a missing
+   * file is not an error.
+   */
+  default void deleteGarbage(String name) {
+    delete(name);
+  }
+
   /** Renames {@code from} to {@code to} atomically, replacing {@code to} if it exists. */
   void rename(String from, String to);
 
