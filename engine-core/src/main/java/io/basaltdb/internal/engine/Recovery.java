@@ -16,7 +16,8 @@ import java.util.TreeMap;
 
 /**
  * Opening a store (Magma section 5): load the newest valid manifest, open the files it names, delete
- * files no retained manifest names (a flush that crashed before its manifest), the WAL is then
+ * files no retained manifest names (a flush or compaction that crashed before its manifest, or an
+ * obsolete file whose unsynced deletion a crash undid: {@code Storage#deleteGarbage}), the WAL is then
  * replayed from the manifest's walStart by {@link WalReplay}. A missing file fails the open with a
  * {@link CorruptionException} naming it.
  *
@@ -126,7 +127,7 @@ final class Recovery {
     st.files.put(k.id(), new KeyspaceFiles(ts, segments, deletes, k.garbage()));
   }
 
-  /** Deletes table and segment files that no retained manifest names. */
+  /** Deletes table, delete list table and segment files that no retained manifest names. */
   private static void deleteOrphans(Storage storage, State st) {
     List<Manifest> retained = new ArrayList<>();
     for (long n : st.checkpoints.keySet()) {

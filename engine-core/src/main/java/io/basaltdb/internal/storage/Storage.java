@@ -8,8 +8,9 @@ import java.util.List;
  *
  * <p>Names are relative to the storage's root and use {@code /} as separator ("wal/000001.log").
  * Metadata operations ({@link #create}, {@link #rename}, {@link #delete}, {@link #mkdirs}) are durable
- * when they return: the real implementation fsyncs the parent directory. File contents are durable only
- * up to the last {@link StorageFile#sync()}.
+ * when they return: the real implementation fsyncs the parent directory ({@link #createTemporary} and
+ * {@link #deleteGarbage} excepted: their callers can take a name that comes back or vanishes). File
+ * contents are durable only up to the last {@link StorageFile#sync()}.
  *
  * <p>Every failure is an unchecked {@link io.basaltdb.StorageException} naming the operation and file,
  * except the use of a closed file, an {@link io.basaltdb.ClosedException}.

@@ -111,6 +111,18 @@ abstract class StorageContractTest {
   }
 
   @Test
+  void deleteGarbage_removesTheFile_andAMissingOneIsNoError() {
+    Storage s = storage();
+    s.create("g").close();
+    s.create("h").close();
+    s.deleteGarbage("g");
+    assertEquals(List.of("h"), s.list(""));
+    s.deleteGarbage("g");
+    s.deleteGarbage("never");
+    assertEquals(List.of("h"), s.list(""));
+  }
+
+  @Test
   void list_namesFilesOfOneDirectory_sorted() {
     Storage s = storage();
     assertEquals(List.of(), s.list(""));
