@@ -29,9 +29,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * also finds, for each record it writes whose next older version is not reported yet, that version in
  * the older tables ({@link OlderVersions}: forward cursors, one pass over them, no write) and reports it
  * in its own commit, as a drop: delete list level 0, segment garbage, counters; the record gets {@code
- * olderReported}, so the later merge that drops the version does so silently. Tombstones found below are left for the bottom merge, as always. Magma reports
- * superseded versions with the key index lookup each write makes for its item counts (section 7.2);
- * {@link io.basaltdb.Options#flushLookups} does that per flush, at a lookup per key.
+ * olderReported}, so the later merge that drops the version does so silently. Tombstones found below
+ * are left for the bottom merge, as always. Magma reports superseded versions with the key index lookup
+ * each write makes for its item counts (section 7.2); {@link io.basaltdb.Options#flushLookups} does that
+ * per flush, at a lookup per key.
  *
  * <p>Concurrency: {@code compactionThreads} threads run jobs. The version a job read is pinned until it
  * is done (as a version of tables only, so a long job does not hold flushed write caches), so its input
@@ -296,9 +297,8 @@ final class Compactor {
    * The older tables of level-0 merge {@code job} if it reveals, else null. It reveals (see the class
    * comment) unless {@link Options#flushLookups} reported every version already, if its inputs are at
    * least 1/{@link Options#l0RevealRatio} of the older tables' bytes, so a revealed key costs a few
-   * records read.
-   * The older tables ({@code files} is the version the job was picked from): level 0's tables after its
-   * inputs (which are neighbours), then every deeper level's.
+   * records read. The older tables ({@code files} is the version the job was picked from): level 0's
+   * tables after its inputs (which are neighbours), then every deeper level's.
    */
   private OlderVersions olderThan(CompactionPicker.Job job, KeyspaceFiles files) {
     int ratio = options.l0RevealRatio();
@@ -325,7 +325,6 @@ final class Compactor {
     for (KeyspaceFiles.Table t : tables) n += t.bytes();
     return n;
   }
-
 
   /**
    * A location hint for {@code seqno} from the segment that holds it now, its old {@code hint} naming a

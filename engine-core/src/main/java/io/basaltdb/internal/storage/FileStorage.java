@@ -203,12 +203,8 @@ public final class FileStorage implements Storage {
 
   @Override
   public void delete(String name) {
+    deleteGarbage(name);
     Path path = resolve(name, false);
-    try {
-      Files.deleteIfExists(path);
-    } catch (IOException e) {
-      throw StorageErrors.failure("delete of " + path, e);
-    }
     // Also when the file was already gone: a retry after a delete whose directory sync failed must
     // still make that delete durable. (No directory, nothing to make durable.)
     if (Files.isDirectory(path.getParent())) {
