@@ -35,6 +35,10 @@ public final class Options {
   private boolean flushLookups = false;
   private int l0RevealRatio = 128;
   private long diskReserveBytes = 128L << 20;
+  private boolean keyIndexGuards = false;
+  private int guardLastLevelBits = 15;
+  private int guardBitsStep = 2;
+  private int guardMaxTables = 8;
 
   /** The maximum size of a key, in bytes (64 KiB). */
   public static final int MAX_KEY_SIZE = 64 * 1024;
@@ -74,6 +78,10 @@ public final class Options {
     o.flushLookups = flushLookups;
     o.l0RevealRatio = l0RevealRatio;
     o.diskReserveBytes = diskReserveBytes;
+    o.keyIndexGuards = keyIndexGuards;
+    o.guardLastLevelBits = guardLastLevelBits;
+    o.guardBitsStep = guardBitsStep;
+    o.guardMaxTables = guardMaxTables;
     return o;
   }
 
@@ -323,6 +331,45 @@ public final class Options {
   public Options diskReserveBytes(long bytes) { this.diskReserveBytes = bytes; return this; }
   public long diskReserveBytes() { return diskReserveBytes; }
 
+  /**
+   * Whether a new store's key index keeps GravelDB's/PebblesDB's guards (fragmented LSM; seed 002) in
+   * levels 1 and below, instead of the leveled layout; default false (experimental). Each such level is
+   * split by guard keys into disjoint guards; the tables inside one guard may overlap, so a compaction
+   * out of a guard writes its records into the next level's guards as new tables without rewriting what
+   * is there, and a guard of the last level is merged in place once it holds {@link #guardMaxTables}
+   * tables. Fewer key index bytes written, for more tables per level for a read to probe (bloom filters
+   * first). docs/architecture.md, "Key index guards".
+   *
+   * <p>The layout is fixed when a store is created: opening a store with the other setting is refused
+   * with an {@link InvalidArgumentException} that names the setting it was created with, before
+   * anything is written. A store with guards has manifest format 5, which releases before it refuse.
+   */
+  public Options keyIndexGuards(boolean on) { this.keyIndexGuards = on; return this; }
+  public boolean keyIndexGuards() { return keyIndexGuards; }
+
+  /**
+   * With {@link #keyIndexGuards}: a key becomes a candidate guard key of the last level when that many
+   * low bits of its hash are 0; default 15, so about one guard per 32,768 distinct keys (some 1.6 MB of
+   * key index records with 40-byte keys). Each level above adds {@link #guardBitsStep} bits, so it has
+   * fewer, larger guards, and a candidate of a level is a candidate at every deeper one. Only which keys
+   * new guards are chosen from: guards already committed stay, so a store may reopen with another value.
+   */
+  public Options guardLastLevelBits(int bits) { this.guardLastLevelBits = bits; return this; }
+  public int guardLastLevelBits() { return guardLastLevelBits; }
+
+  /** With {@link #keyIndexGuards}: the guard bits each level adds above the last; default 2 (see {@link #guardLastLevelBits}). */
+  public Options guardBitsStep(int bits) { this.guardBitsStep = bits; return this; }
+  public int guardBitsStep() { return guardBitsStep; }
+
+  /**
+   * With {@link #keyIndexGuards}: the tables a guard holds when it is due for compaction whatever its
+   * bytes (a guard of levels 1 to 5 is pushed into the next level, one of the last level merged in
+   * place); default 8. It bounds the tables a point read probes per level, and so trades key index
+   * writes against read work.
+   */
+  public Options guardMaxTables(int tables) { this.guardMaxTables = tables; return this; }
+  public int guardMaxTables() { return guardMaxTables; }
+
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
@@ -357,6 +404,10 @@ public final class Options {
         + maxCache + "), was " + blockCacheSize);
     check(compactionThreads >= 1 && compactionThreads <= 64, "compactionThreads must be between 1 and 64, was " + compactionThreads);
     check(diskReserveBytes >= 0, "diskReserveBytes must not be negative, was " + diskReserveBytes);
+    check(guardLastLevelBits >= 1 && guardLastLevelBits <= 40,
+        "guardLastLevelBits must be between 1 and 40, was " + guardLastLevelBits);
+    check(guardBitsStep >= 0 && guardBitsStep <= 4, "guardBitsStep must be between 0 and 4, was " + guardBitsStep);
+    check(guardMaxTables >= 2 && guardMaxTables <= 64, "guardMaxTables must be between 2 and 64, was " + guardMaxTables);
     check(fragmentationThreshold >= 0.1 && fragmentationThreshold <= 1.0,
         "fragmentationThreshold must be between 0.1 and 1.0, was " + fragmentationThreshold);
   }
@@ -378,7 +429,9 @@ public final class Options {
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
         + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize()
         + ", fragmentationThreshold=" + fragmentationThreshold + ", flushLookups=" + flushLookups
-        + ", l0RevealRatio=" + l0RevealRatio
+        + ", l0RevealRatio=" + l0RevealRatio + ", keyIndexGuards=" + keyIndexGuards
+        + ", guardLastLevelBits=" + guardLastLevelBits + ", guardBitsStep=" + guardBitsStep
+        + ", guardMaxTables=" + guardMaxTables
         + ", diskReserveBytes=" + diskReserveBytes + "]";
   }
 }

@@ -26,7 +26,12 @@ import java.util.Map;
  *       {@code flushStaleReported} (superseded versions flushes sent to the delete list, with {@link
  *       Options#flushLookups}), {@code l0MergeStaleReported} (superseded versions the larger level-0
  *       merges found below their records and sent to the delete list at once),
- *       {@code compactionBytesRead}, {@code compactionBytesWritten};</li>
+ *       {@code compactionBytesRead}, {@code compactionBytesWritten}; with {@link Options#keyIndexGuards},
+ *       {@code guardsAdded} (guard keys compactions committed), {@code guardPushes} (guards compacted
+ *       into the next level, trivial moves included), {@code guardMerges} (last-level guards merged in
+ *       place), and gauges {@code guards} (guards of the non-empty levels >= 1, sentinels included),
+ *       {@code emptyGuards} (of those, guards with no table) and {@code maxGuardTables} (the most tables
+ *       one guard holds: a point read probes at most that many per level);</li>
  *   <li>key index totals of the live keyspaces since each was created, committed in the manifest
  *       together with the tables they describe, so they survive reopening and a crash neither loses nor
  *       repeats a count: {@code flushedRecords} and {@code flushedBytes} (key index records the flushes

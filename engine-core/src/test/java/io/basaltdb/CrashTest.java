@@ -24,16 +24,21 @@ import org.junit.jupiter.params.provider.EnumSource;
  * writes, plus possibly the one in flight; with the other modes it must equal the model after some
  * prefix of the writes (nothing out of order, no holes) no older than the last flush. Some runs crash
  * inside close instead, while it writes and syncs the clean-close marker. Key index levels are tiny, so
- * many crashes land in the middle of a compaction. Each mode runs
+ * many crashes land in the middle of a compaction; half the runs keep key index guards (dense ones, so
+ * crashes land in guard pushes and in-place merges too). Each mode runs
  * {@code basalt.crash.points} crash points (default 400, so 1,200 per suite run).
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class CrashTest {
   static final int POINTS = Integer.getInteger("basalt.crash.points", 400);
+  /** Guard pushes and in-place merges the runs with guards made before their crash, across runs. */
+  private final java.util.concurrent.atomic.AtomicLong guardJobs = new java.util.concurrent.atomic.AtomicLong();
 
-  static Options options(SyncMode mode) {
-    return ModelTest.tinyLevels(Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10)
+  /** {@code guards}: the key index keeps guards, so dense that crashes land in every kind of guard job. */
+  static Options options(SyncMode mode, boolean guards) {
+    Options o = ModelTest.tinyLevels(Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10)
         .segmentSize(64 << 10).blockSize(512).syncMode(mode).syncIntervalMillis(2));
+    return guards ? ModelTest.tinyGuards(o) : o;
   }
 
   @ParameterizedTest
@@ -51,12 +56,13 @@ class CrashTest {
             + " (replay: -Dbasalt.crash.seed=" + seed + "): " + t, t);
       }
     }
+    if (only == 0 && points >= 100) assertTrue(guardJobs.get() > 0, "no crash run made a guard job");
   }
 
   private void runOne(long seed, SyncMode mode) {
     Random rnd = new Random(seed);
     MemStorage storage = new MemStorage(seed);
-    Options options = options(mode);
+    Options options = options(mode, (seed & 1) == 0); // half the runs with key index guards
     // Histories: model after each acknowledged write; index of the last state known durable.
     List<TreeMap<Key, byte[]>> states = new ArrayList<>();
     states.add(new TreeMap<>());
@@ -115,6 +121,11 @@ class CrashTest {
       // The armed point was not reached: halt now, or a few mutations into close (its marker record)
       storage.crashAfterMutations(rnd.nextBoolean() ? 0 : rnd.nextInt(4));
     } finally {
+      try {
+        if (options.keyIndexGuards()) guardJobs.addAndGet(db.stats().get("guardPushes") + db.stats().get("guardMerges"));
+      } catch (BasaltException failed) {
+        // a store the crash failed may refuse its stats; its guard jobs are not counted
+      }
       try {
         db.close();
       } catch (BasaltException expected) {

@@ -39,6 +39,7 @@ class ModelTest {
         Arguments.of("tiny-cache-periodic", tiny().syncMode(SyncMode.PERIODIC).syncIntervalMillis(5), false),
         Arguments.of("tiny-cache-nosync", tiny().syncMode(SyncMode.NONE).bloomBitsPerKey(0), false),
         Arguments.of("tiny-levels", tinyLevels(tiny()), false),
+        Arguments.of("tiny-levels-guards", tinyGuards(tinyLevels(tiny())), false),
         Arguments.of("in-memory", Options.defaults().memoryQuota(64L << 20), true));
   }
 
@@ -50,6 +51,11 @@ class ModelTest {
   static Options tinyLevels(Options o) {
     return o.l0CompactionTrigger(2).l0StopWritesTrigger(8).level1Bytes(1024).levelMultiplier(2)
         .tableTargetBytes(1024).blockCacheSize(4 << 10).fragmentationThreshold(0.2);
+  }
+
+  /** Key index guards so dense that every kind of guard job runs at these sizes. */
+  static Options tinyGuards(Options o) {
+    return o.keyIndexGuards(true).guardLastLevelBits(2).guardBitsStep(1).guardMaxTables(3);
   }
 
   static Options tiny() {

@@ -93,7 +93,7 @@ final class Checkpoints {
     long walStart = maxFile + 1; // above every WAL file: nothing is replayed
     Manifest newest = valid.get(valid.size() - 1);
     Manifest base = new Manifest(newest.number(), newest.createdMillis(), newest.flushedSeqno(),
-        newest.nextFileNumber(), newest.walStart(), newest.walHead(), nextKeyspaceId, newest.keyspaces());
+        newest.nextFileNumber(), newest.walStart(), newest.walHead(), nextKeyspaceId, newest.keyspaces(), newest.flags());
     Manifest rolled = VersionSet.commitOffline(storage, base, backTo(base, target, walStart), maxManifest + 1, walStart);
 
     // The store is now the target. What follows is clean-up; the next open finishes it after a crash.
@@ -134,6 +134,7 @@ final class Checkpoints {
       for (Manifest.TableMeta m : t.tables()) edit.addTable(t.id(), m);
       for (SegmentState s : t.segments()) edit.putSegment(t.id(), s);
       edit.restoreGarbageState(t.id(), t.deletes(), t.garbage());
+      edit.restoreGuards(t.id(), t.guards()); // or the target's tables could straddle guards added since
     }
     for (int id : now.keySet()) edit.dropKeyspace(id);
     return edit;

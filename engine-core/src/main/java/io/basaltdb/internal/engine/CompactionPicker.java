@@ -57,19 +57,29 @@ final class CompactionPicker {
   private final Set<Long> busy = new HashSet<>();
   /** Per keyspace, per level: the largest key of the table last compacted out of it. Guarded by this. */
   private final Map<Integer, byte[][]> pointers = new HashMap<>();
+  /** Guarded keyspaces: the levels >= 1 a running job writes, as {@code keyspace * MAX_LEVELS + level}. Guarded by this. */
+  private final Set<Long> writing = new HashSet<>();
 
-  /** What a job reads and where it writes: {@code next} are the tables of {@code outputLevel} it merges. */
+  /**
+   * What a job reads and where it writes: {@code next} are the tables of {@code outputLevel} it merges;
+   * {@code move}: its one input moves down by a manifest change alone.
+   */
   record Job(int keyspace, int level, int outputLevel, List<KeyspaceFiles.Table> inputs,
-      List<KeyspaceFiles.Table> next, boolean bottom, double score) {
+      List<KeyspaceFiles.Table> next, boolean bottom, double score, boolean move) {
+    /** A leveled job: a table of level n >= 1 that overlaps nothing below moves. */
+    Job(int keyspace, int level, int outputLevel, List<KeyspaceFiles.Table> inputs, List<KeyspaceFiles.Table> next,
+        boolean bottom, double score) {
+      this(keyspace, level, outputLevel, inputs, next, bottom, score, level >= 1 && next.isEmpty());
+    }
+
     List<KeyspaceFiles.Table> all() {
       List<KeyspaceFiles.Table> out = new ArrayList<>(inputs);
       out.addAll(next);
       return out;
     }
 
-    /** A table of level n >= 1 that overlaps nothing below moves down by a manifest change alone. */
     boolean trivialMove() {
-      return level >= 1 && next.isEmpty();
+      return move;
     }
   }
 
@@ -86,6 +96,7 @@ final class CompactionPicker {
     Job j = pick(v, quiet);
     if (j != null) {
       for (KeyspaceFiles.Table t : j.all()) busy.add(t.fileNumber());
+      if (writesGuarded(v, j)) writing.add(writeKey(j.keyspace, j.outputLevel));
     }
     return j;
   }
@@ -93,6 +104,7 @@ final class CompactionPicker {
   /** A job is over (committed or not): its tables are free; a committed one moves its level's pointer. */
   synchronized void done(Job job, boolean committed) {
     for (KeyspaceFiles.Table t : job.all()) busy.remove(t.fileNumber());
+    writing.remove(writeKey(job.keyspace, job.outputLevel));
     if (!committed) return;
     byte[] last = null;
     for (KeyspaceFiles.Table t : job.inputs) {
@@ -103,7 +115,16 @@ final class CompactionPicker {
 
   /** Whether no job runs and none is needed in {@code v} (with {@code quiet} as in {@link #take}). */
   synchronized boolean idle(Version v, boolean quiet) {
-    return busy.isEmpty() && pick(v, quiet) == null;
+    return busy.isEmpty() && writing.isEmpty() && pick(v, quiet) == null;
+  }
+
+  private static boolean writesGuarded(Version v, Job j) {
+    KeyspaceFiles f = v.files.get(j.keyspace);
+    return f != null && f.guarded() && j.outputLevel >= 1;
+  }
+
+  private static long writeKey(int ks, int level) {
+    return (long) ks * KeyspaceFiles.MAX_LEVELS + level;
   }
 
   private Job pick(Version v, boolean quiet) {
@@ -118,6 +139,7 @@ final class CompactionPicker {
 
   /** The neediest job of keyspace {@code ks}, or null; package-private for tests. */
   Job pick(int ks, KeyspaceFiles f, boolean quiet) {
+    if (f.guarded()) return pickGuarded(ks, f, quiet);
     Job best = null;
     LevelTargets targets = LevelTargets.of(f, options);
     List<KeyspaceFiles.Table> l0 = f.level(0);
@@ -231,6 +253,95 @@ final class CompactionPicker {
       if (Arrays.compareUnsigned(t.largest(), lo) >= 0 && Arrays.compareUnsigned(t.smallest(), hi) <= 0) out.add(t);
     }
     return out;
+  }
+
+  // ---- the guarded layout (Options.keyIndexGuards; seed 002 sections III and VIII) -----------------
+
+  /**
+   * The neediest job of a guarded keyspace. Level 0 is as in the leveled layout, except that its
+   * merge into the base level reads no base table: its records are cut at the base level's guards and
+   * added to them as new tables ({@link #push}). A guard of levels 1 to 5 is pushed whole into the next
+   * level when it holds more than its share of the level's target bytes ({@link #guardScore}) or {@code
+   * guardMaxTables} tables; a guard of the last level is merged in place at {@code guardMaxTables}
+   * tables. Jobs writing one level of a keyspace run one at a time ({@link #writing}), so a job choosing
+   * guards sees every table of its output level that will be there at its commit ({@link GuardCutter}).
+   *
+   * <p>Invariants 1 and 3 hold as in the leveled layout: a guard job takes every table of its guard
+   * (the guard's versions of a key are then all in the job, and the tables left in or pushed into the
+   * guard meanwhile are newer than anything it moves down); its output goes in front of the output
+   * level's order, or in place of its newest input for an in-place merge ({@link VersionEdit}).
+   * Invariant 2 becomes: every table of a level >= 1 lies inside one guard ({@link KeyspaceFiles}).
+   */
+  private Job pickGuarded(int ks, KeyspaceFiles f, boolean quiet) {
+    LevelTargets targets = LevelTargets.of(f, options);
+    List<KeyspaceFiles.Table> l0 = f.level(0);
+    boolean baseFree = !writing.contains(writeKey(ks, targets.base));
+    if (l0.size() >= options.l0StopWritesTrigger()) { // writers stalled: as in pick
+      if (noneBusy(l0) && baseFree) return push(ks, f, 0, targets.base, l0, Double.MAX_VALUE);
+      Job j = tierMerge(ks, l0);
+      return j == null ? null : new Job(ks, 0, 0, j.inputs(), j.next(), false, Double.MAX_VALUE);
+    }
+    Job best = null;
+    double baseScore = baseScore(l0, f.levelBytes(targets.base), quiet);
+    if (baseScore >= 1 && noneBusy(l0) && baseFree) best = push(ks, f, 0, targets.base, l0, baseScore);
+    if (best == null) best = tierMerge(ks, l0);
+    int last = KeyspaceFiles.MAX_LEVELS - 1;
+    for (int l = 1; l <= last; l++) {
+      if (writing.contains(writeKey(ks, l == last ? l : l + 1))) continue;
+      for (int g = 0; g < f.guardCount(l); g++) {
+        List<KeyspaceFiles.Table> tables = f.guardTables(l, g);
+        if (tables.isEmpty()) continue;
+        double score = guardScore(f, targets, l, tables);
+        if (score < 1 || (best != null && score <= best.score) || !noneBusy(tables)) continue;
+        best = l == last ? new Job(ks, l, l, List.copyOf(tables), List.of(), true, score, false)
+            : push(ks, f, l, l + 1, tables, score);
+      }
+    }
+    return best;
+  }
+
+  /**
+   * How badly a guard of level {@code l} holding {@code tables} needs a job; 1 or more means it does.
+   * Levels 1 to 5: its bytes over its share of the level's target (the target over the level's
+   * guards; section VIII.B), or its tables over {@code guardMaxTables}, whichever is higher; a level
+   * that should be empty drains first, as in the leveled layout. The last level: its tables over {@code
+   * guardMaxTables}, and only with two or more (merging one table drops nothing). Tables count beyond
+   * those the guard's bytes fill at {@code tableTargetBytes}.
+   */
+  private double guardScore(KeyspaceFiles f, LevelTargets targets, int l, List<KeyspaceFiles.Table> tables) {
+    long bytes = 0;
+    for (KeyspaceFiles.Table t : tables) bytes += t.bytes();
+    // Tables beyond those its bytes need at tableTargetBytes, plus one: a guard merged into tables cut at
+    // that size counts as one, or a guard bigger than guardMaxTables of them would merge again and again.
+    long needed = Math.max(1, (bytes + options.tableTargetBytes() - 1) / options.tableTargetBytes());
+    double byCount = (double) Math.max(1, tables.size() - needed + 1) / options.guardMaxTables();
+    if (l == KeyspaceFiles.MAX_LEVELS - 1) return tables.size() >= 2 ? byCount : 0;
+    long target = targets.target(l);
+    if (target == 0) return LevelTargets.DRAIN_SCORE + (KeyspaceFiles.MAX_LEVELS - l);
+    double expected = Math.max(1.0, (double) target / f.guardCount(l));
+    return Math.max(byCount, bytes / expected);
+  }
+
+  /**
+   * A push of {@code inputs} (all of level 0, or all of a guard) of level {@code l} into level {@code
+   * out}: no table of {@code out} is read. One table that fits inside one guard of {@code out} moves
+   * there by a manifest change (section VIII.A). Tombstones go only if nothing at {@code out} or below
+   * overlaps the inputs' range, since the output does not merge the tables already at {@code out}.
+   */
+  private Job push(int ks, KeyspaceFiles f, int l, int out, List<KeyspaceFiles.Table> inputs, double score) {
+    byte[] lo = null, hi = null;
+    for (KeyspaceFiles.Table t : inputs) {
+      if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
+      if (hi == null || Arrays.compareUnsigned(t.largest(), hi) > 0) hi = t.largest();
+    }
+    if (l >= 1 && inputs.size() == 1 && f.guards.guardOf(out, lo) == f.guards.guardOf(out, hi)) {
+      return new Job(ks, l, out, List.copyOf(inputs), List.of(), false, score, true);
+    }
+    boolean bottom = true;
+    for (int d = out; d < KeyspaceFiles.MAX_LEVELS && bottom; d++) {
+      bottom = overlapping(f.level(d), lo, hi).isEmpty();
+    }
+    return new Job(ks, l, out, List.copyOf(inputs), List.of(), bottom, score, false);
   }
 
   private boolean noneBusy(List<KeyspaceFiles.Table> tables) {

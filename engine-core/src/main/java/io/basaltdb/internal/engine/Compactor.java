@@ -241,10 +241,15 @@ final class Compactor {
     Set<Long> liveSegments = new HashSet<>();
     for (KeyspaceFiles.Segment seg : files.segments) liveSegments.add(seg.state().segmentId());
     OlderVersions older = olderThan(job, files);
+    // A guarded level's tables lie inside its guards: the output is cut at them, and at the new guards
+    // the job chooses.
+    GuardCutter cutter = files.guarded() && job.outputLevel() >= 1
+        ? new GuardCutter(files, job.outputLevel(), job.all(), options) : null;
     try (MergingIterator merge = new MergingIterator(open(job), job.bottom(), discards); older) {
       long records = 0;
       while (merge.next()) {
         MergeSources.TableSource s = (MergeSources.TableSource) merge.current();
+        if (cutter != null && cutter.startsTable(s.key())) out.cutTable();
         long hint = s.hint();
         if (hint >= 0 && !liveSegments.contains(hint >>> 32)) hint = refreshedHint(files, s.seqno(), hint);
         boolean covered = discards.covered;
@@ -264,6 +269,10 @@ final class Compactor {
     for (KeyspaceFiles.Table t : job.all()) read += t.bytes();
     stats.compactionBytesRead.add(read);
     for (KeyspaceFiles.Table t : written) edit.addTable(job.keyspace(), t);
+    if (cutter != null) {
+      edit.addGuards(job.keyspace(), job.outputLevel(), cutter.added());
+      stats.guardsAdded.add(cutter.added().size());
+    }
     if (!catalog.isLive(job.keyspace()) || state.failure() != null) return commit(job, edit, written, List.of(), false);
     // The listener hears of each dropped version just before the commit, under the VersionSet's lock;
     // the counters go in the commit itself, so a crash in between leaves neither the drop nor its count
@@ -311,10 +320,16 @@ final class Compactor {
     }
     if (from < 0) throw new IllegalStateException("level-0 merge input " + oldest + " is not in its version");
     List<KeyspaceFiles.Table> older0 = l0.subList(from, l0.size());
-    List<List<KeyspaceFiles.Table>> levels = new ArrayList<>();
+    List<List<List<KeyspaceFiles.Table>>> levels = new ArrayList<>();
     long olderBytes = bytes(older0);
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
-      levels.add(files.level(l));
+      List<List<KeyspaceFiles.Table>> groups = new ArrayList<>();
+      if (files.guarded()) {
+        for (int g = 0; g < files.guardCount(l); g++) groups.add(files.guardTables(l, g));
+      } else {
+        for (KeyspaceFiles.Table t : files.level(l)) groups.add(List.of(t));
+      }
+      levels.add(groups);
       olderBytes += files.levelBytes(l);
     }
     return bytes(job.inputs()) * ratio >= olderBytes ? new OlderVersions(older0, levels) : null;
@@ -372,6 +387,9 @@ final class Compactor {
     versionSet.logAndApply(edit);
     stats.compactions.increment();
     if (moved) stats.trivialMoves.increment();
+    if (job.level() >= 1 && options.keyIndexGuards()) { // the store's layout (Recovery refuses the other)
+      if (job.level() == job.outputLevel()) stats.guardMerges.increment(); else stats.guardPushes.increment();
+    }
     if (job.outputLevel() == 0) stats.l0Merges.increment();
     return true;
   }

@@ -34,6 +34,10 @@ final class EngineStats {
   final LongAdder batchedGets = new LongAdder();
   final LongAdder compactions = new LongAdder();
   final LongAdder trivialMoves = new LongAdder();
+  /** Under key index guards: guard keys committed, guards pushed into the next level, last-level guards merged in place. */
+  final LongAdder guardsAdded = new LongAdder();
+  final LongAdder guardPushes = new LongAdder();
+  final LongAdder guardMerges = new LongAdder();
   /** Key index compactions that merged level-0 tables into one level-0 table. */
   final LongAdder l0Merges = new LongAdder();
   /** Superseded versions level 0 hides from the delete list, estimated (not a counter; see its class). */

@@ -425,18 +425,28 @@ final class Flusher {
     KeyRecord rec = new KeyRecord();
     for (KeyspaceFiles.Table t : f.level(0)) probe(t, keys, hashes, from, to, o, maybe, rec);
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
-      // The tables of a level are disjoint and sorted, as the keys are: each takes the run of keys in its range.
-      int start = from;
+      // Each table takes the run of the (sorted) keys in its range. A leveled level's tables are disjoint;
+      // a guarded level's tables of one guard overlap and come newest first, and a key found in one is
+      // not probed again in the next.
       for (KeyspaceFiles.Table t : f.level(l)) {
-        byte[] largest = t.reader().info().largestKey();
-        if (largest == null) continue;
+        byte[] smallest = t.smallest(), largest = t.largest();
+        if (smallest == null || largest == null) continue;
+        int start = firstNotBelow(keys, from, to, smallest);
         int end = start;
         while (end < to && KeyRecord.compareKeys(keys[end], largest) <= 0) end++;
         if (end > start) probe(t, keys, hashes, start, end, o, maybe, rec);
-        start = end;
-        if (start == to) break;
       }
     }
+  }
+
+  /** The first index of sorted {@code keys[from, to)} whose key is not below {@code key}. */
+  private static int firstNotBelow(byte[][] keys, int from, int to, byte[] key) {
+    int lo = from, hi = to;
+    while (lo < hi) {
+      int mid = (lo + hi) >>> 1;
+      if (KeyRecord.compareKeys(keys[mid], key) < 0) lo = mid + 1; else hi = mid;
+    }
+    return lo;
   }
 
   /** Looks up the unresolved keys of {@code [from, to)} in table {@code t} (see {@link #findOlder}). */
@@ -460,6 +470,12 @@ final class Flusher {
   private static boolean mayHoldOlder(KeyspaceFiles f, byte[] key) {
     long hash = TableReader.keyHash(key);
     for (int l = KeyspaceFiles.MAX_LEVELS - 1; l >= 1; l--) {
+      if (f.guarded()) {
+        for (KeyspaceFiles.Table t : f.candidates(l, key)) {
+          if (t.reader().mayContain(key, hash)) return true;
+        }
+        continue;
+      }
       KeyspaceFiles.Table t = f.candidate(l, key);
       if (t != null && t.reader().mayContain(key, hash)) return true;
     }

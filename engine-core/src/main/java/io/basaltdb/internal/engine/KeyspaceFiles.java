@@ -23,6 +23,12 @@ import java.util.function.Supplier;
  * table of that order that holds it, and a level beyond 0 has at most one candidate table, found by
  * binary search.
  *
+ * <p>Under key index guards ({@link #guards} not null; {@link Guards}) a deeper level is sorted by guard
+ * instead, and within a guard newest first (the manifest's order, {@link VersionEdit}): every table lies
+ * inside one guard (checked here: a table that straddles a guard key is a bug and fails the version),
+ * and the tables of one guard may overlap. A key's candidates at such a level are its guard's tables,
+ * the first holding it holding the newest version there.
+ *
  * <p>Thread-safety: immutable; the readers it holds are safe for concurrent use.
  */
 final class KeyspaceFiles {
@@ -44,6 +50,11 @@ final class KeyspaceFiles {
     long bytes() {
       return reader.info().fileSize();
     }
+
+    /** Whether {@code key} lies in the table's key range (it may still not hold it). */
+    boolean holdsInRange(byte[] key) {
+      return Arrays.compareUnsigned(smallest(), key) <= 0 && Arrays.compareUnsigned(largest(), key) >= 0;
+    }
   }
 
   /** A log segment's checkpointed state and a reader of it. */
@@ -58,6 +69,10 @@ final class KeyspaceFiles {
   /** The delete list's tables (level 0 newest first, then level 1 by seqno) and the segments' garbage. */
   final List<DeleteTable> deletes;
   final Map<Long, Manifest.SegmentGarbage> garbage;
+  /** The guard keys of a guarded key index; null for the leveled layout. */
+  final Guards guards;
+  /** Under guards: per level, the {@code tables} index where each guard's tables start (one more entry: the end). */
+  private final int[][] guardStart;
   private final long[] starts;
   /** {@code tables} index of the first table of each level; {@code levelStart[MAX_LEVELS]} is the size. */
   private final int[] levelStart = new int[MAX_LEVELS + 1];
@@ -69,24 +84,59 @@ final class KeyspaceFiles {
 
   KeyspaceFiles(List<Table> tables, List<Segment> segments, List<DeleteTable> deletes,
       List<Manifest.SegmentGarbage> garbage) {
+    this(tables, segments, deletes, garbage, null);
+  }
+
+  /**
+   * {@code tables}: each level's tables newest first (deeper levels of a leveled store in any order);
+   * {@code guards}: the guard keys of a guarded store, null for a leveled one.
+   */
+  KeyspaceFiles(List<Table> tables, List<Segment> segments, List<DeleteTable> deletes,
+      List<Manifest.SegmentGarbage> garbage, Guards guards) {
+    this.guards = guards;
     this.deletes = List.copyOf(deletes);
-    Map<Long, Manifest.SegmentGarbage> g = new HashMap<>();
-    for (Manifest.SegmentGarbage x : garbage) g.put(x.segmentId(), x);
-    this.garbage = Map.copyOf(g);
+    Map<Long, Manifest.SegmentGarbage> bySegment = new HashMap<>();
+    for (Manifest.SegmentGarbage x : garbage) bySegment.put(x.segmentId(), x);
+    this.garbage = Map.copyOf(bySegment);
     List<Table> ordered = new ArrayList<>(tables);
+    // Stable: level 0, and each guard of a guarded level, keep their order (newest first).
     ordered.sort((a, b) -> a.level != b.level ? Integer.compare(a.level, b.level)
-        : a.level == 0 ? 0 : Arrays.compareUnsigned(a.smallest(), b.smallest())); // stable: L0 keeps its order
+        : a.level == 0 ? 0
+        : guards != null ? Integer.compare(guards.guardOf(a.level, a.smallest()), guards.guardOf(b.level, b.smallest()))
+        : Arrays.compareUnsigned(a.smallest(), b.smallest()));
     this.tables = List.copyOf(ordered);
     for (int i = 0, l = 0; l <= MAX_LEVELS; l++) {
       while (i < ordered.size() && ordered.get(i).level < l) i++;
       levelStart[l] = i;
     }
     levelStart[MAX_LEVELS] = ordered.size();
-    for (int i = 1; i < ordered.size(); i++) { // deeper levels must not overlap, or reads go wrong
-      Table a = ordered.get(i - 1), b = ordered.get(i);
-      if (a.level == b.level && a.level > 0 && Arrays.compareUnsigned(a.largest(), b.smallest()) >= 0) {
-        throw new IllegalStateException("key index tables " + a.fileNumber + " and " + b.fileNumber
-            + " of level " + a.level + " overlap");
+    if (guards == null) {
+      guardStart = null;
+      for (int i = 1; i < ordered.size(); i++) { // deeper levels must not overlap, or reads go wrong
+        Table a = ordered.get(i - 1), b = ordered.get(i);
+        if (a.level == b.level && a.level > 0 && Arrays.compareUnsigned(a.largest(), b.smallest()) >= 0) {
+          throw new IllegalStateException("key index tables " + a.fileNumber + " and " + b.fileNumber
+              + " of level " + a.level + " overlap");
+        }
+      }
+    } else {
+      guardStart = new int[MAX_LEVELS][];
+      for (int l = 1; l < MAX_LEVELS; l++) {
+        int[] gs = new int[guards.count(l) + 2];
+        int i = levelStart[l];
+        for (int g = 0; g < gs.length - 1; g++) {
+          gs[g] = i;
+          while (i < levelStart[l + 1] && guards.guardOf(l, ordered.get(i).smallest()) == g) i++;
+        }
+        gs[gs.length - 1] = i;
+        guardStart[l] = gs;
+        for (int t = levelStart[l]; t < levelStart[l + 1]; t++) { // a table must lie inside one guard
+          Table x = ordered.get(t);
+          if (guards.guardOf(l, x.smallest()) != guards.guardOf(l, x.largest())) {
+            throw new IllegalStateException("key index table " + x.fileNumber + " of level " + l
+                + " straddles a guard key");
+          }
+        }
       }
     }
     this.segments = List.copyOf(segments);
@@ -159,7 +209,27 @@ final class KeyspaceFiles {
     return n;
   }
 
-  /** The one table of level {@code l >= 1} whose key range holds {@code key}, or null. */
+  /** Whether the key index keeps guards. */
+  boolean guarded() {
+    return guards != null;
+  }
+
+  /** Under guards: the number of guards of level {@code l >= 1} (its guard keys and the sentinel). */
+  int guardCount(int l) {
+    return guardStart[l].length - 1;
+  }
+
+  /** Under guards: the tables of guard {@code g} of level {@code l >= 1}, newest first. */
+  List<Table> guardTables(int l, int g) {
+    return tables.subList(guardStart[l][g], guardStart[l][g + 1]);
+  }
+
+  /** Under guards: the tables of level {@code l >= 1} that may hold {@code key} (its guard's), newest first. */
+  List<Table> candidates(int l, byte[] key) {
+    return guardTables(l, guards.guardOf(l, key));
+  }
+
+  /** The one table of level {@code l >= 1} whose key range holds {@code key}, or null (leveled layout). */
   Table candidate(int l, byte[] key) {
     int lo = levelStart[l], hi = levelStart[l + 1] - 1;
     while (lo <= hi) { // the first table whose largest key is not below key

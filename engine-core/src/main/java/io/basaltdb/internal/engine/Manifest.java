@@ -30,16 +30,35 @@ record Manifest(
     long walStart,
     long walHead,
     int nextKeyspaceId,
-    List<KeyspaceMeta> keyspaces) {
+    List<KeyspaceMeta> keyspaces,
+    int flags) {
 
   static final long MAGIC = 0x42534c544d414e31L; // "BSLTMAN1"
   /**
    * 2: per-keyspace {@link Counters}. 3: {@code walHead}. 4: per-keyspace delete list tables and segment
    * garbage. Versions 2 and 3 are still read (walHead 0; no delete list, no garbage).
    */
-  static final int FORMAT_VERSION = 4;
+  static final int FORMAT_VERSION = 5;
+  /**
+   * The format a store without key index guards writes (5 only adds them, so such a store stays
+   * readable by releases that read 4).
+   */
+  static final int LEVELED_FORMAT_VERSION = 4;
+  /** {@link #flags} bit: the key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards}; format 5). */
+  static final int FLAG_GUARDS = 1;
   /** The oldest format this build reads. */
   static final int OLDEST_READABLE_VERSION = 2;
+
+  /** A manifest of a store without key index guards. */
+  Manifest(long number, long createdMillis, long flushedSeqno, long nextFileNumber, long walStart, long walHead,
+      int nextKeyspaceId, List<KeyspaceMeta> keyspaces) {
+    this(number, createdMillis, flushedSeqno, nextFileNumber, walStart, walHead, nextKeyspaceId, keyspaces, 0);
+  }
+
+  /** Whether the store's key index keeps guards (fixed when the store is created). */
+  boolean guardedKeyIndex() {
+    return (flags & FLAG_GUARDS) != 0;
+  }
 
   /**
    * One keyspace: tables newest first, segments by start seqno, its counters as of these tables, its
@@ -47,9 +66,14 @@ record Manifest(
    * (only segments with garbage or a garbage collection behind them are listed).
    */
   record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
-      List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage) {
+      List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage, Guards guards) {
     KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters) {
       this(id, name, tables, segments, counters, List.of(), List.of());
+    }
+
+    KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
+        List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage) {
+      this(id, name, tables, segments, counters, deletes, garbage, Guards.EMPTY);
     }
 
     /** The garbage entry of segment {@code id}, or null. */
@@ -150,7 +174,8 @@ record Manifest(
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     b = ensure(b, 72);
-    b.putLong(MAGIC).putInt(FORMAT_VERSION).putInt(0);
+    boolean guarded = guardedKeyIndex();
+    b.putLong(MAGIC).putInt(guarded ? FORMAT_VERSION : LEVELED_FORMAT_VERSION).putInt(flags);
     b.putLong(number).putLong(createdMillis).putLong(flushedSeqno).putLong(nextFileNumber).putLong(walStart);
     b.putLong(walHead);
     b.putInt(nextKeyspaceId).putInt(keyspaces.size());
@@ -179,6 +204,19 @@ record Manifest(
       }
       b.putInt(k.garbage.size());
       for (SegmentGarbage g : k.garbage) b.putLong(g.segmentId).putLong(g.bytes).putLong(g.count).putLong(g.gcBase);
+      if (guarded) {
+        for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+          List<byte[]> keys = k.guards.keys(l);
+          b = ensure(b, 4);
+          b.putInt(keys.size());
+          for (byte[] key : keys) {
+            b = ensure(b, 4 + key.length);
+            b.putInt(key.length).put(key);
+          }
+        }
+      } else if (!k.guards.isEmpty()) {
+        throw new IllegalStateException("keyspace " + k.id + " has guards in a store without them");
+      }
     }
     b = ensure(b, 4);
     CRC32C crc = new CRC32C();
@@ -212,7 +250,10 @@ record Manifest(
         throw new CorruptionException("manifest " + file + " has format version " + version + "; this build reads versions "
             + OLDEST_READABLE_VERSION + " to " + FORMAT_VERSION + ". Open the store with a matching Basalt release");
       }
-      b.getInt();
+      int flags = b.getInt();
+      if ((flags & ~FLAG_GUARDS) != 0 || (version >= 5) != ((flags & FLAG_GUARDS) != 0)) {
+        throw new CorruptionException(file, 12, "manifest format " + version + " with flags " + flags);
+      }
       long number = b.getLong();
       long created = b.getLong();
       long flushed = b.getLong();
@@ -250,13 +291,42 @@ record Manifest(
           int ng = b.getInt();
           for (int g = 0; g < ng; g++) garbage.add(new SegmentGarbage(b.getLong(), b.getLong(), b.getLong(), b.getLong()));
         }
-        ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters, deletes, garbage));
+        Guards guards = Guards.EMPTY;
+        if (version >= 5) guards = decodeGuards(b, file);
+        ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters, deletes, garbage,
+            guards));
       }
       if (b.remaining() != 4) throw new CorruptionException(file, b.position(), "trailing bytes in manifest");
-      return new Manifest(number, created, flushed, nextFile, walStart, walHead, nextKs, ks);
+      return new Manifest(number, created, flushed, nextFile, walStart, walHead, nextKs, ks, flags);
     } catch (RuntimeException e) {
       if (e instanceof CorruptionException) throw e;
       throw new CorruptionException(file, b.position(), "malformed manifest (" + e + ")");
+    }
+  }
+
+  /** One keyspace's guard keys (format 5): per level 1 to 6, a count, then each key's length and bytes. */
+  private static Guards decodeGuards(ByteBuffer b, String file) {
+    List<List<byte[]>> levels = new ArrayList<>();
+    levels.add(List.of());
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      int n = b.getInt();
+      if (n < 0 || n > b.remaining() / 4) throw new CorruptionException(file, b.position(), "guard count " + n);
+      List<byte[]> keys = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        int len = b.getInt();
+        if (len <= 0 || len > io.basaltdb.Options.MAX_KEY_SIZE) {
+          throw new CorruptionException(file, b.position(), "guard key of " + len + " bytes");
+        }
+        byte[] key = new byte[len];
+        b.get(key);
+        keys.add(key);
+      }
+      levels.add(keys);
+    }
+    try {
+      return Guards.of(levels);
+    } catch (IllegalArgumentException e) {
+      throw new CorruptionException(file, b.position(), "bad guard keys: " + e.getMessage());
     }
   }
 

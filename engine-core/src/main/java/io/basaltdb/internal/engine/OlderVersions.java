@@ -53,10 +53,31 @@ final class OlderVersions implements AutoCloseable {
     }
   }
 
+  /** Tables of one level, newest first, that may overlap; groups of a level are disjoint and ascending. */
+  private static final class Group {
+    final Cursor[] tables;
+    final byte[] largest;
+
+    Group(List<KeyspaceFiles.Table> tables) {
+      this.tables = new Cursor[tables.size()];
+      byte[] max = null;
+      for (int i = 0; i < this.tables.length; i++) {
+        KeyspaceFiles.Table t = tables.get(i);
+        this.tables[i] = new Cursor(t);
+        if (max == null || Arrays.compareUnsigned(t.largest(), max) > 0) max = t.largest();
+      }
+      this.largest = max;
+    }
+
+    void close() {
+      for (Cursor c : tables) c.close();
+    }
+  }
+
   /** Level 0's older tables, newest first: each may hold any key of its range. */
   private final Cursor[] level0;
-  /** Each deeper level's tables by smallest key, and the one the last probe reached. */
-  private final Cursor[][] levels;
+  /** Each deeper level's groups by key, and the one the last probe reached. */
+  private final Group[][] levels;
   private final int[] at;
   private byte[] last;
 
@@ -64,18 +85,33 @@ final class OlderVersions implements AutoCloseable {
   int docSize;
   boolean tombstone;
 
-  /** {@code level0} newest first, then each level's tables (as {@link KeyspaceFiles#level}). */
-  OlderVersions(List<KeyspaceFiles.Table> level0, List<List<KeyspaceFiles.Table>> levels) {
+  /** {@code level0} newest first, then each leveled level's tables (as {@link KeyspaceFiles#level}). */
+  static OlderVersions leveled(List<KeyspaceFiles.Table> level0, List<List<KeyspaceFiles.Table>> levels) {
+    List<List<List<KeyspaceFiles.Table>>> grouped = new ArrayList<>();
+    for (List<KeyspaceFiles.Table> level : levels) {
+      List<List<KeyspaceFiles.Table>> g = new ArrayList<>();
+      for (KeyspaceFiles.Table t : level) g.add(List.of(t));
+      grouped.add(g);
+    }
+    return new OlderVersions(level0, grouped);
+  }
+
+  /**
+   * {@code level0} newest first, then each deeper level as groups of tables: a leveled level's tables
+   * one by one, by key; a guarded level's guards, by key, each with its tables newest first.
+   */
+  OlderVersions(List<KeyspaceFiles.Table> level0, List<List<List<KeyspaceFiles.Table>>> levels) {
     this.level0 = new Cursor[level0.size()];
     for (int i = 0; i < this.level0.length; i++) this.level0[i] = new Cursor(level0.get(i));
-    List<Cursor[]> ls = new ArrayList<>();
-    for (List<KeyspaceFiles.Table> level : levels) {
-      if (level.isEmpty()) continue;
-      Cursor[] c = new Cursor[level.size()];
-      for (int i = 0; i < c.length; i++) c[i] = new Cursor(level.get(i));
-      ls.add(c);
+    List<Group[]> ls = new ArrayList<>();
+    for (List<List<KeyspaceFiles.Table>> level : levels) {
+      List<Group> gs = new ArrayList<>();
+      for (List<KeyspaceFiles.Table> g : level) {
+        if (!g.isEmpty()) gs.add(new Group(g));
+      }
+      if (!gs.isEmpty()) ls.add(gs.toArray(new Group[0]));
     }
-    this.levels = ls.toArray(new Cursor[0][]);
+    this.levels = ls.toArray(new Group[0][]);
     this.at = new int[this.levels.length];
   }
 
@@ -99,12 +135,13 @@ final class OlderVersions implements AutoCloseable {
       if (inRange(c.table, key) && c.probe(key, hash)) return found(c);
     }
     for (int l = 0; l < levels.length; l++) {
-      Cursor[] level = levels[l];
+      Group[] level = levels[l];
       int i = at[l];
-      while (i < level.length && Arrays.compareUnsigned(level[i].table.largest(), key) < 0) level[i++].close();
+      while (i < level.length && Arrays.compareUnsigned(level[i].largest, key) < 0) level[i++].close();
       at[l] = i;
-      if (i < level.length && Arrays.compareUnsigned(level[i].table.smallest(), key) <= 0 && level[i].probe(key, hash)) {
-        return found(level[i]);
+      if (i == level.length) continue;
+      for (Cursor c : level[i].tables) {
+        if (inRange(c.table, key) && c.probe(key, hash)) return found(c);
       }
     }
     return false;
@@ -124,8 +161,8 @@ final class OlderVersions implements AutoCloseable {
   @Override
   public void close() {
     for (Cursor c : level0) c.close();
-    for (Cursor[] level : levels) {
-      for (Cursor c : level) c.close();
+    for (Group[] level : levels) {
+      for (Group g : level) g.close();
     }
   }
 }

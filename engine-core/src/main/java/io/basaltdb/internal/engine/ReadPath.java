@@ -76,6 +76,12 @@ final class ReadPath {
       if (lookup(t, key, hash, rec)) return true;
     }
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      if (files.guarded()) { // the key's guard: its tables newest first (an empty guard costs nothing)
+        for (KeyspaceFiles.Table t : files.candidates(l, key)) {
+          if (t.holdsInRange(key) && lookup(t, key, hash, rec)) return true; // counted, as leveled, in range only
+        }
+        continue;
+      }
       KeyspaceFiles.Table t = files.candidate(l, key);
       if (t != null && lookup(t, key, hash, rec)) return true;
     }

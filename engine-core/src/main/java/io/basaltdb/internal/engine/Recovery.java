@@ -50,11 +50,12 @@ final class Recovery {
     try {
       loadManifests(storage, st);
       if (st.manifest == null) {
-        Manifest m = VersionSet.createStore(storage);
+        Manifest m = VersionSet.createStore(storage, options.keyIndexGuards());
         st.manifest = m;
         st.checkpoints.put(1L, m.createdMillis());
         st.checkpointFiles.put(1L, Set.of());
       }
+      checkLayout(st.manifest, options);
       long maxFile = st.manifest.nextFileNumber() - 1;
       for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
       deleteOrphans(storage, st);
@@ -124,7 +125,21 @@ final class Recovery {
     for (Manifest.DeleteTableMeta d : k.deletes()) {
       deletes.add(new KeyspaceFiles.DeleteTable(d, tables.openTable(FileNames.deleteTable(k.id(), d.fileNumber()))));
     }
-    st.files.put(k.id(), new KeyspaceFiles(ts, segments, deletes, k.garbage()));
+    st.files.put(k.id(), new KeyspaceFiles(ts, segments, deletes, k.garbage(),
+        st.manifest.guardedKeyIndex() ? k.guards() : null));
+  }
+
+  /**
+   * Refuses, before anything is written, to open a store with the other key index layout than the one
+   * it was created with: reads and compaction would follow the store's, and a benchmark or a deployment
+   * would then measure or run what it did not ask for.
+   */
+  private static void checkLayout(Manifest m, Options options) {
+    if (m.guardedKeyIndex() == options.keyIndexGuards()) return;
+    boolean was = m.guardedKeyIndex();
+    throw new io.basaltdb.InvalidArgumentException("the store was created with Options.keyIndexGuards(" + was
+        + "): its key index " + (was ? "keeps guards (manifest format 5)" : "is leveled") + ". Open it with"
+        + " keyIndexGuards(" + was + "); a store keeps the key index layout it was created with");
   }
 
   /** Deletes table, delete list table and segment files that no retained manifest names. */

@@ -98,6 +98,9 @@ final class StatsReport {
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());
     m.put("l0Merges", s.l0Merges.sum());
+    m.put("guardsAdded", s.guardsAdded.sum());
+    m.put("guardPushes", s.guardPushes.sum());
+    m.put("guardMerges", s.guardMerges.sum());
     m.put("hintsRefreshed", s.hintsRefreshed.sum());
     m.put("flushStaleReported", s.flushStaleReported.sum());
     m.put("l0MergeStaleReported", s.l0MergeStaleReported.sum());
@@ -149,6 +152,22 @@ final class StatsReport {
       for (KeyspaceFiles f : v.files.values()) n += f.level(l).size();
       m.put("tablesAtLevel" + l, n);
     }
+    long guards = 0, emptyGuards = 0, maxGuardTables = 0;
+    for (KeyspaceFiles f : v.files.values()) {
+      if (!f.guarded()) continue;
+      for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+        if (f.level(l).isEmpty()) continue; // an empty level's guards are not probed
+        for (int g = 0; g < f.guardCount(l); g++) {
+          int n = f.guardTables(l, g).size();
+          guards++;
+          if (n == 0) emptyGuards++;
+          maxGuardTables = Math.max(maxGuardTables, n);
+        }
+      }
+    }
+    m.put("guards", guards);
+    m.put("emptyGuards", emptyGuards);
+    m.put("maxGuardTables", maxGuardTables);
     m.put("segments", (long) segments);
     m.put("lastSeqno", versions.lastSeqno);
     m.put("keyspaces", (long) catalog.size());

@@ -64,11 +64,11 @@ final class TableOutput {
     writer.add(key, seqno, docSize, tombstone, hint, olderReported);
     records++;
     docBytes += docSize;
-    if (writer.dataSize() >= targetBytes) cut();
+    if (writer.dataSize() >= targetBytes) cutTable();
   }
 
-  /** Finishes the table being written, if any. */
-  private void cut() {
+  /** Finishes the table being written, if any: the next record starts a new one (a guard boundary). */
+  void cutTable() {
     if (writer == null) return;
     TableInfo info = writer.finish();
     file.close();
@@ -80,7 +80,7 @@ final class TableOutput {
 
   /** Finishes and returns every table written. */
   List<KeyspaceFiles.Table> finish() {
-    cut();
+    cutTable();
     return finished;
   }
 

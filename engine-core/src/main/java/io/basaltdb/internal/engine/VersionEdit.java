@@ -56,6 +56,10 @@ final class VersionEdit {
     /** A rollback's delete list and garbage, replacing the current ones; null otherwise. */
     List<Manifest.DeleteTableMeta> restoredDeletes;
     List<Manifest.SegmentGarbage> restoredGarbage;
+    /** Guard keys a compaction added, by level. */
+    final Map<Integer, List<byte[]>> addedGuards = new LinkedHashMap<>();
+    /** A rollback's guards, replacing the current ones; null otherwise. */
+    Guards restoredGuards;
   }
 
   /**
@@ -166,6 +170,18 @@ final class VersionEdit {
     return this;
   }
 
+  /** Guard keys a compaction chose at level {@code level} (committed with the tables it cut at them). */
+  VersionEdit addGuards(int keyspace, int level, List<byte[]> keys) {
+    if (!keys.isEmpty()) change(keyspace).addedGuards.computeIfAbsent(level, l -> new ArrayList<>()).addAll(keys);
+    return this;
+  }
+
+  /** A rollback: the keyspace's guards become these. */
+  VersionEdit restoreGuards(int keyspace, Guards guards) {
+    change(keyspace).restoredGuards = guards;
+    return this;
+  }
+
   VersionEdit addCounters(int keyspace, Manifest.Counters delta) {
     Change c = change(keyspace);
     c.delta = c.delta.plus(delta);
@@ -233,34 +249,36 @@ final class VersionEdit {
     return new Manifest(number, createdMillis, flushedSeqno >= 0 ? flushedSeqno : base.flushedSeqno(),
         nextFileNumber, walStart >= 0 ? walStart : base.walStart(),
         walHead < 0 ? base.walHead() : walHeadReset ? walHead : Math.max(walHead, base.walHead()),
-        nextKeyspaceId, out);
+        nextKeyspaceId, out, base.flags());
   }
 
   private static Manifest.KeyspaceMeta apply(Manifest.KeyspaceMeta k, Change c, long number) {
-    // Added level-0 tables keep level 0's order, newest first: a flush's table is newer than every one
-    // there; a level-0 merge's output takes the place of the newest table it merged (its inputs are
-    // neighbours, and tables flushed while it ran are newer and stay in front).
-    List<Manifest.TableMeta> addedL0 = new ArrayList<>();
-    for (Manifest.TableMeta t : c.addedTables) {
-      if (t.level() == 0) addedL0.add(t);
-    }
-    boolean mergedL0 = false;
-    for (Manifest.TableMeta t : k.tables()) {
-      if (t.level() == 0 && c.removedTables.contains(t.fileNumber())) mergedL0 = true;
-    }
+    // Each level's tables are listed newest first (only level 0 and a guarded level's guards need the
+    // order: their tables overlap; KeyspaceFiles sorts a leveled level by key). Tables added to a level
+    // the edit removes nothing from are newer than every table there (a flush; a push out of the level
+    // above) and go in front; tables added to a level the edit also removes from (a level-0 merge, an
+    // in-place merge, a leveled merge, a rollback) take the place of the newest table removed there: the
+    // inputs of a merge are neighbours in the order, and tables added while it ran stay in front.
     List<Manifest.TableMeta> tables = new ArrayList<>();
-    if (!mergedL0) tables.addAll(addedL0);
-    for (Manifest.TableMeta t : k.tables()) {
-      if (!c.removedTables.contains(t.fileNumber())) {
-        tables.add(t);
-      } else if (t.level() == 0 && mergedL0) {
-        tables.addAll(addedL0); // at the newest input's place
-        mergedL0 = false;
-        addedL0 = List.of();
+    for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      List<Manifest.TableMeta> added = new ArrayList<>();
+      for (Manifest.TableMeta t : c.addedTables) {
+        if (t.level() == l) added.add(t);
       }
-    }
-    for (Manifest.TableMeta t : c.addedTables) {
-      if (t.level() != 0) tables.add(t);
+      boolean removesHere = false;
+      for (Manifest.TableMeta t : k.tables()) {
+        if (t.level() == l && c.removedTables.contains(t.fileNumber())) removesHere = true;
+      }
+      if (!removesHere) tables.addAll(added);
+      for (Manifest.TableMeta t : k.tables()) {
+        if (t.level() != l) continue;
+        if (!c.removedTables.contains(t.fileNumber())) {
+          tables.add(t);
+        } else if (removesHere) {
+          tables.addAll(added); // at the newest removed table's place
+          removesHere = false;
+        }
+      }
     }
     List<SegmentState> segments = new ArrayList<>();
     for (SegmentState s : k.segments()) {
@@ -274,7 +292,10 @@ final class VersionEdit {
     segments.sort((a, b) -> Long.compare(a.startSeqno(), b.startSeqno()));
     List<Manifest.DeleteTableMeta> deletes = c.restoredDeletes != null ? c.restoredDeletes : deletes(k, c, number);
     List<Manifest.SegmentGarbage> garbage = c.restoredGarbage != null ? c.restoredGarbage : garbage(k, c, segments);
-    return new Manifest.KeyspaceMeta(k.id(), k.name(), tables, segments, k.counters().plus(c.delta), deletes, garbage);
+    Guards guards = c.restoredGuards != null ? c.restoredGuards : k.guards();
+    for (Map.Entry<Integer, List<byte[]>> e : c.addedGuards.entrySet()) guards = guards.withAdded(e.getKey(), e.getValue());
+    return new Manifest.KeyspaceMeta(k.id(), k.name(), tables, segments, k.counters().plus(c.delta), deletes, garbage,
+        guards);
   }
 
   /** Level-0 delete tables newest first (added ones are the newest), then level 1 by seqno. */

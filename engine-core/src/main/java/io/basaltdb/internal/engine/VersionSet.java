@@ -167,6 +167,17 @@ final class VersionSet {
       state.checkWritable();
       edit.beforeCommit.run();
       Manifest next = edit.applyTo(manifest, manifest.number() + 1, System.currentTimeMillis(), nextFileNumber.get());
+      // Built before the manifest is written (files change only under this lock), so an edit that breaks
+      // the layout's rules (overlapping tables of a leveled level, a table straddling a guard key) fails
+      // the store before it is durable.
+      Map<Integer, KeyspaceFiles> files;
+      try {
+        files = filesOf(next, edit, versions.current());
+      } catch (IllegalStateException e) {
+        BasaltException f = new BasaltException("refused a commit that breaks the key index's layout: " + e.getMessage(), e);
+        state.fail(f);
+        throw f;
+      }
       try {
         stats.manifestBytesWritten.add(write(storage, next));
       } catch (BasaltException e) {
@@ -190,8 +201,7 @@ final class VersionSet {
       versions.applyLock.lock();
       try {
         Version cur = versions.current();
-        versions.install(versions.newVersion(cur.active, edit.writeCacheFlushed ? null : cur.immutable,
-            filesOf(next, edit, cur)));
+        versions.install(versions.newVersion(cur.active, edit.writeCacheFlushed ? null : cur.immutable, files));
       } finally {
         versions.applyLock.unlock();
       }
@@ -312,7 +322,7 @@ final class VersionSet {
         if (d == null) throw new IllegalStateException("no open reader for delete list table " + m.fileNumber());
         ds.add(new KeyspaceFiles.DeleteTable(m, d.reader())); // the manifest's entry: addedIn is set at commit
       }
-      out.put(k.id(), new KeyspaceFiles(ts, ss, ds, k.garbage()));
+      out.put(k.id(), new KeyspaceFiles(ts, ss, ds, k.garbage(), next.guardedKeyIndex() ? k.guards() : null));
     }
     return out;
   }
@@ -434,9 +444,12 @@ final class VersionSet {
 
   // ---- offline commits: a new store, a rollback --------------------------------------------------------
 
-  /** Commits the first manifest of a new store: keyspace "default" (id 1), nothing flushed. */
-  static Manifest createStore(Storage storage) {
-    Manifest empty = new Manifest(0, 0, 0, 2, 0, 0, 1, List.of());
+  /**
+   * Commits the first manifest of a new store: keyspace "default" (id 1), nothing flushed; {@code
+   * guarded}: its key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards}).
+   */
+  static Manifest createStore(Storage storage, boolean guarded) {
+    Manifest empty = new Manifest(0, 0, 0, 2, 0, 0, 1, List.of(), guarded ? Manifest.FLAG_GUARDS : 0);
     return commitOffline(storage, empty, new VersionEdit().createKeyspace(1, "default"), 1, 2);
   }
 

@@ -308,6 +308,13 @@ public final class MemStorage implements Storage {
     }
   }
 
+  /** The name and current contents of every file, for tests that check nothing changed. */
+  public synchronized java.util.SortedMap<String, byte[]> snapshot() {
+    java.util.TreeMap<String, byte[]> out = new java.util.TreeMap<>();
+    for (String name : files.keySet()) out.put(name, contents(name));
+    return out;
+  }
+
   @Override
   public synchronized String toString() {
     return "MemStorage(seed=" + seed + ", files=" + files.keySet() + ")";

@@ -55,13 +55,15 @@ class DiscardAccountingCrashTest {
    * two low bits pick who else reports superseded versions: 0 or 3, the flushes ({@link
    * Options#flushLookups}); 2, every level-0 merge ({@link Options#l0RevealRatio}, with a base level
    * large enough for level 0 to tier); 1, only the merges that drop them. Crashes then land in those
-   * commits, and later compactions must not report those versions again.
+   * commits, and later compactions must not report those versions again. Bit 2 picks the key index
+   * layout: set, guards so dense that every kind of guard job runs ({@link Options#keyIndexGuards}).
    */
-  static Options options(CompactionTest.Reporting reporting) {
+  static Options options(CompactionTest.Reporting reporting, boolean guards) {
     Options o = CompactionTest.tinyLevels().segmentSize(64 << 10).syncMode(SyncMode.NONE).fragmentationThreshold(0.2)
         .flushLookups(reporting == CompactionTest.Reporting.LOOKUPS)
         .l0RevealRatio(reporting == CompactionTest.Reporting.REVEALS ? 1 << 20 : 0);
     if (reporting == CompactionTest.Reporting.REVEALS) o.level1Bytes(1 << 20).tableTargetBytes(16 << 10).l0BaseRatio(4);
+    if (guards) o.keyIndexGuards(true).guardLastLevelBits(2).guardBitsStep(1).guardMaxTables(3);
     return o;
   }
 
@@ -71,8 +73,9 @@ class DiscardAccountingCrashTest {
         : CompactionTest.Reporting.LOOKUPS;
   }
 
-  /** Who reports in the seed running ({@link #options}). */
+  /** Who reports in the seed running, and its layout ({@link #options}). */
   private CompactionTest.Reporting reporting;
+  private boolean guards;
 
   /** How a round ends. */
   private enum Ending { CLEAN_CLOSE, AFTER_MUTATIONS, IN_COMMIT, IN_RECOVERY }
@@ -83,6 +86,8 @@ class DiscardAccountingCrashTest {
   private long gcRuns;
   /** Versions revealing level-0 merges reported, across the seeds. */
   private long revealed;
+  /** Guard pushes and in-place merges, across the seeds. */
+  private long guardJobs;
 
   @Test
   void discardedVersions_areCountedExactlyOnce_acrossCrashesAndReruns() {
@@ -92,7 +97,8 @@ class DiscardAccountingCrashTest {
     Flusher.parallelLookups = 16; // the lookups of these small flushes take the two-thread path
     try {
       for (int i = 0; i < (only != null ? 1 : SEEDS); i++) {
-        long seed = only != null ? only : (seeds.nextLong() & ~3L) | (i % 3); // lookups, drops, reveals in turn
+        // lookups, drops, reveals in turn; the leveled and the guarded layout in turn
+        long seed = only != null ? only : (seeds.nextLong() & ~7L) | (i % 3) | ((i & 1) << 2);
         try {
           runSeed(seed);
         } catch (Throwable t) {
@@ -107,6 +113,7 @@ class DiscardAccountingCrashTest {
       assertTrue(crashesBetweenCallsAndCommit > 0, "no crash landed between the listener's calls and the commit");
       assertTrue(gcRuns > 0, "garbage collection never ran");
       assertTrue(revealed > 0, "no level-0 merge revealed a version");
+      assertTrue(guardJobs > 0, "no guard job ran");
     }
   }
 
@@ -144,9 +151,10 @@ class DiscardAccountingCrashTest {
   private void runSeed(long seed) {
     Random rnd = new Random(seed);
     reporting = reporting(seed);
+    guards = (seed & 4) != 0;
     MemStorage storage = new MemStorage(seed);
     int second;
-    try (Engine e = Engine.open(storage, options(reporting))) {
+    try (Engine e = Engine.open(storage, options(reporting, guards))) {
       second = e.createKeyspace("second");
     }
     for (int round = 0; round < ROUNDS; round++) {
@@ -163,7 +171,7 @@ class DiscardAccountingCrashTest {
     if (ending == Ending.IN_RECOVERY) storage.crashAfterMutations(rnd.nextInt(40));
     Engine e;
     try {
-      e = Engine.open(storage, options(reporting));
+      e = Engine.open(storage, options(reporting, guards));
     } catch (BasaltException crashed) {
       storage.crash(MemStorage.CrashMode.RANDOM);
       checkFiles(storage);
@@ -191,6 +199,7 @@ class DiscardAccountingCrashTest {
     } finally {
       gcRuns += e.stats().get("gcRuns");
       revealed += e.stats().get("l0MergeStaleReported");
+      guardJobs += e.stats().get("guardPushes") + e.stats().get("guardMerges");
       try {
         e.close();
       } catch (BasaltException expected) {

@@ -48,4 +48,58 @@ class ManifestTest {
     assertTrue(e.getMessage().contains("format version 1; this build reads versions "
         + Manifest.OLDEST_READABLE_VERSION + " to " + Manifest.FORMAT_VERSION), e.getMessage());
   }
+
+  static Manifest guardedSample() {
+    Guards g = Guards.EMPTY.withAdded(6, List.of(b("m"), b("c"), b("x"))).withAdded(3, List.of(b("k")));
+    return new Manifest(8, 1234, 99, 42, 40, 41, 2, List.of(
+        new Manifest.KeyspaceMeta(1, "default", List.of(new Manifest.TableMeta(30, 6), new Manifest.TableMeta(12, 6)),
+            List.of(), new Manifest.Counters(500, 64_000, 380, 41_000), List.of(), List.of(), g)),
+        Manifest.FLAG_GUARDS);
+  }
+
+  private static byte[] b(String s) {
+    return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void aGuardedManifest_isFormat5_andRoundTripsItsGuards() {
+    Manifest m = guardedSample();
+    byte[] data = m.encode();
+    assertEquals(Manifest.FORMAT_VERSION, data[8]);
+    assertEquals(Manifest.FLAG_GUARDS, data[12]);
+    Manifest back = Manifest.decode(data, "test");
+    assertEquals(m, back);
+    assertTrue(back.guardedKeyIndex());
+    assertEquals(3, back.keyspaces().get(0).guards().count(6));
+    assertEquals(1, back.keyspaces().get(0).guards().guardOf(6, b("d")));
+  }
+
+  @Test
+  void aLeveledManifest_staysFormat4_withNoFlags() {
+    byte[] data = sample().encode();
+    assertEquals(Manifest.LEVELED_FORMAT_VERSION, data[8]);
+    assertEquals(0, data[12]);
+    assertTrue(!Manifest.decode(data, "test").guardedKeyIndex());
+  }
+
+  @Test
+  void guardKeysOutOfOrder_areCorruption() {
+    byte[] data = guardedSample().encode();
+    // Level 6's keys are c, m, x (each a u32 length 1 and a byte); swap the first two.
+    int at = indexOf(data, new byte[] {1, 0, 0, 0, 'c', 1, 0, 0, 0, 'm'});
+    data[at + 4] = 'm';
+    data[at + 9] = 'c';
+    CRC32C crc = new CRC32C();
+    crc.update(data, 0, data.length - 4);
+    ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).putInt(data.length - 4, (int) crc.getValue());
+    CorruptionException e = assertThrows(CorruptionException.class, () -> Manifest.decode(data, "test"));
+    assertTrue(e.getMessage().contains("guard keys of level 6 out of order"), e.getMessage());
+  }
+
+  private static int indexOf(byte[] data, byte[] part) {
+    for (int i = 0; i + part.length <= data.length; i++) {
+      if (java.util.Arrays.equals(data, i, i + part.length, part, 0, part.length)) return i;
+    }
+    throw new AssertionError("not found");
+  }
 }

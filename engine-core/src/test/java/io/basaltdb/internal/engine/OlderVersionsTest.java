@@ -91,7 +91,7 @@ class OlderVersionsTest {
       }
       // Within one level the slices were added newest-first too, which does not matter: they do not overlap.
       int found = 0;
-      try (OlderVersions older = new OlderVersions(level0, levels)) {
+      try (OlderVersions older = OlderVersions.leveled(level0, levels)) {
         for (int k : sortedSample(r, 0, space, 1500)) {
           Version want = null;
           for (TreeMap<Integer, Version> m : byTable) {
@@ -117,7 +117,7 @@ class OlderVersionsTest {
     TreeMap<Integer, Version> m = new TreeMap<>();
     List<List<KeyspaceFiles.Table>> levels = new ArrayList<>();
     levels.add(List.of(table(1, new int[] {1, 2, 3}, new Random(1), m, 10)));
-    try (OlderVersions older = new OlderVersions(List.of(), levels)) {
+    try (OlderVersions older = OlderVersions.leveled(List.of(), levels)) {
       older.find(key(2));
       assertThrows(IllegalStateException.class, () -> older.find(key(2)));
       assertThrows(IllegalStateException.class, () -> older.find(key(1)));
