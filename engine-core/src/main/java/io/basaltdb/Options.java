@@ -341,8 +341,9 @@ public final class Options {
    * first). docs/architecture.md, "Key index guards".
    *
    * <p>The layout is fixed when a store is created: opening a store with the other setting is refused
-   * with an {@link InvalidArgumentException} that names the setting it was created with, before
-   * anything is written. A store with guards has manifest format 5, which releases before it refuse.
+   * with an {@link InvalidArgumentException} that names the setting it was created with, before the
+   * open changes any file (only a crashed commit's leftover temporary manifest may have been deleted).
+   * A store with guards has manifest format 5, which releases before it refuse.
    */
   public Options keyIndexGuards(boolean on) { this.keyIndexGuards = on; return this; }
   public boolean keyIndexGuards() { return keyIndexGuards; }

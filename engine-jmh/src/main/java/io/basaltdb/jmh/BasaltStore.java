@@ -146,8 +146,8 @@ final class BasaltStore implements Race.Store {
     if (user > 0) m.put("engineWriteAmp", fmt((double) engineWritten / user));
     m.put("gcReadMiB", Phase.mib(after.get("gcBytesRead") - before.get("gcBytesRead")));
     m.put("gcReclaimedMiB", Phase.mib(after.get("gcBytesReclaimed") - before.get("gcBytesReclaimed")));
-    for (String c : new String[] {"gcRuns", "gcStalls", "gcSlowdowns", "compactions", "l0Merges", "flushes", "stalls",
-        "slowdowns", "l0Stalls"}) {
+    for (String c : new String[] {"gcRuns", "gcStalls", "gcSlowdowns", "compactions", "l0Merges", "trivialMoves",
+        "guardPushes", "guardMerges", "flushes", "stalls", "slowdowns", "l0Stalls"}) {
       m.put(c, Long.toString(after.get(c) - before.get(c)));
     }
     m.put("stallMs", Long.toString((after.get("stallNanos") - before.get("stallNanos")) / 1_000_000));
@@ -156,6 +156,8 @@ final class BasaltStore implements Race.Store {
     m.put("gcStallMs", Long.toString((after.get("gcStallNanos") - before.get("gcStallNanos")) / 1_000_000));
     m.put("l0StallMs", Long.toString((after.get("l0StallNanos") - before.get("l0StallNanos")) / 1_000_000));
     m.put("fragmentationPermille", Long.toString(after.get("fragmentationPermille")));
+    m.put("guards", Long.toString(after.get("guards")));
+    m.put("maxGuardTables", Long.toString(after.get("maxGuardTables")));
     m.put("segmentMiB", Phase.mib(after.get("segmentBytes")));
     m.put("segmentStaleMiB", Phase.mib(after.get("segmentStaleBytes")));
     m.put("pendingGarbageMiB", Phase.mib(after.get("pendingGarbageBytes")));

@@ -291,7 +291,7 @@ final class CompactionPicker {
       for (int g = 0; g < f.guardCount(l); g++) {
         List<KeyspaceFiles.Table> tables = f.guardTables(l, g);
         if (tables.isEmpty()) continue;
-        double score = guardScore(f, targets, l, tables);
+        double score = guardScore(f, targets, l, tables, quiet);
         if (score < 1 || (best != null && score <= best.score) || !noneBusy(tables)) continue;
         best = l == last ? new Job(ks, l, l, List.copyOf(tables), List.of(), true, score, false)
             : push(ks, f, l, l + 1, tables, score);
@@ -305,17 +305,21 @@ final class CompactionPicker {
    * Levels 1 to 5: its bytes over its share of the level's target (the target over the level's
    * guards; section VIII.B), or its tables over {@code guardMaxTables}, whichever is higher; a level
    * that should be empty drains first, as in the leveled layout. The last level: its tables over {@code
-   * guardMaxTables}, and only with two or more (merging one table drops nothing). Tables count beyond
-   * those the guard's bytes fill at {@code tableTargetBytes}.
+   * guardMaxTables}, and only with two or more (merging one table drops nothing); on a quiet store, any
+   * guard of two or more beyond those its bytes need, so tombstones and the versions under them that no more writes will push
+   * together still go (and garbage collection learns of them). Tables count beyond those the guard's
+   * bytes fill at {@code tableTargetBytes}.
    */
-  private double guardScore(KeyspaceFiles f, LevelTargets targets, int l, List<KeyspaceFiles.Table> tables) {
+  private double guardScore(KeyspaceFiles f, LevelTargets targets, int l, List<KeyspaceFiles.Table> tables,
+      boolean quiet) {
     long bytes = 0;
     for (KeyspaceFiles.Table t : tables) bytes += t.bytes();
     // Tables beyond those its bytes need at tableTargetBytes, plus one: a guard merged into tables cut at
     // that size counts as one, or a guard bigger than guardMaxTables of them would merge again and again.
     long needed = Math.max(1, (bytes + options.tableTargetBytes() - 1) / options.tableTargetBytes());
-    double byCount = (double) Math.max(1, tables.size() - needed + 1) / options.guardMaxTables();
-    if (l == KeyspaceFiles.MAX_LEVELS - 1) return tables.size() >= 2 ? byCount : 0;
+    long runs = Math.max(1, tables.size() - needed + 1);
+    double byCount = (double) runs / options.guardMaxTables();
+    if (l == KeyspaceFiles.MAX_LEVELS - 1) return tables.size() < 2 ? 0 : quiet && runs >= 2 ? Math.max(1, byCount) : byCount;
     long target = targets.target(l);
     if (target == 0) return LevelTargets.DRAIN_SCORE + (KeyspaceFiles.MAX_LEVELS - l);
     double expected = Math.max(1.0, (double) target / f.guardCount(l));

@@ -269,10 +269,7 @@ final class Compactor {
     for (KeyspaceFiles.Table t : job.all()) read += t.bytes();
     stats.compactionBytesRead.add(read);
     for (KeyspaceFiles.Table t : written) edit.addTable(job.keyspace(), t);
-    if (cutter != null) {
-      edit.addGuards(job.keyspace(), job.outputLevel(), cutter.added());
-      stats.guardsAdded.add(cutter.added().size());
-    }
+    if (cutter != null) edit.addGuards(job.keyspace(), job.outputLevel(), cutter.added());
     if (!catalog.isLive(job.keyspace()) || state.failure() != null) return commit(job, edit, written, List.of(), false);
     // The listener hears of each dropped version just before the commit, under the VersionSet's lock;
     // the counters go in the commit itself, so a crash in between leaves neither the drop nor its count
@@ -293,6 +290,7 @@ final class Compactor {
       }
     };
     boolean committed = commit(job, edit, written, deletes, false);
+    if (committed && cutter != null) stats.guardsAdded.add(cutter.added().size());
     if (committed && older != null && !discards.revealFailed) {
       stats.l0MergeStaleReported.add(discards.revealed);
       stats.shadowed.revealed(job.all(), written, discards.unreported);

@@ -125,12 +125,17 @@ final class Recovery {
     for (Manifest.DeleteTableMeta d : k.deletes()) {
       deletes.add(new KeyspaceFiles.DeleteTable(d, tables.openTable(FileNames.deleteTable(k.id(), d.fileNumber()))));
     }
-    st.files.put(k.id(), new KeyspaceFiles(ts, segments, deletes, k.garbage(),
-        st.manifest.guardedKeyIndex() ? k.guards() : null));
+    try {
+      st.files.put(k.id(), new KeyspaceFiles(ts, segments, deletes, k.garbage(),
+          st.manifest.guardedKeyIndex() ? k.guards() : null));
+    } catch (IllegalStateException e) { // overlapping tables of a level, a table across a guard key
+      throw new io.basaltdb.CorruptionException("manifest " + st.manifest.number() + " lists the key index of keyspace '"
+          + k.name() + "' inconsistently: " + e.getMessage() + ". Restore the store from a backup");
+    }
   }
 
   /**
-   * Refuses, before anything is written, to open a store with the other key index layout than the one
+   * Refuses, before any file is written (a crashed commit's temporary manifest may be gone), to open a store with the other key index layout than the one
    * it was created with: reads and compaction would follow the store's, and a benchmark or a deployment
    * would then measure or run what it did not ask for.
    */

@@ -165,7 +165,6 @@ final class VersionSet {
   Manifest logAndApply(VersionEdit edit) {
     synchronized (lock) {
       state.checkWritable();
-      edit.beforeCommit.run();
       Manifest next = edit.applyTo(manifest, manifest.number() + 1, System.currentTimeMillis(), nextFileNumber.get());
       // Built before the manifest is written (files change only under this lock), so an edit that breaks
       // the layout's rules (overlapping tables of a leveled level, a table straddling a guard key) fails
@@ -178,6 +177,7 @@ final class VersionSet {
         state.fail(f);
         throw f;
       }
+      edit.beforeCommit.run(); // after the checks: a refused commit tells no listener of its drops
       try {
         stats.manifestBytesWritten.add(write(storage, next));
       } catch (BasaltException e) {
