@@ -35,9 +35,16 @@ public final class EngineCursor implements AutoCloseable {
     try {
       sources.add(new MergeSources.CacheSource(snap.active.iterator(), ks, start));
       if (snap.immutable != null) sources.add(new MergeSources.CacheSource(snap.immutable.iterator(), ks, start));
-      for (KeyspaceFiles.Table t : snap.version.files(ks).tables) {
-        // a scan caches what it reads, as gets do
-        sources.add(new MergeSources.TableSource(t.reader().iterator(true), start));
+      KeyspaceFiles files = snap.version.files(ks);
+      for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+        if (l > 0 && files.guarded()) { // one source per guarded level: it opens one guard at a time
+          if (!files.level(l).isEmpty()) sources.add(new MergeSources.LevelSource(files, l, start));
+          continue;
+        }
+        for (KeyspaceFiles.Table t : files.level(l)) {
+          // a scan caches what it reads, as gets do
+          sources.add(new MergeSources.TableSource(t.reader().iterator(true), start));
+        }
       }
     } catch (RuntimeException e) {
       for (MergingIterator.Source s : sources) s.close();
@@ -55,7 +62,7 @@ public final class EngineCursor implements AutoCloseable {
       if (to == null || Arrays.compareUnsigned(s.key(), to) < 0) {
         key = s.key();
         value = s instanceof MergeSources.CacheSource c ? c.value()
-            : snap.reads.readDocument(snap.version.files(ks), ks, key, s.seqno(), ((MergeSources.TableSource) s).hint())
+            : snap.reads.readDocument(snap.version.files(ks), ks, key, s.seqno(), ((MergeSources.IndexSource) s).hint())
                 .value();
         return true;
       }

@@ -4,8 +4,8 @@ import io.basaltdb.internal.skiplist.SnapshotIterator;
 import io.basaltdb.internal.sstable.TableIterator;
 
 /**
- * The {@link MergingIterator.Source}s of the store: one keyspace of a write cache snapshot, and a key
- * index table.
+ * The {@link MergingIterator.Source}s of the store: one keyspace of a write cache snapshot, a key index
+ * table, and a guarded key index level.
  *
  * <p>Thread-safety: one thread at a time, as the iterators they wrap.
  */
@@ -70,8 +70,13 @@ final class MergeSources {
     }
   }
 
+  /** A source of key index records: each names its document by seqno and location hint. */
+  interface IndexSource extends MergingIterator.Source {
+    long hint();
+  }
+
   /** A key index table's records, from a key on (or from its first). */
-  static final class TableSource implements MergingIterator.Source {
+  static final class TableSource implements IndexSource {
     private final TableIterator it;
     /** The current key, copied once per position; null when exhausted. */
     private byte[] key;
@@ -106,7 +111,7 @@ final class MergeSources {
       return it.docSize();
     }
 
-    long hint() {
+    @Override public long hint() {
       return it.hint();
     }
 
@@ -121,6 +126,88 @@ final class MergeSources {
 
     @Override public void close() {
       it.close();
+    }
+  }
+
+  /**
+   * One guarded level of a key index ({@link Guards}), from a key on: the newest version of each key
+   * (tombstones included), guard by guard. Only the current guard's tables are open, merged by an inner
+   * {@link MergingIterator}; the next non-empty guard's open once it is exhausted. A cursor thus seeks
+   * the tables of one guard per level, not every table of the level.
+   */
+  static final class LevelSource implements IndexSource {
+    private final KeyspaceFiles files;
+    private final int level;
+    private int guard;
+    private MergingIterator merge;
+    private TableSource current;
+
+    LevelSource(KeyspaceFiles files, int level, byte[] from) {
+      this.files = files;
+      this.level = level;
+      this.guard = files.guards.guardOf(level, from);
+      open(from);
+    }
+
+    /** Opens guard {@code guard} (from {@code from}, or its first key) and moves to its first version. */
+    private void open(byte[] from) {
+      while (guard < files.guardCount(level)) {
+        java.util.List<KeyspaceFiles.Table> tables = files.guardTables(level, guard);
+        java.util.List<TableSource> sources = new java.util.ArrayList<>();
+        try {
+          for (KeyspaceFiles.Table t : tables) sources.add(new TableSource(t.reader().iterator(true), from));
+        } catch (RuntimeException | Error e) {
+          for (TableSource s : sources) s.close();
+          throw e;
+        }
+        merge = new MergingIterator(sources, false, null);
+        if (merge.next()) {
+          current = (TableSource) merge.current();
+          return;
+        }
+        merge.close();
+        merge = null;
+        guard++;
+        from = null;
+      }
+      current = null;
+    }
+
+    @Override public boolean valid() {
+      return current != null;
+    }
+
+    @Override public byte[] key() {
+      return current.key();
+    }
+
+    @Override public long seqno() {
+      return current.seqno();
+    }
+
+    @Override public boolean tombstone() {
+      return current.tombstone();
+    }
+
+    @Override public long hint() {
+      return current.hint();
+    }
+
+    @Override public void next() {
+      if (merge.next()) {
+        current = (TableSource) merge.current();
+        return;
+      }
+      merge.close();
+      merge = null;
+      guard++;
+      open(null);
+    }
+
+    @Override public void close() {
+      if (merge != null) merge.close();
+      merge = null;
+      current = null;
     }
   }
 }

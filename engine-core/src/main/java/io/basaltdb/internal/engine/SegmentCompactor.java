@@ -63,9 +63,9 @@ final class SegmentCompactor {
   /** Level-0 delete list tables that trigger their merge into level 1 regardless of size. */
   static final int DELETE_L0_TRIGGER = 16;
   /**
-   * Level-0 delete list tables at which all of them merge into level 1 whatever their sizes: below the
-   * 24 at which {@link #pressure} slows writers, so tables of mixed sizes (a key index compaction's
-   * discards vary from a few to millions) that never make a tier do not slow them.
+   * Level-0 delete list tables at which the smaller half merge into one level-0 table whatever their
+   * sizes: below the 24 at which {@link #pressure} slows writers, so tables of mixed sizes (a key index
+   * compaction's discards vary from a few to millions) that never make a tier do not slow them.
    */
   static final int DELETE_L0_FULL = 20;
   /**
@@ -519,9 +519,10 @@ final class SegmentCompactor {
 
   /**
    * The delete list tables to merge now, or null: every table, into level 1, once level 0's logical
-   * bytes reach half of level 1's (and an eighth of the log's) or it holds {@link #DELETE_L0_FULL}
-   * tables; else, once {@link #DELETE_TIER_FANIN} level-0 tables are within 4x the records of the
-   * smallest, those, into one level-0 table. Level 0 is tiered as the key index's is: a flush writes a
+   * bytes reach half of level 1's (and an eighth of the log's); else the smaller half of level 0 into
+   * one level-0 table once it holds {@link #DELETE_L0_FULL} tables; else, once {@link
+   * #DELETE_TIER_FANIN} level-0 tables are within 4x the records of the smallest, those, into one
+   * level-0 table. Level 0 is tiered as the key index's is: a flush writes a
    * small table of the versions it superseded, and merging each batch of them into level 1 would
    * rewrite level 1 every few flushes.
    */
@@ -539,13 +540,18 @@ final class SegmentCompactor {
     if (l0.isEmpty()) return null;
     long logBytes = 0;
     for (KeyspaceFiles.Segment s : f.segments) logBytes += s.state().documentBytes();
-    if (l0.size() >= DELETE_L0_FULL || (l0.size() >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8))) {
-      return f.deletes;
-    }
+    if (l0.size() >= 2 && l0Bytes >= Math.max(l1Bytes / 2, logBytes / 8)) return f.deletes;
     if (l0.size() < DELETE_TIER_FANIN) return null;
+    l0.sort((a, b) -> Long.compare(a.meta().records(), b.meta().records()));
+    if (l0.size() >= DELETE_L0_FULL) {
+      // Too many tables of sizes too far apart to tier (key index compactions' discards vary from a few
+      // versions to millions): the smaller half merge into one level-0 table. Rewriting level 1 here
+      // instead, whatever level 0's share of it, rewrote a delete list of hundreds of MiB every few
+      // dozen compactions at 10M keys.
+      return l0.subList(0, l0.size() / 2);
+    }
     // The smallest run of sorted sizes that has DELETE_TIER_FANIN tables within 4x of its first: one odd
     // small table (a compaction that dropped a few versions) must not keep the flushes' tables from tiering.
-    l0.sort((a, b) -> Long.compare(a.meta().records(), b.meta().records()));
     for (int start = 0; start + DELETE_TIER_FANIN <= l0.size(); start++) {
       long limit = 4 * Math.max(1, l0.get(start).meta().records());
       int end = start;
