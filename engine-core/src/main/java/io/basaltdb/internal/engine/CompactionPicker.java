@@ -53,6 +53,7 @@ final class CompactionPicker {
   static final double QUIET_SHARE = 0.25;
   private final Options options;
   private final KeyspaceCatalog catalog;
+  private final Set<Long> tablesWithTombstones;
   /** Tables taken by running jobs, by file number. Guarded by this. */
   private final Set<Long> busy = new HashSet<>();
   /** Per keyspace, per level: the largest key of the table last compacted out of it. Guarded by this. */
@@ -83,9 +84,11 @@ final class CompactionPicker {
     }
   }
 
-  CompactionPicker(Options options, KeyspaceCatalog catalog) {
+  /** {@code tablesWithTombstones}: tables known to hold a tombstone (for quiet guarded stores), or null. */
+  CompactionPicker(Options options, KeyspaceCatalog catalog, Set<Long> tablesWithTombstones) {
     this.options = options;
     this.catalog = catalog;
+    this.tablesWithTombstones = tablesWithTombstones == null ? Set.of() : tablesWithTombstones;
   }
 
   /**
@@ -305,10 +308,11 @@ final class CompactionPicker {
    * Levels 1 to 5: its bytes over its share of the level's target (the target over the level's
    * guards; section VIII.B), or its tables over {@code guardMaxTables}, whichever is higher; a level
    * that should be empty drains first, as in the leveled layout. The last level: its tables over {@code
-   * guardMaxTables}, and only with two or more (merging one table drops nothing); on a quiet store, any
-   * guard of two or more beyond those its bytes need, so tombstones and the versions under them that no more writes will push
-   * together still go (and garbage collection learns of them). Tables count beyond those the guard's
-   * bytes fill at {@code tableTargetBytes}.
+   * guardMaxTables}, and only with two or more (merging one table drops nothing); on a quiet store also
+   * a guard of half that many, or of two whose newer tables hold tombstones, so deletes and the versions
+   * they hide reach the bottom (and garbage collection learns of them) once writes stop, without a
+   * rewrite of the whole last level at every pause. Tables count beyond those the guard's bytes fill at
+   * {@code tableTargetBytes}.
    */
   private double guardScore(KeyspaceFiles f, LevelTargets targets, int l, List<KeyspaceFiles.Table> tables,
       boolean quiet) {
@@ -319,11 +323,23 @@ final class CompactionPicker {
     long needed = Math.max(1, (bytes + options.tableTargetBytes() - 1) / options.tableTargetBytes());
     long runs = Math.max(1, tables.size() - needed + 1);
     double byCount = (double) runs / options.guardMaxTables();
-    if (l == KeyspaceFiles.MAX_LEVELS - 1) return tables.size() < 2 ? 0 : quiet && runs >= 2 ? Math.max(1, byCount) : byCount;
+    if (l == KeyspaceFiles.MAX_LEVELS - 1) {
+      if (tables.size() < 2) return 0;
+      boolean settle = quiet && runs >= 2 && (runs >= options.guardMaxTables() / 2 || newerHoldTombstones(tables));
+      return settle ? Math.max(1, byCount) : byCount;
+    }
     long target = targets.target(l);
     if (target == 0) return LevelTargets.DRAIN_SCORE + (KeyspaceFiles.MAX_LEVELS - l);
     double expected = Math.max(1.0, (double) target / f.guardCount(l));
     return Math.max(byCount, bytes / expected);
+  }
+
+  /** Whether a table of a guard other than its oldest (the last, newest first) is known to hold a tombstone. */
+  private boolean newerHoldTombstones(List<KeyspaceFiles.Table> guard) {
+    for (int i = 0; i < guard.size() - 1; i++) {
+      if (tablesWithTombstones.contains(guard.get(i).fileNumber())) return true;
+    }
+    return false;
   }
 
   /**

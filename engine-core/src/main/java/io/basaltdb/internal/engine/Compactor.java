@@ -71,7 +71,7 @@ final class Compactor {
     this.stats = stats;
     this.state = state;
     this.events = events;
-    this.picker = new CompactionPicker(options, catalog);
+    this.picker = new CompactionPicker(options, catalog, stats.tablesWithTombstones);
     this.threads = new Thread[options.compactionThreads()];
     for (int i = 0; i < threads.length; i++) {
       threads[i] = new Thread(this::run, "basalt-compactor-" + i);
@@ -291,6 +291,10 @@ final class Compactor {
     };
     boolean committed = commit(job, edit, written, deletes, false);
     if (committed && cutter != null) stats.guardsAdded.add(cutter.added().size());
+    if (committed) {
+      for (KeyspaceFiles.Table t : job.all()) stats.tablesWithTombstones.remove(t.fileNumber());
+      stats.tablesWithTombstones.addAll(out.withTombstones());
+    }
     if (committed && older != null && !discards.revealFailed) {
       stats.l0MergeStaleReported.add(discards.revealed);
       stats.shadowed.revealed(job.all(), written, discards.unreported);

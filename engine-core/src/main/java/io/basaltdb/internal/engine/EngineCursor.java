@@ -38,7 +38,7 @@ public final class EngineCursor implements AutoCloseable {
       KeyspaceFiles files = snap.version.files(ks);
       for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
         if (l > 0 && files.guarded()) { // one source per guarded level: it opens one guard at a time
-          if (!files.level(l).isEmpty()) sources.add(new MergeSources.LevelSource(files, l, start));
+          if (!files.level(l).isEmpty()) sources.add(new MergeSources.LevelSource(files, l, start, this.to));
           continue;
         }
         for (KeyspaceFiles.Table t : files.level(l)) {

@@ -42,6 +42,12 @@ final class EngineStats {
   final LongAdder l0Merges = new LongAdder();
   /** Superseded versions level 0 hides from the delete list, estimated (not a counter; see its class). */
   final ShadowedBytes shadowed = new ShadowedBytes();
+  /**
+   * Key index tables that compaction wrote with at least one tombstone, by file number (in memory only:
+   * tables found at open are not listed). A quiet guarded store merges a last-level guard whose newer
+   * tables hold tombstones, so deletes reach the bottom ({@link CompactionPicker}).
+   */
+  final java.util.Set<Long> tablesWithTombstones = java.util.concurrent.ConcurrentHashMap.newKeySet();
   /** Location hints key index compaction rewrote because they named a replaced segment. */
   final LongAdder hintsRefreshed = new LongAdder();
   /** Superseded versions flushes sent to the delete list ({@link io.basaltdb.Options#flushLookups}). */

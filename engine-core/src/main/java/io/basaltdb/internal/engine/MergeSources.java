@@ -138,39 +138,47 @@ final class MergeSources {
   static final class LevelSource implements IndexSource {
     private final KeyspaceFiles files;
     private final int level;
+    /** The cursor's exclusive upper bound, or null: guards starting at or above it are never opened. */
+    private final byte[] to;
     private int guard;
     private MergingIterator merge;
     private TableSource current;
 
-    LevelSource(KeyspaceFiles files, int level, byte[] from) {
+    LevelSource(KeyspaceFiles files, int level, byte[] from, byte[] to) {
       this.files = files;
       this.level = level;
+      this.to = to;
       this.guard = files.guards.guardOf(level, from);
       open(from);
     }
 
-    /** Opens guard {@code guard} (from {@code from}, or its first key) and moves to its first version. */
+    /**
+     * Opens guard {@code guard} (from {@code from}, or its first key) and moves to its first version,
+     * skipping empty guards; on a failure nothing stays open and the source is exhausted.
+     */
     private void open(byte[] from) {
+      current = null;
       while (guard < files.guardCount(level)) {
+        if (guard > 0 && to != null && java.util.Arrays.compareUnsigned(files.guards.key(level, guard), to) >= 0) break;
         java.util.List<KeyspaceFiles.Table> tables = files.guardTables(level, guard);
         java.util.List<TableSource> sources = new java.util.ArrayList<>();
         try {
           for (KeyspaceFiles.Table t : tables) sources.add(new TableSource(t.reader().iterator(true), from));
+          merge = new MergingIterator(sources, false, null);
+          if (merge.next()) {
+            current = (TableSource) merge.current();
+            return;
+          }
         } catch (RuntimeException | Error e) {
+          merge = null;
           for (TableSource s : sources) s.close();
           throw e;
-        }
-        merge = new MergingIterator(sources, false, null);
-        if (merge.next()) {
-          current = (TableSource) merge.current();
-          return;
         }
         merge.close();
         merge = null;
         guard++;
         from = null;
       }
-      current = null;
     }
 
     @Override public boolean valid() {
@@ -194,7 +202,15 @@ final class MergeSources {
     }
 
     @Override public void next() {
-      if (merge.next()) {
+      if (merge == null) return; // exhausted, or a failed open
+      boolean more;
+      try {
+        more = merge.next();
+      } catch (RuntimeException | Error e) {
+        close();
+        throw e;
+      }
+      if (more) {
         current = (TableSource) merge.current();
         return;
       }

@@ -42,8 +42,9 @@ import java.util.Map;
  * <p><b>Delete list compaction.</b> Level 0 (one table per key index compaction, or per flush with
  * flush lookups) is tiered: 8 tables of about one size merge into one level-0 table ({@link
  * #deleteListJob}). It is merged into level 1
- * (one sorted run, cut into tables) when it holds 20 tables or half of level 1's logical size
- * (the document bytes its records describe, the unit of the log it sits on). The merge drops records
+ * (one sorted run, cut into tables) when it holds half of level 1's logical size (the document bytes
+ * its records describe, the unit of the log it sits on); at 20 tables of sizes too far apart to tier,
+ * its smaller half merges into one level-0 table. The merge drops records
  * a segment compaction consumed: those in the range of a segment whose {@code gcBase} is at or after
  * the record's table's {@code addedIn}, and those outside every segment's range (segments dropped
  * whole because every document was garbage; those are dropped without being read).
@@ -71,7 +72,7 @@ final class SegmentCompactor {
   /**
    * Level-0 delete list tables within 4x the records of the smallest that merge into one level-0 table.
    * Eight, so the tiers a stream of flushes' tables makes (8, 64, 512 flushes' worth) stay well below
-   * {@link #DELETE_L0_FULL} tables between merges into level 1.
+   * {@link #DELETE_L0_FULL} tables.
    */
   static final int DELETE_TIER_FANIN = 8;
   /** Delete list tables of level 1 are cut at this size. */
@@ -249,6 +250,7 @@ final class SegmentCompactor {
         for (KeyspaceFiles.Table t : f.tables) live.add(t.fileNumber());
       }
       stats.shadowed.retainOnly(live);
+      stats.tablesWithTombstones.retainAll(live);
     } finally {
       pinned.version().release();
     }

@@ -29,6 +29,9 @@ final class TableOutput {
   private final long targetBytes;
   private final LongAdder bytesWritten;
   private final List<KeyspaceFiles.Table> finished = new ArrayList<>();
+  /** File numbers of the finished tables holding a tombstone. */
+  private final List<Long> withTombstones = new ArrayList<>();
+  private boolean tombstoneInTable;
   private TableWriter writer;
   private StorageFile file;
   private long fileNumber;
@@ -62,6 +65,7 @@ final class TableOutput {
           .withBloomBitsPerKey(options.bloomBitsPerKey()));
     }
     writer.add(key, seqno, docSize, tombstone, hint, olderReported);
+    tombstoneInTable |= tombstone;
     records++;
     docBytes += docSize;
     if (writer.dataSize() >= targetBytes) cutTable();
@@ -76,6 +80,13 @@ final class TableOutput {
     file = null;
     bytesWritten.add(info.fileSize());
     finished.add(new KeyspaceFiles.Table(fileNumber, level, tables.openTable(keyspace, fileNumber)));
+    if (tombstoneInTable) withTombstones.add(fileNumber);
+    tombstoneInTable = false;
+  }
+
+  /** File numbers of the tables written that hold a tombstone. */
+  List<Long> withTombstones() {
+    return withTombstones;
   }
 
   /** Finishes and returns every table written. */

@@ -54,7 +54,7 @@ class CompactionPickerTest {
   }
 
   private static CompactionPicker picker(double ratio) {
-    return new CompactionPicker(Options.defaults().l0CompactionTrigger(4).l0StopWritesTrigger(20).l0BaseRatio(ratio), null);
+    return new CompactionPicker(Options.defaults().l0CompactionTrigger(4).l0StopWritesTrigger(20).l0BaseRatio(ratio), null, null);
   }
 
   private static List<Long> numbers(List<KeyspaceFiles.Table> tables) {

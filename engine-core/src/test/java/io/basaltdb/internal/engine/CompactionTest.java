@@ -718,4 +718,30 @@ class CompactionTest {
     assertTrue(later <= lookupsPerGet[0] * 1.25,
         "table lookups per get, by round: " + java.util.Arrays.toString(lookupsPerGet));
   }
+
+  /**
+   * Deletes that reach the last level as a fragment beside the tables they shadow, too few to make a
+   * guard due, still merge once the store is quiet: every flushed record ends up dropped and reported.
+   */
+  @Test
+  void deletesInAGuardBelowItsTableLimit_areMergedAwayOnceQuiet() throws Exception {
+    Options o = tinyLevels().tableTargetBytes(1 << 20).keyIndexGuards(true).guardLastLevelBits(6).guardBitsStep(1)
+        .guardMaxTables(16);
+    try (Engine e = Engine.open(new MemStorage(5), o)) {
+      for (int i = 0; i < 2000; i++) put(e, "k" + i, "v" + i);
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      for (int i = 0; i < 2000; i++) {
+        Batch b = new Batch(1);
+        b.add(1, Batch.DELETE, ("k" + i).getBytes(), null);
+        e.write(b);
+      }
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      Map<String, Long> st = e.stats();
+      assertTrue(st.get("guardMerges") > 0, st.toString());
+      assertEquals(st.get("flushedRecords"), st.get("discardedVersions"), "every value and tombstone dropped: " + st);
+      assertEquals(0L, st.get("tables"), st.toString());
+    }
+  }
 }
