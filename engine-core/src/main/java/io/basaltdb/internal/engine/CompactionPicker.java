@@ -231,11 +231,8 @@ final class CompactionPicker {
 
   /** The job merging {@code inputs} of level {@code l} into level {@code out}, or null if a table it needs is busy. */
   private Job job(int ks, KeyspaceFiles f, int l, int out, List<KeyspaceFiles.Table> inputs, double score) {
-    byte[] lo = null, hi = null;
-    for (KeyspaceFiles.Table t : inputs) {
-      if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
-      if (hi == null || Arrays.compareUnsigned(t.largest(), hi) > 0) hi = t.largest();
-    }
+    byte[][] range = range(inputs);
+    byte[] lo = range[0], hi = range[1];
     List<KeyspaceFiles.Table> next = overlapping(f.level(out), lo, hi);
     if (!noneBusy(next)) return null;
     for (KeyspaceFiles.Table t : next) { // the output covers the next level's tables whole
@@ -248,6 +245,16 @@ final class CompactionPicker {
       bottom = overlapping(f.level(d), lo, hi).isEmpty();
     }
     return new Job(ks, l, out, List.copyOf(inputs), next, bottom, score);
+  }
+
+  /** The smallest and the largest key of {@code tables}. */
+  private static byte[][] range(List<KeyspaceFiles.Table> tables) {
+    byte[] lo = null, hi = null;
+    for (KeyspaceFiles.Table t : tables) {
+      if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
+      if (hi == null || Arrays.compareUnsigned(t.largest(), hi) > 0) hi = t.largest();
+    }
+    return new byte[][] {lo, hi};
   }
 
   private static List<KeyspaceFiles.Table> overlapping(List<KeyspaceFiles.Table> level, byte[] lo, byte[] hi) {
@@ -349,11 +356,8 @@ final class CompactionPicker {
    * overlaps the inputs' range, since the output does not merge the tables already at {@code out}.
    */
   private Job push(int ks, KeyspaceFiles f, int l, int out, List<KeyspaceFiles.Table> inputs, double score) {
-    byte[] lo = null, hi = null;
-    for (KeyspaceFiles.Table t : inputs) {
-      if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
-      if (hi == null || Arrays.compareUnsigned(t.largest(), hi) > 0) hi = t.largest();
-    }
+    byte[][] range = range(inputs);
+    byte[] lo = range[0], hi = range[1];
     if (l >= 1 && inputs.size() == 1 && f.guards.guardOf(out, lo) == f.guards.guardOf(out, hi)) {
       return new Job(ks, l, out, List.copyOf(inputs), List.of(), false, score, true);
     }
