@@ -25,7 +25,8 @@ import java.util.Map;
  *       rewrote from the seqno index because they named a segment garbage collection replaced),
  *       {@code flushStaleReported} (superseded versions flushes sent to the delete list, with {@link
  *       Options#flushLookups}), {@code l0MergeStaleReported} (superseded versions the larger level-0
- *       merges found below their records and sent to the delete list at once),
+ *       merges, and with {@link Options#keyIndexGuards} the pushes into a guarded level, found below
+ *       their records and sent to the delete list at once),
  *       {@code compactionBytesRead}, {@code compactionBytesWritten}; with {@link Options#keyIndexGuards},
  *       {@code guardsAdded} (guard keys compactions committed), {@code guardPushes} (guards compacted
  *       into the next level, trivial moves included), {@code guardMerges} (last-level guards merged in

@@ -19,6 +19,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * that commits the job, unless it was reported already (the version above it carries {@code
  * olderReported}). A table that overlaps nothing below moves down by an edit alone. Only key index
  * records move: the documents stay in the log segments, whose garbage the discarded versions describe.
+ * Under key index guards ({@link Options#keyIndexGuards}) a job writing a level below 0 cuts its output
+ * at that level's guards and commits the new guard keys it chose ({@link GuardCutter}) with its tables.
  *
  * <p><b>Revealing merges.</b> A record in the tiered level 0 waits for the merge into the base level
  * (about once per base level's half of new records) before the version it supersedes is dropped and
@@ -313,7 +315,11 @@ final class Compactor {
    */
   private OlderVersions olderThan(CompactionPicker.Job job, KeyspaceFiles files) {
     int ratio = options.l0RevealRatio();
-    if (job.level() != 0 || job.outputLevel() != 0 || ratio <= 0 || options.flushLookups()) return null;
+    if (ratio <= 0 || options.flushLookups()) return null;
+    if (files.guarded() && job.outputLevel() > job.level() && !job.trivialMove() && !job.bottom()) {
+      return olderThanPush(job, files, ratio);
+    }
+    if (job.level() != 0 || job.outputLevel() != 0) return null;
     List<KeyspaceFiles.Table> l0 = files.level(0);
     long oldest = job.inputs().get(job.inputs().size() - 1).fileNumber();
     int from = -1;
@@ -335,6 +341,35 @@ final class Compactor {
       olderBytes += files.levelBytes(l);
     }
     return bytes(job.inputs()) * ratio >= olderBytes ? new OlderVersions(older0, levels) : null;
+  }
+
+  /**
+   * The older tables of a guarded push if it reveals, else null. A push adds its records to the output
+   * level's guards without meeting the versions already there, so without this an update would wait
+   * for its last-level guard's next in-place merge before the version it supersedes became known
+   * garbage (the estimate of such garbage grew to gigabytes at 10M keys, and collection, steered by it,
+   * rewrote segments at their low known fragmentation). So a push reveals as a level-0 merge does: the
+   * guards of its output level and every deeper one that its key range touches, when its inputs are at
+   * least 1/{@link Options#l0RevealRatio} of their bytes.
+   */
+  private static OlderVersions olderThanPush(CompactionPicker.Job job, KeyspaceFiles files, int ratio) {
+    byte[] lo = null, hi = null;
+    for (KeyspaceFiles.Table t : job.inputs()) {
+      if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
+      if (hi == null || Arrays.compareUnsigned(t.largest(), hi) > 0) hi = t.largest();
+    }
+    List<List<List<KeyspaceFiles.Table>>> levels = new ArrayList<>();
+    long olderBytes = 0;
+    for (int l = job.outputLevel(); l < KeyspaceFiles.MAX_LEVELS; l++) {
+      List<List<KeyspaceFiles.Table>> groups = new ArrayList<>();
+      for (int g = files.guards.guardOf(l, lo), last = files.guards.guardOf(l, hi); g <= last; g++) {
+        List<KeyspaceFiles.Table> guard = files.guardTables(l, g);
+        groups.add(guard);
+        olderBytes += bytes(guard);
+      }
+      levels.add(groups);
+    }
+    return bytes(job.inputs()) * ratio >= olderBytes ? new OlderVersions(List.of(), levels) : null;
   }
 
   private static long bytes(List<KeyspaceFiles.Table> tables) {
