@@ -470,9 +470,10 @@ final class Flusher {
   private static boolean mayHoldOlder(KeyspaceFiles f, byte[] key) {
     long hash = TableReader.keyHash(key);
     for (int l = KeyspaceFiles.MAX_LEVELS - 1; l >= 1; l--) {
-      if (f.guarded()) {
-        for (KeyspaceFiles.Table t : f.candidates(l, key)) {
-          if (t.reader().mayContain(key, hash)) return true;
+      if (f.guarded()) { // oldest first: a guard's oldest table is its merged bulk, the likeliest holder
+        List<KeyspaceFiles.Table> guard = f.candidates(l, key);
+        for (int i = guard.size() - 1; i >= 0; i--) {
+          if (guard.get(i).reader().mayContain(key, hash)) return true;
         }
         continue;
       }

@@ -99,10 +99,15 @@ final class KeyspaceFiles {
     for (Manifest.SegmentGarbage x : garbage) bySegment.put(x.segmentId(), x);
     this.garbage = Map.copyOf(bySegment);
     List<Table> ordered = new ArrayList<>(tables);
-    // Stable: level 0, and each guard of a guarded level, keep their order (newest first).
+    // Stable: level 0, and each guard of a guarded level, keep their order (newest first). A table's
+    // guard is found once, not per comparison: versions are built under the VersionSet's lock.
+    Map<Table, Integer> guardOfTable = new java.util.IdentityHashMap<>();
+    if (guards != null) {
+      for (Table t : ordered) guardOfTable.put(t, t.level == 0 ? 0 : guards.guardOf(t.level, t.smallest()));
+    }
     ordered.sort((a, b) -> a.level != b.level ? Integer.compare(a.level, b.level)
         : a.level == 0 ? 0
-        : guards != null ? Integer.compare(guards.guardOf(a.level, a.smallest()), guards.guardOf(b.level, b.smallest()))
+        : guards != null ? Integer.compare(guardOfTable.get(a), guardOfTable.get(b))
         : Arrays.compareUnsigned(a.smallest(), b.smallest()));
     this.tables = List.copyOf(ordered);
     for (int i = 0, l = 0; l <= MAX_LEVELS; l++) {
