@@ -248,7 +248,7 @@ final class CompactionPicker {
   }
 
   /** The smallest and the largest key of {@code tables}. */
-  private static byte[][] range(List<KeyspaceFiles.Table> tables) {
+  static byte[][] range(List<KeyspaceFiles.Table> tables) {
     byte[] lo = null, hi = null;
     for (KeyspaceFiles.Table t : tables) {
       if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();

@@ -353,11 +353,8 @@ final class Compactor {
    * least 1/{@link Options#l0RevealRatio} of their bytes.
    */
   private static OlderVersions olderThanPush(CompactionPicker.Job job, KeyspaceFiles files, int ratio) {
-    byte[] lo = null, hi = null;
-    for (KeyspaceFiles.Table t : job.inputs()) {
-      if (lo == null || Arrays.compareUnsigned(t.smallest(), lo) < 0) lo = t.smallest();
-      if (hi == null || Arrays.compareUnsigned(t.largest(), hi) > 0) hi = t.largest();
-    }
+    byte[][] range = CompactionPicker.range(job.inputs());
+    byte[] lo = range[0], hi = range[1];
     List<List<List<KeyspaceFiles.Table>>> levels = new ArrayList<>();
     long olderBytes = 0;
     for (int l = job.outputLevel(); l < KeyspaceFiles.MAX_LEVELS; l++) {

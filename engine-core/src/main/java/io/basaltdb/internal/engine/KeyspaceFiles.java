@@ -131,13 +131,13 @@ final class KeyspaceFiles {
         int i = levelStart[l];
         for (int g = 0; g < gs.length - 1; g++) {
           gs[g] = i;
-          while (i < levelStart[l + 1] && guards.guardOf(l, ordered.get(i).smallest()) == g) i++;
+          while (i < levelStart[l + 1] && guardOfTable.get(ordered.get(i)) == g) i++;
         }
         gs[gs.length - 1] = i;
         guardStart[l] = gs;
         for (int t = levelStart[l]; t < levelStart[l + 1]; t++) { // a table must lie inside one guard
           Table x = ordered.get(t);
-          if (guards.guardOf(l, x.smallest()) != guards.guardOf(l, x.largest())) {
+          if (guardOfTable.get(x) != guards.guardOf(l, x.largest())) {
             throw new IllegalStateException("key index table " + x.fileNumber + " of level " + l
                 + " straddles a guard key");
           }

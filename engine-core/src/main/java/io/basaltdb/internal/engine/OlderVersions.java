@@ -85,17 +85,6 @@ final class OlderVersions implements AutoCloseable {
   int docSize;
   boolean tombstone;
 
-  /** {@code level0} newest first, then each leveled level's tables (as {@link KeyspaceFiles#level}). */
-  static OlderVersions leveled(List<KeyspaceFiles.Table> level0, List<List<KeyspaceFiles.Table>> levels) {
-    List<List<List<KeyspaceFiles.Table>>> grouped = new ArrayList<>();
-    for (List<KeyspaceFiles.Table> level : levels) {
-      List<List<KeyspaceFiles.Table>> g = new ArrayList<>();
-      for (KeyspaceFiles.Table t : level) g.add(List.of(t));
-      grouped.add(g);
-    }
-    return new OlderVersions(level0, grouped);
-  }
-
   /**
    * {@code level0} newest first, then each deeper level as groups of tables: a leveled level's tables
    * one by one, by key; a guarded level's guards, by key, each with its tables newest first.

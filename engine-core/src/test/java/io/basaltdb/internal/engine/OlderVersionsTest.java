@@ -91,7 +91,7 @@ class OlderVersionsTest {
       }
       // Within one level the slices were added newest-first too, which does not matter: they do not overlap.
       int found = 0;
-      try (OlderVersions older = OlderVersions.leveled(level0, levels)) {
+      try (OlderVersions older = leveled(level0, levels)) {
         for (int k : sortedSample(r, 0, space, 1500)) {
           Version want = null;
           for (TreeMap<Integer, Version> m : byTable) {
@@ -117,10 +117,21 @@ class OlderVersionsTest {
     TreeMap<Integer, Version> m = new TreeMap<>();
     List<List<KeyspaceFiles.Table>> levels = new ArrayList<>();
     levels.add(List.of(table(1, new int[] {1, 2, 3}, new Random(1), m, 10)));
-    try (OlderVersions older = OlderVersions.leveled(List.of(), levels)) {
+    try (OlderVersions older = leveled(List.of(), levels)) {
       older.find(key(2));
       assertThrows(IllegalStateException.class, () -> older.find(key(2)));
       assertThrows(IllegalStateException.class, () -> older.find(key(1)));
     }
+  }
+
+  /** {@code level0} newest first, then each leveled level's tables, one group each. */
+  private static OlderVersions leveled(List<KeyspaceFiles.Table> level0, List<List<KeyspaceFiles.Table>> levels) {
+    List<List<List<KeyspaceFiles.Table>>> grouped = new java.util.ArrayList<>();
+    for (List<KeyspaceFiles.Table> level : levels) {
+      List<List<KeyspaceFiles.Table>> g = new java.util.ArrayList<>();
+      for (KeyspaceFiles.Table t : level) g.add(List.of(t));
+      grouped.add(g);
+    }
+    return new OlderVersions(level0, grouped);
   }
 }
