@@ -73,6 +73,39 @@ public final class Keyspace {
     return new Cursor(db.engine.scan(id, from, to));
   }
 
+  /**
+   * This keyspace's changes with seqnos from {@code fromSeqno} to {@code toSeqno} (both included; {@link
+   * ChangeFeed#NOW} for "up to now"), in seqno order, as of a snapshot the feed takes and releases on
+   * close: {@link ChangeFeed.Mode#FAST}. See {@link ChangeFeed} for what it guarantees.
+   *
+   * @throws InvalidArgumentException if a seqno is negative or {@code fromSeqno} is past the store's last
+   *     write plus one
+   * @throws ChangesPurgedException if deletions from {@code fromSeqno} on may have been purged
+   * @throws UnsupportedOperationException on an in-memory store
+   */
+  public ChangeFeed changes(long fromSeqno, long toSeqno) {
+    return changes(fromSeqno, toSeqno, ChangeFeed.Mode.FAST);
+  }
+
+  /** As {@link #changes(long, long)}, in the given mode. */
+  public ChangeFeed changes(long fromSeqno, long toSeqno, ChangeFeed.Mode mode) {
+    if (mode == null) throw new InvalidArgumentException("mode must not be null");
+    return new ChangeFeed(db.engine.changes(null, id, fromSeqno, toSeqno, mode == ChangeFeed.Mode.EXACT));
+  }
+
+  /**
+   * Hands each change of {@link #changes(long, long)} to {@code consumer}, in seqno order, and returns the
+   * feed's {@link ChangeFeed#endSeqno()}: the next call starts at that plus one. An exception the consumer
+   * throws stops the feed and propagates; the consumer's last seqno is then its resume point.
+   */
+  public long forEachChange(long fromSeqno, long toSeqno, java.util.function.Consumer<? super Change> consumer) {
+    if (consumer == null) throw new InvalidArgumentException("consumer must not be null");
+    try (ChangeFeed feed = changes(fromSeqno, toSeqno)) {
+      while (feed.next()) consumer.accept(feed.change());
+      return feed.endSeqno();
+    }
+  }
+
   static void checkBound(byte[] bound, String what) {
     if (bound != null && bound.length > Options.MAX_KEY_SIZE) {
       throw new InvalidArgumentException(what + " bound of " + bound.length + " bytes is over the key size limit");

@@ -37,6 +37,17 @@ public final class Snapshot implements AutoCloseable {
     return new Cursor(snap.cursor(keyspace.id, from, to));
   }
 
+  /**
+   * The changes of {@code keyspace} with seqnos in {@code [fromSeqno, toSeqno]} as of this snapshot (the
+   * end capped at {@link #seqno()}), in seqno order; see {@link ChangeFeed} and {@link
+   * Keyspace#changes(long, long)}. Closing the feed leaves the snapshot open.
+   */
+  public ChangeFeed changes(Keyspace keyspace, long fromSeqno, long toSeqno, ChangeFeed.Mode mode) {
+    check(keyspace);
+    if (mode == null) throw new InvalidArgumentException("mode must not be null");
+    return new ChangeFeed(db.engine.changes(snap, keyspace.id, fromSeqno, toSeqno, mode == ChangeFeed.Mode.EXACT));
+  }
+
   private void check(Keyspace keyspace) {
     if (keyspace == null) throw new InvalidArgumentException("keyspace must not be null");
     if (keyspace.db != db) throw new InvalidArgumentException("keyspace '" + keyspace.name() + "' belongs to another store");

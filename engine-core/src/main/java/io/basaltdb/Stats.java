@@ -33,6 +33,10 @@ import java.util.Map;
  *       place), and gauges {@code guards} (guards of the non-empty levels >= 1, sentinels included),
  *       {@code emptyGuards} (of those, guards with no table) and {@code maxGuardTables} (the most tables
  *       one guard holds: a point read probes at most that many per level);</li>
+ *   <li>the change feed ({@link ChangeFeed}): {@code changeFeeds} (feeds opened), {@code changesReturned},
+ *       {@code changesSkippedStale} (documents of the log skipped because the delete list names them),
+ *       {@code changesSkippedExact} (documents an {@link ChangeFeed.Mode#EXACT} feed skipped because a
+ *       newer version of their key exists);</li>
  *   <li>key index totals of the live keyspaces since each was created, committed in the manifest
  *       together with the tables they describe, so they survive reopening and a crash neither loses nor
  *       repeats a count: {@code flushedRecords} and {@code flushedBytes} (key index records the flushes

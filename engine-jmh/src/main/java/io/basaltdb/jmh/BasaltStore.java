@@ -78,6 +78,38 @@ final class BasaltStore implements Race.Store {
   }
 
   @Override
+  public long[] readAll(String kind) {
+    long records = 0, bytes = 0;
+    if (kind.equals("scan")) {
+      try (io.basaltdb.Cursor c = ks.scan(null, null)) {
+        while (c.next()) {
+          records++;
+          bytes += c.value().length;
+        }
+      }
+      return new long[] {records, bytes};
+    }
+    long from = 0;
+    if (kind.equals("feed-tail")) {
+      try (io.basaltdb.Snapshot s = db.snapshot()) {
+        from = s.seqno() - s.seqno() / 10;
+      }
+    } else if (!kind.equals("feed") && !kind.equals("feed-exact")) {
+      throw new IllegalArgumentException("no read-all kind " + kind);
+    }
+    io.basaltdb.ChangeFeed.Mode mode = kind.equals("feed-exact") ? io.basaltdb.ChangeFeed.Mode.EXACT
+        : io.basaltdb.ChangeFeed.Mode.FAST;
+    try (io.basaltdb.ChangeFeed f = ks.changes(from, io.basaltdb.ChangeFeed.NOW, mode)) {
+      while (f.next()) {
+        records++;
+        byte[] v = f.value();
+        if (v != null) bytes += v.length;
+      }
+    }
+    return new long[] {records, bytes};
+  }
+
+  @Override
   public int scan(byte[] from, int count) {
     int n = 0;
     try (io.basaltdb.Cursor c = ks.scan(from, null)) {

@@ -32,7 +32,8 @@ import java.util.stream.Stream;
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
  * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
  * [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S [--scan-length L]]
- * [--timeline-ms T]}: T prints the load's and each round's throughput every T ms ({@code timeline} lines); S scans of L
+ * [--timeline-ms T] [--feeds 1]}: --feeds 1 reads every record once after the rounds, by scan and (Basalt) by change
+ * feed ({@link #readAlls}); T prints the load's and each round's throughput every T ms ({@code timeline} lines); S scans of L
  * keys (default 100) from random keys after the load's last write and again after its settle ({@link #scans}); W writer threads (default 1) share the load and the updates, batch by
  * batch; {@link #values} describes the two kinds of value; C sets Basalt's checkpoint retention (default
  * Basalt's, 10 minutes), which holds the segments garbage collection replaced; {@code --basalt-options} sets further Basalt
@@ -68,6 +69,13 @@ public final class Race {
 
     /** The engine's figures for a phase, from its counters at the start and at the end. */
     Map<String, String> phaseFigures(Map<String, Long> before, Map<String, Long> after);
+
+    /**
+     * Reads every record of the store in one pass, {@code kind} saying how: {@code scan} (a cursor over
+     * every key), and for Basalt {@code feed} / {@code feed-exact} (its change feed from seqno 0, fast or
+     * exact) and {@code feed-tail} (the feed of the last tenth of the seqnos); returns {records, value bytes}.
+     */
+    long[] readAll(String kind) throws Exception;
   }
 
   public static void main(String[] args) throws Exception {
@@ -82,6 +90,7 @@ public final class Race {
     int rounds = Integer.parseInt(a.getOrDefault("update-rounds", "0"));
     long soakSeconds = Long.parseLong(a.getOrDefault("soak-seconds", "0"));
     long scans = Long.parseLong(a.getOrDefault("scans", "0"));
+    boolean feeds = a.getOrDefault("feeds", "0").equals("1");
     int scanLength = Integer.parseInt(a.getOrDefault("scan-length", "100"));
     timelineMillis = Long.parseLong(a.getOrDefault("timeline-ms", "0"));
     if (scans < 0 || scanLength < 1) throw new IllegalArgumentException("--scans must not be negative, --scan-length positive");
@@ -138,6 +147,7 @@ public final class Race {
         Updates.soak(engine, store, sampler, keys, writers, soakSeconds, seed, values);
       }
 
+      if (feeds) readAlls(engine, store);
       if (reads > 0) {
         SplittableRandom r = new SplittableRandom(seed + 1);
         Map<String, Long> io2 = procIo();
@@ -183,6 +193,34 @@ public final class Race {
         + " diskReadBytesPerScan=" + fmt((double) (io1.get("read_bytes") - io0.get("read_bytes")) / scans));
     for (String k : new String[] {"tables", "tablesAtLevel0"}) if (c.containsKey(k)) line.append(' ').append(k).append('=').append(c.get(k));
     System.out.println(line);
+  }
+
+  /**
+   * {@code --feeds}: once the rounds are done (and settled), every way the engine offers of reading all
+   * its records in one pass ({@link Store#readAll}), one after the other, single-threaded; prints one
+   * {@code readall} line each: records and MiB of values per second, disk bytes read, and the engine's
+   * counters of skipped stale versions.
+   */
+  static void readAlls(String engine, Store store) throws Exception {
+    String[] kinds = engine.equals("basalt") ? new String[] {"scan", "feed", "feed-exact", "feed-tail"}
+        : new String[] {"scan"};
+    for (String kind : kinds) {
+      Map<String, Long> c0 = store.counters();
+      Map<String, Long> io0 = procIo();
+      long t0 = System.nanoTime();
+      long[] got = store.readAll(kind);
+      long nanos = System.nanoTime() - t0;
+      Map<String, Long> io1 = procIo();
+      Map<String, Long> c1 = store.counters();
+      StringBuilder line = new StringBuilder("readall engine=" + engine + " kind=" + kind + " records=" + got[0]
+          + " seconds=" + fmt(nanos / 1e9) + " recordsPerSec=" + fmt(got[0] / (nanos / 1e9)) + " valueMiBPerSec="
+          + fmt(got[1] / (nanos / 1e9) / (1 << 20)) + " diskReadMiB="
+          + fmt((io1.get("read_bytes") - io0.get("read_bytes")) / (double) (1 << 20)));
+      for (String k : new String[] {"changesSkippedStale", "changesSkippedExact"}) {
+        if (c1.containsKey(k)) line.append(' ').append(k).append('=').append(c1.get(k) - c0.getOrDefault(k, 0L));
+      }
+      System.out.println(line);
+    }
   }
 
   /**

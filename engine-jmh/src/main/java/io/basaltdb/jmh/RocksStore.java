@@ -59,6 +59,19 @@ final class RocksStore implements Race.Store {
   }
 
   @Override
+  public long[] readAll(String kind) {
+    if (!kind.equals("scan")) throw new IllegalArgumentException("RocksDB reads all by scan only, not " + kind);
+    long records = 0, bytes = 0;
+    try (org.rocksdb.RocksIterator it = db.newIterator()) {
+      for (it.seekToFirst(); it.isValid(); it.next()) {
+        records++;
+        bytes += it.value().length;
+      }
+    }
+    return new long[] {records, bytes};
+  }
+
+  @Override
   public int scan(byte[] from, int count) {
     int n = 0;
     try (org.rocksdb.RocksIterator it = db.newIterator()) {

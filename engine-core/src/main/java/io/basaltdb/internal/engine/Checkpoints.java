@@ -135,6 +135,7 @@ final class Checkpoints {
       for (SegmentState s : t.segments()) edit.putSegment(t.id(), s);
       edit.restoreGarbageState(t.id(), t.deletes(), t.garbage());
       edit.restoreGuards(t.id(), t.guards()); // or the target's tables could straddle guards added since
+      edit.restorePurgeSeqno(t.id(), t.purgeSeqno());
     }
     for (int id : now.keySet()) edit.dropKeyspace(id);
     return edit;

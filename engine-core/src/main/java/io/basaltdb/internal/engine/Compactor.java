@@ -279,6 +279,7 @@ final class Compactor {
     long bytes = 0;
     for (int i = 0; i < discards.count; i++) bytes += discards.pairs[2 * i + 1];
     edit.addCounters(job.keyspace(), Manifest.Counters.discarded(discards.count, bytes));
+    if (discards.purged > 0) edit.purged(job.keyspace(), discards.purged);
     // The discards become the garbage of their segments and a level-0 delete list table in the same
     // commit as the drop (Magma orders the delete list's commit before the key index's; one manifest
     // makes both one step), so a rerun after a crash adds them once.
@@ -450,6 +451,8 @@ final class Compactor {
     long unreported;
     /** A probe of the older tables failed: the rest of the merge does not reveal. */
     boolean revealFailed;
+    /** The highest seqno of a tombstone the merge dropped (its deletion is purged), or 0. */
+    long purged;
 
     /**
      * A revealing merge's record of {@code key} covers nothing yet: the key's newest version in the
@@ -491,6 +494,7 @@ final class Compactor {
 
     @Override
     public void discarded(MergingIterator.Source s) {
+      if (s == newest && s.tombstone()) purged = Math.max(purged, s.seqno()); // the deletion leaves the index
       if (s != newest) { // an older version: reported with the flush of the version above it, or now
         boolean reported = covered;
         covered = ((MergeSources.TableSource) s).olderReported();

@@ -39,6 +39,14 @@ final class DiskStore implements Store {
     this.dirLock = dirLock;
   }
 
+  @Override
+  public long purgeSeqno(int ks) {
+    for (Manifest.KeyspaceMeta k : versionSet.manifest().keyspaces()) {
+      if (k.id() == ks) return k.purgeSeqno();
+    }
+    return 0;
+  }
+
   VersionSet versionSet() {
     return versionSet;
   }

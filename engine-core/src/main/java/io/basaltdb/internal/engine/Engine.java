@@ -119,6 +119,41 @@ public final class Engine implements AutoCloseable {
     }
   }
 
+  /**
+   * The changes of keyspace {@code ks} with seqnos in {@code [from, to]} as of {@code snap}, or of a
+   * snapshot of the feed's own (released when it closes) if {@code snap} is null; see {@link EngineFeed}.
+   *
+   * @throws io.basaltdb.InvalidArgumentException if a seqno is negative, or {@code from} is past the
+   *     store's last seqno plus one (the writes a consumer saw there were lost, or rolled back)
+   * @throws io.basaltdb.ChangesPurgedException if deletions with seqnos from {@code from} on may have been
+   *     forgotten (a start of 0 or 1, the whole history, is always allowed)
+   */
+  public EngineFeed changes(EngineSnapshot snap, int ks, long from, long to, boolean exact) {
+    state.checkOpen();
+    catalog.checkLive(ks);
+    if (from < 0 || to < 0) {
+      throw new io.basaltdb.InvalidArgumentException("change feed seqnos must not be negative: from " + from + ", to " + to);
+    }
+    long last = versions.lastSeqno;
+    if (from > last + 1) {
+      throw new io.basaltdb.InvalidArgumentException("a change feed from seqno " + from + ", but the store's last write"
+          + " has seqno " + last + ": the changes a consumer saw past it are not in this store (lost in a power"
+          + " failure before they were synced, or undone by a rollback); start again from 0");
+    }
+    EngineSnapshot s = snap == null ? snapshot() : snap;
+    try {
+      s.checkUsable();
+      long purge = store.purgeSeqno(ks); // read after the snapshot: at least the purge of its version
+      if (from > 1 && from <= purge) {
+        throw new io.basaltdb.ChangesPurgedException(catalog.describe(ks), from, purge);
+      }
+      return new EngineFeed(s, ks, from, to, exact, snap == null, purge, stats);
+    } catch (RuntimeException e) {
+      if (snap == null) s.close();
+      throw e;
+    }
+  }
+
   // ---- keyspaces -------------------------------------------------------------------------------------
 
   /** The id of a live keyspace, or -1. */

@@ -77,6 +77,11 @@ final class EngineStats {
   final LongAdder gcSlowdownNanos = new LongAdder();
   final LongAdder gcStalls = new LongAdder();
   final LongAdder gcStallNanos = new LongAdder();
+  /** Change feeds opened, changes they returned, and documents they skipped as stale (delete list, exact check). */
+  final LongAdder changeFeeds = new LongAdder();
+  final LongAdder changesReturned = new LongAdder();
+  final LongAdder changesSkippedStale = new LongAdder();
+  final LongAdder changesSkippedExact = new LongAdder();
 
   /** A flush committed: counted, and the store is not quiet. */
   void flushed() {

@@ -36,15 +36,12 @@ record Manifest(
   static final long MAGIC = 0x42534c544d414e31L; // "BSLTMAN1"
   /**
    * 2: per-keyspace {@link Counters}. 3: {@code walHead}. 4: per-keyspace delete list tables and segment
-   * garbage. Versions 2 and 3 are still read (walHead 0; no delete list, no garbage).
+   * garbage. 5: the flags word and, with {@link #FLAG_GUARDS}, each keyspace's guard keys. 6: each
+   * keyspace's purge seqno; every store writes it. Versions 2 to 5 are still read (walHead 0; no delete
+   * list, no garbage; purge seqno 0).
    */
-  static final int FORMAT_VERSION = 5;
-  /**
-   * The format a store without key index guards writes (5 only adds them, so such a store stays
-   * readable by releases that read 4).
-   */
-  static final int LEVELED_FORMAT_VERSION = 4;
-  /** {@link #flags} bit: the key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards}; format 5). */
+  static final int FORMAT_VERSION = 6;
+  /** {@link #flags} bit: the key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards}; formats 5 and 6). */
   static final int FLAG_GUARDS = 1;
   /** The oldest format this build reads. */
   static final int OLDEST_READABLE_VERSION = 2;
@@ -62,11 +59,18 @@ record Manifest(
 
   /**
    * One keyspace: tables newest first, segments by start seqno, its counters as of these tables, its
-   * delete list's tables (level 0 newest first, then level 1 by seqno) and the garbage of its segments
-   * (only segments with garbage or a garbage collection behind them are listed).
+   * delete list's tables (level 0 newest first, then level 1 by seqno), the garbage of its segments
+   * (only segments with garbage or a garbage collection behind them are listed), its guards, and its
+   * purge seqno: the highest seqno of a deletion whose tombstone a key index compaction has dropped (0:
+   * none), so a change feed from at or below it may miss deletions ({@link io.basaltdb.ChangeFeed}).
    */
   record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
-      List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage, Guards guards) {
+      List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage, Guards guards, long purgeSeqno) {
+    KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
+        List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage, Guards guards) {
+      this(id, name, tables, segments, counters, deletes, garbage, guards, 0);
+    }
+
     KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters) {
       this(id, name, tables, segments, counters, List.of(), List.of());
     }
@@ -175,7 +179,7 @@ record Manifest(
     ByteBuffer b = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     b = ensure(b, 72);
     boolean guarded = guardedKeyIndex();
-    b.putLong(MAGIC).putInt(guarded ? FORMAT_VERSION : LEVELED_FORMAT_VERSION).putInt(flags);
+    b.putLong(MAGIC).putInt(FORMAT_VERSION).putInt(flags);
     b.putLong(number).putLong(createdMillis).putLong(flushedSeqno).putLong(nextFileNumber).putLong(walStart);
     b.putLong(walHead);
     b.putInt(nextKeyspaceId).putInt(keyspaces.size());
@@ -204,6 +208,8 @@ record Manifest(
       }
       b.putInt(k.garbage.size());
       for (SegmentGarbage g : k.garbage) b.putLong(g.segmentId).putLong(g.bytes).putLong(g.count).putLong(g.gcBase);
+      b = ensure(b, 8);
+      b.putLong(k.purgeSeqno);
       if (guarded) {
         for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
           List<byte[]> keys = k.guards.keys(l);
@@ -251,7 +257,7 @@ record Manifest(
             + OLDEST_READABLE_VERSION + " to " + FORMAT_VERSION + ". Open the store with a matching Basalt release");
       }
       int flags = b.getInt();
-      if ((flags & ~FLAG_GUARDS) != 0 || (version >= 5) != ((flags & FLAG_GUARDS) != 0)) {
+      if ((flags & ~FLAG_GUARDS) != 0 || (version == 5 && flags != FLAG_GUARDS) || (version < 5 && flags != 0)) {
         throw new CorruptionException(file, 12, "manifest format " + version + " with flags " + flags);
       }
       long number = b.getLong();
@@ -291,10 +297,12 @@ record Manifest(
           int ng = b.getInt();
           for (int g = 0; g < ng; g++) garbage.add(new SegmentGarbage(b.getLong(), b.getLong(), b.getLong(), b.getLong()));
         }
+        long purgeSeqno = version >= 6 ? b.getLong() : 0;
+        if (purgeSeqno < 0) throw new CorruptionException(file, b.position() - 8, "purge seqno " + purgeSeqno);
         Guards guards = Guards.EMPTY;
-        if (version >= 5) guards = decodeGuards(b, file);
+        if ((flags & FLAG_GUARDS) != 0) guards = decodeGuards(b, file);
         ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters, deletes, garbage,
-            guards));
+            guards, purgeSeqno));
       }
       if (b.remaining() != 4) throw new CorruptionException(file, b.position(), "trailing bytes in manifest");
       return new Manifest(number, created, flushed, nextFile, walStart, walHead, nextKs, ks, flags);
@@ -304,7 +312,7 @@ record Manifest(
     }
   }
 
-  /** One keyspace's guard keys (format 5): per level 1 to 6, a count, then each key's length and bytes. */
+  /** One keyspace's guard keys (formats 5 and 6, with {@link #FLAG_GUARDS}): per level 1 to 6, a count, then each key's length and bytes. */
   private static Guards decodeGuards(ByteBuffer b, String file) {
     List<List<byte[]>> levels = new ArrayList<>();
     levels.add(List.of());

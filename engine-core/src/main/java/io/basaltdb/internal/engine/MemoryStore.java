@@ -94,6 +94,12 @@ final class MemoryStore implements Store, CommitTarget {
     });
   }
 
+  /** A delete removes its key at once and nothing is logged, so there is no history for a change feed. */
+  @Override public long purgeSeqno(int ks) {
+    throw new UnsupportedOperationException("an in-memory store keeps no log and forgets deletes at once, so it has"
+        + " no change feed; open a store on disk for one");
+  }
+
   @Override public void flush(CommitPipeline pipeline) {}
 
   @Override public boolean waitForCompactions(long timeoutMillis) {

@@ -69,7 +69,7 @@ final class ReadPath {
   }
 
   /** The newest key index record of {@code key} into {@code rec}; false if no table holds it. */
-  private boolean findRecord(KeyspaceFiles files, byte[] key, KeyRecord rec) {
+  boolean findRecord(KeyspaceFiles files, byte[] key, KeyRecord rec) {
     if (files.tables.isEmpty()) return false;
     long hash = TableReader.keyHash(key); // once for every table probed
     for (KeyspaceFiles.Table t : files.level(0)) {

@@ -106,6 +106,10 @@ final class StatsReport {
     m.put("l0MergeStaleReported", s.l0MergeStaleReported.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
     m.put("compactionBytesWritten", s.compactionBytesWritten.sum());
+    m.put("changeFeeds", s.changeFeeds.sum());
+    m.put("changesReturned", s.changesReturned.sum());
+    m.put("changesSkippedStale", s.changesSkippedStale.sum());
+    m.put("changesSkippedExact", s.changesSkippedExact.sum());
     Manifest.Counters total = files.counters();
     m.put("flushedRecords", total.flushedVersions());
     m.put("flushedBytes", total.flushedBytes());

@@ -22,6 +22,14 @@ interface Store {
   /** Waits until compaction is idle; true at once without files. */
   boolean waitForCompactions(long timeoutMillis) throws InterruptedException;
 
+  /**
+   * The highest seqno of a deletion of keyspace {@code ks} the store no longer remembers (a tombstone
+   * a compaction dropped), or 0: a change feed starting at or below it may miss deletions. Never falls
+   * while the store is open. The in-memory store has no change feed and throws {@link
+   * UnsupportedOperationException}.
+   */
+  long purgeSeqno(int ks);
+
   /** The retained checkpoints' manifests, oldest first; empty without files. */
   List<Manifest> checkpoints();
 

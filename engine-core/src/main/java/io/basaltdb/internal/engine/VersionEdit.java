@@ -60,6 +60,10 @@ final class VersionEdit {
     final Map<Integer, List<byte[]>> addedGuards = new LinkedHashMap<>();
     /** A rollback's guards, replacing the current ones; null otherwise. */
     Guards restoredGuards;
+    /** The highest seqno of a tombstone a compaction dropped (0: none): the purge seqno rises to it. */
+    long purgedSeqno;
+    /** A rollback's purge seqno, replacing the current one; -1 otherwise. */
+    long restoredPurgeSeqno = -1;
   }
 
   /**
@@ -173,6 +177,22 @@ final class VersionEdit {
   /** Guard keys a compaction chose at level {@code level} (committed with the tables it cut at them). */
   VersionEdit addGuards(int keyspace, int level, List<byte[]> keys) {
     if (!keys.isEmpty()) change(keyspace).addedGuards.computeIfAbsent(level, l -> new ArrayList<>()).addAll(keys);
+    return this;
+  }
+
+  /**
+   * A compaction dropped tombstones up to seqno {@code seqno}: the keyspace's purge seqno rises to it
+   * (never falls, but in a rollback, {@link #restorePurgeSeqno}).
+   */
+  VersionEdit purged(int keyspace, long seqno) {
+    Change c = change(keyspace);
+    c.purgedSeqno = Math.max(c.purgedSeqno, seqno);
+    return this;
+  }
+
+  /** A rollback: the keyspace's purge seqno becomes this. */
+  VersionEdit restorePurgeSeqno(int keyspace, long seqno) {
+    change(keyspace).restoredPurgeSeqno = seqno;
     return this;
   }
 
@@ -294,8 +314,9 @@ final class VersionEdit {
     List<Manifest.SegmentGarbage> garbage = c.restoredGarbage != null ? c.restoredGarbage : garbage(k, c, segments);
     Guards guards = c.restoredGuards != null ? c.restoredGuards : k.guards();
     for (Map.Entry<Integer, List<byte[]>> e : c.addedGuards.entrySet()) guards = guards.withAdded(e.getKey(), e.getValue());
+    long purge = Math.max(c.restoredPurgeSeqno >= 0 ? c.restoredPurgeSeqno : k.purgeSeqno(), c.purgedSeqno);
     return new Manifest.KeyspaceMeta(k.id(), k.name(), tables, segments, k.counters().plus(c.delta), deletes, garbage,
-        guards);
+        guards, purge);
   }
 
   /** Level-0 delete tables newest first (added ones are the newest), then level 1 by seqno. */

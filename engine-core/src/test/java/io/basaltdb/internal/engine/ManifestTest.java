@@ -62,7 +62,7 @@ class ManifestTest {
   }
 
   @Test
-  void aGuardedManifest_isFormat5_andRoundTripsItsGuards() {
+  void aGuardedManifest_hasTheGuardsFlag_andRoundTripsItsGuards() {
     Manifest m = guardedSample();
     byte[] data = m.encode();
     assertEquals(Manifest.FORMAT_VERSION, data[8]);
@@ -75,11 +75,48 @@ class ManifestTest {
   }
 
   @Test
-  void aLeveledManifest_staysFormat4_withNoFlags() {
-    byte[] data = sample().encode();
-    assertEquals(Manifest.LEVELED_FORMAT_VERSION, data[8]);
+  void aLeveledManifest_isFormat6_withNoFlags_andKeepsThePurgeSeqno() {
+    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default", List.of(),
+        List.of(), Manifest.Counters.ZERO, List.of(), List.of(), Guards.EMPTY, 12_345)));
+    byte[] data = m.encode();
+    assertEquals(Manifest.FORMAT_VERSION, data[8]);
+    assertEquals(6, Manifest.FORMAT_VERSION);
     assertEquals(0, data[12]);
-    assertTrue(!Manifest.decode(data, "test").guardedKeyIndex());
+    Manifest back = Manifest.decode(data, "test");
+    assertTrue(!back.guardedKeyIndex());
+    assertEquals(12_345, back.keyspaces().get(0).purgeSeqno());
+    assertEquals(m, back);
+  }
+
+  @Test
+  void aFormat4Manifest_isStillRead_withPurgeSeqnoZero() {
+    // Format 4 is format 6 of a store without guards less each keyspace's purge seqno (its last 8 bytes).
+    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default",
+        List.of(new Manifest.TableMeta(30, 0)), List.of(), new Manifest.Counters(500, 64_000, 380, 41_000))));
+    byte[] v6 = m.encode();
+    byte[] v4 = java.util.Arrays.copyOf(v6, v6.length - 8);
+    ByteBuffer b = ByteBuffer.wrap(v4).order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(8, 4);
+    CRC32C crc = new CRC32C();
+    crc.update(v4, 0, v4.length - 4);
+    b.putInt(v4.length - 4, (int) crc.getValue());
+    Manifest back = Manifest.decode(v4, "test");
+    assertEquals(m, back);
+    assertEquals(0, back.keyspaces().get(0).purgeSeqno());
+  }
+
+  @Test
+  void aNegativePurgeSeqno_isCorruption() {
+    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default", List.of(),
+        List.of(), Manifest.Counters.ZERO, List.of(), List.of(), Guards.EMPTY, 5)));
+    byte[] data = m.encode();
+    ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN);
+    b.putLong(data.length - 12, -5);
+    CRC32C crc = new CRC32C();
+    crc.update(data, 0, data.length - 4);
+    b.putInt(data.length - 4, (int) crc.getValue());
+    CorruptionException e = assertThrows(CorruptionException.class, () -> Manifest.decode(data, "test"));
+    assertTrue(e.getMessage().contains("purge seqno -5"), e.getMessage());
   }
 
   @Test

@@ -123,7 +123,7 @@ class StoreFilesTest {
         .mapToLong(FileNames::manifestNumber).max().orElseThrow());
     assertTrue(newest.walHead() > 0, "written by this build: names its WAL head");
     byte[] raw = Files.readAllBytes(dir.resolve(FileNames.manifest(newest.number())));
-    assertEquals(Manifest.LEVELED_FORMAT_VERSION, raw[8], "the manifest is rewritten in the current (leveled) format");
+    assertEquals(Manifest.FORMAT_VERSION, raw[8], "the manifest is rewritten in the current format");
   }
 
   @Test
