@@ -74,6 +74,16 @@ public final class Keyspace {
   }
 
   /**
+   * The number of keys this keyspace holds, exactly: every write acknowledged before the call counted
+   * (Magma section 7.2). Kept by {@link Options#exactItemCounts} (on by default), durable across crashes.
+   *
+   * @throws UnsupportedOperationException if the store was opened with {@code exactItemCounts(false)}
+   */
+  public long itemCount() {
+    return db.engine.itemCount(id);
+  }
+
+  /**
    * This keyspace's changes with seqnos from {@code fromSeqno} to {@code toSeqno} (both included; {@link
    * ChangeFeed#NOW} for "up to now"), in seqno order, as of a snapshot the feed takes and releases on
    * close: {@link ChangeFeed.Mode#FAST}. See {@link ChangeFeed} for what it guarantees.

@@ -33,6 +33,7 @@ public final class Options {
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
   private boolean flushLookups = false;
+  private boolean exactItemCounts = true;
   private int l0RevealRatio = 128;
   private long diskReserveBytes = 128L << 20;
   private boolean keyIndexGuards = false;
@@ -76,6 +77,7 @@ public final class Options {
     o.blockCacheSize = blockCacheSize;
     o.fragmentationThreshold = fragmentationThreshold;
     o.flushLookups = flushLookups;
+    o.exactItemCounts = exactItemCounts;
     o.l0RevealRatio = l0RevealRatio;
     o.diskReserveBytes = diskReserveBytes;
     o.keyIndexGuards = keyIndexGuards;
@@ -330,6 +332,20 @@ public final class Options {
    */
   public Options diskReserveBytes(long bytes) { this.diskReserveBytes = bytes; return this; }
   public long diskReserveBytes() { return diskReserveBytes; }
+
+  /**
+   * Whether each keyspace keeps an exact count of its live keys ({@link Keyspace#itemCount}; Magma
+   * section 7.2); default true. Every write then looks its key up first, to tell an insert from an
+   * update and a delete of a live key from one of an absent key: the write caches, then the key index
+   * (bloom filters make a new key's lookup cheap; an existing key's costs a data block, usually cached).
+   * The commit leader does the lookups before the group's WAL write. The counts are committed with each
+   * flush and rebuilt by WAL replay, so they survive crashes. Off, writes skip the lookups (faster
+   * updates; docs/benchmarks.md, "Exact item counts") and {@link Keyspace#itemCount} throws. Turning it
+   * on for a store that ran without it counts every keyspace's keys once, at the open (a read of the
+   * whole key index).
+   */
+  public Options exactItemCounts(boolean on) { this.exactItemCounts = on; return this; }
+  public boolean exactItemCounts() { return exactItemCounts; }
 
   /**
    * Whether a new store's key index keeps GravelDB's/PebblesDB's guards (fragmented LSM; seed 002) in

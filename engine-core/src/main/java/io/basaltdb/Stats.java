@@ -18,7 +18,10 @@ import java.util.Map;
  *   <li>{@code tableLookups} (key index tables consulted), {@code indexBlockReads} (data blocks of
  *       those tables read from disk, by gets and scans, after the key range, the bloom filter and the
  *       block cache let them through), {@code documentReads} (segment blocks read from disk for
- *       documents the block cache did not hold); see {@link #readsPerGet()};</li>
+ *       documents the block cache did not hold), {@code hintMisses} (of those reads, the ones that
+ *       searched the segment's seqno index because the key index record's location hint was missing or
+ *       named a segment garbage collection replaced: Magma section 8.2's fallback); see {@link
+ *       #readsPerGet()};</li>
  *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
  *       without rewriting), {@code l0Merges} (merges of level-0 tables into one level-0 table, level 0
  *       being tiered; see {@link Options#l0BaseRatio}), {@code hintsRefreshed} (location hints a compaction
@@ -71,6 +74,8 @@ import java.util.Map;
  *       up); per live
  *       keyspace, {@code keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes},
  *       {@code keyspace.<name>.fragmentationPermille} and {@code keyspace.<name>.pendingGarbageBytes};</li>
+ *   <li>with {@link Options#exactItemCounts} (the last entries): {@code items} (live keys of every keyspace)
+ *       and {@code keyspace.<name>.items} (each keyspace's, as {@link Keyspace#itemCount});</li>
  *   <li>{@code diskFullRefusals} (writes refused, nothing written, because the disk had less
  *       usable space than {@code diskReserveBytes});</li>
  *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had

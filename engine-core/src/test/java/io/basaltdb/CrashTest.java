@@ -1,5 +1,6 @@
 package io.basaltdb;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -146,6 +147,7 @@ class CrashTest {
       }
       for (TreeMap<Key, byte[]> s : allowed) {
         if (same(s, actual)) {
+          assertEquals(s.size(), again.keyspace("default").itemCount(), "the exact item count after recovery");
           // Reads through get agree with the scan.
           for (var e : s.entrySet()) {
             assertTrue(Arrays.equals(e.getValue(), again.keyspace("default").get(e.getKey().bytes())));

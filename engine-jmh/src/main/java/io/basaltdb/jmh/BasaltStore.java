@@ -133,6 +133,8 @@ final class BasaltStore implements Race.Store {
     Map<String, String> m = new java.util.LinkedHashMap<>();
     m.put("engineWriteAmp", fmt(s.writeAmplification()));
     m.put("engineReadsPerGet", fmt(s.readsPerGet()));
+    m.put("hintMisses", Long.toString(s.get("hintMisses")));
+    m.put("documentReads", Long.toString(s.get("documentReads")));
     m.put("blockCacheHitRate", fmt((double) s.get("blockCacheHits")
         / Math.max(1, s.get("blockCacheHits") + s.get("blockCacheMisses"))));
     m.put("spaceAmp", fmt(s.spaceAmplification()));

@@ -118,7 +118,8 @@ final class Checkpoints {
    * target's, the WAL starts at {@code walStart} (no file yet) and the head names no file.
    */
   private static VersionEdit backTo(Manifest newest, Manifest target, long walStart) {
-    VersionEdit edit = new VersionEdit().flushedSeqno(target.flushedSeqno()).walStart(walStart).resetWalHead(0);
+    VersionEdit edit = new VersionEdit().flushedSeqno(target.flushedSeqno()).walStart(walStart).resetWalHead(0)
+        .flag(Manifest.FLAG_ITEM_COUNTS, target.itemsCounted()); // the counts restored are exact only if they were
     java.util.Map<Integer, Manifest.KeyspaceMeta> now = new java.util.HashMap<>();
     for (Manifest.KeyspaceMeta k : newest.keyspaces()) now.put(k.id(), k);
     for (Manifest.KeyspaceMeta t : target.keyspaces()) {

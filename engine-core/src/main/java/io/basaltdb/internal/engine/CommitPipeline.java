@@ -8,6 +8,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -147,6 +148,7 @@ final class CommitPipeline {
     // Admission: the group's memory before its WAL write. Only this leader switches the active cache,
     // so the one the nodes were prepared in is still active when they are applied.
     target.precheck(batches, estimate);
+    Map<Integer, Long> itemDeltas = countItems(batches); // before any memory is taken: a failed lookup writes nothing
     Admitted admitted = admit(batches, estimate);
     WriteCache m = admitted.cache();
     long[][] nodes = admitted.nodes();
@@ -173,6 +175,7 @@ final class CommitPipeline {
         state.fail(f);
         throw f;
       }
+      if (itemDeltas != null) versions.items.add(itemDeltas);
       versions.lastSeqno = seq - 1; // publish: gets that met the group's entries were waiting for this
       target.applied(m, batches);
     } finally {
@@ -182,6 +185,21 @@ final class CommitPipeline {
     for (Batch b : batches) {
       stats.batches.increment();
       stats.userBytesWritten.add(b.userBytes());
+    }
+  }
+
+  /**
+   * With exact item counts, how the group changes each keyspace's live keys ({@link ItemCounter#deltas},
+   * against the current version: only this leader adds to it); null without.
+   */
+  private Map<Integer, Long> countItems(List<Batch> batches) {
+    ItemCounter items = versions.items;
+    if (items == null) return null;
+    Version v = versions.acquire();
+    try {
+      return items.deltas(v, batches);
+    } finally {
+      v.release();
     }
   }
 

@@ -120,6 +120,28 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
+   * The live keys of keyspace {@code ks} as of the last published write (every write acknowledged before
+   * the call is counted); see {@link io.basaltdb.Options#exactItemCounts}.
+   *
+   * @throws UnsupportedOperationException if the store counts no items
+   */
+  public long itemCount(int ks) {
+    state.checkOpen();
+    catalog.checkLive(ks);
+    ItemCounter items = versions.items;
+    if (items == null) {
+      throw new UnsupportedOperationException("the store was opened with Options.exactItemCounts(false), so it"
+          + " keeps no item counts; reopen it with exactItemCounts(true) (the open counts every key once)");
+    }
+    versions.applyLock.lock(); // the count of whole published groups
+    try {
+      return items.count(ks);
+    } finally {
+      versions.applyLock.unlock();
+    }
+  }
+
+  /**
    * The changes of keyspace {@code ks} with seqnos in {@code [from, to]} as of {@code snap}, or of a
    * snapshot of the feed's own (released when it closes) if {@code snap} is null; see {@link EngineFeed}.
    *
@@ -134,6 +156,7 @@ public final class Engine implements AutoCloseable {
     if (from < 0 || to < 0) {
       throw new io.basaltdb.InvalidArgumentException("change feed seqnos must not be negative: from " + from + ", to " + to);
     }
+    store.purgeSeqno(ks); // a store without a change feed refuses before anything else is checked
     long last = versions.lastSeqno;
     if (from > last + 1) {
       throw new io.basaltdb.InvalidArgumentException("a change feed from seqno " + from + ", but the store's last write"

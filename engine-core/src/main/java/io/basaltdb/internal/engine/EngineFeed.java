@@ -91,6 +91,7 @@ public final class EngineFeed implements AutoCloseable {
         nextSegment = files.segments.size();
       }
     } catch (RuntimeException | Error e) {
+      if (stale != null) stale.close();
       if (ownsSnapshot) snap.close();
       throw e;
     }
@@ -136,7 +137,7 @@ public final class EngineFeed implements AutoCloseable {
       if (d.seqno() > to) {
         nextSegment = files.segments.size();
         docs = null;
-        return false;
+        return openNextSegment(); // none left: closes the delete list's cursor
       }
       while (staleMore && stale.seqno() < d.seqno()) staleMore = stale.next();
       if (staleMore && stale.seqno() == d.seqno()) { // a version the key index dropped

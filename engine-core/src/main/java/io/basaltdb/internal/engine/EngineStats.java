@@ -50,6 +50,8 @@ final class EngineStats {
   final java.util.Set<Long> tablesWithTombstones = java.util.concurrent.ConcurrentHashMap.newKeySet();
   /** Location hints key index compaction rewrote because they named a replaced segment. */
   final LongAdder hintsRefreshed = new LongAdder();
+  /** Document reads that searched a segment's seqno index: the record's hint was missing, stale or wrong. */
+  final LongAdder hintMisses = new LongAdder();
   /** Superseded versions flushes sent to the delete list ({@link io.basaltdb.Options#flushLookups}). */
   final LongAdder flushStaleReported = new LongAdder();
   /** Superseded versions revealing level-0 merges sent to the delete list (see {@link Compactor}). */

@@ -162,6 +162,7 @@ final class Flusher {
       }
     }
     for (int k : touched) edit.putSegment(k, checkpoint(writers.get(k)));
+    if (imm.itemsAtSwitch != null) commitItemCounts(imm.itemsAtSwitch, edit);
     // The WAL file started at the switch is the current one: replay starts there, and it is the head.
     edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
     if (!reported.isEmpty()) {
@@ -177,6 +178,20 @@ final class Flusher {
     versionSet.logAndApply(edit);
     stats.flushed();
     events.flushed();
+  }
+
+  /**
+   * Exact item counts: the flush commits each keyspace's live keys at the switch ({@code atSwitch},
+   * absent: 0), as the change from the counts the manifest holds (those of the previous flush, or stale
+   * ones before the first flush after a recount: only flushes change them, one at a time), and marks
+   * them exact. A keyspace created after the switch has none yet.
+   */
+  private void commitItemCounts(java.util.Map<Integer, Long> atSwitch, VersionEdit edit) {
+    edit.flag(Manifest.FLAG_ITEM_COUNTS, true); // exact from here (the first flush after a recount sets it)
+    for (Manifest.KeyspaceMeta k : versionSet.manifest().keyspaces()) {
+      long delta = atSwitch.getOrDefault(k.id(), 0L) - k.counters().items();
+      if (delta != 0) edit.addCounters(k.id(), Manifest.Counters.items(delta));
+    }
   }
 
   /**

@@ -180,13 +180,14 @@ final class KeyspaceFiles {
    * absence, or a document of another key (a damaged record whose checksum still matched, or a bug), is
    * corruption, never an answer.
    */
-  Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace, LongAdder fileReads) {
+  Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace, LongAdder fileReads,
+      LongAdder hintMisses) {
     Segment s = segmentFor(seqno);
     Document d = s == null ? null : s.reader.cached(seqno);
     boolean read = false;
     if (s != null && d == null) {
       fileReads.increment();
-      d = s.reader.readUncached(seqno, hint);
+      d = s.reader.readUncached(seqno, hint, hintMisses);
       read = true;
     }
     if (d == null) {

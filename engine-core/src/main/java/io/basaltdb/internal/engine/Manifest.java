@@ -37,12 +37,18 @@ record Manifest(
   /**
    * 2: per-keyspace {@link Counters}. 3: {@code walHead}. 4: per-keyspace delete list tables and segment
    * garbage. 5: the flags word and, with {@link #FLAG_GUARDS}, each keyspace's guard keys. 6: each
-   * keyspace's purge seqno; every store writes it. Versions 2 to 5 are still read (walHead 0; no delete
-   * list, no garbage; purge seqno 0).
+   * keyspace's purge seqno and item count ({@link #FLAG_ITEM_COUNTS}); every store writes it. Versions 2
+   * to 5 are still read (walHead 0; no delete list, no garbage; a purge seqno of the flushed seqno, item
+   * counts not exact).
    */
   static final int FORMAT_VERSION = 6;
   /** {@link #flags} bit: the key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards}; formats 5 and 6). */
   static final int FLAG_GUARDS = 1;
+  /**
+   * {@link #flags} bit (format 6): every keyspace's {@link Counters#items} is its exact count of live
+   * keys as of {@link #flushedSeqno} ({@link io.basaltdb.Options#exactItemCounts}).
+   */
+  static final int FLAG_ITEM_COUNTS = 2;
   /** The oldest format this build reads. */
   static final int OLDEST_READABLE_VERSION = 2;
 
@@ -55,6 +61,11 @@ record Manifest(
   /** Whether the store's key index keeps guards (fixed when the store is created). */
   boolean guardedKeyIndex() {
     return (flags & FLAG_GUARDS) != 0;
+  }
+
+  /** Whether the keyspaces' item counters are exact. */
+  boolean itemsCounted() {
+    return (flags & FLAG_ITEM_COUNTS) != 0;
   }
 
   /**
@@ -132,13 +143,23 @@ record Manifest(
    * </ol>
    */
   record Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes,
-      long collectedVersions, long collectedBytes) {
-    static final Counters ZERO = new Counters(0, 0, 0, 0, 0, 0);
-    /** Bytes in format 4; formats 2 and 3 hold the first four (32 bytes). */
-    static final int ENCODED_SIZE = 48;
+      long collectedVersions, long collectedBytes, long items) {
+    static final Counters ZERO = new Counters(0, 0, 0, 0, 0, 0, 0);
+    /** Bytes in format 6; formats 4 and 5 hold the first six (48 bytes), 2 and 3 the first four (32 bytes). */
+    static final int ENCODED_SIZE = 56;
 
     Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes) {
-      this(flushedVersions, flushedBytes, discardedVersions, discardedBytes, 0, 0);
+      this(flushedVersions, flushedBytes, discardedVersions, discardedBytes, 0, 0, 0);
+    }
+
+    Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes,
+        long collectedVersions, long collectedBytes) {
+      this(flushedVersions, flushedBytes, discardedVersions, discardedBytes, collectedVersions, collectedBytes, 0);
+    }
+
+    /** A change of the live key count ({@link io.basaltdb.Options#exactItemCounts}). */
+    static Counters items(long delta) {
+      return new Counters(0, 0, 0, 0, 0, 0, delta);
     }
 
     static Counters flushed(long versions, long bytes) {
@@ -157,13 +178,13 @@ record Manifest(
     Counters plus(Counters d) {
       return new Counters(flushedVersions + d.flushedVersions, flushedBytes + d.flushedBytes,
           discardedVersions + d.discardedVersions, discardedBytes + d.discardedBytes,
-          collectedVersions + d.collectedVersions, collectedBytes + d.collectedBytes);
+          collectedVersions + d.collectedVersions, collectedBytes + d.collectedBytes, items + d.items);
     }
 
     Counters minus(Counters d) {
       return new Counters(flushedVersions - d.flushedVersions, flushedBytes - d.flushedBytes,
           discardedVersions - d.discardedVersions, discardedBytes - d.discardedBytes,
-          collectedVersions - d.collectedVersions, collectedBytes - d.collectedBytes);
+          collectedVersions - d.collectedVersions, collectedBytes - d.collectedBytes, items - d.items);
     }
 
     /** Document bytes the keyspace's tables reference (older versions and tombstones included). */
@@ -189,7 +210,7 @@ record Manifest(
       b.putInt(k.id).putInt(name.length).put(name);
       Counters c = k.counters;
       b.putLong(c.flushedVersions).putLong(c.flushedBytes).putLong(c.discardedVersions).putLong(c.discardedBytes)
-          .putLong(c.collectedVersions).putLong(c.collectedBytes);
+          .putLong(c.collectedVersions).putLong(c.collectedBytes).putLong(c.items);
       b.putInt(k.tables.size());
       for (TableMeta t : k.tables) b.putLong(t.fileNumber).putInt(t.level);
       b.putInt(k.segments.size());
@@ -257,7 +278,8 @@ record Manifest(
             + OLDEST_READABLE_VERSION + " to " + FORMAT_VERSION + ". Open the store with a matching Basalt release");
       }
       int flags = b.getInt();
-      if ((flags & ~FLAG_GUARDS) != 0 || (version == 5 && flags != FLAG_GUARDS) || (version < 5 && flags != 0)) {
+      if ((flags & ~(FLAG_GUARDS | FLAG_ITEM_COUNTS)) != 0 || (version == 5 && flags != FLAG_GUARDS)
+          || (version < 5 && flags != 0)) {
         throw new CorruptionException(file, 12, "manifest format " + version + " with flags " + flags);
       }
       long number = b.getLong();
@@ -274,7 +296,7 @@ record Manifest(
         byte[] name = new byte[b.getInt()];
         b.get(name);
         Counters counters = new Counters(b.getLong(), b.getLong(), b.getLong(), b.getLong(),
-            version >= 4 ? b.getLong() : 0, version >= 4 ? b.getLong() : 0);
+            version >= 4 ? b.getLong() : 0, version >= 4 ? b.getLong() : 0, version >= 6 ? b.getLong() : 0);
         int nt = b.getInt();
         List<TableMeta> tables = new ArrayList<>();
         for (int t = 0; t < nt; t++) tables.add(new TableMeta(b.getLong(), b.getInt()));
@@ -297,7 +319,9 @@ record Manifest(
           int ng = b.getInt();
           for (int g = 0; g < ng; g++) garbage.add(new SegmentGarbage(b.getLong(), b.getLong(), b.getLong(), b.getLong()));
         }
-        long purgeSeqno = version >= 6 ? b.getLong() : 0;
+        // Before version 6 no purge seqno was kept, but compactions dropped tombstones all the same: any
+        // deletion up to the flushed seqno may be gone.
+        long purgeSeqno = version >= 6 ? b.getLong() : flushed;
         if (purgeSeqno < 0) throw new CorruptionException(file, b.position() - 8, "purge seqno " + purgeSeqno);
         Guards guards = Guards.EMPTY;
         if ((flags & FLAG_GUARDS) != 0) guards = decodeGuards(b, file);

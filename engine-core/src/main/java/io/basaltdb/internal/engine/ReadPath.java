@@ -96,7 +96,7 @@ final class ReadPath {
 
   /** The document a key index record names: from the block cache, or read (counted) and cached. */
   Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
-    return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads);
+    return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses);
   }
 
   /** A document a batched get still has to read: the key's position in the batch and its record. */

@@ -50,7 +50,8 @@ final class Recovery {
     try {
       loadManifests(storage, st);
       if (st.manifest == null) {
-        Manifest m = VersionSet.createStore(storage, options.keyIndexGuards());
+        Manifest m = VersionSet.createStore(storage, (options.keyIndexGuards() ? Manifest.FLAG_GUARDS : 0)
+            | (options.exactItemCounts() ? Manifest.FLAG_ITEM_COUNTS : 0));
         st.manifest = m;
         st.checkpoints.put(1L, m.createdMillis());
         st.checkpointFiles.put(1L, Set.of());

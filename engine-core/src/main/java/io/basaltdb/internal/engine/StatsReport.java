@@ -94,6 +94,7 @@ final class StatsReport {
     m.put("tableLookups", s.tableLookups.sum());
     m.put("documentReads", s.documentReads.sum());
     m.put("batchedGets", s.batchedGets.sum());
+    m.put("hintMisses", s.hintMisses.sum());
     m.put("indexBlockReads", cache == null ? 0 : cache.misses(BlockCache.Kind.TABLE_DATA));
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());
@@ -175,6 +176,20 @@ final class StatsReport {
     m.put("segments", (long) segments);
     m.put("lastSeqno", versions.lastSeqno);
     m.put("keyspaces", (long) catalog.size());
+    ItemCounter items = versions.items;
+    if (items != null) { // exact item counts: the store's, then each keyspace's
+      long all = 0;
+      Map<String, Long> each = new LinkedHashMap<>();
+      for (String name : catalog.names()) {
+        int id = catalog.id(name);
+        if (id < 0) continue; // dropped meanwhile
+        long n = items.count(id);
+        all += n;
+        each.put("keyspace." + name + ".items", n);
+      }
+      m.put("items", all);
+      m.putAll(each);
+    }
     return m;
   }
 }

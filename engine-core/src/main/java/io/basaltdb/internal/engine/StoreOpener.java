@@ -36,9 +36,10 @@ final class StoreOpener {
     StoreState state = new StoreState();
     EngineStats stats = new EngineStats();
     MemoryStore store = new MemoryStore(versions, catalog, chunk);
+    ReadPath reads = new ReadPath(versions, catalog, stats, null);
+    if (options.exactItemCounts()) versions.items = new ItemCounter(reads, catalog);
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
-    return new Parts(options, quota, null, catalog, versions, state, stats, pipeline,
-        new ReadPath(versions, catalog, stats, null), store);
+    return new Parts(options, quota, null, catalog, versions, state, stats, pipeline, reads, store);
   }
 
   static Parts onDisk(Storage storage, Options options) {
@@ -78,6 +79,14 @@ final class StoreOpener {
       events.gc = gc;
       ReadTransport transport = newReadTransport(options.readQueueDepth());
       undo.push(transport::close);
+      ReadPath reads = new ReadPath(versions, catalog, stats, transport);
+      // Exact item counts go on from the manifest's (those at its flushed seqno) through the replay;
+      // a store whose counts are not exact counts its keys after the replay.
+      boolean counted = options.exactItemCounts() && st.manifest.itemsCounted();
+      if (counted) {
+        versions.items = new ItemCounter(reads, catalog);
+        for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) versions.items.set(k.id(), k.counters().items());
+      }
       // A deleted WAL file fails the open here rather than losing its writes silently in the replay.
       WalChain.check(storage, st.manifest.walStart(), st.manifest.walHead());
       WalReplay.replay(storage, options, st.manifest, versions, catalog, stats, flusher);
@@ -85,6 +94,7 @@ final class StoreOpener {
       for (long n : CommitLog.list(storage)) {
         if (n >= st.manifest.walStart()) previous = n;
       }
+      if (options.exactItemCounts() && !counted) recountItems(versions, reads, catalog);
       CommitLog wal = CommitLog.startSession(storage, previous, versionSet.nextFileNumber.getAndIncrement(),
           versions.lastSeqno);
       undo.push(wal::abandon);
@@ -92,6 +102,8 @@ final class StoreOpener {
       // open. The WAL start moves to the first file present (a new store's, or one written before
       // WAL heads, names none); the chain check vouched for the files it needs.
       VersionEdit head = new VersionEdit().walHead(wal.number());
+      // Without counting, the manifest's counts go stale from the first write: no longer exact.
+      if (!options.exactItemCounts()) head.flag(Manifest.FLAG_ITEM_COUNTS, false);
       for (long n : CommitLog.list(storage)) {
         if (n >= st.manifest.walStart()) {
           if (n != st.manifest.walStart()) head.walStart(n);
@@ -106,8 +118,7 @@ final class StoreOpener {
       compactor.start();
       gc.start();
       DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock);
-      return new Parts(options, writeMemory, blockCache, catalog, versions, state, stats, pipeline,
-          new ReadPath(versions, catalog, stats, transport), store);
+      return new Parts(options, writeMemory, blockCache, catalog, versions, state, stats, pipeline, reads, store);
     } catch (RuntimeException | Error e) {
       while (!undo.isEmpty()) {
         try {
@@ -118,6 +129,26 @@ final class StoreOpener {
       }
       throw e;
     }
+  }
+
+  /**
+   * Counts every keyspace's live keys for a store whose counts are not exact (created, or last run,
+   * without {@link Options#exactItemCounts}), after the replay: a merge of its write caches and key index
+   * tables. The manifest's counts become exact, with its flag, at the next flush, which commits the
+   * counts at its switch; a crash before it recounts at the next open.
+   */
+  private static void recountItems(Versions versions, ReadPath reads, KeyspaceCatalog catalog) {
+    ItemCounter items = new ItemCounter(reads, catalog);
+    Version v = versions.acquire();
+    try {
+      for (String name : catalog.names()) {
+        int ks = catalog.id(name);
+        items.set(ks, ItemCounter.countLive(v, ks));
+      }
+    } finally {
+      v.release();
+    }
+    versions.items = items;
   }
 
   /** A write cache allocator's chunk size: a 16th of {@code base}, 128 KiB to 4 MiB, in 128 KiB regions. */

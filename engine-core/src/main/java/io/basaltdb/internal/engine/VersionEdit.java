@@ -81,6 +81,8 @@ final class VersionEdit {
   long walStart = -1;
   long walHead = -1;
   private boolean walHeadReset;
+  /** Manifest flags this edit sets and clears ({@link Manifest#FLAG_ITEM_COUNTS}). */
+  private int flagsSet, flagsCleared;
   /** The immutable write cache is flushed: the new version reads without it. */
   boolean writeCacheFlushed;
   /**
@@ -241,6 +243,18 @@ final class VersionEdit {
     return this;
   }
 
+  /** Sets ({@code on}) or clears manifest flag {@code flag}. */
+  VersionEdit flag(int flag, boolean on) {
+    if (on) {
+      flagsSet |= flag;
+      flagsCleared &= ~flag;
+    } else {
+      flagsCleared |= flag;
+      flagsSet &= ~flag;
+    }
+    return this;
+  }
+
   VersionEdit writeCacheFlushed() {
     writeCacheFlushed = true;
     return this;
@@ -269,7 +283,7 @@ final class VersionEdit {
     return new Manifest(number, createdMillis, flushedSeqno >= 0 ? flushedSeqno : base.flushedSeqno(),
         nextFileNumber, walStart >= 0 ? walStart : base.walStart(),
         walHead < 0 ? base.walHead() : walHeadReset ? walHead : Math.max(walHead, base.walHead()),
-        nextKeyspaceId, out, base.flags());
+        nextKeyspaceId, out, (base.flags() | flagsSet) & ~flagsCleared);
   }
 
   private static Manifest.KeyspaceMeta apply(Manifest.KeyspaceMeta k, Change c, long number) {

@@ -446,10 +446,10 @@ final class VersionSet {
 
   /**
    * Commits the first manifest of a new store: keyspace "default" (id 1), nothing flushed; {@code
-   * guarded}: its key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards}).
+   * flags}: its {@link Manifest#flags} (guards, item counts).
    */
-  static Manifest createStore(Storage storage, boolean guarded) {
-    Manifest empty = new Manifest(0, 0, 0, 2, 0, 0, 1, List.of(), guarded ? Manifest.FLAG_GUARDS : 0);
+  static Manifest createStore(Storage storage, int flags) {
+    Manifest empty = new Manifest(0, 0, 0, 2, 0, 0, 1, List.of(), flags);
     return commitOffline(storage, empty, new VersionEdit().createKeyspace(1, "default"), 1, 2);
   }
 

@@ -47,6 +47,8 @@ final class Versions {
   private final int maxValueSize;
   /** Told when a version is freed (its tables may be obsolete); set once at open, before sharing. */
   private Runnable onVersionFreed = () -> {};
+  /** The exact item counts, or null ({@link io.basaltdb.Options#exactItemCounts}); set once at open, before sharing. */
+  ItemCounter items;
   /** Set by close; volatile: a reader that cannot retain the current version checks it. */
   private volatile boolean closed;
 
@@ -120,6 +122,7 @@ final class Versions {
     if (v.immutable != null) throw new IllegalStateException("a flush is already pending");
     v.active.switchSeqno = lastSeqno;
     v.active.walAfter = walAfter;
+    if (items != null) v.active.itemsAtSwitch = items.copy();
     install(newVersion(fresh, v.active, v.files));
   }
 

@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * WAL replay at open (Magma section 5): every record of the WAL files from the manifest's walStart on,
@@ -63,7 +64,10 @@ final class WalReplay {
                   + ", which the manifest does not know");
             }
           }
+          // Exact item counts: each batch counted against what replay has rebuilt so far, as its leader did.
+          Map<Integer, Long> itemDeltas = versions.items == null ? null : versions.items.deltas(versions.current(), List.of(b));
           CommitPipeline.apply(versions.current().active, b, catalog, stats);
+          if (itemDeltas != null) versions.items.add(itemDeltas);
           last = end;
           versions.lastSeqno = last;
           if (versions.current().active.bytes() >= half) flushInline(versions, flusher, number);

@@ -39,6 +39,11 @@ final class WriteCache {
   volatile long switchSeqno;
   /** The WAL file started at the switch: the first one a flush of this cache does not cover. */
   volatile long walAfter;
+  /**
+   * With exact item counts, each keyspace's live keys at {@link #switchSeqno} (absent: 0), which the
+   * flush of this cache commits; null otherwise. Written under applyLock at the switch.
+   */
+  volatile java.util.Map<Integer, Long> itemsAtSwitch;
   /** Called once when the skiplist is freed. */
   private final Runnable onFree;
   /** References: one per Version holding it. */

@@ -142,6 +142,14 @@ public final class SegmentReader {
    * not a valid block: hints may be stale), the seqno index is searched from the root.
    */
   public Document readUncached(long seqno, long hint) {
+    return readUncached(seqno, hint, null);
+  }
+
+  /**
+   * As {@link #readUncached(long, long)}, counting in {@code indexReads} (if not null) each read that
+   * had to search the seqno index because the hint was missing, named another segment, or missed.
+   */
+  public Document readUncached(long seqno, long hint, java.util.concurrent.atomic.LongAdder indexReads) {
     if (!holds(seqno)) {
       return null;
     }
@@ -158,6 +166,7 @@ public final class SegmentReader {
         }
       }
     }
+    if (indexReads != null) indexReads.increment();
     long[] leaf = locate(seqno);
     return leaf == null ? null : indexedBlock(leaf).find(seqno);
   }

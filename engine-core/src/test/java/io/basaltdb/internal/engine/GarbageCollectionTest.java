@@ -327,13 +327,28 @@ class GarbageCollectionTest {
     MemStorage storage = new MemStorage(21);
     Map<Integer, Integer> last;
     try (Engine e = Engine.open(storage, gcOptions())) {
-      last = update(e, 6, 0, 7);
+      last = update(e, 1, 0, 7);
+      // Half the keys updated again and again: collection moves the other half's only versions, whose
+      // newest records then name the segments it replaced.
+      for (int round = 1; round < 6; round++) {
+        for (int start = 0; start < KEYS / 2; start += 50) {
+          Batch b = new Batch(50);
+          for (int k = start; k < Math.min(KEYS / 2, start + 50); k++) {
+            b.add(1, Batch.PUT, key(k), value(k, round));
+            last.put(k, round);
+          }
+          e.write(b);
+        }
+      }
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("gcRuns") > 0, "collection ran: " + e.stats());
     }
     try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // no collection from here
       assertTrue(hints(e, 0)[0] > 0, "collection moved documents whose records name the old segments");
+      checkAll(e, last); // a cold block cache: every document read from its segment
+      long stale = e.stats().get("hintMisses");
+      assertTrue(stale > 0, "reads found moved documents through the seqno index: " + e.stats());
       long newer = 0;
       for (KeyspaceFiles.Table t : e.versions().current().files(1).tables) newer = Math.max(newer, t.fileNumber());
       // Keys between every two existing ones: merging them down rewrites the tables they fall between.

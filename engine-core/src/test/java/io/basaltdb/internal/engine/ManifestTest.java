@@ -75,34 +75,43 @@ class ManifestTest {
   }
 
   @Test
-  void aLeveledManifest_isFormat6_withNoFlags_andKeepsThePurgeSeqno() {
+  void aLeveledManifest_isFormat6_andKeepsThePurgeSeqnoAndItemCount() {
     Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default", List.of(),
-        List.of(), Manifest.Counters.ZERO, List.of(), List.of(), Guards.EMPTY, 12_345)));
+        List.of(), new Manifest.Counters(0, 0, 0, 0, 0, 0, 777), List.of(), List.of(), Guards.EMPTY, 12_345)),
+        Manifest.FLAG_ITEM_COUNTS);
     byte[] data = m.encode();
     assertEquals(Manifest.FORMAT_VERSION, data[8]);
     assertEquals(6, Manifest.FORMAT_VERSION);
-    assertEquals(0, data[12]);
+    assertEquals(Manifest.FLAG_ITEM_COUNTS, data[12]);
     Manifest back = Manifest.decode(data, "test");
     assertTrue(!back.guardedKeyIndex());
+    assertTrue(back.itemsCounted());
     assertEquals(12_345, back.keyspaces().get(0).purgeSeqno());
+    assertEquals(777, back.keyspaces().get(0).counters().items());
     assertEquals(m, back);
   }
 
   @Test
-  void aFormat4Manifest_isStillRead_withPurgeSeqnoZero() {
-    // Format 4 is format 6 of a store without guards less each keyspace's purge seqno (its last 8 bytes).
+  void aFormat4Manifest_isStillRead_withItsFlushedSeqnoAsPurgeSeqno() {
+    // Format 4 is format 6 of a store without guards less each keyspace's item count (the counters' last
+    // 8 bytes) and purge seqno (its last 8 bytes).
     Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default",
         List.of(new Manifest.TableMeta(30, 0)), List.of(), new Manifest.Counters(500, 64_000, 380, 41_000))));
     byte[] v6 = m.encode();
-    byte[] v4 = java.util.Arrays.copyOf(v6, v6.length - 8);
+    int items = 72 + 4 + 4 + "default".length() + 48; // header, id, name length, name, six counters
+    byte[] v4 = new byte[v6.length - 16];
+    System.arraycopy(v6, 0, v4, 0, items);
+    System.arraycopy(v6, items + 8, v4, items, v6.length - 12 - items - 8);
     ByteBuffer b = ByteBuffer.wrap(v4).order(ByteOrder.LITTLE_ENDIAN);
     b.putInt(8, 4);
     CRC32C crc = new CRC32C();
     crc.update(v4, 0, v4.length - 4);
     b.putInt(v4.length - 4, (int) crc.getValue());
     Manifest back = Manifest.decode(v4, "test");
-    assertEquals(m, back);
-    assertEquals(0, back.keyspaces().get(0).purgeSeqno());
+    assertEquals(m.keyspaces().get(0).counters(), back.keyspaces().get(0).counters());
+    assertEquals(m.keyspaces().get(0).tables(), back.keyspaces().get(0).tables());
+    assertEquals(99, back.keyspaces().get(0).purgeSeqno(), "deletions up to the flushed seqno may have been purged");
+    assertTrue(!back.itemsCounted());
   }
 
   @Test

@@ -1,0 +1,132 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.internal.sstable.KeyRecord;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Exact item counts (Magma section 7.2; {@link io.basaltdb.Options#exactItemCounts}): per keyspace, how
+ * many keys have a live newest version. Each write is looked up before it is applied, to tell an insert
+ * from an update and a delete of a live key from one of an absent key: the commit group's earlier
+ * writes, the active write cache, the immutable one, then the key index (range and bloom filter first,
+ * so a new key costs no I/O; an existing key one data block, usually cached). The commit leader counts a
+ * group before its WAL write and adds the counts under the apply lock as it publishes the group; WAL
+ * replay counts each replayed batch the same way, from the counts the manifest holds. A write cache
+ * switch notes the counts at its seqno ({@link WriteCache#itemsAtSwitch}), and the flush of that cache
+ * commits them with its files, so the manifest's counts are always those at its flushed seqno
+ * ({@link Manifest.Counters#items}).
+ *
+ * <p>Thread-safety: {@link #deltas} is called by one thread at a time (the commit leader, or replay);
+ * the counts are written under the apply lock and read by anyone.
+ */
+final class ItemCounter {
+  private final ReadPath reads;
+  private final KeyspaceCatalog catalog;
+  /** The live counts as of the last published seqno, by keyspace id (absent: 0). */
+  private final Map<Integer, Long> counts = new ConcurrentHashMap<>();
+
+  ItemCounter(ReadPath reads, KeyspaceCatalog catalog) {
+    this.reads = reads;
+    this.catalog = catalog;
+  }
+
+  /** The live keys of keyspace {@code ks} as of the last published seqno. */
+  long count(int ks) {
+    return counts.getOrDefault(ks, 0L);
+  }
+
+  /** The counts as of the last published seqno; a copy. Caller holds the apply lock (a switch). */
+  Map<Integer, Long> copy() {
+    return Map.copyOf(counts);
+  }
+
+  /** Sets a keyspace's count (open; a recount). */
+  void set(int ks, long n) {
+    counts.put(ks, n);
+  }
+
+  /** Forgets a dropped keyspace's count. */
+  void remove(int ks) {
+    counts.remove(ks);
+  }
+
+  /** Adds a group's {@link #deltas}; caller holds the apply lock, just before it publishes the group. */
+  void add(Map<Integer, Long> deltas) {
+    for (Map.Entry<Integer, Long> d : deltas.entrySet()) counts.merge(d.getKey(), d.getValue(), Long::sum);
+  }
+
+  /**
+   * How the group's writes, in order, change each keyspace's live count, given {@code v}, which holds
+   * every write published before the group (the leader's current version: a flush or compaction
+   * installed since moves versions between its sources, but does not change which is the newest).
+   * Writes to keyspaces no longer live are skipped, as the apply skips them.
+   */
+  Map<Integer, Long> deltas(Version v, List<Batch> group) {
+    Map<Integer, Long> out = new HashMap<>(4);
+    int ops = 0;
+    for (Batch b : group) ops += b.count;
+    Map<ByteBuffer, Boolean> written = ops > 1 ? new HashMap<>(ops * 2) : null; // the group's earlier writes
+    KeyRecord rec = new KeyRecord();
+    for (Batch b : group) {
+      for (int i = 0; i < b.count; i++) {
+        int ks = b.keyspaces[i];
+        if (!catalog.isLive(ks)) continue;
+        boolean live = b.types[i] == Batch.PUT;
+        ByteBuffer k = written == null ? null : ByteBuffer.wrap(WriteCache.storeKey(ks, b.keys[i]));
+        Boolean earlier = k == null ? null : written.get(k);
+        boolean was = earlier != null ? earlier : liveIn(v, ks, b.keys[i], rec);
+        if (was != live) out.merge(ks, live ? 1L : -1L, Long::sum);
+        if (k != null) written.put(k, live);
+      }
+    }
+    return out;
+  }
+
+  /** Whether {@code key}'s newest version in {@code v} is live (not a tombstone, not absent). */
+  private boolean liveIn(Version v, int ks, byte[] key, KeyRecord rec) {
+    byte[] e = v.active.get(ks, key);
+    if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
+    if (e != null) return !WriteCache.isTombstone(e);
+    return reads.findRecord(v.files(ks), key, rec) && !rec.tombstone;
+  }
+
+  /**
+   * The live keys of keyspace {@code ks} in {@code v}, by a merge of its write caches and key index
+   * tables (a recount, at the open of a store whose counts are not exact).
+   */
+  static long countLive(Version v, int ks) {
+    KeyspaceFiles files = v.files(ks);
+    List<MergingIterator.Source> sources = new ArrayList<>();
+    List<io.basaltdb.internal.skiplist.Snapshot> snaps = new ArrayList<>();
+    try {
+      for (WriteCache c : new WriteCache[] {v.active, v.immutable}) {
+        if (c == null) continue;
+        io.basaltdb.internal.skiplist.Snapshot s = c.list.snapshot();
+        snaps.add(s);
+        sources.add(new MergeSources.CacheSource(s.iterator(), ks, new byte[0]));
+      }
+      for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+        if (l > 0 && files.guarded()) {
+          if (!files.level(l).isEmpty()) sources.add(new MergeSources.LevelSource(files, l, new byte[0], null));
+          continue;
+        }
+        for (KeyspaceFiles.Table t : files.level(l)) {
+          sources.add(new MergeSources.TableSource(t.reader().iterator(false), null));
+        }
+      }
+      long n = 0;
+      try (MergingIterator merge = new MergingIterator(sources, true, null)) {
+        sources = List.of(); // the merge closes them now
+        while (merge.next()) n++;
+      }
+      return n;
+    } finally {
+      for (MergingIterator.Source s : sources) s.close();
+      for (io.basaltdb.internal.skiplist.Snapshot s : snaps) s.close();
+    }
+  }
+}
