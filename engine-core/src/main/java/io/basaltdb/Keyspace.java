@@ -75,7 +75,8 @@ public final class Keyspace {
 
   /**
    * The number of keys this keyspace holds, exactly: every write acknowledged before the call counted
-   * (Magma section 7.2). Kept by {@link Options#exactItemCounts} (on by default), durable across crashes.
+   * (Magma section 7.2). Kept with {@link Options#exactItemCounts} (off by default: a key lookup per write),
+   * durable across crashes.
    *
    * @throws UnsupportedOperationException if the store was opened with {@code exactItemCounts(false)}
    */

@@ -38,7 +38,7 @@ class CrashTest {
   /** {@code guards}: the key index keeps guards, so dense that crashes land in every kind of guard job. */
   static Options options(SyncMode mode, boolean guards) {
     Options o = ModelTest.tinyLevels(Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10)
-        .segmentSize(64 << 10).blockSize(512).syncMode(mode).syncIntervalMillis(2));
+        .segmentSize(64 << 10).blockSize(512).syncMode(mode).syncIntervalMillis(2).exactItemCounts(true));
     return guards ? ModelTest.tinyGuards(o) : o;
   }
 

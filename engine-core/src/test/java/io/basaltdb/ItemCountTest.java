@@ -34,6 +34,11 @@ class ItemCountTest {
     QuietTime.restore();
   }
 
+  /** Tiny caches, tables and segments (flushes and compactions all the time), with counts. */
+  static Options counted() {
+    return ChangeFeedTest.tiny().exactItemCounts(true);
+  }
+
   static byte[] b(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
@@ -81,7 +86,7 @@ class ItemCountTest {
   @Test
   void counts_matchTheModel_acrossFlushesCompactionAndReopens_inTwoKeyspaces() {
     MemStorage storage = new MemStorage(21);
-    Options o = ChangeFeedTest.tiny();
+    Options o = counted();
     Random r = new Random(21);
     Set<String> a = new HashSet<>(), bLive = new HashSet<>();
     Basalt db = Basalt.open(storage, o);
@@ -119,7 +124,7 @@ class ItemCountTest {
   void aCrash_keepsTheCountOfEveryAcknowledgedWrite() {
     for (long seed = 1; seed <= 4; seed++) {
       MemStorage storage = new MemStorage(seed);
-      Options o = ChangeFeedTest.tiny().syncMode(SyncMode.SYNC);
+      Options o = counted().syncMode(SyncMode.SYNC);
       Random r = new Random(seed);
       Set<String> live = new HashSet<>();
       Basalt db = Basalt.open(storage, o);
@@ -145,8 +150,8 @@ class ItemCountTest {
     MemStorage storage = new MemStorage(5);
     Random r = new Random(5);
     Set<String> live = new HashSet<>();
-    Options off = ChangeFeedTest.tiny().exactItemCounts(false);
-    Options on = ChangeFeedTest.tiny();
+    Options off = counted().exactItemCounts(false);
+    Options on = counted();
     try (Basalt db = Basalt.open(storage, off)) {
       Keyspace ks = db.keyspace("default");
       randomWrites(db, ks, live, r, 500, 200);
@@ -176,7 +181,7 @@ class ItemCountTest {
   void aRollback_restoresTheCheckpointsCount(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
     Random r = new Random(9);
     Set<String> live = new HashSet<>();
-    Options o = ChangeFeedTest.tiny().checkpointRetentionMillis(600_000);
+    Options o = counted().checkpointRetentionMillis(600_000);
     long id;
     int atCheckpoint;
     try (Basalt db = Basalt.open(dir, o)) {
@@ -195,7 +200,7 @@ class ItemCountTest {
 
   @Test
   void concurrentWriters_ofOverlappingKeys_leaveTheCountOfTheKeysLeft() throws Exception {
-    try (Basalt db = Basalt.open(new MemStorage(3), ChangeFeedTest.tiny())) {
+    try (Basalt db = Basalt.open(new MemStorage(3), counted())) {
       Keyspace ks = db.keyspace("default");
       AtomicReference<Throwable> failed = new AtomicReference<>();
       Thread[] writers = new Thread[4];
@@ -222,7 +227,7 @@ class ItemCountTest {
 
   @Test
   void anInMemoryStore_countsToo() {
-    try (Basalt db = Basalt.openInMemory(Options.defaults())) {
+    try (Basalt db = Basalt.openInMemory(Options.defaults().exactItemCounts(true))) {
       Keyspace ks = db.keyspace("default");
       Set<String> live = new HashSet<>();
       randomWrites(db, ks, live, new Random(4), 2000, 300);

@@ -40,7 +40,7 @@ class BlockCacheEngineTest {
   @Test
   void indexAndFilterBlocks_areCachedOffHeap_insideTheQuota_andFreedAtClose() {
     MemStorage storage = new MemStorage(1);
-    Engine e = Engine.open(storage, options().exactItemCounts(false)); // no lookups by the writes: reads are the gets'
+    Engine e = Engine.open(storage, options());
     load(e);
     Map<String, Long> s = e.stats();
     assertTrue(s.get("tables") > 1, "several tables: " + s);
