@@ -34,6 +34,8 @@ public final class Options {
   private double fragmentationThreshold = 0.5;
   private boolean flushLookups = false;
   private boolean exactItemCounts = false;
+  private long coldSegmentMillis = 0;
+  private int coldZstdLevel = 3;
   private int l0RevealRatio = 128;
   private long diskReserveBytes = 128L << 20;
   private boolean keyIndexGuards = false;
@@ -78,6 +80,8 @@ public final class Options {
     o.fragmentationThreshold = fragmentationThreshold;
     o.flushLookups = flushLookups;
     o.exactItemCounts = exactItemCounts;
+    o.coldSegmentMillis = coldSegmentMillis;
+    o.coldZstdLevel = coldZstdLevel;
     o.l0RevealRatio = l0RevealRatio;
     o.diskReserveBytes = diskReserveBytes;
     o.keyIndexGuards = keyIndexGuards;
@@ -349,6 +353,21 @@ public final class Options {
   public boolean exactItemCounts() { return exactItemCounts; }
 
   /**
+   * Garbage collection writes its output with zstd ({@link #coldZstdLevel}) instead of LZ4 when no
+   * flush or collection has written any of its input segments for this long: cold data, read rarely,
+   * stored smaller. 0 (the default) keeps LZ4 everywhere. Reads decode either; a segment's age is
+   * known in memory only (segments found at the open count as written then), and a collection's
+   * output keeps the age of its newest input, so cold data stays cold. docs/benchmarks.md, "Cold
+   * segments in zstd", measures the space saved and what reads pay.
+   */
+  public Options coldSegmentMillis(long millis) { this.coldSegmentMillis = millis; return this; }
+  public long coldSegmentMillis() { return coldSegmentMillis; }
+
+  /** The zstd level of cold segments ({@link #coldSegmentMillis}); default 3; 1 to 22. */
+  public Options coldZstdLevel(int level) { this.coldZstdLevel = level; return this; }
+  public int coldZstdLevel() { return coldZstdLevel; }
+
+  /**
    * Whether a new store's key index keeps GravelDB's/PebblesDB's guards (fragmented LSM; seed 002) in
    * levels 1 and below, instead of the leveled layout; default false (experimental). Each such level is
    * split by guard keys into disjoint guards; the tables inside one guard may overlap, so a compaction
@@ -415,6 +434,8 @@ public final class Options {
     check(levelMultiplier >= 2 && levelMultiplier <= 100, "levelMultiplier must be between 2 and 100, was " + levelMultiplier);
     check(tableTargetBytes >= 1024 && tableTargetBytes <= (1L << 30),
         "tableTargetBytes must be between 1 KiB and 1 GiB, was " + tableTargetBytes);
+    check(coldSegmentMillis >= 0, "coldSegmentMillis must not be negative, was " + coldSegmentMillis);
+    check(coldZstdLevel >= 1 && coldZstdLevel <= 22, "coldZstdLevel must be between 1 and 22, was " + coldZstdLevel);
     check(readQueueDepth >= 1 && readQueueDepth <= 4096, "readQueueDepth must be between 1 and 4096, was " + readQueueDepth);
     long maxCache = memoryQuota - 2 * writeCacheSize() - (512L << 10);
     check(blockCacheSize == -1 || (blockCacheSize >= 0 && blockCacheSize <= maxCache),

@@ -71,7 +71,8 @@ import java.util.Map;
  *       (jobs that could not write their output, a full disk: retried a second later),
  *       {@code gcSlowdowns} and {@code gcSlowdownNanos} (commit groups delayed 1 ms because collection
  *       is falling behind), {@code gcStalls} and {@code gcStallNanos} (writers held until it caught
- *       up); per live
+ *       up), {@code gcColdSegments} and {@code gcColdBytesWritten} (outputs written with zstd, their
+ *       inputs cold: {@link Options#coldSegmentMillis}); per live
  *       keyspace, {@code keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes},
  *       {@code keyspace.<name>.fragmentationPermille} and {@code keyspace.<name>.pendingGarbageBytes};</li>
  *   <li>with {@link Options#exactItemCounts} (the last entries): {@code items} (live keys of every keyspace)

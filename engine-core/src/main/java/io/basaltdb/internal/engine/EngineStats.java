@@ -79,6 +79,21 @@ final class EngineStats {
   final LongAdder gcSlowdownNanos = new LongAdder();
   final LongAdder gcStalls = new LongAdder();
   final LongAdder gcStallNanos = new LongAdder();
+  /**
+   * When a flush or collection last wrote each segment, by id, in ms since the epoch (in memory only:
+   * segments found at the open count as written at {@link #openMillis}); {@link io.basaltdb.Options#coldSegmentMillis}.
+   */
+  final java.util.Map<Long, Long> segmentWrittenMillis = new java.util.concurrent.ConcurrentHashMap<>();
+  final long openMillis = System.currentTimeMillis();
+  /** Segments garbage collection wrote with zstd (cold), and their bytes. */
+  final LongAdder gcColdSegments = new LongAdder();
+  final LongAdder gcColdBytesWritten = new LongAdder();
+
+  /** When segment {@code id} was last written. */
+  long segmentWrittenMillis(long id) {
+    return segmentWrittenMillis.getOrDefault(id, openMillis);
+  }
+
   /** Change feeds opened, changes they returned, and documents they skipped as stale (delete list, exact check). */
   final LongAdder changeFeeds = new LongAdder();
   final LongAdder changesReturned = new LongAdder();

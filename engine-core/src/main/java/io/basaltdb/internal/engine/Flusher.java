@@ -523,6 +523,7 @@ final class Flusher {
     long before = w.size();
     SegmentState st = w.checkpoint();
     stats.segmentBytesWritten.add(w.size() - before);
+    stats.segmentWrittenMillis.put(w.segmentId(), System.currentTimeMillis()); // not cold: just written
     w.sync();
     return new KeyspaceFiles.Segment(st, new SegmentReader(t.file, st, blockCache, t.cacheOwner));
   }

@@ -404,7 +404,12 @@ final class SegmentCompactor {
       file = storage.create(name);
       tables.track(file);
       long prealloc = Math.min(options.segmentSize(), Math.max(0, liveEstimate));
-      w = SegmentWriter.create(file, number, start, Flusher.segmentOptions(options).withPreallocateBytes(prealloc));
+      // Cold inputs (none written for coldSegmentMillis) make a zstd output; it keeps their newest age.
+      long written = 0;
+      for (KeyspaceFiles.Segment s : inputs) written = Math.max(written, stats.segmentWrittenMillis(s.state().segmentId()));
+      boolean cold = options.coldSegmentMillis() > 0 && System.currentTimeMillis() - written >= options.coldSegmentMillis();
+      w = SegmentWriter.create(file, number, start, Flusher.segmentOptions(options).withPreallocateBytes(prealloc)
+          .withZstdLevel(cold ? options.coldZstdLevel() : 0));
       try (DeleteList.Cursor stale = new DeleteList.Cursor(f.deletes, start, end)) {
         boolean more = stale.next();
         for (KeyspaceFiles.Segment s : inputs) {
@@ -429,6 +434,7 @@ final class SegmentCompactor {
       if (copied > 0) {
         SegmentState st = w.checkpoint();
         w.sync();
+        stats.segmentWrittenMillis.put(number, written);
         output = new KeyspaceFiles.Segment(st, new SegmentReader(file, st, tables.blockCache(),
             tables.blockCache().newOwners(2)));
       }
@@ -445,9 +451,11 @@ final class SegmentCompactor {
       throw e;
     }
     if (output == null) abandon(file, name); // every document was garbage: nothing replaces the inputs
-    if (!commitReplacement(ks, f, inputs, output, removedBytes, removedCount, gcBase, inputBytes, start, end)
-        && output != null) {
-      abandon(file, name);
+    if (!commitReplacement(ks, f, inputs, output, removedBytes, removedCount, gcBase, inputBytes, start, end)) {
+      if (output != null) abandon(file, name);
+    } else if (output != null && w.zstdLevel() > 0) {
+      stats.gcColdSegments.increment();
+      stats.gcColdBytesWritten.add(output.state().tailOffset());
     }
   }
 

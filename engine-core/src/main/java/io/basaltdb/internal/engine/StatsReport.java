@@ -65,6 +65,8 @@ final class StatsReport {
     m.put("gcSlowdownNanos", s.gcSlowdownNanos.sum());
     m.put("gcStalls", s.gcStalls.sum());
     m.put("gcStallNanos", s.gcStallNanos.sum());
+    m.put("gcColdSegments", s.gcColdSegments.sum());
+    m.put("gcColdBytesWritten", s.gcColdBytesWritten.sum());
     m.putAll(perKeyspace);
   }
 

@@ -4,6 +4,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_COUNT_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FIRST_SEQNO_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAGS_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_LZ4;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_ZSTD;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_LAST_SEQNO_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_RAW_LENGTH_OFFSET;
@@ -22,6 +23,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.TYPE_OFFSET;
 
 import io.basaltdb.CorruptionException;
 import java.util.Arrays;
+import com.github.luben.zstd.Zstd;
 import net.jpountz.lz4.LZ4Factory;
 import net.jpountz.lz4.LZ4SafeDecompressor;
 
@@ -79,13 +81,16 @@ final class Block {
     int count = SegmentFormat.getInt(b, off + BLOCK_COUNT_OFFSET);
     firstSeqno = SegmentFormat.getLong(b, off + BLOCK_FIRST_SEQNO_OFFSET);
     lastSeqno = SegmentFormat.getLong(b, off + BLOCK_LAST_SEQNO_OFFSET);
-    if ((flags & ~BLOCK_FLAG_LZ4) != 0 || b[off + BLOCK_RESERVED_OFFSET] != 0
+    if ((flags & ~(BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)) != 0 || flags == (BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)
+        || b[off + BLOCK_RESERVED_OFFSET] != 0
         || b[off + BLOCK_RESERVED_OFFSET + 1] != 0
         || SegmentFormat.getInt(b, off + BLOCK_SEGMENT_OFFSET) != (int) segmentId) {
       throw corrupt("data block header has unknown flags or another segment's id");
     }
     boolean lz4 = (flags & BLOCK_FLAG_LZ4) != 0;
-    if (rawLength < MIN_DOC_SIZE || rawLength > MAX_BLOCK_RAW_SIZE || (lz4 ? stored >= rawLength : stored != rawLength)
+    boolean zstd = (flags & BLOCK_FLAG_ZSTD) != 0;
+    if (rawLength < MIN_DOC_SIZE || rawLength > MAX_BLOCK_RAW_SIZE
+        || (lz4 || zstd ? stored >= rawLength : stored != rawLength)
         || count < 1 || count > rawLength / MIN_DOC_SIZE || firstSeqno < 0 || lastSeqno < firstSeqno) {
       throw corrupt("data block header fields out of range");
     }
@@ -101,6 +106,17 @@ final class Block {
       if (n != rawLength) {
         throw corrupt("data block decompresses to " + n + " bytes, header says " + rawLength);
       }
+    } else if (zstd) {
+      data = new byte[rawLength];
+      base = 0;
+      long n;
+      try {
+        n = Zstd.decompressByteArray(data, 0, rawLength, b, off + BLOCK_HEADER_SIZE, stored);
+      } catch (RuntimeException e) { // ZstdException on a malformed frame
+        throw corrupt("data block does not decompress (zstd): " + e.getMessage());
+      }
+      if (Zstd.isError(n)) throw corrupt("data block does not decompress (zstd): " + Zstd.getErrorName(n));
+      if (n != rawLength) throw corrupt("data block decompresses to " + n + " bytes, header says " + rawLength);
     } else {
       data = b;
       base = off + BLOCK_HEADER_SIZE;

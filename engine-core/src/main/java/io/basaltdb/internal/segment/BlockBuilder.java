@@ -4,6 +4,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_COUNT_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FIRST_SEQNO_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAGS_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_LZ4;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_ZSTD;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_LAST_SEQNO_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_RAW_LENGTH_OFFSET;
@@ -17,12 +18,13 @@ import static io.basaltdb.internal.segment.SegmentFormat.TYPE_OFFSET;
 
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import com.github.luben.zstd.Zstd;
 import net.jpountz.lz4.LZ4Compressor;
 import net.jpountz.lz4.LZ4Factory;
 
 /**
  * The writer's open data block: packs encoded documents into an uncompressed buffer and seals them into
- * one checksummed, LZ4-compressed block record (docs/format.md, "Data block"). A document is
+ * one checksummed block record, LZ4- or zstd-compressed, (docs/format.md, "Data block"). A document is
  * {@code varint seqnoDelta, flags, varint keyLength, varint valueLength, key, value}; the first document's
  * delta is 0 (its seqno is the header's first seqno), every later one's is the distance to its
  * predecessor, at least 1.
@@ -33,6 +35,8 @@ final class BlockBuilder {
   private static final LZ4Compressor LZ4 = LZ4Factory.fastestInstance().fastCompressor();
 
   private final int blockSize;
+  /** 0: LZ4; else the zstd level. */
+  private final int zstdLevel;
   private byte[] raw;
   private int length;
   private int count;
@@ -42,8 +46,9 @@ final class BlockBuilder {
   /** The sealed record; reused between blocks, regrown for big ones. */
   private byte[] record = new byte[0];
 
-  BlockBuilder(int blockSize) {
+  BlockBuilder(int blockSize, int zstdLevel) {
     this.blockSize = blockSize;
+    this.zstdLevel = zstdLevel;
     this.raw = new byte[blockSize];
   }
 
@@ -107,12 +112,22 @@ final class BlockBuilder {
    * buffer is valid until the next call.
    */
   ByteBuffer seal(long segmentId) {
-    int bound = BLOCK_HEADER_SIZE + Math.max(length, LZ4.maxCompressedLength(length));
+    int bound = BLOCK_HEADER_SIZE + Math.max(length,
+        zstdLevel > 0 ? (int) Zstd.compressBound(length) : LZ4.maxCompressedLength(length));
     if (record.length < bound) {
       record = new byte[bound];
     }
-    int stored = LZ4.compress(raw, 0, length, record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE);
-    int flags = BLOCK_FLAG_LZ4;
+    int stored;
+    int flags;
+    if (zstdLevel > 0) {
+      long n = Zstd.compressByteArray(record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE, raw, 0, length, zstdLevel);
+      if (Zstd.isError(n)) throw new IllegalStateException("zstd failed to compress a block: " + Zstd.getErrorName(n));
+      stored = (int) n;
+      flags = BLOCK_FLAG_ZSTD;
+    } else {
+      stored = LZ4.compress(raw, 0, length, record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE);
+      flags = BLOCK_FLAG_LZ4;
+    }
     if (stored >= length) {
       System.arraycopy(raw, 0, record, BLOCK_HEADER_SIZE, length);
       stored = length;

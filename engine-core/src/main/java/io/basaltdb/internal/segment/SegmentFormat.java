@@ -52,6 +52,8 @@ final class SegmentFormat {
   static final int BLOCK_SEGMENT_OFFSET = 36;
   static final int BLOCK_HEADER_SIZE = 40;
   static final int BLOCK_FLAG_LZ4 = 1;
+  /** Block flag: the payload is a zstd frame (cold segments; never with {@link #BLOCK_FLAG_LZ4}). */
+  static final int BLOCK_FLAG_ZSTD = 2;
 
   // Seqno-index page header; ENTRY_SIZE-byte entries follow.
   static final int PAGE_LEVEL_OFFSET = 5;

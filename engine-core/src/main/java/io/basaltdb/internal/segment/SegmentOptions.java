@@ -15,8 +15,15 @@ import io.basaltdb.InvalidArgumentException;
  * @param pageSize size of a full seqno-index page in bytes; default 4,096; 64 B (fan-out 4, for tests
  *     that need deep trees) to 64 KiB. Fixed when a segment is created: {@link SegmentWriter#reopen}
  *     keeps the segment's own
+ * @param zstdLevel 0 (default): data blocks are LZ4-compressed; 1 to 22: zstd-compressed at that level
+ *     (cold segments garbage collection rewrites). Either way a block stays raw if compressing does not
+ *     make it smaller, and readers decode every kind
  */
-public record SegmentOptions(int blockSize, long maxSegmentSize, long preallocateBytes, int pageSize) {
+public record SegmentOptions(int blockSize, long maxSegmentSize, long preallocateBytes, int pageSize, int zstdLevel) {
+  public SegmentOptions(int blockSize, long maxSegmentSize, long preallocateBytes, int pageSize) {
+    this(blockSize, maxSegmentSize, preallocateBytes, pageSize, 0);
+  }
+
   public static final int DEFAULT_BLOCK_SIZE = 4096;
   public static final long DEFAULT_MAX_SEGMENT_SIZE = 64L << 20;
   public static final int DEFAULT_PAGE_SIZE = 4096;
@@ -34,20 +41,24 @@ public record SegmentOptions(int blockSize, long maxSegmentSize, long preallocat
   }
 
   public SegmentOptions withBlockSize(int n) {
-    return new SegmentOptions(n, maxSegmentSize, preallocateBytes, pageSize);
+    return new SegmentOptions(n, maxSegmentSize, preallocateBytes, pageSize, zstdLevel);
   }
 
   /** Sets maxSegmentSize and preallocateBytes to {@code n}; call withPreallocateBytes after to differ. */
   public SegmentOptions withMaxSegmentSize(long n) {
-    return new SegmentOptions(blockSize, n, n, pageSize);
+    return new SegmentOptions(blockSize, n, n, pageSize, zstdLevel);
   }
 
   public SegmentOptions withPreallocateBytes(long n) {
-    return new SegmentOptions(blockSize, maxSegmentSize, n, pageSize);
+    return new SegmentOptions(blockSize, maxSegmentSize, n, pageSize, zstdLevel);
   }
 
   public SegmentOptions withPageSize(int n) {
-    return new SegmentOptions(blockSize, maxSegmentSize, preallocateBytes, n);
+    return new SegmentOptions(blockSize, maxSegmentSize, preallocateBytes, n, zstdLevel);
+  }
+
+  public SegmentOptions withZstdLevel(int level) {
+    return new SegmentOptions(blockSize, maxSegmentSize, preallocateBytes, pageSize, level);
   }
 
   /** Returns this; throws InvalidArgumentException naming the first option out of range. */
@@ -56,6 +67,7 @@ public record SegmentOptions(int blockSize, long maxSegmentSize, long preallocat
     check("maxSegmentSize", maxSegmentSize, MIN_SEGMENT_SIZE, MAX_SEGMENT_SIZE);
     check("preallocateBytes", preallocateBytes, 0, maxSegmentSize);
     check("pageSize", pageSize, MIN_PAGE_SIZE, MAX_PAGE_SIZE);
+    check("zstdLevel", zstdLevel, 0, 22);
     return this;
   }
 

@@ -77,7 +77,7 @@ public final class SegmentWriter {
     this.options = options;
     this.pageSize = pageSize;
     this.pageCapacity = IndexPage.capacity(pageSize);
-    this.block = new BlockBuilder(options.blockSize());
+    this.block = new BlockBuilder(options.blockSize(), options.zstdLevel());
   }
 
   /** Starts segment {@code segmentId} in an empty {@code file}: preallocates it, writes its header. */
@@ -287,6 +287,11 @@ public final class SegmentWriter {
   /** True once {@link #size} reaches maxSegmentSize: the engine should roll to a new segment. */
   public boolean isFull() {
     return tail >= options.maxSegmentSize();
+  }
+
+  /** The zstd level of its data blocks, 0 for LZ4. */
+  public int zstdLevel() {
+    return options.zstdLevel();
   }
 
   public long segmentId() {

@@ -322,6 +322,62 @@ class GarbageCollectionTest {
     }
   }
 
+  /** A compressible value: zstd shrinks it well, LZ4 less. */
+  static byte[] textValue(int key, int round) {
+    return ("{\"id\":" + key + ",\"round\":" + round + ",\"tags\":[\"alpha\",\"beta\",\"gamma\"],\"note\":\"value of key "
+        + key + "\"}").repeat(3).getBytes();
+  }
+
+  @Test
+  void coldSegments_areRewrittenWithZstd_andReadBackAfterAReopen() throws Exception {
+    MemStorage storage = new MemStorage(31);
+    Map<Integer, Integer> last = new HashMap<>();
+    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // garbage, no collection
+      for (int round = 0; round < 4; round++) {
+        for (int start = 0; start < KEYS; start += 50) {
+          Batch b = new Batch(50);
+          for (int k = start; k < Math.min(KEYS, start + 50); k++) {
+            if (round > 0 && k % 4 != 0) continue; // a quarter of the keys updated: the rest is cold, live data
+            b.add(1, Batch.PUT, key(k), textValue(k, round));
+            last.put(k, round);
+          }
+          if (b.count > 0) e.write(b);
+        }
+      }
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+    }
+    try (Engine e = Engine.open(storage, gcOptions().coldSegmentMillis(1))) {
+      Thread.sleep(20); // every segment found at the open is now older than coldSegmentMillis
+      e.flush(); // wakes collection
+      assertTrue(e.waitForCompactions(60_000));
+      Map<String, Long> s = e.stats();
+      assertTrue(s.get("gcColdSegments") > 0 && s.get("gcColdBytesWritten") > 0, "cold outputs in zstd: " + s);
+      assertTrue(s.get("gcRuns") >= s.get("gcColdSegments"));
+    }
+    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) {
+      for (Map.Entry<Integer, Integer> x : last.entrySet()) {
+        assertArrayEquals(textValue(x.getKey(), x.getValue()), e.get(1, key(x.getKey())), "key " + x.getKey());
+      }
+      try (EngineFeed f = e.changes(null, 1, 0, Long.MAX_VALUE, true)) { // the zstd blocks in seqno order
+        int n = 0;
+        while (f.next()) n++;
+        assertEquals(KEYS, n);
+      }
+    }
+  }
+
+  @Test
+  void withoutColdSegmentMillis_collectionKeepsLz4() throws Exception {
+    try (Engine e = Engine.open(new MemStorage(32), gcOptions())) {
+      update(e, 4, 0, 3);
+      e.flush();
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(e.stats().get("gcRuns") > 0);
+      assertEquals(0, e.stats().get("gcColdSegments"));
+    }
+  }
+
   @Test
   void hintsNamingReplacedSegments_areRefreshedWhenCompactionRewritesTheirRecords() throws Exception {
     MemStorage storage = new MemStorage(21);
