@@ -407,6 +407,52 @@ public final class Options {
   public Options guardMaxTables(int tables) { this.guardMaxTables = tables; return this; }
   public int guardMaxTables() { return guardMaxTables; }
 
+  /**
+   * Sets the numeric, boolean or enum option {@code name} (the name of its setter, such as {@code
+   * memoryQuota} or {@code syncMode}) from its text, as configuration files and harnesses pass options
+   * ({@code basalt.options} of the YCSB binding, {@code --basalt-options} of the race). Values are
+   * checked by {@link #validate} when a store opens, as any other.
+   *
+   * @throws InvalidArgumentException if no such option exists or the text is not a value of its type
+   */
+  public Options set(String name, String value) {
+    if (name == null || value == null) throw new InvalidArgumentException("option name and value must not be null");
+    for (java.lang.reflect.Method m : Options.class.getMethods()) {
+      if (!m.getName().equals(name) || m.getParameterCount() != 1 || m.getReturnType() != Options.class
+          || m.getName().equals("set")) {
+        continue;
+      }
+      Class<?> t = m.getParameterTypes()[0];
+      Object v;
+      try {
+        v = t == int.class ? Integer.valueOf(value.trim()) : t == long.class ? Long.valueOf(value.trim())
+            : t == double.class ? Double.valueOf(value.trim()) : t == boolean.class ? parseBoolean(value.trim())
+            : t.isEnum() ? enumValue(t, value.trim()) : null;
+      } catch (IllegalArgumentException e) {
+        throw new InvalidArgumentException("option " + name + " wants a " + t.getSimpleName() + ", not '" + value + "'");
+      }
+      if (v == null) continue;
+      try {
+        m.invoke(this, v);
+        return this;
+      } catch (ReflectiveOperationException e) {
+        throw new InvalidArgumentException("cannot set option " + name + " to '" + value + "': " + e);
+      }
+    }
+    throw new InvalidArgumentException("no numeric, boolean or enum option named " + name);
+  }
+
+  private static Boolean parseBoolean(String s) {
+    if (s.equalsIgnoreCase("true")) return Boolean.TRUE;
+    if (s.equalsIgnoreCase("false")) return Boolean.FALSE;
+    throw new IllegalArgumentException("not true or false: " + s);
+  }
+
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  private static Object enumValue(Class<?> type, String name) {
+    return Enum.valueOf((Class) type, name.toUpperCase(java.util.Locale.ROOT));
+  }
+
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
     Objects.requireNonNull(syncMode, "syncMode");
@@ -471,6 +517,7 @@ public final class Options {
         + ", l0RevealRatio=" + l0RevealRatio + ", keyIndexGuards=" + keyIndexGuards
         + ", guardLastLevelBits=" + guardLastLevelBits + ", guardBitsStep=" + guardBitsStep
         + ", guardMaxTables=" + guardMaxTables
-        + ", diskReserveBytes=" + diskReserveBytes + "]";
+        + ", diskReserveBytes=" + diskReserveBytes + ", exactItemCounts=" + exactItemCounts
+        + ", coldSegmentMillis=" + coldSegmentMillis + ", coldZstdLevel=" + coldZstdLevel + "]";
   }
 }

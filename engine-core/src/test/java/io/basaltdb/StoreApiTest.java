@@ -85,6 +85,24 @@ class StoreApiTest {
   }
 
   @Test
+  void optionsSetByName_takeEveryKindOfValue_andRefuseUnknownOnes() {
+    Options o = Options.defaults().set("memoryQuota", "33554432").set("exactItemCounts", "true")
+        .set("syncMode", "none").set("fragmentationThreshold", "0.3").set("coldZstdLevel", "5");
+    assertEquals(32L << 20, o.memoryQuota());
+    assertTrue(o.exactItemCounts());
+    assertEquals(SyncMode.NONE, o.syncMode());
+    assertEquals(0.3, o.fragmentationThreshold());
+    assertEquals(5, o.coldZstdLevel());
+    InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> o.set("noSuchKnob", "1"));
+    assertTrue(e.getMessage().contains("noSuchKnob"), e.getMessage());
+    e = assertThrows(InvalidArgumentException.class, () -> o.set("memoryQuota", "lots"));
+    assertTrue(e.getMessage().contains("memoryQuota"), e.getMessage());
+    assertThrows(InvalidArgumentException.class, () -> o.set("exactItemCounts", "yes"));
+    assertThrows(InvalidArgumentException.class, () -> o.set("syncMode", "sometimes"));
+    assertThrows(InvalidArgumentException.class, () -> o.set(null, "1"));
+  }
+
+  @Test
   void closedHandles_throwClosedException() {
     MemStorage storage = new MemStorage(2);
     Basalt db = Basalt.open(storage, small());

@@ -38,31 +38,11 @@ final class BasaltStore implements Race.Store {
     ks = db.keyspace("default");
   }
 
-  /** Sets one {@code name=value} option through the Options method of that name. */
+  /** Sets one {@code name=value} option ({@link Options#set}). */
   private static void set(Options o, String pair) {
     int eq = pair.indexOf('=');
     if (eq < 0) throw new IllegalArgumentException("--basalt-options wants name=value pairs, got " + pair);
-    String name = pair.substring(0, eq), value = pair.substring(eq + 1);
-    for (java.lang.reflect.Method m : Options.class.getMethods()) {
-      if (!m.getName().equals(name) || m.getParameterCount() != 1) continue;
-      Class<?> t = m.getParameterTypes()[0];
-      Object v = t == int.class ? Integer.valueOf(value) : t == long.class ? Long.valueOf(value)
-          : t == double.class ? Double.valueOf(value) : t == boolean.class ? Boolean.valueOf(value)
-          : t.isEnum() ? enumValue(t, value) : null;
-      if (v == null) continue;
-      try {
-        m.invoke(o, v);
-        return;
-      } catch (ReflectiveOperationException e) {
-        throw new IllegalArgumentException("cannot set option " + pair + ": " + e, e);
-      }
-    }
-    throw new IllegalArgumentException("no numeric, boolean or enum option named " + name);
-  }
-
-  @SuppressWarnings({"unchecked", "rawtypes"})
-  private static Object enumValue(Class<?> type, String name) {
-    return Enum.valueOf((Class) type, name);
+    o.set(pair.substring(0, eq), pair.substring(eq + 1));
   }
 
   @Override

@@ -41,6 +41,10 @@ import site.ycsb.Status;
  *   <li>{@code basalt.stats}: {@code true} prints the store's {@link io.basaltdb.Stats} when the last
  *       client closes it, one {@code [BASALT], name, value} line each, beside YCSB's own report
  *       (default {@code false}).</li>
+ *   <li>{@code basalt.options}: further {@link Options} as {@code name=value} pairs separated by commas,
+ *       each set with {@link Options#set} (e.g. {@code coldSegmentMillis=60000,exactItemCounts=true}).</li>
+ *   <li>{@code basalt.settle}: {@code true} flushes and waits for compaction and garbage collection to
+ *       finish (at most 10 minutes) when the last client closes the store (default {@code false}).</li>
  * </ul>
  *
  * <p>{@code update} reads the record, replaces the given fields and writes it back; updates of one key
@@ -63,6 +67,8 @@ public final class BasaltClient extends DB {
   }
 
   private Basalt db;
+  /** basalt.settle of the instance that opened the shared store. Guarded by the class. */
+  private static boolean settleOnClose;
 
   @Override
   public void init() throws DBException {
@@ -71,6 +77,7 @@ public final class BasaltClient extends DB {
         try {
           shared = open(getProperties());
           printStats = Boolean.parseBoolean(getProperties().getProperty("basalt.stats", "false").trim());
+          settleOnClose = Boolean.parseBoolean(getProperties().getProperty("basalt.settle", "false").trim());
         } catch (BasaltException e) {
           throw new DBException("cannot open the Basalt store: " + e.getMessage(), e);
         }
@@ -91,6 +98,10 @@ public final class BasaltClient extends DB {
         shared = null;
         KEYSPACES.clear();
         try {
+          if (settleOnClose) { // the phase's compactions and garbage collection finish before the stats
+            s.flush();
+            s.waitForCompactions(600_000);
+          }
           if (printStats) {
             io.basaltdb.Stats st = s.stats();
             StringBuilder b = new StringBuilder();
@@ -112,6 +123,12 @@ public final class BasaltClient extends DB {
     String mode = p.getProperty("basalt.mode", "disk").trim().toLowerCase();
     Options o = Options.defaults().memoryQuota(parseBytes(p.getProperty("basalt.memory", "256m")))
         .syncMode(parseSync(p.getProperty("basalt.sync", "periodic")));
+    for (String pair : p.getProperty("basalt.options", "").split(",")) { // name=value,... (Options.set)
+      if (pair.isBlank()) continue;
+      int eq = pair.indexOf('=');
+      if (eq < 0) throw new InvalidArgumentException("basalt.options wants name=value pairs, got '" + pair + "'");
+      o.set(pair.substring(0, eq).trim(), pair.substring(eq + 1));
+    }
     switch (mode) {
       case "memory":
         return Basalt.openInMemory(o);

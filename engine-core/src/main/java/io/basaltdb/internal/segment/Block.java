@@ -23,7 +23,6 @@ import static io.basaltdb.internal.segment.SegmentFormat.TYPE_OFFSET;
 
 import io.basaltdb.CorruptionException;
 import java.util.Arrays;
-import com.github.luben.zstd.Zstd;
 import net.jpountz.lz4.LZ4Factory;
 import net.jpountz.lz4.LZ4SafeDecompressor;
 
@@ -109,13 +108,15 @@ final class Block {
     } else if (zstd) {
       data = new byte[rawLength];
       base = 0;
-      long n;
+      int n;
+      com.github.luben.zstd.ZstdDecompressCtx ctx = ZstdContexts.takeDecompress();
       try {
-        n = Zstd.decompressByteArray(data, 0, rawLength, b, off + BLOCK_HEADER_SIZE, stored);
+        n = ctx.decompressByteArray(data, 0, rawLength, b, off + BLOCK_HEADER_SIZE, stored);
       } catch (RuntimeException e) { // ZstdException on a malformed frame
         throw corrupt("data block does not decompress (zstd): " + e.getMessage());
+      } finally {
+        ZstdContexts.give(ctx);
       }
-      if (Zstd.isError(n)) throw corrupt("data block does not decompress (zstd): " + Zstd.getErrorName(n));
       if (n != rawLength) throw corrupt("data block decompresses to " + n + " bytes, header says " + rawLength);
     } else {
       data = b;

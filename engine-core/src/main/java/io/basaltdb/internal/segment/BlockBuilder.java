@@ -120,9 +120,12 @@ final class BlockBuilder {
     int stored;
     int flags;
     if (zstdLevel > 0) {
-      long n = Zstd.compressByteArray(record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE, raw, 0, length, zstdLevel);
-      if (Zstd.isError(n)) throw new IllegalStateException("zstd failed to compress a block: " + Zstd.getErrorName(n));
-      stored = (int) n;
+      com.github.luben.zstd.ZstdCompressCtx ctx = ZstdContexts.takeCompress(zstdLevel);
+      try {
+        stored = ctx.compressByteArray(record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE, raw, 0, length);
+      } finally {
+        ZstdContexts.give(ctx);
+      }
       flags = BLOCK_FLAG_ZSTD;
     } else {
       stored = LZ4.compress(raw, 0, length, record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE);
