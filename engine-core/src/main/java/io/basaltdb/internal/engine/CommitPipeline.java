@@ -148,8 +148,8 @@ final class CommitPipeline {
     // Admission: the group's memory before its WAL write. Only this leader switches the active cache,
     // so the one the nodes were prepared in is still active when they are applied.
     target.precheck(batches, estimate);
-    Map<Integer, Long> itemDeltas = countItems(batches); // before any memory is taken: a failed lookup writes nothing
-    Admitted admitted = admit(batches, estimate);
+    ItemCounter.Counted counted = countItems(batches); // before any memory is taken: a failed lookup writes nothing
+    Admitted admitted = admit(batches, estimate, counted);
     WriteCache m = admitted.cache();
     long[][] nodes = admitted.nodes();
     try {
@@ -175,7 +175,7 @@ final class CommitPipeline {
         state.fail(f);
         throw f;
       }
-      if (itemDeltas != null) versions.items.add(itemDeltas);
+      if (counted != null) versions.items.add(counted);
       versions.lastSeqno = seq - 1; // publish: gets that met the group's entries were waiting for this
       target.applied(m, batches);
     } finally {
@@ -192,7 +192,7 @@ final class CommitPipeline {
    * With exact item counts, how the group changes each keyspace's live keys ({@link ItemCounter#deltas},
    * against the current version: only this leader adds to it); null without.
    */
-  private Map<Integer, Long> countItems(List<Batch> batches) {
+  private ItemCounter.Counted countItems(List<Batch> batches) {
     ItemCounter items = versions.items;
     if (items == null) return null;
     Version v = versions.acquire();
@@ -209,7 +209,7 @@ final class CommitPipeline {
    *
    * @throws MemoryLimitException if the group cannot fit; nothing is allocated or written then
    */
-  private Admitted admit(List<Batch> batches, long estimate) {
+  private Admitted admit(List<Batch> batches, long estimate, ItemCounter.Counted counted) {
     if (estimate > versions.quota().limit() / 2) {
       throw full("a write of about " + estimate + " bytes is larger than the write cache can hold", null);
     }
@@ -219,7 +219,7 @@ final class CommitPipeline {
       state.checkWritable();
       WriteCache m = versions.current().active;
       try {
-        return new Admitted(m, prepare(m, batches));
+        return new Admitted(m, prepare(m, batches, counted));
       } catch (MemoryLimitException e) {
         if (!collected) {
           m.list.quiesce(); // frees the versions the active cache's writes have replaced, then retry
@@ -240,7 +240,7 @@ final class CommitPipeline {
   }
 
   /** Allocates every node of {@code batches} in {@code m}, or none (it frees them and rethrows). */
-  private long[][] prepare(WriteCache m, List<Batch> batches) {
+  private long[][] prepare(WriteCache m, List<Batch> batches, ItemCounter.Counted counted) {
     long[][] nodes = new long[batches.size()][];
     try {
       for (int i = 0; i < batches.size(); i++) {
@@ -248,7 +248,9 @@ final class CommitPipeline {
         nodes[i] = new long[b.count];
         for (int j = 0; j < b.count; j++) {
           if (!catalog.isLive(b.keyspaces[j])) continue;
-          nodes[i][j] = m.prepare(b.keyspaces[j], b.keys[j], b.firstSeqno + j, b.types[j] != Batch.PUT, b.values[j]);
+          WriteCache.Below below = counted == null ? null : counted.below()[i][j];
+          nodes[i][j] = m.prepare(b.keyspaces[j], b.keys[j], b.firstSeqno + j, b.types[j] != Batch.PUT, b.values[j],
+              below == null ? WriteCache.Below.UNKNOWN : below);
         }
       }
       return nodes;
@@ -301,11 +303,17 @@ final class CommitPipeline {
    * meanwhile are skipped; their seqnos stay consumed.
    */
   static void apply(WriteCache m, Batch b, KeyspaceCatalog catalog, EngineStats stats) {
+    apply(m, b, null, catalog, stats);
+  }
+
+  /** As {@link #apply(WriteCache, Batch, KeyspaceCatalog, EngineStats)}, with what counting found below ({@code below} may be null). */
+  static void apply(WriteCache m, Batch b, WriteCache.Below[] below, KeyspaceCatalog catalog, EngineStats stats) {
     for (int i = 0; i < b.count; i++) {
       long seqno = b.firstSeqno + i;
       if (!catalog.isLive(b.keyspaces[i])) continue;
       boolean delete = b.types[i] != Batch.PUT;
-      m.apply(b.keyspaces[i], b.keys[i], seqno, delete, b.values[i]);
+      WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
+      m.apply(b.keyspaces[i], b.keys[i], seqno, delete, b.values[i], w);
       if (delete) stats.deletes.increment(); else stats.puts.increment();
     }
   }

@@ -228,8 +228,10 @@ final class Flusher {
    * {@code older} are the keyspace's tables before it. With {@link Options#flushLookups}, each key is
    * looked up there ({@link #startLookups}) and the version it supersedes (unless a tombstone) goes to the
    * delete list in the same edit, its record flagged {@code olderReported} so no compaction reports it
-   * again; returns those versions, or null if none. Without, the table gets a {@link ShadowedBytes}
-   * estimate of the versions it supersedes.
+   * again; returns those versions, or null if none. With {@link Options#exactItemCounts}, the same, but
+   * each entry already says what its write found below the write cache ({@link WriteCache.Below}): an
+   * entry that does not know is left to compaction to report. Without either, the table gets a {@link
+   * ShadowedBytes} estimate of the versions it supersedes.
    */
   private Reported flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
     int n = keys.size();
@@ -238,8 +240,11 @@ final class Flusher {
     int[] order = seqnoOrder(seqnos);
     long[] hints = new long[n];
     int[] sizes = new int[n];
-    boolean lookups = options.flushLookups();
-    // The lookups run on their threads while this one writes the documents (they need only the keys).
+    // With exact item counts, each entry says what was below this cache when it was written (the
+    // commit leader's lookup, Magma section 7.2): no lookup here. Else, with flush lookups, the lookups
+    // run on their threads while this one writes the documents (they need only the keys).
+    boolean counted = options.exactItemCounts();
+    boolean lookups = options.flushLookups() && !counted;
     Lookups pending = lookups && !older.tables.isEmpty() ? startLookups(older, keys.toArray(new byte[0][])) : null;
     try {
       writeDocuments(ks, keys, entries, seqnos, order, hints, sizes, edit);
@@ -251,13 +256,30 @@ final class Flusher {
     long[] stale = null; // (seqno, document size) pairs
     int staleCount = 0;
     long staleBytes = 0, unreported = 0;
+    boolean[] known = null; // with counts: the entries whose version below is known (null: all)
     if (lookups && older.tables.isEmpty()) {
       Arrays.fill(olderReported, true); // nothing older exists
-    } else if (lookups) {
-      Older found = pending.join();
+    } else if (lookups || counted) {
+      Older found;
+      if (counted) {
+        found = new Older(n);
+        known = new boolean[n];
+        for (int i = 0; i < n; i++) {
+          WriteCache.Below b = WriteCache.belowOf(entries.get(i));
+          known[i] = b.known();
+          found.found[i] = b.record();
+          found.tombstone[i] = b.tombstone();
+          found.seqno[i] = b.seqno();
+          found.size[i] = b.size();
+        }
+      } else {
+        found = pending.join();
+      }
       stale = new long[2 * n];
       for (int i = 0; i < n; i++) {
-        if (!found.found[i]) {
+        if (known != null && !known[i]) {
+          continue; // below was the immutable cache, or a write replayed before counting: compaction reports it
+        } else if (!found.found[i]) {
           olderReported[i] = true; // an insert: no older version to report, now or later
         } else if (found.tombstone[i]) {
           unreported += found.size[i]; // a tombstone is reported where it is dropped, at the bottom
@@ -284,7 +306,7 @@ final class Flusher {
       throw e;
     }
     edit.addCounters(ks, Manifest.Counters.flushed(out.records, out.docBytes));
-    if (lookups) {
+    if (lookups || counted) {
       for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), unreported);
       if (staleCount == 0) return null;
       edit.addCounters(ks, Manifest.Counters.discarded(staleCount, staleBytes));

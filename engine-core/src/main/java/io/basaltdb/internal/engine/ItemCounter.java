@@ -54,9 +54,16 @@ final class ItemCounter {
     counts.remove(ks);
   }
 
-  /** Adds a group's {@link #deltas}; caller holds the apply lock, just before it publishes the group. */
-  void add(Map<Integer, Long> deltas) {
-    for (Map.Entry<Integer, Long> d : deltas.entrySet()) counts.merge(d.getKey(), d.getValue(), Long::sum);
+  /**
+   * What counting a group found: how it changes each keyspace's live keys, and for each write (by batch
+   * and operation; null for a write to a keyspace no longer live) what is below the active write cache
+   * for its key, which the write's entry keeps for the flush ({@link WriteCache.Below}).
+   */
+  record Counted(Map<Integer, Long> deltas, WriteCache.Below[][] below) {}
+
+  /** Adds a group's deltas; caller holds the apply lock, just before it publishes the group. */
+  void add(Counted c) {
+    for (Map.Entry<Integer, Long> d : c.deltas().entrySet()) counts.merge(d.getKey(), d.getValue(), Long::sum);
   }
 
   /**
@@ -65,33 +72,46 @@ final class ItemCounter {
    * installed since moves versions between its sources, but does not change which is the newest).
    * Writes to keyspaces no longer live are skipped, as the apply skips them.
    */
-  Map<Integer, Long> deltas(Version v, List<Batch> group) {
+  Counted deltas(Version v, List<Batch> group) {
     Map<Integer, Long> out = new HashMap<>(4);
+    WriteCache.Below[][] below = new WriteCache.Below[group.size()][];
     int ops = 0;
     for (Batch b : group) ops += b.count;
-    Map<ByteBuffer, Boolean> written = ops > 1 ? new HashMap<>(ops * 2) : null; // the group's earlier writes
+    Map<ByteBuffer, State> written = ops > 1 ? new HashMap<>(ops * 2) : null; // the group's earlier writes
     KeyRecord rec = new KeyRecord();
-    for (Batch b : group) {
+    for (int g = 0; g < group.size(); g++) {
+      Batch b = group.get(g);
+      below[g] = new WriteCache.Below[b.count];
       for (int i = 0; i < b.count; i++) {
         int ks = b.keyspaces[i];
         if (!catalog.isLive(ks)) continue;
         boolean live = b.types[i] == Batch.PUT;
         ByteBuffer k = written == null ? null : ByteBuffer.wrap(WriteCache.storeKey(ks, b.keys[i]));
-        Boolean earlier = k == null ? null : written.get(k);
-        boolean was = earlier != null ? earlier : liveIn(v, ks, b.keys[i], rec);
-        if (was != live) out.merge(ks, live ? 1L : -1L, Long::sum);
-        if (k != null) written.put(k, live);
+        State earlier = k == null ? null : written.get(k);
+        State was = earlier != null ? earlier : stateIn(v, ks, b.keys[i], rec);
+        if (was.live != live) out.merge(ks, live ? 1L : -1L, Long::sum);
+        below[g][i] = was.below;
+        if (k != null) written.put(k, new State(live, was.below));
       }
     }
-    return out;
+    return new Counted(out, below);
   }
 
-  /** Whether {@code key}'s newest version in {@code v} is live (not a tombstone, not absent). */
-  private boolean liveIn(Version v, int ks, byte[] key, KeyRecord rec) {
+  /** A key's state before a write: whether it is live, and what is below the active write cache. */
+  private record State(boolean live, WriteCache.Below below) {}
+
+  /**
+   * {@code key}'s newest version in {@code v}: in the active cache (what is below the cache is what its
+   * entry says), the immutable one (below the active cache is that entry, whose document size is not
+   * known before its flush: unknown, left to compaction to report), or the key index (its record).
+   */
+  private State stateIn(Version v, int ks, byte[] key, KeyRecord rec) {
     byte[] e = v.active.get(ks, key);
-    if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
-    if (e != null) return !WriteCache.isTombstone(e);
-    return reads.findRecord(v.files(ks), key, rec) && !rec.tombstone;
+    if (e != null) return new State(!WriteCache.isTombstone(e), WriteCache.belowOf(e));
+    e = v.immutable == null ? null : v.immutable.get(ks, key);
+    if (e != null) return new State(!WriteCache.isTombstone(e), WriteCache.Below.UNKNOWN);
+    if (!reads.findRecord(v.files(ks), key, rec)) return new State(false, WriteCache.Below.NONE);
+    return new State(!rec.tombstone, WriteCache.Below.of(rec.tombstone, rec.seqno, rec.docSize));
   }
 
   /**

@@ -65,9 +65,9 @@ final class WalReplay {
             }
           }
           // Exact item counts: each batch counted against what replay has rebuilt so far, as its leader did.
-          Map<Integer, Long> itemDeltas = versions.items == null ? null : versions.items.deltas(versions.current(), List.of(b));
-          CommitPipeline.apply(versions.current().active, b, catalog, stats);
-          if (itemDeltas != null) versions.items.add(itemDeltas);
+          ItemCounter.Counted counted = versions.items == null ? null : versions.items.deltas(versions.current(), List.of(b));
+          CommitPipeline.apply(versions.current().active, b, counted == null ? null : counted.below()[0], catalog, stats);
+          if (counted != null) versions.items.add(counted);
           last = end;
           versions.lastSeqno = last;
           if (versions.current().active.bytes() >= half) flushInline(versions, flusher, number);

@@ -12,8 +12,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * recent writes. A store key is the keyspace id in an order-preserving form of 1 byte (ids below
  * {@link #LONG_KEYSPACE}) or 5 (that byte and the id as 4 bytes, big-endian), so keyspaces sort apart,
  * followed by the user key. One byte leaves seven of the eight bytes a skiplist node keeps for
- * comparisons without reading the key to the user key, where keys differ. A stored value is {@code [u64 seqno][u8 flags][value]} (docs/format.md, "Write cache
- * entry"), flags bit 0 marking a tombstone, which shadows older versions in the key index.
+ * comparisons without reading the key to the user key, where keys differ. A stored value is {@code
+ * [u64 seqno][u8 flags][below][value]} (docs/format.md, "Write cache entry"), flags bit 0 marking a
+ * tombstone, which shadows older versions in the key index; with exact item counts, bits 1 to 3 say
+ * what the key's newest version below this write cache was when it was written (nothing, a tombstone
+ * or a version of the key index: then {@code below} holds its seqno and document size), so the flush
+ * reports that version to the delete list without a lookup of its own ({@link Below}).
  *
  * <p>Memory: each write cache has its own allocator over the engine's write-cache {@link MemoryQuota}, so
  * when it is freed every chunk goes back to the quota, whatever size classes its nodes had (a store
@@ -26,6 +30,27 @@ import java.util.concurrent.atomic.AtomicLong;
 final class WriteCache {
   static final int VALUE_HEADER = 9;
   static final byte TOMBSTONE = 1;
+  /** Flags: the version below is known; it is a tombstone; it is a key index version (with {@link #BELOW_BYTES}). */
+  static final byte BELOW_KNOWN = 2;
+  static final byte BELOW_TOMBSTONE = 4;
+  static final byte BELOW_RECORD = 8;
+  /** The below version's seqno (u64) and document size (u32), after the flags, with {@link #BELOW_RECORD}. */
+  static final int BELOW_BYTES = 12;
+
+  /**
+   * What a key's newest version below the write cache holding a write was, when it was written (exact
+   * item counts, {@link ItemCounter}): unknown, nothing (an insert), or a key index record ({@code
+   * tombstone}, {@code seqno}, {@code size} its document size). A write of a key this cache already
+   * holds inherits the earlier write's: the version below the cache is the same.
+   */
+  record Below(boolean known, boolean tombstone, long seqno, int size, boolean record) {
+    static final Below UNKNOWN = new Below(false, false, -1, 0, false);
+    static final Below NONE = new Below(true, false, -1, 0, false);
+
+    static Below of(boolean tombstone, long seqno, int size) {
+      return new Below(true, tombstone, seqno, size, true);
+    }
+  }
 
   final long id;
   final SkipList list;
@@ -59,7 +84,7 @@ final class WriteCache {
     this.allocator = new SlabAllocator(name + "-" + id, quota, chunkSize);
     try {
       this.list = new SkipList(SkipListConfig.defaults().withAllocator(allocator)
-          .withMaxValueSize(maxValueSize + VALUE_HEADER));
+          .withMaxValueSize(maxValueSize + VALUE_HEADER + BELOW_BYTES));
     } catch (RuntimeException e) {
       allocator.close();
       throw e;
@@ -98,12 +123,42 @@ final class WriteCache {
   }
 
   static byte[] entry(long seqno, boolean tombstone, byte[] value) {
+    return entry(seqno, tombstone, value, Below.UNKNOWN);
+  }
+
+  static byte[] entry(long seqno, boolean tombstone, byte[] value, Below below) {
     int vlen = value == null ? 0 : value.length;
-    byte[] e = new byte[VALUE_HEADER + vlen];
+    int at = VALUE_HEADER + (below.record() ? BELOW_BYTES : 0);
+    byte[] e = new byte[at + vlen];
     for (int i = 0; i < 8; i++) e[i] = (byte) (seqno >>> (56 - 8 * i));
-    e[8] = tombstone ? TOMBSTONE : 0;
-    if (vlen > 0) System.arraycopy(value, 0, e, VALUE_HEADER, vlen);
+    int flags = tombstone ? TOMBSTONE : 0;
+    if (below.known()) {
+      flags |= BELOW_KNOWN;
+      if (below.record()) {
+        flags |= BELOW_RECORD | (below.tombstone() ? BELOW_TOMBSTONE : 0);
+        for (int i = 0; i < 8; i++) e[VALUE_HEADER + i] = (byte) (below.seqno() >>> (56 - 8 * i));
+        for (int i = 0; i < 4; i++) e[VALUE_HEADER + 8 + i] = (byte) (below.size() >>> (24 - 8 * i));
+      }
+    }
+    e[8] = (byte) flags;
+    if (vlen > 0) System.arraycopy(value, 0, e, at, vlen);
     return e;
+  }
+
+  /** What the entry says of the version below its write cache. */
+  static Below belowOf(byte[] entry) {
+    int flags = entry[8];
+    if ((flags & BELOW_KNOWN) == 0) return Below.UNKNOWN;
+    if ((flags & BELOW_RECORD) == 0) return Below.NONE;
+    long s = 0;
+    for (int i = 0; i < 8; i++) s = s << 8 | (entry[VALUE_HEADER + i] & 0xFF);
+    int size = 0;
+    for (int i = 0; i < 4; i++) size = size << 8 | (entry[VALUE_HEADER + 8 + i] & 0xFF);
+    return Below.of((flags & BELOW_TOMBSTONE) != 0, s, size);
+  }
+
+  private static int valueOffset(byte[] entry) {
+    return VALUE_HEADER + ((entry[8] & BELOW_RECORD) != 0 ? BELOW_BYTES : 0);
   }
 
   static long seqnoOf(byte[] entry) {
@@ -117,12 +172,16 @@ final class WriteCache {
   }
 
   static byte[] valueOf(byte[] entry) {
-    return java.util.Arrays.copyOfRange(entry, VALUE_HEADER, entry.length);
+    return java.util.Arrays.copyOfRange(entry, valueOffset(entry), entry.length);
   }
 
   /** Applies one operation (leader or recovery only). */
   void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value) {
-    applyPrepared(prepare(keyspace, key, seqno, tombstone, value), key, seqno, value);
+    apply(keyspace, key, seqno, tombstone, value, Below.UNKNOWN);
+  }
+
+  void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below) {
+    applyPrepared(prepare(keyspace, key, seqno, tombstone, value, below), key, seqno, value);
   }
 
   /**
@@ -133,8 +192,13 @@ final class WriteCache {
    * @throws io.basaltdb.MemoryLimitException if the write cache's quota cannot serve it; nothing is taken
    */
   long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value) {
+    return prepare(keyspace, key, seqno, tombstone, value, Below.UNKNOWN);
+  }
+
+  /** As {@link #prepare(int, byte[], long, boolean, byte[])}, noting what is below the cache. */
+  long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below) {
     byte[] sk = storeKey(keyspace, key);
-    byte[] e = entry(seqno, tombstone, value);
+    byte[] e = entry(seqno, tombstone, value, below);
     return list.prepare(sk, 0, sk.length, e, 0, e.length);
   }
 

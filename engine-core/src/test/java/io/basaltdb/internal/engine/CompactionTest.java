@@ -49,14 +49,15 @@ class CompactionTest {
 
   /**
    * Who reports superseded versions besides the merges that drop them: nobody, the level-0 merges that
-   * reveal ({@link Options#l0RevealRatio}: here every one), or the flushes ({@link Options#flushLookups}).
+   * reveal ({@link Options#l0RevealRatio}: here every one), the flushes ({@link Options#flushLookups}),
+   * or the flushes from what each write's item-count lookup found ({@link Options#exactItemCounts}).
    */
-  enum Reporting { DROPS, REVEALS, LOOKUPS }
+  enum Reporting { DROPS, REVEALS, LOOKUPS, COUNTS }
 
   @ParameterizedTest(name = "dynamicLevelTargets={0}, reporting={1}, guards={2}")
   @org.junit.jupiter.params.provider.CsvSource({"true,DROPS,false", "false,DROPS,false", "true,REVEALS,false",
       "false,REVEALS,false", "true,LOOKUPS,false", "false,LOOKUPS,false", "true,DROPS,true", "true,REVEALS,true",
-      "true,LOOKUPS,true"})
+      "true,LOOKUPS,true", "true,COUNTS,false", "true,COUNTS,true"})
   void everyFlushedRecord_isKeptOrDiscardedOnce_andOnlyDeadOnesAreDiscarded(boolean dynamic, Reporting reporting,
       boolean guards) throws Exception {
     checkDiscardsOnce(dynamic, reporting, guards);
@@ -71,7 +72,7 @@ class CompactionTest {
     List<long[]> discarded = java.util.Collections.synchronizedList(new ArrayList<>());
     Random rnd = new Random(42);
     Options o = tinyLevels().dynamicLevelTargets(dynamic).flushLookups(lookups)
-        .l0RevealRatio(reporting == Reporting.REVEALS ? 1 << 20 : 0);
+        .exactItemCounts(reporting == Reporting.COUNTS).l0RevealRatio(reporting == Reporting.REVEALS ? 1 << 20 : 0);
     // Revealing merges are level-0 merges: level 0 tiers while the base level holds the rest. Under
     // guards the pushes reveal too, and the tiny levels make many of them.
     if (reporting == Reporting.REVEALS && !guards) o.level1Bytes(1 << 20).tableTargetBytes(16 << 10).l0BaseRatio(4);
@@ -119,7 +120,7 @@ class CompactionTest {
       DiscardAccounting.Census census = DiscardAccounting.census(e).getValue().get(1);
       long kept = census.records();
       Set<Long> keptSeqnos = census.seqnos();
-      if (lookups) {
+      if (lookups || reporting == Reporting.COUNTS) {
         assertTrue(st.get("flushStaleReported") > 0, "flushes reported stale versions: " + st);
       } else {
         assertEquals(0L, st.get("flushStaleReported"), st.toString());

@@ -52,8 +52,9 @@ class DiscardAccountingCrashTest {
 
   /**
    * Garbage collection runs too (a low threshold), so crashes land in its jobs and its commits. A seed's
-   * two low bits pick who else reports superseded versions: 0 or 3, the flushes ({@link
-   * Options#flushLookups}); 2, every level-0 merge ({@link Options#l0RevealRatio}, with a base level
+   * two low bits pick who else reports superseded versions: 0, the flushes ({@link
+   * Options#flushLookups}); 3, the flushes from the item-count lookups of the writes ({@link
+   * Options#exactItemCounts}); 2, every level-0 merge ({@link Options#l0RevealRatio}, with a base level
    * large enough for level 0 to tier); 1, only the merges that drop them. Crashes then land in those
    * commits, and later compactions must not report those versions again. Bit 2 picks the key index
    * layout: set, guards so dense that every kind of guard job runs ({@link Options#keyIndexGuards}).
@@ -61,6 +62,7 @@ class DiscardAccountingCrashTest {
   static Options options(CompactionTest.Reporting reporting, boolean guards) {
     Options o = CompactionTest.tinyLevels().segmentSize(64 << 10).syncMode(SyncMode.NONE).fragmentationThreshold(0.2)
         .flushLookups(reporting == CompactionTest.Reporting.LOOKUPS)
+        .exactItemCounts(reporting == CompactionTest.Reporting.COUNTS)
         .l0RevealRatio(reporting == CompactionTest.Reporting.REVEALS ? 1 << 20 : 0);
     // Under guards the pushes reveal too, and the tiny levels make many of them.
     if (reporting == CompactionTest.Reporting.REVEALS && !guards) o.level1Bytes(1 << 20).tableTargetBytes(16 << 10).l0BaseRatio(4);
@@ -71,7 +73,7 @@ class DiscardAccountingCrashTest {
   static CompactionTest.Reporting reporting(long seed) {
     int bits = (int) (seed & 3);
     return bits == 1 ? CompactionTest.Reporting.DROPS : bits == 2 ? CompactionTest.Reporting.REVEALS
-        : CompactionTest.Reporting.LOOKUPS;
+        : bits == 3 ? CompactionTest.Reporting.COUNTS : CompactionTest.Reporting.LOOKUPS;
   }
 
   /** Who reports in the seed running, and its layout ({@link #options}). */
@@ -98,8 +100,8 @@ class DiscardAccountingCrashTest {
     Flusher.parallelLookups = 16; // the lookups of these small flushes take the two-thread path
     try {
       for (int i = 0; i < (only != null ? 1 : SEEDS); i++) {
-        // lookups, drops, reveals in turn; the leveled and the guarded layout in turn
-        long seed = only != null ? only : (seeds.nextLong() & ~7L) | (i % 3) | ((i & 1) << 2);
+        // lookups, drops, reveals, counts in turn; the leveled and the guarded layout in turn
+        long seed = only != null ? only : (seeds.nextLong() & ~7L) | (i % 4) | ((i / 4 & 1) << 2);
         try {
           runSeed(seed);
         } catch (Throwable t) {
