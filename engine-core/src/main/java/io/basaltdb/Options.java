@@ -300,6 +300,8 @@ public final class Options {
    * versions, and collection steers by an estimate of the rest (stat {@code pendingGarbageBytes}). A
    * version superseded while it is a tombstone is left to compaction either way. Stat {@code
    * flushStaleReported} counts the versions flushes reported.
+   * With {@link #exactItemCounts} on, the flushes report from what each write's lookup found and make
+   * no lookups of their own, so this option then changes nothing.
    */
   public Options flushLookups(boolean on) { this.flushLookups = on; return this; }
   public boolean flushLookups() { return flushLookups; }

@@ -101,7 +101,9 @@ class MemoryAdmissionTest {
   void randomValueSizes_atSmallestQuota() {
     long seed = seed();
     Random rnd = new Random(seed);
-    Options o = Options.defaults().memoryQuota(1L << 20).syncMode(SyncMode.PERIODIC);
+    // With exact item counts: the counts, and the replaced versions the flushes report, under the
+    // admission pressure of the smallest quota.
+    Options o = Options.defaults().memoryQuota(1L << 20).syncMode(SyncMode.PERIODIC).exactItemCounts(true);
     o.validate();
     assertThrows(InvalidArgumentException.class, () -> Options.defaults().memoryQuota((1L << 20) - 1).validate());
     int keys = 3000;
@@ -121,11 +123,15 @@ class MemoryAdmissionTest {
         }
       }
     }
+    long live = java.util.Arrays.stream(last).filter(java.util.Objects::nonNull).count();
+    assertNull(io.basaltdb.internal.engine.DiscardAccounting.checkStore(new io.basaltdb.internal.storage.FileStorage(dir)),
+        "every replaced version reported once, seed " + seed);
     try (Basalt db = Basalt.open(dir, o)) {
       Keyspace ks = db.keyspace("default");
       for (int i = 0; i < keys; i++) {
         assertArrayEquals(last[i], ks.get(key(i)), "key " + i + ", seed " + seed);
       }
+      assertEquals(live, ks.itemCount(), "seed " + seed);
     }
   }
 

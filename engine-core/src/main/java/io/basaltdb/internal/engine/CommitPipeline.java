@@ -148,8 +148,8 @@ final class CommitPipeline {
     // Admission: the group's memory before its WAL write. Only this leader switches the active cache,
     // so the one the nodes were prepared in is still active when they are applied.
     target.precheck(batches, estimate);
-    ItemCounter.Counted counted = countItems(batches); // before any memory is taken: a failed lookup writes nothing
-    Admitted admitted = admit(batches, estimate, counted);
+    Admitted admitted = admit(batches, estimate);
+    ItemCounter.Counted counted = admitted.counted();
     WriteCache m = admitted.cache();
     long[][] nodes = admitted.nodes();
     try {
@@ -189,8 +189,9 @@ final class CommitPipeline {
   }
 
   /**
-   * With exact item counts, how the group changes each keyspace's live keys ({@link ItemCounter#deltas},
-   * against the current version: only this leader adds to it); null without.
+   * With exact item counts, how the group changes each keyspace's live keys and what is below the
+   * active cache for each write ({@link ItemCounter#deltas}, against the current version: only this
+   * leader adds to it or switches its active cache); null without.
    */
   private ItemCounter.Counted countItems(List<Batch> batches) {
     ItemCounter items = versions.items;
@@ -209,7 +210,7 @@ final class CommitPipeline {
    *
    * @throws MemoryLimitException if the group cannot fit; nothing is allocated or written then
    */
-  private Admitted admit(List<Batch> batches, long estimate, ItemCounter.Counted counted) {
+  private Admitted admit(List<Batch> batches, long estimate) {
     if (estimate > versions.quota().limit() / 2) {
       throw full("a write of about " + estimate + " bytes is larger than the write cache can hold", null);
     }
@@ -218,8 +219,11 @@ final class CommitPipeline {
     while (true) {
       state.checkWritable();
       WriteCache m = versions.current().active;
+      // Counted against the cache the nodes go into (a retry may follow a switch): what is below a
+      // key's new entry depends on it. Before any memory is taken: a failed lookup writes nothing.
+      ItemCounter.Counted counted = countItems(batches);
       try {
-        return new Admitted(m, prepare(m, batches, counted));
+        return new Admitted(m, prepare(m, batches, counted), counted);
       } catch (MemoryLimitException e) {
         if (!collected) {
           m.list.quiesce(); // frees the versions the active cache's writes have replaced, then retry
@@ -260,8 +264,11 @@ final class CommitPipeline {
     }
   }
 
-  /** The write cache a group's nodes were allocated in, and the nodes per batch and operation. */
-  private record Admitted(WriteCache cache, long[][] nodes) {}
+  /**
+   * The write cache a group's nodes were allocated in, the nodes per batch and operation, and what
+   * counting the group against that cache found (null without exact item counts).
+   */
+  private record Admitted(WriteCache cache, long[][] nodes, ItemCounter.Counted counted) {}
 
   /**
    * Returns the nodes of a group from batch {@code batch}, operation {@code op} on, which will not be

@@ -162,7 +162,13 @@ final class Flusher {
       }
     }
     for (int k : touched) edit.putSegment(k, checkpoint(writers.get(k)));
-    if (imm.itemsAtSwitch != null) commitItemCounts(imm.itemsAtSwitch, edit);
+    if (imm.itemsAtSwitch != null) {
+      commitItemCounts(imm.itemsAtSwitch, edit);
+    } else {
+      // Not counted (counts off, or a replay before a recount): the manifest's counts are stale from here,
+      // even if this open fails before its first commit clears the flag.
+      edit.flag(Manifest.FLAG_ITEM_COUNTS, false);
+    }
     // The WAL file started at the switch is the current one: replay starts there, and it is the head.
     edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
     if (!reported.isEmpty()) {
