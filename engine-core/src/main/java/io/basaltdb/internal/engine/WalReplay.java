@@ -9,7 +9,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * WAL replay at open (Magma section 5): every record of the WAL files from the manifest's walStart on,
