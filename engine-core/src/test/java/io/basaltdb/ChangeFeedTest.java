@@ -332,11 +332,7 @@ class ChangeFeedTest {
         }
         storage.crash(MemStorage.CrashMode.RANDOM); // every write was synced before it returned
       } finally {
-        try {
-          db.close();
-        } catch (BasaltException crashed) {
-          // the crashed store's handles are dead
-        }
+        closeCrashed(db);
       }
       try (Basalt again = Basalt.open(storage, o)) {
         Keyspace ks = again.keyspace("default");
@@ -365,6 +361,15 @@ class ChangeFeedTest {
     }
   }
 
+  /** Closes a store whose storage crashed under it: its handles are dead, so closing may fail. */
+  static void closeCrashed(Basalt db) {
+    try {
+      db.close();
+    } catch (BasaltException dead) {
+      // what the crash left is for the next open to recover
+    }
+  }
+
   private static void apply(Map<String, byte[]> state, Change c) {
     if (c.deletion()) state.remove(s(c.key())); else state.put(s(c.key()), c.value());
   }
@@ -381,11 +386,7 @@ class ChangeFeedTest {
       next = 1 + ks.forEachChange(0, ChangeFeed.NOW, c -> {});
       storage.crash(MemStorage.CrashMode.KEEP_NONE);
     } finally {
-      try {
-        db.close();
-      } catch (BasaltException crashed) {
-        // dead handles
-      }
+      closeCrashed(db);
     }
     try (Basalt again = Basalt.open(storage, o)) {
       long from = next;

@@ -132,11 +132,7 @@ class ItemCountTest {
         randomWrites(db, db.keyspace("default"), live, r, 300 + r.nextInt(600), 200);
         storage.crash(MemStorage.CrashMode.RANDOM); // every write was synced before it returned
       } finally {
-        try {
-          db.close();
-        } catch (BasaltException dead) {
-          // the crashed store's handles
-        }
+        ChangeFeedTest.closeCrashed(db);
       }
       try (Basalt again = Basalt.open(storage, o)) {
         assertEquals(live.size(), again.keyspace("default").itemCount(), "seed " + seed);

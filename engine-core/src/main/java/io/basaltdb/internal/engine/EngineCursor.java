@@ -35,17 +35,8 @@ public final class EngineCursor implements AutoCloseable {
     try {
       sources.add(new MergeSources.CacheSource(snap.active.iterator(), ks, start));
       if (snap.immutable != null) sources.add(new MergeSources.CacheSource(snap.immutable.iterator(), ks, start));
-      KeyspaceFiles files = snap.version.files(ks);
-      for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
-        if (l > 0 && files.guarded()) { // one source per guarded level: it opens one guard at a time
-          if (!files.level(l).isEmpty()) sources.add(new MergeSources.LevelSource(files, l, start, this.to));
-          continue;
-        }
-        for (KeyspaceFiles.Table t : files.level(l)) {
-          // a scan caches what it reads, as gets do
-          sources.add(new MergeSources.TableSource(t.reader().iterator(true), start));
-        }
-      }
+      // A scan caches what it reads, as gets do.
+      MergeSources.addIndexSources(snap.version.files(ks), start, this.to, true, sources);
     } catch (RuntimeException e) {
       for (MergingIterator.Source s : sources) s.close();
       if (ownsSnapshot) snap.close();

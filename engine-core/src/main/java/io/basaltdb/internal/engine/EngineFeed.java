@@ -187,26 +187,28 @@ public final class EngineFeed implements AutoCloseable {
    * the immutable cache's where the active one does not hold the key; then sorts them by seqno.
    */
   private void loadCaches() {
-    List<long[]> refs = new ArrayList<>(); // {seqno, index into keys, 1 if immutable}
     List<byte[]> keys = new ArrayList<>();
+    long[][] seqnos = {new long[64]}; // grown as collect adds: the seqno of keys.get(i) at [0][i]
+    int fromActive = 0;
     if (from <= to) {
-      collect(snap.active, false, refs, keys);
-      if (snap.immutable != null) collect(snap.immutable, true, refs, keys);
+      collect(snap.active, false, keys, seqnos);
+      fromActive = keys.size();
+      if (snap.immutable != null) collect(snap.immutable, true, keys, seqnos);
     }
-    refs.sort((a, b) -> Long.compare(a[0], b[0]));
-    int n = refs.size();
+    int n = keys.size();
+    long[] unsorted = Arrays.copyOf(seqnos[0], n);
+    int[] order = Flusher.seqnoOrder(unsorted); // distinct seqnos, a write cache's span: a primitive sort
     cacheSeqnos = new long[n];
     cacheKeys = new byte[n][];
     cacheImmutable = new boolean[n];
     for (int i = 0; i < n; i++) {
-      long[] r = refs.get(i);
-      cacheSeqnos[i] = r[0];
-      cacheKeys[i] = keys.get((int) r[1]);
-      cacheImmutable[i] = r[2] != 0;
+      cacheSeqnos[i] = unsorted[order[i]];
+      cacheKeys[i] = keys.get(order[i]);
+      cacheImmutable[i] = order[i] >= fromActive;
     }
   }
 
-  private void collect(Snapshot cache, boolean immutable, List<long[]> refs, List<byte[]> keys) {
+  private void collect(Snapshot cache, boolean immutable, List<byte[]> keys, long[][] seqnos) {
     try (SnapshotIterator it = cache.iterator()) {
       for (it.seek(WriteCache.storeKey(ks, new byte[0])); it.valid(); it.next()) {
         byte[] sk = it.key();
@@ -214,7 +216,8 @@ public final class EngineFeed implements AutoCloseable {
         long s = WriteCache.seqnoOf(it.value());
         if (s < from || s > to) continue;
         if (immutable && snap.active.get(sk) != null) continue; // the active cache's version is newer
-        refs.add(new long[] {s, keys.size(), immutable ? 1 : 0});
+        if (keys.size() == seqnos[0].length) seqnos[0] = Arrays.copyOf(seqnos[0], 2 * keys.size());
+        seqnos[0][keys.size()] = s;
         keys.add(sk);
       }
     }

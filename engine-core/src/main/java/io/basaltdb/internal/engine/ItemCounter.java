@@ -49,11 +49,6 @@ final class ItemCounter {
     counts.put(ks, n);
   }
 
-  /** Forgets a dropped keyspace's count. */
-  void remove(int ks) {
-    counts.remove(ks);
-  }
-
   /**
    * What counting a group found: how it changes each keyspace's live keys, and for each write (by batch
    * and operation; null for a write to a keyspace no longer live) what is below the active write cache
@@ -129,15 +124,7 @@ final class ItemCounter {
         snaps.add(s);
         sources.add(new MergeSources.CacheSource(s.iterator(), ks, new byte[0]));
       }
-      for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
-        if (l > 0 && files.guarded()) {
-          if (!files.level(l).isEmpty()) sources.add(new MergeSources.LevelSource(files, l, new byte[0], null));
-          continue;
-        }
-        for (KeyspaceFiles.Table t : files.level(l)) {
-          sources.add(new MergeSources.TableSource(t.reader().iterator(false), null));
-        }
-      }
+      MergeSources.addIndexSources(files, new byte[0], null, false, sources);
       long n = 0;
       try (MergingIterator merge = new MergingIterator(sources, true, null)) {
         sources = List.of(); // the merge closes them now

@@ -70,6 +70,24 @@ final class MergeSources {
     }
   }
 
+  /**
+   * Adds to {@code out} a source per key index table of {@code files} from key {@code from} on (level 0's
+   * tables and each leveled level's), or one per guarded level ({@link LevelSource}, which opens one
+   * guard at a time and stops at {@code to}, null for none). {@code fillCache}: the tables' data blocks
+   * go into the block cache, as a read's do. A source made before a failure stays in {@code out} for the
+   * caller to close.
+   */
+  static void addIndexSources(KeyspaceFiles files, byte[] from, byte[] to, boolean fillCache,
+      java.util.List<MergingIterator.Source> out) {
+    for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      if (l > 0 && files.guarded()) {
+        if (!files.level(l).isEmpty()) out.add(new LevelSource(files, l, from, to));
+        continue;
+      }
+      for (KeyspaceFiles.Table t : files.level(l)) out.add(new TableSource(t.reader().iterator(fillCache), from));
+    }
+  }
+
   /** A source of key index records: each names its document by seqno and location hint. */
   interface IndexSource extends MergingIterator.Source {
     long hint();

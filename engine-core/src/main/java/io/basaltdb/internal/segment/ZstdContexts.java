@@ -4,6 +4,8 @@ import com.github.luben.zstd.ZstdCompressCtx;
 import com.github.luben.zstd.ZstdDecompressCtx;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Pools of zstd contexts for cold segments' blocks: a context is native memory (about 100 KiB to
@@ -20,40 +22,51 @@ final class ZstdContexts {
   /** Contexts kept of each kind: enough for every thread of a busy two-core store. */
   static final int KEPT = Math.max(4, 2 * Runtime.getRuntime().availableProcessors());
 
-  private static final ConcurrentLinkedQueue<ZstdDecompressCtx> DECOMPRESS = new ConcurrentLinkedQueue<>();
-  private static final AtomicInteger decompressKept = new AtomicInteger();
-  private static final ConcurrentLinkedQueue<ZstdCompressCtx> COMPRESS = new ConcurrentLinkedQueue<>();
-  private static final AtomicInteger compressKept = new AtomicInteger();
+  /** One kind's pool: at most {@link #KEPT} idle contexts; one given back beyond that is closed. */
+  private static final class Pool<T> {
+    private final ConcurrentLinkedQueue<T> idle = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger kept = new AtomicInteger();
+    private final Supplier<T> make;
+    private final Consumer<T> close;
+
+    Pool(Supplier<T> make, Consumer<T> close) {
+      this.make = make;
+      this.close = close;
+    }
+
+    T take() {
+      T c = idle.poll();
+      if (c == null) return make.get();
+      kept.decrementAndGet();
+      return c;
+    }
+
+    void give(T c) {
+      if (kept.incrementAndGet() <= KEPT) {
+        idle.offer(c);
+      } else {
+        kept.decrementAndGet();
+        close.accept(c);
+      }
+    }
+  }
+
+  private static final Pool<ZstdDecompressCtx> DECOMPRESS = new Pool<>(ZstdDecompressCtx::new, ZstdDecompressCtx::close);
+  private static final Pool<ZstdCompressCtx> COMPRESS = new Pool<>(ZstdCompressCtx::new, ZstdCompressCtx::close);
 
   static ZstdDecompressCtx takeDecompress() {
-    ZstdDecompressCtx c = DECOMPRESS.poll();
-    if (c == null) return new ZstdDecompressCtx();
-    decompressKept.decrementAndGet();
-    return c;
+    return DECOMPRESS.take();
   }
 
   static void give(ZstdDecompressCtx c) {
-    if (decompressKept.incrementAndGet() <= KEPT) {
-      DECOMPRESS.offer(c);
-    } else {
-      decompressKept.decrementAndGet();
-      c.close();
-    }
+    DECOMPRESS.give(c);
   }
 
   static ZstdCompressCtx takeCompress(int level) {
-    ZstdCompressCtx c = COMPRESS.poll();
-    if (c == null) c = new ZstdCompressCtx();
-    else compressKept.decrementAndGet();
-    return c.setLevel(level);
+    return COMPRESS.take().setLevel(level);
   }
 
   static void give(ZstdCompressCtx c) {
-    if (compressKept.incrementAndGet() <= KEPT) {
-      COMPRESS.offer(c);
-    } else {
-      compressKept.decrementAndGet();
-      c.close();
-    }
+    COMPRESS.give(c);
   }
 }

@@ -328,28 +328,33 @@ class GarbageCollectionTest {
         + key + "\"}").repeat(3).getBytes();
   }
 
+  /** Writes every key in round 0, a quarter of them (every fourth) in later rounds, with {@link #textValue}. */
+  private static void writeText(Engine e, int round, Map<Integer, Integer> last) {
+    for (int start = 0; start < KEYS; start += 50) {
+      Batch b = new Batch(50);
+      for (int k = start; k < Math.min(KEYS, start + 50); k++) {
+        if (round > 0 && k % 4 != 0) continue;
+        b.add(1, Batch.PUT, key(k), textValue(k, round));
+        last.put(k, round);
+      }
+      if (b.count > 0) e.write(b);
+    }
+  }
+
   @Test
   void coldSegments_areRewrittenWithZstd_andReadBackAfterAReopen() throws Exception {
     MemStorage storage = new MemStorage(31);
     Map<Integer, Integer> last = new HashMap<>();
-    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // garbage, no collection
-      for (int round = 0; round < 4; round++) {
-        for (int start = 0; start < KEYS; start += 50) {
-          Batch b = new Batch(50);
-          for (int k = start; k < Math.min(KEYS, start + 50); k++) {
-            if (round > 0 && k % 4 != 0) continue; // a quarter of the keys updated: the rest is cold, live data
-            b.add(1, Batch.PUT, key(k), textValue(k, round));
-            last.put(k, round);
-          }
-          if (b.count > 0) e.write(b);
-        }
-      }
+    try (Engine e = Engine.open(storage, gcOptions())) { // every key once: no garbage yet
+      writeText(e, 0, last);
       e.flush();
-      assertTrue(e.waitForCompactions(60_000));
     }
     try (Engine e = Engine.open(storage, gcOptions().coldSegmentMillis(1))) {
       Thread.sleep(20); // every segment found at the open is now older than coldSegmentMillis
-      e.flush(); // wakes collection
+      // A quarter of the keys updated three times: the load's segments, cold, hold garbage and the
+      // other keys' only versions, which collection moves into zstd outputs.
+      for (int round = 1; round < 4; round++) writeText(e, round, last);
+      e.flush();
       assertTrue(e.waitForCompactions(60_000));
       Map<String, Long> s = e.stats();
       assertTrue(s.get("gcColdSegments") > 0 && s.get("gcColdBytesWritten") > 0, "cold outputs in zstd: " + s);
