@@ -21,6 +21,7 @@ public final class Options {
   private long checkpointIntervalMillis = 60_000L;
   private double checkpointSpaceRatio = 0.1;
   private int maxGroupCommitBytes = 1 << 20;
+  private long walSkipBytes = 4L << 20;
   private int l0CompactionTrigger = 8;
   private int l0StopWritesTrigger = 36;
   private double l0BaseRatio = 0.5;
@@ -67,6 +68,7 @@ public final class Options {
     o.checkpointIntervalMillis = checkpointIntervalMillis;
     o.checkpointSpaceRatio = checkpointSpaceRatio;
     o.maxGroupCommitBytes = maxGroupCommitBytes;
+    o.walSkipBytes = walSkipBytes;
     o.l0CompactionTrigger = l0CompactionTrigger;
     o.l0StopWritesTrigger = l0StopWritesTrigger;
     o.l0BaseRatio = l0BaseRatio;
@@ -172,6 +174,20 @@ public final class Options {
   /** Most bytes of batches one group commit writes at once; default 1 MiB. */
   public Options maxGroupCommitBytes(int bytes) { this.maxGroupCommitBytes = bytes; return this; }
   public int maxGroupCommitBytes() { return maxGroupCommitBytes; }
+
+  /**
+   * A batch whose WAL record would take at least this many bytes skips the WAL (Magma section 8.1): it
+   * leads a commit of its own, which flushes what the write caches hold, then writes the batch straight
+   * to its keyspaces' log segments and a level-0 key index table, syncs them and commits a manifest,
+   * and only then makes the batch visible and returns. Its bytes are written once instead of twice (WAL,
+   * then segment), and it needs no room in the write cache, so it may be larger than the write cache.
+   * It is durable when it returns, whatever the {@link #syncMode}; a crash before then leaves none of
+   * it. The price: the batch waits for the flush of everything written before it, and each one makes a
+   * small level-0 table. Default 4 MiB; 0 turns it off (every batch goes through the WAL). Disk stores
+   * only; docs/benchmarks.md, "WAL skip", measures it.
+   */
+  public Options walSkipBytes(long bytes) { this.walSkipBytes = bytes; return this; }
+  public long walSkipBytes() { return walSkipBytes; }
 
   /**
    * Level 0's fan-in; default 8 (4 cost a third more key index compaction in the update race; 8 lets
@@ -473,6 +489,7 @@ public final class Options {
     check(checkpointSpaceRatio >= 0 && checkpointSpaceRatio <= 100,
         "checkpointSpaceRatio must be between 0 and 100, was " + checkpointSpaceRatio);
     check(maxGroupCommitBytes >= 4096, "maxGroupCommitBytes must be at least 4096, was " + maxGroupCommitBytes);
+    check(walSkipBytes == 0 || walSkipBytes >= 4096, "walSkipBytes must be 0 (off) or at least 4096, was " + walSkipBytes);
     check(l0CompactionTrigger >= 2, "l0CompactionTrigger must be at least 2, was " + l0CompactionTrigger);
     check(l0StopWritesTrigger > l0CompactionTrigger, "l0StopWritesTrigger must be above l0CompactionTrigger ("
         + l0CompactionTrigger + "), was " + l0StopWritesTrigger);
@@ -510,7 +527,7 @@ public final class Options {
         + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", checkpointIntervalMillis="
         + checkpointIntervalMillis + ", checkpointSpaceRatio=" + checkpointSpaceRatio + ", maxGroupCommitBytes="
-        + maxGroupCommitBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
+        + maxGroupCommitBytes + ", walSkipBytes=" + walSkipBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", l0BaseRatio=" + l0BaseRatio + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads

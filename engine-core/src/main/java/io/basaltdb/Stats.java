@@ -10,7 +10,9 @@ import java.util.Map;
  *   <li>{@code puts}, {@code deletes}, {@code gets}, {@code batches}, {@code groupCommits} (WAL writes,
  *       each shared by one or more batches);</li>
  *   <li>{@code userBytesWritten} (keys and values of acknowledged writes), {@code walBytesWritten},
- *       {@code walSyncs}, {@code segmentBytesWritten}, {@code indexBytesWritten},
+ *       {@code walSyncs}, {@code walSkippedBatches} and {@code walSkippedBytes} (batches that skipped
+ *       the WAL, {@link Options#walSkipBytes}, and the WAL bytes they would have taken),
+ *       {@code segmentBytesWritten}, {@code indexBytesWritten},
  *       {@code manifestBytesWritten}; see {@link #writeAmplification()};</li>
  *   <li>{@code flushes}; {@code stalls} and {@code stallNanos} (writers blocked because the write cache
  *       was full while the previous one was still flushing), {@code slowdowns} and {@code slowdownNanos}

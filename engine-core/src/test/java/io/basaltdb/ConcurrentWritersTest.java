@@ -24,7 +24,9 @@ class ConcurrentWritersTest {
   @Test
   void put_fromManyThreads_isDurableGapFreeAndAtomic() throws Exception {
     MemStorage storage = new MemStorage(9);
-    Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(256 << 10).segmentSize(256 << 10);
+    // Writer 0's every 25th batch carries 3 KB values, so it skips the WAL (walSkipBytes) amid the others.
+    Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(256 << 10).segmentSize(256 << 10)
+        .walSkipBytes(4096);
     int threads = 4, perThread = 1500;
     AtomicReference<Throwable> error = new AtomicReference<>();
     try (Basalt db = Basalt.open(storage, options)) {
@@ -35,7 +37,7 @@ class ConcurrentWritersTest {
         all.add(new Thread(() -> {
           try {
             for (int i = 0; i < perThread; i++) {
-              byte[] v = ("v" + id + "-" + i).getBytes();
+              byte[] v = value(id, i);
               db.write(new WriteBatch().put(ks, ("a" + id + "-" + i).getBytes(), v).put(ks, ("b" + id + "-" + i).getBytes(), v));
               assertArrayEquals(v, ks.get(("b" + id + "-" + i).getBytes()));
             }
@@ -71,18 +73,25 @@ class ConcurrentWritersTest {
       assertEquals(2L * threads * perThread, st.lastSeqno());
       assertTrue(st.get("groupCommits") <= st.get("batches"));
       assertTrue(st.flushes() > 0, "the write cache never flushed: " + st);
+      assertEquals(perThread / 25, st.get("walSkippedBatches"));
     }
     try (Basalt db = Basalt.open(storage, options)) {
       Keyspace ks = db.keyspace("default");
       for (int t = 0; t < threads; t++) {
         for (int i = 0; i < perThread; i++) {
-          byte[] v = ("v" + t + "-" + i).getBytes();
+          byte[] v = value(t, i);
           assertArrayEquals(v, ks.get(("a" + t + "-" + i).getBytes()));
           assertArrayEquals(v, ks.get(("b" + t + "-" + i).getBytes()));
         }
       }
       assertEquals(2L * threads * perThread, db.stats().lastSeqno());
     }
+  }
+
+  /** Writer {@code id}'s value {@code i}: 3 KB for writer 0's every 25th (its batch skips the WAL). */
+  private static byte[] value(int id, int i) {
+    String v = "v" + id + "-" + i;
+    return (id == 0 && i % 25 == 24 ? v + "-".repeat(3000) : v).getBytes();
   }
 
   @Test

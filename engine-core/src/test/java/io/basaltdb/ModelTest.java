@@ -37,8 +37,8 @@ class ModelTest {
         Arguments.of("defaults", Options.defaults().memoryQuota(64L << 20).writeCacheSize(16L << 20), false),
         Arguments.of("tiny-cache", tiny().syncMode(SyncMode.SYNC), false),
         Arguments.of("tiny-cache-periodic", tiny().syncMode(SyncMode.PERIODIC).syncIntervalMillis(5), false),
-        Arguments.of("tiny-cache-nosync", tiny().syncMode(SyncMode.NONE).bloomBitsPerKey(0), false),
-        Arguments.of("tiny-levels", tinyLevels(tiny()), false),
+        Arguments.of("tiny-cache-nosync", tiny().syncMode(SyncMode.NONE).bloomBitsPerKey(0).walSkipBytes(8192), false),
+        Arguments.of("tiny-levels", tinyLevels(tiny()).walSkipBytes(8192), false),
         Arguments.of("tiny-levels-guards", tinyGuards(tinyLevels(tiny())), false),
         Arguments.of("in-memory", Options.defaults().memoryQuota(64L << 20), true));
   }

@@ -10,7 +10,8 @@ import java.util.stream.Stream;
 
 /**
  * The first race with RocksDB (issue 4): one engine per JVM, so {@code /proc/self/io} counts only its
- * own disk traffic. Loads unique 40-byte keys in random order with 1 KiB values in batches of 100, each
+ * own disk traffic. Loads unique 40-byte keys in random order with 1 KiB values in batches of 100 (or
+ * {@code --batch B}: B records of 1,064 bytes, so 3,942 make a batch of 4 MiB, Basalt's walSkipBytes), each
  * batch fsynced to the WAL before it is acknowledged, waits for flushes and compactions to settle, then
  * reads random existing keys. Prints one line of {@code name=value} results; {@code bin/race} runs both
  * engines and tabulates them.
@@ -30,7 +31,7 @@ import java.util.stream.Stream;
  * cache of this machine.
  *
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
- * [--writers W] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
+ * [--writers W] [--batch B] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
  * [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S [--scan-length L]]
  * [--timeline-ms T] [--feeds 1]}: --feeds 1 reads every record once after the rounds, by scan and (Basalt) by change
  * feed ({@link #readAlls}); T prints the load's and each round's throughput every T ms ({@code timeline} lines); S scans of L
@@ -44,7 +45,8 @@ public final class Race {
   static final int VALUE_SIZE = 1024;
   /** Bytes of the pool {@code --values random} takes its values from. */
   static final int RANDOM_POOL = 64 << 20;
-  static final int BATCH = 100;
+  /** Records per write batch: 100, or {@code --batch} (before any writer starts). */
+  static int batch = 100;
 
   /** What the race needs from an engine. */
   interface Store extends AutoCloseable {
@@ -87,6 +89,8 @@ public final class Race {
     long memory = Long.parseLong(a.getOrDefault("memory-mb", "32")) << 20;
     long seed = Long.parseLong(a.getOrDefault("seed", "1"));
     int writers = Integer.parseInt(a.getOrDefault("writers", "1"));
+    batch = Integer.parseInt(a.getOrDefault("batch", "100"));
+    if (batch < 1) throw new IllegalArgumentException("--batch must be at least 1");
     int rounds = Integer.parseInt(a.getOrDefault("update-rounds", "0"));
     long soakSeconds = Long.parseLong(a.getOrDefault("soak-seconds", "0"));
     long scans = Long.parseLong(a.getOrDefault("scans", "0"));
@@ -225,7 +229,7 @@ public final class Race {
 
   /**
    * Writes {@code count} keys, {@code key(index(i))} for i from 0, with {@code values.value(index(i),
-   * salt)}, in batches of {@link #BATCH} shared by {@code writers} threads: writer w writes batches w,
+   * salt)}, in batches of {@link #batch} shared by {@code writers} threads: writer w writes batches w,
    * w + writers, w + 2 * writers, ..., so the batches are the same whatever the number of writers, each
    * acknowledged at the engine's durability.
    */
@@ -238,12 +242,12 @@ public final class Race {
     java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
     java.util.List<Thread> threads = new java.util.ArrayList<>();
     for (int w = 0; w < writers; w++) {
-      long first = (long) w * BATCH;
-      long stride = (long) writers * BATCH;
+      long first = (long) w * batch;
+      long stride = (long) writers * batch;
       threads.add(new Thread(() -> {
         try {
           for (long i = first; i < count && failed.get() == null; i += stride) {
-            int n = (int) Math.min(BATCH, count - i);
+            int n = (int) Math.min(batch, count - i);
             byte[][] ks = new byte[n][];
             byte[][] vs = new byte[n][];
             for (int j = 0; j < n; j++) {

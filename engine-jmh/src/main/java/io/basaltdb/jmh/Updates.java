@@ -80,15 +80,15 @@ final class Updates {
         try {
           long salt = 0;
           while (System.nanoTime() < deadline && failed.get() == null) {
-            byte[][] ks = new byte[Race.BATCH][];
-            byte[][] vs = new byte[Race.BATCH][];
-            for (int j = 0; j < Race.BATCH; j++) {
+            byte[][] ks = new byte[Race.batch][];
+            byte[][] vs = new byte[Race.batch][];
+            for (int j = 0; j < Race.batch; j++) {
               long i = zipf.next(r);
               ks[j] = Race.key(i);
               vs[j] = values.value(i, ++salt);
             }
             store.write(ks, vs);
-            ops.addAndGet(Race.BATCH);
+            ops.addAndGet(Race.batch);
           }
         } catch (Throwable e) {
           failed.compareAndSet(null, e);

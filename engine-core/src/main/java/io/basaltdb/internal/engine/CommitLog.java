@@ -234,6 +234,14 @@ final class CommitLog implements AutoCloseable {
   }
 
   /**
+   * Seqnos up to {@code last} were committed without the WAL (a batch that skipped it, made durable in
+   * the segments and the manifest): the next link record starts after them. Commit leader only.
+   */
+  synchronized void skipped(long last) {
+    lastLogged = Math.max(lastLogged, last);
+  }
+
+  /**
    * Closes cleanly: syncs, then appends an empty marker record (a synced group start, seqno
    * {@code lastSeqno + 1}, no operations) and syncs again. Every real record is then followed by a
    * synced group, so recovery can tell damage to any of them from a torn tail. The first sync is what

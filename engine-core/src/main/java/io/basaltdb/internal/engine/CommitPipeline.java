@@ -96,6 +96,14 @@ final class CommitPipeline {
     BasaltException error = null;
     try {
       state.checkWritable();
+      if (target.skipsWal(p.batch)) {
+        group.add(p);
+        commitDirect(p.batch);
+        stats.userBytesWritten.add(p.batch.userBytes());
+        stats.batches.increment();
+        finish(group, null);
+        return;
+      }
       boolean deletesOnly = target.makeRoom(p.batch);
       lock.lock();
       try {
@@ -105,6 +113,7 @@ final class CommitPipeline {
         for (Pending q : queue) {
           if (q.batch == null) break; // a between-groups action: its turn comes after this group
           if (deletesOnly && !q.batch.deletesOnly()) break; // the disk is short: puts lead their own group
+          if (!group.isEmpty() && target.skipsWal(q.batch)) break; // it skips the WAL: it leads its own
           if (!group.isEmpty() && bytes + q.batch.encodedSize() > maxBytes) break;
           group.add(q);
           bytes += q.batch.encodedSize();
@@ -121,6 +130,11 @@ final class CommitPipeline {
       state.fail(error);
       if (group.isEmpty()) group.add(p);
     }
+    finish(group, error);
+  }
+
+  /** Marks a group's writes done with {@code error} (null: applied), wakes the queue, throws the error. */
+  private void finish(List<Pending> group, BasaltException error) {
     lock.lock();
     try {
       for (Pending q : group) {
@@ -133,6 +147,37 @@ final class CommitPipeline {
       lock.unlock();
     }
     if (error != null) throw error;
+  }
+
+  /**
+   * Commits a batch that skips the WAL (Magma section 8.1): once the store has flushed everything before
+   * it ({@link CommitTarget#prepareDirect}), it gets its seqnos, is counted as a group would be, and is
+   * written to the segments and the key index ({@link CommitTarget#writeDirect}), which publishes it
+   * (the counts, then {@link Versions#lastSeqno}) as the version holding it is installed.
+   */
+  private void commitDirect(Batch b) {
+    target.prepareDirect(b);
+    b.firstSeqno = versions.lastSeqno + 1;
+    long last = b.firstSeqno + b.count - 1;
+    ItemCounter.Counted counted = countItems(List.of(b));
+    Map<Integer, Long> itemsAfter = null;
+    if (counted != null) {
+      versions.applyLock.lock();
+      try {
+        itemsAfter = new java.util.HashMap<>(versions.items.copy());
+      } finally {
+        versions.applyLock.unlock();
+      }
+      for (Map.Entry<Integer, Long> d : counted.deltas().entrySet()) itemsAfter.merge(d.getKey(), d.getValue(), Long::sum);
+    }
+    target.writeDirect(b, counted == null ? null : counted.below()[0], itemsAfter, () -> {
+      if (counted != null) versions.items.add(counted);
+      versions.lastSeqno = last;
+    });
+    for (int i = 0; i < b.count; i++) {
+      if (!catalog.isLive(b.keyspaces[i])) continue;
+      if (b.types[i] != Batch.PUT) stats.deletes.increment(); else stats.puts.increment();
+    }
   }
 
   private void commit(List<Pending> group) {

@@ -46,4 +46,30 @@ interface CommitTarget {
 
   /** The group is applied to {@code cache} and published; still under the apply lock. */
   void applied(WriteCache cache, List<Batch> group);
+
+  /**
+   * Whether {@code b} skips the WAL ({@link io.basaltdb.Options#walSkipBytes}): it then leads a group of
+   * its own, committed by {@link #writeDirect} instead of the steps above.
+   */
+  default boolean skipsWal(Batch b) {
+    return false;
+  }
+
+  /**
+   * Before a batch that skips the WAL gets its seqnos: refuses it on a nearly full disk, waits out
+   * stalls, and flushes everything written before it, so both write caches are empty and no flush is
+   * pending. Throws with nothing written.
+   */
+  default void prepareDirect(Batch b) {
+    throw new UnsupportedOperationException("this store has no WAL to skip");
+  }
+
+  /**
+   * Writes a batch that skips the WAL to the store's files and commits them ({@link Flusher#flushBatch},
+   * whose arguments these are); {@code publish} runs as the batch becomes visible. A failure fails the
+   * store (its files are ahead of the manifest) and is thrown; the reopened store holds none of the batch.
+   */
+  default void writeDirect(Batch b, WriteCache.Below[] below, java.util.Map<Integer, Long> itemsAfter, Runnable publish) {
+    throw new UnsupportedOperationException("this store has no WAL to skip");
+  }
 }

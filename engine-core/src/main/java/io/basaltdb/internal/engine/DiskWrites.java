@@ -40,9 +40,11 @@ final class DiskWrites implements CommitTarget {
   private long freeSeenNanos = System.nanoTime() - 20_000_000L;
   /** The PERIODIC mode's fsync thread, or null. */
   private final Thread syncer;
+  /** Writes the batches that skip the WAL ({@link #writeDirect}). */
+  private final Flusher flusher;
 
   DiskWrites(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
-      VersionSet versionSet, CommitLog wal, WorkerEvents events, SegmentCompactor gc, Storage storage) {
+      VersionSet versionSet, CommitLog wal, WorkerEvents events, SegmentCompactor gc, Storage storage, Flusher flusher) {
     this.options = options;
     this.versions = versions;
     this.catalog = catalog;
@@ -53,6 +55,7 @@ final class DiskWrites implements CommitTarget {
     this.events = events;
     this.gc = gc;
     this.storage = storage;
+    this.flusher = flusher;
     if (options.syncMode() == SyncMode.PERIODIC) {
       syncer = new Thread(this::syncPeriodically, "basalt-wal-sync");
       syncer.setDaemon(true);
@@ -70,22 +73,8 @@ final class DiskWrites implements CommitTarget {
     while (true) {
       state.checkWritable();
       Version v = versions.current();
-      if (l0Full(v)) {
-        long t0 = System.nanoTime();
-        state.awaitProgress(20, () -> true, "compaction");
-        stats.l0StallNanos.add(System.nanoTime() - t0);
-        stats.l0Stalls.increment();
-        continue;
-      }
-      int gcPressure = gc.pressure(v);
-      if (gcPressure == SegmentCompactor.PRESSURE_STOP) {
-        long t0 = System.nanoTime();
-        state.awaitProgress(20, () -> true, "garbage collection");
-        stats.gcStallNanos.add(System.nanoTime() - t0);
-        stats.gcStalls.increment();
-        continue;
-      }
-      if (gcPressure == SegmentCompactor.PRESSURE_SLOW && !slowed) {
+      if (stalled(v)) continue;
+      if (gc.pressure(v) == SegmentCompactor.PRESSURE_SLOW && !slowed) {
         long t0 = System.nanoTime();
         LockSupport.parkNanos(1_000_000L);
         stats.gcSlowdownNanos.add(System.nanoTime() - t0);
@@ -118,6 +107,70 @@ final class DiskWrites implements CommitTarget {
       stats.stallNanos.add(System.nanoTime() - t0);
       stats.stalls.increment();
     }
+  }
+
+  /**
+   * Waits a while (and returns true, to look again) if writers must stop: a keyspace's level 0 is full,
+   * or garbage collection has fallen too far behind.
+   */
+  private boolean stalled(Version v) {
+    if (l0Full(v)) {
+      long t0 = System.nanoTime();
+      state.awaitProgress(20, () -> true, "compaction");
+      stats.l0StallNanos.add(System.nanoTime() - t0);
+      stats.l0Stalls.increment();
+      return true;
+    }
+    if (gc.pressure(v) == SegmentCompactor.PRESSURE_STOP) {
+      long t0 = System.nanoTime();
+      state.awaitProgress(20, () -> true, "garbage collection");
+      stats.gcStallNanos.add(System.nanoTime() - t0);
+      stats.gcStalls.increment();
+      return true;
+    }
+    return false;
+  }
+
+  @Override
+  public boolean skipsWal(Batch b) {
+    long threshold = options.walSkipBytes();
+    return threshold > 0 && b.encodedSize() >= threshold;
+  }
+
+  /**
+   * The disk space check and the stalls of {@link #makeRoom}, then a flush of whatever the write caches
+   * hold, so the batch's seqnos follow every flushed one. The flush's wait is not counted as a stall:
+   * it is the price of skipping the WAL.
+   */
+  @Override
+  public void prepareDirect(Batch b) {
+    checkSpace(b.deletesOnly());
+    while (true) {
+      state.checkWritable();
+      if (!stalled(versions.current())) break;
+    }
+    awaitFlushed();
+    if (!versions.current().active.isEmpty()) {
+      switchWriteCache(); // a MemoryLimitException (no chunk for a fresh cache) leaves nothing written
+      awaitFlushed();
+    }
+  }
+
+  @Override
+  public void writeDirect(Batch b, WriteCache.Below[] below, Map<Integer, Long> itemsAfter, Runnable publish) {
+    try {
+      flusher.flushBatch(b, below, itemsAfter, publish);
+    } catch (BasaltException e) {
+      state.fail(e);
+      throw e;
+    } catch (RuntimeException | Error e) {
+      BasaltException f = new BasaltException("a batch that skipped the WAL failed: " + e, e);
+      state.fail(f);
+      throw f;
+    }
+    wal.skipped(b.firstSeqno + b.count - 1);
+    stats.walSkippedBatches.increment();
+    stats.walSkippedBytes.add(b.encodedSize());
   }
 
   /**

@@ -19,6 +19,9 @@ final class EngineStats {
   final LongAdder userBytesWritten = new LongAdder();
   final LongAdder walBytesWritten = new LongAdder();
   final LongAdder walSyncs = new LongAdder();
+  /** Batches that skipped the WAL ({@link io.basaltdb.Options#walSkipBytes}) and the WAL bytes they would have taken. */
+  final LongAdder walSkippedBatches = new LongAdder();
+  final LongAdder walSkippedBytes = new LongAdder();
   final LongAdder segmentBytesWritten = new LongAdder();
   final LongAdder indexBytesWritten = new LongAdder();
   final LongAdder manifestBytesWritten = new LongAdder();

@@ -29,7 +29,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * Manifest.Counters} goes to the {@link VersionSet}, which commits it and deletes the WAL files it covers.
  *
  * <p>Thread-safety: one background thread runs flushes; {@link #flush} is called by the
- * commit leader (or the opening thread during recovery). The segment writers and the list of open
+ * commit leader (or the opening thread during recovery); {@link #flushBatch} runs on the commit leader
+ * while no cache is pending (see there). The segment writers and the list of open
  * files belong to the flushing thread, except that {@link #closeFiles} runs after {@link #stop}.
  */
 final class Flusher {
@@ -139,38 +140,114 @@ final class Flusher {
     List<Reported> reported = new ArrayList<>();
     try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
-      List<byte[]> keys = new ArrayList<>();
-      List<byte[]> entries = new ArrayList<>();
-      int ks = -1;
-      while (true) {
-        byte[] sk = it.valid() ? it.key() : null;
-        int k = sk == null ? -1 : WriteCache.keyspaceOf(sk);
-        if (k != ks && !keys.isEmpty()) {
-          if (catalog.isLive(ks)) {
-            Reported stale = flushKeyspace(ks, keys, entries, edit, v.files(ks));
-            if (stale != null) reported.add(stale);
-            touched.add(ks);
-          }
-          keys.clear();
-          entries.clear();
-        }
-        if (sk == null) break;
-        ks = k;
-        keys.add(WriteCache.userKey(sk));
-        entries.add(it.value());
-        it.next();
-      }
+      flushEntries(new Entries() {
+        @Override public boolean valid() { return it.valid(); }
+        @Override public byte[] key() { return it.key(); }
+        @Override public byte[] value() { return it.value(); }
+        @Override public void next() { it.next(); }
+      }, v, edit, touched, reported);
     }
+    // The WAL file started at the switch is the current one: replay starts there, and it is the head.
+    edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
+    commit(edit, touched, reported, imm.itemsAtSwitch);
+  }
+
+  /**
+   * Writes a batch that skips the WAL (Magma section 8.1, {@link Options#walSkipBytes}) as a flush of
+   * its own: each keyspace's newest write of every key, as a write cache entry would hold it, to the
+   * keyspace's tail segments in seqno order and to a level-0 table, then one commit with the batch's last
+   * seqno as the flushed seqno and, with exact item counts, {@code itemsAfter} (the counts once the batch
+   * is applied; null without). {@code below}: what counting found below the write caches for each
+   * operation (null without counts). {@code publish} runs under the apply lock as the version with the
+   * batch's files is installed: no reader sees the batch before it is durable, and a snapshot sees all of
+   * it or none. An earlier write of a key the batch writes again gets no document (its seqno stays spent,
+   * as a write to a dropped keyspace's does).
+   *
+   * <p>The caller (the commit leader) has waited until both write caches are empty and no flush is pending,
+   * so the batch's seqnos follow every flushed one and the flusher thread, which flushes only a pending
+   * cache, leaves the segment writers alone until a later switch (the version installs order the
+   * writers' use between the two threads: a volatile write of the current version, then a read of it).
+   */
+  void flushBatch(Batch b, WriteCache.Below[] below, Map<Integer, Long> itemsAfter, Runnable publish) {
+    // The batch's newest write of each key, in store key order (the write cache's: keyspace, then key).
+    java.util.TreeMap<byte[], Integer> newest = new java.util.TreeMap<>(Arrays::compareUnsigned);
+    for (int i = 0; i < b.count; i++) {
+      if (catalog.isLive(b.keyspaces[i])) newest.put(WriteCache.storeKey(b.keyspaces[i], b.keys[i]), i);
+    }
+    var it = newest.entrySet().iterator();
+    Version v = versions.acquire();
+    try {
+      VersionEdit edit = new VersionEdit();
+      List<Integer> touched = new ArrayList<>();
+      List<Reported> reported = new ArrayList<>();
+      flushEntries(new Entries() {
+        private Map.Entry<byte[], Integer> at = it.hasNext() ? it.next() : null;
+        @Override public boolean valid() { return at != null; }
+        @Override public byte[] key() { return at.getKey(); }
+        @Override public byte[] value() {
+          int i = at.getValue();
+          WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
+          return WriteCache.entry(b.firstSeqno + i, b.types[i] != Batch.PUT, b.values[i], w);
+        }
+        @Override public void next() { at = it.hasNext() ? it.next() : null; }
+      }, v, edit, touched, reported);
+      edit.flushedSeqno(b.firstSeqno + b.count - 1);
+      edit.onInstall = publish;
+      commit(edit, touched, reported, itemsAfter);
+    } finally {
+      v.release();
+    }
+  }
+
+  /** Write cache entries in store key order: a skiplist snapshot's, or a batch's ({@link #flushBatch}). */
+  private interface Entries {
+    boolean valid();
+    byte[] key();
+    byte[] value();
+    void next();
+  }
+
+  /**
+   * Writes each live keyspace's run of {@code it} ({@link #flushKeyspace}) into {@code edit}, noting the
+   * keyspaces touched and what each reported stale; {@code v} holds the keyspaces' tables before them.
+   */
+  private void flushEntries(Entries it, Version v, VersionEdit edit, List<Integer> touched, List<Reported> reported) {
+    List<byte[]> keys = new ArrayList<>();
+    List<byte[]> entries = new ArrayList<>();
+    int ks = -1;
+    while (true) {
+      byte[] sk = it.valid() ? it.key() : null;
+      int k = sk == null ? -1 : WriteCache.keyspaceOf(sk);
+      if (k != ks && !keys.isEmpty()) {
+        if (catalog.isLive(ks)) {
+          Reported stale = flushKeyspace(ks, keys, entries, edit, v.files(ks));
+          if (stale != null) reported.add(stale);
+          touched.add(ks);
+        }
+        keys.clear();
+        entries.clear();
+      }
+      if (sk == null) break;
+      ks = k;
+      keys.add(WriteCache.userKey(sk));
+      entries.add(it.value());
+      it.next();
+    }
+  }
+
+  /**
+   * Completes a flush's edit (the touched keyspaces' segments checkpointed and synced, the item counts,
+   * the listener told of what it reported stale) and commits it.
+   */
+  private void commit(VersionEdit edit, List<Integer> touched, List<Reported> reported, Map<Integer, Long> items) {
     for (int k : touched) edit.putSegment(k, checkpoint(writers.get(k)));
-    if (imm.itemsAtSwitch != null) {
-      commitItemCounts(imm.itemsAtSwitch, edit);
+    if (items != null) {
+      commitItemCounts(items, edit);
     } else {
       // Not counted (counts off, or a replay before a recount): the manifest's counts are stale from here,
       // even if this open fails before its first commit clears the flag.
       edit.flag(Manifest.FLAG_ITEM_COUNTS, false);
     }
-    // The WAL file started at the switch is the current one: replay starts there, and it is the head.
-    edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
     if (!reported.isEmpty()) {
       // As a compaction's discards: the listener hears of each just before the commit that counts it.
       edit.beforeCommit = () -> {

@@ -85,6 +85,8 @@ final class StatsReport {
     m.put("userBytesWritten", s.userBytesWritten.sum());
     m.put("walBytesWritten", s.walBytesWritten.sum());
     m.put("walSyncs", s.walSyncs.sum());
+    m.put("walSkippedBatches", s.walSkippedBatches.sum());
+    m.put("walSkippedBytes", s.walSkippedBytes.sum());
     m.put("segmentBytesWritten", s.segmentBytesWritten.sum());
     m.put("indexBytesWritten", s.indexBytesWritten.sum());
     m.put("manifestBytesWritten", s.manifestBytesWritten.sum());

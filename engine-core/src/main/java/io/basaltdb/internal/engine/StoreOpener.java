@@ -112,7 +112,7 @@ final class StoreOpener {
       }
       versionSet.logAndApply(head);
       DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats,
-          versionSet, wal, events, gc, storage);
+          versionSet, wal, events, gc, storage, flusher);
       CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
       compactor.start();

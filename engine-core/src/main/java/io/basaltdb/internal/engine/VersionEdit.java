@@ -91,6 +91,12 @@ final class VersionEdit {
    * versions); not run if the edit is refused.
    */
   Runnable beforeCommit = () -> {};
+  /**
+   * Run by the VersionSet under the apply lock right after it installs the edit's version, so a snapshot
+   * sees both or neither: a batch that skipped the WAL publishes its seqnos there ({@link
+   * Flusher#flushBatch}). Not run if the edit is refused or its manifest cannot be written.
+   */
+  Runnable onInstall = () -> {};
 
   private Change change(int keyspace) {
     return changes.computeIfAbsent(keyspace, k -> new Change());

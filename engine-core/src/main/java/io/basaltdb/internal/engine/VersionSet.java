@@ -202,6 +202,7 @@ final class VersionSet {
       try {
         Version cur = versions.current();
         versions.install(versions.newVersion(cur.active, edit.writeCacheFlushed ? null : cur.immutable, files));
+        edit.onInstall.run();
       } finally {
         versions.applyLock.unlock();
       }
