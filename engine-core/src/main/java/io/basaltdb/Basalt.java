@@ -109,7 +109,7 @@ public final class Basalt implements AutoCloseable {
         throw new InvalidArgumentException("keyspace '" + op.keyspace().name() + "' belongs to another store; nothing was written");
       }
       if (op.type() == WriteBatch.PUT) Keys.checkValue(op.value(), options.maxValueSize());
-      b.add(op.keyspace().id, op.type() == WriteBatch.PUT ? Batch.PUT : Batch.DELETE, op.key(), op.value());
+      b.add(op.keyspace().id, op.type() == WriteBatch.PUT ? Batch.PUT : Batch.DELETE, op.key(), op.value(), op.expiry());
     }
     engine.write(b);
   }

@@ -12,6 +12,12 @@ final class Keys {
     }
   }
 
+  static void checkExpiry(long expiresAtMillis) {
+    if (expiresAtMillis < 0) {
+      throw new InvalidArgumentException("an expiry of " + expiresAtMillis + ": give ms since the epoch, or 0 for never");
+    }
+  }
+
   static void checkValue(byte[] value, int max) {
     if (value == null) throw new InvalidArgumentException("value must not be null (use an empty array, or delete)");
     if (value.length > max) {

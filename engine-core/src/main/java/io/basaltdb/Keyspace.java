@@ -27,10 +27,27 @@ public final class Keyspace {
 
   /** Sets {@code key} to {@code value}; durable when it returns, as {@link Options#syncMode} says. */
   public void put(byte[] key, byte[] value) {
+    put(key, value, 0);
+  }
+
+  /**
+   * Sets {@code key} to {@code value} until {@code expiresAtMillis} (ms since the epoch, by the store's
+   * {@link Options#clock}; 0: never), Magma's document expiry (seed 000 section 7.1). From that instant
+   * on (at it, not after) the key reads as absent: gets, scans and snapshots taken from then on, and the
+   * change feed, which reports the expiry as a deletion at the put's seqno. Its space is reclaimed
+   * lazily: key index compaction drops an expired record as it drops a tombstone, and garbage collection
+   * then reclaims its document ({@link Options#expiryCheckMillis} compacts tables whose expired share
+   * passes {@link Options#expiryCompactionRatio}). A time already past is allowed: the put is then
+   * invisible at once. Keys written with an expiry are not counted by {@link #itemCount}.
+   *
+   * @throws InvalidArgumentException if {@code expiresAtMillis} is negative, or as {@link #put(byte[], byte[])}
+   */
+  public void put(byte[] key, byte[] value, long expiresAtMillis) {
     Keys.checkKey(key);
     Keys.checkValue(value, db.maxValueSize);
+    Keys.checkExpiry(expiresAtMillis);
     Batch b = new Batch(1);
-    b.add(id, Batch.PUT, key.clone(), value.clone());
+    b.add(id, Batch.PUT, key.clone(), value.clone(), expiresAtMillis);
     db.engine.write(b);
   }
 

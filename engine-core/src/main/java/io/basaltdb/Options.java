@@ -22,6 +22,9 @@ public final class Options {
   private double checkpointSpaceRatio = 0.1;
   private int maxGroupCommitBytes = 1 << 20;
   private long walSkipBytes = 4L << 20;
+  private java.util.function.LongSupplier clock = System::currentTimeMillis;
+  private long expiryCheckMillis = 60_000L;
+  private double expiryCompactionRatio = 0.25;
   private int l0CompactionTrigger = 8;
   private int l0StopWritesTrigger = 36;
   private double l0BaseRatio = 0.5;
@@ -69,6 +72,9 @@ public final class Options {
     o.checkpointSpaceRatio = checkpointSpaceRatio;
     o.maxGroupCommitBytes = maxGroupCommitBytes;
     o.walSkipBytes = walSkipBytes;
+    o.clock = clock;
+    o.expiryCheckMillis = expiryCheckMillis;
+    o.expiryCompactionRatio = expiryCompactionRatio;
     o.l0CompactionTrigger = l0CompactionTrigger;
     o.l0StopWritesTrigger = l0StopWritesTrigger;
     o.l0BaseRatio = l0BaseRatio;
@@ -188,6 +194,30 @@ public final class Options {
    */
   public Options walSkipBytes(long bytes) { this.walSkipBytes = bytes; return this; }
   public long walSkipBytes() { return walSkipBytes; }
+
+  /**
+   * The wall clock document expiry is judged by ({@link Keyspace#put(byte[], byte[], long)}), in ms since
+   * the epoch; default {@code System::currentTimeMillis}. Tests and simulations inject their own. Reads
+   * ask it when they meet a version with an expiry (a snapshot once, when it is taken, and judges every
+   * read by that instant, so it stays stable); key index compaction asks it once per job.
+   */
+  public Options clock(java.util.function.LongSupplier millis) { this.clock = millis; return this; }
+  public java.util.function.LongSupplier clock() { return clock; }
+
+  /**
+   * How often key index compaction looks for tables whose expired documents pass {@link
+   * #expiryCompactionRatio} of their document bytes (Magma section 7.1's periodic expiry check, from
+   * each table's histogram of expiry times), and compacts the most expired one of each keyspace, so
+   * expired data that no other compaction would reach is reclaimed: the records dropped, and their
+   * documents through the delete list and garbage collection. Default 60,000 (a minute); 0 turns the
+   * check off (expired data is then dropped only by compactions that run anyway). Disk stores only.
+   */
+  public Options expiryCheckMillis(long millis) { this.expiryCheckMillis = millis; return this; }
+  public long expiryCheckMillis() { return expiryCheckMillis; }
+
+  /** The expired share of a table's document bytes that makes the expiry check compact it ({@link #expiryCheckMillis}); default 0.25, 0.01 to 1. */
+  public Options expiryCompactionRatio(double ratio) { this.expiryCompactionRatio = ratio; return this; }
+  public double expiryCompactionRatio() { return expiryCompactionRatio; }
 
   /**
    * Level 0's fan-in; default 8 (4 cost a third more key index compaction in the update race; 8 lets
@@ -365,7 +395,8 @@ public final class Options {
    * (docs/benchmarks.md, "Exact item counts"), which is why it is off by default. The counts are
    * committed with each flush and rebuilt by WAL replay, so they survive crashes. Off, {@link
    * Keyspace#itemCount} throws. Turning it on for a store that ran without it counts every keyspace's
-   * keys once, at the open (a merge of its whole key index).
+   * keys once, at the open (a merge of its whole key index). Keys whose newest write carries an expiry
+   * ({@link Keyspace#put(byte[], byte[], long)}) are not counted.
    */
   public Options exactItemCounts(boolean on) { this.exactItemCounts = on; return this; }
   public boolean exactItemCounts() { return exactItemCounts; }
@@ -489,6 +520,10 @@ public final class Options {
     check(checkpointSpaceRatio >= 0 && checkpointSpaceRatio <= 100,
         "checkpointSpaceRatio must be between 0 and 100, was " + checkpointSpaceRatio);
     check(maxGroupCommitBytes >= 4096, "maxGroupCommitBytes must be at least 4096, was " + maxGroupCommitBytes);
+    check(clock != null, "clock must not be null");
+    check(expiryCheckMillis >= 0, "expiryCheckMillis must not be negative, was " + expiryCheckMillis);
+    check(expiryCompactionRatio >= 0.01 && expiryCompactionRatio <= 1,
+        "expiryCompactionRatio must be between 0.01 and 1, was " + expiryCompactionRatio);
     check(walSkipBytes == 0 || walSkipBytes >= 4096, "walSkipBytes must be 0 (off) or at least 4096, was " + walSkipBytes);
     check(l0CompactionTrigger >= 2, "l0CompactionTrigger must be at least 2, was " + l0CompactionTrigger);
     check(l0StopWritesTrigger > l0CompactionTrigger, "l0StopWritesTrigger must be above l0CompactionTrigger ("
@@ -527,7 +562,8 @@ public final class Options {
         + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", checkpointIntervalMillis="
         + checkpointIntervalMillis + ", checkpointSpaceRatio=" + checkpointSpaceRatio + ", maxGroupCommitBytes="
-        + maxGroupCommitBytes + ", walSkipBytes=" + walSkipBytes + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
+        + maxGroupCommitBytes + ", walSkipBytes=" + walSkipBytes + ", expiryCheckMillis=" + expiryCheckMillis
+        + ", expiryCompactionRatio=" + expiryCompactionRatio + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", l0BaseRatio=" + l0BaseRatio + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads

@@ -24,6 +24,9 @@ import java.util.Map;
  *       searched the segment's seqno index because the key index record's location hint was missing or
  *       named a segment garbage collection replaced: Magma section 8.2's fallback); see {@link
  *       #readsPerGet()};</li>
+ *   <li>document expiry ({@link Keyspace#put(byte[], byte[], long)}): {@code expiredRecordsCompacted}
+ *       (expired key index records compaction turned into tombstones or dropped), {@code
+ *       expiryCompactions} (compactions the expiry check started, {@link Options#expiryCheckMillis});</li>
  *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
  *       without rewriting), {@code l0Merges} (merges of level-0 tables into one level-0 table, level 0
  *       being tiered; see {@link Options#l0BaseRatio}), {@code hintsRefreshed} (location hints a compaction

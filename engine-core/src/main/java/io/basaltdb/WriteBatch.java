@@ -19,13 +19,22 @@ public final class WriteBatch {
   private long bytes;
 
   /** One operation; fields are immutable once added. */
-  record Op(Keyspace keyspace, byte type, byte[] key, byte[] value) {}
+  record Op(Keyspace keyspace, byte type, byte[] key, byte[] value, long expiry) {}
 
   public WriteBatch put(Keyspace keyspace, byte[] key, byte[] value) {
+    return put(keyspace, key, value, 0);
+  }
+
+  /**
+   * A put whose value expires at {@code expiresAtMillis} (ms since the epoch, by the store's {@link
+   * Options#clock}; 0: never), as {@link Keyspace#put(byte[], byte[], long)}.
+   */
+  public WriteBatch put(Keyspace keyspace, byte[] key, byte[] value, long expiresAtMillis) {
     checkKeyspace(keyspace);
     Keys.checkKey(key);
     if (value == null) throw new InvalidArgumentException("value must not be null (use an empty array, or delete)");
-    ops.add(new Op(keyspace, PUT, key.clone(), value.clone()));
+    Keys.checkExpiry(expiresAtMillis);
+    ops.add(new Op(keyspace, PUT, key.clone(), value.clone(), expiresAtMillis));
     bytes += key.length + value.length;
     return this;
   }
@@ -33,7 +42,7 @@ public final class WriteBatch {
   public WriteBatch delete(Keyspace keyspace, byte[] key) {
     checkKeyspace(keyspace);
     Keys.checkKey(key);
-    ops.add(new Op(keyspace, DELETE, key.clone(), null));
+    ops.add(new Op(keyspace, DELETE, key.clone(), null, 0));
     bytes += key.length;
     return this;
   }

@@ -14,6 +14,8 @@ import java.nio.ByteOrder;
 public final class Batch {
   public static final byte PUT = 1;
   public static final byte DELETE = 2;
+  /** In the WAL only: a put whose value expires; a u64 expiry follows its value. */
+  static final byte PUT_EXPIRING = 3;
   static final int HEADER_SIZE = 13; // u64 first seqno, u32 count, u8 flags
   /** Flag: the first record of a commit group (one WAL write). */
   static final byte GROUP_START = 1;
@@ -31,6 +33,8 @@ public final class Batch {
   final byte[] types;
   final byte[][] keys;
   final byte[][] values;
+  /** Each put's expiry (ms since the epoch, 0: never); null while no operation has one. */
+  long[] expiries;
   int count;
   /** Seqno of operation 0; set by the commit leader before the batch is logged. */
   long firstSeqno;
@@ -54,6 +58,15 @@ public final class Batch {
 
   /** Adds an operation; {@code value} is null for a delete. The arrays are not copied. */
   public void add(int keyspace, byte type, byte[] key, byte[] value) {
+    add(keyspace, type, key, value, 0);
+  }
+
+  /** As {@link #add(int, byte, byte[], byte[])}, for a put that expires at {@code expiry} (0: never). */
+  public void add(int keyspace, byte type, byte[] key, byte[] value, long expiry) {
+    if (expiry != 0) {
+      if (expiries == null) expiries = new long[keyspaces.length];
+      expiries[count] = expiry;
+    }
     keyspaces[count] = keyspace;
     types[count] = type;
     keys[count] = key;
@@ -63,6 +76,11 @@ public final class Batch {
 
   public int count() {
     return count;
+  }
+
+  /** Operation {@code i}'s expiry, 0 for none. */
+  long expiry(int i) {
+    return expiries == null ? 0 : expiries[i];
   }
 
   /**
@@ -85,7 +103,7 @@ public final class Batch {
   int encodedSize() {
     int n = isLink() ? HEADER_SIZE + SUCCESSOR_SIZE : HEADER_SIZE;
     for (int i = 0; i < count; i++) {
-      n += 1 + 4 + 4 + keys[i].length + 4 + (values[i] == null ? 0 : values[i].length);
+      n += 1 + 4 + 4 + keys[i].length + 4 + (values[i] == null ? 0 : values[i].length) + (expiry(i) != 0 ? 8 : 0);
     }
     return n;
   }
@@ -102,10 +120,12 @@ public final class Batch {
     out.putLong(firstSeqno).putInt(count).put(flags);
     if (isLink()) out.putLong(successor);
     for (int i = 0; i < count; i++) {
-      out.put(types[i]).putInt(keyspaces[i]).putInt(keys[i].length).put(keys[i]);
+      long expiry = expiry(i);
+      out.put(expiry != 0 ? PUT_EXPIRING : types[i]).putInt(keyspaces[i]).putInt(keys[i].length).put(keys[i]);
       byte[] v = values[i];
       out.putInt(v == null ? -1 : v.length);
       if (v != null) out.put(v);
+      if (expiry != 0) out.putLong(expiry);
     }
   }
 
@@ -131,13 +151,18 @@ public final class Batch {
         in.get(key);
         int vlen = in.getInt();
         byte[] value = null;
-        if (type == PUT) {
+        long expiry = 0;
+        if (type == PUT || type == PUT_EXPIRING) {
           value = new byte[checkLen(vlen, in, file, offset)];
           in.get(value);
+          if (type == PUT_EXPIRING) {
+            expiry = in.getLong();
+            if (expiry <= 0) throw new CorruptionException(file, offset, "an expiry of " + expiry);
+          }
         } else if (type != DELETE || vlen != -1) {
           throw new CorruptionException(file, offset, "bad operation type " + type);
         }
-        b.add(ks, type, key, value);
+        b.add(ks, type == DELETE ? DELETE : PUT, key, value, expiry);
       }
       if (in.hasRemaining()) throw new CorruptionException(file, offset, in.remaining() + " trailing bytes in a batch");
       return b;

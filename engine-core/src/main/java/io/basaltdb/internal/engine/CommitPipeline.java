@@ -299,7 +299,7 @@ final class CommitPipeline {
           if (!catalog.isLive(b.keyspaces[j])) continue;
           WriteCache.Below below = counted == null ? null : counted.below()[i][j];
           nodes[i][j] = m.prepare(b.keyspaces[j], b.keys[j], b.firstSeqno + j, b.types[j] != Batch.PUT, b.values[j],
-              below == null ? WriteCache.Below.UNKNOWN : below);
+              below == null ? WriteCache.Below.UNKNOWN : below, b.expiry(j));
         }
       }
       return nodes;
@@ -365,7 +365,7 @@ final class CommitPipeline {
       if (!catalog.isLive(b.keyspaces[i])) continue;
       boolean delete = b.types[i] != Batch.PUT;
       WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
-      m.apply(b.keyspaces[i], b.keys[i], seqno, delete, b.values[i], w);
+      m.apply(b.keyspaces[i], b.keys[i], seqno, delete, b.values[i], w, b.expiry(i));
       if (delete) stats.deletes.increment(); else stats.puts.increment();
     }
   }

@@ -60,6 +60,12 @@ final class CompactionPicker {
   private final Map<Integer, byte[][]> pointers = new HashMap<>();
   /** Guarded keyspaces: the levels >= 1 a running job writes, as {@code keyspace * MAX_LEVELS + level}. Guarded by this. */
   private final Set<Long> writing = new HashSet<>();
+  /** When the expiry check looks again ({@link System#nanoTime}); guarded by this. */
+  private long nextExpiryCheck;
+  /** The job the last expiry check chose, so {@link #take} can count it; guarded by this. */
+  private Job expiryPick;
+  /** Jobs the expiry check started (a stat), or null. */
+  private final java.util.concurrent.atomic.LongAdder expiryJobs;
 
   /**
    * What a job reads and where it writes: {@code next} are the tables of {@code outputLevel} it merges;
@@ -86,6 +92,13 @@ final class CompactionPicker {
 
   /** {@code tablesWithTombstones}: tables known to hold a tombstone (for quiet guarded stores), or null. */
   CompactionPicker(Options options, KeyspaceCatalog catalog, Set<Long> tablesWithTombstones) {
+    this(options, catalog, tablesWithTombstones, null);
+  }
+
+  /** {@code expiryJobs}: counts the jobs the expiry check starts, or null. */
+  CompactionPicker(Options options, KeyspaceCatalog catalog, Set<Long> tablesWithTombstones,
+      java.util.concurrent.atomic.LongAdder expiryJobs) {
+    this.expiryJobs = expiryJobs;
     this.options = options;
     this.catalog = catalog;
     this.tablesWithTombstones = tablesWithTombstones == null ? Set.of() : tablesWithTombstones;
@@ -98,6 +111,7 @@ final class CompactionPicker {
   synchronized Job take(Version v, boolean quiet) {
     Job j = pick(v, quiet);
     if (j != null) {
+      if (j == expiryPick && expiryJobs != null) expiryJobs.increment();
       for (KeyspaceFiles.Table t : j.all()) busy.add(t.fileNumber());
       if (writesGuarded(v, j)) writing.add(writeKey(j.keyspace, j.outputLevel));
     }
@@ -137,7 +151,66 @@ final class CompactionPicker {
       Job j = pick(e.getKey(), e.getValue(), quiet);
       if (j != null && (best == null || j.score > best.score)) best = j;
     }
+    Job expired = pickExpired(v);
+    if (expired != null && (best == null || expired.score > best.score)) best = expired;
     return best;
+  }
+
+  // ---- the expiry check (Magma section 7.1; Options.expiryCheckMillis) ----------------------------------
+
+  /**
+   * The periodic expiry check: the table of a level >= 1 whose histogram ({@link
+   * io.basaltdb.internal.sstable.ExpiryHistogram}) says the largest share of its document bytes has
+   * expired, if that share reaches {@code expiryCompactionRatio}, as a job scored {@code 1 + share}, so
+   * it competes with the jobs the levels' sizes ask for. While candidates remain it looks at every pick;
+   * once none does, again after {@code expiryCheckMillis}. Level 0 is left out: its tables move down soon
+   * anyway, and a level-0 merge drops nothing. Returns null when no table qualifies or its tables are busy.
+   */
+  private Job pickExpired(Version v) {
+    long interval = options.expiryCheckMillis();
+    long t0 = System.nanoTime();
+    if (interval == 0 || t0 - nextExpiryCheck < 0) return null;
+    long now = options.clock().getAsLong();
+    Job best = null;
+    for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
+      if (!catalog.isLive(e.getKey())) continue;
+      KeyspaceFiles f = e.getValue();
+      for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+        for (KeyspaceFiles.Table t : f.level(l)) {
+          var h = t.reader().expiry();
+          if (h.isEmpty() || h.tableBytes() <= 0 || busy.contains(t.fileNumber())) continue;
+          double share = (double) h.expiredBytes(now) / h.tableBytes();
+          if (share < options.expiryCompactionRatio() || (best != null && 1 + share <= best.score)) continue;
+          Job j = expiryJob(e.getKey(), f, l, t, 1 + share);
+          if (j != null) best = j;
+        }
+      }
+    }
+    if (best == null) nextExpiryCheck = t0 + interval * 1_000_000L;
+    expiryPick = best;
+    return best;
+  }
+
+  /**
+   * The job that reclaims the expired records of table {@code t} of level {@code l}: where nothing
+   * deeper overlaps it, a rewrite of it in place at the bottom (its expired records dropped, their
+   * documents reported to the delete list); else a job into the next level, which turns them into
+   * tombstones on their way down. Under guards, the same with {@code t}'s whole guard ({@link #push}).
+   */
+  private Job expiryJob(int ks, KeyspaceFiles f, int l, KeyspaceFiles.Table t, double score) {
+    int last = KeyspaceFiles.MAX_LEVELS - 1;
+    List<KeyspaceFiles.Table> inputs = f.guarded() ? f.guardTables(l, f.guards.guardOf(l, t.smallest())) : List.of(t);
+    byte[][] range = range(inputs);
+    boolean deeper = false;
+    for (int d = l + 1; d <= last && !deeper; d++) deeper = !overlapping(f.level(d), range[0], range[1]).isEmpty();
+    if (f.guarded()) {
+      if (!noneBusy(inputs) || writing.contains(writeKey(ks, deeper ? l + 1 : l))) return null;
+      // In place when nothing deeper overlaps (a guard merge, as the last level's), so nothing moves down
+      // level by level without dropping anything; else a push, which turns them into tombstones.
+      return deeper ? push(ks, f, l, l + 1, inputs, score) : new Job(ks, l, l, List.copyOf(inputs), List.of(), true, score, false);
+    }
+    if (!deeper) return new Job(ks, l, l, inputs, List.of(), true, score, false);
+    return job(ks, f, l, l + 1, inputs, score);
   }
 
   /** The neediest job of keyspace {@code ks}, or null; package-private for tests. */

@@ -73,7 +73,7 @@ final class Compactor {
     this.stats = stats;
     this.state = state;
     this.events = events;
-    this.picker = new CompactionPicker(options, catalog, stats.tablesWithTombstones);
+    this.picker = new CompactionPicker(options, catalog, stats.tablesWithTombstones, stats.expiryCompactions);
     this.threads = new Thread[options.compactionThreads()];
     for (int i = 0; i < threads.length; i++) {
       threads[i] = new Thread(this::run, "basalt-compactor-" + i);
@@ -238,7 +238,8 @@ final class Compactor {
     long target = job.outputLevel() == 0 ? Long.MAX_VALUE : options.tableTargetBytes();
     TableOutput out = new TableOutput(storage, tables, versionSet.nextFileNumber, options, job.keyspace(),
         job.outputLevel(), target, stats.compactionBytesWritten);
-    Discards discards = new Discards();
+    long now = options.clock().getAsLong(); // expiries are judged once per job
+    Discards discards = new Discards(now);
     List<KeyspaceFiles.Table> written;
     Set<Long> liveSegments = new HashSet<>();
     for (KeyspaceFiles.Segment seg : files.segments) liveSegments.add(seg.state().segmentId());
@@ -247,7 +248,7 @@ final class Compactor {
     // the job chooses.
     GuardCutter cutter = files.guarded() && job.outputLevel() >= 1
         ? new GuardCutter(files, job.outputLevel(), job.all(), options) : null;
-    try (MergingIterator merge = new MergingIterator(open(job), job.bottom(), discards); older) {
+    try (MergingIterator merge = new MergingIterator(open(job), job.bottom(), discards, now); older) {
       long records = 0;
       while (merge.next()) {
         MergeSources.TableSource s = (MergeSources.TableSource) merge.current();
@@ -256,13 +257,18 @@ final class Compactor {
         if (hint >= 0 && !liveSegments.contains(hint >>> 32)) hint = refreshedHint(files, s.seqno(), hint);
         boolean covered = discards.covered;
         if (!covered && older != null && !discards.revealFailed) covered = discards.reveal(older, s.key());
-        out.add(s.key(), s.seqno(), s.docSize(), s.tombstone(), hint, covered);
+        // An expired version is a tombstone (Magma section 7.1): written as one above the bottom, where an
+        // older version may still need hiding, and dropped at the bottom like any other.
+        boolean deleted = MergingIterator.deleted(s, now);
+        if (deleted && !s.tombstone()) discards.expired++;
+        out.add(s.key(), s.seqno(), s.docSize(), deleted, hint, covered, deleted ? 0 : s.expiry());
         if (++records % 1024 == 0 && stopping()) {
           out.abandon();
           return false;
         }
       }
       written = out.finish();
+      stats.expiredRecordsCompacted.add(discards.expired);
     } catch (RuntimeException | Error e) {
       out.abandon();
       throw e;
@@ -453,6 +459,14 @@ final class Compactor {
     boolean revealFailed;
     /** The highest seqno of a tombstone the merge dropped (its deletion is purged), or 0. */
     long purged;
+    /** The instant the job judges expiries at. */
+    private final long now;
+    /** Expired records the merge turned into tombstones or dropped. */
+    long expired;
+
+    Discards(long now) {
+      this.now = now;
+    }
 
     /**
      * A revealing merge's record of {@code key} covers nothing yet: the key's newest version in the
@@ -494,7 +508,10 @@ final class Compactor {
 
     @Override
     public void discarded(MergingIterator.Source s) {
-      if (s == newest && s.tombstone()) purged = Math.max(purged, s.seqno()); // the deletion leaves the index
+      if (s == newest && MergingIterator.deleted(s, now)) {
+        purged = Math.max(purged, s.seqno()); // the deletion (or expiry) leaves the index
+        if (!s.tombstone()) expired++;
+      }
       if (s != newest) { // an older version: reported with the flush of the version above it, or now
         boolean reported = covered;
         covered = ((MergeSources.TableSource) s).olderReported();

@@ -144,22 +144,36 @@ final class DiskWrites implements CommitTarget {
    */
   @Override
   public void prepareDirect(Batch b) {
-    checkSpace(b.deletesOnly());
+    // Its segment and table bytes come on top of the reserve (a WAL batch's are bounded by the write cache).
+    checkSpace(b.deletesOnly(), 2L * b.encodedSize());
+    long pinnedSince = 0;
     while (true) {
       state.checkWritable();
-      if (!stalled(versions.current())) break;
-    }
-    awaitFlushed();
-    if (!versions.current().active.isEmpty()) {
-      switchWriteCache(); // a MemoryLimitException (no chunk for a fresh cache) leaves nothing written
+      if (stalled(versions.current())) continue;
       awaitFlushed();
+      if (versions.current().active.isEmpty()) {
+        // The flush just waited for may have filled level 0: look again before adding a table to it.
+        if (stalled(versions.current())) continue;
+        return;
+      }
+      try {
+        switchWriteCache();
+      } catch (MemoryLimitException e) {
+        // No chunk for a fresh cache: snapshots pin older ones. Wait for them as admission does, then refuse.
+        long now = System.nanoTime();
+        if (pinnedSince == 0) pinnedSince = now;
+        if (now - pinnedSince >= pinnedWaitNanos()) throw e;
+        LockSupport.parkNanos(10_000_000L);
+      }
     }
   }
 
   @Override
   public void writeDirect(Batch b, WriteCache.Below[] below, Map<Integer, Long> itemsAfter, Runnable publish) {
+    // On the heap first: a batch too big for it is refused here, with nothing written and the store writable.
+    List<byte[][]> sorted = Flusher.sortedEntries(b, below, catalog);
     try {
-      flusher.flushBatch(b, below, itemsAfter, publish);
+      flusher.flushBatch(sorted, b.firstSeqno + b.count - 1, itemsAfter, publish);
     } catch (BasaltException e) {
       state.fail(e);
       throw e;
@@ -180,16 +194,21 @@ final class DiskWrites implements CommitTarget {
    * are how a user frees space); returns true then: the group takes deletes only.
    */
   private boolean checkSpace(boolean deletes) {
+    return checkSpace(deletes, 0);
+  }
+
+  /** As {@link #checkSpace(boolean)}, for a write that needs {@code extra} bytes beyond the reserve (read afresh). */
+  private boolean checkSpace(boolean deletes, long extra) {
     long reserve = options.diskReserveBytes();
     if (reserve <= 0) return false;
     long now = System.nanoTime();
     // One statfs per 10 ms while space is plentiful (small unsynced groups can run at 100k/s); every
     // group near the reserve.
-    if (freeSeen < 2 * reserve || now - freeSeenNanos >= 10_000_000L) {
+    if (extra > 0 || freeSeen < 2 * reserve || now - freeSeenNanos >= 10_000_000L) {
       freeSeen = storage.usableSpace();
       freeSeenNanos = now;
     }
-    long free = freeSeen;
+    long free = freeSeen - extra;
     if (free >= reserve) return false;
     if (deletes && free >= reserve / 2) return true;
     stats.diskFullRefusals.increment();

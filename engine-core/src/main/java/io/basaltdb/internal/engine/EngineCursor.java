@@ -42,7 +42,7 @@ public final class EngineCursor implements AutoCloseable {
       if (ownsSnapshot) snap.close();
       throw e;
     }
-    merge = new MergingIterator(sources, true, null);
+    merge = new MergingIterator(sources, true, null, snap.now);
   }
 
   /** Moves to the next key; false at the end of the range. The first call moves to the first key. */

@@ -21,7 +21,8 @@ import java.util.List;
  * <p><b>What appears.</b> Every key whose newest version in the snapshot has a seqno in the range
  * appears with that version (a deletion as a deletion): the delete list names only versions the key
  * index dropped, which a newest version is not, and collection removes only what the delete list names.
- * The one exception, a tombstone the key index dropped at the bottom, is what the keyspace's purge
+ * A put whose expiry has passed at the snapshot's instant appears as a deletion at its seqno. The one
+ * exception, a tombstone (or an expired put) the key index dropped at the bottom, is what the keyspace's purge
  * seqno tells the caller about ({@link io.basaltdb.ChangesPurgedException}). A version superseded by a
  * newer one may also appear while the delete list does not name it yet (until a key index compaction
  * drops it, or a flush lookup or revealing merge reports it); with {@code exact}, each document of the
@@ -148,7 +149,8 @@ public final class EngineFeed implements AutoCloseable {
         stats.changesSkippedExact.increment();
         continue;
       }
-      set(d.seqno(), d.key(), d.tombstone() ? null : d.value(), d.tombstone());
+      boolean deleted = d.deletedAt(snap.now); // an expiry is reported as a deletion at its put's seqno
+      set(d.seqno(), d.key(), deleted ? null : d.value(), deleted);
       return true;
     }
   }
@@ -232,7 +234,7 @@ public final class EngineFeed implements AutoCloseable {
     if (e == null || WriteCache.seqnoOf(e) != cacheSeqnos[i]) {
       throw new IllegalStateException("write cache snapshot changed under a change feed at seqno " + cacheSeqnos[i]);
     }
-    boolean tomb = WriteCache.isTombstone(e);
+    boolean tomb = WriteCache.isDeleted(e, snap.now);
     set(cacheSeqnos[i], WriteCache.userKey(sk), tomb ? null : WriteCache.valueOf(e), tomb);
     return true;
   }

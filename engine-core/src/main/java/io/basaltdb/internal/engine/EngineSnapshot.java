@@ -21,6 +21,8 @@ public final class EngineSnapshot implements AutoCloseable {
   private final long seqno;
   final Snapshot active;
   final Snapshot immutable;
+  /** The instant this snapshot judges expiries at: when it was taken, so its reads stay stable. */
+  final long now;
   private final AtomicBoolean closed = new AtomicBoolean();
 
   EngineSnapshot(ReadPath reads, KeyspaceCatalog catalog, StoreState state, Version version, long seqno) {
@@ -29,6 +31,7 @@ public final class EngineSnapshot implements AutoCloseable {
     this.state = state;
     this.version = version;
     this.seqno = seqno;
+    this.now = reads.now();
     this.active = version.active.list.snapshot();
     Snapshot imm = null;
     try {
@@ -52,8 +55,8 @@ public final class EngineSnapshot implements AutoCloseable {
     byte[] sk = WriteCache.storeKey(ks, key);
     byte[] e = active.get(sk);
     if (e == null && immutable != null) e = immutable.get(sk);
-    if (e != null) return WriteCache.isTombstone(e) ? null : WriteCache.valueOf(e);
-    return reads.getFromFiles(version.files(ks), ks, key);
+    if (e != null) return ReadPath.valueAt(e, now);
+    return reads.getFromFiles(version.files(ks), ks, key, now);
   }
 
   /** Keys in {@code [from, to)} of keyspace {@code ks} in order; null bounds are open. */

@@ -55,6 +55,10 @@ final class EngineStats {
   final LongAdder hintsRefreshed = new LongAdder();
   /** Document reads that searched a segment's seqno index: the record's hint was missing, stale or wrong. */
   final LongAdder hintMisses = new LongAdder();
+  /** Expired key index records compaction turned into tombstones or dropped (Magma section 7.1). */
+  final LongAdder expiredRecordsCompacted = new LongAdder();
+  /** Compactions the expiry check started ({@link io.basaltdb.Options#expiryCheckMillis}). */
+  final LongAdder expiryCompactions = new LongAdder();
   /** Superseded versions flushes sent to the delete list ({@link io.basaltdb.Options#flushLookups}). */
   final LongAdder flushStaleReported = new LongAdder();
   /** Superseded versions revealing level-0 merges sent to the delete list (see {@link Compactor}). */

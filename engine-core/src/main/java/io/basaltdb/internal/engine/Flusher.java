@@ -154,11 +154,10 @@ final class Flusher {
 
   /**
    * Writes a batch that skips the WAL (Magma section 8.1, {@link Options#walSkipBytes}) as a flush of
-   * its own: each keyspace's newest write of every key, as a write cache entry would hold it, to the
-   * keyspace's tail segments in seqno order and to a level-0 table, then one commit with the batch's last
-   * seqno as the flushed seqno and, with exact item counts, {@code itemsAfter} (the counts once the batch
-   * is applied; null without). {@code below}: what counting found below the write caches for each
-   * operation (null without counts). {@code publish} runs under the apply lock as the version with the
+   * its own: each keyspace's newest write of every key ({@link #sortedEntries}) to the keyspace's tail
+   * segments in seqno order and to a level-0 table, then one commit with the batch's last seqno as the
+   * flushed seqno and, with exact item counts, {@code itemsAfter} (the counts once the batch is applied;
+   * null without). {@code publish} runs under the apply lock as the version with the
    * batch's files is installed: no reader sees the batch before it is durable, and a snapshot sees all of
    * it or none. An earlier write of a key the batch writes again gets no document (its seqno stays spent,
    * as a write to a dropped keyspace's does).
@@ -168,35 +167,46 @@ final class Flusher {
    * cache, leaves the segment writers alone until a later switch (the version installs order the
    * writers' use between the two threads: a volatile write of the current version, then a read of it).
    */
-  void flushBatch(Batch b, WriteCache.Below[] below, Map<Integer, Long> itemsAfter, Runnable publish) {
-    // The batch's newest write of each key, in store key order (the write cache's: keyspace, then key).
-    java.util.TreeMap<byte[], Integer> newest = new java.util.TreeMap<>(Arrays::compareUnsigned);
-    for (int i = 0; i < b.count; i++) {
-      if (catalog.isLive(b.keyspaces[i])) newest.put(WriteCache.storeKey(b.keyspaces[i], b.keys[i]), i);
-    }
-    var it = newest.entrySet().iterator();
+  void flushBatch(List<byte[][]> sorted, long lastSeqno, Map<Integer, Long> itemsAfter, Runnable publish) {
+    var it = sorted.iterator();
     Version v = versions.acquire();
     try {
       VersionEdit edit = new VersionEdit();
       List<Integer> touched = new ArrayList<>();
       List<Reported> reported = new ArrayList<>();
       flushEntries(new Entries() {
-        private Map.Entry<byte[], Integer> at = it.hasNext() ? it.next() : null;
+        private byte[][] at = it.hasNext() ? it.next() : null;
         @Override public boolean valid() { return at != null; }
-        @Override public byte[] key() { return at.getKey(); }
-        @Override public byte[] value() {
-          int i = at.getValue();
-          WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
-          return WriteCache.entry(b.firstSeqno + i, b.types[i] != Batch.PUT, b.values[i], w);
-        }
+        @Override public byte[] key() { return at[0]; }
+        @Override public byte[] value() { return at[1]; }
         @Override public void next() { at = it.hasNext() ? it.next() : null; }
       }, v, edit, touched, reported);
-      edit.flushedSeqno(b.firstSeqno + b.count - 1);
+      edit.flushedSeqno(lastSeqno);
       edit.onInstall = publish;
       commit(edit, touched, reported, itemsAfter);
     } finally {
       v.release();
     }
+  }
+
+  /**
+   * A batch's newest write of each key of a live keyspace, as {store key, write cache entry} pairs in store
+   * key order (the write cache's: keyspace, then key), for {@link #flushBatch}. {@code below}: what
+   * counting found below the caches for each operation, or null. Built before anything is written, so a
+   * lack of heap here refuses the batch without harm.
+   */
+  static List<byte[][]> sortedEntries(Batch b, WriteCache.Below[] below, KeyspaceCatalog catalog) {
+    java.util.TreeMap<byte[], Integer> newest = new java.util.TreeMap<>(Arrays::compareUnsigned);
+    for (int i = 0; i < b.count; i++) {
+      if (catalog.isLive(b.keyspaces[i])) newest.put(WriteCache.storeKey(b.keyspaces[i], b.keys[i]), i);
+    }
+    List<byte[][]> out = new ArrayList<>(newest.size());
+    for (Map.Entry<byte[], Integer> e : newest.entrySet()) {
+      int i = e.getValue();
+      WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
+      out.add(new byte[][] {e.getKey(), WriteCache.entry(b.firstSeqno + i, b.types[i] != Batch.PUT, b.values[i], w, b.expiry(i))});
+    }
+    return out;
   }
 
   /** Write cache entries in store key order: a skiplist snapshot's, or a batch's ({@link #flushBatch}). */
@@ -380,7 +390,8 @@ final class Flusher {
     List<KeyspaceFiles.Table> written;
     try {
       for (int i = 0; i < n; i++) {
-        out.add(keys.get(i), seqnos[i], sizes[i], WriteCache.isTombstone(entries.get(i)), hints[i], olderReported[i]);
+        out.add(keys.get(i), seqnos[i], sizes[i], WriteCache.isTombstone(entries.get(i)), hints[i], olderReported[i],
+            WriteCache.expiryOf(entries.get(i)));
       }
       written = out.finish();
       for (KeyspaceFiles.Table t : written) edit.addTable(ks, t);
@@ -434,7 +445,7 @@ final class Flusher {
       SegmentWriter w = tail.writer;
       byte[] e = entries.get(i);
       long before = w.size();
-      hints[i] = w.append(seqnos[i], keys.get(i), WriteCache.valueOf(e), WriteCache.isTombstone(e));
+      hints[i] = w.append(seqnos[i], keys.get(i), WriteCache.valueOf(e), WriteCache.isTombstone(e), WriteCache.expiryOf(e));
       sizes[i] = w.lastDocumentSize();
       stats.segmentBytesWritten.add(w.size() - before);
     }
@@ -577,7 +588,7 @@ final class Flusher {
     for (int i = from; i < to; i++) {
       if (o.found[i] || !maybe[i] || !r.getChecked(keys[i], rec, false)) continue;
       o.found[i] = true;
-      o.tombstone[i] = rec.tombstone;
+      o.tombstone[i] = rec.tombstone || rec.expiry != 0; // reported where dropped, as a tombstone (see OlderVersions)
       o.seqno[i] = rec.seqno;
       o.size[i] = rec.docSize;
     }

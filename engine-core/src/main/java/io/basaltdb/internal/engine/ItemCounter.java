@@ -18,7 +18,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * replay counts each replayed batch the same way, from the counts the manifest holds. A write cache
  * switch notes the counts at its seqno ({@link WriteCache#itemsAtSwitch}), and the flush of that cache
  * commits them with its files, so the manifest's counts are always those at its flushed seqno
- * ({@link Manifest.Counters#items}).
+ * ({@link Manifest.Counters#items}). A key whose newest version has an expiry is not counted (its expiry
+ * is a delete nobody writes, which no lookup would see happen); docs/architecture.md, "Document expiry".
  *
  * <p>Thread-safety: {@link #deltas} is called by one thread at a time (the commit leader, or replay);
  * the counts are written under the apply lock and read by anyone.
@@ -80,7 +81,7 @@ final class ItemCounter {
       for (int i = 0; i < b.count; i++) {
         int ks = b.keyspaces[i];
         if (!catalog.isLive(ks)) continue;
-        boolean live = b.types[i] == Batch.PUT;
+        boolean live = b.types[i] == Batch.PUT && b.expiry(i) == 0; // expiring keys are not counted
         ByteBuffer k = written == null ? null : ByteBuffer.wrap(WriteCache.storeKey(ks, b.keys[i]));
         State earlier = k == null ? null : written.get(k);
         State was = earlier != null ? earlier : stateIn(v, ks, b.keys[i], rec);
@@ -90,6 +91,11 @@ final class ItemCounter {
       }
     }
     return new Counted(out, below);
+  }
+
+  /** Whether a write cache entry is a counted key: a put without an expiry. */
+  private static boolean counted(byte[] e) {
+    return !WriteCache.isTombstone(e) && !WriteCache.expires(e);
   }
 
   /** A key's state before a write: whether it is live, and what is below the active write cache. */
@@ -102,11 +108,13 @@ final class ItemCounter {
    */
   private State stateIn(Version v, int ks, byte[] key, KeyRecord rec) {
     byte[] e = v.active.get(ks, key);
-    if (e != null) return new State(!WriteCache.isTombstone(e), WriteCache.belowOf(e));
+    if (e != null) return new State(counted(e), WriteCache.belowOf(e));
     e = v.immutable == null ? null : v.immutable.get(ks, key);
-    if (e != null) return new State(!WriteCache.isTombstone(e), WriteCache.Below.UNKNOWN);
+    if (e != null) return new State(counted(e), WriteCache.Below.UNKNOWN);
     if (!reads.findRecord(v.files(ks), key, rec)) return new State(false, WriteCache.Below.NONE);
-    return new State(!rec.tombstone, WriteCache.Below.of(rec.tombstone, rec.seqno, rec.docSize));
+    // A version with an expiry is below as a tombstone is: its report is left to the compaction that drops
+    // it (at the bottom once it has expired, or under a newer version), so it is never reported twice.
+    return new State(!rec.tombstone && rec.expiry == 0, WriteCache.Below.of(rec.tombstone || rec.expiry != 0, rec.seqno, rec.docSize));
   }
 
   /**
@@ -126,9 +134,11 @@ final class ItemCounter {
       }
       MergeSources.addIndexSources(files, new byte[0], null, false, sources);
       long n = 0;
-      try (MergingIterator merge = new MergingIterator(sources, true, null)) {
+      try (MergingIterator merge = new MergingIterator(sources, true, null, 0)) {
         sources = List.of(); // the merge closes them now
-        while (merge.next()) n++;
+        while (merge.next()) {
+          if (merge.current().expiry() == 0) n++; // keys written with an expiry are not counted
+        }
       }
       return n;
     } finally {

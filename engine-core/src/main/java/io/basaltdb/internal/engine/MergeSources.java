@@ -55,6 +55,10 @@ final class MergeSources {
       return WriteCache.isTombstone(entry);
     }
 
+    @Override public long expiry() {
+      return WriteCache.expiryOf(entry);
+    }
+
     /** The current value (a copy). */
     byte[] value() {
       return WriteCache.valueOf(entry);
@@ -125,6 +129,10 @@ final class MergeSources {
       return it.tombstone();
     }
 
+    @Override public long expiry() {
+      return it.expiry();
+    }
+
     int docSize() {
       return it.docSize();
     }
@@ -182,7 +190,7 @@ final class MergeSources {
         java.util.List<TableSource> sources = new java.util.ArrayList<>();
         try {
           for (KeyspaceFiles.Table t : tables) sources.add(new TableSource(t.reader().iterator(true), from));
-          merge = new MergingIterator(sources, false, null);
+          merge = new MergingIterator(sources, false, null, 0); // tombstones kept: the outer merge judges
           if (merge.next()) {
             current = (TableSource) merge.current();
             return;
@@ -213,6 +221,10 @@ final class MergeSources {
 
     @Override public boolean tombstone() {
       return current.tombstone();
+    }
+
+    @Override public long expiry() {
+      return current.expiry();
     }
 
     @Override public long hint() {

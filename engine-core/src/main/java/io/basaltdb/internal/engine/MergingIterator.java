@@ -12,7 +12,9 @@ import java.util.PriorityQueue;
  * <ol>
  *   <li>Newest wins: of the versions of one key, the one with the highest seqno is the key's version;
  *       each older one is shadowed and handed to {@link Discards} (compaction counts it as garbage).</li>
- *   <li>Tombstones: with {@code dropTombstones}, a key whose newest version is a tombstone is skipped,
+ *   <li>Tombstones: a version whose expiry has passed at the merge's {@code now} counts as one (an expiry is
+ *       a deletion nobody wrote; Magma section 7.1). With {@code dropTombstones}, a key whose newest
+ *       version is a tombstone is skipped,
  *       and the tombstone handed to {@link Discards} as well (a cursor hides deleted keys; a compaction
  *       into the bottom of the tree has nothing older left for the tombstone to hide). Without it the
  *       tombstone is the key's version (a compaction above data that it must still shadow).</li>
@@ -34,6 +36,11 @@ final class MergingIterator implements AutoCloseable {
 
     boolean tombstone();
 
+    /** When the current version expires (ms since the epoch), 0 for never. */
+    default long expiry() {
+      return 0;
+    }
+
     void next();
 
     void close();
@@ -54,10 +61,13 @@ final class MergingIterator implements AutoCloseable {
   private final PriorityQueue<Source> heap;
   private final boolean dropTombstones;
   private final Discards discards;
+  /** The instant expiries are judged at (ms since the epoch); 0: nothing has expired. */
+  private final long now;
   /** The source positioned on the current key's version, not yet advanced; null before and after. */
   private Source current;
 
-  MergingIterator(List<? extends Source> sources, boolean dropTombstones, Discards discards) {
+  MergingIterator(List<? extends Source> sources, boolean dropTombstones, Discards discards, long now) {
+    this.now = now;
     this.sources = sources;
     this.dropTombstones = dropTombstones;
     this.discards = discards;
@@ -97,7 +107,7 @@ final class MergingIterator implements AutoCloseable {
         if (discards != null) discards.discarded(shadowed);
         advance(shadowed);
       }
-      if (dropTombstones && top.tombstone()) {
+      if (dropTombstones && deleted(top, now)) {
         if (discards != null) discards.discarded(top);
         advance(top);
         continue;
@@ -105,6 +115,18 @@ final class MergingIterator implements AutoCloseable {
       current = top;
       return true;
     }
+  }
+
+  /** Whether {@code s}'s current version is a deletion at {@code now}: a tombstone, or expired at or before it. */
+  static boolean deleted(Source s, long now) {
+    if (s.tombstone()) return true;
+    long e = s.expiry();
+    return e != 0 && e <= now;
+  }
+
+  /** The instant this merge judges expiries at. */
+  long now() {
+    return now;
   }
 
   /** The source positioned on the current key's version. */

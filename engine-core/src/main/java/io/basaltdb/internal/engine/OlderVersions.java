@@ -143,7 +143,9 @@ final class OlderVersions implements AutoCloseable {
   private boolean found(Cursor c) {
     seqno = c.it.seqno();
     docSize = c.it.docSize();
-    tombstone = c.it.tombstone();
+    // A version with an expiry counts as a tombstone here: the compaction that drops it reports it (at the
+    // bottom once expired, or under a newer version), never an early reveal, so it is reported once.
+    tombstone = c.it.tombstone() || c.it.expiry() != 0;
     return true;
   }
 

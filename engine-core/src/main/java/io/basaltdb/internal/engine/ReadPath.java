@@ -28,12 +28,31 @@ final class ReadPath {
   private final EngineStats stats;
   /** Reads the documents of batched gets; null for the in-memory store, which has no files. */
   private final ReadTransport transport;
+  /** Judges document expiry ({@link io.basaltdb.Options#clock}). */
+  private final java.util.function.LongSupplier clock;
 
-  ReadPath(Versions versions, KeyspaceCatalog catalog, EngineStats stats, ReadTransport transport) {
+  ReadPath(Versions versions, KeyspaceCatalog catalog, EngineStats stats, ReadTransport transport,
+      java.util.function.LongSupplier clock) {
+    this.clock = clock;
     this.versions = versions;
     this.catalog = catalog;
     this.stats = stats;
     this.transport = transport;
+  }
+
+  /** Now, by the store's clock: the instant expiries are judged at. */
+  long now() {
+    return clock.getAsLong();
+  }
+
+  /** The value of a write cache entry read at {@code now}: null for a tombstone or an expired value. */
+  static byte[] valueAt(byte[] entry, long now) {
+    return WriteCache.isDeleted(entry, now) ? null : WriteCache.valueOf(entry);
+  }
+
+  /** An entry's value now: the clock is read only for an entry that expires. */
+  private byte[] valueNow(byte[] entry) {
+    return WriteCache.isTombstone(entry) ? null : valueAt(entry, WriteCache.expires(entry) ? now() : 0);
   }
 
   /** The value of {@code key} in keyspace {@code ks}, or null; sees whole batches. */
@@ -42,8 +61,8 @@ final class ReadPath {
     Version v = versions.acquire();
     try {
       byte[] e = cached(v, ks, key);
-      if (e != null) return WriteCache.isTombstone(e) ? null : WriteCache.valueOf(e);
-      return getFromFiles(v.files(ks), ks, key);
+      if (e != null) return valueNow(e);
+      return getFromFiles(v.files(ks), ks, key, -1);
     } finally {
       v.release();
     }
@@ -62,9 +81,14 @@ final class ReadPath {
     stats.gets.increment();
   }
 
-  byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key) {
+  /**
+   * The value of {@code key} in the tables of {@code files}, or null; expiries judged at {@code now} (-1:
+   * the clock, read only if the record expires).
+   */
+  byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key, long now) {
     KeyRecord rec = new KeyRecord();
     if (!findRecord(files, key, rec) || rec.tombstone) return null;
+    if (rec.expiry != 0 && rec.expiredAt(now < 0 ? now() : now)) return null;
     return readDocument(files, ks, key, rec.seqno, rec.hint).value();
   }
 
@@ -124,12 +148,13 @@ final class ReadPath {
       KeyspaceFiles files = v.files(ks);
       List<PendingRead> pending = new ArrayList<>();
       KeyRecord rec = new KeyRecord();
+      long now = now();
       for (int i = 0; i < n; i++) {
         byte[] key = keys.get(i);
         byte[] e = cached(v, ks, key);
         if (e != null) {
-          out[i] = WriteCache.isTombstone(e) ? null : WriteCache.valueOf(e);
-        } else if (findRecord(files, key, rec) && !rec.tombstone) {
+          out[i] = valueAt(e, now);
+        } else if (findRecord(files, key, rec) && !rec.tombstone && !rec.expiredAt(now)) {
           KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
           Document hit = s == null ? null : s.reader().cached(rec.seqno);
           if (hit != null && Arrays.equals(hit.key(), key)) {

@@ -423,7 +423,7 @@ final class SegmentCompactor {
               more = stale.next();
               continue;
             }
-            w.append(d.seqno(), d.key(), d.value(), d.tombstone());
+            w.append(d.seqno(), d.key(), d.value(), d.tombstone(), d.expiry());
             if (++copied % 1024 == 0 && stopping()) {
               abandon(file, name);
               return;

@@ -99,6 +99,8 @@ final class StatsReport {
     m.put("documentReads", s.documentReads.sum());
     m.put("batchedGets", s.batchedGets.sum());
     m.put("hintMisses", s.hintMisses.sum());
+    m.put("expiredRecordsCompacted", s.expiredRecordsCompacted.sum());
+    m.put("expiryCompactions", s.expiryCompactions.sum());
     m.put("indexBlockReads", cache == null ? 0 : cache.misses(BlockCache.Kind.TABLE_DATA));
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());

@@ -36,7 +36,7 @@ final class StoreOpener {
     StoreState state = new StoreState();
     EngineStats stats = new EngineStats();
     MemoryStore store = new MemoryStore(versions, catalog, chunk);
-    ReadPath reads = new ReadPath(versions, catalog, stats, null);
+    ReadPath reads = new ReadPath(versions, catalog, stats, null, options.clock());
     if (options.exactItemCounts()) versions.items = new ItemCounter(reads, catalog);
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
     return new Parts(options, quota, null, catalog, versions, state, stats, pipeline, reads, store);
@@ -79,7 +79,7 @@ final class StoreOpener {
       events.gc = gc;
       ReadTransport transport = newReadTransport(options.readQueueDepth());
       undo.push(transport::close);
-      ReadPath reads = new ReadPath(versions, catalog, stats, transport);
+      ReadPath reads = new ReadPath(versions, catalog, stats, transport, options.clock());
       // Exact item counts go on from the manifest's (those at its flushed seqno) through the replay;
       // a store whose counts are not exact counts its keys after the replay.
       boolean counted = options.exactItemCounts() && st.manifest.itemsCounted();

@@ -57,6 +57,11 @@ final class TableOutput {
 
   /** As {@link #add(byte[], long, int, boolean, long)}, with the record's {@code olderReported} flag. */
   void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
+    add(key, seqno, docSize, tombstone, hint, olderReported, 0);
+  }
+
+  /** As {@link #add(byte[], long, int, boolean, long, boolean)}, for a record that expires at {@code expiry} (0: never). */
+  void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported, long expiry) {
     if (writer == null) {
       fileNumber = fileNumbers.getAndIncrement();
       storage.mkdirs(FileNames.indexDir(keyspace));
@@ -64,7 +69,7 @@ final class TableOutput {
       writer = new TableWriter(file, TableOptions.defaults().withBlockSize(options.blockSize())
           .withBloomBitsPerKey(options.bloomBitsPerKey()));
     }
-    writer.add(key, seqno, docSize, tombstone, hint, olderReported);
+    writer.add(key, seqno, docSize, tombstone, hint, olderReported, expiry);
     tombstoneInTable |= tombstone;
     records++;
     docBytes += docSize;

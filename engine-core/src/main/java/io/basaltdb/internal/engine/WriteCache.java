@@ -17,7 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * tombstone, which shadows older versions in the key index; with exact item counts, bits 1 to 3 say
  * what the key's newest version below this write cache was when it was written (nothing, a tombstone
  * or a version of the key index: then {@code below} holds its seqno and document size), so the flush
- * reports that version to the delete list without a lookup of its own ({@link Below}).
+ * reports that version to the delete list without a lookup of its own ({@link Below}); bit 4 marks a
+ * value that expires, its expiry (u64, ms since the epoch) after {@code below}.
  *
  * <p>Memory: each write cache has its own allocator over the engine's write-cache {@link MemoryQuota}, so
  * when it is freed every chunk goes back to the quota, whatever size classes its nodes had (a store
@@ -36,6 +37,9 @@ final class WriteCache {
   static final byte BELOW_RECORD = 8;
   /** The below version's seqno (u64) and document size (u32), after the flags, with {@link #BELOW_RECORD}. */
   static final int BELOW_BYTES = 12;
+  /** Flag: the value expires; a u64 expiry (ms since the epoch) follows the below bytes. */
+  static final byte EXPIRES = 16;
+  static final int EXPIRY_BYTES = 8;
 
   /**
    * What a key's newest version below the write cache holding a write was, when it was written (exact
@@ -84,7 +88,7 @@ final class WriteCache {
     this.allocator = new SlabAllocator(name + "-" + id, quota, chunkSize);
     try {
       this.list = new SkipList(SkipListConfig.defaults().withAllocator(allocator)
-          .withMaxValueSize(maxValueSize + VALUE_HEADER + BELOW_BYTES));
+          .withMaxValueSize(maxValueSize + VALUE_HEADER + BELOW_BYTES + EXPIRY_BYTES));
     } catch (RuntimeException e) {
       allocator.close();
       throw e;
@@ -127,8 +131,14 @@ final class WriteCache {
   }
 
   static byte[] entry(long seqno, boolean tombstone, byte[] value, Below below) {
+    return entry(seqno, tombstone, value, below, 0);
+  }
+
+  /** An entry; {@code expiry}: when the value expires (0: never). */
+  static byte[] entry(long seqno, boolean tombstone, byte[] value, Below below, long expiry) {
     int vlen = value == null ? 0 : value.length;
-    int at = VALUE_HEADER + (below.record() ? BELOW_BYTES : 0);
+    int expiryAt = VALUE_HEADER + (below.record() ? BELOW_BYTES : 0);
+    int at = expiryAt + (expiry != 0 ? EXPIRY_BYTES : 0);
     byte[] e = new byte[at + vlen];
     for (int i = 0; i < 8; i++) e[i] = (byte) (seqno >>> (56 - 8 * i));
     int flags = tombstone ? TOMBSTONE : 0;
@@ -140,9 +150,33 @@ final class WriteCache {
         for (int i = 0; i < 4; i++) e[VALUE_HEADER + 8 + i] = (byte) (below.size() >>> (24 - 8 * i));
       }
     }
+    if (expiry != 0) {
+      flags |= EXPIRES;
+      for (int i = 0; i < 8; i++) e[expiryAt + i] = (byte) (expiry >>> (56 - 8 * i));
+    }
     e[8] = (byte) flags;
     if (vlen > 0) System.arraycopy(value, 0, e, at, vlen);
     return e;
+  }
+
+  /** When the entry's value expires (ms since the epoch), 0 for never. */
+  static long expiryOf(byte[] entry) {
+    if ((entry[8] & EXPIRES) == 0) return 0;
+    int at = VALUE_HEADER + ((entry[8] & BELOW_RECORD) != 0 ? BELOW_BYTES : 0);
+    long s = 0;
+    for (int i = 0; i < 8; i++) s = s << 8 | (entry[at + i] & 0xFF);
+    return s;
+  }
+
+  /** Whether the entry reads as absent at {@code now}: a tombstone, or a value expired at or before it. */
+  static boolean isDeleted(byte[] entry, long now) {
+    if ((entry[8] & TOMBSTONE) != 0) return true;
+    return (entry[8] & EXPIRES) != 0 && expiryOf(entry) <= now;
+  }
+
+  /** Whether the entry's value expires (at any time). */
+  static boolean expires(byte[] entry) {
+    return (entry[8] & EXPIRES) != 0;
   }
 
   /** What the entry says of the version below its write cache. */
@@ -158,7 +192,7 @@ final class WriteCache {
   }
 
   private static int valueOffset(byte[] entry) {
-    return VALUE_HEADER + ((entry[8] & BELOW_RECORD) != 0 ? BELOW_BYTES : 0);
+    return VALUE_HEADER + ((entry[8] & BELOW_RECORD) != 0 ? BELOW_BYTES : 0) + ((entry[8] & EXPIRES) != 0 ? EXPIRY_BYTES : 0);
   }
 
   static long seqnoOf(byte[] entry) {
@@ -181,7 +215,11 @@ final class WriteCache {
   }
 
   void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below) {
-    applyPrepared(prepare(keyspace, key, seqno, tombstone, value, below), key, seqno, value);
+    apply(keyspace, key, seqno, tombstone, value, below, 0);
+  }
+
+  void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below, long expiry) {
+    applyPrepared(prepare(keyspace, key, seqno, tombstone, value, below, expiry), key, seqno, value);
   }
 
   /**
@@ -197,8 +235,13 @@ final class WriteCache {
 
   /** As {@link #prepare(int, byte[], long, boolean, byte[])}, noting what is below the cache. */
   long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below) {
+    return prepare(keyspace, key, seqno, tombstone, value, below, 0);
+  }
+
+  /** As {@link #prepare(int, byte[], long, boolean, byte[], Below)}, for a value that expires at {@code expiry} (0: never). */
+  long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below, long expiry) {
     byte[] sk = storeKey(keyspace, key);
-    byte[] e = entry(seqno, tombstone, value, below);
+    byte[] e = entry(seqno, tombstone, value, below, expiry);
     return list.prepare(sk, 0, sk.length, e, 0, e.length);
   }
 

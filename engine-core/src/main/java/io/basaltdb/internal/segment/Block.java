@@ -140,8 +140,13 @@ final class Block {
       }
       seqno += delta;
       seqnos[i] = seqno;
-      if (cursor >= end || (data[cursor++] & ~DOC_FLAG_TOMBSTONE) != 0) {
+      if (cursor >= end) throw corrupt("document " + i + " overruns the block");
+      int flags = data[cursor++];
+      if ((flags & ~(DOC_FLAG_TOMBSTONE | SegmentFormat.DOC_FLAG_EXPIRES)) != 0) {
         throw corrupt("document " + i + " has unknown flags");
+      }
+      if ((flags & SegmentFormat.DOC_FLAG_EXPIRES) != 0 && readVarLong(end, 9) <= 0) {
+        throw corrupt("document " + i + " has a bad expiry");
       }
       long keyLength = readVarLong(end, 3);
       long valueLength = readVarLong(end, 4);
@@ -203,7 +208,16 @@ final class Block {
     int p = starts[i];
     while (data[p++] < 0) { // seqno delta
     }
-    boolean tombstone = (data[p++] & DOC_FLAG_TOMBSTONE) != 0;
+    int flags = data[p++];
+    boolean tombstone = (flags & DOC_FLAG_TOMBSTONE) != 0;
+    long expiry = 0;
+    if ((flags & SegmentFormat.DOC_FLAG_EXPIRES) != 0) {
+      for (int shift = 0; ; shift += 7) {
+        byte x = data[p++];
+        expiry |= (long) (x & 0x7F) << shift;
+        if (x >= 0) break;
+      }
+    }
     int keyLength = 0;
     for (int shift = 0; ; shift += 7) {
       byte x = data[p++];
@@ -222,6 +236,6 @@ final class Block {
     }
     byte[] key = Arrays.copyOfRange(data, p, p + keyLength);
     byte[] value = Arrays.copyOfRange(data, p + keyLength, p + keyLength + valueLength);
-    return new Document(seqnos[i], key, value, tombstone);
+    return new Document(seqnos[i], key, value, tombstone, expiry);
   }
 }

@@ -25,7 +25,7 @@ import net.jpountz.lz4.LZ4Factory;
 /**
  * The writer's open data block: packs encoded documents into an uncompressed buffer and seals them into
  * one checksummed block record, LZ4- or zstd-compressed, (docs/format.md, "Data block"). A document is
- * {@code varint seqnoDelta, flags, varint keyLength, varint valueLength, key, value}; the first document's
+ * {@code varint seqnoDelta, flags, [varint expiry], varint keyLength, varint valueLength, key, value}; the first document's
  * delta is 0 (its seqno is the header's first seqno), every later one's is the distance to its
  * predecessor, at least 1.
  *
@@ -71,22 +71,22 @@ final class BlockBuilder {
   }
 
   /** Encoded size of a document whose seqno is {@code delta} past its predecessor's (0 if first). */
-  static int encodedSize(long delta, int keyLength, int valueLength) {
-    return SegmentFormat.varLongSize(delta) + 1 + SegmentFormat.varLongSize(keyLength)
-        + SegmentFormat.varLongSize(valueLength) + keyLength + valueLength;
+  static int encodedSize(long delta, int keyLength, int valueLength, long expiry) {
+    return SegmentFormat.varLongSize(delta) + 1 + (expiry != 0 ? SegmentFormat.varLongSize(expiry) : 0)
+        + SegmentFormat.varLongSize(keyLength) + SegmentFormat.varLongSize(valueLength) + keyLength + valueLength;
   }
 
   /** Encoded size of the document if it were added to this block now. */
-  int sizeIfAdded(long seqno, int keyLength, int valueLength) {
-    return encodedSize(count == 0 ? 0 : seqno - lastSeqno, keyLength, valueLength);
+  int sizeIfAdded(long seqno, int keyLength, int valueLength, long expiry) {
+    return encodedSize(count == 0 ? 0 : seqno - lastSeqno, keyLength, valueLength, expiry);
   }
 
   /**
    * Adds a document; the first one of a block fixes the block's file offset. Seqnos must increase (the
    * writer checks). Returns the document's encoded size.
    */
-  int add(long blockOffset, long seqno, byte[] key, byte[] value, boolean tombstone) {
-    int size = sizeIfAdded(seqno, key.length, value.length);
+  int add(long blockOffset, long seqno, byte[] key, byte[] value, boolean tombstone, long expiry) {
+    int size = sizeIfAdded(seqno, key.length, value.length, expiry);
     if (count == 0) {
       offset = blockOffset;
       firstSeqno = seqno;
@@ -96,7 +96,8 @@ final class BlockBuilder {
       raw = Arrays.copyOf(raw, Math.max(length + size, raw.length * 2));
     }
     int p = SegmentFormat.putVarLong(raw, length, seqno - lastSeqno);
-    raw[p++] = (byte) (tombstone ? DOC_FLAG_TOMBSTONE : 0);
+    raw[p++] = (byte) ((tombstone ? DOC_FLAG_TOMBSTONE : 0) | (expiry != 0 ? SegmentFormat.DOC_FLAG_EXPIRES : 0));
+    if (expiry != 0) p = SegmentFormat.putVarLong(raw, p, expiry);
     p = SegmentFormat.putVarLong(raw, p, key.length);
     p = SegmentFormat.putVarLong(raw, p, value.length);
     System.arraycopy(key, 0, raw, p, key.length);

@@ -13,11 +13,22 @@ import java.util.Arrays;
  * @param key the key, up to 64 KiB
  * @param value the value, up to 20 MiB; may be empty (tombstones usually have an empty value)
  * @param tombstone true when the mutation was a delete
+ * @param expiry when the document expires, in ms since the epoch; 0 for never
  */
-public record Document(long seqno, byte[] key, byte[] value, boolean tombstone) {
+public record Document(long seqno, byte[] key, byte[] value, boolean tombstone, long expiry) {
+  /** A document that does not expire. */
+  public Document(long seqno, byte[] key, byte[] value, boolean tombstone) {
+    this(seqno, key, value, tombstone, 0);
+  }
+
+  /** Whether the document is a deletion at {@code now} (ms since the epoch): a tombstone, or expired at or before it. */
+  public boolean deletedAt(long now) {
+    return tombstone || (expiry != 0 && expiry <= now);
+  }
+
   @Override
   public boolean equals(Object o) {
-    return o instanceof Document d && d.seqno == seqno && d.tombstone == tombstone
+    return o instanceof Document d && d.seqno == seqno && d.tombstone == tombstone && d.expiry == expiry
         && Arrays.equals(d.key, key) && Arrays.equals(d.value, value);
   }
 
@@ -29,6 +40,6 @@ public record Document(long seqno, byte[] key, byte[] value, boolean tombstone) 
   @Override
   public String toString() {
     return "Document[seqno=" + seqno + ", key=" + key.length + " bytes, value=" + value.length + " bytes"
-        + (tombstone ? ", tombstone" : "") + "]";
+        + (tombstone ? ", tombstone" : "") + (expiry != 0 ? ", expiry=" + expiry : "") + "]";
   }
 }

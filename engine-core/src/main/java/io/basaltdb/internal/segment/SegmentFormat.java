@@ -74,6 +74,8 @@ final class SegmentFormat {
   // Document inside a block's uncompressed payload: varint seqno delta, flags, varint key length,
   // varint value length, key, value.
   static final int DOC_FLAG_TOMBSTONE = 1;
+  /** The document expires: a varint of its expiry (ms since the epoch, above 0) follows the flags. */
+  static final int DOC_FLAG_EXPIRES = 2;
   /** Smallest encoded document: one byte for each of delta, flags, key length, value length. */
   static final int MIN_DOC_SIZE = 4;
 

@@ -76,12 +76,12 @@ public final class SegmentReader {
     return d;
   }
 
-  /** Bytes a cached document takes before its key: the tombstone flag and the key length. */
-  private static final int CACHED_HEADER = 5;
+  /** Bytes a cached document takes before its key: the tombstone flag, the expiry and the key length. */
+  private static final int CACHED_HEADER = 13;
 
   /**
    * The cached copy of the document with {@code seqno}, or null if the cache does not hold it (or this
-   * state of the segment does not). A cached document is its tombstone flag (1 byte), its key length
+   * state of the segment does not). A cached document is its tombstone flag (1 byte), its expiry (8 bytes, little-endian), its key length
    * (4 bytes, little-endian), its key and its value, checked when it was read from the file.
    */
   public Document cached(long seqno) {
@@ -90,12 +90,13 @@ public final class SegmentReader {
     if (c == null) return null;
     try {
       boolean tombstone = Mem.lpByte(c.base, c.address) != 0;
-      int keyLength = Mem.lpIntLE(c.base, c.address + 1);
+      long expiry = Mem.lpLongLE(c.base, c.address + 1);
+      int keyLength = Mem.lpIntLE(c.base, c.address + 9);
       byte[] key = new byte[keyLength];
       byte[] value = new byte[c.size - CACHED_HEADER - keyLength];
       Mem.copyToArray(c.base, c.address + CACHED_HEADER, key, 0, keyLength);
       Mem.copyToArray(c.base, c.address + CACHED_HEADER + keyLength, value, 0, value.length);
-      return new Document(seqno, key, value, tombstone);
+      return new Document(seqno, key, value, tombstone, expiry);
     } finally {
       c.release();
     }
@@ -112,10 +113,11 @@ public final class SegmentReader {
     if (!cache.admitsSmall(size) || !cache.admitOnSecondRead(cacheOwner + 1, docSlot(d.seqno()))) return;
     byte[] b = new byte[size];
     b[0] = (byte) (d.tombstone() ? 1 : 0);
-    b[1] = (byte) d.key().length;
-    b[2] = (byte) (d.key().length >>> 8);
-    b[3] = (byte) (d.key().length >>> 16);
-    b[4] = (byte) (d.key().length >>> 24);
+    for (int i = 0; i < 8; i++) b[1 + i] = (byte) (d.expiry() >>> (8 * i));
+    b[9] = (byte) d.key().length;
+    b[10] = (byte) (d.key().length >>> 8);
+    b[11] = (byte) (d.key().length >>> 16);
+    b[12] = (byte) (d.key().length >>> 24);
     System.arraycopy(d.key(), 0, b, CACHED_HEADER, d.key().length);
     System.arraycopy(d.value(), 0, b, CACHED_HEADER + d.key().length, d.value().length);
     cache.put(cacheOwner + 1, docSlot(d.seqno()), BlockCache.Kind.DOCUMENT, b).release();

@@ -159,7 +159,13 @@ public final class SegmentWriter {
    * seqno out of order, a key over 64 KiB, a value over 20 MiB, or a segment past 3 GiB.
    */
   public long append(long seqno, byte[] key, byte[] value, boolean tombstone) {
+    return append(seqno, key, value, tombstone, 0);
+  }
+
+  /** As {@link #append(long, byte[], byte[], boolean)}, for a document that expires at {@code expiry} (0: never). */
+  public long append(long seqno, byte[] key, byte[] value, boolean tombstone, long expiry) {
     checkUsable();
+    if (expiry < 0) throw new InvalidArgumentException("segment append: a negative expiry " + expiry);
     if (key == null || value == null || key.length > MAX_KEY_SIZE || value.length > MAX_VALUE_SIZE) {
       throw new InvalidArgumentException("segment append: key and value must be non-null, at most "
           + MAX_KEY_SIZE + " and " + MAX_VALUE_SIZE + " bytes");
@@ -172,11 +178,11 @@ public final class SegmentWriter {
       throw new InvalidArgumentException("segment " + file.name() + " is full (" + tail + " bytes); roll to a new one");
     }
     try {
-      int size = block.sizeIfAdded(seqno, key.length, value.length);
+      int size = block.sizeIfAdded(seqno, key.length, value.length, expiry);
       if (!block.isEmpty() && block.length() + size > options.blockSize()) {
         sealBlock();
       }
-      int docSize = block.add(tail, seqno, key, value, tombstone);
+      int docSize = block.add(tail, seqno, key, value, tombstone, expiry);
       long hint = SegmentFormat.hint(segmentId, block.offset());
       lastSeqno = seqno;
       documentCount++;

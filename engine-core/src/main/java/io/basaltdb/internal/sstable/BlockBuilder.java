@@ -53,13 +53,13 @@ final class BlockBuilder {
   }
 
   /** Adds a data record; {@code key} sorts after the previous key. */
-  void addRecord(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
+  void addRecord(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported, long expiry) {
     addKey(key);
     boolean seqnoInKey = key.length == 8 && bigEndian(key) == seqno;
     out.putVarint(seqnoInKey ? 0 : seqno);
     out.putVarint(docSize);
     int flags = (tombstone ? Format.FLAG_TOMBSTONE : 0) | (olderReported ? Format.FLAG_OLDER_REPORTED : 0)
-        | (seqnoInKey ? Format.FLAG_SEQNO_IN_KEY : 0);
+        | (seqnoInKey ? Format.FLAG_SEQNO_IN_KEY : 0) | (expiry != 0 ? Format.FLAG_EXPIRES : 0);
     if (hint == -1) {
       out.putByte(flags | Format.FLAG_NO_HINT);
     } else if (hint >= 0 && hint < Long.MAX_VALUE) { // the usual case: a file offset
@@ -69,6 +69,7 @@ final class BlockBuilder {
       out.putByte(flags);
       out.putLongLE(hint);
     }
+    if (expiry != 0) out.putVarint(expiry);
   }
 
   /** The 8 bytes of {@code key} as a big-endian number. */

@@ -35,6 +35,8 @@ final class BlockIter {
   boolean tombstone;
   boolean olderReported;
   long hint;
+  /** The record's expiry (ms since the epoch), 0 for none. */
+  long expiry;
   long handleOffset;
   int handleSize;
 
@@ -160,6 +162,12 @@ final class BlockIter {
         if (limit - p < Format.HINT_SIZE) throw block.corrupt(pos, "record overruns the block");
         hint = Mem.lpLongLE(base, address + p);
         p += Format.HINT_SIZE;
+      }
+      if ((flags & Format.FLAG_EXPIRES) != 0) {
+        expiry = readVarint();
+        if (expiry <= 0) throw block.corrupt(pos, "an expiry of " + expiry);
+      } else {
+        expiry = 0;
       }
     }
     current = pos;

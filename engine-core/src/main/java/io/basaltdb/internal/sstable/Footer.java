@@ -21,7 +21,8 @@ record Footer(
     int indexSize,
     long entryCount,
     long minSeqno,
-    long maxSeqno) {
+    long maxSeqno,
+    int version) {
 
   boolean hasFilter() {
     return filterSize != 0;
@@ -38,7 +39,7 @@ record Footer(
     putLongLE(b, FOOTER_ENTRY_COUNT_OFFSET, entryCount);
     putLongLE(b, FOOTER_MIN_SEQNO_OFFSET, minSeqno);
     putLongLE(b, FOOTER_MAX_SEQNO_OFFSET, maxSeqno);
-    putIntLE(b, FOOTER_VERSION_OFFSET, FORMAT_VERSION);
+    putIntLE(b, FOOTER_VERSION_OFFSET, version);
     putIntLE(b, FOOTER_CRC_OFFSET, crc(b, 0, FOOTER_CRC_OFFSET));
     putLongLE(b, FOOTER_MAGIC_OFFSET, MAGIC);
     return b;
@@ -65,7 +66,7 @@ record Footer(
         getLongLE(b, FOOTER_META_OFFSET_OFFSET), getIntLE(b, FOOTER_META_SIZE_OFFSET),
         getLongLE(b, FOOTER_INDEX_OFFSET_OFFSET), getIntLE(b, FOOTER_INDEX_SIZE_OFFSET),
         getLongLE(b, FOOTER_ENTRY_COUNT_OFFSET),
-        getLongLE(b, FOOTER_MIN_SEQNO_OFFSET), getLongLE(b, FOOTER_MAX_SEQNO_OFFSET));
+        getLongLE(b, FOOTER_MIN_SEQNO_OFFSET), getLongLE(b, FOOTER_MAX_SEQNO_OFFSET), version);
     boolean ok = f.filterOffset >= 0 && f.filterSize >= 0 && (f.filterSize != 0 || f.filterOffset == 0)
         && f.metaOffset >= 0 && f.metaSize >= 0 && f.indexOffset >= 0 && f.indexSize >= 0
         && f.entryCount >= 0 && f.minSeqno >= 0 && f.maxSeqno >= f.minSeqno

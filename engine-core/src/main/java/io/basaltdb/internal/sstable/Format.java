@@ -18,9 +18,13 @@ final class Format {
   /**
    * Version written into every footer. 2: a record's hint may be a varint ({@link #FLAG_VARINT_HINT}).
    * 3: a record may carry {@link #FLAG_OLDER_REPORTED}. 4: {@link #FLAG_SEQNO_IN_KEY} and {@link
-   * #FLAG_NO_HINT}. This build reads versions {@link #OLDEST_READABLE_VERSION} to 4 and refuses any other.
+   * #FLAG_NO_HINT}. 5: {@link #FLAG_EXPIRES} and the meta block's expiry histogram, written only by a
+   * table that holds a record with an expiry (every other table is still written as 4, which earlier
+   * builds read). This build reads versions {@link #OLDEST_READABLE_VERSION} to 5 and refuses any other.
    */
-  static final int FORMAT_VERSION = 4;
+  static final int FORMAT_VERSION = 5;
+  /** The version of a table without an expiring record. */
+  static final int VERSION_WITHOUT_EXPIRY = 4;
   /** The oldest table format this build reads (version 1: every hint is {@link #HINT_SIZE} bytes). */
   static final int OLDEST_READABLE_VERSION = 1;
   /** Last 8 bytes of every table file (little-endian). */
@@ -53,9 +57,11 @@ final class Format {
   static final int FLAG_SEQNO_IN_KEY = 0x08;
   /** The record has no hint (-1) and no hint field. */
   static final int FLAG_NO_HINT = 0x10;
+  /** Version 5: the record's document expires; a varint of its expiry (ms since the epoch, above 0) follows the hint. */
+  static final int FLAG_EXPIRES = 0x20;
   /** Every flag bit this build knows. */
   static final int KNOWN_FLAGS =
-      FLAG_TOMBSTONE | FLAG_VARINT_HINT | FLAG_OLDER_REPORTED | FLAG_SEQNO_IN_KEY | FLAG_NO_HINT;
+      FLAG_TOMBSTONE | FLAG_VARINT_HINT | FLAG_OLDER_REPORTED | FLAG_SEQNO_IN_KEY | FLAG_NO_HINT | FLAG_EXPIRES;
   static final int HINT_SIZE = 8;
 
   // Footer, the last FOOTER_SIZE bytes of the file.

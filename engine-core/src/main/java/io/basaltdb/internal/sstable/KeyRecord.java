@@ -33,14 +33,26 @@ public final class KeyRecord {
    * a compaction that drops it must not report it again. Table format 3.
    */
   public boolean olderReported;
+  /**
+   * When the key's document expires, in ms since the epoch (it is then a deletion nobody wrote); 0 for
+   * never. Table format 5.
+   */
+  public long expiry;
 
   /** Sets every field but {@link #olderReported}, which it clears; returns this. */
   public KeyRecord set(byte[] key, long seqno, int docSize, boolean tombstone, long hint) {
     return set(key, seqno, docSize, tombstone, hint, false);
   }
 
-  /** Sets every field; returns this. */
+  /** Sets every field but {@link #expiry}, which it clears; returns this. */
   public KeyRecord set(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
+    return set(key, seqno, docSize, tombstone, hint, olderReported, 0);
+  }
+
+  /** Sets every field; returns this. */
+  public KeyRecord set(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported,
+      long expiry) {
+    this.expiry = expiry;
     this.key = key;
     this.seqno = seqno;
     this.docSize = docSize;
@@ -54,6 +66,11 @@ public final class KeyRecord {
    * The order of keys in every SSTable: bytes compared as unsigned, lexicographically; a key that is a
    * proper prefix of another sorts first. The empty key sorts before every other key.
    */
+  /** Whether this record's document has expired at {@code now} (ms since the epoch): at its expiry, not after. */
+  public boolean expiredAt(long now) {
+    return expiry != 0 && expiry <= now;
+  }
+
   public static int compareKeys(byte[] a, byte[] b) {
     return Arrays.compareUnsigned(a, b);
   }
@@ -64,6 +81,6 @@ public final class KeyRecord {
         : key.length <= 32 ? HexFormat.of().formatHex(key)
         : HexFormat.of().formatHex(key, 0, 32) + "...(" + key.length + " bytes)";
     return "KeyRecord{key=" + k + ", seqno=" + seqno + ", docSize=" + docSize + ", tombstone=" + tombstone
-        + ", hint=" + hint + "}";
+        + ", hint=" + hint + (expiry != 0 ? ", expiry=" + expiry : "") + "}";
   }
 }

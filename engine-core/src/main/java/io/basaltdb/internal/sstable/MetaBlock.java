@@ -6,35 +6,42 @@ import java.util.Arrays;
 /**
  * The meta block: the table's smallest and largest keys, which the index does not hold exactly (its
  * separators may be shortened). Contents: {@code varint len | smallest key | varint len | largest key},
- * nothing after. An empty table stores two empty keys (the footer's entry count of 0 says they are
- * absent, since the empty key is a valid key).
+ * then, in a version-5 table, its {@link ExpiryHistogram}; nothing after. An empty table stores two
+ * empty keys (the footer's entry count of 0 says they are absent, since the empty key is a valid key).
  *
  * <p>Thread-safety: stateless.
  */
 final class MetaBlock {
   private MetaBlock() {}
 
-  static void encode(Output out, byte[] smallest, byte[] largest) {
+  /** {@code expiry}: the histogram of a version-5 table, or null. */
+  static void encode(Output out, byte[] smallest, byte[] largest, ExpiryHistogram expiry) {
     byte[] s = smallest == null ? new byte[0] : smallest;
     byte[] l = largest == null ? new byte[0] : largest;
     out.putVarint(s.length);
     out.putBytes(s, 0, s.length);
     out.putVarint(l.length);
     out.putBytes(l, 0, l.length);
+    if (expiry != null) expiry.encode(out);
   }
 
+  /** A decoded meta block: the keys and the expiry histogram ({@link ExpiryHistogram#NONE} before version 5). */
+  record Meta(byte[] smallest, byte[] largest, ExpiryHistogram expiry) {}
+
   /**
-   * Returns {smallest, largest} decoded from verified contents {@code b[0, end)} read at {@code
+   * Returns the keys (and a version-5 table's histogram) decoded from verified contents {@code b[0, end)} read at {@code
    * fileOffset}; bytes after {@code end} (the trailer) are ignored.
    */
-  static byte[][] decode(byte[] b, int end, long fileOffset, String file) {
+  static Meta decode(byte[] b, int end, long fileOffset, String file, int version) {
     int[] pos = {0};
     byte[] smallest = readKey(b, end, pos, fileOffset, file);
     byte[] largest = readKey(b, end, pos, fileOffset, file);
+    ExpiryHistogram expiry = version >= Format.FORMAT_VERSION
+        ? ExpiryHistogram.decode(b, end, pos, fileOffset, file) : ExpiryHistogram.NONE;
     if (pos[0] != end) {
       throw new CorruptionException(file, fileOffset + pos[0], (end - pos[0]) + " stray bytes in the meta block");
     }
-    return new byte[][] {smallest, largest};
+    return new Meta(smallest, largest, expiry);
   }
 
   private static byte[] readKey(byte[] b, int end, int[] pos, long fileOffset, String file) {

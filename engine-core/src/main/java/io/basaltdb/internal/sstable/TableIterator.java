@@ -115,7 +115,8 @@ public final class TableIterator implements AutoCloseable {
   public KeyRecord record(KeyRecord out) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     checkPositioned();
-    return out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint, block.olderReported);
+    return out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint, block.olderReported,
+        block.expiry);
   }
 
   public long seqno() {
@@ -136,6 +137,12 @@ public final class TableIterator implements AutoCloseable {
   public long hint() {
     checkPositioned();
     return block.hint;
+  }
+
+  /** The current record's {@link KeyRecord#expiry}, 0 for none. */
+  public long expiry() {
+    checkPositioned();
+    return block.expiry;
   }
 
   /** The current record's {@link KeyRecord#olderReported} flag. */

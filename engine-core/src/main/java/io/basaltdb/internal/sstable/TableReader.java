@@ -79,6 +79,8 @@ public final class TableReader implements AutoCloseable {
   private final LongAdder blockReads = new LongAdder();
   /** Index and filter blocks read again after the cache evicted them. */
   private final LongAdder metaReads = new LongAdder();
+  /** The meta block's expiry histogram; immutable. */
+  private final ExpiryHistogram expiry;
   /** Set once by close(); read by every call (volatile: a call after close sees it). */
   private volatile boolean closed;
 
@@ -110,9 +112,10 @@ public final class TableReader implements AutoCloseable {
     byte[] flat = decodeIndex(seps);
     blockCount = seps.size();
     byte[] filterBytes = f.hasFilter() ? decodeFilter() : null;
-    byte[][] keys = MetaBlock.decode(
-        readVerified(f.metaOffset(), f.metaSize()), f.metaSize(), f.metaOffset(), description);
-    info = checkedInfo(f, size, keys[0], keys[1], seps);
+    MetaBlock.Meta meta = MetaBlock.decode(
+        readVerified(f.metaOffset(), f.metaSize()), f.metaSize(), f.metaOffset(), description, f.version());
+    expiry = meta.expiry();
+    info = checkedInfo(f, size, meta.smallest(), meta.largest(), seps);
     if (cache == null) {
       heapIndex = BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX);
       heapFilter = filterBytes == null ? null : BlockCache.heapBlock(filterBytes, BlockCache.Kind.TABLE_FILTER);
@@ -313,7 +316,7 @@ public final class TableReader implements AutoCloseable {
     try {
       it.seek(key);
       if (!it.valid() || it.compareKey(key) != 0) return false;
-      out.set(key, it.seqno, it.docSize, it.tombstone, it.hint, it.olderReported);
+      out.set(key, it.seqno, it.docSize, it.tombstone, it.hint, it.olderReported, it.expiry);
       return true;
     } finally {
       it.release();
@@ -447,6 +450,11 @@ public final class TableReader implements AutoCloseable {
   }
 
   /** Index and filter blocks read from the file again because the block cache had evicted them. */
+  /** When the table's expiring documents expire ({@link ExpiryHistogram#NONE} if none does). */
+  public ExpiryHistogram expiry() {
+    return expiry;
+  }
+
   public long metaReads() {
     return metaReads.sum();
   }

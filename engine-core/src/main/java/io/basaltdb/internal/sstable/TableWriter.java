@@ -37,6 +37,11 @@ public final class TableWriter {
   private long entryCount;
   private long minSeqno = Long.MAX_VALUE;
   private long maxSeqno = Long.MIN_VALUE;
+  /** Document bytes of every record, and the expiries and sizes of the expiring ones (the histogram's input). */
+  private long docBytes;
+  private long[] expiries = new long[0];
+  private int[] expiringSizes = new int[0];
+  private int expiring;
   /** Key hashes for the filter; null when the table has none. */
   private long[] hashes;
 
@@ -74,7 +79,17 @@ public final class TableWriter {
    * flag.
    */
   public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
+    add(key, seqno, docSize, tombstone, hint, olderReported, 0);
+  }
+
+  /**
+   * As {@link #add(byte[], long, int, boolean, long, boolean)}, with the record's {@link KeyRecord#expiry}
+   * (0: none; a table with one is written in format version 5, with an {@link ExpiryHistogram}).
+   */
+  public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported,
+      long expiry) {
     checkOpen();
+    if (expiry < 0) throw new InvalidArgumentException("expiry must not be negative: " + expiry);
     if (key == null) throw new InvalidArgumentException("key must not be null");
     if (key.length > KeyRecord.MAX_KEY_SIZE) {
       throw new InvalidArgumentException("key of " + key.length + " bytes exceeds " + KeyRecord.MAX_KEY_SIZE);
@@ -91,7 +106,16 @@ public final class TableWriter {
       index.addHandle(shortestSeparator(lastKey, k), pendingOffset, pendingSize);
       pendingIndex = false;
     }
-    data.addRecord(k, seqno, docSize, tombstone, hint, olderReported);
+    data.addRecord(k, seqno, docSize, tombstone, hint, olderReported, expiry);
+    docBytes += docSize;
+    if (expiry != 0) {
+      if (expiring == expiries.length) {
+        expiries = Arrays.copyOf(expiries, Math.max(16, expiring * 2));
+        expiringSizes = Arrays.copyOf(expiringSizes, expiries.length);
+      }
+      expiries[expiring] = expiry;
+      expiringSizes[expiring++] = docSize;
+    }
     if (hashes != null) {
       if (entryCount == hashes.length) hashes = Arrays.copyOf(hashes, hashes.length * 2);
       hashes[(int) entryCount] = BloomFilter.hash(k);
@@ -134,7 +158,8 @@ public final class TableWriter {
       writeBlock(out);
     }
     Output meta = new Output(64);
-    MetaBlock.encode(meta, smallestKey, lastKey);
+    ExpiryHistogram histogram = expiring == 0 ? null : ExpiryHistogram.build(expiries, expiringSizes, expiring, docBytes);
+    MetaBlock.encode(meta, smallestKey, lastKey, histogram);
     long metaOffset = offset;
     int metaSize = meta.size();
     writeBlock(meta);
@@ -144,7 +169,8 @@ public final class TableWriter {
     writeBlock(idx);
     boolean empty = entryCount == 0;
     Footer footer = new Footer(filterOffset, filterSize, metaOffset, metaSize, indexOffset, indexSize, entryCount,
-        empty ? 0 : minSeqno, empty ? 0 : maxSeqno);
+        empty ? 0 : minSeqno, empty ? 0 : maxSeqno,
+        histogram == null ? Format.VERSION_WITHOUT_EXPIRY : Format.FORMAT_VERSION);
     file.write(offset, ByteBuffer.wrap(footer.encode()));
     offset += Format.FOOTER_SIZE;
     file.sync();

@@ -103,7 +103,7 @@ class TableCorruptionTest {
     // A footer whose index block is Integer.MAX_VALUE - 2 bytes: one array cannot hold it and its trailer.
     long indexSize = Integer.MAX_VALUE - 2;
     long footerOffset = Format.TRAILER_SIZE + indexSize + Format.TRAILER_SIZE;
-    byte[] footer = new Footer(0, 0, 0, 0, Format.TRAILER_SIZE, (int) indexSize, 0, 0, 0).encode();
+    byte[] footer = new Footer(0, 0, 0, 0, Format.TRAILER_SIZE, (int) indexSize, 0, 0, 0, 4).encode();
     CorruptionException e = assertThrows(CorruptionException.class,
         () -> TableReader.open(new SparseFile(footerOffset, footer), "big.sst"));
     assertTrue(e.getMessage().contains("big.sst at offset " + Format.TRAILER_SIZE), e.getMessage());
@@ -112,12 +112,12 @@ class TableCorruptionTest {
     int dataSize = Integer.MAX_VALUE - 2;
     long metaOffset = (long) dataSize + Format.TRAILER_SIZE;
     Output meta = new Output(16);
-    MetaBlock.encode(meta, new byte[] {1}, new byte[] {1});
+    MetaBlock.encode(meta, new byte[] {1}, new byte[] {1}, null);
     BlockBuilder index = new BlockBuilder(1, 16);
     index.addHandle(new byte[] {1}, 0, dataSize);
     Output idx = index.finish();
     long indexOffset = metaOffset + meta.size() + Format.TRAILER_SIZE;
-    Footer f = new Footer(0, 0, metaOffset, meta.size(), indexOffset, idx.size(), 1, 0, 0);
+    Footer f = new Footer(0, 0, metaOffset, meta.size(), indexOffset, idx.size(), 1, 0, 0, 4);
     byte[] tail = concat(withTrailer(meta), withTrailer(idx), f.encode());
     e = assertThrows(CorruptionException.class, () -> TableReader.open(new SparseFile(metaOffset, tail), "big.sst"));
     assertTrue(e.getMessage().contains("big.sst at offset " + indexOffset), e.getMessage());

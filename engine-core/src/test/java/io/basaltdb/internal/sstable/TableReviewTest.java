@@ -176,12 +176,12 @@ class TableReviewTest {
     }
     long metaOffset = out.size();
     Output meta = new Output(16);
-    MetaBlock.encode(meta, first, last);
+    MetaBlock.encode(meta, first, last, null);
     out.writeBytes(withTrailer(meta));
     long indexOffset = out.size();
     Output idx = index.finish();
     out.writeBytes(withTrailer(idx));
-    out.writeBytes(new Footer(0, 0, metaOffset, meta.size(), indexOffset, idx.size(), n, 1, 1).encode());
+    out.writeBytes(new Footer(0, 0, metaOffset, meta.size(), indexOffset, idx.size(), n, 1, 1, 4).encode());
     return out.toByteArray();
   }
 
