@@ -39,6 +39,11 @@ import io.basaltdb.internal.engine.EngineFeed;
  * returns only versions that are their key's newest in the snapshot, at the cost of a key index lookup
  * per document read from the log (bloom filters first; one data block, usually cached).
  *
+ * <p><b>Expiry.</b> A put whose expiry ({@link Keyspace#put(byte[], byte[], long)}) has passed at the
+ * feed's snapshot appears as a deletion at the put's own seqno: nobody wrote the expiry, so it has no
+ * seqno of its own. A consumer that has already read past that seqno does not see it again; to learn of
+ * expiries too, it applies the expiry times the puts carried (or re-reads from an earlier seqno).
+ *
  * <p>A feed from 0 (or 1) replays the keyspace's whole history the store still holds: each live key at
  * least once, plus deletions whose tombstones are still in the key index. An in-memory store has no
  * change feed ({@link UnsupportedOperationException}).

@@ -21,6 +21,8 @@ final class BasaltStore implements Race.Store {
   final Path dir;
   final Basalt db;
   final Keyspace ks;
+  /** Each write expires this long after it is made ({@code --ttl-seconds}); 0: never. Set before the load. */
+  long ttlMillis;
 
   /**
    * {@code checkpointRetentionMillis} below 0 keeps Basalt's default (10 minutes). {@code tuning}: further
@@ -48,7 +50,8 @@ final class BasaltStore implements Race.Store {
   @Override
   public void write(byte[][] keys, byte[][] values) {
     WriteBatch b = new WriteBatch();
-    for (int i = 0; i < keys.length; i++) b.put(ks, keys[i], values[i]);
+    long expiry = ttlMillis > 0 ? System.currentTimeMillis() + ttlMillis : 0;
+    for (int i = 0; i < keys.length; i++) b.put(ks, keys[i], values[i], expiry);
     db.write(b);
   }
 
@@ -99,6 +102,11 @@ final class BasaltStore implements Race.Store {
       }
     }
     return n;
+  }
+
+  @Override
+  public void compactAll() {
+    settle(); // Basalt has no manual compaction: the expiry check and collection do the work
   }
 
   @Override

@@ -33,7 +33,8 @@ import java.util.stream.Stream;
  * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
  * [--writers W] [--batch B] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
  * [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S [--scan-length L]]
- * [--timeline-ms T] [--feeds 1]}: --feeds 1 reads every record once after the rounds, by scan and (Basalt) by change
+ * [--timeline-ms T] [--feeds 1] [--ttl-seconds T [--watch-seconds W]]}: --ttl-seconds makes every write expire T
+ * seconds after it is made and then watches the engine give the space back ({@link #expiry}); --feeds 1 reads every record once after the rounds, by scan and (Basalt) by change
  * feed ({@link #readAlls}); T prints the load's and each round's throughput every T ms ({@code timeline} lines); S scans of L
  * keys (default 100) from random keys after the load's last write and again after its settle ({@link #scans}); W writer threads (default 1) share the load and the updates, batch by
  * batch; {@link #values} describes the two kinds of value; C sets Basalt's checkpoint retention (default
@@ -59,6 +60,9 @@ public final class Race {
 
     /** Flushes and waits until background compaction has nothing left to do. */
     void settle() throws Exception;
+
+    /** A manual compaction of everything, where the engine has one (the expiry race's last step). */
+    void compactAll() throws Exception;
 
     /** Engine-specific figures for the report. */
     Map<String, String> figures() throws Exception;
@@ -95,6 +99,11 @@ public final class Race {
     long soakSeconds = Long.parseLong(a.getOrDefault("soak-seconds", "0"));
     long scans = Long.parseLong(a.getOrDefault("scans", "0"));
     boolean feeds = a.getOrDefault("feeds", "0").equals("1");
+    int ttlSeconds = Integer.parseInt(a.getOrDefault("ttl-seconds", "0"));
+    int watchSeconds = Integer.parseInt(a.getOrDefault("watch-seconds", "120"));
+    if (ttlSeconds < 0 || (ttlSeconds > 0 && (reads > 0 || rounds > 0 || soakSeconds > 0))) {
+      throw new IllegalArgumentException("--ttl-seconds wants --reads 0 and no updates (every key expires)");
+    }
     int scanLength = Integer.parseInt(a.getOrDefault("scan-length", "100"));
     timelineMillis = Long.parseLong(a.getOrDefault("timeline-ms", "0"));
     if (scans < 0 || scanLength < 1) throw new IllegalArgumentException("--scans must not be negative, --scan-length positive");
@@ -116,10 +125,14 @@ public final class Race {
     out.put("writers", Integer.toString(writers));
     out.put("dataMiB", Long.toString(keys * (KEY_SIZE + VALUE_SIZE) >> 20));
     Store opened = switch (engine) {
-      case "rocksdb" -> new RocksStore(dir, memory, true);
+      case "rocksdb" -> new RocksStore(dir, memory, true, ttlSeconds);
       case "rocksdb-heapindex" -> new RocksStore(dir, memory, false);
-      case "basalt" -> new BasaltStore(dir, memory, Long.parseLong(a.getOrDefault("checkpoint-retention-ms", "-1")),
-          a.getOrDefault("basalt-options", ""));
+      case "basalt" -> {
+        BasaltStore b = new BasaltStore(dir, memory, Long.parseLong(a.getOrDefault("checkpoint-retention-ms", "-1")),
+            a.getOrDefault("basalt-options", ""));
+        b.ttlMillis = ttlSeconds * 1000L;
+        yield b;
+      }
       default -> throw new IllegalArgumentException("--engine basalt|rocksdb|rocksdb-heapindex, not " + engine);
     };
     long user = keys * (KEY_SIZE + VALUE_SIZE);
@@ -152,6 +165,7 @@ public final class Race {
       }
 
       if (feeds) readAlls(engine, store);
+      if (ttlSeconds > 0) expiry(engine, store, dir, keys, seed, t0 + loadNanos, ttlSeconds, watchSeconds);
       if (reads > 0) {
         SplittableRandom r = new SplittableRandom(seed + 1);
         Map<String, Long> io2 = procIo();
@@ -172,6 +186,49 @@ public final class Race {
     StringBuilder line = new StringBuilder("race");
     out.forEach((k, v) -> line.append(' ').append(k).append('=').append(v));
     System.out.println(line);
+  }
+
+  /**
+   * {@code --ttl-seconds T}: every write of the load expired T seconds after it was made. Once the last
+   * has expired, nothing is written for W seconds ({@code --watch-seconds}, default 120): one {@code
+   * expiry} line says how much of the directory the engine gave back by itself, and how soon, how many of
+   * 10,000 random keys still read (RocksDB's TtlDB returns expired values until compaction drops them),
+   * then the directory after a manual compaction (RocksDB's {@code compactRange}; Basalt's settle).
+   * {@code loadEnd}: when the load's last write was made ({@link System#nanoTime}).
+   */
+  static void expiry(String engine, Store store, Path dir, long keys, long seed, long loadEnd, int ttlSeconds,
+      int watchSeconds) throws Exception {
+    long before = treeSize(dir);
+    long waitNanos = loadEnd + (ttlSeconds + 1) * 1_000_000_000L - System.nanoTime();
+    if (waitNanos > 0) Thread.sleep(waitNanos / 1_000_000);
+    SplittableRandom r = new SplittableRandom(seed + 3);
+    long readable = 0;
+    for (int i = 0; i < 10_000; i++) if (store.get(key(r.nextLong(keys))) != null) readable++;
+    long t0 = System.nanoTime(), quarterAt = -1;
+    long size = before;
+    for (int s = 1; s <= watchSeconds; s++) {
+      Thread.sleep(1000);
+      size = treeSize(dir);
+      if (quarterAt < 0 && size <= before / 4) quarterAt = System.nanoTime() - t0;
+    }
+    long readableAfter = 0;
+    for (int i = 0; i < 10_000; i++) if (store.get(key(r.nextLong(keys))) != null) readableAfter++;
+    long t1 = System.nanoTime();
+    store.compactAll();
+    long compactNanos = System.nanoTime() - t1;
+    System.out.println("expiry engine=" + engine + " ttlSeconds=" + ttlSeconds + " diskMiBBefore=" + (before >> 20)
+        + " readableOf10kAtExpiry=" + readable + " watchSeconds=" + watchSeconds + " diskMiBAfterWatch=" + (size >> 20)
+        + " secondsToQuarter=" + (quarterAt < 0 ? "never" : fmt(quarterAt / 1e9)) + " readableOf10kAfterWatch="
+        + readableAfter + " compactSeconds=" + fmt(compactNanos / 1e9) + " diskMiBAfterCompact=" + (treeSize(dir) >> 20)
+        + selected(store.counters(), "expiredRecordsCompacted", "expiryCompactions", "gcRuns", "segmentBytes",
+            "total-sst-files-size"));
+  }
+
+  /** " name=value" for each of {@code names} that {@code counters} holds. */
+  static String selected(Map<String, Long> counters, String... names) {
+    StringBuilder b = new StringBuilder();
+    for (String n : names) if (counters.containsKey(n)) b.append(' ').append(n).append('=').append(counters.get(n));
+    return b.toString();
   }
 
   /**

@@ -34,6 +34,16 @@ final class RocksStore implements Race.Store {
   final LRUCache cache;
 
   RocksStore(Path dir, long memory, boolean indexInCache) throws RocksDBException {
+    this(dir, memory, indexInCache, 0);
+  }
+
+  /**
+   * {@code ttlSeconds} above 0: opened as a {@code TtlDB} (RocksDB's expiry: each write's timestamp is
+   * appended to its value, and compaction drops what is older than the TTL), with the level-compaction
+   * {@code ttl} and {@code periodic_compaction_seconds} options at the same TTL, so files holding only
+   * expired data become due for compaction without writes.
+   */
+  RocksStore(Path dir, long memory, boolean indexInCache, int ttlSeconds) throws RocksDBException {
     this.dir = dir;
     cache = new LRUCache(memory / 2);
     BlockBasedTableConfig table = new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false))
@@ -42,7 +52,12 @@ final class RocksStore implements Race.Store {
     options = new org.rocksdb.Options().setCreateIfMissing(true).setCompressionType(CompressionType.LZ4_COMPRESSION)
         .setWriteBufferSize(memory / 4).setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3)
         .setTableFormatConfig(table);
-    db = RocksDB.open(options, dir.toString());
+    if (ttlSeconds > 0) {
+      options.setTtl(ttlSeconds).setPeriodicCompactionSeconds(ttlSeconds);
+      db = org.rocksdb.TtlDB.open(options, dir.toString(), ttlSeconds, false);
+    } else {
+      db = RocksDB.open(options, dir.toString());
+    }
   }
 
   @Override
@@ -93,6 +108,11 @@ final class RocksStore implements Race.Store {
         || db.getLongProperty("rocksdb.num-running-flushes") > 0) {
       Thread.sleep(50);
     }
+  }
+
+  @Override
+  public void compactAll() throws RocksDBException {
+    db.compactRange();
   }
 
   @Override

@@ -61,7 +61,7 @@ final class CompactionPicker {
   /** Guarded keyspaces: the levels >= 1 a running job writes, as {@code keyspace * MAX_LEVELS + level}. Guarded by this. */
   private final Set<Long> writing = new HashSet<>();
   /** When the expiry check looks again ({@link System#nanoTime}); guarded by this. */
-  private long nextExpiryCheck;
+  private long nextExpiryCheck = System.nanoTime();
   /** The job the last expiry check chose, so {@link #take} can count it; guarded by this. */
   private Job expiryPick;
   /** Jobs the expiry check started (a stat), or null. */
@@ -172,21 +172,26 @@ final class CompactionPicker {
     if (interval == 0 || t0 - nextExpiryCheck < 0) return null;
     long now = options.clock().getAsLong();
     Job best = null;
+    boolean due = false; // a table passed the ratio (its job may have to wait for busy tables)
     for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
       if (!catalog.isLive(e.getKey())) continue;
       KeyspaceFiles f = e.getValue();
+      // Writers stalled on level 0: its job needs the base level's tables; expiry waits.
+      if (f.level(0).size() >= options.l0StopWritesTrigger()) continue;
       for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
         for (KeyspaceFiles.Table t : f.level(l)) {
           var h = t.reader().expiry();
-          if (h.isEmpty() || h.tableBytes() <= 0 || busy.contains(t.fileNumber())) continue;
+          if (h.isEmpty() || h.tableBytes() <= 0) continue;
           double share = (double) h.expiredBytes(now) / h.tableBytes();
-          if (share < options.expiryCompactionRatio() || (best != null && 1 + share <= best.score)) continue;
+          if (share < options.expiryCompactionRatio()) continue;
+          due = true;
+          if (busy.contains(t.fileNumber()) || (best != null && 1 + share <= best.score)) continue;
           Job j = expiryJob(e.getKey(), f, l, t, 1 + share);
           if (j != null) best = j;
         }
       }
     }
-    if (best == null) nextExpiryCheck = t0 + interval * 1_000_000L;
+    if (!due) nextExpiryCheck = t0 + Math.min(interval, Long.MAX_VALUE / 4_000_000L) * 1_000_000L;
     expiryPick = best;
     return best;
   }

@@ -261,7 +261,9 @@ final class Compactor {
         // older version may still need hiding, and dropped at the bottom like any other.
         boolean deleted = MergingIterator.deleted(s, now);
         if (deleted && !s.tombstone()) discards.expired++;
-        out.add(s.key(), s.seqno(), s.docSize(), deleted, hint, covered, deleted ? 0 : s.expiry());
+        // A tombstone made of an expired record keeps its expiry: the table's histogram then still counts
+        // it as expired, so the expiry check pushes it on down to the bottom, where it is dropped.
+        out.add(s.key(), s.seqno(), s.docSize(), deleted, hint, covered, s.expiry());
         if (++records % 1024 == 0 && stopping()) {
           out.abandon();
           return false;
