@@ -165,7 +165,7 @@ public final class Race {
       }
 
       if (feeds) readAlls(engine, store);
-      if (ttlSeconds > 0) expiry(engine, store, dir, keys, seed, t0 + loadNanos, ttlSeconds, watchSeconds);
+      if (ttlSeconds > 0 && watchSeconds > 0) expiry(engine, store, dir, keys, seed, t0 + loadNanos, ttlSeconds, watchSeconds);
       if (reads > 0) {
         SplittableRandom r = new SplittableRandom(seed + 1);
         Map<String, Long> io2 = procIo();
@@ -190,7 +190,8 @@ public final class Race {
 
   /**
    * {@code --ttl-seconds T}: every write of the load expired T seconds after it was made. Once the last
-   * has expired, nothing is written for W seconds ({@code --watch-seconds}, default 120): one {@code
+   * has expired, nothing is written for W seconds ({@code --watch-seconds}, default 120; 0 skips this
+   * phase, to measure what expiring writes cost the load): one {@code
    * expiry} line says how much of the directory the engine gave back by itself, and how soon, how many of
    * 10,000 random keys still read (RocksDB's TtlDB returns expired values until compaction drops them),
    * then the directory after a manual compaction (RocksDB's {@code compactRange}; Basalt's settle).
