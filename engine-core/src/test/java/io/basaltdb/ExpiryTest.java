@@ -90,6 +90,10 @@ class ExpiryTest {
           String k = "g" + gen + "-" + i;
           keys.add(k);
           ks.put(b(k), b("v" + k), t + 100 + gen); // generation g expires at t + 100 + g
+          if (gen == 3 && i == 74) { // half of the last generation in a level-0 table, left there
+            QuietTime.set(60_000_000_000L);
+            db.flush();
+          }
         }
         ks.put(b("plain" + gen), b("p" + gen));
         keys.add("plain" + gen);
@@ -100,7 +104,7 @@ class ExpiryTest {
       }
       long deep = 0;
       for (int l = 1; l < 7; l++) deep += db.stats().get("tablesAtLevel" + l);
-      assertTrue(deep > 0, "no table below level 0: " + db.stats()); // and generation 3 is in the write cache
+      assertTrue(deep > 0 && db.stats().get("tablesAtLevel0") > 0, "tables at level 0 and below: " + db.stats());
       assertEquals(4 * 151, visible(db, ks, keys).size(), "nothing has expired yet");
       assertEquals(4, ks.itemCount(), "expiring keys are not counted");
       clock.set(t + 101); // generations 0 and 1 expire: 0 just past, 1 at its instant
@@ -113,7 +117,7 @@ class ExpiryTest {
       assertEquals(4 * 151, visible(db, ks, keys).size(), "an injected clock may go back: expiry is judged at each read");
       clock.set(t + 102);
     }
-    try (Basalt db = Basalt.open(storage, options())) { // the WAL replays generation 3's expiries too
+    try (Basalt db = Basalt.open(storage, options())) { // the WAL replays the rest of generation 3's expiries
       Keyspace ks = db.keyspace("default");
       Map<String, byte[]> now = visible(db, ks, keys);
       assertEquals(150 + 4, now.size(), "generation 2 expired at its instant: only generation 3 and the plain keys");
