@@ -1,6 +1,5 @@
 package io.basaltdb;
 
-import java.util.Objects;
 
 /**
  * Every knob of a store, each with its default. Mutable and fluent ({@code Options.defaults().memoryQuota(x)});
@@ -125,7 +124,11 @@ public final class Options {
   public int maxValueSize() { return maxValueSize; }
 
   /** When writes are fsynced; default {@link SyncMode#SYNC} (before each write is acknowledged). */
-  public Options syncMode(SyncMode mode) { this.syncMode = mode; return this; }
+  public Options syncMode(SyncMode mode) {
+    if (mode == null) throw new InvalidArgumentException("syncMode must not be null: SYNC, PERIODIC or NONE");
+    this.syncMode = mode;
+    return this;
+  }
   public SyncMode syncMode() { return syncMode; }
 
   /** Period of the fsync in {@link SyncMode#PERIODIC}; default 100 ms. */
@@ -201,7 +204,11 @@ public final class Options {
    * ask it when they meet a version with an expiry (a snapshot once, when it is taken, and judges every
    * read by that instant, so it stays stable); key index compaction asks it once per job.
    */
-  public Options clock(java.util.function.LongSupplier millis) { this.clock = millis; return this; }
+  public Options clock(java.util.function.LongSupplier millis) {
+    if (millis == null) throw new InvalidArgumentException("clock must not be null (System::currentTimeMillis is the default)");
+    this.clock = millis;
+    return this;
+  }
   public java.util.function.LongSupplier clock() { return clock; }
 
   /**
@@ -504,7 +511,6 @@ public final class Options {
 
   /** Throws {@link InvalidArgumentException} naming the first knob out of range. */
   public void validate() {
-    Objects.requireNonNull(syncMode, "syncMode");
     check(memoryQuota >= (1L << 20), "memoryQuota must be at least 1 MiB, was " + memoryQuota);
     check(writeCacheSize == 0 || (writeCacheSize >= (64L << 10) && writeCacheSize <= memoryQuota),
         "writeCacheSize must be between 64 KiB and memoryQuota (" + memoryQuota + "), was " + writeCacheSize);
