@@ -209,6 +209,19 @@ public final class Basalt implements AutoCloseable {
     return engine.isClosed();
   }
 
+  /**
+   * Whether the store takes writes: {@link Health.State#FAILED} once a flush, compaction, collection or
+   * WAL write has failed (the store refuses writes from then on, reads still work; reopen it to recover
+   * every acknowledged write), with that failure; {@link Health.State#CLOSED} after close. Never throws:
+   * a monitor may ask at any time. {@link EventListener#onBackgroundError} tells of the failure as it
+   * happens.
+   */
+  public Health health() {
+    if (engine.isClosed()) return new Health(Health.State.CLOSED, engine.failure());
+    BasaltException f = engine.failure();
+    return f == null ? new Health(Health.State.OK, null) : new Health(Health.State.FAILED, f);
+  }
+
   /** Waits for writes in progress, then closes every file and frees all memory. Idempotent. */
   @Override
   public void close() {

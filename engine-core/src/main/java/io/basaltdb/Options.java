@@ -24,6 +24,7 @@ public final class Options {
   private java.util.function.LongSupplier clock = System::currentTimeMillis;
   private long expiryCheckMillis = 60_000L;
   private double expiryCompactionRatio = 0.25;
+  private EventListener eventListener = EventListener.NONE;
   private int l0CompactionTrigger = 8;
   private int l0StopWritesTrigger = 36;
   private double l0BaseRatio = 0.5;
@@ -74,6 +75,7 @@ public final class Options {
     o.clock = clock;
     o.expiryCheckMillis = expiryCheckMillis;
     o.expiryCompactionRatio = expiryCompactionRatio;
+    o.eventListener = eventListener;
     o.l0CompactionTrigger = l0CompactionTrigger;
     o.l0StopWritesTrigger = l0StopWritesTrigger;
     o.l0BaseRatio = l0BaseRatio;
@@ -221,6 +223,18 @@ public final class Options {
    */
   public Options expiryCheckMillis(long millis) { this.expiryCheckMillis = millis; return this; }
   public long expiryCheckMillis() { return expiryCheckMillis; }
+
+  /**
+   * Hears of flushes, compactions, collection runs, stalls and the store's failure ({@link
+   * EventListener}); default {@link EventListener#NONE}. The same work is logged through SLF4J (logger
+   * {@code io.basaltdb}): put a binding on the class path to see it (docs/operations.md, "Monitoring").
+   */
+  public Options eventListener(EventListener listener) {
+    if (listener == null) throw new InvalidArgumentException("eventListener must not be null (EventListener.NONE hears nothing)");
+    this.eventListener = listener;
+    return this;
+  }
+  public EventListener eventListener() { return eventListener; }
 
   /** The expired share of a table's document bytes that makes the expiry check compact it ({@link #expiryCheckMillis}); default 0.25, 0.01 to 1. */
   public Options expiryCompactionRatio(double ratio) { this.expiryCompactionRatio = ratio; return this; }
@@ -569,7 +583,8 @@ public final class Options {
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", checkpointIntervalMillis="
         + checkpointIntervalMillis + ", checkpointSpaceRatio=" + checkpointSpaceRatio + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", walSkipBytes=" + walSkipBytes + ", expiryCheckMillis=" + expiryCheckMillis
-        + ", expiryCompactionRatio=" + expiryCompactionRatio + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
+        + ", expiryCompactionRatio=" + expiryCompactionRatio
+        + ", eventListener=" + (eventListener == EventListener.NONE ? "none" : eventListener.getClass().getName()) + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", l0BaseRatio=" + l0BaseRatio + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads

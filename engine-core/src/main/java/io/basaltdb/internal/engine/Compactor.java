@@ -227,12 +227,13 @@ final class Compactor {
    * {@code files} are the keyspace's files in the pinned version, for refreshing location hints.
    */
   private boolean runJob(CompactionPicker.Job job, KeyspaceFiles files) {
+    long t0 = System.nanoTime();
     VersionEdit edit = new VersionEdit();
     for (KeyspaceFiles.Table t : job.all()) edit.removeTable(job.keyspace(), t.fileNumber());
     if (job.trivialMove()) { // its tombstones go in a later merge
       KeyspaceFiles.Table t = job.inputs().get(0);
       edit.addTable(job.keyspace(), new KeyspaceFiles.Table(t.fileNumber(), job.outputLevel(), t.reader()));
-      return commit(job, edit, List.of(), List.of(), true);
+      return commit(job, edit, List.of(), List.of(), true, t0, 0);
     }
     // A level-0 merge writes one table: level 0's tiers are told apart by size.
     long target = job.outputLevel() == 0 ? Long.MAX_VALUE : options.tableTargetBytes();
@@ -280,7 +281,7 @@ final class Compactor {
     stats.compactionBytesRead.add(read);
     for (KeyspaceFiles.Table t : written) edit.addTable(job.keyspace(), t);
     if (cutter != null) edit.addGuards(job.keyspace(), job.outputLevel(), cutter.added());
-    if (!catalog.isLive(job.keyspace()) || state.failure() != null) return commit(job, edit, written, List.of(), false);
+    if (!catalog.isLive(job.keyspace()) || state.failure() != null) return commit(job, edit, written, List.of(), false, t0, 0);
     // The listener hears of each dropped version just before the commit, under the VersionSet's lock;
     // the counters go in the commit itself, so a crash in between leaves neither the drop nor its count
     // (see DiscardListener).
@@ -300,7 +301,7 @@ final class Compactor {
         l.discarded(job.keyspace(), discards.pairs[2 * i], (int) discards.pairs[2 * i + 1]);
       }
     };
-    boolean committed = commit(job, edit, written, deletes, false);
+    boolean committed = commit(job, edit, written, deletes, false, t0, discards.count);
     if (committed && cutter != null) stats.guardsAdded.add(cutter.added().size());
     if (committed) {
       for (KeyspaceFiles.Table t : job.all()) stats.tablesWithTombstones.remove(t.fileNumber());
@@ -418,7 +419,7 @@ final class Compactor {
   }
 
   private boolean commit(CompactionPicker.Job job, VersionEdit edit, List<KeyspaceFiles.Table> written,
-      List<KeyspaceFiles.DeleteTable> deletes, boolean moved) {
+      List<KeyspaceFiles.DeleteTable> deletes, boolean moved, long startNanos, long dropped) {
     if (!catalog.isLive(job.keyspace()) || state.failure() != null) { // dropped, or the store failed meanwhile
       TableOutput.discard(storage, tables, job.keyspace(), written);
       DeleteList.Output.discard(storage, tables, job.keyspace(), deletes);
@@ -430,6 +431,11 @@ final class Compactor {
     versionSet.logAndApply(edit);
     stats.compactions.increment();
     if (moved) stats.trivialMoves.increment();
+    long read = 0, wrote = 0;
+    if (!moved) for (KeyspaceFiles.Table t : job.all()) read += t.bytes();
+    for (KeyspaceFiles.Table t : written) wrote += t.bytes();
+    state.notifier().compacted(new io.basaltdb.EventListener.CompactionInfo(catalog.describe(job.keyspace()),
+        job.level(), job.outputLevel(), job.all().size(), written.size(), read, wrote, dropped, System.nanoTime() - startNanos));
     if (job.level() >= 1 && options.keyIndexGuards()) { // the store's layout (Recovery refuses the other)
       if (job.level() == job.outputLevel()) stats.guardMerges.increment(); else stats.guardPushes.increment();
     }

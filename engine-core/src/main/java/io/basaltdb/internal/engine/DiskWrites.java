@@ -1,6 +1,7 @@
 package io.basaltdb.internal.engine;
 
 import io.basaltdb.BasaltException;
+import io.basaltdb.EventListener;
 import io.basaltdb.MemoryLimitException;
 import io.basaltdb.Options;
 import io.basaltdb.StorageException;
@@ -40,6 +41,9 @@ final class DiskWrites implements CommitTarget {
   private long freeSeenNanos = System.nanoTime() - 20_000_000L;
   /** The PERIODIC mode's fsync thread, or null. */
   private final Thread syncer;
+  /** The writers' wait under way and since when ({@link #stall}); commit leader only. */
+  private EventListener.Stall stalling;
+  private long stallSince;
   /** Writes the batches that skip the WAL ({@link #writeDirect}). */
   private final Flusher flusher;
 
@@ -67,6 +71,14 @@ final class DiskWrites implements CommitTarget {
 
   @Override
   public boolean makeRoom(Batch head) {
+    try {
+      return makeRoomOrStall(head);
+    } finally {
+      endStall();
+    }
+  }
+
+  private boolean makeRoomOrStall(Batch head) {
     boolean deletesOnly = checkSpace(head.deletesOnly());
     long half = options.writeCacheSize() / 2;
     boolean slowed = false;
@@ -102,11 +114,29 @@ final class DiskWrites implements CommitTarget {
         }
         return deletesOnly;
       }
+      stall(EventListener.Stall.WRITE_CACHE);
       long t0 = System.nanoTime();
       state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
       stats.stallNanos.add(System.nanoTime() - t0);
       stats.stalls.increment();
     }
+  }
+
+  /** Writers wait for {@code cause}: tells of it once per episode (an episode of another cause ends). Leader only. */
+  private void stall(EventListener.Stall cause) {
+    if (stalling == cause) return;
+    endStall();
+    stalling = cause;
+    stallSince = System.nanoTime();
+    state.notifier().stallBegan(cause);
+  }
+
+  /** The writers' wait, if any, is over. Leader only. */
+  private void endStall() {
+    if (stalling == null) return;
+    EventListener.Stall cause = stalling;
+    stalling = null;
+    state.notifier().stallEnded(cause, System.nanoTime() - stallSince);
   }
 
   /**
@@ -115,6 +145,7 @@ final class DiskWrites implements CommitTarget {
    */
   private boolean stalled(Version v) {
     if (l0Full(v)) {
+      stall(EventListener.Stall.LEVEL_0);
       long t0 = System.nanoTime();
       state.awaitProgress(20, () -> true, "compaction");
       stats.l0StallNanos.add(System.nanoTime() - t0);
@@ -122,6 +153,7 @@ final class DiskWrites implements CommitTarget {
       return true;
     }
     if (gc.pressure(v) == SegmentCompactor.PRESSURE_STOP) {
+      stall(EventListener.Stall.GARBAGE_COLLECTION);
       long t0 = System.nanoTime();
       state.awaitProgress(20, () -> true, "garbage collection");
       stats.gcStallNanos.add(System.nanoTime() - t0);
@@ -144,6 +176,14 @@ final class DiskWrites implements CommitTarget {
    */
   @Override
   public void prepareDirect(Batch b) {
+    try {
+      prepareDirectOrStall(b);
+    } finally {
+      endStall();
+    }
+  }
+
+  private void prepareDirectOrStall(Batch b) {
     // Its segment and table bytes come on top of the reserve (a WAL batch's are bounded by the write cache).
     checkSpace(b.deletesOnly(), 2L * b.encodedSize());
     long pinnedSince = 0;
@@ -233,8 +273,13 @@ final class DiskWrites implements CommitTarget {
   public boolean freeMemory() {
     Version v = versions.current();
     if (v.immutable != null) {
+      stall(EventListener.Stall.WRITE_CACHE);
       long t0 = System.nanoTime();
-      state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
+      try {
+        state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
+      } finally {
+        endStall();
+      }
       stats.stallNanos.add(System.nanoTime() - t0);
       stats.stalls.increment();
       return true;

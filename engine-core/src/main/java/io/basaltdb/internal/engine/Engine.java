@@ -292,6 +292,16 @@ public final class Engine implements AutoCloseable {
     return state.isClosed();
   }
 
+  /** The failure that makes the store refuse writes, or null (also on a closed store). */
+  public io.basaltdb.BasaltException failure() {
+    return state.failure();
+  }
+
+  /** Logs the store's close (at INFO). */
+  private void logClosed() {
+    Notifier.LOG.info("{}: closed at seqno {}", state.notifier().store(), versions.lastSeqno);
+  }
+
   public boolean isInMemory() {
     return store instanceof MemoryStore;
   }
@@ -311,6 +321,7 @@ public final class Engine implements AutoCloseable {
         versions.close(); // frees every write cache and its allocator
       } finally {
         if (blockCache != null) blockCache.close();
+        logClosed();
       }
     }
   }

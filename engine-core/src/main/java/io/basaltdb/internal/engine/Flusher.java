@@ -134,13 +134,15 @@ final class Flusher {
 
   /** Flushes {@code v.immutable} and commits the files, which installs the version without it. */
   void flush(Version v) {
+    long t0 = System.nanoTime(), segmentBytes0 = stats.segmentBytesWritten.sum();
     WriteCache imm = v.immutable;
     VersionEdit edit = new VersionEdit();
     List<Integer> touched = new ArrayList<>();
     List<Reported> reported = new ArrayList<>();
+    long records;
     try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
-      flushEntries(new Entries() {
+      records = flushEntries(new Entries() {
         @Override public boolean valid() { return it.valid(); }
         @Override public byte[] key() { return it.key(); }
         @Override public byte[] value() { return it.value(); }
@@ -150,6 +152,8 @@ final class Flusher {
     // The WAL file started at the switch is the current one: replay starts there, and it is the head.
     edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
     commit(edit, touched, reported, imm.itemsAtSwitch);
+    state.notifier().flushed(new io.basaltdb.EventListener.FlushInfo(imm.switchSeqno, touched.size(), records,
+        stats.segmentBytesWritten.sum() - segmentBytes0, System.nanoTime() - t0, false));
   }
 
   /**
@@ -168,13 +172,14 @@ final class Flusher {
    * writers' use between the two threads: a volatile write of the current version, then a read of it).
    */
   void flushBatch(List<byte[][]> sorted, long lastSeqno, Map<Integer, Long> itemsAfter, Runnable publish) {
+    long t0 = System.nanoTime(), segmentBytes0 = stats.segmentBytesWritten.sum();
     var it = sorted.iterator();
     Version v = versions.acquire();
     try {
       VersionEdit edit = new VersionEdit();
       List<Integer> touched = new ArrayList<>();
       List<Reported> reported = new ArrayList<>();
-      flushEntries(new Entries() {
+      long records = flushEntries(new Entries() {
         private byte[][] at = it.hasNext() ? it.next() : null;
         @Override public boolean valid() { return at != null; }
         @Override public byte[] key() { return at[0]; }
@@ -184,6 +189,8 @@ final class Flusher {
       edit.flushedSeqno(lastSeqno);
       edit.onInstall = publish;
       commit(edit, touched, reported, itemsAfter);
+      state.notifier().flushed(new io.basaltdb.EventListener.FlushInfo(lastSeqno, touched.size(), records,
+          stats.segmentBytesWritten.sum() - segmentBytes0, System.nanoTime() - t0, true));
     } finally {
       v.release();
     }
@@ -220,8 +227,10 @@ final class Flusher {
   /**
    * Writes each live keyspace's run of {@code it} ({@link #flushKeyspace}) into {@code edit}, noting the
    * keyspaces touched and what each reported stale; {@code v} holds the keyspaces' tables before them.
+   * Returns the records written.
    */
-  private void flushEntries(Entries it, Version v, VersionEdit edit, List<Integer> touched, List<Reported> reported) {
+  private long flushEntries(Entries it, Version v, VersionEdit edit, List<Integer> touched, List<Reported> reported) {
+    long records = 0;
     List<byte[]> keys = new ArrayList<>();
     List<byte[]> entries = new ArrayList<>();
     int ks = -1;
@@ -233,6 +242,7 @@ final class Flusher {
           Reported stale = flushKeyspace(ks, keys, entries, edit, v.files(ks));
           if (stale != null) reported.add(stale);
           touched.add(ks);
+          records += keys.size();
         }
         keys.clear();
         entries.clear();
@@ -243,6 +253,7 @@ final class Flusher {
       entries.add(it.value());
       it.next();
     }
+    return records;
   }
 
   /**

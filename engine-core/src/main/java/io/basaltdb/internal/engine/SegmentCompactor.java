@@ -375,6 +375,7 @@ final class SegmentCompactor {
   // ---- segment compaction ----------------------------------------------------------------------------
 
   private void compactSegments(int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs, long gcBase) {
+    long t0 = System.nanoTime();
     long start = inputs.get(0).state().startSeqno();
     long end = inputs.get(inputs.size() - 1).state().lastSeqno();
     long inputBytes = 0, liveEstimate = 0;
@@ -389,7 +390,7 @@ final class SegmentCompactor {
         bytes += g.bytes();
         count += g.count();
       }
-      commitReplacement(ks, f, inputs, null, bytes, count, gcBase, 0, start, end);
+      commitReplacement(ks, f, inputs, null, bytes, count, gcBase, 0, start, end, t0, false);
       return;
     }
     long number = versionSet.nextFileNumber.getAndIncrement();
@@ -451,7 +452,8 @@ final class SegmentCompactor {
       throw e;
     }
     if (output == null) abandon(file, name); // every document was garbage: nothing replaces the inputs
-    if (!commitReplacement(ks, f, inputs, output, removedBytes, removedCount, gcBase, inputBytes, start, end)) {
+    if (!commitReplacement(ks, f, inputs, output, removedBytes, removedCount, gcBase, inputBytes, start, end, t0,
+        w.zstdLevel() > 0)) {
       if (output != null) abandon(file, name);
     } else if (output != null && w.zstdLevel() > 0) {
       stats.gcColdSegments.increment();
@@ -475,7 +477,7 @@ final class SegmentCompactor {
    */
   private boolean commitReplacement(int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs,
       KeyspaceFiles.Segment output, long removedBytes, long removedCount, long gcBase, long bytesRead, long start,
-      long end) {
+      long end, long startNanos, boolean cold) {
     VersionEdit edit = new VersionEdit();
     List<Long> ids = new ArrayList<>();
     long inputBytes = 0;
@@ -499,6 +501,10 @@ final class SegmentCompactor {
     stats.gcBytesWritten.add(written);
     stats.gcBytesReclaimed.add(Math.max(0, inputBytes - written));
     stats.gcDocumentsDropped.add(removedCount);
+    long inputs0 = 0;
+    for (KeyspaceFiles.Segment s : inputs) inputs0 += s.state().tailOffset();
+    state.notifier().collected(new io.basaltdb.EventListener.CollectionInfo(catalog.describe(ks), inputs.size(),
+        bytesRead, written, Math.max(0, inputs0 - written), removedCount, cold, System.nanoTime() - startNanos));
     events.compacted();
     return true;
   }

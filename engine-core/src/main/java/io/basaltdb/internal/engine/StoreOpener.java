@@ -33,7 +33,7 @@ final class StoreOpener {
     catalog.add(1, "default");
     long chunk = chunkSize(options.memoryQuota());
     Versions versions = new Versions("memory-store", quota, chunk, options.maxValueSize(), java.util.Map.of());
-    StoreState state = new StoreState();
+    StoreState state = new StoreState(new Notifier(options.eventListener(), "in-memory store"));
     EngineStats stats = new EngineStats();
     MemoryStore store = new MemoryStore(versions, catalog, chunk);
     ReadPath reads = new ReadPath(versions, catalog, stats, null, options.clock());
@@ -44,6 +44,8 @@ final class StoreOpener {
 
   static Parts onDisk(Storage storage, Options options) {
     Deque<AutoCloseable> undo = new ArrayDeque<>(); // closed in reverse if the open fails
+    long openStart = System.nanoTime();
+    Notifier notifier = new Notifier(options.eventListener(), storage.describe(""));
     try {
       long cacheBytes = options.blockCacheSize();
       long writeQuota = options.memoryQuota() - cacheBytes; // the two never take each other's memory
@@ -63,7 +65,7 @@ final class StoreOpener {
           options.maxValueSize(), st.files);
       undo.push(versions::close);
       versions.lastSeqno = st.manifest.flushedSeqno();
-      StoreState state = new StoreState();
+      StoreState state = new StoreState(notifier);
       EngineStats stats = new EngineStats();
       VersionSet versionSet = new VersionSet(storage, versions, tables, state, stats,
           options.checkpointRetentionMillis(), options.checkpointIntervalMillis(), options.checkpointSpaceRatio(), st);
@@ -77,7 +79,7 @@ final class StoreOpener {
       events.flusher = flusher;
       events.compactor = compactor;
       events.gc = gc;
-      ReadTransport transport = newReadTransport(options.readQueueDepth());
+      ReadTransport transport = newReadTransport(options.readQueueDepth(), notifier);
       undo.push(transport::close);
       ReadPath reads = new ReadPath(versions, catalog, stats, transport, options.clock());
       // Exact item counts go on from the manifest's (those at its flushed seqno) through the replay;
@@ -89,6 +91,7 @@ final class StoreOpener {
       }
       // A deleted WAL file fails the open here rather than losing its writes silently in the replay.
       WalChain.check(storage, st.manifest.walStart(), st.manifest.walHead());
+      long replayFrom = versions.lastSeqno;
       WalReplay.replay(storage, options, st.manifest, versions, catalog, stats, flusher);
       long previous = -1; // the newest WAL file replay still needed: the new session's file is linked from it
       for (long n : CommitLog.list(storage)) {
@@ -118,6 +121,15 @@ final class StoreOpener {
       compactor.start();
       gc.start();
       DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock);
+      int tableCount = 0, segmentCount = 0;
+      for (KeyspaceFiles f : st.files.values()) {
+        tableCount += f.tables.size();
+        segmentCount += f.segments.size();
+      }
+      Notifier.LOG.info("{}: opened in {} ms: manifest {}, {} keyspaces, {} key index tables, {} log segments,"
+          + " flushed up to seqno {}, {} writes replayed from the WAL, last seqno {}", notifier.store(),
+          (System.nanoTime() - openStart) / 1_000_000, st.manifest.number(), catalog.size(), tableCount, segmentCount,
+          replayFrom, versions.lastSeqno - replayFrom, versions.lastSeqno);
       return new Parts(options, writeMemory, blockCache, catalog, versions, state, stats, pipeline, reads, store);
     } catch (RuntimeException | Error e) {
       while (!undo.isEmpty()) {
@@ -161,17 +173,24 @@ final class StoreOpener {
    * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path, or the
    * built-in thread pool.
    */
-  private static ReadTransport newReadTransport(int queueDepth) {
+  private static ReadTransport newReadTransport(int queueDepth, Notifier notifier) {
     try {
       ReadTransport.Provider best = null;
       for (ReadTransport.Provider p : ServiceLoader.load(ReadTransport.Provider.class,
           StoreOpener.class.getClassLoader())) {
         if (best == null || p.priority() > best.priority()) best = p;
       }
-      if (best != null) return best.create(queueDepth);
+      if (best != null) {
+        ReadTransport t = best.create(queueDepth);
+        Notifier.LOG.info("{}: batched reads through {} (queue depth {})", notifier.store(), t.getClass().getName(), queueDepth);
+        return t;
+      }
     } catch (RuntimeException | ServiceConfigurationError | LinkageError e) {
       // a provider that cannot load or start: the built-in transport works everywhere
+      Notifier.LOG.warn("{}: the read transport on the class path could not start ({}); batched reads use the"
+          + " built-in thread pool", notifier.store(), e.toString());
     }
+    Notifier.LOG.debug("{}: batched reads through the built-in thread pool (queue depth {})", notifier.store(), queueDepth);
     return new PooledReadTransport(queueDepth);
   }
 

@@ -13,7 +13,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * every flush or compaction wake the stalled writers, so they see the failure or the room made.
  *
  * <p>Thread-safety: any thread. {@link #failure} and {@link #closed} are volatile (every writer reads
- * them); the stall condition is guarded by its own lock.
+ * them; the first failure is set under this object's monitor, so it is told of once); the stall
+ * condition is guarded by its own lock.
  */
 final class StoreState {
   /** The first failure; written once (racy first-wins is fine: any failure refuses writes). */
@@ -22,6 +23,16 @@ final class StoreState {
   private volatile boolean closed;
   private final ReentrantLock stallLock = new ReentrantLock();
   private final Condition progress = stallLock.newCondition();
+  /** Tells the listener and the log of the store's work and its failure. */
+  private final Notifier notifier;
+
+  StoreState(Notifier notifier) {
+    this.notifier = notifier;
+  }
+
+  Notifier notifier() {
+    return notifier;
+  }
 
   void checkOpen() {
     if (closed) throw new ClosedException("the store is closed; open it again");
@@ -38,9 +49,14 @@ final class StoreState {
     return true;
   }
 
-  /** Records the first failure; writes are refused from then on. */
+  /** Records the first failure, and tells of it once; writes are refused from then on. */
   void fail(BasaltException e) {
-    if (failure == null) failure = e;
+    boolean first;
+    synchronized (this) {
+      first = failure == null;
+      if (first) failure = e;
+    }
+    if (first) notifier.failed(e);
     progressed();
   }
 
