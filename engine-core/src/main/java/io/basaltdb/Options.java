@@ -25,6 +25,7 @@ public final class Options {
   private long expiryCheckMillis = 60_000L;
   private double expiryCompactionRatio = 0.25;
   private EventListener eventListener = EventListener.NONE;
+  private boolean jmx = false;
   private int l0CompactionTrigger = 8;
   private int l0StopWritesTrigger = 36;
   private double l0BaseRatio = 0.5;
@@ -76,6 +77,7 @@ public final class Options {
     o.expiryCheckMillis = expiryCheckMillis;
     o.expiryCompactionRatio = expiryCompactionRatio;
     o.eventListener = eventListener;
+    o.jmx = jmx;
     o.l0CompactionTrigger = l0CompactionTrigger;
     o.l0StopWritesTrigger = l0StopWritesTrigger;
     o.l0BaseRatio = l0BaseRatio;
@@ -235,6 +237,16 @@ public final class Options {
     return this;
   }
   public EventListener eventListener() { return eventListener; }
+
+  /**
+   * Whether the store registers a JMX bean with its statistics while it is open, as {@code
+   * io.basaltdb:type=Store,name=<its directory>} (an in-memory store: {@code in-memory-<n>}): every stat of
+   * {@link Basalt#stats} as a read-only attribute, with {@code Health} and {@code Failure}; default false.
+   * docs/operations.md, "Monitoring", shows how to read it with jconsole or jcmd. An open fails if the name
+   * is taken (the same directory open in another store of this JVM cannot happen: its lock refuses it).
+   */
+  public Options jmx(boolean on) { this.jmx = on; return this; }
+  public boolean jmx() { return jmx; }
 
   /** The expired share of a table's document bytes that makes the expiry check compact it ({@link #expiryCheckMillis}); default 0.25, 0.01 to 1. */
   public Options expiryCompactionRatio(double ratio) { this.expiryCompactionRatio = ratio; return this; }
@@ -584,7 +596,7 @@ public final class Options {
         + checkpointIntervalMillis + ", checkpointSpaceRatio=" + checkpointSpaceRatio + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", walSkipBytes=" + walSkipBytes + ", expiryCheckMillis=" + expiryCheckMillis
         + ", expiryCompactionRatio=" + expiryCompactionRatio
-        + ", eventListener=" + (eventListener == EventListener.NONE ? "none" : eventListener.getClass().getName()) + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
+        + ", jmx=" + jmx + ", eventListener=" + (eventListener == EventListener.NONE ? "none" : eventListener.getClass().getName()) + ", l0CompactionTrigger=" + l0CompactionTrigger + ", l0StopWritesTrigger="
         + l0StopWritesTrigger + ", l0BaseRatio=" + l0BaseRatio + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads

@@ -24,6 +24,9 @@ import java.util.Map;
  *       searched the segment's seqno index because the key index record's location hint was missing or
  *       named a segment garbage collection replaced: Magma section 8.2's fallback); see {@link
  *       #readsPerGet()};</li>
+ *   <li>{@code pendingCompactionBytes} (gauge, with {@code keyspace.<name>.pendingCompactionBytes}): the
+ *       key index bytes compaction still has to rewrite, estimated as RocksDB's {@code
+ *       estimate-pending-compaction-bytes} is;</li>
  *   <li>document expiry ({@link Keyspace#put(byte[], byte[], long)}): {@code expiredRecordsCompacted}
  *       (expired key index records compaction turned into tombstones or dropped), {@code
  *       expiryCompactions} (compactions the expiry check started, {@link Options#expiryCheckMillis});</li>

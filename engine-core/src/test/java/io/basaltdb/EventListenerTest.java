@@ -38,7 +38,7 @@ class EventListenerTest {
   }
 
   /** Every event, in order. */
-  static final class Recorder implements EventListener {
+  static class Recorder implements EventListener {
     final List<Object> events = new CopyOnWriteArrayList<>();
     final List<BasaltException> errors = new CopyOnWriteArrayList<>();
 

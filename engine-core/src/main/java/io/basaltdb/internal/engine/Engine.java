@@ -42,6 +42,8 @@ public final class Engine implements AutoCloseable {
   private final ReadPath reads;
   private final Store store;
   private final Object keyspaceLock = new Object();
+  /** The store's JMX bean ({@link Options#jmx}), or null; unregistered by close. */
+  private volatile StoreMBean mbean;
 
   private Engine(StoreOpener.Parts p) {
     options = p.options();
@@ -60,7 +62,16 @@ public final class Engine implements AutoCloseable {
   public static Engine open(Storage storage, Options options) {
     Options o = options.copy();
     o.validate();
-    return new Engine(storage == null ? StoreOpener.inMemory(o) : StoreOpener.onDisk(storage, o));
+    Engine e = new Engine(storage == null ? StoreOpener.inMemory(o) : StoreOpener.onDisk(storage, o));
+    if (o.jmx()) {
+      try {
+        e.mbean = StoreMBean.register(e, storage == null ? null : storage.describe(""));
+      } catch (RuntimeException failed) {
+        e.close();
+        throw failed;
+      }
+    }
+    return e;
   }
 
   // ---- reads and writes ------------------------------------------------------------------------------
@@ -313,6 +324,8 @@ public final class Engine implements AutoCloseable {
   @Override
   public void close() {
     if (!state.markClosed()) return;
+    StoreMBean bean = mbean;
+    if (bean != null) bean.unregister();
     pipeline.close();
     try {
       store.close();

@@ -16,6 +16,32 @@ import java.util.Map;
 final class StatsReport {
   private StatsReport() {}
 
+  /**
+   * The key index bytes compaction still has to rewrite, estimated as RocksDB's {@code
+   * estimate-pending-compaction-bytes} is: level 0's bytes once it holds {@code l0CompactionTrigger}
+   * tables, and for each level >= 1 the bytes over its target times the fan-out plus one (each byte moved
+   * down merges with about that many below); for the store and each keyspace.
+   */
+  private static void pendingCompaction(Map<String, Long> m, Version v, KeyspaceCatalog catalog, io.basaltdb.Options o) {
+    long all = 0;
+    Map<String, Long> each = new LinkedHashMap<>();
+    for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
+      if (!catalog.isLive(e.getKey())) continue;
+      KeyspaceFiles f = e.getValue();
+      long pending = 0;
+      if (f.level(0).size() >= o.l0CompactionTrigger()) for (KeyspaceFiles.Table t : f.level(0)) pending += t.bytes();
+      LevelTargets targets = LevelTargets.of(f, o);
+      for (int l = 1; l < KeyspaceFiles.MAX_LEVELS - 1; l++) {
+        long over = f.levelBytes(l) - targets.target(l);
+        if (over > 0) pending += over * (o.levelMultiplier() + 1L);
+      }
+      all += pending;
+      each.put("keyspace." + catalog.describe(e.getKey()) + ".pendingCompactionBytes", pending);
+    }
+    m.put("pendingCompactionBytes", all);
+    m.putAll(each);
+  }
+
   /** Garbage collection: fragmentation, the delete list, segment compactions, per store and keyspace. */
   private static void garbage(Map<String, Long> m, EngineStats s, Version v, KeyspaceCatalog catalog) {
     long stale = 0, total = 0, garbage = 0, pending = 0, records = 0, deleteBytes = 0, deleteLogical = 0;
@@ -158,6 +184,7 @@ final class StatsReport {
       segments += f.segments.size();
     }
     m.put("tables", (long) tables);
+    pendingCompaction(m, v, catalog, options);
     for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
       long n = 0;
       for (KeyspaceFiles f : v.files.values()) n += f.level(l).size();
