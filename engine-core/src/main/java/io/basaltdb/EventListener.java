@@ -7,8 +7,9 @@ package io.basaltdb;
  * Options#eventListener}; every method has an empty default, so a listener overrides what it needs.
  *
  * <p>Thread-safety: methods are called on the thread that did the work (the flusher, a compaction or
- * collection thread, the commit leader for stalls and for a batch that skipped the WAL), possibly at
- * once from several: keep them quick and thread-safe, and do not write to the store from them (a
+ * collection thread, the commit leader for stalls and for a batch that skipped the WAL), after its
+ * commit, possibly at once from several, so two calls from different threads may arrive in another order
+ * than their commits (a flush's seqno says where it stands): keep them quick and thread-safe, and do not write to the store from them (a
  * listener that waits for a write can wait for itself). What a listener throws is logged and ignored.
  * The in-memory store has no background work and calls none of them.
  */
