@@ -11,7 +11,7 @@ package io.basaltdb;
  * commit, possibly at once from several, so two calls from different threads may arrive in another order
  * than their commits (a flush's seqno says where it stands): keep them quick and thread-safe, and do not write to the store from them (a
  * listener that waits for a write can wait for itself). What a listener throws is logged and ignored.
- * The in-memory store has no background work and calls none of them.
+ * The in-memory store has no background work: it calls only {@link #onBackgroundError}.
  */
 public interface EventListener {
   /** A listener that hears nothing: the default. */
@@ -87,7 +87,8 @@ public interface EventListener {
   /**
    * The store failed: from now on it refuses writes (reads still work) until it is reopened, which
    * recovers every acknowledged write. Called once, with the first failure, whatever found it (a flush,
-   * a compaction, collection, or a WAL write); {@link Basalt#health} reports it too.
+   * a compaction, collection, or a WAL write), on a thread of its own, so it may close the store (and
+   * open it again); {@link Basalt#health} reports the failure from the moment it happens.
    */
   default void onBackgroundError(BasaltException error) {}
 }

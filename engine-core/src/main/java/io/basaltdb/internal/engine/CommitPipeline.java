@@ -129,6 +129,8 @@ final class CommitPipeline {
       error = new BasaltException("write failed: " + e, e);
       state.fail(error);
       if (group.isEmpty()) group.add(p);
+    } finally {
+      target.groupDone();
     }
     finish(group, error);
   }

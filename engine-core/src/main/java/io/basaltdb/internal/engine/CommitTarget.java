@@ -47,6 +47,9 @@ interface CommitTarget {
   /** The group is applied to {@code cache} and published; still under the apply lock. */
   void applied(WriteCache cache, List<Batch> group);
 
+  /** The leader's group is over (committed or failed): a stall it was in has ended. */
+  default void groupDone() {}
+
   /**
    * Whether {@code b} skips the WAL ({@link io.basaltdb.Options#walSkipBytes}): it then leads a group of
    * its own, committed by {@link #writeDirect} instead of the steps above.

@@ -131,6 +131,11 @@ final class DiskWrites implements CommitTarget {
     state.notifier().stallBegan(cause);
   }
 
+  @Override
+  public void groupDone() {
+    endStall();
+  }
+
   /** The writers' wait, if any, is over. Leader only. */
   private void endStall() {
     if (stalling == null) return;
@@ -273,13 +278,9 @@ final class DiskWrites implements CommitTarget {
   public boolean freeMemory() {
     Version v = versions.current();
     if (v.immutable != null) {
-      stall(EventListener.Stall.WRITE_CACHE);
+      stall(EventListener.Stall.WRITE_CACHE); // ended with the group ({@link #groupDone}): admission retries
       long t0 = System.nanoTime();
-      try {
-        state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
-      } finally {
-        endStall();
-      }
+      state.awaitProgress(50, () -> versions.current().immutable != null, "the write cache to flush");
       stats.stallNanos.add(System.nanoTime() - t0);
       stats.stalls.increment();
       return true;

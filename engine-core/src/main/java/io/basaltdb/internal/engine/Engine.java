@@ -66,8 +66,12 @@ public final class Engine implements AutoCloseable {
     if (o.jmx()) {
       try {
         e.mbean = StoreMBean.register(e, storage == null ? null : storage.describe(""));
-      } catch (RuntimeException failed) {
-        e.close();
+      } catch (RuntimeException | Error failed) { // an Error too: a runtime without java.management
+        try {
+          e.close();
+        } catch (RuntimeException | Error closing) {
+          failed.addSuppressed(closing);
+        }
         throw failed;
       }
     }

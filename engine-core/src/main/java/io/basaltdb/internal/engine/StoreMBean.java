@@ -55,12 +55,12 @@ final class StoreMBean implements DynamicMBean {
     return name;
   }
 
-  /** Removes the bean; quietly if it is gone already. */
+  /** Removes the bean; quietly if it is gone already. Never throws: close must go on. */
   void unregister() {
-    MBeanServer server = ManagementFactory.getPlatformMBeanServer();
     try {
+      MBeanServer server = ManagementFactory.getPlatformMBeanServer();
       if (server.isRegistered(name)) server.unregisterMBean(name);
-    } catch (JMException e) {
+    } catch (JMException | RuntimeException e) {
       Notifier.LOG.warn("cannot unregister the JMX bean {}: {}", name, e.toString());
     }
   }
@@ -74,16 +74,26 @@ final class StoreMBean implements DynamicMBean {
       case "Failure":
         return f == null ? "" : f.getMessage();
       default:
-        Long v = engine.isClosed() ? null : engine.stats().get(attribute);
+        Long v = stats().get(attribute);
         if (v == null) throw new AttributeNotFoundException("no stat named " + attribute + " in " + name);
         return v;
+    }
+  }
+
+  /** The store's stats, or none once it is closed (a read racing close sees none, never an exception). */
+  private Map<String, Long> stats() {
+    if (engine.isClosed()) return Map.of();
+    try {
+      return engine.stats();
+    } catch (BasaltException closedMeanwhile) {
+      return Map.of();
     }
   }
 
   @Override
   public AttributeList getAttributes(String[] attributes) {
     AttributeList out = new AttributeList();
-    Map<String, Long> stats = engine.isClosed() ? Map.of() : engine.stats();
+    Map<String, Long> stats = stats();
     for (String a : attributes) {
       try {
         out.add(new Attribute(a, stats.containsKey(a) ? stats.get(a) : getAttribute(a)));
@@ -115,8 +125,8 @@ final class StoreMBean implements DynamicMBean {
     List<MBeanAttributeInfo> attrs = new ArrayList<>();
     attrs.add(new MBeanAttributeInfo("Health", "java.lang.String", "OK, FAILED (writes refused) or CLOSED", true, false, false));
     attrs.add(new MBeanAttributeInfo("Failure", "java.lang.String", "the failure that stopped writes, or empty", true, false, false));
-    if (!engine.isClosed()) {
-      for (String stat : engine.stats().keySet()) {
+    {
+      for (String stat : stats().keySet()) {
         attrs.add(new MBeanAttributeInfo(stat, "java.lang.Long", "Basalt stat " + stat + " (see io.basaltdb.Stats)",
             true, false, false));
       }

@@ -49,14 +49,23 @@ final class StoreState {
     return true;
   }
 
-  /** Records the first failure, and tells of it once; writes are refused from then on. */
+  /**
+   * Records the first failure, and tells of it once; writes are refused from then on. The listener and
+   * the log hear of it on a thread of their own: callers may hold the VersionSet's or the apply lock,
+   * which a listener reading the store's stats would need, and a listener may close the store, which
+   * waits for the very worker that failed.
+   */
   void fail(BasaltException e) {
     boolean first;
     synchronized (this) {
       first = failure == null;
       if (first) failure = e;
     }
-    if (first) notifier.failed(e);
+    if (first) {
+      Thread t = new Thread(() -> notifier.failed(e), "basalt-failure-notifier");
+      t.setDaemon(true);
+      t.start();
+    }
     progressed();
   }
 
