@@ -309,10 +309,14 @@ class GarbageCollectionTest {
       assertTrue(floor.getMessage().contains("diskReserveBytes"), "below half the reserve deletes wait too: " + floor);
     }
     try (Engine e = Engine.open(storage, gcOptions().diskReserveBytes(reserve))) {
+      // The open itself may free some space (it empties the pool of recycled WAL files), so wait for
+      // collection to have run too; a segment that is all garbage is dropped without rewriting it.
       long deadline = System.currentTimeMillis() + 20_000;
-      while (storage.usableSpace() < reserve && System.currentTimeMillis() < deadline) Thread.sleep(20);
+      while ((storage.usableSpace() < reserve || e.stats().get("gcRuns") == 0) && System.currentTimeMillis() < deadline) {
+        Thread.sleep(20);
+      }
       Map<String, Long> s = e.stats();
-      assertTrue(s.get("gcBytesWritten") > 0, "collection rewrote segments in the reserve: " + s);
+      assertTrue(s.get("gcBytesReclaimed") > 0, "collection reclaimed segments in the reserve: " + s);
       assertTrue(storage.usableSpace() >= reserve, "collection freed space: " + storage.usableSpace() + " " + s);
       e.write(b); // room again: writes go on
       last.remove(0);
