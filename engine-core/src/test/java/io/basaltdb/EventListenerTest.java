@@ -15,8 +15,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -25,18 +23,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * compactions, collection runs and stalls are told of with their figures, a background failure is
  * told of once and shows in the health without a write, and a listener that throws harms nothing.
  */
-@ExtendWith(NoLeakedAllocatorsExtension.class)
+@ExtendWith({NoLeakedAllocatorsExtension.class, QuietTime.Short.class})
 class EventListenerTest {
-  @BeforeEach
-  void shortQuiet() {
-    QuietTime.set(200_000_000L);
-  }
-
-  @AfterEach
-  void defaultQuiet() {
-    QuietTime.restore();
-  }
-
   /** Every event, in order. */
   static class Recorder implements EventListener {
     final List<Object> events = new CopyOnWriteArrayList<>();

@@ -15,8 +15,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -28,19 +26,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * records and the expiry check finds them through the tables' histograms, so their disk space is
  * reclaimed; expiring keys stay out of exact item counts.
  */
-@ExtendWith(NoLeakedAllocatorsExtension.class)
+@ExtendWith({NoLeakedAllocatorsExtension.class, QuietTime.Short.class})
 class ExpiryTest {
   private final AtomicLong clock = new AtomicLong(1_000_000L);
-
-  @BeforeEach
-  void shortQuiet() {
-    QuietTime.set(200_000_000L);
-  }
-
-  @AfterEach
-  void defaultQuiet() {
-    QuietTime.restore();
-  }
 
   static byte[] b(String s) {
     return s.getBytes(StandardCharsets.UTF_8);

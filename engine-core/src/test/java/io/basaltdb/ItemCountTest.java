@@ -12,8 +12,6 @@ import java.util.HashSet;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -22,18 +20,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * updates, deletes of live and absent keys, several writes of one key in a batch, across flushes,
  * compaction, reopens, crashes, rollbacks, option changes and concurrent writers.
  */
-@ExtendWith(NoLeakedAllocatorsExtension.class)
+@ExtendWith({NoLeakedAllocatorsExtension.class, QuietTime.Short.class})
 class ItemCountTest {
-  @BeforeEach
-  void shortQuiet() {
-    QuietTime.set(200_000_000L);
-  }
-
-  @AfterEach
-  void defaultQuiet() {
-    QuietTime.restore();
-  }
-
   /** Tiny caches, tables and segments (flushes and compactions all the time), with counts. */
   static Options counted() {
     return ChangeFeedTest.tiny().exactItemCounts(true);

@@ -16,4 +16,21 @@ public final class QuietTime {
   public static void restore() {
     SegmentCompactor.quietNanos = 2_000_000_000L;
   }
+
+  /**
+   * A test class's quiet time of 200 ms for each test, the default restored after it ({@code
+   * @ExtendWith(QuietTime.Short.class)}): {@code waitForCompactions} waits for a quiet store's passes.
+   */
+  public static final class Short implements org.junit.jupiter.api.extension.BeforeEachCallback,
+      org.junit.jupiter.api.extension.AfterEachCallback {
+    @Override
+    public void beforeEach(org.junit.jupiter.api.extension.ExtensionContext context) {
+      set(200_000_000L);
+    }
+
+    @Override
+    public void afterEach(org.junit.jupiter.api.extension.ExtensionContext context) {
+      restore();
+    }
+  }
 }
