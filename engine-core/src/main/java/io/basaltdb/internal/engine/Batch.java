@@ -42,6 +42,11 @@ public final class Batch {
   byte flags;
   /** A link record's successor WAL file number; -1 in every other batch. */
   long successor = -1;
+  /**
+   * {@link #encodedSize}, once asked (-1 before; reset by {@link #add}): the leader asks for it of every
+   * queued batch as it forms a group, and for the WAL skip's threshold.
+   */
+  private int encodedSize = -1;
 
   /** Whether every operation is a delete (an empty batch counts). */
   boolean deletesOnly() {
@@ -67,6 +72,7 @@ public final class Batch {
       if (expiries == null) expiries = new long[keyspaces.length];
       expiries[count] = expiry;
     }
+    encodedSize = -1;
     keyspaces[count] = keyspace;
     types[count] = type;
     keys[count] = key;
@@ -101,10 +107,12 @@ public final class Batch {
 
   /** Bytes of the encoded WAL record. */
   int encodedSize() {
+    if (encodedSize >= 0) return encodedSize;
     int n = isLink() ? HEADER_SIZE + SUCCESSOR_SIZE : HEADER_SIZE;
     for (int i = 0; i < count; i++) {
       n += 1 + 4 + 4 + keys[i].length + 4 + (values[i] == null ? 0 : values[i].length) + (expiry(i) != 0 ? 8 : 0);
     }
+    encodedSize = n;
     return n;
   }
 

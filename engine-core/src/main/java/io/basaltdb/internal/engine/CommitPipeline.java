@@ -96,9 +96,10 @@ final class CommitPipeline {
     BasaltException error = null;
     try {
       state.checkWritable();
-      if (target.skipsWal(p.batch)) {
+      CommitTarget.WalSkip direct = target.walSkip(p.batch);
+      if (direct != null) {
         group.add(p);
-        commitDirect(p.batch);
+        commitDirect(direct, p.batch);
         stats.userBytesWritten.add(p.batch.userBytes());
         stats.batches.increment();
         finish(group, null);
@@ -113,7 +114,7 @@ final class CommitPipeline {
         for (Pending q : queue) {
           if (q.batch == null) break; // a between-groups action: its turn comes after this group
           if (deletesOnly && !q.batch.deletesOnly()) break; // the disk is short: puts lead their own group
-          if (!group.isEmpty() && target.skipsWal(q.batch)) break; // it skips the WAL: it leads its own
+          if (!group.isEmpty() && target.walSkip(q.batch) != null) break; // it skips the WAL: it leads its own
           if (!group.isEmpty() && bytes + q.batch.encodedSize() > maxBytes) break;
           group.add(q);
           bytes += q.batch.encodedSize();
@@ -153,12 +154,12 @@ final class CommitPipeline {
 
   /**
    * Commits a batch that skips the WAL (Magma section 8.1): once the store has flushed everything before
-   * it ({@link CommitTarget#prepareDirect}), it gets its seqnos, is counted as a group would be, and is
-   * written to the segments and the key index ({@link CommitTarget#writeDirect}), which publishes it
+   * it ({@link CommitTarget.WalSkip#prepare}), it gets its seqnos, is counted as a group would be, and is
+   * written to the segments and the key index ({@link CommitTarget.WalSkip#write}), which publishes it
    * (the counts, then {@link Versions#lastSeqno}) as the version holding it is installed.
    */
-  private void commitDirect(Batch b) {
-    target.prepareDirect(b);
+  private void commitDirect(CommitTarget.WalSkip direct, Batch b) {
+    direct.prepare(b);
     b.firstSeqno = versions.lastSeqno + 1;
     long last = b.firstSeqno + b.count - 1;
     ItemCounter.Counted counted = countItems(List.of(b));
@@ -172,7 +173,7 @@ final class CommitPipeline {
       }
       for (Map.Entry<Integer, Long> d : counted.deltas().entrySet()) itemsAfter.merge(d.getKey(), d.getValue(), Long::sum);
     }
-    target.writeDirect(b, counted == null ? null : counted.below()[0], itemsAfter, () -> {
+    direct.write(b, counted == null ? null : counted.below()[0], itemsAfter, () -> {
       if (counted != null) versions.items.add(counted);
       versions.lastSeqno = last;
     });

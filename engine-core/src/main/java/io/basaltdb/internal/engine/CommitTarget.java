@@ -51,28 +51,29 @@ interface CommitTarget {
   default void groupDone() {}
 
   /**
-   * Whether {@code b} skips the WAL ({@link io.basaltdb.Options#walSkipBytes}): it then leads a group of
-   * its own, committed by {@link #writeDirect} instead of the steps above.
+   * How {@code b} skips the WAL ({@link io.basaltdb.Options#walSkipBytes}), or null if it goes through
+   * the WAL as any group does: a batch that skips it leads a group of its own, committed by the steps of
+   * {@link WalSkip} instead of the ones above. A store without a WAL (the in-memory one) returns null.
    */
-  default boolean skipsWal(Batch b) {
-    return false;
+  default WalSkip walSkip(Batch b) {
+    return null;
   }
 
-  /**
-   * Before a batch that skips the WAL gets its seqnos: refuses it on a nearly full disk, waits out
-   * stalls, and flushes everything written before it, so both write caches are empty and no flush is
-   * pending. Throws with nothing written.
-   */
-  default void prepareDirect(Batch b) {
-    throw new UnsupportedOperationException("this store has no WAL to skip");
-  }
+  /** The steps of a batch that skips the WAL, in the order the leader calls them. */
+  interface WalSkip {
+    /**
+     * Before the batch gets its seqnos: refuses it on a nearly full disk, waits out stalls, and flushes
+     * everything written before it, so both write caches are empty and no flush is pending. Throws with
+     * nothing written.
+     */
+    void prepare(Batch b);
 
-  /**
-   * Writes a batch that skips the WAL to the store's files and commits them ({@link Flusher#flushBatch},
-   * whose arguments these are); {@code publish} runs as the batch becomes visible. A failure fails the
-   * store (its files are ahead of the manifest) and is thrown; the reopened store holds none of the batch.
-   */
-  default void writeDirect(Batch b, WriteCache.Below[] below, java.util.Map<Integer, Long> itemsAfter, Runnable publish) {
-    throw new UnsupportedOperationException("this store has no WAL to skip");
+    /**
+     * Writes the batch to the store's files and commits them ({@link Flusher#flushBatch}, whose arguments
+     * these are); {@code publish} runs as the batch becomes visible. A failure once writing has begun
+     * fails the store (its files are ahead of the manifest) and is thrown; the reopened store holds none
+     * of the batch.
+     */
+    void write(Batch b, WriteCache.Below[] below, java.util.Map<Integer, Long> itemsAfter, Runnable publish);
   }
 }

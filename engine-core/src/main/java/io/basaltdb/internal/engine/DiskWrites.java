@@ -24,7 +24,7 @@ import java.util.concurrent.locks.LockSupport;
  * on the commit leader (one at a time); the WAL's own monitor orders its file operations with the
  * syncer thread's.
  */
-final class DiskWrites implements CommitTarget {
+final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
   private final Options options;
   private final Versions versions;
   private final KeyspaceCatalog catalog;
@@ -44,7 +44,7 @@ final class DiskWrites implements CommitTarget {
   /** The writers' wait under way and since when ({@link #stall}); commit leader only. */
   private EventListener.Stall stalling;
   private long stallSince;
-  /** Writes the batches that skip the WAL ({@link #writeDirect}). */
+  /** Writes the batches that skip the WAL ({@link #write}). */
   private final Flusher flusher;
 
   DiskWrites(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
@@ -150,28 +150,30 @@ final class DiskWrites implements CommitTarget {
    */
   private boolean stalled(Version v) {
     if (l0Full(v)) {
-      stall(EventListener.Stall.LEVEL_0);
-      long t0 = System.nanoTime();
-      state.awaitProgress(20, () -> true, "compaction");
-      stats.l0StallNanos.add(System.nanoTime() - t0);
-      stats.l0Stalls.increment();
+      waitFor(EventListener.Stall.LEVEL_0, "compaction", stats.l0StallNanos, stats.l0Stalls);
       return true;
     }
     if (gc.pressure(v) == SegmentCompactor.PRESSURE_STOP) {
-      stall(EventListener.Stall.GARBAGE_COLLECTION);
-      long t0 = System.nanoTime();
-      state.awaitProgress(20, () -> true, "garbage collection");
-      stats.gcStallNanos.add(System.nanoTime() - t0);
-      stats.gcStalls.increment();
+      waitFor(EventListener.Stall.GARBAGE_COLLECTION, "garbage collection", stats.gcStallNanos, stats.gcStalls);
       return true;
     }
     return false;
   }
 
+  /** One wait of up to 20 ms for a background worker's progress, counted as a stall of {@code cause}. */
+  private void waitFor(EventListener.Stall cause, String what, java.util.concurrent.atomic.LongAdder nanos,
+      java.util.concurrent.atomic.LongAdder count) {
+    stall(cause);
+    long t0 = System.nanoTime();
+    state.awaitProgress(20, () -> true, what);
+    nanos.add(System.nanoTime() - t0);
+    count.increment();
+  }
+
   @Override
-  public boolean skipsWal(Batch b) {
+  public WalSkip walSkip(Batch b) {
     long threshold = options.walSkipBytes();
-    return threshold > 0 && b.encodedSize() >= threshold;
+    return threshold > 0 && b.encodedSize() >= threshold ? this : null;
   }
 
   /**
@@ -180,7 +182,7 @@ final class DiskWrites implements CommitTarget {
    * it is the price of skipping the WAL.
    */
   @Override
-  public void prepareDirect(Batch b) {
+  public void prepare(Batch b) {
     try {
       prepareDirectOrStall(b);
     } finally {
@@ -214,7 +216,7 @@ final class DiskWrites implements CommitTarget {
   }
 
   @Override
-  public void writeDirect(Batch b, WriteCache.Below[] below, Map<Integer, Long> itemsAfter, Runnable publish) {
+  public void write(Batch b, WriteCache.Below[] below, Map<Integer, Long> itemsAfter, Runnable publish) {
     // On the heap first: a batch too big for it is refused here, with nothing written and the store writable.
     List<byte[][]> sorted = Flusher.sortedEntries(b, below, catalog);
     try {

@@ -456,7 +456,8 @@ final class Flusher {
       SegmentWriter w = tail.writer;
       byte[] e = entries.get(i);
       long before = w.size();
-      hints[i] = w.append(seqnos[i], keys.get(i), WriteCache.valueOf(e), WriteCache.isTombstone(e), WriteCache.expiryOf(e));
+      int at = WriteCache.valueOffset(e); // appended from the entry itself: no copy of the value
+      hints[i] = w.append(seqnos[i], keys.get(i), e, at, e.length - at, WriteCache.isTombstone(e), WriteCache.expiryOf(e));
       sizes[i] = w.lastDocumentSize();
       stats.segmentBytesWritten.add(w.size() - before);
     }

@@ -191,7 +191,8 @@ final class WriteCache {
     return Below.of((flags & BELOW_TOMBSTONE) != 0, s, size);
   }
 
-  private static int valueOffset(byte[] entry) {
+  /** Where the entry's value starts: it runs from there to the entry's end. */
+  static int valueOffset(byte[] entry) {
     return VALUE_HEADER + ((entry[8] & BELOW_RECORD) != 0 ? BELOW_BYTES : 0) + ((entry[8] & EXPIRES) != 0 ? EXPIRY_BYTES : 0);
   }
 

@@ -82,11 +82,13 @@ final class BlockBuilder {
   }
 
   /**
-   * Adds a document; the first one of a block fixes the block's file offset. Seqnos must increase (the
-   * writer checks). Returns the document's encoded size.
+   * Adds a document whose value is {@code value[valueOffset, valueOffset + valueLength)}; the first one of
+   * a block fixes the block's file offset. Seqnos must increase (the writer checks). Returns the
+   * document's encoded size.
    */
-  int add(long blockOffset, long seqno, byte[] key, byte[] value, boolean tombstone, long expiry) {
-    int size = sizeIfAdded(seqno, key.length, value.length, expiry);
+  int add(long blockOffset, long seqno, byte[] key, byte[] value, int valueOffset, int valueLength,
+      boolean tombstone, long expiry) {
+    int size = sizeIfAdded(seqno, key.length, valueLength, expiry);
     if (count == 0) {
       offset = blockOffset;
       firstSeqno = seqno;
@@ -99,9 +101,9 @@ final class BlockBuilder {
     raw[p++] = (byte) ((tombstone ? DOC_FLAG_TOMBSTONE : 0) | (expiry != 0 ? SegmentFormat.DOC_FLAG_EXPIRES : 0));
     if (expiry != 0) p = SegmentFormat.putVarLong(raw, p, expiry);
     p = SegmentFormat.putVarLong(raw, p, key.length);
-    p = SegmentFormat.putVarLong(raw, p, value.length);
+    p = SegmentFormat.putVarLong(raw, p, valueLength);
     System.arraycopy(key, 0, raw, p, key.length);
-    System.arraycopy(value, 0, raw, p + key.length, value.length);
+    System.arraycopy(value, valueOffset, raw, p + key.length, valueLength);
     length += size;
     lastSeqno = seqno;
     count++;

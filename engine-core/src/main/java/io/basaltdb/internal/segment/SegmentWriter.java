@@ -164,9 +164,21 @@ public final class SegmentWriter {
 
   /** As {@link #append(long, byte[], byte[], boolean)}, for a document that expires at {@code expiry} (0: never). */
   public long append(long seqno, byte[] key, byte[] value, boolean tombstone, long expiry) {
+    if (value == null) throw new InvalidArgumentException("segment append: the value must be non-null");
+    return append(seqno, key, value, 0, value.length, tombstone, expiry);
+  }
+
+  /**
+   * As {@link #append(long, byte[], byte[], boolean, long)}, the value being {@code value[valueOffset,
+   * valueOffset + valueLength)}: the flusher appends straight from a write cache entry, without copying
+   * the value out of it first.
+   */
+  public long append(long seqno, byte[] key, byte[] value, int valueOffset, int valueLength, boolean tombstone,
+      long expiry) {
     checkUsable();
     if (expiry < 0) throw new InvalidArgumentException("segment append: a negative expiry " + expiry);
-    if (key == null || value == null || key.length > MAX_KEY_SIZE || value.length > MAX_VALUE_SIZE) {
+    if (key == null || value == null || key.length > MAX_KEY_SIZE || valueLength > MAX_VALUE_SIZE
+        || valueOffset < 0 || valueLength < 0 || valueOffset > value.length - valueLength) {
       throw new InvalidArgumentException("segment append: key and value must be non-null, at most "
           + MAX_KEY_SIZE + " and " + MAX_VALUE_SIZE + " bytes");
     }
@@ -178,11 +190,11 @@ public final class SegmentWriter {
       throw new InvalidArgumentException("segment " + file.name() + " is full (" + tail + " bytes); roll to a new one");
     }
     try {
-      int size = block.sizeIfAdded(seqno, key.length, value.length, expiry);
+      int size = block.sizeIfAdded(seqno, key.length, valueLength, expiry);
       if (!block.isEmpty() && block.length() + size > options.blockSize()) {
         sealBlock();
       }
-      int docSize = block.add(tail, seqno, key, value, tombstone, expiry);
+      int docSize = block.add(tail, seqno, key, value, valueOffset, valueLength, tombstone, expiry);
       long hint = SegmentFormat.hint(segmentId, block.offset());
       lastSeqno = seqno;
       documentCount++;

@@ -58,6 +58,22 @@ class SegmentReadWriteTest {
   }
 
   @Test
+  void append_ofAValueRange_storesThatRangeAndItsExpiry_andRefusesABadRange() {
+    ByteArrayFile file = new ByteArrayFile();
+    SegmentWriter w = SegmentWriter.create(file, 9, 1, SegmentOptions.defaults());
+    byte[] entry = "headerVALUEtrailing".getBytes();
+    long hint = w.append(1, "k".getBytes(), entry, 6, 5, false, 1234L);
+    assertEquals(SegmentFormat.varLongSize(0) + 1 + SegmentFormat.varLongSize(1234) + 1 + 1 + 1 + 5, w.lastDocumentSize());
+    assertThrows(InvalidArgumentException.class, () -> w.append(2, "k".getBytes(), entry, 15, 5, false, 0));
+    assertThrows(InvalidArgumentException.class, () -> w.append(2, "k".getBytes(), entry, -1, 2, false, 0));
+    SegmentState s = w.checkpoint();
+    Document d = new SegmentReader(file, s).read(1, hint);
+    assertArrayEquals("VALUE".getBytes(), d.value());
+    assertEquals(1234L, d.expiry());
+    assertFalse(d.tombstone());
+  }
+
+  @Test
   void indexPages_comeFromTheBlockCache_sharedByTheReadersOfLaterStates() {
     ByteArrayFile file = new ByteArrayFile();
     SegmentOptions o = SegmentOptions.defaults().withBlockSize(64).withPageSize(64);
