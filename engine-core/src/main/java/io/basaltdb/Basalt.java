@@ -103,13 +103,13 @@ public final class Basalt implements AutoCloseable {
       engine.stats(); // still throws on a closed store
       return;
     }
-    Batch b = new Batch(batch.size());
-    for (WriteBatch.Op op : batch.ops) {
-      if (op.keyspace().db != this) {
-        throw new InvalidArgumentException("keyspace '" + op.keyspace().name() + "' belongs to another store; nothing was written");
+    Batch b = batch.batch;
+    for (int i = 0, n = batch.size(); i < n; i++) {
+      Keyspace ks = batch.keyspaces[i];
+      if (ks.db != this) {
+        throw new InvalidArgumentException("keyspace '" + ks.name() + "' belongs to another store; nothing was written");
       }
-      if (op.type() == WriteBatch.PUT) Keys.checkValue(op.value(), options.maxValueSize());
-      b.add(op.keyspace().id, op.type() == WriteBatch.PUT ? Batch.PUT : Batch.DELETE, op.key(), op.value(), op.expiry());
+      Keys.checkValueLength(b.valueLength(i), maxValueSize);
     }
     engine.write(b);
   }

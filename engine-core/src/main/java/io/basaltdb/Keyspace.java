@@ -46,23 +46,95 @@ public final class Keyspace {
     Keys.checkKey(key);
     Keys.checkValue(value, db.maxValueSize);
     Keys.checkExpiry(expiresAtMillis);
-    Batch b = new Batch(1);
-    b.add(id, Batch.PUT, key.clone(), value.clone(), expiresAtMillis);
-    db.engine.write(b);
+    Batch b = threadBatch();
+    try {
+      b.add(id, Batch.PUT, key, value, expiresAtMillis);
+      db.engine.write(b);
+    } finally {
+      b.clear();
+    }
+  }
+
+  /** Each thread's batch for its single puts and deletes, reused so that they allocate nothing on the heap. */
+  private static final ThreadLocal<Batch> THREAD_BATCH = ThreadLocal.withInitial(() -> new Batch(1));
+
+  /** This thread's batch for one operation, empty; a new one if it is in use (a write made from inside one). */
+  private static Batch threadBatch() {
+    Batch b = THREAD_BATCH.get();
+    return b.count() == 0 ? b : new Batch(1);
   }
 
   /** Removes {@code key} (a no-op if absent); durable when it returns. */
   public void delete(byte[] key) {
     Keys.checkKey(key);
-    Batch b = new Batch(1);
-    b.add(id, Batch.DELETE, key.clone(), null);
-    db.engine.write(b);
+    Batch b = threadBatch();
+    try {
+      b.add(id, Batch.DELETE, key, null);
+      db.engine.write(b);
+    } finally {
+      b.clear();
+    }
   }
 
   /** The current value of {@code key}, or null. */
   public byte[] get(byte[] key) {
     Keys.checkKey(key);
     return db.engine.get(id, key);
+  }
+
+  /**
+   * The current value of the key between {@code key}'s position and limit, copied into {@code value}: the
+   * zero-copy form of {@link #get(byte[])}, for heap and direct buffers alike. Nothing is allocated on
+   * the heap when the value is served from memory (the write cache, or the block cache once it holds the
+   * data), keys of up to 256 bytes.
+   *
+   * <p>If the value fits in {@code value.remaining()}, it is copied to {@code value} at its position and
+   * the limit is set to the value's end, the position staying where it was: the buffer then holds
+   * exactly the value, ready to read. If it does not fit, {@code value} is left as it was; the returned
+   * length tells how much room a second call needs. {@code key}'s position and limit never change.
+   *
+   * @return the value's length, or -1 if the key is absent
+   * @throws InvalidArgumentException if a buffer is null, {@code value} is read-only, or the key is too long
+   */
+  public int get(java.nio.ByteBuffer key, java.nio.ByteBuffer value) {
+    Keys.checkKey(key);
+    Keys.checkOutput(value);
+    return db.engine.get(id, key, value);
+  }
+
+  /**
+   * As {@link #put(byte[], byte[])} with the bytes between each buffer's position and limit (heap or direct
+   * buffers; their positions and limits do not change). The bytes are copied into the write before it
+   * returns, so the caller may reuse the buffers at once.
+   */
+  public void put(java.nio.ByteBuffer key, java.nio.ByteBuffer value) {
+    put(key, value, 0);
+  }
+
+  /** As {@link #put(byte[], byte[], long)} with the bytes between each buffer's position and limit. */
+  public void put(java.nio.ByteBuffer key, java.nio.ByteBuffer value, long expiresAtMillis) {
+    Keys.checkKey(key);
+    Keys.checkValue(value, db.maxValueSize);
+    Keys.checkExpiry(expiresAtMillis);
+    Batch b = threadBatch();
+    try {
+      b.add(id, Batch.PUT, key, value, expiresAtMillis);
+      db.engine.write(b);
+    } finally {
+      b.clear();
+    }
+  }
+
+  /** As {@link #delete(byte[])} with the bytes between {@code key}'s position and limit. */
+  public void delete(java.nio.ByteBuffer key) {
+    Keys.checkKey(key);
+    Batch b = threadBatch();
+    try {
+      b.add(id, Batch.DELETE, key, null, 0);
+      db.engine.write(b);
+    } finally {
+      b.clear();
+    }
   }
 
   /**

@@ -1,25 +1,30 @@
 package io.basaltdb;
 
-import java.util.ArrayList;
-import java.util.List;
+import io.basaltdb.internal.engine.Batch;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 /**
  * Puts and deletes, possibly across keyspaces of one store, applied atomically by {@link Basalt#write}:
  * after a crash either all of them are present or none; a snapshot sees all or none. Keys and values are
- * copied when added, so the caller may reuse its arrays. Keys are checked when added, values against
- * the store's {@link Options#maxValueSize} when written; a refused batch changes nothing.
+ * copied into the batch when added (from arrays, or from the bytes between a buffer's position and its
+ * limit), so the caller may reuse its arrays and buffers at once. Keys are checked when added, values
+ * against the store's {@link Options#maxValueSize} when written; a refused batch changes nothing.
  *
- * <p>Thread-safety: not thread-safe; build it on one thread. A batch may be written more than once.
+ * <p>A batch keeps its memory across {@link #clear()}: one batch cleared and refilled per write is
+ * written without allocating on the heap once it has grown to its size.
+ *
+ * <p>Thread-safety: not thread-safe; build it on one thread. A batch may be written more than once,
+ * but not by two writes at the same time (the second throws {@link InvalidArgumentException}).
  */
 public final class WriteBatch {
-  static final byte PUT = 1;
-  static final byte DELETE = 2;
+  private static final Keyspace[] NO_KEYSPACES = new Keyspace[0];
 
-  final List<Op> ops = new ArrayList<>();
+  /** The operations in the engine's form: their keyspace ids, types, and the bytes copied in. */
+  final Batch batch = new Batch(0);
+  /** Each operation's keyspace handle (its store is checked when the batch is written). */
+  Keyspace[] keyspaces = NO_KEYSPACES;
   private long bytes;
-
-  /** One operation; fields are immutable once added. */
-  record Op(Keyspace keyspace, byte type, byte[] key, byte[] value, long expiry) {}
 
   public WriteBatch put(Keyspace keyspace, byte[] key, byte[] value) {
     return put(keyspace, key, value, 0);
@@ -34,22 +39,56 @@ public final class WriteBatch {
     Keys.checkKey(key);
     if (value == null) throw new InvalidArgumentException("value must not be null (use an empty array, or delete)");
     Keys.checkExpiry(expiresAtMillis);
-    ops.add(new Op(keyspace, PUT, key.clone(), value.clone(), expiresAtMillis));
+    added(keyspace);
+    batch.add(keyspace.id, Batch.PUT, key, value, expiresAtMillis);
     bytes += key.length + value.length;
+    return this;
+  }
+
+  /**
+   * A put of the bytes between each buffer's position and limit (heap or direct buffers; their positions
+   * and limits do not change), copied now: the caller may reuse the buffers at once.
+   */
+  public WriteBatch put(Keyspace keyspace, ByteBuffer key, ByteBuffer value) {
+    return put(keyspace, key, value, 0);
+  }
+
+  /** As {@link #put(Keyspace, ByteBuffer, ByteBuffer)}, expiring as {@link #put(Keyspace, byte[], byte[], long)}. */
+  public WriteBatch put(Keyspace keyspace, ByteBuffer key, ByteBuffer value, long expiresAtMillis) {
+    checkKeyspace(keyspace);
+    Keys.checkKey(key);
+    if (value == null) throw new InvalidArgumentException("value must not be null (use an empty buffer, or delete)");
+    Keys.checkExpiry(expiresAtMillis);
+    added(keyspace);
+    long n = key.remaining() + value.remaining();
+    batch.add(keyspace.id, Batch.PUT, key, value, expiresAtMillis);
+    bytes += n;
     return this;
   }
 
   public WriteBatch delete(Keyspace keyspace, byte[] key) {
     checkKeyspace(keyspace);
     Keys.checkKey(key);
-    ops.add(new Op(keyspace, DELETE, key.clone(), null, 0));
+    added(keyspace);
+    batch.add(keyspace.id, Batch.DELETE, key, null);
     bytes += key.length;
+    return this;
+  }
+
+  /** A delete of the key between {@code key}'s position and limit. */
+  public WriteBatch delete(Keyspace keyspace, ByteBuffer key) {
+    checkKeyspace(keyspace);
+    Keys.checkKey(key);
+    added(keyspace);
+    long n = key.remaining();
+    batch.add(keyspace.id, Batch.DELETE, key, null, 0);
+    bytes += n;
     return this;
   }
 
   /** Number of operations. */
   public int size() {
-    return ops.size();
+    return batch.count();
   }
 
   /** Bytes of keys and values held. */
@@ -57,10 +96,19 @@ public final class WriteBatch {
     return bytes;
   }
 
+  /** Removes every operation, keeping the batch's memory for the next ones. */
   public WriteBatch clear() {
-    ops.clear();
+    Arrays.fill(keyspaces, 0, size(), null); // a cleared batch keeps no store reachable
+    batch.clear();
     bytes = 0;
     return this;
+  }
+
+  /** Records the keyspace of the operation about to be added (before the batch holds it, so a failure adds nothing). */
+  private void added(Keyspace keyspace) {
+    int i = batch.count();
+    if (i == keyspaces.length) keyspaces = Arrays.copyOf(keyspaces, Math.max(4, i * 2));
+    keyspaces[i] = keyspace;
   }
 
   private static void checkKeyspace(Keyspace keyspace) {

@@ -38,7 +38,7 @@ class StoreApiTest {
       assertThrows(InvalidArgumentException.class, () -> ks.put(new byte[Options.MAX_KEY_SIZE + 1], b("x")));
       InvalidArgumentException big = assertThrows(InvalidArgumentException.class, () -> ks.put(b("k"), new byte[1001]));
       assertTrue(big.getMessage().contains("maxValueSize"), big.getMessage());
-      assertThrows(InvalidArgumentException.class, () -> ks.delete(null));
+      assertThrows(InvalidArgumentException.class, () -> ks.delete((byte[]) null));
       assertThrows(InvalidArgumentException.class, () -> ks.get(null));
       assertThrows(InvalidArgumentException.class, () -> db.write(null));
       // A batch with one bad value is refused whole: its good puts do not appear.

@@ -29,11 +29,20 @@ public final class Batch {
   /** Bytes a link record adds after the header: the successor's file number. */
   static final int SUCCESSOR_SIZE = 8;
 
-  final int[] keyspaces;
-  final byte[] types;
-  final byte[][] keys;
-  final byte[][] values;
-  /** Each put's expiry (ms since the epoch, 0: never); null while no operation has one. */
+  /** A batch's key and value bytes kept after {@link #clear} up to this size; a larger array is dropped. */
+  static final int RETAINED_DATA = 1 << 20;
+  private static final byte[] NO_DATA = new byte[0];
+
+  int[] keyspaces;
+  byte[] types;
+  /** Where operation i's key starts in {@link #data}; its value follows it ({@link #valueLengths}: -1 for a delete). */
+  private int[] keyOffsets;
+  private int[] keyLengths;
+  private int[] valueLengths;
+  /** The keys and values, each operation's key then its value, in operation order. */
+  private byte[] data = NO_DATA;
+  private int dataLength;
+  /** Each put's expiry (ms since the epoch, 0: never); null while no operation has had one. */
   long[] expiries;
   int count;
   /** Seqno of operation 0; set by the commit leader before the batch is logged. */
@@ -47,6 +56,8 @@ public final class Batch {
    * queued batch as it forms a group, and for the WAL skip's threshold.
    */
   private int encodedSize = -1;
+  /** Set while the batch is being written ({@link #beginWrite}): one batch is in one write at a time. */
+  private final java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean();
 
   /** Whether every operation is a delete (an empty batch counts). */
   boolean deletesOnly() {
@@ -54,30 +65,95 @@ public final class Batch {
     return true;
   }
 
+  /** A batch with room for {@code capacity} operations (it grows as operations are added). */
   public Batch(int capacity) {
     keyspaces = new int[capacity];
     types = new byte[capacity];
-    keys = new byte[capacity][];
-    values = new byte[capacity][];
+    keyOffsets = new int[capacity];
+    keyLengths = new int[capacity];
+    valueLengths = new int[capacity];
   }
 
-  /** Adds an operation; {@code value} is null for a delete. The arrays are not copied. */
+  /** Adds an operation; {@code value} is null for a delete (and ignored if given). The bytes are copied into the batch. */
   public void add(int keyspace, byte type, byte[] key, byte[] value) {
     add(keyspace, type, key, value, 0);
   }
 
   /** As {@link #add(int, byte, byte[], byte[])}, for a put that expires at {@code expiry} (0: never). */
   public void add(int keyspace, byte type, byte[] key, byte[] value, long expiry) {
-    if (expiry != 0) {
-      if (expiries == null) expiries = new long[keyspaces.length];
-      expiries[count] = expiry;
+    int at = addOperation(keyspace, type, key.length, type == DELETE || value == null ? -1 : value.length, expiry);
+    System.arraycopy(key, 0, data, at, key.length);
+    if (type != DELETE) System.arraycopy(value, 0, data, at + key.length, value.length);
+  }
+
+  /**
+   * As {@link #add(int, byte, byte[], byte[], long)} with the bytes between each buffer's position and
+   * limit ({@code value} null for a delete); the buffers' positions stay.
+   */
+  public void add(int keyspace, byte type, java.nio.ByteBuffer key, java.nio.ByteBuffer value, long expiry) {
+    int klen = key.remaining();
+    int at = addOperation(keyspace, type, klen, type == DELETE || value == null ? -1 : value.remaining(), expiry);
+    key.get(key.position(), data, at, klen);
+    if (type != DELETE) value.get(value.position(), data, at + klen, value.remaining());
+  }
+
+  /** Appends an operation's metadata and room for its bytes; returns where its key goes in {@link #data}. */
+  private int addOperation(int keyspace, byte type, int keyLength, int valueLength, long expiry) {
+    if (type != PUT && type != DELETE) throw new IllegalArgumentException("operation type " + type);
+    if (type == PUT && valueLength < 0) throw new IllegalArgumentException("a put without a value");
+    if (count == keyspaces.length) grow();
+    if (expiry != 0 && expiries == null) expiries = new long[keyspaces.length];
+    if (expiries != null) expiries[count] = expiry;
+    int bytes = keyLength + Math.max(valueLength, 0);
+    if (data.length - dataLength < bytes) {
+      long want = Math.max((long) dataLength + bytes, Math.min((long) data.length * 2, Integer.MAX_VALUE - 8));
+      if (want > Integer.MAX_VALUE - 8) {
+        throw new io.basaltdb.InvalidArgumentException("a batch over 2 GiB of keys and values; split it");
+      }
+      data = java.util.Arrays.copyOf(data, (int) Math.max(want, 64));
     }
+    int at = dataLength;
     encodedSize = -1;
     keyspaces[count] = keyspace;
     types[count] = type;
-    keys[count] = key;
-    values[count] = value;
+    keyOffsets[count] = at;
+    keyLengths[count] = keyLength;
+    valueLengths[count] = valueLength;
     count++;
+    dataLength += bytes;
+    return at;
+  }
+
+  private void grow() {
+    int n = Math.max(4, keyspaces.length * 2);
+    keyspaces = java.util.Arrays.copyOf(keyspaces, n);
+    types = java.util.Arrays.copyOf(types, n);
+    keyOffsets = java.util.Arrays.copyOf(keyOffsets, n);
+    keyLengths = java.util.Arrays.copyOf(keyLengths, n);
+    valueLengths = java.util.Arrays.copyOf(valueLengths, n);
+    if (expiries != null) expiries = java.util.Arrays.copyOf(expiries, n);
+  }
+
+  /** Empties the batch for reuse, keeping its arrays (a large byte array is dropped). Not while it is written. */
+  public void clear() {
+    count = 0;
+    dataLength = 0;
+    encodedSize = -1;
+    firstSeqno = 0;
+    flags = 0;
+    if (data.length > RETAINED_DATA) data = NO_DATA;
+  }
+
+  /**
+   * Marks the start of a write of this batch; false if it is already being written (by another thread:
+   * a batch must not be in two writes at once, its seqnos are the write's). Pair with {@link #endWrite}.
+   */
+  boolean beginWrite() {
+    return writing.compareAndSet(false, true);
+  }
+
+  void endWrite() {
+    writing.set(false);
   }
 
   public int count() {
@@ -87,6 +163,40 @@ public final class Batch {
   /** Operation {@code i}'s expiry, 0 for none. */
   long expiry(int i) {
     return expiries == null ? 0 : expiries[i];
+  }
+
+  /** The array holding every key and value: operation i's key at {@link #keyOffset}, its value right after. */
+  byte[] data() {
+    return data;
+  }
+
+  int keyOffset(int i) {
+    return keyOffsets[i];
+  }
+
+  int keyLength(int i) {
+    return keyLengths[i];
+  }
+
+  int valueOffset(int i) {
+    return keyOffsets[i] + keyLengths[i];
+  }
+
+  /** Operation {@code i}'s value length, -1 for a delete. */
+  public int valueLength(int i) {
+    return valueLengths[i];
+  }
+
+  /** A copy of operation {@code i}'s key. */
+  byte[] key(int i) {
+    return java.util.Arrays.copyOfRange(data, keyOffsets[i], keyOffsets[i] + keyLengths[i]);
+  }
+
+  /** A copy of operation {@code i}'s value; null for a delete. */
+  byte[] value(int i) {
+    if (valueLengths[i] < 0) return null;
+    int at = valueOffset(i);
+    return java.util.Arrays.copyOfRange(data, at, at + valueLengths[i]);
   }
 
   /**
@@ -110,7 +220,7 @@ public final class Batch {
     if (encodedSize >= 0) return encodedSize;
     int n = isLink() ? HEADER_SIZE + SUCCESSOR_SIZE : HEADER_SIZE;
     for (int i = 0; i < count; i++) {
-      n += 1 + 4 + 4 + keys[i].length + 4 + (values[i] == null ? 0 : values[i].length) + (expiry(i) != 0 ? 8 : 0);
+      n += 1 + 4 + 4 + keyLengths[i] + 4 + Math.max(valueLengths[i], 0) + (expiry(i) != 0 ? 8 : 0);
     }
     encodedSize = n;
     return n;
@@ -118,9 +228,7 @@ public final class Batch {
 
   /** Bytes of user data (keys and values). */
   long userBytes() {
-    long n = 0;
-    for (int i = 0; i < count; i++) n += keys[i].length + (values[i] == null ? 0 : values[i].length);
-    return n;
+    return dataLength;
   }
 
   void encode(ByteBuffer out) {
@@ -129,10 +237,11 @@ public final class Batch {
     if (isLink()) out.putLong(successor);
     for (int i = 0; i < count; i++) {
       long expiry = expiry(i);
-      out.put(expiry != 0 ? PUT_EXPIRING : types[i]).putInt(keyspaces[i]).putInt(keys[i].length).put(keys[i]);
-      byte[] v = values[i];
-      out.putInt(v == null ? -1 : v.length);
-      if (v != null) out.put(v);
+      out.put(expiry != 0 ? PUT_EXPIRING : types[i]).putInt(keyspaces[i]).putInt(keyLengths[i]);
+      out.put(data, keyOffsets[i], keyLengths[i]);
+      int vlen = valueLengths[i];
+      out.putInt(vlen);
+      if (vlen > 0) out.put(data, valueOffset(i), vlen);
       if (expiry != 0) out.putLong(expiry);
     }
   }
@@ -155,14 +264,14 @@ public final class Batch {
       for (int i = 0; i < n; i++) {
         byte type = in.get();
         int ks = in.getInt();
-        byte[] key = new byte[checkLen(in.getInt(), in, file, offset)];
-        in.get(key);
+        int klen = checkLen(in.getInt(), in, file, offset);
+        int keyAt = in.position();
+        in.position(keyAt + klen);
         int vlen = in.getInt();
-        byte[] value = null;
+        int valueAt = in.position();
         long expiry = 0;
         if (type == PUT || type == PUT_EXPIRING) {
-          value = new byte[checkLen(vlen, in, file, offset)];
-          in.get(value);
+          in.position(valueAt + checkLen(vlen, in, file, offset));
           if (type == PUT_EXPIRING) {
             expiry = in.getLong();
             if (expiry <= 0) throw new CorruptionException(file, offset, "an expiry of " + expiry);
@@ -170,7 +279,10 @@ public final class Batch {
         } else if (type != DELETE || vlen != -1) {
           throw new CorruptionException(file, offset, "bad operation type " + type);
         }
-        b.add(ks, type == DELETE ? DELETE : PUT, key, value, expiry);
+        boolean put = type != DELETE;
+        int at = b.addOperation(ks, put ? PUT : DELETE, klen, put ? vlen : -1, expiry);
+        in.get(keyAt, b.data, at, klen);
+        if (put) in.get(valueAt, b.data, at + klen, vlen);
       }
       if (in.hasRemaining()) throw new CorruptionException(file, offset, in.remaining() + " trailing bytes in a batch");
       return b;

@@ -301,8 +301,8 @@ final class CommitPipeline {
         for (int j = 0; j < b.count; j++) {
           if (!catalog.isLive(b.keyspaces[j])) continue;
           WriteCache.Below below = counted == null ? null : counted.below()[i][j];
-          nodes[i][j] = m.prepare(b.keyspaces[j], b.keys[j], b.firstSeqno + j, b.types[j] != Batch.PUT, b.values[j],
-              below == null ? WriteCache.Below.UNKNOWN : below, b.expiry(j));
+          nodes[i][j] = m.prepare(b.keyspaces[j], b.data(), b.keyOffset(j), b.keyLength(j), b.valueLength(j),
+              b.firstSeqno + j, below == null ? WriteCache.Below.UNKNOWN : below, b.expiry(j));
         }
       }
       return nodes;
@@ -340,7 +340,7 @@ final class CommitPipeline {
       m.discardPrepared(node);
       return;
     }
-    m.applyPrepared(node, b.keys[i], b.firstSeqno + i, b.values[i]);
+    m.applyPrepared(node, b.keyLength(i), b.firstSeqno + i, b.valueLength(i));
     if (b.types[i] != Batch.PUT) stats.deletes.increment(); else stats.puts.increment();
   }
 
@@ -368,7 +368,9 @@ final class CommitPipeline {
       if (!catalog.isLive(b.keyspaces[i])) continue;
       boolean delete = b.types[i] != Batch.PUT;
       WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
-      m.apply(b.keyspaces[i], b.keys[i], seqno, delete, b.values[i], w, b.expiry(i));
+      long node = m.prepare(b.keyspaces[i], b.data(), b.keyOffset(i), b.keyLength(i), b.valueLength(i), seqno, w,
+          b.expiry(i));
+      m.applyPrepared(node, b.keyLength(i), seqno, b.valueLength(i));
       if (delete) stats.deletes.increment(); else stats.puts.increment();
     }
   }

@@ -87,6 +87,13 @@ public final class Engine implements AutoCloseable {
     return reads.get(ks, key);
   }
 
+  /** As {@link #get(int, byte[])} into a caller's buffer (see {@link ReadPath#get(int, java.nio.ByteBuffer, java.nio.ByteBuffer)}). */
+  public int get(int ks, java.nio.ByteBuffer key, java.nio.ByteBuffer out) {
+    state.checkOpen();
+    catalog.checkLive(ks);
+    return reads.get(ks, key, out);
+  }
+
   /** The values of {@code keys}, null where absent, reading documents together (see {@link ReadPath#getAll}). */
   public List<byte[]> getAll(int ks, List<byte[]> keys) {
     state.checkOpen();
@@ -97,7 +104,15 @@ public final class Engine implements AutoCloseable {
   public void write(Batch batch) {
     state.checkOpen();
     for (int i = 0; i < batch.count; i++) catalog.checkLive(batch.keyspaces[i]);
-    pipeline.write(batch);
+    if (!batch.beginWrite()) {
+      throw new io.basaltdb.InvalidArgumentException("the batch is being written by another thread; a batch is in"
+          + " one write at a time. Nothing was written");
+    }
+    try {
+      pipeline.write(batch);
+    } finally {
+      batch.endWrite();
+    }
   }
 
   /** The engine's counters and estimates, for tests. */

@@ -205,13 +205,13 @@ final class Flusher {
   static List<byte[][]> sortedEntries(Batch b, WriteCache.Below[] below, KeyspaceCatalog catalog) {
     java.util.TreeMap<byte[], Integer> newest = new java.util.TreeMap<>(Arrays::compareUnsigned);
     for (int i = 0; i < b.count; i++) {
-      if (catalog.isLive(b.keyspaces[i])) newest.put(WriteCache.storeKey(b.keyspaces[i], b.keys[i]), i);
+      if (catalog.isLive(b.keyspaces[i])) newest.put(WriteCache.storeKey(b.keyspaces[i], b.key(i)), i);
     }
     List<byte[][]> out = new ArrayList<>(newest.size());
     for (Map.Entry<byte[], Integer> e : newest.entrySet()) {
       int i = e.getValue();
       WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
-      out.add(new byte[][] {e.getKey(), WriteCache.entry(b.firstSeqno + i, b.types[i] != Batch.PUT, b.values[i], w, b.expiry(i))});
+      out.add(new byte[][] {e.getKey(), WriteCache.entry(b.firstSeqno + i, b.data(), b.valueOffset(i), b.valueLength(i), w, b.expiry(i))});
     }
     return out;
   }

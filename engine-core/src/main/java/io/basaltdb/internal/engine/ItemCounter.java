@@ -82,9 +82,10 @@ final class ItemCounter {
         int ks = b.keyspaces[i];
         if (!catalog.isLive(ks)) continue;
         boolean live = b.types[i] == Batch.PUT && b.expiry(i) == 0; // expiring keys are not counted
-        ByteBuffer k = written == null ? null : ByteBuffer.wrap(WriteCache.storeKey(ks, b.keys[i]));
+        byte[] key = b.key(i);
+        ByteBuffer k = written == null ? null : ByteBuffer.wrap(WriteCache.storeKey(ks, key));
         State earlier = k == null ? null : written.get(k);
-        State was = earlier != null ? earlier : stateIn(v, ks, b.keys[i], rec);
+        State was = earlier != null ? earlier : stateIn(v, ks, key, rec);
         if (was.live != live) out.merge(ks, live ? 1L : -1L, Long::sum);
         below[g][i] = was.below;
         if (k != null) written.put(k, new State(live, was.below));

@@ -204,6 +204,31 @@ final class KeyspaceFiles {
     return d;
   }
 
+  /** The number of tables of level {@code l}. */
+  int levelCount(int l) {
+    return levelStart[l + 1] - levelStart[l];
+  }
+
+  /** Table {@code i} of level {@code l} in search order (for loops that allocate no iterator). */
+  Table table(int l, int i) {
+    return tables.get(levelStart[l] + i);
+  }
+
+  /** Under guards: the guard of level {@code l >= 1} that {@code key} falls in. */
+  int guardOf(int l, byte[] key) {
+    return guards.guardOf(l, key);
+  }
+
+  /** Under guards: the number of tables of guard {@code g} of level {@code l >= 1}. */
+  int guardTableCount(int l, int g) {
+    return guardStart[l][g + 1] - guardStart[l][g];
+  }
+
+  /** Under guards: table {@code i} (newest first) of guard {@code g} of level {@code l >= 1}. */
+  Table guardTable(int l, int g, int i) {
+    return tables.get(guardStart[l][g] + i);
+  }
+
   /** The tables of level {@code l} in search order. */
   List<Table> level(int l) {
     return tables.subList(levelStart[l], levelStart[l + 1]);

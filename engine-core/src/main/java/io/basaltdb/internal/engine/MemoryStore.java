@@ -65,7 +65,7 @@ final class MemoryStore implements Store, CommitTarget {
     for (Batch b : group) {
       for (int i = 0; i < b.count; i++) {
         if (b.types[i] != Batch.PUT && catalog.isLive(b.keyspaces[i])) {
-          cache.removeTombstone(b.keyspaces[i], b.keys[i], b.firstSeqno + i);
+          cache.removeTombstone(b.keyspaces[i], b.key(i), b.firstSeqno + i);
         }
       }
     }

@@ -68,6 +68,46 @@ final class ReadPath {
     }
   }
 
+  /**
+   * As {@link #get(int, byte[])} into the caller's buffer: the value's length, or -1 if absent; the value
+   * is copied to {@code out} at its position (its limit then set to the value's end) only if it fits.
+   * Allocates nothing for a value served by a write cache or the block cache (see {@link Lookup}); a
+   * document read from its file is read as {@link #get(int, byte[])} reads it.
+   */
+  int get(int ks, ByteBuffer keyBuffer, ByteBuffer out) {
+    stats.gets.increment();
+    Lookup l = Lookup.get();
+    byte[] key = l.key(keyBuffer);
+    Version v = versions.acquire();
+    try {
+      boolean found = v.active.get(ks, key, l);
+      if (found && WriteCache.seqnoOf(l.entry) > versions.lastSeqno) versions.awaitPublished();
+      if (!found && v.immutable != null) found = v.immutable.get(ks, key, l);
+      if (found) {
+        byte[] e = l.entry;
+        l.entry = null; // keeps no large entry reachable from the thread
+        if (WriteCache.isTombstone(e) || WriteCache.expires(e) && WriteCache.isDeleted(e, now())) return -1;
+        int off = WriteCache.valueOffset(e);
+        return Lookup.copyOut(e, off, l.entryLength - off, out);
+      }
+      KeyspaceFiles files = v.files(ks);
+      KeyRecord rec = l.record;
+      try {
+        if (!findRecord(files, key, rec) || rec.tombstone) return -1;
+        if (rec.expiry != 0 && rec.expiredAt(now())) return -1;
+        KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+        int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
+        if (n != -2) return n;
+        byte[] value = readDocument(files, ks, key, rec.seqno, rec.hint).value();
+        return Lookup.copyOut(value, 0, value.length, out);
+      } finally {
+        rec.key = null;
+      }
+    } finally {
+      v.release();
+    }
+  }
+
   /** The write caches' entry for a key, waiting for its group to be published if it is not yet. */
   private byte[] cached(Version v, int ks, byte[] key) {
     byte[] e = v.active.get(ks, key);
@@ -96,12 +136,15 @@ final class ReadPath {
   boolean findRecord(KeyspaceFiles files, byte[] key, KeyRecord rec) {
     if (files.tables.isEmpty()) return false;
     long hash = TableReader.keyHash(key); // once for every table probed
-    for (KeyspaceFiles.Table t : files.level(0)) {
-      if (lookup(t, key, hash, rec)) return true;
+    // Indexed loops, not iterators over sublists: a get into a caller's buffer allocates nothing.
+    for (int i = 0, n = files.levelCount(0); i < n; i++) {
+      if (lookup(files.table(0, i), key, hash, rec)) return true;
     }
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
       if (files.guarded()) { // the key's guard: its tables newest first (an empty guard costs nothing)
-        for (KeyspaceFiles.Table t : files.candidates(l, key)) {
+        int g = files.guardOf(l, key);
+        for (int i = 0, n = files.guardTableCount(l, g); i < n; i++) {
+          KeyspaceFiles.Table t = files.guardTable(l, g, i);
           if (t.holdsInRange(key) && lookup(t, key, hash, rec)) return true; // counted, as leveled, in range only
         }
         continue;

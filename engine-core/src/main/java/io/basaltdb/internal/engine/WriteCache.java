@@ -137,9 +137,29 @@ final class WriteCache {
   /** An entry; {@code expiry}: when the value expires (0: never). */
   static byte[] entry(long seqno, boolean tombstone, byte[] value, Below below, long expiry) {
     int vlen = value == null ? 0 : value.length;
+    byte[] e = new byte[headerSize(below, expiry) + vlen];
+    int at = writeHeader(e, seqno, tombstone, below, expiry);
+    if (vlen > 0) System.arraycopy(value, 0, e, at, vlen);
+    return e;
+  }
+
+  /** As {@link #entry(long, boolean, byte[], Below, long)} with the value {@code data[off, off + len)} (len -1: a tombstone, no value). */
+  static byte[] entry(long seqno, byte[] data, int off, int len, Below below, long expiry) {
+    int vlen = Math.max(len, 0);
+    byte[] e = new byte[headerSize(below, expiry) + vlen];
+    int at = writeHeader(e, seqno, len < 0, below, expiry);
+    System.arraycopy(data, off, e, at, vlen);
+    return e;
+  }
+
+  /** Bytes of an entry before its value. */
+  static int headerSize(Below below, long expiry) {
+    return VALUE_HEADER + (below.record() ? BELOW_BYTES : 0) + (expiry != 0 ? EXPIRY_BYTES : 0);
+  }
+
+  /** Writes an entry's header into {@code e} and returns where its value starts ({@link #headerSize}). */
+  private static int writeHeader(byte[] e, long seqno, boolean tombstone, Below below, long expiry) {
     int expiryAt = VALUE_HEADER + (below.record() ? BELOW_BYTES : 0);
-    int at = expiryAt + (expiry != 0 ? EXPIRY_BYTES : 0);
-    byte[] e = new byte[at + vlen];
     for (int i = 0; i < 8; i++) e[i] = (byte) (seqno >>> (56 - 8 * i));
     int flags = tombstone ? TOMBSTONE : 0;
     if (below.known()) {
@@ -155,8 +175,7 @@ final class WriteCache {
       for (int i = 0; i < 8; i++) e[expiryAt + i] = (byte) (expiry >>> (56 - 8 * i));
     }
     e[8] = (byte) flags;
-    if (vlen > 0) System.arraycopy(value, 0, e, at, vlen);
-    return e;
+    return expiryAt + (expiry != 0 ? EXPIRY_BYTES : 0);
   }
 
   /** When the entry's value expires (ms since the epoch), 0 for never. */
@@ -246,10 +265,66 @@ final class WriteCache {
     return list.prepare(sk, 0, sk.length, e, 0, e.length);
   }
 
+  /**
+   * As {@link #prepare(int, byte[], long, boolean, byte[], Below, long)} for the key and value a batch holds
+   * at {@code data[keyOffset, keyOffset + keyLength)} and the {@code valueLength} bytes after it (-1: a
+   * tombstone), built in this thread's scratch: allocates nothing on the heap once the scratch has grown.
+   */
+  long prepare(int keyspace, byte[] data, int keyOffset, int keyLength, int valueLength, long seqno, Below below,
+      long expiry) {
+    Scratch sc = SCRATCH.get();
+    int prefix = keyspace < LONG_KEYSPACE ? 1 : 5;
+    byte[] sk = sc.key(prefix + keyLength);
+    sk[0] = (byte) (keyspace < LONG_KEYSPACE ? keyspace : LONG_KEYSPACE);
+    if (prefix == 5) {
+      sk[1] = (byte) (keyspace >>> 24);
+      sk[2] = (byte) (keyspace >>> 16);
+      sk[3] = (byte) (keyspace >>> 8);
+      sk[4] = (byte) keyspace;
+    }
+    System.arraycopy(data, keyOffset, sk, prefix, keyLength);
+    int vlen = Math.max(valueLength, 0);
+    int header = headerSize(below, expiry);
+    if (header + vlen > Scratch.MAX_ENTRY) { // not kept per thread: an entry of its own
+      byte[] e = new byte[header + vlen];
+      writeHeader(e, seqno, valueLength < 0, below, expiry);
+      System.arraycopy(data, keyOffset + keyLength, e, header, vlen);
+      return list.prepare(sk, 0, prefix + keyLength, e, 0, e.length);
+    }
+    byte[] e = sc.entry(header + vlen);
+    writeHeader(e, seqno, valueLength < 0, below, expiry);
+    System.arraycopy(data, keyOffset + keyLength, e, header, vlen);
+    return list.prepare(sk, 0, prefix + keyLength, e, 0, header + vlen);
+  }
+
+  /** A thread's arrays for building a store key and an entry ({@link #prepare(int, byte[], int, int, int, long, Below, long)}). */
+  private static final class Scratch {
+    static final int MAX_ENTRY = 64 * 1024;
+    private byte[] key = new byte[64];
+    private byte[] entry = new byte[256];
+
+    byte[] key(int n) {
+      if (key.length < n) key = new byte[Math.max(n, key.length * 2)];
+      return key;
+    }
+
+    byte[] entry(int n) {
+      if (entry.length < n) entry = new byte[Math.max(n, Math.min(entry.length * 2, MAX_ENTRY))];
+      return entry;
+    }
+  }
+
+  private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
   /** Applies an operation from {@link #prepare} of {@code key}, {@code seqno}, {@code value}; allocates nothing. */
   void applyPrepared(long node, byte[] key, long seqno, byte[] value) {
+    applyPrepared(node, key.length, seqno, value == null ? 0 : value.length);
+  }
+
+  /** As {@link #applyPrepared(long, byte[], long, byte[])} with the key's and the value's lengths. */
+  void applyPrepared(long node, int keyLength, long seqno, int valueLength) {
     list.putPrepared(node);
-    bytes.addAndGet(key.length + (value == null ? 0 : value.length) + VALUE_HEADER + 4 + 64);
+    bytes.addAndGet(keyLength + Math.max(valueLength, 0) + VALUE_HEADER + 4 + 64);
     if (seqno > maxSeqno) maxSeqno = seqno;
   }
 
@@ -271,6 +346,42 @@ final class WriteCache {
   /** The stored entry of a key, or null. */
   byte[] get(int keyspace, byte[] key) {
     return list.get(storeKey(keyspace, key));
+  }
+
+  /**
+   * The stored entry of a key into {@code l.entry} (its first {@code l.entryLength} bytes: the thread's scratch, or a larger array): true if
+   * found. Allocates nothing for an entry of up to {@link Lookup#MAX_SCRATCH_ENTRY} bytes once the
+   * scratch has grown to it; a larger entry is copied into a new array.
+   */
+  boolean get(int keyspace, byte[] key, Lookup l) {
+    int prefix = keyspace < LONG_KEYSPACE ? 1 : 5;
+    int n = prefix + key.length;
+    byte[] sk = l.storeKey(n);
+    sk[0] = (byte) (keyspace < LONG_KEYSPACE ? keyspace : LONG_KEYSPACE);
+    if (prefix == 5) {
+      sk[1] = (byte) (keyspace >>> 24);
+      sk[2] = (byte) (keyspace >>> 16);
+      sk[3] = (byte) (keyspace >>> 8);
+      sk[4] = (byte) keyspace;
+    }
+    System.arraycopy(key, 0, sk, prefix, key.length);
+    while (true) {
+      int len = list.get(sk, n, l.scratch);
+      if (len < 0) return false;
+      if (len <= l.scratch.length) {
+        l.entry = l.scratch;
+        l.entryLength = len;
+        return true;
+      }
+      if (len > Lookup.MAX_SCRATCH_ENTRY) { // too large to keep per thread: a copy of its own
+        byte[] e = list.get(java.util.Arrays.copyOf(sk, n));
+        if (e == null) return false;
+        l.entry = e;
+        l.entryLength = e.length;
+        return true;
+      }
+      l.scratch = new byte[Math.max(len, Math.min(l.scratch.length * 2, Lookup.MAX_SCRATCH_ENTRY))];
+    }
   }
 
   long bytes() {

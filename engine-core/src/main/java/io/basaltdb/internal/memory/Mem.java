@@ -189,6 +189,37 @@ public final class Mem {
     copy(base, offset, dst, BYTES_BASE + off, len);
   }
 
+  /** Offset of {@code java.nio.Buffer.address}: a direct buffer's native address of element 0. */
+  private static final long BUFFER_ADDRESS;
+
+  static {
+    try {
+      BUFFER_ADDRESS = UnsafeMemory.UNSAFE.objectFieldOffset(java.nio.Buffer.class.getDeclaredField("address"));
+    } catch (NoSuchFieldException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  /**
+   * Copies {@code len} bytes at {@code (base, offset)} into {@code dst} from its index {@code at} on
+   * (a heap buffer with an accessible array, or a direct buffer), changing neither its position nor its
+   * limit; the caller has checked that they fit and that {@code dst} is writable.
+   */
+  public static void copyToBuffer(Object base, long offset, java.nio.ByteBuffer dst, int at, int len) {
+    if (dst.hasArray()) {
+      copyToArray(base, offset, dst.array(), dst.arrayOffset() + at, len);
+    } else if (dst.isDirect()) {
+      if (DEBUG && base == null) MemoryDebug.check(offset, len);
+      try {
+        copy(base, offset, null, UnsafeMemory.UNSAFE.getLong(dst, BUFFER_ADDRESS) + at, len);
+      } finally {
+        java.lang.ref.Reference.reachabilityFence(dst); // its memory is freed once it is unreachable
+      }
+    } else {
+      throw new IllegalArgumentException("a buffer neither direct nor backed by an accessible array");
+    }
+  }
+
   /**
    * Unsigned lexicographic order of the {@code len} bytes at {@code (base, offset)} against {@code key}
    * (negative, zero or positive, as {@link java.util.Arrays#compareUnsigned(byte[], byte[])}).

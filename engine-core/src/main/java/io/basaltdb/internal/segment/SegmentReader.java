@@ -103,6 +103,33 @@ public final class SegmentReader {
   }
 
   /**
+   * The value of the cached document with {@code seqno} into {@code out}, without making a document: if
+   * the cache holds it and its key is {@code key}, copies its value to {@code out} at its position when it
+   * fits (the limit then set to the value's end; a value that does not fit leaves {@code out} as it was)
+   * and returns the value's length; otherwise returns -2 and the caller reads it as {@link #cached} does.
+   */
+  public int cachedValue(long seqno, byte[] key, java.nio.ByteBuffer out) {
+    if (!cachesDocuments(seqno)) return -2;
+    BlockCache.Block c = cache.get(cacheOwner + 1, docSlot(seqno), BlockCache.Kind.DOCUMENT);
+    if (c == null) return -2;
+    try {
+      int keyLength = Mem.lpIntLE(c.base, c.address + 9);
+      if (keyLength != key.length || Mem.compareUnsigned(c.base, c.address + CACHED_HEADER, keyLength, key) != 0) {
+        return -2; // another key: the caller's read reports the inconsistency
+      }
+      int length = c.size - CACHED_HEADER - keyLength;
+      int at = out.position();
+      if (length <= out.limit() - at) {
+        Mem.copyToBuffer(c.base, c.address + CACHED_HEADER + keyLength, out, at, length);
+        out.limit(at + length);
+      }
+      return length;
+    } finally {
+      c.release();
+    }
+  }
+
+  /**
    * Caches {@code d}, a document of this segment just read from its file and checked, if the cache
    * takes documents of its size ({@link BlockCache#admitsSmall}) and this is its second read lately
    * ({@link BlockCache#admitOnSecondRead}).

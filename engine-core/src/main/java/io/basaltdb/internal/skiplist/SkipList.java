@@ -253,11 +253,20 @@ public final class SkipList implements AutoCloseable {
    */
   public int get(byte[] key, byte[] out) {
     checkKey(key);
+    return get(key, key.length, out);
+  }
+
+  /**
+   * As {@link #get(byte[], byte[])} for the key {@code key[0, keyLength)}: the caller's scratch array
+   * may be longer than the key.
+   */
+  public int get(byte[] key, int keyLength, byte[] out) {
+    checkRange(key, 0, keyLength, MAX_KEY_SIZE, "key");
     if (out == null) throw new InvalidArgumentException("output buffer must not be null");
     AccessBarrier.Session s = barrier.enter();
     try {
       checkOpen();
-      long v = findCurrent(key, Mem.ARRAY_BASE, key.length);
+      long v = findCurrent(key, Mem.ARRAY_BASE, keyLength);
       return v == 0 ? -1 : copyValue(v, out);
     } finally {
       barrier.exit(s);

@@ -16,20 +16,21 @@ import io.basaltdb.internal.memory.Mem;
  *       (an empty block has the single restart 0 and {@code restartsOffset == 0}).
  * </ol>
  *
- * <p>Thread-safety: immutable.
+ * <p>Thread-safety: immutable, except a lookup cursor's scratch block, confined to its thread.
  */
 final class Block {
-  final Object base;
-  final long address;
+  // Not final only for a lookup cursor's scratch block (retarget); every other block is immutable.
+  Object base;
+  long address;
   /** Length of the contents: entries, restart array and restart count. */
-  final int length;
+  int length;
   /** Where the entries end and the restart array begins. */
-  final int restartsOffset;
-  final int restartCount;
+  int restartsOffset;
+  int restartCount;
   /** Offset of the block's contents in the file, for error messages. */
-  final long fileOffset;
+  long fileOffset;
   /** The file's description, for error messages. */
-  final String file;
+  String file;
 
   private Block(Object base, long address, int length, int restartsOffset, int restartCount, long fileOffset,
       String file) {
@@ -80,6 +81,34 @@ final class Block {
     int n = Mem.lpIntLE(base, address + len - Format.RESTART_COUNT_SIZE);
     return new Block(base, address, len, len - Format.RESTART_COUNT_SIZE - n * Format.RESTART_SIZE, n, fileOffset,
         file);
+  }
+
+  /** A block to {@link #retarget}: a thread's lookup cursor's, so a lookup allocates no block. */
+  static Block scratch() {
+    return new Block(null, 0, 0, 0, 0, 0, null);
+  }
+
+  /**
+   * Makes this scratch block the one {@link #trusted} would return for the same arguments (it must be
+   * the scratch of the calling thread's cursor; see {@link BlockIter#resetTrusted}).
+   */
+  void retarget(Object base, long address, int len, long fileOffset, String file) {
+    int n = Mem.lpIntLE(base, address + len - Format.RESTART_COUNT_SIZE);
+    this.base = base;
+    this.address = address;
+    this.length = len;
+    this.restartsOffset = len - Format.RESTART_COUNT_SIZE - n * Format.RESTART_SIZE;
+    this.restartCount = n;
+    this.fileOffset = fileOffset;
+    this.file = file;
+  }
+
+  /** Points this scratch block at nothing, so it keeps no contents reachable. */
+  void forget() {
+    base = null;
+    address = 0;
+    length = restartsOffset = restartCount = 0;
+    file = null;
   }
 
   int restart(int i) {

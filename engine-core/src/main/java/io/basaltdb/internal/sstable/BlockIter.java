@@ -55,8 +55,22 @@ final class BlockIter {
     keyLen = 0;
   }
 
+  /** This cursor's block for {@link #resetTrusted}, made on first use. */
+  private Block scratch;
+
+  /**
+   * As {@link #reset} with {@code Block.trusted(base, address, len, fileOffset, file)}, without making a
+   * block: the cursor's own scratch block is pointed at the contents (a thread's lookup cursor).
+   */
+  void resetTrusted(Object base, long address, int len, long fileOffset, String file) {
+    if (scratch == null) scratch = Block.scratch();
+    scratch.retarget(base, address, len, fileOffset, file);
+    reset(scratch);
+  }
+
   /** Drops the block (unpositioned, invalid) so a reused cursor does not keep it reachable. */
   void release() {
+    if (scratch != null) scratch.forget();
     block = null;
     base = null;
     address = 0;

@@ -299,20 +299,15 @@ public final class TableReader implements AutoCloseable {
       idx.release();
     }
     BlockCache.Block pinned = null;
-    Block b;
-    if (cache == null) {
-      b = dataBlock(offset, size, -1);
-    } else {
-      pinned = cache.get(owner, offset, BlockCache.Kind.TABLE_DATA);
-      if (pinned != null) {
-        b = Block.trusted(pinned.base, pinned.address, pinned.size, offset, description);
-      } else {
-        b = dataBlock(offset, size, -1);
-        if (fillCache) cacheBlock(offset, b);
-      }
-    }
     BlockIter it = LOOKUP.get();
-    it.reset(b);
+    if (cache != null) pinned = cache.get(owner, offset, BlockCache.Kind.TABLE_DATA);
+    if (pinned != null) {
+      it.resetTrusted(pinned.base, pinned.address, pinned.size, offset, description); // a cache hit makes no block
+    } else {
+      Block b = dataBlock(offset, size, -1);
+      if (cache != null && fillCache) cacheBlock(offset, b);
+      it.reset(b);
+    }
     try {
       it.seek(key);
       if (!it.valid() || it.compareKey(key) != 0) return false;

@@ -143,7 +143,7 @@ class WalChainTest {
     assertEquals(1, b.count());
     assertFalse(b.isLink());
     assertEquals(-1, b.successor);
-    assertArrayEquals(new byte[] {'v', 'w'}, b.values[0]);
+    assertArrayEquals(new byte[] {'v', 'w'}, b.value(0));
     ByteBuffer marker = ByteBuffer.allocate(13).order(ByteOrder.LITTLE_ENDIAN);
     marker.putLong(8).putInt(0).put((byte) 3).flip();
     Batch m = Batch.decode(marker, "f", 0);
