@@ -11,7 +11,7 @@ import java.nio.ByteOrder;
  * <p>Thread-safety: built by one thread, then handed to the commit pipeline, which publishes it to
  * the leader through its lock; immutable afterwards except {@link #firstSeqno}, written once by the leader.
  */
-public final class Batch {
+public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEncoder {
   public static final byte PUT = 1;
   public static final byte DELETE = 2;
   /** In the WAL only: a put whose value expires; a u64 expiry follows its value. */
@@ -231,7 +231,9 @@ public final class Batch {
     return dataLength;
   }
 
-  void encode(ByteBuffer out) {
+  /** The WAL record, into {@code out} from its position on ({@link #encodedSize} bytes). */
+  @Override
+  public void encode(ByteBuffer out) {
     out.order(ByteOrder.LITTLE_ENDIAN);
     out.putLong(firstSeqno).putInt(count).put(flags);
     if (isLink()) out.putLong(successor);

@@ -174,16 +174,18 @@ final class CommitLog implements AutoCloseable {
   /** Writes the group's records with one write; returns bytes written. Fsyncs if {@code sync}. */
   synchronized long append(List<Batch> group, boolean sync) {
     long before = writer.offset();
-    boolean first = true;
-    for (Batch b : group) {
+    for (int i = 0; i < group.size(); i++) { // indexed: a group's logging allocates nothing
+      Batch b = group.get(i);
       // flags are set here, at logging time: the leader knows whether the group is synced
-      b.flags = (byte) ((first ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
-      first = false;
-      writer.add(b.encodedSize(), b::encode); // encoded in place: no buffer, no copy per batch
+      b.flags = (byte) ((i == 0 ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
+      writer.add(b.encodedSize(), b); // encoded in place: no buffer, no copy per batch
     }
     long end = writer.flush();
     unsynced += end - before;
-    for (Batch b : group) lastLogged = Math.max(lastLogged, b.firstSeqno + b.count - 1);
+    for (int i = 0; i < group.size(); i++) {
+      Batch b = group.get(i);
+      lastLogged = Math.max(lastLogged, b.firstSeqno + b.count - 1);
+    }
     if (sync) syncLocked();
     return end - before;
   }

@@ -5,7 +5,6 @@ import io.basaltdb.ClosedException;
 import io.basaltdb.MemoryLimitException;
 import io.basaltdb.Options;
 import java.util.concurrent.locks.LockSupport;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -46,21 +45,68 @@ final class CommitPipeline {
   private final CommitTarget target;
   private final ReentrantLock lock = new ReentrantLock();
   private final java.util.concurrent.locks.Condition turn = lock.newCondition();
-  /** Queued writes, leader first; guarded by lock. */
-  private final ArrayDeque<Pending> queue = new ArrayDeque<>();
+  /** Queued writes, leader first, linked through {@link Pending#next}; guarded by lock. */
+  private Pending head;
+  private Pending tail;
   /** Set by close; guarded by lock. */
   private boolean closed;
 
+  // The leader's working space, reused from group to group so that a commit allocates nothing on the heap.
+  // Only the writer at the head of the queue uses it; the next leader starts once finish() has removed
+  // this group from the queue under the lock, after which the previous leader no longer touches it.
+  private final ArrayList<Pending> group = new ArrayList<>();
+  private final ArrayList<Batch> batches = new ArrayList<>();
+  /** The group's skiplist nodes per batch and operation ({@link #prepare}); rows over {@link #RETAINED_ROW} are dropped. */
+  private long[][] nodes = new long[4][];
+  private static final int RETAINED_ROW = 1024;
+
+  /** A queued write: a batch and its outcome; reused by its thread for its next write. */
   private static final class Pending {
     /** Null for a {@link #runBetweenGroups} action's place in the queue, which no group takes. */
-    final Batch batch;
+    Batch batch;
     /** Guarded by the pipeline's lock. */
     boolean done;
     BasaltException error;
+    /** The next write in the queue; guarded by the pipeline's lock. */
+    Pending next;
+    /** Whether its thread is using it (a write made from inside another write takes a new one). Thread-confined. */
+    boolean inUse;
+  }
 
-    Pending(Batch batch) {
-      this.batch = batch;
-    }
+  /** Each thread's queue entry, reused: a thread has one write in flight at a time (but see {@link #take}). */
+  private static final ThreadLocal<Pending> THREAD_PENDING = ThreadLocal.withInitial(Pending::new);
+
+  /** This thread's queue entry for {@code batch}, or a new one if the thread is already inside a write. */
+  private static Pending take(Batch batch) {
+    Pending p = THREAD_PENDING.get();
+    if (p.inUse) p = new Pending();
+    p.inUse = true;
+    p.batch = batch;
+    p.done = false;
+    p.error = null;
+    p.next = null;
+    return p;
+  }
+
+  /** Gives a queue entry back to its thread once its write has returned. */
+  private static void release(Pending p) {
+    p.batch = null;
+    p.error = null;
+    p.inUse = false;
+  }
+
+  /** Appends {@code p} to the queue; under the lock. */
+  private void enqueue(Pending p) {
+    if (tail == null) head = p; else tail.next = p;
+    tail = p;
+  }
+
+  /** Removes the head of the queue; under the lock. */
+  private void dequeue() {
+    Pending h = head;
+    head = h.next;
+    if (head == null) tail = null;
+    h.next = null;
   }
 
   CommitPipeline(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
@@ -74,25 +120,30 @@ final class CommitPipeline {
   }
 
   void write(Batch batch) {
-    Pending p = new Pending(batch);
-    lock.lock();
+    Pending p = take(batch);
     try {
-      if (closed) throw new ClosedException("the store is closed; open it again");
-      queue.addLast(p);
-      while (!p.done && queue.peekFirst() != p) turn.awaitUninterruptibly();
-      if (p.done) {
-        if (p.error != null) throw p.error;
-        return;
+      lock.lock();
+      try {
+        if (closed) throw new ClosedException("the store is closed; open it again");
+        enqueue(p);
+        while (!p.done && head != p) turn.awaitUninterruptibly();
+        if (p.done) {
+          if (p.error != null) throw p.error;
+          return;
+        }
+      } finally {
+        lock.unlock();
       }
+      lead(p);
     } finally {
-      lock.unlock();
+      release(p);
     }
-    lead(p);
   }
 
   /** Runs one commit group as its leader; {@code p} is at the head of the queue. */
   private void lead(Pending p) {
-    List<Pending> group = new ArrayList<>();
+    ArrayList<Pending> group = this.group;
+    group.clear();
     BasaltException error = null;
     try {
       state.checkWritable();
@@ -102,27 +153,26 @@ final class CommitPipeline {
         commitDirect(direct, p.batch);
         stats.userBytesWritten.add(p.batch.userBytes());
         stats.batches.increment();
-        finish(group, null);
-        return;
-      }
-      boolean deletesOnly = target.makeRoom(p.batch);
-      lock.lock();
-      try {
-        long bytes = 0;
-        // A group must fit the write quota easily, or its admission could fail where its batches alone would not.
-        long maxBytes = Math.min(options.maxGroupCommitBytes(), versions.quota().limit() / 8);
-        for (Pending q : queue) {
-          if (q.batch == null) break; // a between-groups action: its turn comes after this group
-          if (deletesOnly && !q.batch.deletesOnly()) break; // the disk is short: puts lead their own group
-          if (!group.isEmpty() && target.walSkip(q.batch) != null) break; // it skips the WAL: it leads its own
-          if (!group.isEmpty() && bytes + q.batch.encodedSize() > maxBytes) break;
-          group.add(q);
-          bytes += q.batch.encodedSize();
+      } else {
+        boolean deletesOnly = target.makeRoom(p.batch);
+        lock.lock();
+        try {
+          long bytes = 0;
+          // A group must fit the write quota easily, or its admission could fail where its batches alone would not.
+          long maxBytes = Math.min(options.maxGroupCommitBytes(), versions.quota().limit() / 8);
+          for (Pending q = head; q != null; q = q.next) {
+            if (q.batch == null) break; // a between-groups action: its turn comes after this group
+            if (deletesOnly && !q.batch.deletesOnly()) break; // the disk is short: puts lead their own group
+            if (!group.isEmpty() && target.walSkip(q.batch) != null) break; // it skips the WAL: it leads its own
+            if (!group.isEmpty() && bytes + q.batch.encodedSize() > maxBytes) break;
+            group.add(q);
+            bytes += q.batch.encodedSize();
+          }
+        } finally {
+          lock.unlock();
         }
-      } finally {
-        lock.unlock();
+        commit(group);
       }
-      commit(group);
     } catch (BasaltException e) {
       error = e;
       if (group.isEmpty()) group.add(p);
@@ -140,10 +190,11 @@ final class CommitPipeline {
   private void finish(List<Pending> group, BasaltException error) {
     lock.lock();
     try {
-      for (Pending q : group) {
+      for (int i = 0; i < group.size(); i++) {
+        Pending q = group.get(i);
         q.done = true;
         q.error = error;
-        queue.removeFirst();
+        dequeue();
       }
       turn.signalAll();
     } finally {
@@ -184,10 +235,23 @@ final class CommitPipeline {
   }
 
   private void commit(List<Pending> group) {
-    List<Batch> batches = new ArrayList<>(group.size());
+    ArrayList<Batch> batches = this.batches;
+    batches.clear();
+    try {
+      commit(group, batches);
+    } finally {
+      batches.clear(); // keeps no batch reachable after its write
+      for (int i = 0; i < nodes.length; i++) {
+        if (nodes[i] != null && nodes[i].length > RETAINED_ROW) nodes[i] = null;
+      }
+    }
+  }
+
+  private void commit(List<Pending> group, List<Batch> batches) {
     long seq = versions.lastSeqno + 1;
     long estimate = 0;
-    for (Pending q : group) {
+    for (int i = 0; i < group.size(); i++) {
+      Pending q = group.get(i);
       q.batch.firstSeqno = seq;
       seq += q.batch.count;
       batches.add(q.batch);
@@ -196,14 +260,14 @@ final class CommitPipeline {
     // Admission: the group's memory before its WAL write. Only this leader switches the active cache,
     // so the one the nodes were prepared in is still active when they are applied.
     target.precheck(batches, estimate);
-    Admitted admitted = admit(batches, estimate);
-    ItemCounter.Counted counted = admitted.counted();
-    WriteCache m = admitted.cache();
-    long[][] nodes = admitted.nodes();
+    WriteCache m = admit(batches, estimate);
+    ItemCounter.Counted counted = admittedCounts;
+    admittedCounts = null;
+    long[][] nodes = this.nodes;
     try {
       target.log(batches);
     } catch (RuntimeException | Error e) {
-      discard(m, nodes, 0, 0);
+      discard(m, batches, nodes, batches.size(), 0, 0);
       throw e;
     }
     versions.applyLock.lock();
@@ -214,7 +278,7 @@ final class CommitPipeline {
           for (op = 0; op < batches.get(b).count; op++) applyPrepared(m, batches.get(b), op, nodes[b][op]);
         }
       } catch (RuntimeException | Error e) {
-        discard(m, nodes, b, op + 1); // the nodes not linked yet, so the cache frees without a leak
+        discard(m, batches, nodes, batches.size(), b, op + 1); // the nodes not linked yet, so the cache frees without a leak
         // A bug, not a lack of memory (the nodes are allocated): the WAL may hold a group the write cache
         // holds only part of, and its seqnos are spent, so nothing more may be written in this run.
         io.basaltdb.StorageException f = new io.basaltdb.StorageException("internal error applying a group to"
@@ -230,9 +294,9 @@ final class CommitPipeline {
       versions.applyLock.unlock();
     }
     stats.groupCommits.increment();
-    for (Batch b : batches) {
+    for (int i = 0; i < batches.size(); i++) {
       stats.batches.increment();
-      stats.userBytesWritten.add(b.userBytes());
+      stats.userBytesWritten.add(batches.get(i).userBytes());
     }
   }
 
@@ -254,11 +318,12 @@ final class CommitPipeline {
 
   /**
    * Allocates the nodes of {@code batches} in the active write cache (per batch and operation; 0 for a
-   * keyspace no longer live); frees memory and retries when the quota cannot serve them.
+   * keyspace no longer live) and returns that cache; frees memory and retries when the quota cannot
+   * serve them. The nodes are in {@link #nodes}, what counting found in {@link #admittedCounts}.
    *
    * @throws MemoryLimitException if the group cannot fit; nothing is allocated or written then
    */
-  private Admitted admit(List<Batch> batches, long estimate) {
+  private WriteCache admit(List<Batch> batches, long estimate) {
     if (estimate > versions.quota().limit() / 2) {
       throw full("a write of about " + estimate + " bytes is larger than the write cache can hold", null);
     }
@@ -271,7 +336,9 @@ final class CommitPipeline {
       // key's new entry depends on it. Before any memory is taken: a failed lookup writes nothing.
       ItemCounter.Counted counted = countItems(batches);
       try {
-        return new Admitted(m, prepare(m, batches, counted), counted);
+        prepare(m, batches, counted);
+        admittedCounts = counted;
+        return m;
       } catch (MemoryLimitException e) {
         if (!collected) {
           m.list.quiesce(); // frees the versions the active cache's writes have replaced, then retry
@@ -293,38 +360,40 @@ final class CommitPipeline {
 
   /** Allocates every node of {@code batches} in {@code m}, or none (it frees them and rethrows). */
   private long[][] prepare(WriteCache m, List<Batch> batches, ItemCounter.Counted counted) {
-    long[][] nodes = new long[batches.size()][];
+    if (nodes.length < batches.size()) nodes = java.util.Arrays.copyOf(nodes, Math.max(batches.size(), nodes.length * 2));
+    long[][] nodes = this.nodes;
+    int rows = 0;
     try {
       for (int i = 0; i < batches.size(); i++) {
         Batch b = batches.get(i);
-        nodes[i] = new long[b.count];
+        long[] row = nodes[i];
+        if (row == null || row.length < b.count) row = nodes[i] = new long[Math.max(b.count, 4)];
+        java.util.Arrays.fill(row, 0, b.count, 0L);
+        rows = i + 1;
         for (int j = 0; j < b.count; j++) {
           if (!catalog.isLive(b.keyspaces[j])) continue;
           WriteCache.Below below = counted == null ? null : counted.below()[i][j];
-          nodes[i][j] = m.prepare(b.keyspaces[j], b.data(), b.keyOffset(j), b.keyLength(j), b.valueLength(j),
+          row[j] = m.prepare(b.keyspaces[j], b.data(), b.keyOffset(j), b.keyLength(j), b.valueLength(j),
               b.firstSeqno + j, below == null ? WriteCache.Below.UNKNOWN : below, b.expiry(j));
         }
       }
       return nodes;
     } catch (RuntimeException | Error e) {
-      discard(m, nodes, 0, 0);
+      discard(m, batches, nodes, rows, 0, 0);
       throw e;
     }
   }
 
-  /**
-   * The write cache a group's nodes were allocated in, the nodes per batch and operation, and what
-   * counting the group against that cache found (null without exact item counts).
-   */
-  private record Admitted(WriteCache cache, long[][] nodes, ItemCounter.Counted counted) {}
+  /** What counting the group being admitted found (null without exact item counts); leader only. */
+  private ItemCounter.Counted admittedCounts;
 
   /**
    * Returns the nodes of a group from batch {@code batch}, operation {@code op} on, which will not be
-   * applied (a null row: its batch was not reached).
+   * applied: the first {@code rows} rows of {@code nodes} were prepared (0 where no node was taken).
    */
-  private static void discard(WriteCache m, long[][] nodes, int batch, int op) {
-    for (int i = batch; i < nodes.length && nodes[i] != null; i++) {
-      for (int j = i == batch ? op : 0; j < nodes[i].length; j++) {
+  private static void discard(WriteCache m, List<Batch> batches, long[][] nodes, int rows, int batch, int op) {
+    for (int i = batch; i < rows; i++) {
+      for (int j = i == batch ? op : 0; j < batches.get(i).count; j++) {
         if (nodes[i][j] != 0) m.discardPrepared(nodes[i][j]);
       }
     }
@@ -377,12 +446,12 @@ final class CommitPipeline {
 
   /** Runs {@code action} at the head of the write queue, between commit groups, as a leader would. */
   void runBetweenGroups(Runnable action) {
-    Pending p = new Pending(null);
+    Pending p = new Pending(); // its batch null: no group takes it
     lock.lock();
     try {
       if (closed) throw new ClosedException("the store is closed; open it again");
-      queue.addLast(p);
-      while (queue.peekFirst() != p) turn.awaitUninterruptibly(); // groups stop at p, so it reaches the head
+      enqueue(p);
+      while (head != p) turn.awaitUninterruptibly(); // groups stop at p, so it reaches the head
     } finally {
       lock.unlock();
     }
@@ -391,7 +460,7 @@ final class CommitPipeline {
     } finally {
       lock.lock();
       try {
-        queue.removeFirst();
+        dequeue();
         turn.signalAll();
       } finally {
         lock.unlock();
@@ -404,7 +473,7 @@ final class CommitPipeline {
     lock.lock();
     try {
       closed = true;
-      while (!queue.isEmpty()) turn.awaitUninterruptibly();
+      while (head != null) turn.awaitUninterruptibly();
     } finally {
       lock.unlock();
     }

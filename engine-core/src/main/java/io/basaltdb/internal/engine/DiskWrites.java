@@ -266,8 +266,9 @@ final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
 
   /** Whether a keyspace has so many level-0 tables that writers must wait for compaction. */
   private boolean l0Full(Version v) {
+    if (v.maxLevel0Tables() < options.l0StopWritesTrigger()) return false; // every group asks: no iteration
     for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) { // a dropped keyspace stalls nobody
-      if (e.getValue().level(0).size() >= options.l0StopWritesTrigger() && catalog.isLive(e.getKey())) return true;
+      if (e.getValue().levelCount(0) >= options.l0StopWritesTrigger() && catalog.isLive(e.getKey())) return true;
     }
     return false;
   }

@@ -23,6 +23,11 @@ final class Version {
   final WriteCache immutable;
   /** Keyspace id to its files; keyspaces without files may be absent. */
   final Map<Integer, KeyspaceFiles> files;
+  /** Keyspace ids below this are looked up in {@link #byId}, without boxing the id (a get allocates nothing). */
+  private static final int DENSE_IDS = 1024;
+  /** {@link #files} by keyspace id while every id is below {@link #DENSE_IDS}, else null. */
+  private final KeyspaceFiles[] byId;
+  private final int maxLevel0Tables;
   private final AtomicInteger refs = new AtomicInteger(1);
   /** Called once when the last reference goes; the engine forgets the version and may delete tables. */
   private final Consumer<Version> onFree;
@@ -33,13 +38,35 @@ final class Version {
     this.immutable = immutable;
     this.files = Map.copyOf(files);
     this.onFree = onFree;
+    int maxId = -1, l0 = 0;
+    for (Map.Entry<Integer, KeyspaceFiles> e : this.files.entrySet()) {
+      maxId = Math.max(maxId, e.getKey());
+      l0 = Math.max(l0, e.getValue().levelCount(0));
+    }
+    maxLevel0Tables = l0;
+    if (maxId < DENSE_IDS) {
+      byId = new KeyspaceFiles[maxId + 1];
+      for (Map.Entry<Integer, KeyspaceFiles> e : this.files.entrySet()) byId[e.getKey()] = e.getValue();
+    } else {
+      byId = null;
+    }
     if (active != null) active.retain();
     if (immutable != null) immutable.retain();
   }
 
   KeyspaceFiles files(int keyspace) {
-    KeyspaceFiles f = files.get(keyspace);
+    KeyspaceFiles f;
+    if (byId != null) {
+      f = keyspace >= 0 && keyspace < byId.length ? byId[keyspace] : null;
+    } else {
+      f = files.get(keyspace);
+    }
     return f == null ? KeyspaceFiles.EMPTY : f;
+  }
+
+  /** The most level-0 tables any keyspace has (the writers' stall check asks it of every group). */
+  int maxLevel0Tables() {
+    return maxLevel0Tables;
   }
 
   boolean tryRetain() {

@@ -100,7 +100,13 @@ final class FileStorageFile implements StorageFile {
     try {
       while (src.hasRemaining()) { // a write may be partial; loop until every byte is in
         long from = at;
-        at += call(ch -> ch.write(src, from));
+        int n;
+        try {
+          n = channel.write(src, from); // the common case straight: no lambda, no boxed count (WAL appends)
+        } catch (ClosedChannelException e) {
+          n = call(ch -> ch.write(src, from)); // reopens as every call does, and restores an interrupt
+        }
+        at += n;
       }
     } catch (IOException e) {
       throw failure("write of " + src.remaining() + " bytes at offset " + at + " to ", e);

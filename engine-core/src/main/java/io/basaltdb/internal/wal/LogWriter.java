@@ -77,10 +77,18 @@ public final class LogWriter {
       throw new InvalidArgumentException("log record encoder is null");
     }
     int at = reserve(length);
-    ByteBuffer out = buffer.slice(at + LogFormat.HEADER_SIZE, length).order(ByteOrder.LITTLE_ENDIAN);
-    encoder.encode(out);
-    if (out.hasRemaining()) {
-      throw new IllegalStateException("log record encoder wrote " + out.position() + " of the " + length
+    int start = at + LogFormat.HEADER_SIZE;
+    // The encoder writes into the pending buffer itself, limited to its record: no view is made per record.
+    buffer.limit(start + length).position(start);
+    int written;
+    try {
+      encoder.encode(buffer);
+      written = buffer.position() - start;
+    } finally {
+      buffer.order(ByteOrder.LITTLE_ENDIAN).limit(buffer.capacity()).position(at); // nothing added yet
+    }
+    if (written != length) {
+      throw new IllegalStateException("log record encoder wrote " + written + " of the " + length
           + " bytes it announced; nothing was added");
     }
     frame(at, length);
@@ -119,12 +127,16 @@ public final class LogWriter {
     if (pending == 0) {
       return offset;
     }
+    boolean written = false;
     try {
-      file.write(offset, buffer.duplicate().flip());
+      file.write(offset, buffer.flip()); // the buffer itself, not a view of it: a flush allocates nothing
+      written = true;
     } catch (StorageException e) {
       throw new StorageException("log write of " + pending + " bytes at offset " + offset + " to "
           + file + " failed; the log still ends at offset " + offset + " and the records stay pending"
           + " (retry the flush, or truncate the file to " + offset + "): " + e.getMessage(), e);
+    } finally {
+      if (!written) buffer.limit(buffer.capacity()).position(pending); // the records stay pending
     }
     offset += pending;
     if (buffer.capacity() > RETAINED_CAPACITY) {

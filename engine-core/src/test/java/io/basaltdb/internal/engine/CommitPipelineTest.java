@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Work that runs between commit groups (flush, checkpoint, an in-memory drop) among concurrent writers:
  * a leader never takes its place in the queue into a group (which left the caller waiting forever), and
- * a flush racing close ends instead of waiting for a flusher that stopped.
+ * a flush racing close ends instead of waiting for a flusher that stopped; a batch is in one write at
+ * a time.
  */
 class CommitPipelineTest {
   private static Options options() {
@@ -96,5 +97,27 @@ class CommitPipelineTest {
         for (Thread t : threads) t.join();
       }
     });
+  }
+
+  /**
+   * A batch is in one write at a time (its seqnos are that write's): a second write of a batch still
+   * being written is refused with nothing written, and the batch is writable again once the first ends.
+   */
+  @Test
+  void aBatchInAWriteIsRefusedBySecondWrite() {
+    try (Engine e = Engine.open(new MemStorage(7), options())) {
+      e.createKeyspace("k");
+      int ks = e.keyspaceId("k");
+      Batch b = new Batch(1);
+      b.add(ks, Batch.PUT, "key".getBytes(StandardCharsets.UTF_8), "v".getBytes(StandardCharsets.UTF_8));
+      assertTrue(b.beginWrite()); // as a write in progress on another thread does
+      io.basaltdb.InvalidArgumentException refused =
+          org.junit.jupiter.api.Assertions.assertThrows(io.basaltdb.InvalidArgumentException.class, () -> e.write(b));
+      assertTrue(refused.getMessage().contains("one write at a time"), refused.getMessage());
+      org.junit.jupiter.api.Assertions.assertNull(e.get(ks, "key".getBytes(StandardCharsets.UTF_8)));
+      b.endWrite();
+      e.write(b);
+      assertArrayEquals("v".getBytes(StandardCharsets.UTF_8), e.get(ks, "key".getBytes(StandardCharsets.UTF_8)));
+    }
   }
 }
