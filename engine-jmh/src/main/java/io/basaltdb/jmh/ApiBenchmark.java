@@ -27,15 +27,18 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
-import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * The {@code byte[]} API against the {@code ByteBuffer} one (heap and direct buffers), for the heap
- * bytes each call allocates ({@code -prof gc}'s {@code gc.alloc.rate.norm}) and its throughput: 16-byte
- * keys, 100-byte values, {@code entries} keys loaded in {@code @Setup}. With {@code where=cache} every
- * get is served by the write cache; with {@code where=files} the data is flushed to the key index and
- * the log segments first and the block cache holds it all, so a get reads no file. Puts replace a random
- * loaded key (sync mode NONE: no fsync per put); a batch puts 16 of them.
+ * bytes each call allocates ({@code -prof gc}'s {@code gc.alloc.rate.norm}: every thread's allocation,
+ * the store's background threads included, over the calls made) and its throughput, Basalt beside
+ * RocksDB JNI's own {@code ByteBuffer} methods: 16-byte keys, 100-byte values, {@code entries} keys
+ * loaded in {@code @Setup}, the same memory budget (512 MiB: RocksDB's {@link RocksStore} split, two
+ * write buffers of 128 MiB and a 256 MiB block cache; Basalt's two write caches of 128 MiB and a 240 MiB
+ * block cache, the most its quota leaves). With {@code where=cache} every get is served by the write cache (memtable); with {@code
+ * where=files} the data is flushed and compacted first and the block cache holds it all, so a get reads
+ * no file. Puts replace a random loaded key, with the WAL written but not fsynced per put; a batch puts
+ * 16 of them.
  *
  * <p>Run: {@code java @jvm.flags -jar engine-jmh/target/benchmarks.jar ApiBenchmark -prof gc}
  */
@@ -50,6 +53,9 @@ public class ApiBenchmark {
   static final int VALUE_SIZE = 100;
   static final int BATCH = 16;
 
+  @Param({"basalt", "rocksdb"})
+  public String impl;
+
   @Param({"cache", "files"})
   public String where;
 
@@ -61,6 +67,10 @@ public class ApiBenchmark {
   Path dir;
   Basalt db;
   Keyspace ks;
+  RocksStore rocks;
+  /** RocksDB's write options (the WAL written, not fsynced) and read options; made once its library is loaded. */
+  org.rocksdb.WriteOptions noSync;
+  org.rocksdb.ReadOptions read;
 
   @Setup(Level.Trial)
   public void load() throws IOException {
@@ -77,27 +87,56 @@ public class ApiBenchmark {
     value = new byte[VALUE_SIZE];
     r.nextBytes(value);
     dir = Files.createTempDirectory("basalt-api-bench");
-    db = Basalt.open(dir, new Options().memoryQuota(1L << 30).writeCacheSize(256L << 20)
-        .blockCacheSize(256L << 20).syncMode(SyncMode.NONE));
-    ks = db.createKeyspace("bench");
-    for (byte[] k : keys) ks.put(k, value);
-    if (where.equals("files")) {
-      db.flush();
-      db.waitForCompactions(60_000);
-    } else if (!where.equals("cache")) {
+    if (!where.equals("cache") && !where.equals("files")) {
       throw new IllegalArgumentException("where is cache or files, not " + where);
     }
-    byte[] out = new byte[VALUE_SIZE];
-    for (byte[] k : keys) { // warms the block cache (a block is cached on its second read)
-      if (ks.get(k) == null || ks.get(ByteBuffer.wrap(k), ByteBuffer.wrap(out)) != VALUE_SIZE) {
-        throw new IllegalStateException("a loaded key is missing");
+    switch (impl) {
+      case "basalt" -> {
+        db = Basalt.open(dir, new Options().memoryQuota(512L << 20).writeCacheSize(128L << 20)
+            .blockCacheSize(240L << 20).syncMode(SyncMode.NONE));
+        ks = db.createKeyspace("bench");
+        for (byte[] k : keys) ks.put(k, value);
+        if (where.equals("files")) {
+          db.flush();
+          db.waitForCompactions(60_000);
+        }
+      }
+      case "rocksdb" -> {
+        try {
+          rocks = new RocksStore(dir, 512L << 20, true);
+          noSync = new org.rocksdb.WriteOptions().setSync(false);
+          read = new org.rocksdb.ReadOptions();
+          for (byte[] k : keys) rocks.db.put(noSync, k, value);
+          if (where.equals("files")) {
+            try (org.rocksdb.FlushOptions f = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
+              rocks.db.flush(f);
+            }
+            rocks.db.compactRange();
+          }
+        } catch (org.rocksdb.RocksDBException e) {
+          throw new IOException(e);
+        }
+      }
+      default -> throw new IllegalArgumentException("impl is basalt or rocksdb, not " + impl);
+    }
+    Caller warm = new Caller();
+    for (int round = 0; round < 2; round++) { // warms the block caches (Basalt caches a block on its second read)
+      for (int i = 0; i < entries; i++) {
+        if (getArray(keys[i]) == null || getInto(fill(warm.heapKey, keys[i]), warm.heapValue.clear()) != VALUE_SIZE) {
+          throw new IllegalStateException("a loaded key is missing");
+        }
       }
     }
   }
 
   @TearDown(Level.Trial)
   public void close() throws IOException {
-    db.close();
+    if (db != null) db.close();
+    if (rocks != null) {
+      noSync.close();
+      read.close();
+      rocks.close();
+    }
     try (Stream<Path> files = Files.walk(dir)) {
       files.sorted(Comparator.reverseOrder()).forEach(p -> {
         try {
@@ -118,9 +157,20 @@ public class ApiBenchmark {
     final ByteBuffer directKey = ByteBuffer.allocateDirect(KEY_SIZE);
     final ByteBuffer directValue = ByteBuffer.allocateDirect(VALUE_SIZE + 16);
     final WriteBatch batch = new WriteBatch();
+    private org.rocksdb.WriteBatch rocksBatch;
 
     int next(int bound) {
       return random.nextInt(bound);
+    }
+
+    org.rocksdb.WriteBatch rocksBatch() {
+      if (rocksBatch == null) rocksBatch = new org.rocksdb.WriteBatch();
+      return rocksBatch;
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+      if (rocksBatch != null) rocksBatch.close();
     }
   }
 
@@ -130,46 +180,93 @@ public class ApiBenchmark {
     return b;
   }
 
+  byte[] getArray(byte[] key) {
+    try {
+      return db != null ? ks.get(key) : rocks.db.get(key);
+    } catch (org.rocksdb.RocksDBException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  int getInto(ByteBuffer key, ByteBuffer value) {
+    try {
+      return db != null ? ks.get(key, value) : rocks.db.get(read, key, value);
+    } catch (org.rocksdb.RocksDBException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  void put(byte[] key, byte[] value) {
+    try {
+      if (db != null) ks.put(key, value); else rocks.db.put(noSync, key, value);
+    } catch (org.rocksdb.RocksDBException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  void put(ByteBuffer key, ByteBuffer value) {
+    try {
+      if (db != null) ks.put(key, value); else rocks.db.put(noSync, key, value);
+    } catch (org.rocksdb.RocksDBException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   @Benchmark
   public byte[] getArray(Caller c) {
-    return ks.get(keys[c.next(entries)]);
+    return getArray(keys[c.next(entries)]);
   }
 
   @Benchmark
   public int getHeapBuffer(Caller c) {
     c.heapValue.clear();
-    return ks.get(fill(c.heapKey, keys[c.next(entries)]), c.heapValue);
+    return getInto(fill(c.heapKey, keys[c.next(entries)]), c.heapValue);
   }
 
   @Benchmark
   public int getDirectBuffer(Caller c) {
     c.directValue.clear();
-    return ks.get(fill(c.directKey, keys[c.next(entries)]), c.directValue);
+    return getInto(fill(c.directKey, keys[c.next(entries)]), c.directValue);
   }
 
   @Benchmark
   public void putArray(Caller c) {
-    ks.put(keys[c.next(entries)], value);
+    put(keys[c.next(entries)], value);
   }
 
   @Benchmark
   public void putDirectBuffer(Caller c) {
     fill(c.directValue, value);
-    ks.put(fill(c.directKey, keys[c.next(entries)]), c.directValue);
+    put(fill(c.directKey, keys[c.next(entries)]), c.directValue);
   }
 
   @Benchmark
-  public void batchArray(Caller c) {
-    WriteBatch b = new WriteBatch();
-    for (int i = 0; i < BATCH; i++) b.put(ks, keys[c.next(entries)], value);
-    db.write(b);
+  public void batchArray(Caller c) throws org.rocksdb.RocksDBException {
+    if (db != null) {
+      WriteBatch b = new WriteBatch();
+      for (int i = 0; i < BATCH; i++) b.put(ks, keys[c.next(entries)], value);
+      db.write(b);
+    } else {
+      try (org.rocksdb.WriteBatch b = new org.rocksdb.WriteBatch()) {
+        for (int i = 0; i < BATCH; i++) b.put(keys[c.next(entries)], value);
+        rocks.db.write(noSync, b);
+      }
+    }
   }
 
+  /** A batch the caller keeps and clears, filled from direct buffers. */
   @Benchmark
-  public void batchDirectBuffer(Caller c, Blackhole bh) {
-    WriteBatch b = c.batch.clear();
+  public void batchDirectBuffer(Caller c) throws org.rocksdb.RocksDBException {
     fill(c.directValue, value);
-    for (int i = 0; i < BATCH; i++) b.put(ks, fill(c.directKey, keys[c.next(entries)]), c.directValue);
-    db.write(b);
+    if (db != null) {
+      WriteBatch b = c.batch.clear();
+      for (int i = 0; i < BATCH; i++) b.put(ks, fill(c.directKey, keys[c.next(entries)]), c.directValue);
+      db.write(b);
+    } else {
+      org.rocksdb.WriteBatch b = c.rocksBatch();
+      b.clear();
+      for (int i = 0; i < BATCH; i++) b.put(fill(c.directKey, keys[c.next(entries)]), c.directValue.position(0)); // RocksDB consumes it
+      rocks.db.write(noSync, b);
+    }
   }
 }
