@@ -51,16 +51,23 @@ public final class Keyspace {
       b.add(id, Batch.PUT, key, value, expiresAtMillis);
       db.engine.write(b);
     } finally {
-      b.clear();
+      b.clear(THREAD_BATCH_BYTES);
     }
   }
 
   /** Each thread's batch for its single puts and deletes, reused so that they allocate nothing on the heap. */
   private static final ThreadLocal<Batch> THREAD_BATCH = ThreadLocal.withInitial(() -> new Batch(1));
 
-  /** This thread's batch for one operation, empty; a new one if it is in use (a write made from inside one). */
+  /** Bytes of keys and values a thread's batch keeps between its operations. */
+  private static final int THREAD_BATCH_BYTES = 64 * 1024;
+
+  /**
+   * This thread's batch for one operation, empty; a new one if it is in use (a write made from inside
+   * one), and a fresh thread batch if a failed write abandoned the old one.
+   */
   private static Batch threadBatch() {
     Batch b = THREAD_BATCH.get();
+    if (b.isAbandoned()) THREAD_BATCH.set(b = new Batch(1));
     return b.count() == 0 ? b : new Batch(1);
   }
 
@@ -72,7 +79,7 @@ public final class Keyspace {
       b.add(id, Batch.DELETE, key, null);
       db.engine.write(b);
     } finally {
-      b.clear();
+      b.clear(THREAD_BATCH_BYTES);
     }
   }
 
@@ -121,7 +128,7 @@ public final class Keyspace {
       b.add(id, Batch.PUT, key, value, expiresAtMillis);
       db.engine.write(b);
     } finally {
-      b.clear();
+      b.clear(THREAD_BATCH_BYTES);
     }
   }
 
@@ -133,7 +140,7 @@ public final class Keyspace {
       b.add(id, Batch.DELETE, key, null, 0);
       db.engine.write(b);
     } finally {
-      b.clear();
+      b.clear(THREAD_BATCH_BYTES);
     }
   }
 

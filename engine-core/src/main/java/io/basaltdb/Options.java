@@ -206,7 +206,8 @@ public final class Options {
    * The wall clock document expiry is judged by ({@link Keyspace#put(byte[], byte[], long)}), in ms since
    * the epoch; default {@code System::currentTimeMillis}. Tests and simulations inject their own. Reads
    * ask it when they meet a version with an expiry (a snapshot once, when it is taken, and judges every
-   * read by that instant, so it stays stable); key index compaction asks it once per job.
+   * read by that instant, so it stays stable); key index compaction asks it once per job. It is called
+   * from inside reads and must not call into the store itself.
    */
   public Options clock(java.util.function.LongSupplier millis) {
     if (millis == null) throw new InvalidArgumentException("clock must not be null (System::currentTimeMillis is the default)");

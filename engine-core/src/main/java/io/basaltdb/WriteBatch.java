@@ -11,11 +11,13 @@ import java.util.Arrays;
  * limit), so the caller may reuse its arrays and buffers at once. Keys are checked when added, values
  * against the store's {@link Options#maxValueSize} when written; a refused batch changes nothing.
  *
- * <p>A batch keeps its memory across {@link #clear()}: one batch cleared and refilled per write is
- * written without allocating on the heap once it has grown to its size.
+ * <p>A batch keeps its memory across {@link #clear()} (up to 1 MiB of keys and values and 1024
+ * operations): one batch cleared and refilled per write is written without allocating on the heap once
+ * it has grown to its size.
  *
  * <p>Thread-safety: not thread-safe; build it on one thread. A batch may be written more than once,
- * but not by two writes at the same time (the second throws {@link InvalidArgumentException}).
+ * but not by two writes at the same time, nor changed while it is written (both throw {@link
+ * InvalidArgumentException}).
  */
 public final class WriteBatch {
   private static final Keyspace[] NO_KEYSPACES = new Keyspace[0];
@@ -98,10 +100,21 @@ public final class WriteBatch {
 
   /** Removes every operation, keeping the batch's memory for the next ones. */
   public WriteBatch clear() {
+    checkNotWriting();
+    if (batch.isAbandoned()) throw new InvalidArgumentException("a write of this batch failed with an Error that"
+        + " may have left it in use; make a new batch");
     Arrays.fill(keyspaces, 0, size(), null); // a cleared batch keeps no store reachable
+    if (keyspaces.length > Batch.RETAINED_OPERATIONS) keyspaces = NO_KEYSPACES;
     batch.clear();
     bytes = 0;
     return this;
+  }
+
+  /** Refuses a change while the batch is being written (its bytes are the write's until it returns). */
+  private void checkNotWriting() {
+    if (batch.isWriting()) {
+      throw new InvalidArgumentException("the batch is being written by another thread; change it once the write returns");
+    }
   }
 
   /** Records the keyspace of the operation about to be added (before the batch holds it, so a failure adds nothing). */
@@ -111,7 +124,8 @@ public final class WriteBatch {
     keyspaces[i] = keyspace;
   }
 
-  private static void checkKeyspace(Keyspace keyspace) {
+  private void checkKeyspace(Keyspace keyspace) {
     if (keyspace == null) throw new InvalidArgumentException("keyspace must not be null");
+    checkNotWriting();
   }
 }

@@ -189,6 +189,27 @@ class ByteBufferApiTest {
     }
   }
 
+  /** A batch in a write (as on another thread) can be neither changed nor written again until it returns. */
+  @Test
+  void aBatchBeingWrittenIsNeitherChangedNorWrittenAgain() {
+    try (Basalt db = Basalt.open(new MemStorage(6), ChangeFeedTest.tiny())) {
+      Keyspace ks = db.createKeyspace("k");
+      WriteBatch batch = new WriteBatch().put(ks, b("a"), b("1"));
+      assertTrue(batch.batch.beginWrite()); // what a write in progress holds
+      assertThrows(InvalidArgumentException.class, () -> batch.put(ks, b("b"), b("2")));
+      assertThrows(InvalidArgumentException.class, () -> batch.delete(ks, ByteBuffer.wrap(b("a"))));
+      assertThrows(InvalidArgumentException.class, batch::clear);
+      InvalidArgumentException twice = assertThrows(InvalidArgumentException.class, () -> db.write(batch));
+      assertTrue(twice.getMessage().contains("one write at a time"), twice.getMessage());
+      assertNull(ks.get(b("a")));
+      assertEquals(1, batch.size());
+      batch.batch.endWrite();
+      db.write(batch.put(ks, b("b"), b("2")));
+      assertArrayEquals(b("1"), ks.get(b("a")));
+      assertArrayEquals(b("2"), ks.get(b("b")));
+    }
+  }
+
   /**
    * No call allocates on the calling thread once warm: gets served by the block cache and by the write
    * cache, single puts and batches of 16 puts from direct buffers (see {@link #main}). A call is counted

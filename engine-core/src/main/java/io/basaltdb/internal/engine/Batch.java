@@ -58,6 +58,10 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   private int encodedSize = -1;
   /** Set while the batch is being written ({@link #beginWrite}): one batch is in one write at a time. */
   private final java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean();
+  /** Set by {@link #abandon}: a write that failed with an Error may still be read by the pipeline. */
+  private volatile boolean abandoned;
+  /** Operations' metadata kept after {@link #clear} up to this many; larger arrays are dropped. */
+  public static final int RETAINED_OPERATIONS = 1024;
 
   /** Whether every operation is a delete (an empty batch counts). */
   boolean deletesOnly() {
@@ -92,9 +96,10 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
    */
   public void add(int keyspace, byte type, java.nio.ByteBuffer key, java.nio.ByteBuffer value, long expiry) {
     int klen = key.remaining();
-    int at = addOperation(keyspace, type, klen, type == DELETE || value == null ? -1 : value.remaining(), expiry);
+    int vlen = type == DELETE || value == null ? -1 : value.remaining();
+    int at = addOperation(keyspace, type, klen, vlen, expiry);
     key.get(key.position(), data, at, klen);
-    if (type != DELETE) value.get(value.position(), data, at + klen, value.remaining());
+    if (type != DELETE) value.get(value.position(), data, at + klen, vlen);
   }
 
   /** Appends an operation's metadata and room for its bytes; returns where its key goes in {@link #data}. */
@@ -134,26 +139,62 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
     if (expiries != null) expiries = java.util.Arrays.copyOf(expiries, n);
   }
 
-  /** Empties the batch for reuse, keeping its arrays (a large byte array is dropped). Not while it is written. */
-  public void clear() {
+  /**
+   * Empties the batch for reuse, keeping its arrays up to {@code retainedBytes} of keys and values and
+   * {@link #RETAINED_OPERATIONS} operations (larger ones are dropped). The caller does not clear a batch
+   * while it is written; an {@link #abandon abandoned} batch is left as it is.
+   */
+  public void clear(int retainedBytes) {
+    if (abandoned) return;
     count = 0;
     dataLength = 0;
     encodedSize = -1;
     firstSeqno = 0;
     flags = 0;
-    if (data.length > RETAINED_DATA) data = NO_DATA;
+    if (data.length > retainedBytes) data = NO_DATA;
+    if (keyspaces.length > RETAINED_OPERATIONS) {
+      keyspaces = new int[4];
+      types = new byte[4];
+      keyOffsets = new int[4];
+      keyLengths = new int[4];
+      valueLengths = new int[4];
+      expiries = null;
+    }
+  }
+
+  /** {@link #clear(int)} keeping up to {@link #RETAINED_DATA} bytes. */
+  public void clear() {
+    clear(RETAINED_DATA);
+  }
+
+  /** Whether the batch is in a write now. */
+  public boolean isWriting() {
+    return writing.get();
+  }
+
+  /**
+   * Marks the batch as never to be written or cleared again: a write of it failed with an Error that
+   * may have left it queued, where a leader can still read it.
+   */
+  void abandon() {
+    abandoned = true;
+  }
+
+  /** Whether {@link #abandon} was called: the batch must be replaced, not reused. */
+  public boolean isAbandoned() {
+    return abandoned;
   }
 
   /**
    * Marks the start of a write of this batch; false if it is already being written (by another thread:
    * a batch must not be in two writes at once, its seqnos are the write's). Pair with {@link #endWrite}.
    */
-  boolean beginWrite() {
+  public boolean beginWrite() {
     return writing.compareAndSet(false, true);
   }
 
-  void endWrite() {
-    writing.set(false);
+  public void endWrite() {
+    if (!abandoned) writing.set(false); // an abandoned batch stays in its write for good
   }
 
   public int count() {

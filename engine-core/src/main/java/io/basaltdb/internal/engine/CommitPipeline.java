@@ -121,11 +121,13 @@ final class CommitPipeline {
 
   void write(Batch batch) {
     Pending p = take(batch);
+    boolean queued = false;
     try {
       lock.lock();
       try {
         if (closed) throw new ClosedException("the store is closed; open it again");
         enqueue(p);
+        queued = true;
         while (!p.done && head != p) turn.awaitUninterruptibly();
         if (p.done) {
           if (p.error != null) throw p.error;
@@ -136,8 +138,22 @@ final class CommitPipeline {
       }
       lead(p);
     } finally {
-      release(p);
+      if (!queued || p.done) {
+        release(p);
+      } else {
+        abandon(p); // an Error left it in the queue: neither it nor its batch may be reused
+      }
     }
+  }
+
+  /**
+   * Leaves a queue entry that an Error (out of memory while waiting, or in a leader before it finished
+   * its group) left queued: its thread takes a new entry, and its batch is never written or cleared
+   * again, since a leader may still read both.
+   */
+  private static void abandon(Pending p) {
+    if (THREAD_PENDING.get() == p) THREAD_PENDING.set(new Pending());
+    if (p.batch != null) p.batch.abandon();
   }
 
   /** Runs one commit group as its leader; {@code p} is at the head of the queue. */

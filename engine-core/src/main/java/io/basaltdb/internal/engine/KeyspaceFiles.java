@@ -182,8 +182,18 @@ final class KeyspaceFiles {
    */
   Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace, LongAdder fileReads,
       LongAdder hintMisses) {
+    return document(key, seqno, hint, keyspace, fileReads, hintMisses, true);
+  }
+
+  /**
+   * As {@link #document(byte[], long, long, Supplier, LongAdder, LongAdder)}; with {@code askCache} false
+   * the caller has just missed the cache for it (a get into a buffer), so it is read without asking again
+   * (which would count a second miss).
+   */
+  Document document(byte[] key, long seqno, long hint, Supplier<String> keyspace, LongAdder fileReads,
+      LongAdder hintMisses, boolean askCache) {
     Segment s = segmentFor(seqno);
-    Document d = s == null ? null : s.reader.cached(seqno);
+    Document d = s == null || !askCache ? null : s.reader.cached(seqno);
     boolean read = false;
     if (s != null && d == null) {
       fileReads.increment();

@@ -50,20 +50,30 @@ final class ReadPath {
     return WriteCache.isDeleted(entry, now) ? null : WriteCache.valueOf(entry);
   }
 
-  /** An entry's value now: the clock is read only for an entry that expires. */
-  private byte[] valueNow(byte[] entry) {
-    return WriteCache.isTombstone(entry) ? null : valueAt(entry, WriteCache.expires(entry) ? now() : 0);
-  }
-
-  /** The value of {@code key} in keyspace {@code ks}, or null; sees whole batches. */
+  /** The value of {@code key} in keyspace {@code ks}, or null; sees whole batches. Allocates only the value. */
   byte[] get(int ks, byte[] key) {
     stats.gets.increment();
+    Lookup l = Lookup.get();
     Version v = versions.acquire();
     try {
-      byte[] e = cached(v, ks, key);
-      if (e != null) return valueNow(e);
-      return getFromFiles(v.files(ks), ks, key, -1);
+      switch (locate(v, ks, key, l)) {
+        case IN_WRITE_CACHE: {
+          byte[] e = l.entry;
+          return Arrays.copyOfRange(e, WriteCache.valueOffset(e), l.entryLength);
+        }
+        case IN_FILES: {
+          KeyRecord rec = l.record;
+          KeyspaceFiles files = v.files(ks);
+          KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+          byte[] value = s == null ? null : s.reader().cachedValue(rec.seqno, key);
+          return value != null ? value : readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
+        }
+        default:
+          return null;
+      }
     } finally {
+      l.record.key = null;
+      l.entry = null; // keeps no large entry reachable from the thread, even after a throw
       v.release();
     }
   }
@@ -80,32 +90,57 @@ final class ReadPath {
     byte[] key = l.key(keyBuffer);
     Version v = versions.acquire();
     try {
-      boolean found = v.active.get(ks, key, l);
-      if (found && WriteCache.seqnoOf(l.entry) > versions.lastSeqno) versions.awaitPublished();
-      if (!found && v.immutable != null) found = v.immutable.get(ks, key, l);
-      if (found) {
-        byte[] e = l.entry;
-        l.entry = null; // keeps no large entry reachable from the thread
-        if (WriteCache.isTombstone(e) || WriteCache.expires(e) && WriteCache.isDeleted(e, now())) return -1;
-        int off = WriteCache.valueOffset(e);
-        return Lookup.copyOut(e, off, l.entryLength - off, out);
-      }
-      KeyspaceFiles files = v.files(ks);
-      KeyRecord rec = l.record;
-      try {
-        if (!findRecord(files, key, rec) || rec.tombstone) return -1;
-        if (rec.expiry != 0 && rec.expiredAt(now())) return -1;
-        KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
-        int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
-        if (n != -2) return n;
-        byte[] value = readDocument(files, ks, key, rec.seqno, rec.hint).value();
-        return Lookup.copyOut(value, 0, value.length, out);
-      } finally {
-        rec.key = null;
+      switch (locate(v, ks, key, l)) {
+        case IN_WRITE_CACHE: {
+          byte[] e = l.entry;
+          int off = WriteCache.valueOffset(e);
+          return Lookup.copyOut(e, off, l.entryLength - off, out);
+        }
+        case IN_FILES: {
+          KeyRecord rec = l.record;
+          KeyspaceFiles files = v.files(ks);
+          KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+          int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
+          if (n != -2) return n;
+          byte[] value = readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
+          return Lookup.copyOut(value, 0, value.length, out);
+        }
+        default:
+          return -1;
       }
     } finally {
+      l.record.key = null;
+      l.entry = null; // keeps no large entry reachable from the thread, even after a throw
       v.release();
     }
+  }
+
+  /** Where {@link #locate} found a key's live value. */
+  private static final int ABSENT = 0;
+  private static final int IN_WRITE_CACHE = 1;
+  private static final int IN_FILES = 2;
+
+  /**
+   * Finds the live value of {@code key} as of now: in a write cache (its entry in {@code l.entry}), in the
+   * files (its key index record in {@code l.record}), or absent (deleted, expired, or never written). The
+   * get that calls it uses {@code l} from start to end and nothing it calls uses {@code l} again.
+   */
+  private int locate(Version v, int ks, byte[] key, Lookup l) {
+    boolean found = v.active.get(ks, key, l);
+    if (found && WriteCache.seqnoOf(l.entry) > versions.lastSeqno) versions.awaitPublished();
+    if (!found && v.immutable != null) found = v.immutable.get(ks, key, l);
+    if (found) {
+      byte[] e = l.entry;
+      if (WriteCache.isTombstone(e) || WriteCache.expires(e) && WriteCache.isDeleted(e, now())) {
+        l.entry = null;
+        return ABSENT;
+      }
+      return IN_WRITE_CACHE;
+    }
+    KeyRecord rec = l.record;
+    if (!findRecord(v.files(ks), key, rec) || rec.tombstone) return ABSENT;
+    if (rec.expiry != 0 && rec.expiredAt(now())) return ABSENT;
+    return IN_FILES;
   }
 
   /** The write caches' entry for a key, waiting for its group to be published if it is not yet. */
@@ -164,6 +199,11 @@ final class ReadPath {
   /** The document a key index record names: from the block cache, or read (counted) and cached. */
   Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
     return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses);
+  }
+
+  /** As {@link #readDocument} for a get that has just missed the block cache for it: read, counted, cached. */
+  private Document readMissedDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
+    return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses, false);
   }
 
   /** A document a batched get still has to read: the key's position in the batch and its record. */

@@ -38,13 +38,14 @@ final class Version {
     this.immutable = immutable;
     this.files = Map.copyOf(files);
     this.onFree = onFree;
-    int maxId = -1, l0 = 0;
+    int maxId = -1, minId = 0, l0 = 0;
     for (Map.Entry<Integer, KeyspaceFiles> e : this.files.entrySet()) {
       maxId = Math.max(maxId, e.getKey());
+      minId = Math.min(minId, e.getKey());
       l0 = Math.max(l0, e.getValue().levelCount(0));
     }
     maxLevel0Tables = l0;
-    if (maxId < DENSE_IDS) {
+    if (maxId < DENSE_IDS && minId >= 0) {
       byId = new KeyspaceFiles[maxId + 1];
       for (Map.Entry<Integer, KeyspaceFiles> e : this.files.entrySet()) byId[e.getKey()] = e.getValue();
     } else {

@@ -189,34 +189,29 @@ public final class Mem {
     copy(base, offset, dst, BYTES_BASE + off, len);
   }
 
-  /** Offset of {@code java.nio.Buffer.address}: a direct buffer's native address of element 0. */
-  private static final long BUFFER_ADDRESS;
-
-  static {
-    try {
-      BUFFER_ADDRESS = UnsafeMemory.UNSAFE.objectFieldOffset(java.nio.Buffer.class.getDeclaredField("address"));
-    } catch (NoSuchFieldException e) {
-      throw new ExceptionInInitializerError(e);
-    }
-  }
+  /** Bytes {@link #copyToBuffer} moves at a time through a direct buffer's way in. */
+  private static final int BUFFER_STEP = 8 * 1024;
+  /** Each thread's array for {@link #copyToBuffer}'s steps into a direct buffer. */
+  private static final ThreadLocal<byte[]> BUFFER_STAGE = ThreadLocal.withInitial(() -> new byte[BUFFER_STEP]);
 
   /**
-   * Copies {@code len} bytes at {@code (base, offset)} into {@code dst} from its index {@code at} on
-   * (a heap buffer with an accessible array, or a direct buffer), changing neither its position nor its
-   * limit; the caller has checked that they fit and that {@code dst} is writable.
+   * Copies {@code len} bytes at {@code (base, offset)} into {@code dst} from its index {@code at} on,
+   * changing neither its position nor its limit; the caller has checked that they fit and that {@code
+   * dst} is writable. A heap buffer is copied into straight; a direct buffer through the buffer's own
+   * absolute {@code put}, in steps of 8 KiB staged in a per-thread array, so the JDK's checks apply (a
+   * buffer over a closed or unmapped segment throws instead of being written) and nothing is allocated.
    */
   public static void copyToBuffer(Object base, long offset, java.nio.ByteBuffer dst, int at, int len) {
     if (dst.hasArray()) {
       copyToArray(base, offset, dst.array(), dst.arrayOffset() + at, len);
-    } else if (dst.isDirect()) {
-      if (DEBUG && base == null) MemoryDebug.check(offset, len);
-      try {
-        copy(base, offset, null, UnsafeMemory.UNSAFE.getLong(dst, BUFFER_ADDRESS) + at, len);
-      } finally {
-        java.lang.ref.Reference.reachabilityFence(dst); // its memory is freed once it is unreachable
-      }
-    } else {
-      throw new IllegalArgumentException("a buffer neither direct nor backed by an accessible array");
+      return;
+    }
+    byte[] stage = BUFFER_STAGE.get();
+    for (int done = 0; done < len; ) {
+      int n = Math.min(len - done, BUFFER_STEP);
+      copyToArray(base, offset + done, stage, 0, n);
+      dst.put(at + done, stage, 0, n);
+      done += n;
     }
   }
 

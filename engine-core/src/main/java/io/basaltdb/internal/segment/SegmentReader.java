@@ -109,24 +109,47 @@ public final class SegmentReader {
    * and returns the value's length; otherwise returns -2 and the caller reads it as {@link #cached} does.
    */
   public int cachedValue(long seqno, byte[] key, java.nio.ByteBuffer out) {
-    if (!cachesDocuments(seqno)) return -2;
-    BlockCache.Block c = cache.get(cacheOwner + 1, docSlot(seqno), BlockCache.Kind.DOCUMENT);
+    BlockCache.Block c = cachedDocument(seqno, key);
     if (c == null) return -2;
     try {
-      int keyLength = Mem.lpIntLE(c.base, c.address + 9);
-      if (keyLength != key.length || Mem.compareUnsigned(c.base, c.address + CACHED_HEADER, keyLength, key) != 0) {
-        return -2; // another key: the caller's read reports the inconsistency
-      }
-      int length = c.size - CACHED_HEADER - keyLength;
-      int at = out.position();
-      if (length <= out.limit() - at) {
-        Mem.copyToBuffer(c.base, c.address + CACHED_HEADER + keyLength, out, at, length);
-        out.limit(at + length);
+      int at = CACHED_HEADER + key.length;
+      int length = c.size - at;
+      int pos = out.position();
+      if (length <= out.limit() - pos) {
+        Mem.copyToBuffer(c.base, c.address + at, out, pos, length);
+        out.limit(pos + length);
       }
       return length;
     } finally {
       c.release();
     }
+  }
+
+  /** As {@link #cachedValue(long, byte[], java.nio.ByteBuffer)}, as a new array (null: not cached, or another key). */
+  public byte[] cachedValue(long seqno, byte[] key) {
+    BlockCache.Block c = cachedDocument(seqno, key);
+    if (c == null) return null;
+    try {
+      int at = CACHED_HEADER + key.length;
+      byte[] value = new byte[c.size - at];
+      Mem.copyToArray(c.base, c.address + at, value, 0, value.length);
+      return value;
+    } finally {
+      c.release();
+    }
+  }
+
+  /** The cached document with {@code seqno}, pinned, if the cache holds it and its key is {@code key}; else null. */
+  private BlockCache.Block cachedDocument(long seqno, byte[] key) {
+    if (!cachesDocuments(seqno)) return null;
+    BlockCache.Block c = cache.get(cacheOwner + 1, docSlot(seqno), BlockCache.Kind.DOCUMENT);
+    if (c == null) return null;
+    int keyLength = Mem.lpIntLE(c.base, c.address + 9);
+    if (keyLength != key.length || Mem.compareUnsigned(c.base, c.address + CACHED_HEADER, keyLength, key) != 0) {
+      c.release();
+      return null; // another key: the caller's read reports the inconsistency
+    }
+    return c;
   }
 
   /**
