@@ -29,7 +29,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code Mem.lpLongBE} with a heap base for the search key and a null base for the node's key);
  * {@code ffm} is the plan's replacement (docs/architecture.md, "Leaving sun.misc.Unsafe"): one global
  * segment of unbounded size read at absolute addresses with an unaligned big-endian long layout, and
- * the heap key through {@code MemorySegment.ofArray}. The keys are the same memory for both (an arena's
+ * the heap key through {@code MemorySegment.ofArray}; {@code ffm-arrayview} reads the heap key through the
+ * JDK's {@code byteArrayViewVarHandle} instead. The keys are the same memory for both (an arena's
  * segment; its addresses are what Basalt's nodes hold): {@code keys} keys of 24 bytes that share their
  * first 8 bytes, so a compare reads two or three words of each key, at random indexes.
  *
@@ -50,7 +51,7 @@ public class KeyCompareBenchmark {
   static final ValueLayout.OfLong LONG_BE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
   static final ValueLayout.OfByte BYTE = ValueLayout.JAVA_BYTE;
 
-  @Param({"unsafe", "ffm"})
+  @Param({"unsafe", "ffm", "ffm-arrayview"})
   public String access;
 
   @Param({"1000000"})
@@ -91,6 +92,8 @@ public class KeyCompareBenchmark {
     int sum = 0;
     if (access.equals("unsafe")) {
       for (int i = 0; i < COMPARES; i++) sum += Integer.signum(compareUnsafe(probe, base + (long) order[i] * KEY_SIZE, KEY_SIZE));
+    } else if (access.equals("ffm-arrayview")) {
+      for (int i = 0; i < COMPARES; i++) sum += Integer.signum(compareArrayView(probe, base + (long) order[i] * KEY_SIZE, KEY_SIZE));
     } else {
       for (int i = 0; i < COMPARES; i++) sum += Integer.signum(compareFfm(probeSegment, base + (long) order[i] * KEY_SIZE, KEY_SIZE));
     }
@@ -109,6 +112,27 @@ public class KeyCompareBenchmark {
     for (; i < min; i++) {
       int a = Mem.lpUnsignedByte(key, Mem.ARRAY_BASE + i);
       int b = Mem.lpUnsignedByte(null, nodeKey + i);
+      if (a != b) return a - b;
+    }
+    return key.length - nodeLen;
+  }
+
+  /** Big-endian longs of a {@code byte[]}: the JDK's array view, bounds-checked as arrays are. */
+  static final java.lang.invoke.VarHandle ARRAY_LONG_BE =
+      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
+  /** As {@link #compareFfm}, the heap key read through the array view instead of a heap segment. */
+  static int compareArrayView(byte[] key, long nodeKey, int nodeLen) {
+    int min = Math.min(key.length, nodeLen);
+    int i = 0;
+    for (; i + 8 <= min; i += 8) {
+      long a = (long) ARRAY_LONG_BE.get(key, i);
+      long b = ALL.get(LONG_BE, nodeKey + i);
+      if (a != b) return Long.compareUnsigned(a, b);
+    }
+    for (; i < min; i++) {
+      int a = key[i] & 0xFF;
+      int b = ALL.get(BYTE, nodeKey + i) & 0xFF;
       if (a != b) return a - b;
     }
     return key.length - nodeLen;
