@@ -1,5 +1,6 @@
 package io.basaltdb;
 
+import io.basaltdb.internal.engine.Backups;
 import io.basaltdb.internal.engine.Batch;
 import io.basaltdb.internal.engine.Engine;
 import io.basaltdb.internal.storage.FileStorage;
@@ -182,6 +183,131 @@ public final class Basalt implements AutoCloseable {
   /** Rolls back a closed store on any storage implementation (tests use an in-memory file system). */
   static Checkpoint rollback(Storage storage, long checkpointId) {
     return checkpoint(Engine.rollback(storage, checkpointId));
+  }
+
+  /**
+   * Backs the open store up into {@code target} while it serves reads and writes: flushes, then copies a
+   * checkpoint that holds every write acknowledged before the call (the key index tables hard-linked
+   * where the file system allows, since they are never written again; the log segments copied up to
+   * the checkpoint's offsets), and writes last a marker listing every file with its size and CRC-32C.
+   * {@code target} must not exist or be empty; the backup opens as a store only through {@link
+   * #restore}, which checks it first. docs/operations.md ("Backup") describes backing up, verifying and
+   * restoring.
+   *
+   * <p>If the call throws, no complete backup is left (what it wrote is deleted; a crash leaves a
+   * directory without its marker, which restore refuses). Throws {@link InvalidArgumentException} if
+   * {@code target} is not empty, {@link UnsupportedOperationException} for an in-memory store, {@link
+   * StorageException} if a file cannot be read or written.
+   */
+  public Backup backup(Path target) {
+    return backup(target, null);
+  }
+
+  /**
+   * An incremental backup: as {@link #backup(Path)}, sharing every file that is unchanged since the
+   * complete backup in {@code previous} (hard links to its copies, on one file system): the sealed log
+   * segments it already holds are not copied again. Each backup stays complete on its own; deleting one
+   * does not damage the other.
+   */
+  public Backup backup(Path target, Path previous) {
+    if (target == null) throw new InvalidArgumentException("target directory must not be null");
+    Storage prior = null;
+    if (previous != null) {
+      prior = new FileStorage(existingDirectory(previous, "previous backup"));
+      Backups.verify(prior); // a damaged earlier backup is not built on
+    }
+    createEmpty(target, "backup");
+    try {
+      Backups.Result r = engine.backup(new FileStorage(target), prior);
+      return backup(r.marker(), r.bytesCopied(), r.bytesLinked());
+    } catch (RuntimeException | Error e) {
+      deleteQuietly(target, e);
+      throw e;
+    }
+  }
+
+  /**
+   * Restores the backup in {@code backupDirectory} into {@code target}, which must not exist or be
+   * empty: checks every file of the backup (present, its size, its CRC-32C) before writing anything,
+   * then copies them into a new directory beside {@code target} and renames it into place, so {@code
+   * target} appears whole or not at all. The restored store opens with {@link #open} and holds exactly
+   * the backup's writes.
+   *
+   * @throws CorruptionException naming the file, if the backup is incomplete, damaged or truncated;
+   *     nothing is written then
+   * @throws InvalidArgumentException if {@code target} is not empty
+   */
+  public static Backup restore(Path backupDirectory, Path target) {
+    if (target == null) throw new InvalidArgumentException("target directory must not be null");
+    Storage backup = new FileStorage(existingDirectory(backupDirectory, "backup"));
+    Backups.verify(backup); // before anything is written
+    Path absolute = target.toAbsolutePath();
+    createEmpty(absolute, "restore"); // refuses a store or any other content before the copy starts
+    Path staging = absolute.resolveSibling(absolute.getFileName() + ".restoring");
+    if (java.nio.file.Files.exists(staging)) deleteQuietly(staging, null); // an earlier restore that crashed
+    try {
+      Backups.Marker m = Backups.restore(backup, new FileStorage(staging));
+      java.nio.file.Files.delete(absolute); // the empty directory made above, so the rename can take its name
+      java.nio.file.Files.move(staging, absolute, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      io.basaltdb.internal.storage.FileStorage.syncDirectoryOf(absolute);
+      return backup(m, 0, 0);
+    } catch (java.io.IOException e) {
+      deleteQuietly(staging, e);
+      throw new StorageException("restore into " + target + " failed: " + e, e);
+    } catch (RuntimeException | Error e) {
+      deleteQuietly(staging, e);
+      throw e;
+    }
+  }
+
+  /**
+   * Checks the backup in {@code backupDirectory} as {@link #restore} does, writing nothing: every file
+   * present, of its recorded size and CRC-32C.
+   *
+   * @throws CorruptionException naming the file, if the backup is incomplete, damaged or truncated
+   */
+  public static Backup verifyBackup(Path backupDirectory) {
+    return backup(Backups.verify(new FileStorage(existingDirectory(backupDirectory, "backup"))), 0, 0);
+  }
+
+  /** Backs up into any storage implementation (tests use an in-memory file system). */
+  Backup backup(Storage target, Storage previous) {
+    Backups.Result r = engine.backup(target, previous);
+    return backup(r.marker(), r.bytesCopied(), r.bytesLinked());
+  }
+
+  private static Backup backup(Backups.Marker m, long copied, long linked) {
+    return new Backup(m.seqno(), m.createdMillis(), m.files().size(), m.bytes(), copied, linked);
+  }
+
+  private static Path existingDirectory(Path dir, String what) {
+    if (dir == null) throw new InvalidArgumentException(what + " directory must not be null");
+    if (!java.nio.file.Files.isDirectory(dir)) throw new InvalidArgumentException("there is no " + what + " in " + dir);
+    return dir;
+  }
+
+  /** Makes {@code dir} (and its parents) if missing; refuses one that holds anything. */
+  private static void createEmpty(Path dir, String what) {
+    try {
+      java.nio.file.Files.createDirectories(dir);
+      try (java.util.stream.Stream<Path> entries = java.nio.file.Files.list(dir)) {
+        if (entries.findAny().isPresent()) {
+          throw new InvalidArgumentException("cannot " + what + " into " + dir + ": the directory is not empty; give an"
+              + " empty or new one");
+        }
+      }
+    } catch (java.io.IOException e) {
+      throw new StorageException(what + " into " + dir + " failed: " + e, e);
+    }
+  }
+
+  /** Deletes {@code dir} and everything in it, adding a failure to {@code cause} (if any) instead of throwing. */
+  private static void deleteQuietly(Path dir, Throwable cause) {
+    try (java.util.stream.Stream<Path> all = java.nio.file.Files.walk(dir)) {
+      for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) java.nio.file.Files.deleteIfExists(p);
+    } catch (java.io.IOException | RuntimeException e) {
+      if (cause != null) cause.addSuppressed(e);
+    }
   }
 
   private static Checkpoint checkpoint(Engine.CheckpointInfo c) {

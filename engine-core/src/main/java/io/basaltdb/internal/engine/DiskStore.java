@@ -107,6 +107,17 @@ final class DiskStore implements Store {
   }
 
   @Override
+  public Backups.Result backup(CommitPipeline pipeline, Storage target, Storage previous) {
+    flush(pipeline);
+    Manifest t = versionSet.pinCheckpoint(); // it and its files stay while they are copied
+    try {
+      return Backups.backup(storage, t, target, previous);
+    } finally {
+      versionSet.unpin(t.number());
+    }
+  }
+
+  @Override
   public FileStats fileStats() {
     Manifest committed = versionSet.manifest();
     Manifest.Counters total = Manifest.Counters.ZERO;

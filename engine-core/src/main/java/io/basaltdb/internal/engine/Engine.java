@@ -283,6 +283,15 @@ public final class Engine implements AutoCloseable {
     return CheckpointInfo.of(store.checkpoint(pipeline));
   }
 
+  /**
+   * Backs the store up into {@code target} (see {@link Backups}); {@code previous}: an earlier complete
+   * backup whose unchanged files the new one shares, or null.
+   */
+  public Backups.Result backup(Storage target, Storage previous) {
+    state.checkOpen();
+    return store.backup(pipeline, target, previous);
+  }
+
   /** Whether {@code dir} holds a store (its manifest directory). */
   public static boolean isStoreDirectory(java.nio.file.Path dir) {
     return java.nio.file.Files.isDirectory(dir.resolve(FileNames.MANIFEST_DIR));

@@ -37,6 +37,16 @@ interface Store {
   Manifest checkpoint(CommitPipeline pipeline);
 
   /**
+   * Backs the store up into {@code target} as of a checkpoint holding every write acknowledged before
+   * the call ({@link Backups#backup}); {@code previous}: an earlier backup to share files with, or null.
+   */
+  default Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,
+      io.basaltdb.internal.storage.Storage previous) {
+    throw new UnsupportedOperationException("an in-memory store has no files to back up; only disk stores have"
+        + " backups for now");
+  }
+
+  /**
    * The committed key index accounting summed over keyspaces, the bytes of the store's files, and the
    * bytes of the files only retained checkpoints hold.
    */

@@ -82,6 +82,11 @@ final class VersionSet {
    * open (whether they were asked for is not recorded); they expire with their retention only.
    */
   private final Set<Long> asked = new HashSet<>();
+  /**
+   * Checkpoints a backup is copying, by manifest number, with how many backups hold each: kept (with
+   * every file they name) past their retention until released. Guarded by lock.
+   */
+  private final java.util.Map<Long, Integer> pinned = new java.util.HashMap<>();
   /** Sizes of data files once measured (they do not change once no manifest but checkpoints names them). */
   private final Map<String, Long> sizes = new HashMap<>();
   /** When the last manifest was marked. */
@@ -214,6 +219,25 @@ final class VersionSet {
   private void mark(Manifest m) {
     marked.add(m.number());
     lastMarkMillis = m.createdMillis();
+  }
+
+  /**
+   * As {@link #markCheckpoint}, and keeps the checkpoint and its files past their retention until {@link
+   * #unpin} (a backup copying them).
+   */
+  Manifest pinCheckpoint() {
+    synchronized (lock) {
+      Manifest m = markCheckpoint();
+      pinned.merge(m.number(), 1, Integer::sum);
+      return m;
+    }
+  }
+
+  /** Releases a {@link #pinCheckpoint}; an expired checkpoint goes at the next sweep. */
+  void unpin(long number) {
+    synchronized (lock) {
+      pinned.computeIfPresent(number, (n, c) -> c == 1 ? null : c - 1);
+    }
   }
 
   /** Keeps the current manifest as a checkpoint once superseded ({@code Basalt.checkpoint()}); returns it. */
@@ -380,7 +404,7 @@ final class VersionSet {
     while (it.hasNext()) {
       var e = it.next();
       if (e.getKey() != manifest.number() && e.getValue() <= cutoff // retention 0: only the current one stays
-          && deleteQuietly(FileNames.manifest(e.getKey()))) {
+          && !pinned.containsKey(e.getKey()) && deleteQuietly(FileNames.manifest(e.getKey()))) {
         it.remove();
       }
     }

@@ -100,20 +100,27 @@ final class WriteCache {
 
   static byte[] storeKey(int keyspace, byte[] key) {
     if (keyspace < 0) throw new IllegalArgumentException("keyspace id " + keyspace);
-    if (keyspace < LONG_KEYSPACE) {
-      byte[] k = new byte[1 + key.length];
-      k[0] = (byte) keyspace;
-      System.arraycopy(key, 0, k, 1, key.length);
-      return k;
-    }
-    byte[] k = new byte[5 + key.length];
-    k[0] = (byte) LONG_KEYSPACE;
-    k[1] = (byte) (keyspace >>> 24);
-    k[2] = (byte) (keyspace >>> 16);
-    k[3] = (byte) (keyspace >>> 8);
-    k[4] = (byte) keyspace;
-    System.arraycopy(key, 0, k, 5, key.length);
+    byte[] k = new byte[prefixLength(keyspace) + key.length];
+    storeKeyInto(k, keyspace, key, 0, key.length);
     return k;
+  }
+
+  /** Bytes of a store key before the user key: the keyspace id in one byte, or a marker and four. */
+  static int prefixLength(int keyspace) {
+    return keyspace < LONG_KEYSPACE ? 1 : 5;
+  }
+
+  /** Writes the store key of {@code key[off, off + len)} in {@code keyspace} at the start of {@code dst}. */
+  static void storeKeyInto(byte[] dst, int keyspace, byte[] key, int off, int len) {
+    int prefix = prefixLength(keyspace);
+    dst[0] = (byte) (prefix == 1 ? keyspace : LONG_KEYSPACE);
+    if (prefix == 5) {
+      dst[1] = (byte) (keyspace >>> 24);
+      dst[2] = (byte) (keyspace >>> 16);
+      dst[3] = (byte) (keyspace >>> 8);
+      dst[4] = (byte) keyspace;
+    }
+    System.arraycopy(key, off, dst, prefix, len);
   }
 
   static int keyspaceOf(byte[] storeKey) {
@@ -273,16 +280,9 @@ final class WriteCache {
   long prepare(int keyspace, byte[] data, int keyOffset, int keyLength, int valueLength, long seqno, Below below,
       long expiry) {
     Scratch sc = SCRATCH.get();
-    int prefix = keyspace < LONG_KEYSPACE ? 1 : 5;
+    int prefix = prefixLength(keyspace);
     byte[] sk = sc.key(prefix + keyLength);
-    sk[0] = (byte) (keyspace < LONG_KEYSPACE ? keyspace : LONG_KEYSPACE);
-    if (prefix == 5) {
-      sk[1] = (byte) (keyspace >>> 24);
-      sk[2] = (byte) (keyspace >>> 16);
-      sk[3] = (byte) (keyspace >>> 8);
-      sk[4] = (byte) keyspace;
-    }
-    System.arraycopy(data, keyOffset, sk, prefix, keyLength);
+    storeKeyInto(sk, keyspace, data, keyOffset, keyLength);
     int vlen = Math.max(valueLength, 0);
     int header = headerSize(below, expiry);
     if (header + vlen > Scratch.MAX_ENTRY) { // not kept per thread: an entry of its own
@@ -354,17 +354,9 @@ final class WriteCache {
    * scratch has grown to it; a larger entry is copied into a new array.
    */
   boolean get(int keyspace, byte[] key, Lookup l) {
-    int prefix = keyspace < LONG_KEYSPACE ? 1 : 5;
-    int n = prefix + key.length;
+    int n = prefixLength(keyspace) + key.length;
     byte[] sk = l.storeKey(n);
-    sk[0] = (byte) (keyspace < LONG_KEYSPACE ? keyspace : LONG_KEYSPACE);
-    if (prefix == 5) {
-      sk[1] = (byte) (keyspace >>> 24);
-      sk[2] = (byte) (keyspace >>> 16);
-      sk[3] = (byte) (keyspace >>> 8);
-      sk[4] = (byte) keyspace;
-    }
-    System.arraycopy(key, 0, sk, prefix, key.length);
+    storeKeyInto(sk, keyspace, key, 0, key.length);
     while (true) {
       int len = list.get(sk, n, l.scratch);
       if (len < 0) return false;

@@ -241,6 +241,24 @@ public final class FileStorage implements Storage {
   }
 
   @Override
+  public boolean link(Storage source, String sourceName, String name) {
+    if (!(source instanceof FileStorage from)) return false;
+    Path existing = from.resolve(sourceName, false);
+    Path link = resolve(name, false);
+    try {
+      Files.createLink(link, existing);
+    } catch (UnsupportedOperationException | java.nio.file.FileSystemException e) {
+      // another file system (EXDEV), no links there, or a name taken: the caller copies (and reports a
+      // name taken when it creates the copy)
+      return false;
+    } catch (IOException e) {
+      throw StorageErrors.failure("link of " + link + " to " + existing, e);
+    }
+    syncDirectory(link.getParent());
+    return true;
+  }
+
+  @Override
   public void mkdirs(String dir) {
     Path path = resolve(dir, true);
     if (durableDirectories.contains(path)) return; // flushes and compactions ask for theirs every time
@@ -289,6 +307,11 @@ public final class FileStorage implements Storage {
   }
 
   /** Makes the entries of {@code dir} durable (fsync of the directory). */
+  /** Makes the entry of {@code path} in its parent directory durable (after a rename into it). */
+  public static void syncDirectoryOf(Path path) {
+    syncDirectory(path.toAbsolutePath().getParent());
+  }
+
   static void syncDirectory(Path dir) {
     try (FileChannel channel = FileChannel.open(dir, StandardOpenOption.READ)) {
       channel.force(true);

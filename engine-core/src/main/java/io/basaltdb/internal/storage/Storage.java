@@ -61,6 +61,15 @@ public interface Storage {
     delete(name);
   }
 
+  /**
+   * Makes {@code name} here a hard link to {@code sourceName} in {@code source}, durably, if both are
+   * directories of one file system that supports links; returns false (changing nothing) otherwise, and
+   * the caller copies. Only for files never written again: the two names share their bytes.
+   */
+  default boolean link(Storage source, String sourceName, String name) {
+    return false;
+  }
+
   /** Renames {@code from} to {@code to} atomically, replacing {@code to} if it exists. */
   void rename(String from, String to);
 
