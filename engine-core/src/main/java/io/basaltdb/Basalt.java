@@ -54,6 +54,10 @@ public final class Basalt implements AutoCloseable {
 
   /** Opens a store on any storage implementation (tests use an in-memory file system). */
   static Basalt open(Storage storage, Options options) {
+    if (storage.exists(Backups.MARKER)) {
+      throw new InvalidArgumentException(storage.describe("") + " is a backup; opening it would change it (and the"
+          + " backups that share its files): restore it with Basalt.restore into another directory and open that");
+    }
     Options o = options.copy();
     return new Basalt(Engine.open(storage, o), o);
   }

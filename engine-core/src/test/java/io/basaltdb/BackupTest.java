@@ -133,6 +133,8 @@ class BackupTest {
       assertArrayEquals(b("after restore"), db.keyspace("default").get(b("k0")));
     }
     Basalt.verifyBackup(backupDir); // the restored store's writes did not touch the backup
+    InvalidArgumentException inPlace = assertThrows(InvalidArgumentException.class, () -> Basalt.open(backupDir, o));
+    assertTrue(inPlace.getMessage().contains("restore it"), inPlace.getMessage());
     InvalidArgumentException notEmpty = assertThrows(InvalidArgumentException.class, () -> Basalt.restore(backupDir, restored));
     assertTrue(notEmpty.getMessage().contains("not empty"), notEmpty.getMessage());
   }

@@ -146,6 +146,27 @@ public final class FileStorage implements Storage {
   }
 
   @Override
+  public StorageFile createUnsynced(String name) {
+    Path path = resolve(name, false);
+    try {
+      return new FileStorageFile(name, path, FileChannel.open(path, StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.READ, StandardOpenOption.WRITE), nativeCalls);
+    } catch (FileAlreadyExistsException e) {
+      throw new StorageException("create of " + path + " failed: the file already exists", e);
+    } catch (NoSuchFileException e) {
+      throw new StorageException("create of " + path + " failed: directory " + path.getParent()
+          + " does not exist", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("create of " + path, e);
+    }
+  }
+
+  @Override
+  public void syncDirectory(String dir) {
+    syncDirectory(resolve(dir, true));
+  }
+
+  @Override
   public StorageFile open(String name) {
     Path path = resolve(name, false);
     try {

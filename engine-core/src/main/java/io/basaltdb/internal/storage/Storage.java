@@ -33,6 +33,18 @@ public interface Storage {
     return create(name);
   }
 
+  /**
+   * As {@link #create}, except that the new name need not be durable when this returns: {@link
+   * #syncDirectory} of its directory makes it so. For many files written at once (a backup), whose
+   * names one directory sync makes durable together instead of one sync per file.
+   */
+  default StorageFile createUnsynced(String name) {
+    return create(name);
+  }
+
+  /** Makes durable the names {@link #createUnsynced} made in {@code dir}. */
+  default void syncDirectory(String dir) {}
+
   /** Opens an existing file for reading and writing. */
   StorageFile open(String name);
 
