@@ -249,10 +249,14 @@ class BackupTest {
       Keyspace ks = db.keyspace("default");
       for (int i = 0; i < 600; i++) ks.put(b("k" + (i % KEYS)), b("v" + i + "w".repeat(60)));
       Map<String, byte[]> expected = snapshot(ks);
+      db.flush();
+      assertTrue(db.waitForCompactions(30_000)); // the store's files stay as they are from here on
       MemStorage clean = new MemStorage(12);
-      long start = clean.mutationCount();
       db.backup(clean, null);
-      long ops = clean.mutationCount() - start;
+      long ops = clean.mutationCount();
+      MemStorage second = new MemStorage(13);
+      db.backup(second, null);
+      assertEquals(ops, second.mutationCount(), "two backups of the same files made different numbers of operations");
       assertTrue(ops > 10, "the backup made " + ops + " storage operations");
       int complete = 0, refused = 0;
       for (int crashAt = 0; crashAt <= ops; crashAt++) {
@@ -263,6 +267,7 @@ class BackupTest {
             db.backup(target, null);
           } catch (BasaltException e) {
             if (e instanceof InvalidArgumentException) throw e;
+            if (crashAt == ops) throw new AssertionError("the backup failed with every storage operation allowed: " + e, e);
           }
           target.crash(mode);
           MemStorage restored = new MemStorage(7);

@@ -84,7 +84,7 @@ public final class Backups {
       for (FileEntry f : readMarker(previous).files()) earlier.put(f.name(), f);
     }
     Map<String, FileEntry> files = new LinkedHashMap<>();
-    List<String> unsynced = new ArrayList<>();
+    Map<String, Long> toCopy = new LinkedHashMap<>();
     long copied = 0, linked = 0;
     for (Manifest.KeyspaceMeta k : t.keyspaces()) {
       for (String dir : FileNames.dataDirs(k.id())) target.mkdirs(dir);
@@ -101,8 +101,7 @@ public final class Backups {
           files.put(name, new FileEntry(name, size, crcOf(target, name, size)));
           linked += size;
         } else {
-          files.put(name, copy(source, name, target, size));
-          unsynced.add(name);
+          toCopy.put(name, size);
           copied += size;
         }
       }
@@ -113,17 +112,16 @@ public final class Backups {
           files.put(name, before); // below a tail offset a segment never changes
           linked += s.tailOffset();
         } else {
-          files.put(name, copy(source, name, target, s.tailOffset()));
-          unsynced.add(name);
+          toCopy.put(name, s.tailOffset());
           copied += s.tailOffset();
         }
       }
     }
     target.mkdirs(FileNames.MANIFEST_DIR);
     String manifest = FileNames.manifest(t.number());
-    copy(source, manifest, target, source.size(manifest));
-    unsynced.add(manifest);
-    sync(target, unsynced); // all at the end: the disk writes back while later files are copied
+    toCopy.put(manifest, source.size(manifest));
+    files.putAll(copyAll(source, target, toCopy));
+    sync(target, new ArrayList<>(toCopy.keySet())); // all at the end: the disk writes back while later files are copied
     Checkpoints.rollback(target, t.number()); // the backup's own manifest: T's files, no WAL to replay
     for (long n : manifestNumbers(target)) {
       String name = FileNames.manifest(n);
@@ -169,18 +167,20 @@ public final class Backups {
   public static Marker restore(Storage backup, Storage target) {
     Marker m = verify(backup);
     checkEmpty(target, "restore into");
-    List<String> names = new ArrayList<>();
+    Map<String, Long> sizes = new LinkedHashMap<>();
     for (FileEntry f : m.files()) {
       int slash = f.name().lastIndexOf('/');
       if (slash > 0) target.mkdirs(f.name().substring(0, slash));
-      FileEntry copied = copy(backup, f.name(), target, f.size());
-      if (copied.crc() != f.crc()) { // changed between the check and the copy
+      sizes.put(f.name(), f.size());
+    }
+    Map<String, FileEntry> copied = copyAll(backup, target, sizes);
+    for (FileEntry f : m.files()) {
+      if (copied.get(f.name()).crc() != f.crc()) { // changed between the check and the copy
         throw new CorruptionException("the backup file " + backup.describe(f.name()) + " changed while it was restored"
             + " (its checksum no longer matches); restore again into an empty directory");
       }
-      names.add(f.name());
     }
-    sync(target, names);
+    sync(target, new ArrayList<>(sizes.keySet()));
     return m;
   }
 
@@ -190,6 +190,54 @@ public final class Backups {
         || !target.list(FileNames.WAL_DIR).isEmpty()) {
       throw new InvalidArgumentException("cannot " + what + " " + target.describe("") + ": it already holds a store or"
           + " a backup (complete or not); give an empty or new directory");
+    }
+  }
+
+  /** Threads a backup or a restore copies files with (each file by one thread, from start to end). */
+  static final int COPY_THREADS = 2;
+
+  /**
+   * Copies each file of {@code sizes} (name to bytes) from {@code from} to {@code to}, unsynced, on {@link
+   * #COPY_THREADS} threads; returns their entries. On a failure every copy still running ends before this
+   * throws, so nothing writes to {@code to} after it returns.
+   */
+  private static Map<String, FileEntry> copyAll(Storage from, Storage to, Map<String, Long> sizes) {
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(COPY_THREADS, r -> {
+      Thread th = new Thread(r, "basalt-backup-copy");
+      th.setDaemon(true);
+      return th;
+    });
+    try {
+      Map<String, java.util.concurrent.Future<FileEntry>> running = new LinkedHashMap<>();
+      for (Map.Entry<String, Long> e : sizes.entrySet()) {
+        running.put(e.getKey(), pool.submit(() -> copy(from, e.getKey(), to, e.getValue())));
+      }
+      Map<String, FileEntry> out = new LinkedHashMap<>();
+      for (Map.Entry<String, java.util.concurrent.Future<FileEntry>> e : running.entrySet()) {
+        try {
+          out.put(e.getKey(), e.getValue().get());
+        } catch (java.util.concurrent.ExecutionException x) {
+          Throwable c = x.getCause();
+          if (c instanceof RuntimeException r) throw r;
+          if (c instanceof Error err) throw err;
+          throw new StorageException("the copy of " + from.describe(e.getKey()) + " failed: " + c, c);
+        } catch (InterruptedException x) {
+          Thread.currentThread().interrupt();
+          throw new StorageException("interrupted while copying " + from.describe(e.getKey()), x);
+        }
+      }
+      return out;
+    } finally {
+      pool.shutdownNow();
+      boolean interrupted = false;
+      while (true) {
+        try {
+          if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) break;
+        } catch (InterruptedException x) {
+          interrupted = true; // still waits: no copy may write after this returns
+        }
+      }
+      if (interrupted) Thread.currentThread().interrupt();
     }
   }
 
