@@ -123,7 +123,7 @@ public final class Backups {
     files.putAll(copyAll(source, target, toCopy));
     sync(target, new ArrayList<>(toCopy.keySet())); // all at the end: the disk writes back while later files are copied
     Checkpoints.rollback(target, t.number()); // the backup's own manifest: T's files, no WAL to replay
-    for (long n : manifestNumbers(target)) {
+    for (long n : Checkpoints.numbers(target)) {
       String name = FileNames.manifest(n);
       long size = target.size(name);
       files.put(name, new FileEntry(name, size, crcOf(target, name, size)));
@@ -314,16 +314,6 @@ public final class Backups {
       in.close();
     }
     return (int) crc.getValue();
-  }
-
-  private static List<Long> manifestNumbers(Storage storage) {
-    List<Long> out = new ArrayList<>();
-    for (String name : storage.list(FileNames.MANIFEST_DIR)) {
-      long n = FileNames.manifestNumber(name);
-      if (n >= 0) out.add(n);
-    }
-    out.sort(null);
-    return out;
   }
 
   /** Writes the marker under a temporary name, syncs it, and renames it into place (the backup's commit). */

@@ -164,7 +164,7 @@ final class Checkpoints {
   }
 
   /** Manifest numbers present, ascending (damaged files included). */
-  private static List<Long> numbers(Storage storage) {
+  static List<Long> numbers(Storage storage) {
     List<Long> out = new ArrayList<>();
     for (String name : storage.list(FileNames.MANIFEST_DIR)) {
       long n = FileNames.manifestNumber(name);

@@ -123,26 +123,18 @@ public final class FileStorage implements Storage {
 
   @Override
   public StorageFile create(String name) {
-    Path path = resolve(name, false);
-    FileChannel channel;
+    StorageFile file = createUnsynced(name);
     try {
-      channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-          StandardOpenOption.WRITE);
-    } catch (FileAlreadyExistsException e) {
-      throw new StorageException("create of " + path + " failed: the file already exists", e);
-    } catch (NoSuchFileException e) {
-      throw new StorageException("create of " + path + " failed: directory " + path.getParent()
-          + " does not exist", e);
-    } catch (IOException e) {
-      throw StorageErrors.failure("create of " + path, e);
-    }
-    try {
-      syncDirectory(path.getParent());
+      syncDirectory(resolve(name, false).getParent());
     } catch (StorageException e) {
-      closeQuietly(channel);
+      try {
+        file.close();
+      } catch (RuntimeException closing) {
+        e.addSuppressed(closing);
+      }
       throw e;
     }
-    return new FileStorageFile(name, path, channel, nativeCalls);
+    return file;
   }
 
   @Override
