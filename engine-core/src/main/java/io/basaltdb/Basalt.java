@@ -54,10 +54,7 @@ public final class Basalt implements AutoCloseable {
 
   /** Opens a store on any storage implementation (tests use an in-memory file system). */
   static Basalt open(Storage storage, Options options) {
-    if (storage.exists(Backups.MARKER)) {
-      throw new InvalidArgumentException(storage.describe("") + " is a backup; opening it would change it (and the"
-          + " backups that share its files): restore it with Basalt.restore into another directory and open that");
-    }
+    refuseBackup(storage);
     Options o = options.copy();
     return new Basalt(Engine.open(storage, o), o);
   }
@@ -220,7 +217,7 @@ public final class Basalt implements AutoCloseable {
       prior = new FileStorage(existingDirectory(previous, "previous backup"));
       Backups.verify(prior); // a damaged earlier backup is not built on
     }
-    createEmpty(target, "backup");
+    checkEmpty(target, "backup");
     try {
       Backups.Result r = engine.backup(new FileStorage(target), prior);
       return backup(r.marker(), r.bytesCopied(), r.bytesLinked());
@@ -244,14 +241,14 @@ public final class Basalt implements AutoCloseable {
   public static Backup restore(Path backupDirectory, Path target) {
     if (target == null) throw new InvalidArgumentException("target directory must not be null");
     Storage backup = new FileStorage(existingDirectory(backupDirectory, "backup"));
-    Backups.verify(backup); // before anything is written
-    Path absolute = target.toAbsolutePath();
-    createEmpty(absolute, "restore"); // refuses a store or any other content before the copy starts
-    Path staging = absolute.resolveSibling(absolute.getFileName() + ".restoring");
-    if (java.nio.file.Files.exists(staging)) deleteQuietly(staging, null); // an earlier restore that crashed
+    Path absolute = target.toAbsolutePath().normalize();
+    if (absolute.getParent() == null) throw new InvalidArgumentException("cannot restore into the root directory " + absolute);
+    checkEmpty(absolute, "restore"); // refuses a store or any other content before anything is read or written
+    // A directory of its own beside the target, renamed over it (an empty one is replaced) once complete:
+    // the target appears whole or not at all. A crash leaves it behind, named as such.
+    Path staging = absolute.resolveSibling(absolute.getFileName() + ".restoring-" + Long.toHexString(System.nanoTime()));
     try {
-      Backups.Marker m = Backups.restore(backup, new FileStorage(staging));
-      java.nio.file.Files.delete(absolute); // the empty directory made above, so the rename can take its name
+      Backups.Marker m = Backups.restore(backup, new FileStorage(staging)); // verifies every file first
       java.nio.file.Files.move(staging, absolute, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
       io.basaltdb.internal.storage.FileStorage.syncDirectoryOf(absolute);
       return backup(m, 0, 0);
@@ -290,10 +287,16 @@ public final class Basalt implements AutoCloseable {
     return dir;
   }
 
-  /** Makes {@code dir} (and its parents) if missing; refuses one that holds anything. */
-  private static void createEmpty(Path dir, String what) {
+  /**
+   * Refuses a {@code dir} that is not a directory or holds anything; a missing one is fine (the storage
+   * opened on it creates it, durably).
+   */
+  private static void checkEmpty(Path dir, String what) {
+    if (!java.nio.file.Files.exists(dir)) return;
+    if (!java.nio.file.Files.isDirectory(dir)) {
+      throw new InvalidArgumentException("cannot " + what + " into " + dir + ": it is not a directory");
+    }
     try {
-      java.nio.file.Files.createDirectories(dir);
       try (java.util.stream.Stream<Path> entries = java.nio.file.Files.list(dir)) {
         if (entries.findAny().isPresent()) {
           throw new InvalidArgumentException("cannot " + what + " into " + dir + ": the directory is not empty; give an"
@@ -323,7 +326,18 @@ public final class Basalt implements AutoCloseable {
     if (!Engine.isStoreDirectory(directory)) {
       throw new InvalidArgumentException("there is no Basalt store in " + directory);
     }
-    return new FileStorage(directory);
+    Storage s = new FileStorage(directory);
+    refuseBackup(s);
+    return s;
+  }
+
+  /** Refuses a backup, complete or not, where a store is expected: opening or rolling it back would change it. */
+  private static void refuseBackup(Storage storage) {
+    if (storage.exists(Backups.MARKER) || storage.exists(Backups.INCOMPLETE)) {
+      throw new InvalidArgumentException(storage.describe("") + " is a backup (" + (storage.exists(Backups.MARKER)
+          ? "complete" : "unfinished") + "); opening it would change it and the backups that share its files:"
+          + " restore it with Basalt.restore into another directory and open that");
+    }
   }
 
   /** True for a store opened with {@link #openInMemory}. */

@@ -135,6 +135,8 @@ class BackupTest {
     Basalt.verifyBackup(backupDir); // the restored store's writes did not touch the backup
     InvalidArgumentException inPlace = assertThrows(InvalidArgumentException.class, () -> Basalt.open(backupDir, o));
     assertTrue(inPlace.getMessage().contains("restore it"), inPlace.getMessage());
+    assertThrows(InvalidArgumentException.class, () -> Basalt.rollback(backupDir, 1));
+    assertThrows(InvalidArgumentException.class, () -> Basalt.checkpoints(backupDir));
     InvalidArgumentException notEmpty = assertThrows(InvalidArgumentException.class, () -> Basalt.restore(backupDir, restored));
     assertTrue(notEmpty.getMessage().contains("not empty"), notEmpty.getMessage());
   }
@@ -172,6 +174,38 @@ class BackupTest {
     assertThrows(InvalidArgumentException.class, () -> Basalt.verifyBackup(first));
     assertTrue(b1.seqno() < b2.seqno());
     assertFalse(atFirst.keySet().equals(atSecond.keySet()), "the second backup's writes changed the keys");
+  }
+
+  /**
+   * After a rollback a store writes over a segment's tail again: a segment can then have the name and the
+   * length an earlier backup recorded for it with other bytes. The incremental backup compares checksums,
+   * so it copies that segment instead of linking the earlier backup's stale copy.
+   */
+  @Test
+  void anIncrementalBackupAfterARollbackLinksNoStaleSegment() throws Exception {
+    Options o = ChangeFeedTest.tiny().fragmentationThreshold(1.0).segmentSize(1 << 20).checkpointRetentionMillis(600_000);
+    Path store = tmp.resolve("store");
+    long checkpoint;
+    try (Basalt db = Basalt.open(store, o)) {
+      Keyspace ks = db.keyspace("default");
+      for (int i = 0; i < 100; i++) ks.put(b("k" + i), b("one-" + String.format("%04d", i)));
+      checkpoint = db.checkpoint().id();
+      for (int i = 0; i < 100; i++) ks.put(b("k" + i), b("two-" + String.format("%04d", i)));
+      db.backup(tmp.resolve("before-rollback")); // the segment's tail as the second writes left it
+    }
+    Basalt.rollback(store, checkpoint);
+    Map<String, byte[]> now;
+    Backup after;
+    try (Basalt db = Basalt.open(store, o)) {
+      Keyspace ks = db.keyspace("default");
+      for (int i = 0; i < 100; i++) ks.put(b("k" + i), b("thr-" + String.format("%04d", i))); // same sizes, same seqnos
+      now = snapshot(ks);
+      after = db.backup(tmp.resolve("after-rollback"), tmp.resolve("before-rollback"));
+    }
+    Basalt.restore(tmp.resolve("after-rollback"), tmp.resolve("restored"));
+    try (Basalt db = Basalt.open(tmp.resolve("restored"), o)) {
+      check(db.keyspace("default"), now, "the incremental backup after a rollback (" + after + ")");
+    }
   }
 
   static Map<String, byte[]> snapshot(Keyspace ks) {
@@ -278,6 +312,9 @@ class BackupTest {
             // be a backup that looks complete and is not.
             if (!e.getMessage().contains("holds no complete backup")) {
               fail("crash at mutation " + crashAt + " of the backup, " + mode + ": a backup with its marker is damaged: " + e, e);
+            }
+            if (target.exists(Backups.INCOMPLETE)) { // an unfinished backup is not opened as a store either
+              assertThrows(InvalidArgumentException.class, () -> Basalt.open(target, o).close());
             }
             refused++;
             continue;

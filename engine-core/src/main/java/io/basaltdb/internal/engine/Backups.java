@@ -48,6 +48,11 @@ public final class Backups {
   /** The marker file of a complete backup, at the backup's root (a store refuses to open where it is). */
   public static final String MARKER = "BACKUP";
   private static final String MARKER_TEMP = "BACKUP.tmp";
+  /**
+   * Made first, durably, and deleted once the marker is in place: a backup that did not finish is known
+   * as one (a store refuses to open it, and a backup or restore to write into it).
+   */
+  public static final String INCOMPLETE = "BACKUP.incomplete";
   private static final long MAGIC = 0x42534C54424B5031L; // "BSLTBKP1"
   private static final int VERSION = 1;
   private static final int COPY_STEP = 1 << 20;
@@ -79,6 +84,7 @@ public final class Backups {
    */
   static Result backup(Storage source, Manifest t, Storage target, Storage previous) {
     checkEmpty(target, "back up into");
+    target.create(INCOMPLETE).close(); // durable: create syncs the directory
     Map<String, FileEntry> earlier = new HashMap<>();
     if (previous != null) {
       for (FileEntry f : readMarker(previous).files()) earlier.put(f.name(), f);
@@ -94,8 +100,9 @@ public final class Backups {
       for (String name : immutable) {
         long size = source.size(name);
         FileEntry before = earlier.get(name);
-        if (before != null && before.size() == size && target.link(previous, name, name)) {
-          files.put(name, before); // file numbers are never reused: the same name is the same file
+        if (before != null && before.size() == size && crcOf(source, name, size) == before.crc()
+            && target.link(previous, name, name)) {
+          files.put(name, before); // the same bytes (a previous backup may be of another store, or from before a rollback)
           linked += size;
         } else if (target.link(source, name, name)) {
           files.put(name, new FileEntry(name, size, crcOf(target, name, size)));
@@ -108,8 +115,11 @@ public final class Backups {
       for (SegmentState s : k.segments()) {
         String name = FileNames.segment(k.id(), s.segmentId());
         FileEntry before = earlier.get(name);
-        if (before != null && before.size() == s.tailOffset() && target.link(previous, name, name)) {
-          files.put(name, before); // below a tail offset a segment never changes
+        // The same name and length are not enough: after a rollback a store writes over a segment's tail
+        // again, and a previous backup may be another store's. Its bytes are read (a read, not a write).
+        if (before != null && before.size() == s.tailOffset() && crcOf(source, name, s.tailOffset()) == before.crc()
+            && target.link(previous, name, name)) {
+          files.put(name, before);
           linked += s.tailOffset();
         } else {
           toCopy.put(name, s.tailOffset());
@@ -130,6 +140,7 @@ public final class Backups {
     }
     Marker marker = new Marker(t.flushedSeqno(), t.createdMillis(), t.number(), List.copyOf(files.values()));
     writeMarker(target, marker);
+    target.delete(INCOMPLETE); // after the marker: a crash in between leaves both, and the marker decides
     return new Result(marker, copied, linked);
   }
 
@@ -186,7 +197,8 @@ public final class Backups {
 
   /** Refuses a target that holds a store, a backup, or a backup that did not finish. */
   private static void checkEmpty(Storage target, String what) {
-    if (target.exists(MARKER) || target.exists(MARKER_TEMP) || !target.list(FileNames.MANIFEST_DIR).isEmpty()
+    if (target.exists(MARKER) || target.exists(MARKER_TEMP) || target.exists(INCOMPLETE)
+        || !target.list(FileNames.MANIFEST_DIR).isEmpty()
         || !target.list(FileNames.WAL_DIR).isEmpty()) {
       throw new InvalidArgumentException("cannot " + what + " " + target.describe("") + ": it already holds a store or"
           + " a backup (complete or not); give an empty or new directory");
@@ -265,7 +277,7 @@ public final class Backups {
   /** Copies {@code size} bytes of {@code name} from {@code from} to a new file of that name in {@code to}, not synced. */
   private static FileEntry copy(Storage from, String name, Storage to, long size) {
     CRC32C crc = new CRC32C();
-    StorageFile in = from.open(name);
+    StorageFile in = from.openForReading(name);
     try {
       StorageFile out = to.createUnsynced(name); // its name made durable by sync(), before the marker
       try {
@@ -295,7 +307,7 @@ public final class Backups {
   /** The CRC-32C of the first {@code size} bytes of {@code name}; a file shorter than that is corrupt. */
   private static int crcOf(Storage storage, String name, long size) {
     CRC32C crc = new CRC32C();
-    StorageFile in = storage.open(name);
+    StorageFile in = storage.openForReading(name);
     try {
       ByteBuffer buf = COPY_BUFFER.get();
       if (buf.capacity() > size) buf = ByteBuffer.allocate((int) Math.max(size, 1));
@@ -360,7 +372,7 @@ public final class Backups {
       throw new CorruptionException("the backup marker " + backup.describe(MARKER) + " has a bad size of " + size + " bytes");
     }
     ByteBuffer b = ByteBuffer.allocate((int) size).order(ByteOrder.LITTLE_ENDIAN);
-    StorageFile in = backup.open(MARKER);
+    StorageFile in = backup.openForReading(MARKER);
     try {
       if (in.read(0, b) != size) {
         throw new CorruptionException("the backup marker " + backup.describe(MARKER) + " could not be read whole");

@@ -159,6 +159,18 @@ public final class FileStorage implements Storage {
   }
 
   @Override
+  public StorageFile openForReading(String name) {
+    Path path = resolve(name, false);
+    try {
+      return new FileStorageFile(name, path, FileChannel.open(path, StandardOpenOption.READ), nativeCalls);
+    } catch (NoSuchFileException e) {
+      throw new StorageException("open of " + path + " failed: the file does not exist", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("open of " + path, e);
+    }
+  }
+
+  @Override
   public StorageFile open(String name) {
     Path path = resolve(name, false);
     try {

@@ -45,6 +45,11 @@ public interface Storage {
   /** Makes durable the names {@link #createUnsynced} made in {@code dir}. */
   default void syncDirectory(String dir) {}
 
+  /** Opens an existing file for reading only (a backup on a read-only mount); writes through it fail. */
+  default StorageFile openForReading(String name) {
+    return open(name);
+  }
+
   /** Opens an existing file for reading and writing. */
   StorageFile open(String name);
 
