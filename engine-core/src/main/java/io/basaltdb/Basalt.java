@@ -214,7 +214,10 @@ public final class Basalt implements AutoCloseable {
     if (target == null) throw new InvalidArgumentException("target directory must not be null");
     Storage prior = null;
     if (previous != null) {
-      prior = new FileStorage(existingDirectory(previous, "previous backup"));
+      if (!java.nio.file.Files.exists(existingDirectory(previous, "previous backup").resolve(Backups.MARKER))) {
+        throw new InvalidArgumentException(previous + " holds no complete backup to build an incremental backup on");
+      }
+      prior = new FileStorage(previous);
       Backups.verify(prior); // a damaged earlier backup is not built on
     }
     checkEmpty(target, "backup");

@@ -332,6 +332,38 @@ class BackupTest {
     }
   }
 
+  /** Closing a store while backups run: close waits for them to stop, each either completes or throws ClosedException. */
+  @Test
+  void closingTheStoreStopsRunningBackups() throws Exception {
+    Basalt db = Basalt.open(new MemStorage(21), ChangeFeedTest.tiny());
+    Keyspace ks = db.keyspace("default");
+    for (int i = 0; i < 2000; i++) ks.put(b("k" + (i % KEYS)), b("v" + i + "q".repeat(300)));
+    List<MemStorage> completed = new ArrayList<>();
+    List<Throwable> failures = new ArrayList<>();
+    Thread backups = new Thread(() -> {
+      for (int i = 0; ; i++) {
+        MemStorage target = new MemStorage(100 + i);
+        try {
+          db.backup(target, null);
+          completed.add(target);
+        } catch (ClosedException e) {
+          return;
+        } catch (Throwable e) {
+          failures.add(e);
+          return;
+        }
+      }
+    });
+    backups.start();
+    Thread.sleep(50);
+    db.close();
+    backups.join(30_000);
+    assertFalse(backups.isAlive(), "a backup kept running after close");
+    assertTrue(failures.isEmpty(), "backups failed otherwise than closed: " + failures);
+    for (MemStorage t : completed) Backups.verify(t);
+    assertThrows(ClosedException.class, () -> db.backup(new MemStorage(99), null));
+  }
+
   @Test
   void anInMemoryStoreAndBadTargetsAreRefused() throws IOException {
     try (Basalt db = Basalt.openInMemory(Options.defaults().memoryQuota(16L << 20))) {

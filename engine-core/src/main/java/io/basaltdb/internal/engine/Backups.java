@@ -82,7 +82,8 @@ public final class Backups {
    * which must hold no store and no backup; {@code previous} is an earlier complete backup to share
    * unchanged segments with, or null.
    */
-  static Result backup(Storage source, Manifest t, Storage target, Storage previous) {
+  static Result backup(Storage source, Manifest t, Storage target, Storage previous,
+      java.util.function.BooleanSupplier stopped) {
     checkEmpty(target, "back up into");
     target.create(INCOMPLETE).close(); // durable: create syncs the directory
     Map<String, FileEntry> earlier = new HashMap<>();
@@ -130,7 +131,7 @@ public final class Backups {
     target.mkdirs(FileNames.MANIFEST_DIR);
     String manifest = FileNames.manifest(t.number());
     toCopy.put(manifest, source.size(manifest));
-    files.putAll(copyAll(source, target, toCopy));
+    files.putAll(copyAll(source, target, toCopy, stopped));
     sync(target, new ArrayList<>(toCopy.keySet())); // all at the end: the disk writes back while later files are copied
     Checkpoints.rollback(target, t.number()); // the backup's own manifest: T's files, no WAL to replay
     for (long n : Checkpoints.numbers(target)) {
@@ -184,7 +185,7 @@ public final class Backups {
       if (slash > 0) target.mkdirs(f.name().substring(0, slash));
       sizes.put(f.name(), f.size());
     }
-    Map<String, FileEntry> copied = copyAll(backup, target, sizes);
+    Map<String, FileEntry> copied = copyAll(backup, target, sizes, () -> false);
     for (FileEntry f : m.files()) {
       if (copied.get(f.name()).crc() != f.crc()) { // changed between the check and the copy
         throw new CorruptionException("the backup file " + backup.describe(f.name()) + " changed while it was restored"
@@ -213,7 +214,8 @@ public final class Backups {
    * #COPY_THREADS} threads; returns their entries. On a failure every copy still running ends before this
    * throws, so nothing writes to {@code to} after it returns.
    */
-  private static Map<String, FileEntry> copyAll(Storage from, Storage to, Map<String, Long> sizes) {
+  private static Map<String, FileEntry> copyAll(Storage from, Storage to, Map<String, Long> sizes,
+      java.util.function.BooleanSupplier stopped) {
     java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(COPY_THREADS, r -> {
       Thread th = new Thread(r, "basalt-backup-copy");
       th.setDaemon(true);
@@ -222,7 +224,7 @@ public final class Backups {
     try {
       Map<String, java.util.concurrent.Future<FileEntry>> running = new LinkedHashMap<>();
       for (Map.Entry<String, Long> e : sizes.entrySet()) {
-        running.put(e.getKey(), pool.submit(() -> copy(from, e.getKey(), to, e.getValue())));
+        running.put(e.getKey(), pool.submit(() -> copy(from, e.getKey(), to, e.getValue(), stopped)));
       }
       Map<String, FileEntry> out = new LinkedHashMap<>();
       for (Map.Entry<String, java.util.concurrent.Future<FileEntry>> e : running.entrySet()) {
@@ -275,7 +277,7 @@ public final class Backups {
   }
 
   /** Copies {@code size} bytes of {@code name} from {@code from} to a new file of that name in {@code to}, not synced. */
-  private static FileEntry copy(Storage from, String name, Storage to, long size) {
+  private static FileEntry copy(Storage from, String name, Storage to, long size, java.util.function.BooleanSupplier stopped) {
     CRC32C crc = new CRC32C();
     StorageFile in = from.openForReading(name);
     try {
@@ -284,6 +286,10 @@ public final class Backups {
         ByteBuffer buf = COPY_BUFFER.get(); // direct: the file channels read and write it without a copy of their own
         if (buf.capacity() > size) buf = ByteBuffer.allocate((int) Math.max(size, 1));
         for (long at = 0; at < size; ) {
+          if (stopped.getAsBoolean()) {
+            throw new io.basaltdb.ClosedException("the store was closed during the backup, which is abandoned (what it"
+                + " wrote is deleted, or left without its marker)");
+          }
           buf.clear().limit((int) Math.min(buf.capacity(), size - at));
           int n = in.read(at, buf);
           if (n < buf.limit()) {

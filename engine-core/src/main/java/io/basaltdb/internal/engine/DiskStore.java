@@ -107,11 +107,12 @@ final class DiskStore implements Store {
   }
 
   @Override
-  public Backups.Result backup(CommitPipeline pipeline, Storage target, Storage previous) {
+  public Backups.Result backup(CommitPipeline pipeline, Storage target, Storage previous,
+      java.util.function.BooleanSupplier stopped) {
     flush(pipeline);
     Manifest t = versionSet.pinCheckpoint(); // it and its files stay while they are copied
     try {
-      return Backups.backup(storage, t, target, previous);
+      return Backups.backup(storage, t, target, previous, stopped);
     } finally {
       versionSet.unpin(t.number());
     }

@@ -42,6 +42,10 @@ public final class Engine implements AutoCloseable {
   private final ReadPath reads;
   private final Store store;
   private final Object keyspaceLock = new Object();
+  /** Guards {@link #backupsRunning}; close waits on it for running backups to stop. */
+  private final Object backupMonitor = new Object();
+  /** Backups copying the store's files; guarded by {@link #backupMonitor}. */
+  private int backupsRunning;
   /** The store's JMX bean ({@link Options#jmx}), or null; unregistered by close. */
   private volatile StoreMBean mbean;
 
@@ -288,8 +292,33 @@ public final class Engine implements AutoCloseable {
    * backup whose unchanged files the new one shares, or null.
    */
   public Backups.Result backup(Storage target, Storage previous) {
-    state.checkOpen();
-    return store.backup(pipeline, target, previous);
+    synchronized (backupMonitor) {
+      state.checkOpen(); // under the monitor: a close either waits for this backup or refuses it
+      backupsRunning++;
+    }
+    try {
+      return store.backup(pipeline, target, previous, state::isClosed);
+    } finally {
+      synchronized (backupMonitor) {
+        backupsRunning--;
+        backupMonitor.notifyAll();
+      }
+    }
+  }
+
+  /** Waits for running backups to stop (they see the store closed at their next step); called by close. */
+  private void awaitBackups() {
+    boolean interrupted = false;
+    synchronized (backupMonitor) {
+      while (backupsRunning > 0) {
+        try {
+          backupMonitor.wait();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    }
+    if (interrupted) Thread.currentThread().interrupt();
   }
 
   /** Whether {@code dir} holds a store (its manifest directory). */
@@ -351,7 +380,10 @@ public final class Engine implements AutoCloseable {
    */
   @Override
   public void close() {
-    if (!state.markClosed()) return;
+    synchronized (backupMonitor) {
+      if (!state.markClosed()) return;
+    }
+    awaitBackups(); // a backup copying the files stops at its next step: nothing reads them once close returns
     StoreMBean bean = mbean;
     if (bean != null) bean.unregister();
     pipeline.close();

@@ -41,7 +41,7 @@ interface Store {
    * the call ({@link Backups#backup}); {@code previous}: an earlier backup to share files with, or null.
    */
   default Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,
-      io.basaltdb.internal.storage.Storage previous) {
+      io.basaltdb.internal.storage.Storage previous, java.util.function.BooleanSupplier stopped) {
     throw new UnsupportedOperationException("an in-memory store has no files to back up; only disk stores have"
         + " backups for now");
   }
