@@ -200,4 +200,37 @@ class FileStorageTest extends StorageContractTest {
     assertTrue(FileStorage.DIRECTORY_SYNCS.sum() - before >= 2,
         "mkdirs found the directories and returned without making their entries durable");
   }
+
+  /** The calls backups use: a durable hard link (or false where there can be none), unsynced creation, read-only opens. */
+  @Test
+  void linksUnsyncedCreatesAndReadOnlyOpens() throws IOException {
+    FileStorage a = new FileStorage(dir.resolve("a")), b = new FileStorage(dir.resolve("b"));
+    a.mkdirs("d");
+    StorageFile f = a.create("d/f");
+    f.write(0, ByteBuffer.wrap(new byte[] {1, 2, 3}));
+    f.sync();
+    f.close();
+    b.mkdirs("e");
+    assertTrue(b.link(a, "d/f", "e/g"));
+    assertTrue(Files.isSameFile(dir.resolve("a/d/f"), dir.resolve("b/e/g")));
+    assertEquals(false, b.link(a, "d/f", "e/g"), "a name taken: no link, the caller copies and reports it");
+    assertEquals(false, b.link(new MemStorage(1), "d/f", "e/h"), "no link across storage kinds");
+    assertEquals(false, Files.exists(dir.resolve("b/e/h")));
+
+    StorageFile u = b.createUnsynced("e/u");
+    u.write(0, ByteBuffer.wrap(new byte[] {9}));
+    u.sync();
+    u.close();
+    b.syncDirectory("e");
+    assertEquals(1, b.size("e/u"));
+    assertThrows(StorageException.class, () -> b.createUnsynced("e/u"), "an existing name");
+
+    StorageFile r = b.openForReading("e/g");
+    ByteBuffer got = ByteBuffer.allocate(3);
+    assertEquals(3, r.read(0, got));
+    assertArrayEquals(new byte[] {1, 2, 3}, got.array());
+    assertThrows(java.nio.channels.NonWritableChannelException.class, () -> r.write(0, ByteBuffer.wrap(new byte[] {7})));
+    r.close();
+    assertThrows(StorageException.class, () -> b.openForReading("e/missing"));
+  }
 }
