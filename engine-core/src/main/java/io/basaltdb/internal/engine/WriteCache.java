@@ -133,24 +133,7 @@ final class WriteCache {
     return java.util.Arrays.copyOfRange(storeKey, (storeKey[0] & 0xFF) < LONG_KEYSPACE ? 1 : 5, storeKey.length);
   }
 
-  static byte[] entry(long seqno, boolean tombstone, byte[] value) {
-    return entry(seqno, tombstone, value, Below.UNKNOWN);
-  }
-
-  static byte[] entry(long seqno, boolean tombstone, byte[] value, Below below) {
-    return entry(seqno, tombstone, value, below, 0);
-  }
-
-  /** An entry; {@code expiry}: when the value expires (0: never). */
-  static byte[] entry(long seqno, boolean tombstone, byte[] value, Below below, long expiry) {
-    int vlen = value == null ? 0 : value.length;
-    byte[] e = new byte[headerSize(below, expiry) + vlen];
-    int at = writeHeader(e, seqno, tombstone, below, expiry);
-    if (vlen > 0) System.arraycopy(value, 0, e, at, vlen);
-    return e;
-  }
-
-  /** As {@link #entry(long, boolean, byte[], Below, long)} with the value {@code data[off, off + len)} (len -1: a tombstone, no value). */
+  /** An entry (seqno, flags, what is below, the expiry: 0 for never) with the value {@code data[off, off + len)} (len -1: a tombstone, no value). */
   static byte[] entry(long seqno, byte[] data, int off, int len, Below below, long expiry) {
     int vlen = Math.max(len, 0);
     byte[] e = new byte[headerSize(below, expiry) + vlen];
@@ -236,46 +219,16 @@ final class WriteCache {
     return java.util.Arrays.copyOfRange(entry, valueOffset(entry), entry.length);
   }
 
-  /** Applies one operation (leader or recovery only). */
-  void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value) {
-    apply(keyspace, key, seqno, tombstone, value, Below.UNKNOWN);
-  }
-
-  void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below) {
-    apply(keyspace, key, seqno, tombstone, value, below, 0);
-  }
-
-  void apply(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below, long expiry) {
-    applyPrepared(prepare(keyspace, key, seqno, tombstone, value, below, expiry), key, seqno, value);
-  }
-
   /**
-   * Takes the memory for one operation without applying it (leader only): the commit leader prepares a
-   * whole group before its WAL write, so running out of memory leaves nothing written. Pass the result
-   * to {@link #applyPrepared} or {@link #discardPrepared}.
+   * Takes the memory for one operation without applying it (leader or recovery only): the commit leader
+   * prepares a whole group before its WAL write, so running out of memory leaves nothing written. Pass the
+   * result to {@link #applyPrepared} or {@link #discardPrepared}. The key and value are the ones a batch
+   * holds at {@code data[keyOffset, keyOffset + keyLength)} and the {@code valueLength} bytes after it (-1:
+   * a tombstone); {@code below}: what is below the cache; {@code expiry}: when the value expires (0:
+   * never). The store key and entry are built in this thread's scratch: nothing is allocated on the heap
+   * once it has grown.
    *
    * @throws io.basaltdb.MemoryLimitException if the write cache's quota cannot serve it; nothing is taken
-   */
-  long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value) {
-    return prepare(keyspace, key, seqno, tombstone, value, Below.UNKNOWN);
-  }
-
-  /** As {@link #prepare(int, byte[], long, boolean, byte[])}, noting what is below the cache. */
-  long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below) {
-    return prepare(keyspace, key, seqno, tombstone, value, below, 0);
-  }
-
-  /** As {@link #prepare(int, byte[], long, boolean, byte[], Below)}, for a value that expires at {@code expiry} (0: never). */
-  long prepare(int keyspace, byte[] key, long seqno, boolean tombstone, byte[] value, Below below, long expiry) {
-    byte[] sk = storeKey(keyspace, key);
-    byte[] e = entry(seqno, tombstone, value, below, expiry);
-    return list.prepare(sk, 0, sk.length, e, 0, e.length);
-  }
-
-  /**
-   * As {@link #prepare(int, byte[], long, boolean, byte[], Below, long)} for the key and value a batch holds
-   * at {@code data[keyOffset, keyOffset + keyLength)} and the {@code valueLength} bytes after it (-1: a
-   * tombstone), built in this thread's scratch: allocates nothing on the heap once the scratch has grown.
    */
   long prepare(int keyspace, byte[] data, int keyOffset, int keyLength, int valueLength, long seqno, Below below,
       long expiry) {
@@ -316,12 +269,7 @@ final class WriteCache {
 
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
-  /** Applies an operation from {@link #prepare} of {@code key}, {@code seqno}, {@code value}; allocates nothing. */
-  void applyPrepared(long node, byte[] key, long seqno, byte[] value) {
-    applyPrepared(node, key.length, seqno, value == null ? 0 : value.length);
-  }
-
-  /** As {@link #applyPrepared(long, byte[], long, byte[])} with the key's and the value's lengths. */
+  /** Applies an operation from {@link #prepare} of a key and value of those lengths, {@code seqno}; allocates nothing. */
   void applyPrepared(long node, int keyLength, long seqno, int valueLength) {
     list.putPrepared(node);
     bytes.addAndGet(keyLength + Math.max(valueLength, 0) + VALUE_HEADER + 4 + 64);
