@@ -70,6 +70,27 @@ public final class Basalt implements AutoCloseable {
     return new Basalt(Engine.open(null, o), o);
   }
 
+  /**
+   * Opens an in-memory store restored from the backup of an in-memory store in {@code backupDirectory}
+   * (made by {@link #backup(Path)} of a store opened with {@link #openInMemory(Options)}): the shards are
+   * built into the skiplist bottom-up on up to {@link Options#backupThreads} threads, then the delta
+   * files of a non-intrusive backup are replayed (Nitro, seed 001 section 5.2). The store holds exactly
+   * the writes of the backup, with its keyspaces, and new writes continue after its seqno. The backup is
+   * only read; it can be opened again.
+   *
+   * @throws CorruptionException naming the file, if the backup is incomplete, damaged or truncated;
+   *     nothing is opened then
+   * @throws InvalidArgumentException if the directory holds no backup, or a disk store's (restore that
+   *     with {@link #restore})
+   * @throws MemoryLimitException if the backup does not fit {@link Options#memoryQuota}
+   */
+  public static Basalt openInMemory(Options options, Path backupDirectory) {
+    if (options == null) throw new InvalidArgumentException("options must not be null (use Options.defaults())");
+    Storage backup = new FileStorage(existingDirectory(backupDirectory, "backup"));
+    Options o = options.copy();
+    return new Basalt(Engine.openInMemory(o, backup), o);
+  }
+
   /** The keyspace named {@code name}; {@link InvalidArgumentException} if there is none. */
   public Keyspace keyspace(String name) {
     if (name == null) throw new InvalidArgumentException("keyspace name must not be null");
@@ -195,10 +216,15 @@ public final class Basalt implements AutoCloseable {
    * #restore}, which checks it first. docs/operations.md ("Backup") describes backing up, verifying and
    * restoring.
    *
+   * <p>An in-memory store is backed up as Nitro does (seed 001 section 5): a snapshot of every write
+   * published before the call, cut into {@link Options#backupThreads} key ranges written by as many
+   * threads into shard files, in blocks with their own checksums (LZ4 with {@link
+   * Options#backupCompression}); by default without holding the snapshot against the garbage collector
+   * ({@link Options#nonIntrusiveBackup}). {@link #openInMemory(Options, Path)} opens it.
+   *
    * <p>If the call throws, no complete backup is left (what it wrote is deleted; a crash leaves a
    * directory without its marker, which restore refuses). Throws {@link InvalidArgumentException} if
-   * {@code target} is not empty, {@link UnsupportedOperationException} for an in-memory store, {@link
-   * StorageException} if a file cannot be read or written.
+   * {@code target} is not empty, {@link StorageException} if a file cannot be read or written.
    */
   public Backup backup(Path target) {
     return backup(target, null);
@@ -272,6 +298,12 @@ public final class Basalt implements AutoCloseable {
    */
   public static Backup verifyBackup(Path backupDirectory) {
     return backup(Backups.verify(new FileStorage(existingDirectory(backupDirectory, "backup"))), 0, 0);
+  }
+
+  /** Opens an in-memory store from a backup on any storage implementation (tests). */
+  static Basalt openInMemory(Options options, Storage backup) {
+    Options o = options.copy();
+    return new Basalt(Engine.openInMemory(o, backup), o);
   }
 
   /** Backs up into any storage implementation (tests use an in-memory file system). */

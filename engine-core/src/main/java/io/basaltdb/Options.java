@@ -47,6 +47,9 @@ public final class Options {
   private int guardLastLevelBits = 15;
   private int guardBitsStep = 2;
   private int guardMaxTables = 8;
+  private int backupThreads = Math.max(1, Math.min(64, Runtime.getRuntime().availableProcessors()));
+  private boolean backupCompression = false;
+  private boolean nonIntrusiveBackup = true;
 
   /** The maximum size of a key, in bytes (64 KiB). */
   public static final int MAX_KEY_SIZE = 64 * 1024;
@@ -99,6 +102,9 @@ public final class Options {
     o.guardLastLevelBits = guardLastLevelBits;
     o.guardBitsStep = guardBitsStep;
     o.guardMaxTables = guardMaxTables;
+    o.backupThreads = backupThreads;
+    o.backupCompression = backupCompression;
+    o.nonIntrusiveBackup = nonIntrusiveBackup;
     return o;
   }
 
@@ -491,6 +497,32 @@ public final class Options {
   public int guardMaxTables() { return guardMaxTables; }
 
   /**
+   * Threads an in-memory store's backup and restore use (Nitro, seed 001 section 5): a backup writes one
+   * shard file per thread, each a key range of about equal size, and a restore builds the shards on up
+   * to this many threads; default: the available processors (at most 64). A disk store's backup ignores
+   * it.
+   */
+  public Options backupThreads(int threads) { this.backupThreads = threads; return this; }
+  public int backupThreads() { return backupThreads; }
+
+  /**
+   * Whether an in-memory store's backup compresses its blocks with LZ4 (a block that does not shrink is
+   * kept as it is); default false. Sorted keys compress well, at some CPU per byte backed up.
+   */
+  public Options backupCompression(boolean on) { this.backupCompression = on; return this; }
+  public boolean backupCompression() { return backupCompression; }
+
+  /**
+   * Whether an in-memory store's backup leaves the garbage collector running (Nitro's non-intrusive
+   * backup, seed 001 section 5.3); default true. The backup then holds no snapshot while it scans: the
+   * collector frees what writes replace, and first writes each item of the backup's snapshot it frees
+   * to a delta file, replayed at restore. With false the backup holds its snapshot to the end, so
+   * memory grows with the writes made during a long backup, and it has no delta files.
+   */
+  public Options nonIntrusiveBackup(boolean on) { this.nonIntrusiveBackup = on; return this; }
+  public boolean nonIntrusiveBackup() { return nonIntrusiveBackup; }
+
+  /**
    * Sets the numeric, boolean or enum option {@code name} (the name of its setter, such as {@code
    * memoryQuota} or {@code syncMode}) from its text, as configuration files and harnesses pass options
    * ({@code basalt.options} of the YCSB binding, {@code --basalt-options} of the race). Values are
@@ -580,6 +612,7 @@ public final class Options {
         "guardLastLevelBits must be between 1 and 40, was " + guardLastLevelBits);
     check(guardBitsStep >= 0 && guardBitsStep <= 4, "guardBitsStep must be between 0 and 4, was " + guardBitsStep);
     check(guardMaxTables >= 2 && guardMaxTables <= 64, "guardMaxTables must be between 2 and 64, was " + guardMaxTables);
+    check(backupThreads >= 1 && backupThreads <= 64, "backupThreads must be between 1 and 64, was " + backupThreads);
     check(fragmentationThreshold >= 0.1 && fragmentationThreshold <= 1.0,
         "fragmentationThreshold must be between 0.1 and 1.0, was " + fragmentationThreshold);
   }
@@ -605,7 +638,8 @@ public final class Options {
         + ", fragmentationThreshold=" + fragmentationThreshold + ", flushLookups=" + flushLookups
         + ", l0RevealRatio=" + l0RevealRatio + ", keyIndexGuards=" + keyIndexGuards
         + ", guardLastLevelBits=" + guardLastLevelBits + ", guardBitsStep=" + guardBitsStep
-        + ", guardMaxTables=" + guardMaxTables
+        + ", guardMaxTables=" + guardMaxTables + ", backupThreads=" + backupThreads
+        + ", backupCompression=" + backupCompression + ", nonIntrusiveBackup=" + nonIntrusiveBackup
         + ", diskReserveBytes=" + diskReserveBytes + ", exactItemCounts=" + exactItemCounts
         + ", coldSegmentMillis=" + coldSegmentMillis + ", coldZstdLevel=" + coldZstdLevel + "]";
   }

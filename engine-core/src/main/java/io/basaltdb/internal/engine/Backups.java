@@ -47,7 +47,7 @@ public final class Backups {
 
   /** The marker file of a complete backup, at the backup's root (a store refuses to open where it is). */
   public static final String MARKER = "BACKUP";
-  private static final String MARKER_TEMP = "BACKUP.tmp";
+  static final String MARKER_TEMP = "BACKUP.tmp";
   /**
    * Made first, durably, and deleted once the marker is in place: a backup that did not finish is known
    * as one (a store refuses to open it, and a backup or restore to write into it).
@@ -178,6 +178,10 @@ public final class Backups {
    */
   public static Marker restore(Storage backup, Storage target) {
     Marker m = verify(backup);
+    if (MemoryBackups.isMemoryBackup(backup)) {
+      throw new InvalidArgumentException(backup.describe("") + " holds the backup of an in-memory store; open it with"
+          + " Basalt.openInMemory(options, directory)");
+    }
     checkEmpty(target, "restore into");
     Map<String, Long> sizes = new LinkedHashMap<>();
     for (FileEntry f : m.files()) {
@@ -197,7 +201,7 @@ public final class Backups {
   }
 
   /** Refuses a target that holds a store, a backup, or a backup that did not finish. */
-  private static void checkEmpty(Storage target, String what) {
+  static void checkEmpty(Storage target, String what) {
     if (target.exists(MARKER) || target.exists(MARKER_TEMP) || target.exists(INCOMPLETE)
         || !target.list(FileNames.MANIFEST_DIR).isEmpty()
         || !target.list(FileNames.WAL_DIR).isEmpty()) {
@@ -261,7 +265,7 @@ public final class Backups {
    * (a sync per file, or a directory sync per created file, which on ext4 commits the journal and with it
    * the data written so far, halve the rate).
    */
-  private static void sync(Storage storage, List<String> names) {
+  static void sync(Storage storage, List<String> names) {
     java.util.Set<String> dirs = new java.util.TreeSet<>();
     for (String name : names) {
       StorageFile f = storage.open(name);
@@ -335,7 +339,7 @@ public final class Backups {
   }
 
   /** Writes the marker under a temporary name, syncs it, and renames it into place (the backup's commit). */
-  private static void writeMarker(Storage target, Marker m) {
+  static void writeMarker(Storage target, Marker m) {
     byte[][] names = new byte[m.files().size()][];
     int size = 8 + 4 + 8 + 8 + 8 + 4 + 4;
     for (int i = 0; i < names.length; i++) {

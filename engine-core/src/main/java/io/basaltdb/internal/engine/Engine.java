@@ -82,6 +82,34 @@ public final class Engine implements AutoCloseable {
     return e;
   }
 
+  /**
+   * Opens an in-memory store restored from the in-memory store's backup in {@code backup} (see {@link
+   * MemoryBackups}); it serves exactly the backup's writes, and new writes continue from its seqno.
+   */
+  public static Engine openInMemory(Options options, Storage backup) {
+    Options o = options.copy();
+    o.validate();
+    Engine e = new Engine(StoreOpener.inMemory(o, backup));
+    if (o.jmx()) {
+      try {
+        e.mbean = StoreMBean.register(e, null);
+      } catch (RuntimeException | Error failed) {
+        try {
+          e.close();
+        } catch (RuntimeException | Error closing) {
+          failed.addSuppressed(closing);
+        }
+        throw failed;
+      }
+    }
+    return e;
+  }
+
+  /** Whether {@code backup} holds an in-memory store's backup, which {@link #openInMemory} restores. */
+  public static boolean isMemoryBackup(Storage backup) {
+    return MemoryBackups.isMemoryBackup(backup);
+  }
+
   // ---- reads and writes ------------------------------------------------------------------------------
 
   /** The value of {@code key} in keyspace {@code ks}, or null. */
@@ -416,6 +444,21 @@ public final class Engine implements AutoCloseable {
   /** The disk store's version set; null in memory. */
   VersionSet versionSet() {
     return store instanceof DiskStore d ? d.versionSet() : null;
+  }
+
+  /**
+   * For tests: code an in-memory store's backup runs on its own thread before its scan (in the
+   * non-intrusive mode, after it released its snapshot) and after it, to force writes and garbage
+   * collection in between.
+   */
+  public void setBackupHooks(Runnable beforeScan, Runnable afterScan) {
+    ((MemoryStore) store).backupHooks = new MemoryBackups.Hooks(beforeScan, afterScan);
+  }
+
+  /** For tests: runs the in-memory store's garbage collection to completion ({@link io.basaltdb.internal.skiplist.SkipList#quiesce}). */
+  public void quiesceMemory() {
+    state.checkOpen();
+    versions.current().active.list.quiesce();
   }
 
   void setDiscardListener(DiscardListener listener) {

@@ -105,6 +105,21 @@ final class FileNames {
    * {@code n} in 12 digits, zero-padded (as {@code %012d}, without the formatter: the obsolete-file
    * sweep names every file of every live version at each commit).
    */
+  /** The directory of an in-memory store's backup files (docs/format.md, "In-memory backup files"). */
+  static final String MEMORY_BACKUP_DIR = "memory";
+  /** The manifest of an in-memory store's backup: its seqno, keyspaces, shards and delta files. */
+  static final String MEMORY_BACKUP_MANIFEST = MEMORY_BACKUP_DIR + "/MANIFEST";
+
+  /** Shard {@code i} of an in-memory store's backup; shards sort in key order by name. */
+  static String backupShard(int i) {
+    return MEMORY_BACKUP_DIR + "/shard-" + digits(i);
+  }
+
+  /** Delta file {@code i} of an in-memory store's non-intrusive backup. */
+  static String backupDelta(int i) {
+    return MEMORY_BACKUP_DIR + "/delta-" + digits(i);
+  }
+
   static String digits(long n) {
     String d = Long.toString(n);
     return d.length() >= 12 ? d : "000000000000".substring(d.length()) + d;

@@ -51,6 +51,11 @@ final class KeyspaceCatalog {
     return namesById.containsKey(id);
   }
 
+  /** The live keyspaces, id to name, as of the call. */
+  java.util.Map<Integer, String> byId() {
+    return java.util.Map.copyOf(namesById);
+  }
+
   int size() {
     return namesById.size();
   }

@@ -18,11 +18,57 @@ final class MemoryStore implements Store, CommitTarget {
   private final java.util.concurrent.atomic.AtomicInteger nextKeyspaceId = new java.util.concurrent.atomic.AtomicInteger(2);
   /** The write cache allocator's chunk size: part of the room kept for deletes. */
   private final long chunkSize;
+  private final io.basaltdb.Options options;
+  /** Test hooks of the backup ({@link MemoryBackups.Hooks}); set before a backup starts. */
+  volatile MemoryBackups.Hooks backupHooks = MemoryBackups.Hooks.NONE;
 
-  MemoryStore(Versions versions, KeyspaceCatalog catalog, long chunkSize) {
+  MemoryStore(Versions versions, KeyspaceCatalog catalog, long chunkSize, io.basaltdb.Options options) {
     this.versions = versions;
     this.catalog = catalog;
     this.chunkSize = chunkSize;
+    this.options = options;
+  }
+
+  /** A restored store's next keyspace id: above every id its backup held. */
+  void restoredKeyspaceIds(int next) {
+    nextKeyspaceId.set(Math.max(next, nextKeyspaceId.get()));
+  }
+
+  /**
+   * Backs the store up as of every write published before the call (seed 001 section 5, {@link
+   * MemoryBackups}): a snapshot, its seqno and the keyspaces are taken together under the apply lock.
+   */
+  @Override
+  public Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,
+      io.basaltdb.internal.storage.Storage previous, java.util.function.BooleanSupplier stopped) {
+    if (previous != null) {
+      throw new InvalidArgumentException("an in-memory store's backups are always full: there is no earlier backup to"
+          + " share files with (incremental backups are for stores on disk)");
+    }
+    Version v;
+    io.basaltdb.internal.skiplist.Snapshot snap;
+    long seqno;
+    java.util.Map<Integer, String> keyspaces;
+    versions.applyLock.lock();
+    try {
+      seqno = versions.lastSeqno;
+      keyspaces = catalog.byId();
+      v = versions.acquire();
+      try {
+        snap = v.active.list.snapshot();
+      } catch (RuntimeException e) {
+        v.release();
+        throw e;
+      }
+    } finally {
+      versions.applyLock.unlock();
+    }
+    try {
+      return MemoryBackups.backup(v.active.list, snap, seqno, keyspaces, nextKeyspaceId.get(), target,
+          options.backupThreads(), options.backupCompression(), options.nonIntrusiveBackup(), stopped, backupHooks);
+    } finally {
+      v.release();
+    }
   }
 
   @Override public boolean makeRoom(Batch head) { return false; }

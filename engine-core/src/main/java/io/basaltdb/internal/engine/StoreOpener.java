@@ -28,16 +28,50 @@ final class StoreOpener {
       Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline, ReadPath reads, Store store) {}
 
   static Parts inMemory(Options options) {
+    return inMemory(options, null);
+  }
+
+  /**
+   * An in-memory store, empty, or restored from the in-memory store's backup in {@code backup} (seed 001
+   * section 5.2, {@link MemoryBackups}): its keyspaces, its items and its seqno.
+   */
+  static Parts inMemory(Options options, Storage backup) {
+    MemoryBackups.Manifest m = backup == null ? null : MemoryBackups.open(backup); // before any memory is taken
     MemoryQuota quota = new MemoryQuota(options.memoryQuota());
     KeyspaceCatalog catalog = new KeyspaceCatalog();
-    catalog.add(1, "default");
+    if (m == null) {
+      catalog.add(1, "default");
+    } else {
+      for (java.util.Map.Entry<Integer, String> k : m.keyspaces().entrySet()) catalog.add(k.getKey(), k.getValue());
+    }
     long chunk = chunkSize(options.memoryQuota());
     Versions versions = new Versions("memory-store", quota, chunk, options.maxValueSize(), java.util.Map.of());
+    MemoryBackups.Loaded loaded = null;
+    if (m != null) {
+      try {
+        loaded = MemoryBackups.load(backup, m, versions.current().active.list, options.backupThreads());
+        versions.current().active.loaded(loaded.bytes(), loaded.maxSeqno());
+        versions.lastSeqno = Math.max(m.seqno(), loaded.maxSeqno());
+      } catch (RuntimeException | Error e) {
+        try {
+          versions.close();
+        } catch (RuntimeException | Error closing) {
+          e.addSuppressed(closing);
+        }
+        throw e;
+      }
+    }
     StoreState state = new StoreState(new Notifier(options.eventListener(), "in-memory store"));
     EngineStats stats = new EngineStats();
-    MemoryStore store = new MemoryStore(versions, catalog, chunk);
+    MemoryStore store = new MemoryStore(versions, catalog, chunk, options);
+    if (m != null) store.restoredKeyspaceIds(m.nextKeyspaceId());
     ReadPath reads = new ReadPath(versions, catalog, stats, null, options.clock());
-    if (options.exactItemCounts()) versions.items = new ItemCounter(reads, catalog);
+    if (options.exactItemCounts()) {
+      versions.items = new ItemCounter(reads, catalog);
+      if (loaded != null) {
+        for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet()) versions.items.set(e.getKey(), e.getValue());
+      }
+    }
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
     return new Parts(options, quota, null, catalog, versions, state, stats, pipeline, reads, store);
   }

@@ -129,6 +129,25 @@ final class WriteCache {
     return (storeKey[1] & 0xFF) << 24 | (storeKey[2] & 0xFF) << 16 | (storeKey[3] & 0xFF) << 8 | (storeKey[4] & 0xFF);
   }
 
+  /** The keyspace of the store key at {@code buf[off, off + len)}; -1 if it is too short to hold one. */
+  static int keyspaceOf(byte[] buf, int off, int len) {
+    int b = buf[off] & 0xFF;
+    if (b < LONG_KEYSPACE) return b;
+    if (len < 5) return -1;
+    return (buf[off + 1] & 0xFF) << 24 | (buf[off + 2] & 0xFF) << 16 | (buf[off + 3] & 0xFF) << 8 | (buf[off + 4] & 0xFF);
+  }
+
+  /** The keyspace of the store key of {@code len} bytes off the heap at {@code addr} (a skiplist node's). */
+  static int keyspaceAt(long addr, int len) {
+    if (len < 1) return -1;
+    int b = io.basaltdb.internal.memory.Mem.lpUnsignedByte(null, addr);
+    if (b < LONG_KEYSPACE) return b;
+    if (len < 5) return -1;
+    int id = 0;
+    for (int i = 1; i < 5; i++) id = id << 8 | io.basaltdb.internal.memory.Mem.lpUnsignedByte(null, addr + i);
+    return id;
+  }
+
   static byte[] userKey(byte[] storeKey) {
     return java.util.Arrays.copyOfRange(storeKey, (storeKey[0] & 0xFF) < LONG_KEYSPACE ? 1 : 5, storeKey.length);
   }
@@ -273,6 +292,12 @@ final class WriteCache {
   void applyPrepared(long node, int keyLength, long seqno, int valueLength) {
     list.putPrepared(node);
     bytes.addAndGet(keyLength + Math.max(valueLength, 0) + VALUE_HEADER + 4 + 64);
+    if (seqno > maxSeqno) maxSeqno = seqno;
+  }
+
+  /** Accounts for what a restore loaded into the skiplist directly: {@code bytes} as {@link #applyPrepared} counts them. */
+  void loaded(long bytes, long seqno) {
+    this.bytes.addAndGet(bytes);
     if (seqno > maxSeqno) maxSeqno = seqno;
   }
 

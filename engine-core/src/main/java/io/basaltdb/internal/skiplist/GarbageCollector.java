@@ -52,6 +52,14 @@ final class GarbageCollector {
   /** Retire batch arrays returned after freeing, reused to keep the write path allocation-free. */
   private final ConcurrentLinkedQueue<long[]> batchPool = new ConcurrentLinkedQueue<>();
 
+  /**
+   * Non-intrusive backups capturing what the workers unlink (copy on write, under {@link #captureLock}).
+   * Volatile: a chunk reads it after popping its dead list, which happens after the backup registered
+   * (see {@link UnlinkCapture}).
+   */
+  private volatile UnlinkCapture[] captures = new UnlinkCapture[0];
+  private final Object captureLock = new Object();
+
   private final Runnable freeTask = this::runFree;
   private final Runnable collectTask = this::runCollect;
   private final Runnable autoSnapshotTask = this::runAutoSnapshot;
@@ -168,18 +176,49 @@ final class GarbageCollector {
   private void unlinkChunk(long[] dead, int from, int to) {
     try {
       Writer w = list.writer();
-      AccessBarrier.Session s = list.barrier.enter();
+      UnlinkCapture[] cs = captures; // after the pop of these nodes: see UnlinkCapture
+      ItemSink[] sinks = cs.length == 0 ? null : new ItemSink[cs.length];
+      for (int c = 0; c < cs.length; c++) sinks[c] = cs[c].enter();
       try {
-        if (list.closed) return; // close() frees these nodes, still linked, in its final walk
-        for (int i = from; i < to; i++) {
-          list.removeNode(w, dead[i]);
+        AccessBarrier.Session s = list.barrier.enter();
+        try {
+          if (list.closed) return; // close() frees these nodes, still linked, in its final walk
+          for (int i = from; i < to; i++) {
+            for (int c = 0; c < cs.length; c++) {
+              if (sinks[c] != null) cs[c].offer(sinks[c], dead[i]); // before the unlink: a backup's term sees it
+            }
+            list.removeNode(w, dead[i]);
+          }
+        } finally {
+          list.barrier.exit(s);
         }
       } finally {
-        list.barrier.exit(s);
+        for (int c = 0; c < cs.length; c++) {
+          if (sinks[c] != null) cs[c].exit(sinks[c]);
+        }
       }
       flush(w);
     } finally {
       unlinksInFlight.decrementAndGet();
+    }
+  }
+
+  /** Registers a capture in INIT (see {@link UnlinkCapture}); later chunks see it. */
+  void register(UnlinkCapture c) {
+    synchronized (captureLock) {
+      UnlinkCapture[] cs = java.util.Arrays.copyOf(captures, captures.length + 1);
+      cs[cs.length - 1] = c;
+      captures = cs;
+    }
+  }
+
+  void unregister(UnlinkCapture c) {
+    synchronized (captureLock) {
+      UnlinkCapture[] cs = captures;
+      int n = 0;
+      UnlinkCapture[] out = new UnlinkCapture[cs.length];
+      for (UnlinkCapture x : cs) if (x != c) out[n++] = x;
+      captures = java.util.Arrays.copyOf(out, n);
     }
   }
 

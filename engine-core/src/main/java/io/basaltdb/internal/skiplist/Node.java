@@ -97,6 +97,15 @@ final class Node {
     Mem.spLong(node + PREFIX_OFFSET, 0);
   }
 
+  /** As {@link #init} for a node of a bottom-up build ({@link SkipListBuilder}): born in {@code term}, tower finished. */
+  static void initBuilt(long node, int height, int keyLen, int valueLen, long term) {
+    Mem.spLong(node + BORN_OFFSET, term);
+    Mem.spLong(node + DEAD_OFFSET, 0);
+    Mem.spInt(node + META_OFFSET, keyLen | (height << HEIGHT_SHIFT) | STATE_BUILT);
+    Mem.spInt(node + VALUE_LEN_OFFSET, valueLen);
+    Mem.spLong(node + PREFIX_OFFSET, 0);
+  }
+
   static long prefix(long node) {
     return Mem.lpLong(node + PREFIX_OFFSET);
   }

@@ -287,6 +287,89 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
+  // ---- backup and restore (seed 001 section 5) ---------------------------------------------------------
+
+  /** Keys cutting the list into about {@code parts} ranges of equal size (see {@link BackupScan#splitKeys}). */
+  public java.util.List<byte[]> splitKeys(int parts) {
+    return BackupScan.splitKeys(this, parts);
+  }
+
+  /**
+   * Hands {@code sink} every item visible at term {@code sn} with a key in {@code [from, to)}, in key
+   * order, and returns how many; the caller holds the term's snapshot or an {@link UnlinkCapture} of it
+   * (see {@link BackupScan#scan}).
+   */
+  public long scan(long sn, byte[] from, byte[] to, ItemSink sink) {
+    return BackupScan.scan(this, sn, from, to, sink);
+  }
+
+  /**
+   * Registers a capture (INIT) of the nodes of {@code snapshot}'s term the collector unlinks, each
+   * concurrent worker writing to a sink from {@code sinks}: call {@link UnlinkCapture#activate()}, then
+   * release the snapshot, scan, and {@link UnlinkCapture#terminate()}.
+   */
+  public UnlinkCapture capture(Snapshot snapshot, java.util.function.Supplier<? extends ItemSink> sinks) {
+    snapshot.checkUsable();
+    UnlinkCapture c = new UnlinkCapture(this, snapshot.sn(), sinks);
+    gc.register(c);
+    return c;
+  }
+
+  /** A bottom-up builder of one segment of this list (seed 001 section 5.2). */
+  public SkipListBuilder builder() {
+    checkOpen();
+    return new SkipListBuilder(this);
+  }
+
+  /**
+   * Joins {@code segments}, which hold consecutive key ranges in this order, into this list, which must be
+   * empty and not in use by any other thread: at each level the last node of a segment links to the
+   * first node of the next segment that has that level, and the head to the first. Publishes the nodes
+   * (the caller hands the list to other threads afterwards, with a happens-before edge of its own).
+   *
+   * @throws IllegalStateException if the list is not empty (nothing is changed)
+   * @throws IllegalArgumentException if the segments' key ranges are not in order (nothing is changed)
+   */
+  public void load(java.util.List<SkipListBuilder.Segment> segments) {
+    checkOpen();
+    // lv: the list is not shared yet; volatile only for uniformity with every other read of a link
+    if (Node.lvNext(head, 0) != 0) throw new IllegalStateException("load needs an empty skiplist");
+    long prevLast = 0;
+    for (SkipListBuilder.Segment g : segments) {
+      if (g.loaded) throw new IllegalArgumentException("a segment was loaded already");
+      if (g.first[0] == 0) continue;
+      if (prevLast != 0 && Keys.compareNodes(prevLast, g.first[0]) >= 0) {
+        throw new IllegalArgumentException("segments out of key order");
+      }
+      prevLast = g.last[0];
+    }
+    int top = 1;
+    Writer w = writer.get();
+    for (int l = 0; l < MAX_HEIGHT; l++) {
+      long pred = head;
+      for (SkipListBuilder.Segment g : segments) {
+        if (g.first[l] == 0) continue;
+        // sp: nothing reads these nodes until the caller publishes the list
+        Node.spNext(pred, l, Node.link(g.first[l]));
+        pred = g.last[l];
+        top = Math.max(top, l + 1);
+      }
+    }
+    for (SkipListBuilder.Segment g : segments) {
+      g.loaded = true;
+      w.count(Writer.NODES, g.items);
+      w.count(Writer.ITEMS, g.items);
+      w.count(Writer.USER_BYTES, g.userBytes);
+      for (int l = 0; l < MAX_HEIGHT; l++) {
+        if (g.levels[l] != 0) w.count(Writer.LEVELS + l, g.levels[l]);
+      }
+    }
+    int h;
+    while (top > (h = topHeight.get()) && !topHeight.compareAndSet(h, top)) {
+      Thread.onSpinWait();
+    }
+  }
+
   /** The current term: versions written now are born in it. */
   public long currentTerm() {
     return term;
@@ -814,7 +897,7 @@ public final class SkipList implements AutoCloseable {
     return w;
   }
 
-  private static int randomHeight() {
+  static int randomHeight() {
     // each extra level with probability 1/4: count pairs of low zero bits
     int r = ThreadLocalRandom.current().nextInt();
     int h = 1 + (Integer.numberOfTrailingZeros(r | (1 << (2 * (MAX_HEIGHT - 1) - 32))) >>> 1);

@@ -1,0 +1,476 @@
+package io.basaltdb.internal.engine;
+
+import io.basaltdb.CorruptionException;
+import io.basaltdb.MemoryLimitException;
+import io.basaltdb.StorageException;
+import io.basaltdb.internal.skiplist.ItemSink;
+import io.basaltdb.internal.skiplist.SkipList;
+import io.basaltdb.internal.skiplist.SkipListBuilder;
+import io.basaltdb.internal.skiplist.Snapshot;
+import io.basaltdb.internal.skiplist.UnlinkCapture;
+import io.basaltdb.internal.storage.Storage;
+import io.basaltdb.internal.storage.StorageFile;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.zip.CRC32C;
+
+/**
+ * Backup and restore of the in-memory store (Nitro, seed 001 section 5; issue 17 items 1-3).
+ *
+ * <h2>Backup</h2>
+ * From a snapshot of the store's skiplist, taken under the apply lock with the seqno and the keyspaces
+ * it holds: k-1 split keys cut the level-0 list into k ranges ({@link SkipList#splitKeys}), and k
+ * threads each scan one range and write one shard file in key order ({@link BackupBlocks}). In the
+ * non-intrusive mode (the default) the backup does not hold its snapshot while it scans: it registers an
+ * {@link UnlinkCapture} with the skiplist's collector, activates it, and releases the snapshot, so the
+ * collector goes on freeing what writes replace; the collector's workers write each node of the backup's
+ * term they unlink into delta files of their own. The scan skips what is no longer linked and never
+ * sees a version newer than its term, so the shards and the deltas hold every item of the snapshot,
+ * some twice. Then the manifest ({@link FileNames#MEMORY_BACKUP_MANIFEST}: seqno, keyspaces, shards in
+ * key order, deltas), every file synced, and last the marker of {@link Backups}, as for a disk store:
+ * without it the backup is incomplete and never restored.
+ *
+ * <h2>Restore</h2>
+ * One thread per shard (up to the threads asked for) builds its segment of the skiplist bottom-up
+ * ({@link SkipListBuilder}), checking every block's CRC-32C and each file's size and checksum against
+ * the marker; the segments are joined in shard order ({@link SkipList#load}). Then the delta files are
+ * replayed, one thread each, inserting the items not present (section 5.2's second phase).
+ *
+ * <p>Thread-safety: static methods; a backup runs beside the store's readers and writers.
+ */
+final class MemoryBackups {
+  private static final long MAGIC = 0x42534C544D454D31L; // "BSLTMEM1"
+  private static final int VERSION = 1;
+
+  private MemoryBackups() {}
+
+  /** A file of the backup, and the items it holds. */
+  record FileRef(String name, long items) {}
+
+  /** The backup's manifest. */
+  record Manifest(long seqno, long createdMillis, int nextKeyspaceId, boolean lz4, Map<Integer, String> keyspaces,
+      List<FileRef> shards, List<FileRef> deltas) {}
+
+  /**
+   * Hooks for tests, run by the backup's thread: before the scan (in the non-intrusive mode, after the
+   * snapshot is released), and after it.
+   */
+  record Hooks(Runnable beforeScan, Runnable afterScan) {
+    static final Hooks NONE = new Hooks(() -> {}, () -> {});
+  }
+
+  /** Whether {@code backup} holds an in-memory store's backup (rather than a disk store's). */
+  static boolean isMemoryBackup(Storage backup) {
+    return backup.exists(FileNames.MEMORY_BACKUP_MANIFEST);
+  }
+
+  // ---- backup ------------------------------------------------------------------------------------------
+
+  /**
+   * Backs up {@code snapshot} (the caller's; this closes it) of {@code list}, which holds the store's
+   * writes up to {@code seqno} in the keyspaces {@code keyspaces}, into {@code target}.
+   */
+  static Backups.Result backup(SkipList list, Snapshot snapshot, long seqno, Map<Integer, String> keyspaces,
+      int nextKeyspaceId, Storage target, int threads, boolean lz4, boolean nonIntrusive, BooleanSupplier stopped,
+      Hooks hooks) {
+    UnlinkCapture capture = null;
+    List<BackupBlocks.Writer> deltas = new ArrayList<>();
+    try {
+      Backups.checkEmpty(target, "back up into");
+      target.create(Backups.INCOMPLETE).close(); // durable: create syncs the directory
+      target.mkdirs(FileNames.MEMORY_BACKUP_DIR);
+      long created = System.currentTimeMillis();
+      long sn = snapshot.sn();
+      List<byte[]> splits = list.splitKeys(threads);
+      if (nonIntrusive) {
+        AtomicInteger deltaNumber = new AtomicInteger();
+        capture = list.capture(snapshot, () -> {
+          BackupBlocks.Writer w = new BackupBlocks.Writer(target, FileNames.backupDelta(deltaNumber.getAndIncrement()), lz4, stopped);
+          synchronized (deltas) {
+            deltas.add(w);
+          }
+          return w;
+        });
+        capture.activate();
+        snapshot.close(); // the collector goes on; what it unlinks of term sn goes to the deltas
+      }
+      hooks.beforeScan().run();
+      List<Callable<BackupBlocks.Written>> scans = new ArrayList<>();
+      for (int i = 0; i <= splits.size(); i++) {
+        byte[] from = i == 0 ? null : splits.get(i - 1);
+        byte[] to = i == splits.size() ? null : splits.get(i);
+        String name = FileNames.backupShard(i);
+        scans.add(() -> scanShard(list, sn, from, to, target, name, lz4, keyspaces, stopped));
+      }
+      List<BackupBlocks.Written> shards = runAll(scans, threads, "basalt-backup-scan");
+      hooks.afterScan().run();
+      List<BackupBlocks.Written> deltaFiles = new ArrayList<>();
+      if (capture != null) {
+        capture.terminate(); // the workers have left: the delta writers are ours
+        for (BackupBlocks.Writer w : deltas) deltaFiles.add(w.finish());
+        deltas.clear();
+      } else {
+        snapshot.close();
+      }
+      List<FileRef> shardRefs = new ArrayList<>(), deltaRefs = new ArrayList<>();
+      for (BackupBlocks.Written w : shards) shardRefs.add(new FileRef(w.name(), w.items()));
+      for (BackupBlocks.Written w : deltaFiles) deltaRefs.add(new FileRef(w.name(), w.items()));
+      Manifest m = new Manifest(seqno, created, nextKeyspaceId, lz4, keyspaces, shardRefs, deltaRefs);
+      byte[] manifest = encode(m);
+      StorageFile out = target.createUnsynced(FileNames.MEMORY_BACKUP_MANIFEST);
+      try {
+        out.write(0, ByteBuffer.wrap(manifest));
+      } finally {
+        out.close();
+      }
+      List<Backups.FileEntry> files = new ArrayList<>();
+      List<String> names = new ArrayList<>();
+      CRC32C crc = new CRC32C();
+      crc.update(manifest);
+      files.add(new Backups.FileEntry(FileNames.MEMORY_BACKUP_MANIFEST, manifest.length, (int) crc.getValue()));
+      long bytes = manifest.length;
+      for (BackupBlocks.Written w : shards) {
+        files.add(new Backups.FileEntry(w.name(), w.size(), w.crc()));
+        bytes += w.size();
+      }
+      for (BackupBlocks.Written w : deltaFiles) {
+        files.add(new Backups.FileEntry(w.name(), w.size(), w.crc()));
+        bytes += w.size();
+      }
+      for (Backups.FileEntry f : files) names.add(f.name());
+      Backups.sync(target, names); // all at the end: the disk writes back while later blocks are written
+      Backups.Marker marker = new Backups.Marker(seqno, created, 0, List.copyOf(files));
+      Backups.writeMarker(target, marker);
+      target.delete(Backups.INCOMPLETE); // after the marker: a crash in between leaves both, and the marker decides
+      return new Backups.Result(marker, bytes, 0);
+    } catch (RuntimeException | Error e) {
+      try {
+        if (capture != null) capture.close();
+        snapshot.close();
+        for (BackupBlocks.Writer w : deltas) w.abandon();
+      } catch (RuntimeException | Error cleanup) {
+        e.addSuppressed(cleanup);
+      }
+      throw e;
+    }
+  }
+
+  /** Scans one range into a shard file, leaving out the keys of keyspaces the backup does not hold (dropped). */
+  private static BackupBlocks.Written scanShard(SkipList list, long sn, byte[] from, byte[] to, Storage target,
+      String name, boolean lz4, Map<Integer, String> keyspaces, BooleanSupplier stopped) {
+    BackupBlocks.Writer w = new BackupBlocks.Writer(target, name, lz4, stopped);
+    try {
+      ItemSink live = (keyAddr, keyLen, valueAddr, valueLen) -> {
+        if (keyspaces.containsKey(WriteCache.keyspaceAt(keyAddr, keyLen))) w.item(keyAddr, keyLen, valueAddr, valueLen);
+      };
+      list.scan(sn, from, to, live);
+      return w.finish();
+    } catch (RuntimeException | Error e) {
+      w.abandon();
+      throw e;
+    }
+  }
+
+  // ---- restore -----------------------------------------------------------------------------------------
+
+  /**
+   * Reads and checks the marker and the manifest of the in-memory store's backup in {@code backup}, and
+   * that every file it lists is there at its recorded size; the contents are checked as they load.
+   */
+  static Manifest open(Storage backup) {
+    Backups.Marker marker = Backups.readMarker(backup);
+    Map<String, Backups.FileEntry> files = new HashMap<>();
+    for (Backups.FileEntry f : marker.files()) {
+      files.put(f.name(), f);
+      if (!backup.exists(f.name())) {
+        throw new CorruptionException("the backup in " + backup.describe("") + " lists " + backup.describe(f.name())
+            + ", which is missing; the backup cannot be restored");
+      }
+      long size = backup.size(f.name());
+      if (size != f.size()) {
+        throw BackupBlocks.corrupt(backup, f.name(), "has " + size + " bytes where the backup recorded " + f.size()
+            + " (truncated or overwritten)");
+      }
+    }
+    Backups.FileEntry mf = files.get(FileNames.MEMORY_BACKUP_MANIFEST);
+    if (mf == null) {
+      throw new io.basaltdb.InvalidArgumentException(backup.describe("") + " holds the backup of a store on disk; restore"
+          + " it with Basalt.restore and open the result with Basalt.open");
+    }
+    byte[] bytes = readWhole(backup, mf);
+    Manifest m = decode(backup, bytes);
+    for (FileRef f : m.shards()) requireListed(backup, files, f.name());
+    for (FileRef f : m.deltas()) requireListed(backup, files, f.name());
+    return m;
+  }
+
+  /** What a restore loaded: the live items per keyspace, the write cache bytes, the highest seqno seen. */
+  record Loaded(Map<Integer, Long> items, long bytes, long maxSeqno) {}
+
+  /**
+   * Loads the backup into {@code list}, which must be empty and not yet shared: the shards bottom-up on
+   * up to {@code threads} threads, then the deltas. On failure nothing is left in the list's memory.
+   *
+   * @throws CorruptionException naming the file, if a file is damaged, truncated or out of order
+   * @throws MemoryLimitException if the backup does not fit the list's memory quota
+   */
+  static Loaded load(Storage backup, Manifest m, SkipList list, int threads) {
+    Map<String, Backups.FileEntry> files = new HashMap<>();
+    for (Backups.FileEntry f : Backups.readMarker(backup).files()) files.put(f.name(), f);
+    List<SkipListBuilder> builders = new ArrayList<>();
+    for (int i = 0; i < m.shards().size(); i++) builders.add(list.builder());
+    List<Counts> counts = new ArrayList<>();
+    List<Callable<SkipListBuilder.Segment>> builds = new ArrayList<>();
+    for (int i = 0; i < m.shards().size(); i++) {
+      FileRef f = m.shards().get(i);
+      SkipListBuilder b = builders.get(i);
+      Counts c = new Counts(m.keyspaces());
+      counts.add(c);
+      builds.add(() -> {
+        long n = BackupBlocks.read(backup, f.name(), files.get(f.name()).size(), files.get(f.name()).crc(), (buf, k, kl, e, el) -> {
+          if (!c.accept(backup, f.name(), buf, k, kl, e, el)) return;
+          try {
+            b.add(buf, k, kl, buf, e, el);
+          } catch (IllegalArgumentException outOfOrder) {
+            throw BackupBlocks.corrupt(backup, f.name(), "holds keys out of order");
+          }
+        });
+        if (n != f.items()) throw BackupBlocks.corrupt(backup, f.name(), "holds " + n + " items where the manifest says " + f.items());
+        return b.finish();
+      });
+    }
+    boolean loaded = false;
+    try {
+      List<SkipListBuilder.Segment> segments = runAll(builds, threads, "basalt-restore");
+      try {
+        list.load(segments);
+      } catch (IllegalArgumentException e) {
+        throw new CorruptionException("the shards of the backup in " + backup.describe("") + " overlap or are out of"
+            + " key order; the backup cannot be restored (docs/operations.md, \"Backup\")");
+      }
+      loaded = true;
+    } catch (MemoryLimitException e) {
+      throw new MemoryLimitException("the backup in " + backup.describe("") + " does not fit the store's memory quota"
+          + " (Options.memoryQuota); restore it with a larger one. Nothing was restored");
+    } finally {
+      if (!loaded) for (SkipListBuilder b : builders) b.discard();
+    }
+    List<Callable<Void>> replays = new ArrayList<>();
+    for (FileRef f : m.deltas()) {
+      Counts c = new Counts(m.keyspaces());
+      counts.add(c);
+      replays.add(() -> {
+        long n = BackupBlocks.read(backup, f.name(), files.get(f.name()).size(), files.get(f.name()).crc(), (buf, k, kl, e, el) -> {
+          if (!c.wouldAccept(backup, f.name(), buf, k, kl, e, el)) return;
+          byte[] key = java.util.Arrays.copyOfRange(buf, k, k + kl);
+          if (list.get(key) != null) return; // in a shard too: the scan passed it before it was unlinked
+          list.put(key, 0, kl, buf, e, el);
+          c.accept(backup, f.name(), buf, k, kl, e, el);
+        });
+        if (n != f.items()) throw BackupBlocks.corrupt(backup, f.name(), "holds " + n + " items where the manifest says " + f.items());
+        return null;
+      });
+    }
+    try {
+      runAll(replays, threads, "basalt-restore-delta");
+    } catch (MemoryLimitException e) {
+      throw new MemoryLimitException("the backup in " + backup.describe("") + " does not fit the store's memory quota"
+          + " (Options.memoryQuota); restore it with a larger one. Nothing was restored");
+    }
+    Map<Integer, Long> items = new HashMap<>();
+    long bytes = 0, maxSeqno = 0;
+    for (Counts c : counts) {
+      for (Map.Entry<Integer, Long> e : c.items.entrySet()) items.merge(e.getKey(), e.getValue(), Long::sum);
+      bytes += c.bytes;
+      maxSeqno = Math.max(maxSeqno, c.maxSeqno);
+    }
+    return new Loaded(items, bytes, maxSeqno);
+  }
+
+  /** One loader's tally of what it restored; checks each entry's shape. */
+  private static final class Counts {
+    final Map<Integer, String> keyspaces;
+    final Map<Integer, Long> items = new HashMap<>();
+    long bytes;
+    long maxSeqno;
+
+    Counts(Map<Integer, String> keyspaces) {
+      this.keyspaces = keyspaces;
+    }
+
+    /** Whether the item belongs to a keyspace of the backup (checked as {@link #accept} does, counting nothing). */
+    boolean wouldAccept(Storage backup, String name, byte[] buf, int k, int kl, int e, int el) {
+      if (el < WriteCache.VALUE_HEADER || kl < 1) throw BackupBlocks.corrupt(backup, name, "holds an item too short to be an entry");
+      return keyspaces.containsKey(WriteCache.keyspaceOf(buf, k, kl));
+    }
+
+    /** Counts the item if its keyspace is one of the backup's; false for an item of a dropped keyspace. */
+    boolean accept(Storage backup, String name, byte[] buf, int k, int kl, int e, int el) {
+      if (!wouldAccept(backup, name, buf, k, kl, e, el)) return false;
+      int ks = WriteCache.keyspaceOf(buf, k, kl);
+      if ((buf[e + 8] & WriteCache.TOMBSTONE) == 0) items.merge(ks, 1L, Long::sum);
+      long seqno = 0;
+      for (int i = 0; i < 8; i++) seqno = seqno << 8 | (buf[e + i] & 0xFF);
+      maxSeqno = Math.max(maxSeqno, seqno);
+      bytes += kl + el + 4 + 64;
+      return true;
+    }
+  }
+
+  // ---- helpers -----------------------------------------------------------------------------------------
+
+  /**
+   * Runs {@code tasks} on up to {@code threads} threads and returns their results in order. On a failure
+   * the rest are cancelled, every task still running ends before this throws, and the first failure is
+   * thrown.
+   */
+  private static <T> List<T> runAll(List<Callable<T>> tasks, int threads, String name) {
+    int n = Math.max(1, Math.min(threads, tasks.size()));
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(n, r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      List<java.util.concurrent.Future<T>> running = new ArrayList<>();
+      for (Callable<T> t : tasks) running.add(pool.submit(t));
+      List<T> out = new ArrayList<>();
+      for (java.util.concurrent.Future<T> f : running) {
+        try {
+          out.add(f.get());
+        } catch (java.util.concurrent.ExecutionException x) {
+          Throwable c = x.getCause();
+          if (c instanceof RuntimeException r) throw r;
+          if (c instanceof Error err) throw err;
+          throw new StorageException(name + " failed: " + c, c);
+        } catch (InterruptedException x) {
+          Thread.currentThread().interrupt();
+          throw new StorageException("interrupted during " + name, x);
+        }
+      }
+      return out;
+    } finally {
+      pool.shutdownNow();
+      boolean interrupted = false;
+      while (true) {
+        try {
+          if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) break;
+        } catch (InterruptedException x) {
+          interrupted = true; // still waits: no task may touch the list or the files after this returns
+        }
+      }
+      if (interrupted) Thread.currentThread().interrupt();
+    }
+  }
+
+  private static void requireListed(Storage backup, Map<String, Backups.FileEntry> files, String name) {
+    if (!files.containsKey(name)) {
+      throw new CorruptionException("the backup manifest " + backup.describe(FileNames.MEMORY_BACKUP_MANIFEST) + " names "
+          + name + ", which the marker does not list; the backup cannot be restored");
+    }
+  }
+
+  private static byte[] readWhole(Storage backup, Backups.FileEntry f) {
+    if (f.size() > (64L << 20)) throw BackupBlocks.corrupt(backup, f.name(), "has a bad size of " + f.size() + " bytes");
+    ByteBuffer b = ByteBuffer.allocate((int) f.size());
+    StorageFile in = backup.openForReading(f.name());
+    try {
+      while (b.hasRemaining()) {
+        int n = in.read(b.position(), b);
+        if (n <= 0) throw BackupBlocks.corrupt(backup, f.name(), "ends at offset " + b.position());
+      }
+    } finally {
+      in.close();
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(b.array());
+    if ((int) crc.getValue() != f.crc()) throw BackupBlocks.corrupt(backup, f.name(), "fails its checksum");
+    return b.array();
+  }
+
+  static byte[] encode(Manifest m) {
+    ByteBuffer b = ByteBuffer.allocate(1024).order(ByteOrder.LITTLE_ENDIAN);
+    b = ensure(b, 41);
+    b.putLong(MAGIC).putInt(VERSION).putLong(m.seqno()).putLong(m.createdMillis()).putInt(m.nextKeyspaceId())
+        .put((byte) (m.lz4() ? 1 : 0)).putInt(m.keyspaces().size());
+    for (Map.Entry<Integer, String> k : new java.util.TreeMap<>(m.keyspaces()).entrySet()) {
+      byte[] name = k.getValue().getBytes(StandardCharsets.UTF_8);
+      b = ensure(b, 6 + name.length);
+      b.putInt(k.getKey()).putShort((short) name.length).put(name);
+    }
+    for (List<FileRef> list : List.of(m.shards(), m.deltas())) {
+      b = ensure(b, 4);
+      b.putInt(list.size());
+      for (FileRef f : list) {
+        byte[] name = f.name().getBytes(StandardCharsets.UTF_8);
+        b = ensure(b, 10 + name.length);
+        b.putShort((short) name.length).put(name).putLong(f.items());
+      }
+    }
+    b = ensure(b, 4);
+    CRC32C crc = new CRC32C();
+    crc.update(b.array(), 0, b.position());
+    b.putInt((int) crc.getValue());
+    return java.util.Arrays.copyOf(b.array(), b.position());
+  }
+
+  private static ByteBuffer ensure(ByteBuffer b, int n) {
+    if (b.remaining() >= n) return b;
+    ByteBuffer bigger = ByteBuffer.allocate(Math.max(b.capacity() * 2, b.position() + n)).order(ByteOrder.LITTLE_ENDIAN);
+    bigger.put(b.array(), 0, b.position());
+    return bigger;
+  }
+
+  static Manifest decode(Storage backup, byte[] bytes) {
+    String name = FileNames.MEMORY_BACKUP_MANIFEST;
+    if (bytes.length < 45) throw BackupBlocks.corrupt(backup, name, "is too short");
+    CRC32C crc = new CRC32C();
+    crc.update(bytes, 0, bytes.length - 4);
+    ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    if ((int) crc.getValue() != b.getInt(bytes.length - 4)) throw BackupBlocks.corrupt(backup, name, "fails its checksum");
+    b.limit(bytes.length - 4);
+    try {
+      if (b.getLong() != MAGIC) throw BackupBlocks.corrupt(backup, name, "is not an in-memory backup manifest");
+      int version = b.getInt();
+      if (version != VERSION) {
+        throw BackupBlocks.corrupt(backup, name, "has format " + version + "; this build reads format " + VERSION);
+      }
+      long seqno = b.getLong(), created = b.getLong();
+      int nextId = b.getInt();
+      boolean lz4 = b.get() != 0;
+      int n = b.getInt();
+      if (n < 0 || n > b.remaining() / 6) throw BackupBlocks.corrupt(backup, name, "lists " + n + " keyspaces");
+      Map<Integer, String> keyspaces = new HashMap<>();
+      for (int i = 0; i < n; i++) {
+        int id = b.getInt();
+        byte[] s = new byte[Short.toUnsignedInt(b.getShort())];
+        b.get(s);
+        keyspaces.put(id, new String(s, StandardCharsets.UTF_8));
+      }
+      List<List<FileRef>> lists = new ArrayList<>();
+      for (int l = 0; l < 2; l++) {
+        int count = b.getInt();
+        if (count < 0 || count > b.remaining() / 10) throw BackupBlocks.corrupt(backup, name, "lists " + count + " files");
+        List<FileRef> files = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+          byte[] s = new byte[Short.toUnsignedInt(b.getShort())];
+          b.get(s);
+          files.add(new FileRef(new String(s, StandardCharsets.UTF_8), b.getLong()));
+        }
+        lists.add(List.copyOf(files));
+      }
+      if (b.hasRemaining()) throw BackupBlocks.corrupt(backup, name, "has " + b.remaining() + " trailing bytes");
+      return new Manifest(seqno, created, nextId, lz4, Map.copyOf(keyspaces), lists.get(0), lists.get(1));
+    } catch (java.nio.BufferUnderflowException e) {
+      throw BackupBlocks.corrupt(backup, name, "ends early");
+    }
+  }
+}

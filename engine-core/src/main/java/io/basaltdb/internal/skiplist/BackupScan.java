@@ -1,0 +1,98 @@
+package io.basaltdb.internal.skiplist;
+
+import io.basaltdb.internal.memory.Mem;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The scan side of Nitro's backup (seed 001 sections 5.1 and 6.4): range partitions of the level-0
+ * list chosen from a higher level's nodes, and a scan of one partition at a term that does not rely on
+ * the term's snapshot being held (the non-intrusive backup releases it).
+ *
+ * <p>Memory safety: a scan enters the access barrier for a batch of keys at a time and leaves between
+ * batches (the refresh of a long iterator, section 6.4), so it never holds back reclamation for long.
+ * Between batches it keeps the last key it passed as bytes, not a node address, and the next batch
+ * seeks past that key: a node it passed may be unlinked and freed meanwhile.
+ *
+ * <p>Thread-safety: static methods; any number of scans may run at once, beside writers and the
+ * collector.
+ */
+final class BackupScan {
+  /** Keys a scan passes per barrier session. */
+  static final int BATCH = 1024;
+
+  private BackupScan() {}
+
+  /**
+   * Up to {@code parts - 1} keys, strictly increasing, that cut the list into {@code parts} ranges of
+   * about as many nodes each: the keys of evenly spaced nodes of the highest level with at least 8 nodes
+   * per range (level l has about n/4^l nodes; {@link SkipListStats} counts them). Fewer keys for a
+   * small list; none for one part.
+   */
+  static List<byte[]> splitKeys(SkipList list, int parts) {
+    List<byte[]> out = new ArrayList<>();
+    if (parts <= 1) return out;
+    long[] levels = list.stats().nodesPerLevel();
+    int level = 0;
+    while (level + 1 < levels.length && levels[level + 1] >= 8L * parts) level++;
+    List<byte[]> keys = new ArrayList<>();
+    AccessBarrier.Session s = list.barrier.enter();
+    try {
+      list.checkOpen();
+      long limit = Math.max(levels[level] * 2, 1024); // nodes linked meanwhile: a bound, not an exact count
+      // lv: pairs with the CAS that linked each successor, so its header and key are visible
+      for (long n = Node.ptr(Node.lvNext(list.head, level)); n != 0 && keys.size() < limit; n = Node.ptr(Node.lvNext(n, level))) {
+        byte[] k = SkipList.keyOf(n);
+        if (keys.isEmpty() || java.util.Arrays.compareUnsigned(keys.get(keys.size() - 1), k) < 0) keys.add(k);
+      }
+    } finally {
+      list.barrier.exit(s);
+    }
+    for (int i = 1; i < parts; i++) {
+      int at = (int) ((long) keys.size() * i / parts);
+      if (at == 0 || at >= keys.size()) continue;
+      byte[] k = keys.get(at);
+      if (out.isEmpty() || java.util.Arrays.compareUnsigned(out.get(out.size() - 1), k) < 0) out.add(k);
+    }
+    return out;
+  }
+
+  /**
+   * Hands {@code sink} every item visible at term {@code sn} with a key in {@code [from, to)} (null
+   * bounds are open), in key order, and returns how many. The caller keeps the term's nodes from being
+   * collected (its snapshot) or captures what the collector unlinks ({@link UnlinkCapture}).
+   */
+  static long scan(SkipList list, long sn, byte[] from, byte[] to, ItemSink sink) {
+    byte[] resume = from;
+    boolean past = false; // skip resume's own key: the previous batch handed it over
+    long items = 0;
+    while (true) {
+      AccessBarrier.Session s = list.barrier.enter();
+      long last = 0;
+      try {
+        list.checkOpen();
+        long node = resume == null
+            ? Node.ptr(Node.lvNext(list.head, 0)) // lv: pairs with the CAS that linked the first node
+            : list.findFirstAtOrAfter(resume, Mem.ARRAY_BASE, resume.length);
+        if (past && node != 0 && Keys.compare(resume, Mem.ARRAY_BASE, resume.length, node) == 0) {
+          node = SkipList.skipVersions(node);
+        }
+        for (int n = 0; node != 0 && n < BATCH; n++) {
+          if (to != null && Keys.compare(to, Mem.ARRAY_BASE, to.length, node) <= 0) return items;
+          long v = SkipList.decisiveVersion(node, sn);
+          if (v != 0 && Node.visibleAt(v, sn)) {
+            sink.item(Node.keyAddr(v), Node.keyLen(v), Node.valueAddr(v), Node.valueLen(v));
+            items++;
+          }
+          last = node;
+          node = SkipList.skipVersions(node);
+        }
+        if (node == 0) return items;
+        resume = SkipList.keyOf(last);
+        past = true;
+      } finally {
+        list.barrier.exit(s);
+      }
+    }
+  }
+}
