@@ -268,10 +268,42 @@ class MemoryBackupTest {
       db.backup(diskBackup);
     }
     assertThrows(InvalidArgumentException.class, () -> Basalt.openInMemory(memory(2, true, true), diskBackup));
+    // a store whose options refuse the backup's values: refused, naming the option, nothing left allocated
+    InvalidArgumentException small = assertThrows(InvalidArgumentException.class,
+        () -> Basalt.openInMemory(memory(2, true, true).maxValueSize(64), good));
+    assertTrue(small.getMessage().contains("maxValueSize"), small.getMessage());
     // a backup larger than the quota: refused, and nothing left allocated
     MemoryLimitException full = assertThrows(MemoryLimitException.class,
         () -> Basalt.openInMemory(memory(2, true, true).memoryQuota(1L << 20), good));
     assertTrue(full.getMessage().contains("memoryQuota"), full.getMessage());
+  }
+
+  /** Closing the store during a backup: close waits for it, it throws ClosedException, and nothing of it is left. */
+  @Test
+  void closingTheStoreDuringABackupStopsIt() throws Exception {
+    Path dir = tmp.resolve("closed");
+    Basalt db = Basalt.openInMemory(memory(2, true, false));
+    Keyspace ks = db.keyspace("default");
+    for (int i = 0; i < 3000; i++) ks.put(b("k" + i), b("v" + i));
+    java.util.concurrent.CountDownLatch scanning = new java.util.concurrent.CountDownLatch(1);
+    db.engine.setBackupHooks(() -> {
+      scanning.countDown();
+      while (!db.engine.isClosed()) Thread.onSpinWait(); // close has begun, and waits for this backup
+    }, () -> {});
+    Throwable[] failure = new Throwable[1];
+    Thread backup = new Thread(() -> {
+      try {
+        db.backup(dir);
+      } catch (Throwable t) {
+        failure[0] = t;
+      }
+    });
+    backup.start();
+    scanning.await();
+    db.close();
+    backup.join(30_000);
+    assertTrue(failure[0] instanceof ClosedException, "the backup ended with " + failure[0]);
+    assertTrue(!Files.exists(dir.resolve(Backups.MARKER)), "a stopped backup left a marker");
   }
 
   /** A crash at every storage operation of a backup leaves a backup refused for want of its marker, or a whole one. */

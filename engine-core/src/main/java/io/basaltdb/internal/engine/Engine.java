@@ -87,9 +87,18 @@ public final class Engine implements AutoCloseable {
    * MemoryBackups}); it serves exactly the backup's writes, and new writes continue from its seqno.
    */
   public static Engine openInMemory(Options options, Storage backup) {
+    return openInMemory(options, backup, true);
+  }
+
+  /**
+   * As {@link #openInMemory(Options, Storage)}; with {@code bottomUp} false the shards are restored by
+   * putting each item into the skiplist (concurrently per shard) instead of building it bottom-up: the
+   * baseline of seed 001 section 5.2, for the benchmark that compares the two. Not for other use.
+   */
+  public static Engine openInMemory(Options options, Storage backup, boolean bottomUp) {
     Options o = options.copy();
     o.validate();
-    Engine e = new Engine(StoreOpener.inMemory(o, backup));
+    Engine e = new Engine(StoreOpener.inMemory(o, backup, bottomUp));
     if (o.jmx()) {
       try {
         e.mbean = StoreMBean.register(e, null);

@@ -36,6 +36,11 @@ final class StoreOpener {
    * section 5.2, {@link MemoryBackups}): its keyspaces, its items and its seqno.
    */
   static Parts inMemory(Options options, Storage backup) {
+    return inMemory(options, backup, true);
+  }
+
+  /** As {@link #inMemory(Options, Storage)}; {@code bottomUp} false restores by inserts (the benchmark's baseline). */
+  static Parts inMemory(Options options, Storage backup, boolean bottomUp) {
     MemoryBackups.Manifest m = backup == null ? null : MemoryBackups.open(backup); // before any memory is taken
     MemoryQuota quota = new MemoryQuota(options.memoryQuota());
     KeyspaceCatalog catalog = new KeyspaceCatalog();
@@ -49,7 +54,7 @@ final class StoreOpener {
     MemoryBackups.Loaded loaded = null;
     if (m != null) {
       try {
-        loaded = MemoryBackups.load(backup, m, versions.current().active.list, options.backupThreads());
+        loaded = MemoryBackups.load(backup, m, versions.current().active.list, options.backupThreads(), bottomUp);
         versions.current().active.loaded(loaded.bytes(), loaded.maxSeqno());
         versions.lastSeqno = Math.max(m.seqno(), loaded.maxSeqno());
       } catch (RuntimeException | Error e) {

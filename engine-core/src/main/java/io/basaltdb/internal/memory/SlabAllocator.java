@@ -372,6 +372,9 @@ public final class SlabAllocator implements AutoCloseable {
 
   private boolean refill(ThreadCache tc, int c) {
     GlobalStack g = global[tc.arena * SizeClasses.COUNT + c];
+    // lp, racy: an allocator that has freed nothing yet (a load, a restore) takes no lock per block; a
+    // stale 0 only bump-allocates a block that a free list could have served
+    if (g.count == 0) return false;
     synchronized (g) {
       if (g.count == 0) return false;
       int n = Math.min(CACHE_LIMIT[c] / 2, g.count);
@@ -519,6 +522,7 @@ public final class SlabAllocator implements AutoCloseable {
   /** A class's global free stack; guarded by its own monitor. */
   private static final class GlobalStack {
     long[] blocks = new long[CACHE_CAPACITY];
+    /** Guarded by this stack's monitor; also read racily, outside it, by refill's fast path. */
     int count;
   }
 }

@@ -18,6 +18,11 @@ import java.util.List;
  * collector.
  */
 final class BackupScan {
+  /**
+   * Nodes of the chosen level per range: each stands for about 4^level nodes below it, at random, so a
+   * range's size varies by about 1/sqrt(this) (12%); the walk copies at most 4 times this many keys per range.
+   */
+  static final int NODES_PER_PART = 64;
   /** Keys a scan passes per barrier session. */
   static final int BATCH = 1024;
 
@@ -25,16 +30,16 @@ final class BackupScan {
 
   /**
    * Up to {@code parts - 1} keys, strictly increasing, that cut the list into {@code parts} ranges of
-   * about as many nodes each: the keys of evenly spaced nodes of the highest level with at least 8 nodes
-   * per range (level l has about n/4^l nodes; {@link SkipListStats} counts them). Fewer keys for a
-   * small list; none for one part.
+   * about as many nodes each: the keys of evenly spaced nodes of the highest level with at least {@link
+   * #NODES_PER_PART} nodes per range (level l has about n/4^l nodes; {@link SkipListStats} counts them).
+   * Fewer keys for a small list; none for one part.
    */
   static List<byte[]> splitKeys(SkipList list, int parts) {
     List<byte[]> out = new ArrayList<>();
     if (parts <= 1) return out;
     long[] levels = list.stats().nodesPerLevel();
     int level = 0;
-    while (level + 1 < levels.length && levels[level + 1] >= 8L * parts) level++;
+    while (level + 1 < levels.length && levels[level + 1] >= (long) NODES_PER_PART * parts) level++;
     List<byte[]> keys = new ArrayList<>();
     AccessBarrier.Session s = list.barrier.enter();
     try {

@@ -178,8 +178,8 @@ final class GarbageCollector {
       Writer w = list.writer();
       UnlinkCapture[] cs = captures; // after the pop of these nodes: see UnlinkCapture
       ItemSink[] sinks = cs.length == 0 ? null : new ItemSink[cs.length];
-      for (int c = 0; c < cs.length; c++) sinks[c] = cs[c].enter();
       try {
+        for (int c = 0; c < cs.length; c++) sinks[c] = cs[c].enter(); // never throws
         AccessBarrier.Session s = list.barrier.enter();
         try {
           if (list.closed) return; // close() frees these nodes, still linked, in its final walk

@@ -31,6 +31,7 @@ public final class SkipListBuilder {
    * previous one.
    *
    * @throws IllegalArgumentException if it does not (nothing is added)
+   * @throws io.basaltdb.InvalidArgumentException if the key or the value is over the list's limits (nothing is added)
    * @throws io.basaltdb.MemoryLimitException if the list's allocator cannot serve the node (nothing is added)
    */
   public void add(byte[] key, int koff, int klen, byte[] value, int voff, int vlen) {
@@ -39,6 +40,10 @@ public final class SkipListBuilder {
     long prev = g.last[0];
     if (prev != 0 && Keys.compare(key, Mem.ARRAY_BASE + koff, klen, prev) <= 0) {
       throw new IllegalArgumentException("keys out of order: a key of " + klen + " bytes does not sort after the one before it");
+    }
+    if (klen > SkipList.MAX_KEY_SIZE || vlen > list.config.maxValueSize()) {
+      throw new io.basaltdb.InvalidArgumentException("an item of a " + klen + "-byte key and a " + vlen + "-byte value is over"
+          + " the list's limits (" + SkipList.MAX_KEY_SIZE + " and " + list.config.maxValueSize() + " bytes)");
     }
     list.checkOpen();
     int height = SkipList.randomHeight();
@@ -105,7 +110,10 @@ public final class SkipListBuilder {
       }
       java.util.Arrays.fill(first, 0);
       java.util.Arrays.fill(last, 0);
+      java.util.Arrays.fill(levels, 0);
+      height = 0;
       items = 0;
+      userBytes = 0;
     }
   }
 }

@@ -46,8 +46,8 @@ public final class UnlinkCapture implements AutoCloseable {
   private final ConcurrentLinkedQueue<ItemSink> idle = new ConcurrentLinkedQueue<>();
   /** Every sink the factory made, in order; guarded by itself. */
   private final List<ItemSink> made = new ArrayList<>();
-  /** The first failure of a sink or the factory; the backup reports it at terminate. */
-  private final AtomicReference<RuntimeException> failure = new AtomicReference<>();
+  /** The first failure of a sink or the factory (an Error too); the backup reports it at terminate. */
+  private final AtomicReference<Throwable> failure = new AtomicReference<>();
   private final AtomicLong captured = new AtomicLong();
 
   UnlinkCapture(SkipList list, long sn, Supplier<? extends ItemSink> factory) {
@@ -79,8 +79,10 @@ public final class UnlinkCapture implements AutoCloseable {
     }
     word.set(DONE);
     list.gc.unregister(this);
-    RuntimeException f = failure.get();
-    if (f != null) throw f;
+    Throwable f = failure.get();
+    if (f instanceof RuntimeException r) throw r;
+    if (f instanceof Error e) throw e;
+    if (f != null) throw new IllegalStateException(f);
     synchronized (made) {
       return List.copyOf(made);
     }
@@ -115,7 +117,7 @@ public final class UnlinkCapture implements AutoCloseable {
     if (s != null) return s;
     try {
       s = factory.get();
-    } catch (RuntimeException e) {
+    } catch (Throwable e) { // an Error too (no direct memory for a buffer): the count must go back down
       failure.compareAndSet(null, e);
       word.decrementAndGet();
       return null;
@@ -126,7 +128,12 @@ public final class UnlinkCapture implements AutoCloseable {
     return s;
   }
 
-  /** Writes {@code node} to {@code sink} if the captured term sees it; never throws (the collector must go on). */
+  /**
+   * Writes {@code node} to {@code sink} if the captured term sees it; never throws (the collector must go
+   * on). A node whose deadSn a racing delete set past its superseder's term may be written although its
+   * superseder decides the key at {@link #sn} (SkipList invariant 2): the restore keeps, of a key's delta
+   * items, the one with the highest seqno.
+   */
   void offer(ItemSink sink, long node) {
     if (failure.get() != null) return;
     // lv: set by the killer's CAS before the node reached a dead list, which this worker popped under a lock
@@ -135,7 +142,7 @@ public final class UnlinkCapture implements AutoCloseable {
     try {
       sink.item(Node.keyAddr(node), Node.keyLen(node), Node.valueAddr(node), Node.valueLen(node));
       captured.incrementAndGet();
-    } catch (RuntimeException e) {
+    } catch (Throwable e) { // the collector goes on whatever the sink does; the backup fails at terminate
       failure.compareAndSet(null, e);
     }
   }
