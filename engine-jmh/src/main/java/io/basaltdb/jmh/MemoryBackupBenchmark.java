@@ -11,7 +11,6 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
-import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -80,13 +79,11 @@ public class MemoryBackupBenchmark {
   static Basalt load(Options o, int entries) {
     Basalt db = Basalt.openInMemory(o);
     Keyspace ks = db.keyspace("default");
-    SplittableRandom r = new SplittableRandom(42);
     byte[] value = new byte[VALUE_SIZE];
     ByteBuffer key = ByteBuffer.allocate(KEY_SIZE);
     WriteBatch batch = new WriteBatch();
     for (int i = 0; i < entries; i++) {
-      r.nextBytes(value);
-      key.clear().putLong(mix(i)).putLong(i).flip(); // random order, unique
+      item(i, key, value);
       batch.put(ks, key, ByteBuffer.wrap(value));
       if (batch.size() == 100) {
         db.write(batch);
@@ -95,6 +92,15 @@ public class MemoryBackupBenchmark {
     }
     db.write(batch);
     return db;
+  }
+
+  /** Item {@code i}: its key (random order, unique) into {@code key}, flipped, and its value (random bytes) into {@code value}. */
+  static void item(long i, ByteBuffer key, byte[] value) {
+    key.clear().putLong(mix(i)).putLong(i).flip();
+    for (int j = 0; j < value.length; j += 8) {
+      long x = mix(i * 31 + j + 1);
+      for (int b = 0; b < 8 && j + b < value.length; b++) value[j + b] = (byte) (x >>> (8 * b));
+    }
   }
 
   static void report(Backup b, int entries) {
