@@ -227,10 +227,11 @@ class MemoryBackupTest {
       }, () -> {});
       db.backup(good);
     }
-    List<String> files = new ArrayList<>(List.of(Backups.MARKER, "memory/MANIFEST"));
-    files.addAll(prefixed("memory/", names(good.resolve("memory"), "shard-")));
-    files.addAll(prefixed("memory/", names(good.resolve("memory"), "delta-")));
-    assertTrue(files.stream().anyMatch(f -> f.contains("delta-")) && files.stream().filter(f -> f.contains("shard-")).count() == 2, files.toString());
+    List<String> shards = prefixed("memory/", names(good.resolve("memory"), "shard-"));
+    List<String> deltas = prefixed("memory/", names(good.resolve("memory"), "delta-"));
+    assertTrue(!deltas.isEmpty() && shards.size() >= 2, shards + " " + deltas);
+    // every kind of file: the marker, the manifest, the first and the last shard, a delta file
+    List<String> files = List.of(Backups.MARKER, "memory/MANIFEST", shards.get(0), shards.get(shards.size() - 1), deltas.get(0));
     int n = 0;
     for (String file : files) {
       for (boolean truncate : new boolean[] {false, true}) {

@@ -27,7 +27,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * Restore of an in-memory store from its backup (Nitro, seed 001 section 5.2; issue 17): the store of
  * {@link MemoryBackupBenchmark} ({@code entries} random 16-byte keys, random 100-byte values), backed up
- * once into two shards under {@code dir} (kept for later runs). Each op opens the store from the backup
+ * once by two threads (eight shards) under {@code dir} (kept for later runs). Each op opens the store from the backup
  * on {@code threads} threads: {@code method=bottomUp} builds the skiplist bottom-up from each shard and
  * joins the segments; {@code method=inserts} puts each item of each shard into the skiplist, the shards
  * concurrently (the paper's baseline). The files are in the page cache. {@code method=puts} is the
@@ -66,10 +66,10 @@ public class MemoryRestoreBenchmark {
   @Setup(Level.Trial)
   public void setup() throws IOException {
     options = MemoryBackupBenchmark.options(threads);
-    backup = Files.createDirectories(Path.of(dir)).resolve("backup-v2-" + entries);
+    backup = Files.createDirectories(Path.of(dir)).resolve("backup-v3-" + entries);
     if (Files.exists(backup.resolve("BACKUP"))) return;
     MemoryBackupBenchmark.deleteTree(backup);
-    try (Basalt db = MemoryBackupBenchmark.load(MemoryBackupBenchmark.options(2), entries)) { // two shards
+    try (Basalt db = MemoryBackupBenchmark.load(MemoryBackupBenchmark.options(2), entries)) { // two threads, four shards each
       Backup b = db.backup(backup);
       MemoryBackupBenchmark.report(b, entries);
     }

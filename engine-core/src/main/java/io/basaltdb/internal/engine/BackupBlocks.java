@@ -44,6 +44,81 @@ final class BackupBlocks {
 
   private BackupBlocks() {}
 
+  /** Bytes a writer writes between two requests for a background sync of its file. */
+  static final long SYNC_STEP = 64L << 20;
+
+  /**
+   * Syncs files in the background while the backup goes on writing them, {@link #SYNC_STEP} at a time: the
+   * disk writes back during the scan (a backup far below the kernel's dirty threshold would otherwise
+   * leave the disk idle until the syncs at the end, and a large one would fill the page cache with dirty
+   * pages). Syncs are advisory for durability: the backup syncs every file again before its marker.
+   *
+   * <p>Thread-safety: any writer may request; one thread syncs, a file at a time.
+   */
+  static final class Syncer implements AutoCloseable {
+    private final java.util.concurrent.ExecutorService thread = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "basalt-backup-sync");
+      t.setDaemon(true);
+      return t;
+    });
+    /** Files with a sync queued or running; guarded by itself. A writer waits here before it closes its file. */
+    private final java.util.Map<StorageFile, Integer> pending = new java.util.HashMap<>();
+    /** The first failure of a background sync; reported by {@link #close}. */
+    private final java.util.concurrent.atomic.AtomicReference<RuntimeException> failure = new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** Queues a sync of {@code f} unless one is queued already. */
+    void request(StorageFile f) {
+      synchronized (pending) {
+        if (pending.containsKey(f)) return;
+        pending.put(f, 1);
+      }
+      thread.execute(() -> {
+        try {
+          f.sync();
+        } catch (RuntimeException e) {
+          failure.compareAndSet(null, e);
+        } finally {
+          synchronized (pending) {
+            pending.remove(f);
+            pending.notifyAll();
+          }
+        }
+      });
+    }
+
+    /** Waits until no sync of {@code f} is queued or running (before it is closed). */
+    void await(StorageFile f) {
+      boolean interrupted = false;
+      synchronized (pending) {
+        while (pending.containsKey(f)) {
+          try {
+            pending.wait();
+          } catch (InterruptedException e) {
+            interrupted = true;
+          }
+        }
+      }
+      if (interrupted) Thread.currentThread().interrupt();
+    }
+
+    /** Stops the thread once its syncs are done; throws the first failure of one (at the first close only). */
+    @Override
+    public void close() {
+      thread.shutdown();
+      boolean interrupted = false;
+      while (true) {
+        try {
+          if (thread.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      if (interrupted) Thread.currentThread().interrupt();
+      RuntimeException f = failure.getAndSet(null); // once: a second close reports nothing again
+      if (f != null) throw f;
+    }
+  }
+
   /** What a finished file holds: its size, CRC-32C and items. */
   record Written(String name, long size, int crc, long items) {}
 
@@ -66,11 +141,19 @@ final class BackupBlocks {
     private final ByteBuffer pending = ByteBuffer.allocateDirect(WRITE_BUFFER);
     private long offset;
     private long items;
+    /** Background syncs of this file (null: none), and the offset of the last request. */
+    private final Syncer syncer;
+    private long syncRequestedAt;
 
     Writer(Storage storage, String name, boolean lz4, BooleanSupplier stopped) {
+      this(storage, name, lz4, stopped, null);
+    }
+
+    Writer(Storage storage, String name, boolean lz4, BooleanSupplier stopped, Syncer syncer) {
       this.name = name;
       this.lz4 = lz4;
       this.stopped = stopped;
+      this.syncer = syncer;
       this.out = storage.createUnsynced(name);
     }
 
@@ -94,6 +177,7 @@ final class BackupBlocks {
         if (rawLength > 0) endBlock();
         drain();
       } finally {
+        if (syncer != null) syncer.await(out);
         out.close();
       }
       return new Written(name, offset, (int) fileCrc.getValue(), items);
@@ -101,6 +185,7 @@ final class BackupBlocks {
 
     /** Closes the file after a failure; what it holds is deleted with the backup. */
     void abandon() {
+      if (syncer != null) syncer.await(out);
       out.close();
     }
 
@@ -152,6 +237,10 @@ final class BackupBlocks {
       if (n > 0) out.write(offset, pending); // writes all of it
       offset += n;
       pending.clear();
+      if (syncer != null && offset - syncRequestedAt >= SYNC_STEP) {
+        syncRequestedAt = offset;
+        syncer.request(out);
+      }
     }
   }
 

@@ -84,13 +84,14 @@ final class MemoryBackups {
       Hooks hooks) {
     UnlinkCapture capture = null;
     List<BackupBlocks.Writer> deltas = new ArrayList<>();
-    try {
+    BackupBlocks.Syncer syncer = new BackupBlocks.Syncer();
+    try (syncer) {
       Backups.checkEmpty(target, "back up into");
       target.create(Backups.INCOMPLETE).close(); // durable: create syncs the directory
       target.mkdirs(FileNames.MEMORY_BACKUP_DIR);
       long created = System.currentTimeMillis();
       long sn = snapshot.sn();
-      List<byte[]> splits = list.splitKeys(threads);
+      List<byte[]> splits = list.splitKeys(threads * CURSORS);
       if (nonIntrusive) {
         AtomicInteger deltaNumber = new AtomicInteger();
         capture = list.capture(snapshot, () -> {
@@ -104,14 +105,18 @@ final class MemoryBackups {
         snapshot.close(); // the collector goes on; what it unlinks of term sn goes to the deltas
       }
       hooks.beforeScan().run();
-      List<Callable<BackupBlocks.Written>> scans = new ArrayList<>();
-      for (int i = 0; i <= splits.size(); i++) {
-        byte[] from = i == 0 ? null : splits.get(i - 1);
-        byte[] to = i == splits.size() ? null : splits.get(i);
-        String name = FileNames.backupShard(i);
-        scans.add(() -> scanShard(list, sn, from, to, target, name, lz4, keyspaces, stopped));
+      byte[][] bounds = new byte[splits.size() + 2][]; // range i is [bounds[i], bounds[i+1]); null ends are open
+      for (int i = 0; i < splits.size(); i++) bounds[i + 1] = splits.get(i);
+      int ranges = splits.size() + 1;
+      int tasks = Math.min(threads, ranges);
+      List<Callable<List<BackupBlocks.Written>>> scans = new ArrayList<>();
+      for (int t = 0; t < tasks; t++) { // each thread its run of consecutive ranges, one shard each
+        int first = t * ranges / tasks, end = (t + 1) * ranges / tasks;
+        scans.add(() -> scanShards(list, sn, java.util.Arrays.copyOfRange(bounds, first, end + 1), first, target, lz4,
+            keyspaces, stopped, syncer));
       }
-      List<BackupBlocks.Written> shards = runAll(scans, threads, "basalt-backup-scan");
+      List<BackupBlocks.Written> shards = new ArrayList<>();
+      for (List<BackupBlocks.Written> w : runAll(scans, threads, "basalt-backup-scan")) shards.addAll(w);
       hooks.afterScan().run();
       List<BackupBlocks.Written> deltaFiles = new ArrayList<>();
       if (capture != null) {
@@ -147,6 +152,7 @@ final class MemoryBackups {
         bytes += w.size();
       }
       for (Backups.FileEntry f : files) names.add(f.name());
+      syncer.close(); // a background sync's failure fails the backup here, before its marker
       Backups.sync(target, names); // all at the end: the disk writes back while later blocks are written
       Backups.Marker marker = new Backups.Marker(seqno, created, 0, List.copyOf(files));
       Backups.writeMarker(target, marker);
@@ -164,18 +170,44 @@ final class MemoryBackups {
     }
   }
 
-  /** Scans one range into a shard file, leaving out the keys of keyspaces the backup does not hold (dropped). */
-  private static BackupBlocks.Written scanShard(SkipList list, long sn, byte[] from, byte[] to, Storage target,
-      String name, boolean lz4, Map<Integer, String> keyspaces, BooleanSupplier stopped) {
-    BackupBlocks.Writer w = new BackupBlocks.Writer(target, name, lz4, stopped);
+  /** Cursors one backup thread scans at once, each range into a shard of its own ({@link SkipList#scanInterleaved}). */
+  static final int CURSORS = 4;
+
+  /**
+   * Scans consecutive ranges ({@code bounds}: range i is {@code [bounds[i], bounds[i+1])}) at once into
+   * shards {@code firstShard, firstShard + 1, ...}, leaving out the keys of keyspaces the backup does not
+   * hold (dropped).
+   */
+  private static List<BackupBlocks.Written> scanShards(SkipList list, long sn, byte[][] bounds, int firstShard,
+      Storage target, boolean lz4, Map<Integer, String> keyspaces, BooleanSupplier stopped, BackupBlocks.Syncer syncer) {
+    int n = bounds.length - 1;
+    BackupBlocks.Writer[] writers = new BackupBlocks.Writer[n];
+    ItemSink[] sinks = new ItemSink[n];
     try {
-      ItemSink live = (keyAddr, keyLen, valueAddr, valueLen) -> {
-        if (keyspaces.containsKey(WriteCache.keyspaceAt(keyAddr, keyLen))) w.item(keyAddr, keyLen, valueAddr, valueLen);
-      };
-      list.scan(sn, from, to, live);
-      return w.finish();
+      for (int i = 0; i < n; i++) {
+        BackupBlocks.Writer w = new BackupBlocks.Writer(target, FileNames.backupShard(firstShard + i), lz4, stopped, syncer);
+        writers[i] = w;
+        sinks[i] = (keyAddr, keyLen, valueAddr, valueLen) -> {
+          if (keyspaces.containsKey(WriteCache.keyspaceAt(keyAddr, keyLen))) w.item(keyAddr, keyLen, valueAddr, valueLen);
+        };
+      }
+      list.scanInterleaved(sn, bounds, sinks);
+      List<BackupBlocks.Written> out = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        BackupBlocks.Writer w = writers[i];
+        writers[i] = null; // finished (or failed closing): not abandoned again
+        out.add(w.finish());
+      }
+      return out;
     } catch (RuntimeException | Error e) {
-      w.abandon();
+      for (BackupBlocks.Writer w : writers) {
+        if (w == null) continue;
+        try {
+          w.abandon();
+        } catch (RuntimeException | Error closing) {
+          e.addSuppressed(closing);
+        }
+      }
       throw e;
     }
   }

@@ -63,6 +63,70 @@ final class BackupScan {
   }
 
   /**
+   * As {@link #scan} for several ranges at once on the calling thread: range i is {@code [bounds[i],
+   * bounds[i+1])} (a null first or last bound is open), its items handed in key order to {@code
+   * sinks[i]}. The cursors advance in turn, one key each, so their loads do not depend on one another
+   * and the processor overlaps their cache misses: a level-0 walk over nodes scattered in memory waits
+   * on one miss per key, and one cursor alone leaves the memory system idle most of the time (a backup
+   * of 10M random keys scanned about 3x faster from a restored store, whose nodes lie in key order).
+   * Returns each range's item count.
+   */
+  static long[] scanInterleaved(SkipList list, long sn, byte[][] bounds, ItemSink[] sinks) {
+    int m = sinks.length;
+    if (bounds.length != m + 1) throw new IllegalArgumentException(bounds.length + " bounds for " + m + " ranges");
+    byte[][] resume = new byte[m][];
+    boolean[] past = new boolean[m], done = new boolean[m];
+    long[] nodes = new long[m], lasts = new long[m], items = new long[m];
+    for (int c = 0; c < m; c++) resume[c] = bounds[c];
+    int active = m;
+    while (active > 0) {
+      AccessBarrier.Session s = list.barrier.enter();
+      try {
+        list.checkOpen();
+        for (int c = 0; c < m; c++) {
+          if (done[c]) continue;
+          byte[] r = resume[c];
+          long node = r == null
+              ? Node.ptr(Node.lvNext(list.head, 0)) // lv: pairs with the CAS that linked the first node
+              : list.findFirstAtOrAfter(r, Mem.ARRAY_BASE, r.length);
+          if (past[c] && node != 0 && Keys.compare(r, Mem.ARRAY_BASE, r.length, node) == 0) {
+            node = SkipList.skipVersions(node);
+          }
+          nodes[c] = node;
+          lasts[c] = 0;
+        }
+        for (int step = 0; step < BATCH && active > 0; step++) {
+          for (int c = 0; c < m; c++) {
+            if (done[c]) continue;
+            long node = nodes[c];
+            byte[] to = bounds[c + 1];
+            if (node == 0 || (to != null && Keys.compare(to, Mem.ARRAY_BASE, to.length, node) <= 0)) {
+              done[c] = true;
+              active--;
+              continue;
+            }
+            long v = SkipList.decisiveVersion(node, sn);
+            if (v != 0 && Node.visibleAt(v, sn)) {
+              sinks[c].item(Node.keyAddr(v), Node.keyLen(v), Node.valueAddr(v), Node.valueLen(v));
+              items[c]++;
+            }
+            lasts[c] = node;
+            nodes[c] = SkipList.skipVersions(node);
+          }
+        }
+        for (int c = 0; c < m; c++) {
+          if (done[c] || lasts[c] == 0) continue;
+          resume[c] = SkipList.keyOf(lasts[c]); // bytes, not the node: it may be freed before the next batch
+          past[c] = true;
+        }
+      } finally {
+        list.barrier.exit(s);
+      }
+    }
+    return items;
+  }
+
+  /**
    * Hands {@code sink} every item visible at term {@code sn} with a key in {@code [from, to)} (null
    * bounds are open), in key order, and returns how many. The caller keeps the term's nodes from being
    * collected (its snapshot) or captures what the collector unlinks ({@link UnlinkCapture}).

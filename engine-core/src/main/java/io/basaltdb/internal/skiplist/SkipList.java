@@ -304,6 +304,15 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
+   * As {@link #scan} for consecutive ranges at once, their cursors advancing in turn so their cache
+   * misses overlap (see {@link BackupScan#scanInterleaved}): range i is {@code [bounds[i], bounds[i+1])},
+   * handed to {@code sinks[i]}. Returns each range's item count.
+   */
+  public long[] scanInterleaved(long sn, byte[][] bounds, ItemSink[] sinks) {
+    return BackupScan.scanInterleaved(this, sn, bounds, sinks);
+  }
+
+  /**
    * Registers a capture (INIT) of the nodes of {@code snapshot}'s term the collector unlinks, each
    * concurrent worker writing to a sink from {@code sinks}: call {@link UnlinkCapture#activate()}, then
    * release the snapshot, scan, and {@link UnlinkCapture#terminate()}.

@@ -74,6 +74,19 @@ class SkipListBackupTest {
       List<String> expected = new ArrayList<>();
       for (int i = 0; i < n; i++) expected.add(key(i));
       assertEquals(expected, all, "the ranges hold every key of the snapshot once, in order");
+      // the same ranges scanned at once, their cursors in turn, give each range's items alike
+      byte[][] bounds = new byte[splits.size() + 2][];
+      for (int r = 0; r < splits.size(); r++) bounds[r + 1] = splits.get(r);
+      Collect[] sinks = new Collect[splits.size() + 1];
+      for (int r = 0; r < sinks.length; r++) sinks[r] = new Collect();
+      long[] counts = list.scanInterleaved(snap.sn(), bounds, sinks);
+      List<String> interleaved = new ArrayList<>();
+      for (int r = 0; r < sinks.length; r++) {
+        assertEquals(sinks[r].keys.size(), counts[r]);
+        interleaved.addAll(sinks[r].keys);
+        for (int i = 0; i < sinks[r].keys.size(); i++) assertTrue(sinks[r].values.get(i).startsWith("old"));
+      }
+      assertEquals(expected, interleaved, "interleaved cursors: every key once, each in its range, in order");
     }
     assertTrue(list.splitKeys(1).isEmpty());
   }
