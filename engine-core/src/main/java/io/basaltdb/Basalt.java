@@ -217,8 +217,8 @@ public final class Basalt implements AutoCloseable {
    * restoring.
    *
    * <p>An in-memory store is backed up as Nitro does (seed 001 section 5): a snapshot of every write
-   * published before the call, cut into {@link Options#backupThreads} key ranges written by as many
-   * threads into shard files, in blocks with their own checksums (LZ4 with {@link
+   * published before the call, cut into key ranges written by {@link Options#backupThreads} threads
+   * into shard files, in blocks with their own checksums (LZ4 with {@link
    * Options#backupCompression}); by default without holding the snapshot against the garbage collector
    * ({@link Options#nonIntrusiveBackup}). {@link #openInMemory(Options, Path)} opens it.
    *

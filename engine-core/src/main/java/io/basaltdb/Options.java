@@ -497,10 +497,10 @@ public final class Options {
   public int guardMaxTables() { return guardMaxTables; }
 
   /**
-   * Threads an in-memory store's backup and restore use (Nitro, seed 001 section 5): a backup writes one
-   * shard file per thread, each a key range of about equal size, and a restore builds the shards on up
-   * to this many threads; default: the available processors (at most 64). A disk store's backup ignores
-   * it.
+   * Threads an in-memory store's backup and restore use (Nitro, seed 001 section 5): a backup cuts the
+   * store into four key ranges of about equal size per thread, each written to a shard file of its own,
+   * and a restore builds the shards on up to this many threads; default: the available processors (at
+   * most 64). A disk store's backup ignores it.
    */
   public Options backupThreads(int threads) { this.backupThreads = threads; return this; }
   public int backupThreads() { return backupThreads; }
