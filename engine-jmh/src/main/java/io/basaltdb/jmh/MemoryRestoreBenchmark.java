@@ -66,7 +66,7 @@ public class MemoryRestoreBenchmark {
   @Setup(Level.Trial)
   public void setup() throws IOException {
     options = MemoryBackupBenchmark.options(threads);
-    backup = Files.createDirectories(Path.of(dir)).resolve("backup-v3-" + entries);
+    backup = Files.createDirectories(Path.of(dir)).resolve("backup-v4-" + entries);
     if (Files.exists(backup.resolve("BACKUP"))) return;
     MemoryBackupBenchmark.deleteTree(backup);
     try (Basalt db = MemoryBackupBenchmark.load(MemoryBackupBenchmark.options(2), entries)) { // two threads, four shards each

@@ -25,7 +25,7 @@ import net.jpountz.lz4.LZ4SafeDecompressor;
  *  8   u32  items in the block
  *  12  u8   codec: 0 stored as is, 1 LZ4 block
  *  13  u32  CRC-32C of header bytes 0-12 and the stored payload
- *  payload: items, each varint key length, store key, varint entry length, write cache entry
+ *  payload: items, each varint key length, varint entry length, store key, write cache entry
  * </pre>
  * A block holds about {@link #BLOCK} raw bytes (one larger item makes a block of its own). Items carry no
  * lifetime metadata (bornSn, deadSn): a restore recreates it (seed 001 section 5.1).
@@ -163,10 +163,14 @@ final class BackupBlocks {
       if (rawLength > 0 && rawLength + need > BLOCK) endBlock();
       if (raw.length < rawLength + need) raw = java.util.Arrays.copyOf(raw, rawLength + need);
       int at = putVarint(raw, rawLength, keyLen);
-      Mem.copyToArray(keyAddr, raw, at, keyLen);
-      at = putVarint(raw, at + keyLen, valueLen);
-      Mem.copyToArray(valueAddr, raw, at, valueLen);
-      rawLength = at + valueLen;
+      at = putVarint(raw, at, valueLen);
+      if (valueAddr == keyAddr + keyLen) { // a skiplist node: the value follows the key, one copy
+        Mem.copyToArray(keyAddr, raw, at, keyLen + valueLen);
+      } else {
+        Mem.copyToArray(keyAddr, raw, at, keyLen);
+        Mem.copyToArray(valueAddr, raw, at + keyLen, valueLen);
+      }
+      rawLength = at + keyLen + valueLen;
       blockItems++;
       items++;
     }
@@ -304,13 +308,14 @@ final class BackupBlocks {
         int end = from + rawLength, at = from;
         for (int i = 0; i < blockItems; i++) {
           long kl = varint(payload, at, end);
+          if (kl < 0) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
           at += varintSize(kl);
-          if (kl < 0 || kl > end - at) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
+          long el = varint(payload, at, end);
+          if (el < 0) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
+          at += varintSize(el);
+          if (kl + el > end - at) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
           int k = at;
           at += (int) kl;
-          long el = varint(payload, at, end);
-          at += varintSize(el);
-          if (el < 0 || el > end - at) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
           consumer.item(payload, k, (int) kl, at, (int) el);
           at += (int) el;
         }

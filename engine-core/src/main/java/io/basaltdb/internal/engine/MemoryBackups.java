@@ -181,6 +181,8 @@ final class MemoryBackups {
   private static List<BackupBlocks.Written> scanShards(SkipList list, long sn, byte[][] bounds, int firstShard,
       Storage target, boolean lz4, Map<Integer, String> keyspaces, BooleanSupplier stopped, BackupBlocks.Syncer syncer) {
     int n = bounds.length - 1;
+    java.util.BitSet live = new java.util.BitSet(); // the keyspaces backed up: a bit test per item, no boxing
+    for (int id : keyspaces.keySet()) live.set(id);
     BackupBlocks.Writer[] writers = new BackupBlocks.Writer[n];
     ItemSink[] sinks = new ItemSink[n];
     try {
@@ -188,7 +190,8 @@ final class MemoryBackups {
         BackupBlocks.Writer w = new BackupBlocks.Writer(target, FileNames.backupShard(firstShard + i), lz4, stopped, syncer);
         writers[i] = w;
         sinks[i] = (keyAddr, keyLen, valueAddr, valueLen) -> {
-          if (keyspaces.containsKey(WriteCache.keyspaceAt(keyAddr, keyLen))) w.item(keyAddr, keyLen, valueAddr, valueLen);
+          int ks = WriteCache.keyspaceAt(keyAddr, keyLen);
+          if (ks >= 0 && live.get(ks)) w.item(keyAddr, keyLen, valueAddr, valueLen);
         };
       }
       list.scanInterleaved(sn, bounds, sinks);
