@@ -105,15 +105,7 @@ final class BackupBlocks {
     @Override
     public void close() {
       thread.shutdown();
-      boolean interrupted = false;
-      while (true) {
-        try {
-          if (thread.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) break;
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-      if (interrupted) Thread.currentThread().interrupt();
+      Backups.awaitTermination(thread);
       RuntimeException f = failure.getAndSet(null); // once: a second close reports nothing again
       if (f != null) throw f;
     }

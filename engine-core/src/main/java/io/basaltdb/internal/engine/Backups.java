@@ -247,16 +247,25 @@ public final class Backups {
       return out;
     } finally {
       pool.shutdownNow();
-      boolean interrupted = false;
-      while (true) {
-        try {
-          if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) break;
-        } catch (InterruptedException x) {
-          interrupted = true; // still waits: no copy may write after this returns
-        }
-      }
-      if (interrupted) Thread.currentThread().interrupt();
+      awaitTermination(pool); // no copy may write after this returns
     }
+  }
+
+  /**
+   * Waits for {@code pool}, shut down, to finish every task, however long and whatever interrupts: a
+   * backup's or a restore's tasks touch files and memory the caller frees once this returns. The
+   * interrupt status is kept.
+   */
+  static void awaitTermination(java.util.concurrent.ExecutorService pool) {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) break;
+      } catch (InterruptedException x) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) Thread.currentThread().interrupt();
   }
 
   /**

@@ -67,9 +67,14 @@ public final class Engine implements AutoCloseable {
     Options o = options.copy();
     o.validate();
     Engine e = new Engine(storage == null ? StoreOpener.inMemory(o) : StoreOpener.onDisk(storage, o));
+    return withBean(e, o, storage == null ? null : storage.describe(""));
+  }
+
+  /** Registers {@code e}'s JMX bean if the options ask for one; closes {@code e} if that fails. */
+  private static Engine withBean(Engine e, Options o, String directory) {
     if (o.jmx()) {
       try {
-        e.mbean = StoreMBean.register(e, storage == null ? null : storage.describe(""));
+        e.mbean = StoreMBean.register(e, directory);
       } catch (RuntimeException | Error failed) { // an Error too: a runtime without java.management
         try {
           e.close();
@@ -98,20 +103,7 @@ public final class Engine implements AutoCloseable {
   public static Engine openInMemory(Options options, Storage backup, boolean bottomUp) {
     Options o = options.copy();
     o.validate();
-    Engine e = new Engine(StoreOpener.inMemory(o, backup, bottomUp));
-    if (o.jmx()) {
-      try {
-        e.mbean = StoreMBean.register(e, null);
-      } catch (RuntimeException | Error failed) {
-        try {
-          e.close();
-        } catch (RuntimeException | Error closing) {
-          failed.addSuppressed(closing);
-        }
-        throw failed;
-      }
-    }
-    return e;
+    return withBean(new Engine(StoreOpener.inMemory(o, backup, bottomUp)), o, null);
   }
 
   /** Whether {@code backup} holds an in-memory store's backup, which {@link #openInMemory} restores. */

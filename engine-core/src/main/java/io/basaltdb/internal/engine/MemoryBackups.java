@@ -440,15 +440,7 @@ final class MemoryBackups {
       return out;
     } finally {
       pool.shutdownNow();
-      boolean interrupted = false;
-      while (true) {
-        try {
-          if (pool.awaitTermination(1, java.util.concurrent.TimeUnit.MINUTES)) break;
-        } catch (InterruptedException x) {
-          interrupted = true; // still waits: no task may touch the list or the files after this returns
-        }
-      }
-      if (interrupted) Thread.currentThread().interrupt();
+      Backups.awaitTermination(pool); // no task may touch the list or the files after this returns
     }
   }
 

@@ -37,14 +37,12 @@ interface Store {
   Manifest checkpoint(CommitPipeline pipeline);
 
   /**
-   * Backs the store up into {@code target} as of a checkpoint holding every write acknowledged before
-   * the call ({@link Backups#backup}); {@code previous}: an earlier backup to share files with, or null.
+   * Backs the store up into {@code target} as of every write acknowledged before the call: a checkpoint
+   * on disk ({@link Backups#backup}), a snapshot in memory ({@link MemoryBackups#backup}); {@code
+   * previous}: an earlier backup to share files with, or null (disk stores only).
    */
-  default Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,
-      io.basaltdb.internal.storage.Storage previous, java.util.function.BooleanSupplier stopped) {
-    throw new UnsupportedOperationException("an in-memory store has no files to back up; only disk stores have"
-        + " backups for now");
-  }
+  Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,
+      io.basaltdb.internal.storage.Storage previous, java.util.function.BooleanSupplier stopped);
 
   /**
    * The committed key index accounting summed over keyspaces, the bytes of the store's files, and the
