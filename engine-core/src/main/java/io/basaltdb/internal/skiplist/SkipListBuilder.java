@@ -94,11 +94,6 @@ public final class SkipListBuilder {
       return items;
     }
 
-    /** The first key, or null for an empty segment. */
-    byte[] firstKey() {
-      return first[0] == 0 ? null : SkipList.keyOf(first[0]);
-    }
-
     /** Frees every node (a segment that will not be loaded); idempotent. */
     void discard(SkipList list) {
       if (loaded) throw new IllegalStateException("a loaded segment belongs to the list");
