@@ -11,30 +11,29 @@ import java.util.Map;
 import java.util.zip.CRC32C;
 
 /**
- * The byte layout of an in-memory store's backup manifest, {@code memory/MANIFEST} (docs/format.md,
+ * An in-memory store's backup manifest, {@code memory/MANIFEST}, and its byte layout (docs/format.md,
  * "Backup directory"): the seqno, the keyspaces, the shards in key order and the delta files, with a
- * CRC-32C. Thread-safety: static functions.
+ * CRC-32C. Thread-safety: immutable.
  */
-final class MemoryBackupManifest {
+record MemoryBackupManifest(long seqno, long createdMillis, int nextKeyspaceId, boolean lz4,
+    Map<Integer, String> keyspaces, List<MemoryBackupManifest.FileRef> shards, List<MemoryBackupManifest.FileRef> deltas) {
   private static final long MAGIC = 0x42534C544D454D31L; // "BSLTMEM1"
   private static final int VERSION = 1;
-
-  private MemoryBackupManifest() {}
 
   /** A file of the backup, and the items it holds. */
   record FileRef(String name, long items) {}
 
-  static byte[] encode(MemoryBackups.Manifest m) {
+  byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(1024).order(ByteOrder.LITTLE_ENDIAN);
     b = ensure(b, 41);
-    b.putLong(MAGIC).putInt(VERSION).putLong(m.seqno()).putLong(m.createdMillis()).putInt(m.nextKeyspaceId())
-        .put((byte) (m.lz4() ? 1 : 0)).putInt(m.keyspaces().size());
-    for (Map.Entry<Integer, String> k : new java.util.TreeMap<>(m.keyspaces()).entrySet()) {
+    b.putLong(MAGIC).putInt(VERSION).putLong(seqno).putLong(createdMillis).putInt(nextKeyspaceId)
+        .put((byte) (lz4 ? 1 : 0)).putInt(keyspaces.size());
+    for (Map.Entry<Integer, String> k : new java.util.TreeMap<>(keyspaces).entrySet()) {
       byte[] name = k.getValue().getBytes(StandardCharsets.UTF_8);
       b = ensure(b, 6 + name.length);
       b.putInt(k.getKey()).putShort((short) name.length).put(name);
     }
-    for (List<FileRef> list : List.of(m.shards(), m.deltas())) {
+    for (List<FileRef> list : List.of(shards, deltas)) {
       b = ensure(b, 4);
       b.putInt(list.size());
       for (FileRef f : list) {
@@ -57,7 +56,7 @@ final class MemoryBackupManifest {
     return bigger;
   }
 
-  static MemoryBackups.Manifest decode(Storage backup, byte[] bytes) {
+  static MemoryBackupManifest decode(Storage backup, byte[] bytes) {
     String name = FileNames.MEMORY_BACKUP_MANIFEST;
     if (bytes.length < 45) throw BackupBlocks.corrupt(backup, name, "is too short");
     CRC32C crc = new CRC32C();
@@ -96,7 +95,7 @@ final class MemoryBackupManifest {
         lists.add(List.copyOf(files));
       }
       if (b.hasRemaining()) throw BackupBlocks.corrupt(backup, name, "has " + b.remaining() + " trailing bytes");
-      return new MemoryBackups.Manifest(seqno, created, nextId, lz4, Map.copyOf(keyspaces), lists.get(0), lists.get(1));
+      return new MemoryBackupManifest(seqno, created, nextId, lz4, Map.copyOf(keyspaces), lists.get(0), lists.get(1));
     } catch (java.nio.BufferUnderflowException e) {
       throw BackupBlocks.corrupt(backup, name, "ends early");
     }

@@ -25,8 +25,9 @@ import java.util.zip.CRC32C;
  *
  * <h2>Backup</h2>
  * From a snapshot of the store's skiplist, taken under the apply lock with the seqno and the keyspaces
- * it holds: k-1 split keys cut the level-0 list into k ranges ({@link SkipList#splitKeys}), and k
- * threads each scan one range and write one shard file in key order ({@link BackupBlocks}). In the
+ * it holds: split keys cut the level-0 list into {@link #CURSORS} ranges per thread ({@link
+ * SkipList#splitKeys}), and each thread scans its ranges at once, their cursors in turn ({@link
+ * SkipList#scanInterleaved}), writing one shard file per range in key order ({@link BackupBlocks}). In the
  * non-intrusive mode (the default) the backup does not hold its snapshot while it scans: it registers an
  * {@link UnlinkCapture} with the skiplist's collector, activates it, and releases the snapshot, so the
  * collector goes on freeing what writes replace; the collector's workers write each node of the backup's
@@ -49,17 +50,6 @@ final class MemoryBackups {
 
   private MemoryBackups() {}
 
-  /** The backup's manifest (docs/format.md, "Backup directory"). */
-  record Manifest(long seqno, long createdMillis, int nextKeyspaceId, boolean lz4, Map<Integer, String> keyspaces,
-      List<MemoryBackupManifest.FileRef> shards, List<MemoryBackupManifest.FileRef> deltas) {
-    byte[] encode() {
-      return MemoryBackupManifest.encode(this);
-    }
-
-    static Manifest decode(Storage backup, byte[] bytes) {
-      return MemoryBackupManifest.decode(backup, bytes);
-    }
-  }
 
 
   /**
@@ -131,7 +121,7 @@ final class MemoryBackups {
       List<MemoryBackupManifest.FileRef> shardRefs = new ArrayList<>(), deltaRefs = new ArrayList<>();
       for (BackupBlocks.Written w : shards) shardRefs.add(new MemoryBackupManifest.FileRef(w.name(), w.items()));
       for (BackupBlocks.Written w : deltaFiles) deltaRefs.add(new MemoryBackupManifest.FileRef(w.name(), w.items()));
-      Manifest m = new Manifest(seqno, created, nextKeyspaceId, lz4, keyspaces, shardRefs, deltaRefs);
+      MemoryBackupManifest m = new MemoryBackupManifest(seqno, created, nextKeyspaceId, lz4, keyspaces, shardRefs, deltaRefs);
       byte[] manifest = m.encode();
       StorageFile out = target.createUnsynced(FileNames.MEMORY_BACKUP_MANIFEST);
       try {
@@ -223,7 +213,10 @@ final class MemoryBackups {
    * Reads and checks the marker and the manifest of the in-memory store's backup in {@code backup}, and
    * that every file it lists is there at its recorded size; the contents are checked as they load.
    */
-  static Manifest open(Storage backup) {
+  /** An opened backup: its manifest, and the marker's entry (size, CRC-32C) for each of its files. */
+  record Opened(MemoryBackupManifest manifest, Map<String, Backups.FileEntry> files) {}
+
+  static Opened open(Storage backup) {
     Backups.Marker marker = Backups.readMarker(backup);
     Map<String, Backups.FileEntry> files = new HashMap<>();
     for (Backups.FileEntry f : marker.files()) {
@@ -244,10 +237,10 @@ final class MemoryBackups {
           + " it with Basalt.restore and open the result with Basalt.open");
     }
     byte[] bytes = readWhole(backup, mf);
-    Manifest m = Manifest.decode(backup, bytes);
+    MemoryBackupManifest m = MemoryBackupManifest.decode(backup, bytes);
     for (MemoryBackupManifest.FileRef f : m.shards()) requireListed(backup, files, f.name());
     for (MemoryBackupManifest.FileRef f : m.deltas()) requireListed(backup, files, f.name());
-    return m;
+    return new Opened(m, Map.copyOf(files));
   }
 
   /** What a restore loaded: the live items per keyspace, the write cache bytes, the highest seqno seen. */
@@ -260,18 +253,18 @@ final class MemoryBackups {
    * @throws CorruptionException naming the file, if a file is damaged, truncated or out of order
    * @throws MemoryLimitException if the backup does not fit the list's memory quota
    */
-  static Loaded load(Storage backup, Manifest m, SkipList list, int threads) {
-    return load(backup, m, list, threads, true);
+  static Loaded load(Storage backup, Opened opened, SkipList list, int threads) {
+    return load(backup, opened, list, threads, true);
   }
 
   /**
-   * As {@link #load(Storage, Manifest, SkipList, int)}; with {@code bottomUp} false, each shard's items are
+   * As {@link #load(Storage, Opened, SkipList, int)}; with {@code bottomUp} false, each shard's items are
    * put into the list one by one, the shards concurrently: the paper's baseline (section 5.2), for the
    * benchmark that compares the two.
    */
-  static Loaded load(Storage backup, Manifest m, SkipList list, int threads, boolean bottomUp) {
-    Map<String, Backups.FileEntry> files = new HashMap<>();
-    for (Backups.FileEntry f : Backups.readMarker(backup).files()) files.put(f.name(), f);
+  static Loaded load(Storage backup, Opened opened, SkipList list, int threads, boolean bottomUp) {
+    MemoryBackupManifest m = opened.manifest();
+    Map<String, Backups.FileEntry> files = opened.files();
     List<SkipListBuilder> builders = new ArrayList<>();
     for (int i = 0; i < m.shards().size(); i++) builders.add(list.builder());
     List<Counts> counts = new ArrayList<>();
@@ -397,7 +390,7 @@ final class MemoryBackups {
       if ((buf[e + 8] & WriteCache.TOMBSTONE) == 0) lastItems++;
       long seqno = seqnoAt(buf, e);
       if (seqno > maxSeqno) maxSeqno = seqno;
-      bytes += kl + el + 4 + 64;
+      bytes += WriteCache.accounted(kl - WriteCache.prefixLength(lastKeyspace), el - WriteCache.VALUE_HEADER);
       return true;
     }
 

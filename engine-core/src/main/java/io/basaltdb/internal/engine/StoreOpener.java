@@ -41,7 +41,8 @@ final class StoreOpener {
 
   /** As {@link #inMemory(Options, Storage)}; {@code bottomUp} false restores by inserts (the benchmark's baseline). */
   static Parts inMemory(Options options, Storage backup, boolean bottomUp) {
-    MemoryBackups.Manifest m = backup == null ? null : MemoryBackups.open(backup); // before any memory is taken
+    MemoryBackups.Opened opened = backup == null ? null : MemoryBackups.open(backup); // before any memory is taken
+    MemoryBackupManifest m = opened == null ? null : opened.manifest();
     MemoryQuota quota = new MemoryQuota(options.memoryQuota());
     KeyspaceCatalog catalog = new KeyspaceCatalog();
     if (m == null) {
@@ -54,7 +55,7 @@ final class StoreOpener {
     MemoryBackups.Loaded loaded = null;
     if (m != null) {
       try {
-        loaded = MemoryBackups.load(backup, m, versions.current().active.list, options.backupThreads(), bottomUp);
+        loaded = MemoryBackups.load(backup, opened, versions.current().active.list, options.backupThreads(), bottomUp);
         versions.current().active.loaded(loaded.bytes(), loaded.maxSeqno());
         versions.lastSeqno = Math.max(m.seqno(), loaded.maxSeqno());
       } catch (RuntimeException | Error e) {

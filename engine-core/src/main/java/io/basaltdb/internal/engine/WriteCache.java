@@ -124,9 +124,7 @@ final class WriteCache {
   }
 
   static int keyspaceOf(byte[] storeKey) {
-    int b = storeKey[0] & 0xFF;
-    if (b < LONG_KEYSPACE) return b;
-    return (storeKey[1] & 0xFF) << 24 | (storeKey[2] & 0xFF) << 16 | (storeKey[3] & 0xFF) << 8 | (storeKey[4] & 0xFF);
+    return keyspaceOf(storeKey, 0, storeKey.length);
   }
 
   /** The keyspace of the store key at {@code buf[off, off + len)}; -1 if it is too short to hold one. */
@@ -291,11 +289,19 @@ final class WriteCache {
   /** Applies an operation from {@link #prepare} of a key and value of those lengths, {@code seqno}; allocates nothing. */
   void applyPrepared(long node, int keyLength, long seqno, int valueLength) {
     list.putPrepared(node);
-    bytes.addAndGet(keyLength + Math.max(valueLength, 0) + VALUE_HEADER + 4 + 64);
+    bytes.addAndGet(accounted(keyLength, valueLength));
     if (seqno > maxSeqno) maxSeqno = seqno;
   }
 
-  /** Accounts for what a restore loaded into the skiplist directly: {@code bytes} as {@link #applyPrepared} counts them. */
+  /**
+   * What {@link #bytes()} counts for an entry of a user key and value of these lengths (-1: a
+   * tombstone): the two, the entry header, and a per-entry overhead.
+   */
+  static long accounted(int keyLength, int valueLength) {
+    return keyLength + Math.max(valueLength, 0) + VALUE_HEADER + 4 + 64;
+  }
+
+  /** Accounts for what a restore loaded into the skiplist directly: {@code bytes} as {@link #accounted} counts them. */
   void loaded(long bytes, long seqno) {
     this.bytes.addAndGet(bytes);
     if (seqno > maxSeqno) maxSeqno = seqno;

@@ -128,40 +128,11 @@ final class BackupScan {
 
   /**
    * Hands {@code sink} every item visible at term {@code sn} with a key in {@code [from, to)} (null
-   * bounds are open), in key order, and returns how many. The caller keeps the term's nodes from being
-   * collected (its snapshot) or captures what the collector unlinks ({@link UnlinkCapture}).
+   * bounds are open), in key order, and returns how many: {@link #scanInterleaved} with one range. The
+   * caller keeps the term's nodes from being collected (its snapshot) or captures what the collector
+   * unlinks ({@link UnlinkCapture}).
    */
   static long scan(SkipList list, long sn, byte[] from, byte[] to, ItemSink sink) {
-    byte[] resume = from;
-    boolean past = false; // skip resume's own key: the previous batch handed it over
-    long items = 0;
-    while (true) {
-      AccessBarrier.Session s = list.barrier.enter();
-      long last = 0;
-      try {
-        list.checkOpen();
-        long node = resume == null
-            ? Node.ptr(Node.lvNext(list.head, 0)) // lv: pairs with the CAS that linked the first node
-            : list.findFirstAtOrAfter(resume, Mem.ARRAY_BASE, resume.length);
-        if (past && node != 0 && Keys.compare(resume, Mem.ARRAY_BASE, resume.length, node) == 0) {
-          node = SkipList.skipVersions(node);
-        }
-        for (int n = 0; node != 0 && n < BATCH; n++) {
-          if (to != null && Keys.compare(to, Mem.ARRAY_BASE, to.length, node) <= 0) return items;
-          long v = SkipList.decisiveVersion(node, sn);
-          if (v != 0 && Node.visibleAt(v, sn)) {
-            sink.item(Node.keyAddr(v), Node.keyLen(v), Node.valueAddr(v), Node.valueLen(v));
-            items++;
-          }
-          last = node;
-          node = SkipList.skipVersions(node);
-        }
-        if (node == 0) return items;
-        resume = SkipList.keyOf(last);
-        past = true;
-      } finally {
-        list.barrier.exit(s);
-      }
-    }
+    return scanInterleaved(list, sn, new byte[][] {from, to}, new ItemSink[] {sink})[0];
   }
 }
