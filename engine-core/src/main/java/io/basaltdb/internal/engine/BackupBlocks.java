@@ -53,6 +53,9 @@ final class BackupBlocks {
    * leave the disk idle until the syncs at the end, and a large one would fill the page cache with dirty
    * pages). Syncs are advisory for durability: the backup syncs every file again before its marker.
    *
+   * <p>It also writes for the writers that hand it their full buffers ({@link #write}), on threads of its
+   * own, so a scan goes on filling its next buffer while the last one goes to the file.
+   *
    * <p>Thread-safety: any writer may request; one thread syncs, a file at a time.
    */
   static final class Syncer implements AutoCloseable {
@@ -61,6 +64,21 @@ final class BackupBlocks {
       t.setDaemon(true);
       return t;
     });
+    private final java.util.concurrent.ExecutorService writes;
+
+    /** A syncer whose {@code writeThreads} threads write the buffers handed to {@link #write}. */
+    Syncer(int writeThreads) {
+      writes = java.util.concurrent.Executors.newFixedThreadPool(Math.max(1, writeThreads), r -> {
+        Thread t = new Thread(r, "basalt-backup-write");
+        t.setDaemon(true);
+        return t;
+      });
+    }
+
+    /** Writes all of {@code buf} to {@code f} at {@code offset} on a write thread; the caller must not touch buf until the future is done. */
+    java.util.concurrent.Future<?> write(StorageFile f, long offset, ByteBuffer buf) {
+      return writes.submit(() -> f.write(offset, buf));
+    }
     /** Files with a sync queued or running; guarded by itself. A writer waits here before it closes its file. */
     private final java.util.Map<StorageFile, Integer> pending = new java.util.HashMap<>();
     /** The first failure of a background sync; reported by {@link #close}. */
@@ -104,7 +122,9 @@ final class BackupBlocks {
     /** Stops the thread once its syncs are done; throws the first failure of one (at the first close only). */
     @Override
     public void close() {
+      writes.shutdown();
       thread.shutdown();
+      Backups.awaitTermination(writes);
       Backups.awaitTermination(thread);
       RuntimeException f = failure.getAndSet(null); // once: a second close reports nothing again
       if (f != null) throw f;
@@ -130,7 +150,11 @@ final class BackupBlocks {
     private final byte[] header = new byte[HEADER];
     private final CRC32C blockCrc = new CRC32C();
     private final CRC32C fileCrc = new CRC32C();
-    private final ByteBuffer pending = ByteBuffer.allocateDirect(WRITE_BUFFER);
+    /** The buffer being filled; with a syncer, the other one ({@code spare}) may be in a write meanwhile. */
+    private ByteBuffer pending = writeBuffer();
+    private ByteBuffer spare;
+    /** The write of {@code spare} under way (syncer only), or null. */
+    private java.util.concurrent.Future<?> inFlight;
     private long offset;
     private long items;
     /** Background syncs of this file (null: none), and the offset of the last request. */
@@ -146,7 +170,14 @@ final class BackupBlocks {
       this.lz4 = lz4;
       this.stopped = stopped;
       this.syncer = syncer;
-      this.out = storage.createUnsynced(name);
+      // with a syncer (a scan's shard): whole aligned buffers bypass the page cache where the storage can
+      this.out = syncer != null ? storage.createUnsyncedDirect(name) : storage.createUnsynced(name);
+    }
+
+    /** A buffer of {@link #WRITE_BUFFER} bytes aligned for a direct write. */
+    private static ByteBuffer writeBuffer() {
+      int a = Storage.DIRECT_ALIGNMENT;
+      return ByteBuffer.allocateDirect(WRITE_BUFFER + a).alignedSlice(a).limit(WRITE_BUFFER).slice();
     }
 
     @Override
@@ -172,7 +203,9 @@ final class BackupBlocks {
       try {
         if (rawLength > 0) endBlock();
         drain();
+        awaitWrite();
       } finally {
+        if (inFlight != null) awaitQuietly();
         if (syncer != null) syncer.await(out);
         out.close();
       }
@@ -181,8 +214,43 @@ final class BackupBlocks {
 
     /** Closes the file after a failure; what it holds is deleted with the backup. */
     void abandon() {
+      awaitQuietly();
       if (syncer != null) syncer.await(out);
       out.close();
+    }
+
+    /** Waits for the write under way, if any; throws its failure. */
+    private void awaitWrite() {
+      java.util.concurrent.Future<?> f = inFlight;
+      if (f == null) return;
+      boolean interrupted = false;
+      try {
+        while (true) {
+          try {
+            f.get();
+            return;
+          } catch (InterruptedException e) {
+            interrupted = true; // the buffer is the write's until it ends: wait on
+          } catch (java.util.concurrent.ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException r) throw r;
+            if (c instanceof Error err) throw err;
+            throw new io.basaltdb.StorageException("writing " + name + " failed: " + c, c);
+          }
+        }
+      } finally {
+        inFlight = null;
+        if (interrupted) Thread.currentThread().interrupt();
+      }
+    }
+
+    /** As {@link #awaitWrite}, for a file being abandoned: its failure is the backup's failure already. */
+    private void awaitQuietly() {
+      try {
+        awaitWrite();
+      } catch (RuntimeException | Error ignored) {
+        // the backup has failed; what the file holds is deleted with it
+      }
     }
 
     private void endBlock() {
@@ -230,7 +298,17 @@ final class BackupBlocks {
     private void drain() {
       pending.flip();
       int n = pending.remaining();
-      if (n > 0) out.write(offset, pending); // writes all of it
+      if (n > 0) {
+        if (syncer == null) {
+          out.write(offset, pending); // writes all of it
+        } else { // the write goes on in the background while the other buffer fills
+          awaitWrite();
+          ByteBuffer full = pending;
+          inFlight = syncer.write(out, offset, full);
+          pending = spare != null ? spare : writeBuffer();
+          spare = full;
+        }
+      }
       offset += n;
       pending.clear();
       if (syncer != null && offset - syncRequestedAt >= SYNC_STEP) {

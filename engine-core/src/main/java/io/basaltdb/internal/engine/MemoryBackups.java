@@ -76,7 +76,7 @@ final class MemoryBackups {
       Hooks hooks) {
     UnlinkCapture capture = null;
     List<BackupBlocks.Writer> deltas = new ArrayList<>();
-    BackupBlocks.Syncer syncer = new BackupBlocks.Syncer();
+    BackupBlocks.Syncer syncer = new BackupBlocks.Syncer(threads);
     try (syncer) {
       Backups.checkEmpty(target, "back up into");
       target.create(Backups.INCOMPLETE).close(); // durable: create syncs the directory

@@ -11,7 +11,8 @@ import java.util.concurrent.atomic.LongAdder;
  * can never strand the quota that another class needs (issue 13, item 4).
  *
  * <p>Thread-safety: all methods may be called from any thread; {@code reserved} is CAS-updated so it
- * never passes the limit, {@code used} is a striped counter read racily.
+ * never passes the limit, {@code used} is a striped counter, which each allocator's thread caches update in steps of up to
+ * {@link SlabAllocator#FLUSH_BYTES}; {@link #usedBytes} adds the steps not yet taken, read racily.
  */
 public final class MemoryQuota {
   private final long limit;
@@ -19,6 +20,8 @@ public final class MemoryQuota {
   private final AtomicLong reserved = new AtomicLong();
   /** Bytes of blocks handed out by those allocators; updated with each allocator's own count. */
   final LongAdder used = new LongAdder();
+  /** The open allocators over this quota, whose thread caches hold counts not yet in {@link #used}. */
+  final java.util.concurrent.CopyOnWriteArrayList<SlabAllocator> members = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public MemoryQuota(long limit) {
     this.limit = limit;
@@ -32,8 +35,11 @@ public final class MemoryQuota {
     return reserved.get();
   }
 
+  /** Bytes of blocks handed out by the allocators over this quota: exact when none is allocating or freeing. */
   public long usedBytes() {
-    return used.sum();
+    long sum = used.sum();
+    for (SlabAllocator a : members) sum += a.unflushed();
+    return sum;
   }
 
   /** Bytes still free to reserve: {@code limit - reserved}. */

@@ -40,7 +40,8 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Concurrency: allocate and free may be called from any thread. Thread caches are owned by their
  * thread (plain access); global free stacks are guarded by their own monitors; counters are LongAdders
- * or atomics. Blocks stuck in the cache of a thread that died are reclaimed by {@link #trimDeadThreads}.
+ * or atomics, and each thread cache keeps its used-byte changes until they pass {@link #FLUSH_BYTES}
+ * (read with the caches' own by {@link #usedBytes} and the quota's). Blocks stuck in the cache of a thread that died are reclaimed by {@link #trimDeadThreads}.
  * {@link #close()} must not race with allocate or free: the owner stops all users first.
  *
  * <p>Invariants:
@@ -70,6 +71,17 @@ public final class SlabAllocator implements AutoCloseable {
     }
   }
   private static final AtomicInteger OPEN = new AtomicInteger();
+  /** A thread's unflushed count of used bytes is at most this far from zero (see {@link #count}). */
+  static final long FLUSH_BYTES = 64 << 10;
+  private static final java.lang.invoke.VarHandle UNFLUSHED;
+
+  static {
+    try {
+      UNFLUSHED = java.lang.invoke.MethodHandles.lookup().findVarHandle(ThreadCache.class, "unflushed", long.class);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
   /**
    * Arenas: blocks of different arenas never share a chunk, so a caller can keep a small, hot set of
    * blocks (the skiplist's tall nodes, which every search passes through) packed together, on fewer
@@ -141,6 +153,7 @@ public final class SlabAllocator implements AutoCloseable {
     for (int c = 0; c < global.length; c++) { // every arena's classes
       global[c] = new GlobalStack();
     }
+    quota.members.add(this);
     OPEN.incrementAndGet();
   }
 
@@ -186,8 +199,7 @@ public final class SlabAllocator implements AutoCloseable {
       a = tc.bumpCursor;
       tc.bumpCursor += blockSize;
     }
-    used.add(blockSize);
-    quota.used.add(blockSize);
+    count(tc, blockSize);
     if (Mem.DEBUG) MemoryDebug.recordAllocation(a, size, this);
     return a;
   }
@@ -219,8 +231,23 @@ public final class SlabAllocator implements AutoCloseable {
       stack = tc.stacks[c] = new long[CACHE_CAPACITY];
     }
     stack[tc.counts[c]++] = address;
-    used.add(-SizeClasses.sizeOf(c));
-    quota.used.add(-SizeClasses.sizeOf(c));
+    count(tc, -SizeClasses.sizeOf(c));
+  }
+
+  /**
+   * Adds {@code bytes} to the thread's unflushed count, and moves it to the shared counters once it
+   * passes {@link #FLUSH_BYTES} either way. A shared counter's update is a locked instruction, which
+   * waits for the stores before it to drain: per block, it cost a restore (a stream of stores to fresh
+   * memory) about a quarter of its time.
+   */
+  private void count(ThreadCache tc, long bytes) {
+    long p = tc.unflushed + bytes;
+    if (p >= FLUSH_BYTES || p <= -FLUSH_BYTES) {
+      used.add(p);
+      quota.used.add(p);
+      p = 0;
+    }
+    UNFLUSHED.setOpaque(tc, p);
   }
 
   /** The bytes a block of {@code size} really occupies (its class size). */
@@ -228,8 +255,19 @@ public final class SlabAllocator implements AutoCloseable {
     return size > SizeClasses.MAX_SMALL ? Region.roundToPage(size) : SizeClasses.sizeOf(SizeClasses.classOf(size));
   }
 
+  /**
+   * Bytes of blocks handed out: exact when no thread is allocating or freeing (and this thread has seen
+   * their last calls); while they run, a racy sum.
+   */
   public long usedBytes() {
-    return used.sum();
+    return used.sum() + unflushed();
+  }
+
+  /** The thread caches' counts not yet added to {@code used} or the quota; racy while they run. */
+  long unflushed() {
+    long sum = 0;
+    for (ThreadCache tc : caches) sum += (long) UNFLUSHED.getOpaque(tc);
+    return sum;
   }
 
   public long reservedBytes() {
@@ -266,7 +304,7 @@ public final class SlabAllocator implements AutoCloseable {
         }
       }
     }
-    return new Stats(quota.limit(), reserved.get(), used.sum(), cachedFree, bumpFree, waste.sum());
+    return new Stats(quota.limit(), reserved.get(), usedBytes(), cachedFree, bumpFree, waste.sum());
   }
 
   /** Reserved memory by part; {@code reserved == used + freeBlocks + unbumped + waste} when quiescent. */
@@ -290,6 +328,10 @@ public final class SlabAllocator implements AutoCloseable {
             addSpare(tc.arena, tc.bumpCursor, tc.bumpEnd);
             tc.bumpCursor = tc.bumpEnd;
           }
+          long p = (long) UNFLUSHED.getOpaque(tc); // the owner is dead: its last store is final
+          used.add(p);
+          quota.used.add(p);
+          UNFLUSHED.setOpaque(tc, 0L);
         }
         caches.remove(tc);
       }
@@ -315,7 +357,7 @@ public final class SlabAllocator implements AutoCloseable {
   public void closeReleasing(long stillAllocated) {
     if (closed) return;
     closed = true;
-    long leaked = used.sum() - stillAllocated;
+    long leaked = usedBytes() - stillAllocated;
     Map<Long, MemoryDebug.Block> leakedBlocks =
         Mem.DEBUG && stillAllocated == 0 ? MemoryDebug.liveBlocksOf(this) : Map.of();
     synchronized (chunks) {
@@ -328,7 +370,8 @@ public final class SlabAllocator implements AutoCloseable {
     large.forEach(Region::free);
     large.clear();
     if (Mem.DEBUG) MemoryDebug.forgetAllOf(this);
-    quota.used.add(-used.sum());
+    quota.used.add(-used.sum()); // the quota has seen only the flushed counts
+    quota.members.remove(this);
     quota.release(reserved.getAndSet(0));
     OPEN.decrementAndGet();
     if (leaked != 0 || !leakedBlocks.isEmpty()) {
@@ -512,6 +555,11 @@ public final class SlabAllocator implements AutoCloseable {
     final int[] counts = new int[SizeClasses.COUNT];
     long bumpCursor;
     long bumpEnd;
+    /**
+     * Bytes allocated minus bytes freed through this cache and not yet added to {@code used} and the
+     * quota's count; written by the owner only (opaque, so a reader on another thread sees no torn value).
+     */
+    long unflushed;
 
     ThreadCache(Thread owner, int arena) {
       this.arena = arena;

@@ -26,7 +26,21 @@ final class BackupScan {
   /** Keys a scan passes per barrier session. */
   static final int BATCH = 1024;
 
+  /** Written with what the touching loads read, so the compiler keeps them. */
+  static long touchSink;
+
   private BackupScan() {}
+
+  /**
+   * Loads one byte of each cache line of {@code node} after its first (whose header it reads), up to
+   * its value's end: the loads do not depend on one another, so their misses overlap.
+   */
+  private static long touchLines(long node) {
+    long end = Node.valueAddr(node) + Node.valueLen(node);
+    long t = 0;
+    for (long a = (node | 63) + 1; a < end; a += 64) t += Mem.lpUnsignedByte(null, a);
+    return t;
+  }
 
   /**
    * Up to {@code parts - 1} keys, strictly increasing, that cut the list into {@code parts} ranges of
@@ -95,10 +109,23 @@ final class BackupScan {
           nodes[c] = node;
           lasts[c] = 0;
         }
+        long touched = 0;
         for (int step = 0; step < BATCH && active > 0; step++) {
+          // the cursors' next nodes, loaded together so their misses overlap: first each one's first
+          // line (its header), then the lines after it (its key and value)
+          for (int c = 0; c < m; c++) {
+            if (!done[c] && nodes[c] != 0) touched += Mem.lpLong(nodes[c]);
+          }
+          for (int c = 0; c < m; c++) {
+            if (!done[c] && nodes[c] != 0) touched += touchLines(nodes[c]);
+          }
           for (int c = 0; c < m; c++) {
             if (done[c]) continue;
             long node = nodes[c];
+            long last = lasts[c];
+            while (node != 0 && last != 0 && Keys.sameKey(last, node)) {
+              node = Node.ptr(Node.lvNext(node, 0)); // an older version of the key just passed; lv as below
+            }
             byte[] to = bounds[c + 1];
             if (node == 0 || (to != null && Keys.compare(to, Mem.ARRAY_BASE, to.length, node) <= 0)) {
               done[c] = true;
@@ -111,9 +138,12 @@ final class BackupScan {
               items[c]++;
             }
             lasts[c] = node;
-            nodes[c] = SkipList.skipVersions(node);
+            // lv: pairs with the CAS that linked the successor, so its header and key are visible; it may
+            // be another version of this key, skipped above once its lines are in the cache
+            nodes[c] = Node.ptr(Node.lvNext(node, 0));
           }
         }
+        touchSink = touched; // keeps the touching loads
         for (int c = 0; c < m; c++) {
           if (done[c] || lasts[c] == 0) continue;
           resume[c] = SkipList.keyOf(lasts[c]); // bytes, not the node: it may be freed before the next batch

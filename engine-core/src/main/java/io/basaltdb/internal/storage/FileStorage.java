@@ -153,6 +153,34 @@ public final class FileStorage implements Storage {
     }
   }
 
+  /**
+   * {@inheritDoc} Falls back to a plain file where the file system refuses O_DIRECT (tmpfs) or its
+   * block size is not a divisor of {@link Storage#DIRECT_ALIGNMENT}.
+   */
+  @Override
+  public StorageFile createUnsyncedDirect(String name) {
+    StorageFile file = createUnsynced(name);
+    Path path = resolve(name, false);
+    FileChannel direct;
+    int block;
+    try {
+      block = Math.toIntExact(Files.getFileStore(path).getBlockSize());
+      if (block <= 0 || DIRECT_ALIGNMENT % block != 0) return file;
+      direct = FileChannel.open(path, StandardOpenOption.WRITE, com.sun.nio.file.ExtendedOpenOption.DIRECT);
+    } catch (IOException | UnsupportedOperationException | ArithmeticException noDirectIo) {
+      return file; // the file system takes no direct I/O: written through the page cache
+    }
+    if (!(file instanceof FileStorageFile plain)) { // a subclass's own files
+      try {
+        direct.close();
+      } catch (IOException ignored) {
+        // nothing was written through it
+      }
+      return file;
+    }
+    return new DirectWriteFile(plain, direct, DIRECT_ALIGNMENT);
+  }
+
   @Override
   public void syncDirectory(String dir) {
     syncDirectory(resolve(dir, true));

@@ -42,6 +42,20 @@ public interface Storage {
     return create(name);
   }
 
+  /**
+   * As {@link #createUnsynced}, for a file written front to back in large writes: where the storage can,
+   * a write of whole aligned blocks from a direct buffer aligned to {@link #DIRECT_ALIGNMENT} bypasses the
+   * page cache (O_DIRECT), so the disk takes it without a copy into memory and without the page cache's
+   * write-back; other writes (a file's unaligned tail) go through the page cache. Syncs and reads are as
+   * for any file. A storage without direct I/O gives a plain file.
+   */
+  default StorageFile createUnsyncedDirect(String name) {
+    return createUnsynced(name);
+  }
+
+  /** The alignment of buffers, offsets and lengths that a direct write needs on common file systems. */
+  int DIRECT_ALIGNMENT = 4096;
+
   /** Makes durable the names {@link #createUnsynced} made in {@code dir}. */
   default void syncDirectory(String dir) {}
 

@@ -128,6 +128,53 @@ class SlabAllocatorTest {
     }
   }
 
+  /**
+   * Threads count their used bytes in their caches and add them to the shared counters in steps: the
+   * allocator's and the quota's counts are still exact once the threads are done (and after their caches
+   * are trimmed), whichever thread allocated or freed, below or across a step.
+   */
+  @Test
+  void usedBytes_isExactOnceThreadsAreDone_thoughEachCountsInSteps() throws Exception {
+    MemoryQuota quota = new MemoryQuota(1L << 30);
+    try (SlabAllocator a = new SlabAllocator("a", quota, 1 << 20); SlabAllocator b = new SlabAllocator("b", quota, 1 << 20)) {
+      int[] perThread = {10, 3_000}; // 640 bytes, under one step; 192 KB, across several
+      List<long[]> kept = java.util.Collections.synchronizedList(new ArrayList<>());
+      long[] expectedA = new long[1], expectedB = new long[1];
+      Thread[] threads = new Thread[4];
+      for (int t = 0; t < threads.length; t++) {
+        int n = perThread[t % 2];
+        SlabAllocator on = t < 2 ? a : b;
+        long[] expected = t < 2 ? expectedA : expectedB;
+        threads[t] = new Thread(() -> {
+          List<Long> mine = new ArrayList<>();
+          for (int i = 0; i < n; i++) mine.add(on.allocate(64));
+          for (int i = 0; i < n / 3; i++) on.free(mine.remove(mine.size() - 1), 64); // some freed by their allocator
+          for (long block : mine) kept.add(new long[] {block, on == a ? 0 : 1});
+          synchronized (expected) {
+            expected[0] += mine.size() * 64L;
+          }
+        });
+        threads[t].start();
+      }
+      for (Thread t : threads) t.join();
+      assertTrue(expectedA[0] > 0 && expectedB[0] > 0);
+      assertEquals(expectedA[0], a.usedBytes());
+      assertEquals(expectedB[0], b.usedBytes());
+      assertEquals(expectedA[0] + expectedB[0], quota.usedBytes());
+      assertEquals(a.usedBytes(), a.stats().used());
+      a.trimDeadThreads(); // the dead threads' unflushed counts move to the shared ones
+      b.trimDeadThreads();
+      assertEquals(expectedA[0], a.usedBytes());
+      assertEquals(expectedA[0] + expectedB[0], quota.usedBytes());
+      for (long[] k : kept) (k[1] == 0 ? a : b).free(k[0], 64); // freed by another thread
+      assertEquals(0, a.usedBytes());
+      assertEquals(0, b.usedBytes());
+      assertEquals(0, quota.usedBytes());
+    }
+    assertEquals(0, quota.usedBytes(), "closed allocators leave nothing in the quota's count");
+    assertEquals(0, quota.reservedBytes());
+  }
+
   @Test
   void blocksFreedByOneThread_areReusedByAnother() throws Exception {
     try (SlabAllocator a = new SlabAllocator("t", 8 << 20, 1 << 20)) {

@@ -233,4 +233,56 @@ class FileStorageTest extends StorageContractTest {
     r.close();
     assertThrows(StorageException.class, () -> b.openForReading("e/missing"));
   }
+  /**
+   * A file made for direct writes takes aligned writes from aligned direct buffers through O_DIRECT
+   * where the file system allows (the test's directory is probed), and everything else through the
+   * page cache: a heap buffer, an unaligned offset or length, an interrupted writer. It reads back as written.
+   */
+  @Test
+  void directWrites_bypassThePageCacheWhereAligned_andEverythingElseStillLands() throws Exception {
+    FileStorage s = new FileStorage(dir);
+    boolean directIo;
+    Path probe = dir.resolve("probe");
+    Files.write(probe, new byte[0]);
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(probe, java.nio.file.StandardOpenOption.WRITE,
+        com.sun.nio.file.ExtendedOpenOption.DIRECT)) {
+      directIo = true;
+    } catch (IOException | UnsupportedOperationException e) {
+      directIo = false;
+    }
+    int a = Storage.DIRECT_ALIGNMENT;
+    byte[] expected = new byte[8 * a + 100];
+    new Random(11).nextBytes(expected);
+    ByteBuffer aligned = ByteBuffer.allocateDirect(4 * a + a).alignedSlice(a).limit(4 * a).slice();
+    try (StorageFile f = s.createUnsyncedDirect("d")) {
+      assertEquals(directIo, f instanceof DirectWriteFile, "direct where the file system takes O_DIRECT");
+      aligned.put(expected, 0, 4 * a).flip();
+      f.write(0, aligned); // aligned: O_DIRECT
+      assertEquals(0, aligned.remaining());
+      f.write(4 * a, ByteBuffer.wrap(expected, 4 * a, a)); // a heap buffer: the page cache
+      aligned.clear();
+      aligned.put(expected, 5 * a, a + 10).flip();
+      f.write(5 * a, aligned); // an unaligned length: the page cache
+      aligned.clear();
+      aligned.put(expected, 6 * a, 2 * a).flip();
+      Thread.currentThread().interrupt(); // the JDK closes the direct channel: the rest goes through the other
+      try {
+        f.write(6 * a, aligned);
+        assertTrue(Thread.currentThread().isInterrupted(), "the interrupt status is kept");
+      } finally {
+        Thread.interrupted();
+      }
+      f.write(8 * a, ByteBuffer.wrap(expected, 8 * a, 100)); // the unaligned tail
+      aligned.clear();
+      aligned.put(expected, 0, a).flip();
+      f.write(0, aligned); // after the interrupt: the page cache, same bytes again
+      f.sync();
+      assertEquals(expected.length, f.size());
+      ByteBuffer back = ByteBuffer.allocate(expected.length);
+      assertEquals(expected.length, f.read(0, back));
+      assertArrayEquals(expected, back.array());
+    }
+    assertArrayEquals(expected, Files.readAllBytes(dir.resolve("d")));
+    assertThrows(StorageException.class, () -> s.createUnsyncedDirect("d"), "an existing name");
+  }
 }
