@@ -12,13 +12,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * small pool of daemon threads, so a batch has up to {@code queueDepth} reads in flight. Threads start
  * on demand and end after a second idle.
  *
- * <p>Thread-safety: safe for concurrent submits; close waits for submitted reads.
+ * <p>Thread-safety: safe for concurrent submits; close waits for submitted reads. Reads submitted after
+ * close fail with a {@link io.basaltdb.ClosedException}. Public for engine-io's transport contract tests.
  */
-final class PooledReadTransport implements ReadTransport {
+public final class PooledReadTransport implements ReadTransport {
   private static final AtomicInteger THREADS = new AtomicInteger();
   private final ThreadPoolExecutor pool;
 
-  PooledReadTransport(int queueDepth) {
+  public PooledReadTransport(int queueDepth) {
     pool = new ThreadPoolExecutor(queueDepth, queueDepth, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
       Thread t = new Thread(r, "basalt-read-" + THREADS.incrementAndGet());
       t.setDaemon(true);
@@ -34,12 +35,16 @@ final class PooledReadTransport implements ReadTransport {
 
   @Override
   public void submit(List<Read> reads) {
+    if (pool.isShutdown()) {
+      for (Read r : reads) r.result().completeExceptionally(new io.basaltdb.ClosedException("the read transport is closed"));
+      return;
+    }
     for (int i = 1; i < reads.size(); i++) { // the caller reads the first itself: one less hand-off
       Read r = reads.get(i);
       try {
         pool.execute(() -> run(r));
-      } catch (RuntimeException e) { // rejected: the transport is closing
-        r.result().completeExceptionally(e);
+      } catch (java.util.concurrent.RejectedExecutionException e) { // closed meanwhile
+        r.result().completeExceptionally(new io.basaltdb.ClosedException("the read transport is closed"));
       }
     }
     if (!reads.isEmpty()) run(reads.get(0));

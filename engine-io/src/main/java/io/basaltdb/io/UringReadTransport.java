@@ -1,0 +1,433 @@
+package io.basaltdb.io;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.StorageException;
+import io.basaltdb.spi.ReadTarget;
+import io.basaltdb.spi.ReadTransport;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.unix.Buffer;
+import io.netty.channel.uring.IoUring;
+import io.netty.channel.uring.IoUringIoEvent;
+import io.netty.channel.uring.IoUringIoHandle;
+import io.netty.channel.uring.IoUringIoHandler;
+import io.netty.channel.uring.IoUringIoHandlerConfig;
+import io.netty.channel.uring.IoUringIoOps;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import jnr.ffi.LibraryLoader;
+import jnr.ffi.Runtime;
+
+/**
+ * Batched reads through io_uring (netty 4.2's {@link IoUringIoHandler}): a batch's reads become
+ * IORING_OP_READ submissions written into the ring by one task on the transport's event-loop thread and
+ * passed to the kernel with one {@code io_uring_enter}; completions come back on that thread, which
+ * completes each read's future. Up to {@code queueDepth} reads are in the kernel at once; more wait in
+ * order. Magma's async reads (seed 000 section 6) are this: many reads in flight from one thread.
+ *
+ * <p><b>Files.</b> io_uring reads a file descriptor, and the JDK does not expose a channel's, so the
+ * transport opens each target's file itself, read-only, by its {@link ReadTarget#path() path}, the first
+ * time a read names that target, and keeps the descriptor for later reads of the same target object.
+ * Basalt's data files are immutable once written and never replaced under their name, so the two
+ * descriptors see the same file. A descriptor is closed when its file has been deleted (checked about
+ * once a second, so deleted segments free their disk space), when more than {@value #MAX_FILES} are open
+ * (the least recently used idle one), and at {@link #close()}. A target without a path (an in-memory
+ * file) is read on the calling thread through {@link ReadTarget#read}.
+ *
+ * <p><b>Buffers.</b> The kernel writes into a direct buffer: a direct destination directly, a heap one
+ * through a pooled direct buffer of {@value #BOUNCE_SIZE} bytes (larger reads get one of their own),
+ * copied on completion. As with the built-in transport, the destination's position advances by the bytes
+ * read, and fewer bytes than asked mean the file ended.
+ *
+ * <p><b>Failures</b> complete only their read: a file that cannot be opened, or a read the kernel fails
+ * (a {@link StorageException} naming the file, the offset and the error). A read cut short before the end
+ * of the file is continued. Reads submitted after {@link #close()} fail with a {@link ClosedException}.
+ *
+ * <p>Thread-safety: {@link #submit} and {@link #close} may be called from any thread; everything else
+ * runs on the event-loop thread, which owns the ring, the queue, the buffers and the descriptors.
+ */
+public final class UringReadTransport implements ReadTransport {
+  /** {@code -Dbasalt.io.uring=false} keeps the engine on its built-in transport. */
+  public static final String ENABLED_PROPERTY = "basalt.io.uring";
+  private static final byte IORING_OP_READ = 22;
+  private static final int O_RDONLY = 0;
+  private static final int O_CLOEXEC = 02000000;
+  private static final int EINTR = 4;
+  private static final int EAGAIN = 11;
+  /** Bytes of each pooled direct buffer for heap destinations: Basalt's blocks and pages are smaller. */
+  static final int BOUNCE_SIZE = 64 << 10;
+  /** Descriptors kept open at most; idle ones beyond it are closed, least recently used first. */
+  static final int MAX_FILES = 256;
+  private static final long SWEEP_NANOS = TimeUnit.SECONDS.toNanos(1);
+  private static final AtomicInteger THREADS = new AtomicInteger();
+  private static final LinuxFileCalls.LibC LIBC;
+  private static final Runtime RUNTIME;
+
+  static {
+    LinuxFileCalls.LibC libc = null;
+    try {
+      libc = LibraryLoader.create(LinuxFileCalls.LibC.class).load("c");
+    } catch (RuntimeException | LinkageError e) {
+      libc = null; // create() refuses: the engine falls back to its built-in transport
+    }
+    LIBC = libc;
+    RUNTIME = libc == null ? null : Runtime.getRuntime(libc);
+  }
+
+  private final int queueDepth;
+  private final MultiThreadIoEventLoopGroup group;
+  private final IoEventLoop loop;
+  private final IoRegistration registration;
+  private volatile boolean closed;
+
+  // ---- owned by the event-loop thread ----
+  private final ArrayDeque<Op> waiting = new ArrayDeque<>();
+  private final Op[] inFlight;
+  private final int[] freeTags;
+  private int freeTop;
+  /** Reads accepted and not yet completed: waiting or in flight. */
+  private int outstanding;
+  private final ArrayDeque<ByteBuffer> bounces = new ArrayDeque<>();
+  /** Open descriptors by target, least recently used first. */
+  private final LinkedHashMap<ReadTarget, OpenFile> files = new LinkedHashMap<>(16, 0.75f, true);
+  private long nextSweep = System.nanoTime() + SWEEP_NANOS;
+  private boolean closing;
+  private final CompletableFuture<Void> drained = new CompletableFuture<>();
+
+  /**
+   * Starts a transport with {@code queueDepth} reads in flight at most.
+   *
+   * @throws UnsupportedOperationException naming the reason where io_uring cannot start here (not
+   *     Linux, an old kernel, io_uring disabled in the kernel or by {@value #ENABLED_PROPERTY}, or no
+   *     native library)
+   */
+  public static UringReadTransport open(int queueDepth) {
+    if (queueDepth < 1 || queueDepth > 4096) {
+      throw new IllegalArgumentException("queue depth must be 1 to 4096, was " + queueDepth);
+    }
+    if ("false".equals(System.getProperty(ENABLED_PROPERTY))) {
+      throw new UnsupportedOperationException("io_uring reads are turned off (-D" + ENABLED_PROPERTY + "=false)");
+    }
+    if (!IoUring.isAvailable()) {
+      throw new UnsupportedOperationException("io_uring is not available here: " + IoUring.unavailabilityCause(),
+          IoUring.unavailabilityCause());
+    }
+    if (LIBC == null) throw new UnsupportedOperationException("io_uring reads need libc (open, close) through jnr-ffi, which did not load");
+    return new UringReadTransport(queueDepth);
+  }
+
+  private UringReadTransport(int queueDepth) {
+    this.queueDepth = queueDepth;
+    this.inFlight = new Op[queueDepth];
+    this.freeTags = new int[queueDepth];
+    for (int i = queueDepth - 1; i >= 0; i--) freeTags[freeTop++] = i;
+    int ring = Math.max(32, Integer.highestOneBit(queueDepth - 1 | 1) << 1); // a power of two >= queueDepth
+    group = new MultiThreadIoEventLoopGroup(1, r -> {
+      Thread t = new Thread(r, "basalt-uring-" + THREADS.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    }, IoUringIoHandler.newFactory(new IoUringIoHandlerConfig().setRingSize(ring)));
+    try {
+      loop = (IoEventLoop) group.next();
+      registration = loop.register(new Handle()).syncUninterruptibly().getNow();
+    } catch (RuntimeException | Error e) {
+      group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS).syncUninterruptibly();
+      throw e;
+    }
+  }
+
+  @Override
+  public String name() {
+    return "io_uring";
+  }
+
+  /** The most reads this transport has in the kernel at once. */
+  public int queueDepth() {
+    return queueDepth;
+  }
+
+  @Override
+  public void submit(List<Read> reads) {
+    List<Read> local = null;
+    List<Op> ops = new ArrayList<>(reads.size());
+    for (Read r : reads) {
+      if (r.target().path() == null) {
+        if (local == null) local = new ArrayList<>();
+        local.add(r);
+      } else {
+        ops.add(new Op(r));
+      }
+    }
+    if (!ops.isEmpty()) {
+      if (closed) {
+        for (Op op : ops) op.read.result().completeExceptionally(closedFailure());
+      } else {
+        try {
+          loop.execute(() -> accept(ops));
+        } catch (RejectedExecutionException e) {
+          for (Op op : ops) op.read.result().completeExceptionally(closedFailure());
+        }
+      }
+    }
+    if (local != null) {
+      for (Read r : local) {
+        try {
+          r.result().complete(r.target().read(r.position(), r.dst()));
+        } catch (Throwable t) {
+          r.result().completeExceptionally(t);
+        }
+      }
+    }
+  }
+
+  /** Stops taking reads, waits for those taken to complete, then closes every descriptor and the ring. */
+  @Override
+  public void close() {
+    if (closed) return;
+    closed = true;
+    try {
+      loop.execute(() -> {
+        closing = true;
+        if (outstanding == 0) drained.complete(null);
+      });
+      drained.get(30, TimeUnit.SECONDS);
+    } catch (RejectedExecutionException | java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+      // the loop is gone (its thread died) or a read hangs: shut down regardless
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    try {
+      loop.submit(() -> {
+        for (OpenFile f : files.values()) LIBC.close(f.fd);
+        files.clear();
+        registration.cancel();
+      }).syncUninterruptibly();
+    } catch (RejectedExecutionException e) {
+      // the loop is gone; its descriptors close with the process
+    }
+    group.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
+  }
+
+  private static ClosedException closedFailure() {
+    return new ClosedException("the io_uring read transport is closed");
+  }
+
+  // ---- the event-loop thread ---------------------------------------------------------------------------
+
+  private void accept(List<Op> ops) {
+    if (closing) {
+      for (Op op : ops) op.read.result().completeExceptionally(closedFailure());
+      return;
+    }
+    outstanding += ops.size();
+    waiting.addAll(ops);
+    pump();
+    long now = System.nanoTime();
+    if (now - nextSweep >= 0) {
+      nextSweep = now + SWEEP_NANOS;
+      sweep();
+    }
+  }
+
+  /** Starts waiting reads while there is room in the queue. */
+  private void pump() {
+    while (freeTop > 0 && !waiting.isEmpty()) {
+      Op op = waiting.poll();
+      if (!op.read.dst().hasRemaining()) { // nothing to read: no file, no slot
+        done(op);
+        op.read.result().complete(0);
+        continue;
+      }
+      try {
+        op.file = file(op.read.target());
+      } catch (StorageException e) {
+        fail(op, e);
+        continue;
+      }
+      op.file.reads++;
+      ByteBuffer dst = op.read.dst();
+      op.want = dst.remaining();
+      if (dst.isDirect()) {
+        op.address = Buffer.memoryAddress(dst) + dst.position();
+      } else {
+        op.bounce = op.want <= BOUNCE_SIZE && !bounces.isEmpty() ? bounces.poll() : ByteBuffer.allocateDirect(Math.max(op.want, BOUNCE_SIZE));
+        op.address = Buffer.memoryAddress(op.bounce);
+      }
+      op.tag = freeTags[--freeTop];
+      inFlight[op.tag] = op;
+      issue(op);
+    }
+  }
+
+  /** Writes the read of the rest of {@code op} into the ring (the kernel gets it when this task ends). */
+  private void issue(Op op) {
+    long id = registration.submit(new IoUringIoOps(IORING_OP_READ, (byte) 0, (short) 0, op.file.fd,
+        op.read.position() + op.done, op.address + op.done, op.want - op.done, 0, op.tag, (short) 0, (short) 0, 0, 0L));
+    if (id == 0) { // the registration is gone: only after close, which waits for reads first
+      release(op);
+      fail(op, closedFailure());
+    }
+  }
+
+  private void completed(int tag, int res) {
+    Op op = tag >= 0 && tag < inFlight.length ? inFlight[tag] : null;
+    if (op == null) return; // not a read of ours
+    if (res == -EINTR || res == -EAGAIN) {
+      issue(op);
+      return;
+    }
+    if (res < 0) {
+      release(op);
+      fail(op, new StorageException("io_uring read of " + (op.want - op.done) + " bytes at offset " + (op.read.position() + op.done)
+          + " of " + op.file.path + " failed: " + LIBC.strerror(-res) + " (errno " + -res + ")"));
+    } else if (res > 0 && op.done + res < op.want) {
+      op.done += res; // cut short before the end: read the rest
+      issue(op);
+    } else {
+      op.done += res; // all of it, or the end of the file
+      release(op);
+      complete(op);
+    }
+    pump();
+  }
+
+  /** Frees the read's slot, descriptor use and bounce buffer (after copying from it). */
+  private void release(Op op) {
+    inFlight[op.tag] = null;
+    freeTags[freeTop++] = op.tag;
+    op.file.reads--;
+  }
+
+  private void complete(Op op) {
+    ByteBuffer dst = op.read.dst();
+    if (op.bounce != null) {
+      dst.put(op.bounce.duplicate().position(0).limit(op.done));
+      recycle(op);
+    } else {
+      dst.position(dst.position() + op.done);
+    }
+    done(op);
+    op.read.result().complete(op.done);
+  }
+
+  private void fail(Op op, Throwable t) {
+    if (op.bounce != null) recycle(op);
+    if (op.file != null && op.tag < 0) op.file.reads--; // failed before it was issued
+    done(op);
+    op.read.result().completeExceptionally(t);
+  }
+
+  private void recycle(Op op) {
+    if (op.bounce.capacity() == BOUNCE_SIZE && bounces.size() < queueDepth) bounces.push(op.bounce.clear());
+    op.bounce = null;
+  }
+
+  private void done(Op op) {
+    outstanding--;
+    if (closing && outstanding == 0) drained.complete(null);
+  }
+
+  /** The open descriptor of {@code target}, opening its file on first use. */
+  private OpenFile file(ReadTarget target) {
+    OpenFile f = files.get(target);
+    if (f != null) return f;
+    Path path = target.path();
+    String p = path.toAbsolutePath().toString();
+    int fd;
+    do {
+      fd = LIBC.open(p, O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && RUNTIME.getLastError() == EINTR);
+    if (fd < 0) {
+      int errno = RUNTIME.getLastError();
+      throw new StorageException("open of " + p + " for io_uring reads failed: " + LIBC.strerror(errno) + " (errno " + errno + ")");
+    }
+    f = new OpenFile(fd, path);
+    files.put(target, f);
+    if (files.size() > MAX_FILES) {
+      Iterator<OpenFile> it = files.values().iterator();
+      while (files.size() > MAX_FILES && it.hasNext()) {
+        OpenFile old = it.next();
+        if (old.reads == 0 && old != f) {
+          LIBC.close(old.fd);
+          it.remove();
+        }
+      }
+    }
+    return f;
+  }
+
+  /** Closes the idle descriptors of files that have been deleted, so their disk space is freed. */
+  private void sweep() {
+    for (Iterator<OpenFile> it = files.values().iterator(); it.hasNext(); ) {
+      OpenFile f = it.next();
+      if (f.reads == 0 && !Files.exists(f.path)) {
+        LIBC.close(f.fd);
+        it.remove();
+      }
+    }
+  }
+
+  /** Descriptors open now (for tests; exact only when no batch is being accepted). */
+  int openFiles() {
+    return loop.submit(files::size).syncUninterruptibly().getNow();
+  }
+
+  /** Runs the sweep now (for tests). */
+  void sweepNow() {
+    loop.submit(this::sweep).syncUninterruptibly();
+  }
+
+  /** One read; every field but {@code read} belongs to the event-loop thread. */
+  private static final class Op {
+    final Read read;
+    OpenFile file;
+    ByteBuffer bounce;
+    long address;
+    int want;
+    int done;
+    int tag = -1;
+
+    Op(Read read) {
+      this.read = read;
+    }
+  }
+
+  private static final class OpenFile {
+    final int fd;
+    final Path path;
+    /** Reads in flight on it: it is not closed while any is. */
+    int reads;
+
+    OpenFile(int fd, Path path) {
+      this.fd = fd;
+      this.path = path;
+    }
+  }
+
+  /** The ring's completions for this transport, on the event-loop thread. */
+  private final class Handle implements IoUringIoHandle {
+    @Override
+    public void handle(IoRegistration reg, IoEvent event) {
+      IoUringIoEvent e = (IoUringIoEvent) event; // reused by netty: read it now
+      completed((int) e.userData(), e.res());
+    }
+
+    @Override
+    public void close() {
+      // netty calls this when the loop shuts down with the handle registered; close() cancelled it before
+    }
+  }
+}

@@ -1,0 +1,58 @@
+package io.basaltdb.io;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.basaltdb.spi.ReadTransport;
+import io.netty.channel.uring.IoUring;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.util.List;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The io_uring transport against the contract, and what only it does (its own descriptors). */
+class UringTransportContractTest extends ReadTransportContract {
+  @BeforeEach
+  void needsIoUring() {
+    assumeTrue(IoUring.isAvailable(), () -> "io_uring is not available: " + IoUring.unavailabilityCause());
+  }
+
+  @Override
+  ReadTransport transport(int queueDepth) {
+    return UringReadTransport.open(queueDepth);
+  }
+
+  @Test
+  void descriptorsOfDeletedFiles_areClosed_soTheirSpaceIsFreed() throws Exception {
+    try (UringReadTransport t = UringReadTransport.open(4)) {
+      ReadTransport.Read r = read(file, 0, 100, false, 0);
+      t.submit(List.of(r));
+      assertAgrees(r, 0);
+      ReadTransport.Read again = read(file, 100, 100, true, 0);
+      t.submit(List.of(again));
+      assertAgrees(again, 0);
+      assertEquals(1, t.openFiles(), "one descriptor per file, kept for its later reads");
+      t.sweepNow();
+      assertEquals(1, t.openFiles(), "a file still there keeps its descriptor");
+      Files.delete(dir.resolve("data"));
+      t.sweepNow();
+      assertEquals(0, t.openFiles(), "a deleted file's descriptor is closed");
+    }
+  }
+
+  @Test
+  void provider_isFoundByTheEngine_andRefusesBadDepths() {
+    ReadTransport.Provider p = java.util.ServiceLoader.load(ReadTransport.Provider.class).stream()
+        .map(java.util.ServiceLoader.Provider::get).filter(x -> x instanceof UringReadTransportProvider).findFirst().orElseThrow();
+    assertTrue(p.priority() > 0, "above the built-in transport");
+    try (ReadTransport t = p.create(32)) {
+      assertEquals("io_uring", t.name());
+      ReadTransport.Read r = new ReadTransport.Read(file, 7, ByteBuffer.allocate(9));
+      t.submit(List.of(r));
+      assertEquals(9, r.result().join());
+    }
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> p.create(0));
+  }
+}
