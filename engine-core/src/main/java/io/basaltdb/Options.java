@@ -35,6 +35,7 @@ public final class Options {
   private long tableTargetBytes = 8L << 20;
   private int compactionThreads = 2;
   private int readQueueDepth = 8;
+  private boolean directReads;
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
   private boolean flushLookups = false;
@@ -90,6 +91,7 @@ public final class Options {
     o.tableTargetBytes = tableTargetBytes;
     o.compactionThreads = compactionThreads;
     o.readQueueDepth = readQueueDepth;
+    o.directReads = directReads;
     o.blockCacheSize = blockCacheSize;
     o.fragmentationThreshold = fragmentationThreshold;
     o.flushLookups = flushLookups;
@@ -338,10 +340,21 @@ public final class Options {
   /**
    * Document reads a batched get ({@code Keyspace.getAll}) keeps in flight at once: the threads of the
    * built-in read transport (pooled {@code FileChannel} reads), or the queue depth of a transport a
-   * provider on the class path supplies instead (an io_uring one in engine-io is planned). Default 8.
+   * provider on the class path supplies instead (engine-io's io_uring transport). Default 8.
    */
   public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
   public int readQueueDepth() { return readQueueDepth; }
+
+  /**
+   * Reads of the store's files (segments, key index tables, the rest) bypass the operating system's page
+   * cache (O_DIRECT): each is widened to whole 4 KiB blocks and goes to the disk, so the store serves
+   * from its own caches and a benchmark's disk reads are real ones. Writes stay buffered (the WAL's and
+   * segments' syncs make them durable as before). The io_uring transport in engine-io reads such files
+   * with O_DIRECT too. {@code Basalt.open} refuses it on a file system without direct I/O (tmpfs).
+   * Default false.
+   */
+  public Options directReads(boolean direct) { this.directReads = direct; return this; }
+  public boolean directReads() { return directReads; }
 
   /**
    * Bytes of the memory quota for the block cache, which holds the key index's index, filter and data
@@ -634,7 +647,7 @@ public final class Options {
         + l0StopWritesTrigger + ", l0BaseRatio=" + l0BaseRatio + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
-        + ", readQueueDepth=" + readQueueDepth + ", blockCacheSize=" + blockCacheSize()
+        + ", readQueueDepth=" + readQueueDepth + ", directReads=" + directReads + ", blockCacheSize=" + blockCacheSize()
         + ", fragmentationThreshold=" + fragmentationThreshold + ", flushLookups=" + flushLookups
         + ", l0RevealRatio=" + l0RevealRatio + ", keyIndexGuards=" + keyIndexGuards
         + ", guardLastLevelBits=" + guardLastLevelBits + ", guardBitsStep=" + guardBitsStep

@@ -16,11 +16,19 @@ public interface ReadTarget {
   int read(long position, ByteBuffer dst);
 
   /**
-   * The operating-system path of the file, for transports that open files themselves (such as the
-   * planned io_uring one), or null when the file is not an operating-system file (the in-memory test
+   * The operating-system path of the file, for transports that open files themselves (such as engine-io's io_uring
+   * one), or null when the file is not an operating-system file (the in-memory test
    * storage).
    */
   default Path path() {
     return null;
+  }
+
+  /**
+   * Whether the store reads this file around the page cache (O_DIRECT, {@code Options.directReads}): a
+   * transport that opens the file itself opens it so, and reads whole aligned blocks.
+   */
+  default boolean direct() {
+    return false;
   }
 }

@@ -48,8 +48,10 @@ import jnr.ffi.Runtime;
  * file) is read on the calling thread through {@link ReadTarget#read}.
  *
  * <p><b>Buffers.</b> The kernel writes into a direct buffer: a direct destination directly, a heap one
- * through a pooled direct buffer of {@value #BOUNCE_SIZE} bytes (larger reads get one of their own),
- * copied on completion. As with the built-in transport, the destination's position advances by the bytes
+ * through a pooled, aligned direct buffer of {@value #BOUNCE_SIZE} bytes (larger reads get one of their
+ * own), copied on completion. A target that reads {@link ReadTarget#direct() around the page cache}
+ * (the store's {@code directReads}) is opened with O_DIRECT and read in whole 4 KiB blocks into an
+ * aligned buffer, the asked bytes copied out. As with the built-in transport, the destination's position advances by the bytes
  * read, and fewer bytes than asked mean the file ended.
  *
  * <p><b>Failures</b> complete only their read: a file that cannot be opened, or a read the kernel fails
@@ -65,6 +67,10 @@ public final class UringReadTransport implements ReadTransport {
   private static final byte IORING_OP_READ = 22;
   private static final int O_RDONLY = 0;
   private static final int O_CLOEXEC = 02000000;
+  /** O_DIRECT: 040000 on x86-64, 0200000 on arm64 (and the other architectures Linux gives it that value). */
+  private static final int O_DIRECT = "amd64".equals(System.getProperty("os.arch")) || "x86_64".equals(System.getProperty("os.arch")) ? 040000 : 0200000;
+  /** The alignment of a direct read's offset, length and buffer. */
+  private static final int ALIGN = 4096;
   private static final int EINTR = 4;
   private static final int EAGAIN = 11;
   /** Bytes of each pooled direct buffer for heap destinations: Basalt's blocks and pages are smaller. */
@@ -253,29 +259,48 @@ public final class UringReadTransport implements ReadTransport {
       }
       try {
         op.file = file(op.read.target());
-      } catch (StorageException e) {
+      } catch (RuntimeException | Error e) { // cannot open: this read fails, the rest go on
         fail(op, e);
         continue;
       }
       op.file.reads++;
-      ByteBuffer dst = op.read.dst();
-      op.want = dst.remaining();
-      if (dst.isDirect()) {
-        op.address = Buffer.memoryAddress(dst) + dst.position();
-      } else {
-        op.bounce = op.want <= BOUNCE_SIZE && !bounces.isEmpty() ? bounces.poll() : ByteBuffer.allocateDirect(Math.max(op.want, BOUNCE_SIZE));
-        op.address = Buffer.memoryAddress(op.bounce);
+      try {
+        start(op);
+      } catch (RuntimeException | Error e) { // never leave a read uncompleted: it would hang its caller
+        if (op.tag >= 0) release(op); else op.file.reads--;
+        op.tag = -2; // counted back already
+        fail(op, e);
       }
-      op.tag = freeTags[--freeTop];
-      inFlight[op.tag] = op;
-      issue(op);
     }
+  }
+
+  /** Sets up {@code op}'s buffer and slot and issues its read. */
+  private void start(Op op) {
+    ByteBuffer dst = op.read.dst();
+    op.want = dst.remaining();
+    if (op.file.direct) { // whole aligned blocks into an aligned buffer; the asked bytes copied out
+      op.start = op.read.position() & -(long) ALIGN;
+      op.skip = (int) (op.read.position() - op.start);
+      op.span = (op.skip + op.want + ALIGN - 1) & -ALIGN;
+    } else {
+      op.start = op.read.position();
+      op.span = op.want;
+    }
+    if (dst.isDirect() && !op.file.direct) {
+      op.address = Buffer.memoryAddress(dst) + dst.position();
+    } else {
+      op.bounce = op.span <= BOUNCE_SIZE && !bounces.isEmpty() ? bounces.poll() : alignedBuffer(Math.max(op.span, BOUNCE_SIZE));
+      op.address = Buffer.memoryAddress(op.bounce);
+    }
+    op.tag = freeTags[--freeTop];
+    inFlight[op.tag] = op;
+    issue(op);
   }
 
   /** Writes the read of the rest of {@code op} into the ring (the kernel gets it when this task ends). */
   private void issue(Op op) {
     long id = registration.submit(new IoUringIoOps(IORING_OP_READ, (byte) 0, (short) 0, op.file.fd,
-        op.read.position() + op.done, op.address + op.done, op.want - op.done, 0, op.tag, (short) 0, (short) 0, 0, 0L));
+        op.start + op.done, op.address + op.done, op.span - op.done, 0, op.tag, (short) 0, (short) 0, 0, 0L));
     if (id == 0) { // the registration is gone: only after close, which waits for reads first
       release(op);
       fail(op, closedFailure());
@@ -285,15 +310,28 @@ public final class UringReadTransport implements ReadTransport {
   private void completed(int tag, int res) {
     Op op = tag >= 0 && tag < inFlight.length ? inFlight[tag] : null;
     if (op == null) return; // not a read of ours
+    try {
+      completed(op, res);
+    } catch (RuntimeException | Error e) { // never leave a read uncompleted: it would hang its caller
+      if (inFlight[tag] == op) {
+        release(op);
+        op.tag = -2;
+        fail(op, e);
+      }
+      pump();
+    }
+  }
+
+  private void completed(Op op, int res) {
     if (res == -EINTR || res == -EAGAIN) {
       issue(op);
       return;
     }
     if (res < 0) {
       release(op);
-      fail(op, new StorageException("io_uring read of " + (op.want - op.done) + " bytes at offset " + (op.read.position() + op.done)
-          + " of " + op.file.path + " failed: " + LIBC.strerror(-res) + " (errno " + -res + ")"));
-    } else if (res > 0 && op.done + res < op.want) {
+      fail(op, new StorageException("io_uring " + (op.file.direct ? "direct " : "") + "read of " + (op.span - op.done)
+          + " bytes at offset " + (op.start + op.done) + " of " + op.file.path + " failed: " + LIBC.strerror(-res) + " (errno " + -res + ")"));
+    } else if (res > 0 && op.done + res < op.span && (!op.file.direct || (op.done + res) % ALIGN == 0)) {
       op.done += res; // cut short before the end: read the rest
       issue(op);
     } else {
@@ -313,25 +351,32 @@ public final class UringReadTransport implements ReadTransport {
 
   private void complete(Op op) {
     ByteBuffer dst = op.read.dst();
+    int n = Math.max(0, Math.min(op.want, op.done - op.skip)); // a direct read past the end may stop short of skip
     if (op.bounce != null) {
-      dst.put(op.bounce.duplicate().position(0).limit(op.done));
+      dst.put(op.bounce.duplicate().limit(op.skip + n).position(op.skip));
       recycle(op);
     } else {
-      dst.position(dst.position() + op.done);
+      dst.position(dst.position() + n);
     }
     done(op);
-    op.read.result().complete(op.done);
+    op.read.result().complete(n);
+  }
+
+  /** A direct buffer of at least {@code size} bytes (a whole number of blocks), its address aligned to a block. */
+  static ByteBuffer alignedBuffer(int size) {
+    int capacity = (size + ALIGN - 1) & -ALIGN;
+    return ByteBuffer.allocateDirect(capacity + ALIGN).alignedSlice(ALIGN).limit(capacity).slice();
   }
 
   private void fail(Op op, Throwable t) {
     if (op.bounce != null) recycle(op);
-    if (op.file != null && op.tag < 0) op.file.reads--; // failed before it was issued
+    if (op.file != null && op.tag == -1) op.file.reads--; // failed before it was issued
     done(op);
     op.read.result().completeExceptionally(t);
   }
 
   private void recycle(Op op) {
-    if (op.bounce.capacity() == BOUNCE_SIZE && bounces.size() < queueDepth) bounces.push(op.bounce.clear());
+    if (op.bounce.capacity() == BOUNCE_SIZE && bounces.size() < queueDepth) bounces.push(op.bounce);
     op.bounce = null;
   }
 
@@ -346,15 +391,16 @@ public final class UringReadTransport implements ReadTransport {
     if (f != null) return f;
     Path path = target.path();
     String p = path.toAbsolutePath().toString();
+    boolean direct = target.direct();
     int fd;
     do {
-      fd = LIBC.open(p, O_RDONLY | O_CLOEXEC);
+      fd = LIBC.open(p, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
     } while (fd < 0 && RUNTIME.getLastError() == EINTR);
     if (fd < 0) {
       int errno = RUNTIME.getLastError();
-      throw new StorageException("open of " + p + " for io_uring reads failed: " + LIBC.strerror(errno) + " (errno " + errno + ")");
+      throw new StorageException("open of " + p + " for io_uring " + (direct ? "direct " : "") + "reads failed: " + LIBC.strerror(errno) + " (errno " + errno + ")");
     }
-    f = new OpenFile(fd, path);
+    f = new OpenFile(fd, path, direct);
     files.put(target, f);
     if (files.size() > MAX_FILES) {
       Iterator<OpenFile> it = files.values().iterator();
@@ -396,7 +442,12 @@ public final class UringReadTransport implements ReadTransport {
     OpenFile file;
     ByteBuffer bounce;
     long address;
+    /** Bytes asked; the file offset and length read (aligned for a direct file); bytes before the asked ones. */
     int want;
+    long start;
+    int span;
+    int skip;
+    /** Bytes read into the buffer so far. */
     int done;
     int tag = -1;
 
@@ -408,12 +459,15 @@ public final class UringReadTransport implements ReadTransport {
   private static final class OpenFile {
     final int fd;
     final Path path;
+    /** Opened with O_DIRECT: reads of whole aligned blocks into aligned buffers only. */
+    final boolean direct;
     /** Reads in flight on it: it is not closed while any is. */
     int reads;
 
-    OpenFile(int fd, Path path) {
+    OpenFile(int fd, Path path, boolean direct) {
       this.fd = fd;
       this.path = path;
+      this.direct = direct;
     }
   }
 

@@ -36,6 +36,7 @@ import org.junit.jupiter.api.io.TempDir;
  * threads at once; fewer bytes at the end of the file; a failed read fails alone, naming its file; close
  * waits for the reads taken and refuses later ones.
  */
+@org.junit.jupiter.api.Timeout(60) // a read that never completes fails its test, not the build
 abstract class ReadTransportContract {
   static final int FILE_SIZE = 3 << 20;
 
@@ -47,16 +48,22 @@ abstract class ReadTransportContract {
   /** A transport keeping up to {@code queueDepth} reads in flight. */
   abstract ReadTransport transport(int queueDepth);
 
+  /** Whether the file is read around the page cache (the store's {@code directReads}). */
+  boolean directReads() {
+    return false;
+  }
+
   @BeforeEach
   void writeTheFile() {
     content = new byte[FILE_SIZE];
     new Random(42).nextBytes(content);
-    storage = new FileStorage(dir);
+    storage = new FileStorage(dir, directReads());
     try (StorageFile f = storage.create("data")) {
       f.write(0, ByteBuffer.wrap(content));
       f.sync();
     }
     file = storage.openForReading("data");
+    assertEquals(directReads(), file.direct());
   }
 
   @AfterEach

@@ -27,8 +27,17 @@ class UringEngineReadTest {
 
   @Test
   void getAll_throughIoUring_agreesWithGet() {
+    getAllAgreesWithGet(false);
+  }
+
+  @Test
+  void getAll_throughIoUring_withDirectReads_agreesWithGet() {
+    getAllAgreesWithGet(true);
+  }
+
+  void getAllAgreesWithGet(boolean directReads) {
     assumeTrue(IoUring.isAvailable(), "io_uring is not available here");
-    Options o = Options.defaults().memoryQuota(32L << 20).writeCacheSize(2L << 20);
+    Options o = Options.defaults().memoryQuota(32L << 20).writeCacheSize(2L << 20).directReads(directReads);
     int n = 5000;
     try (Basalt db = Basalt.open(dir, o)) {
       Keyspace ks = db.keyspace("default");

@@ -34,12 +34,32 @@ class UringTransportContractTest extends ReadTransportContract {
       t.submit(List.of(again));
       assertAgrees(again, 0);
       assertEquals(1, t.openFiles(), "one descriptor per file, kept for its later reads");
+      // the store's own direct channel and the transport's descriptor are O_DIRECT with directReads; none without
+      assertEquals(directReads() ? 2 : 0, directDescriptors(dir.resolve("data")));
       t.sweepNow();
       assertEquals(1, t.openFiles(), "a file still there keeps its descriptor");
       Files.delete(dir.resolve("data"));
       t.sweepNow();
       assertEquals(0, t.openFiles(), "a deleted file's descriptor is closed");
     }
+  }
+
+  /** Descriptors of this process open on {@code file} with O_DIRECT (040000 in /proc's octal flags, x86-64). */
+  static long directDescriptors(java.nio.file.Path file) throws java.io.IOException {
+    long n = 0;
+    try (java.util.stream.Stream<java.nio.file.Path> fds = Files.list(java.nio.file.Path.of("/proc/self/fd"))) {
+      for (java.nio.file.Path fd : fds.toList()) {
+        try {
+          if (!Files.readSymbolicLink(fd).equals(file.toAbsolutePath())) continue;
+          for (String line : Files.readAllLines(java.nio.file.Path.of("/proc/self/fdinfo", fd.getFileName().toString()))) {
+            if (line.startsWith("flags:") && (Long.parseLong(line.substring(6).trim(), 8) & 040000) != 0) n++;
+          }
+        } catch (java.io.IOException gone) {
+          // closed meanwhile
+        }
+      }
+    }
+    return n;
   }
 
   @Test

@@ -52,6 +52,8 @@ public final class FileStorage implements Storage {
   /** The file system holding root, for {@link #usableSpace}; null if it could not be found. */
   private final java.nio.file.FileStore fileStore;
   private final NativeFileCalls nativeCalls;
+  /** Whether files are read around the page cache (O_DIRECT). */
+  private final boolean directReads;
   /** Directories {@link #mkdirs} has made durable through this object: a concurrent set. */
   private final Set<Path> durableDirectories = ConcurrentHashMap.newKeySet();
 
@@ -65,9 +67,32 @@ public final class FileStorage implements Storage {
 
   /** As {@link #FileStorage(Path)}, with the given native file calls (null for none). */
   public FileStorage(Path root, NativeFileCalls nativeCalls) {
+    this(root, nativeCalls, false);
+  }
+
+  /**
+   * As {@link #FileStorage(Path)}; with {@code directReads}, every file's reads bypass the page cache
+   * (O_DIRECT, see {@link DirectReads}) and writes stay buffered.
+   *
+   * @throws io.basaltdb.InvalidArgumentException if direct reads are asked for and the file system of
+   *     {@code root} does not take them (tmpfs, for one)
+   */
+  public FileStorage(Path root, boolean directReads) {
+    this(root, NATIVE_CALLS, directReads);
+  }
+
+  private FileStorage(Path root, NativeFileCalls nativeCalls, boolean directReads) {
     this.root = root.toAbsolutePath().normalize();
     this.nativeCalls = nativeCalls;
+    this.directReads = directReads;
     makeDirectories(this.root);
+    if (directReads) {
+      String why = DirectReads.refusal(this.root);
+      if (why != null) {
+        throw new io.basaltdb.InvalidArgumentException("directReads: the file system of " + this.root
+            + " does not take direct (O_DIRECT) reads (" + why + "); turn directReads off for it");
+      }
+    }
     java.nio.file.FileStore fs;
     try {
       fs = Files.getFileStore(this.root); // once: finding it reads the mount table
@@ -106,13 +131,29 @@ public final class FileStorage implements Storage {
     return root;
   }
 
+  /** Whether this storage reads its files around the page cache. */
+  public boolean directReads() {
+    return directReads;
+  }
+
+  /** A file over {@code channel}, with direct reads if this storage has them (closing the channel if they fail to open). */
+  private FileStorageFile file(String name, Path path, FileChannel channel) throws IOException {
+    if (!directReads) return new FileStorageFile(name, path, channel, nativeCalls);
+    try {
+      return new FileStorageFile(name, path, channel, nativeCalls, DirectReads.open(path));
+    } catch (IOException | RuntimeException e) {
+      channel.close();
+      throw e;
+    }
+  }
+
   @Override
   public StorageFile createTemporary(String name) {
     Path path = resolve(name, false);
     try {
       FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
           StandardOpenOption.READ, StandardOpenOption.WRITE);
-      return new FileStorageFile(name, path, channel, nativeCalls);
+      return file(name, path, channel);
     } catch (NoSuchFileException e) {
       throw new StorageException("create of " + path + " failed: directory " + path.getParent()
           + " does not exist", e);
@@ -141,8 +182,8 @@ public final class FileStorage implements Storage {
   public StorageFile createUnsynced(String name) {
     Path path = resolve(name, false);
     try {
-      return new FileStorageFile(name, path, FileChannel.open(path, StandardOpenOption.CREATE_NEW,
-          StandardOpenOption.READ, StandardOpenOption.WRITE), nativeCalls);
+      return file(name, path, FileChannel.open(path, StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.READ, StandardOpenOption.WRITE));
     } catch (FileAlreadyExistsException e) {
       throw new StorageException("create of " + path + " failed: the file already exists", e);
     } catch (NoSuchFileException e) {
@@ -190,7 +231,7 @@ public final class FileStorage implements Storage {
   public StorageFile openForReading(String name) {
     Path path = resolve(name, false);
     try {
-      return new FileStorageFile(name, path, FileChannel.open(path, StandardOpenOption.READ), nativeCalls);
+      return file(name, path, FileChannel.open(path, StandardOpenOption.READ));
     } catch (NoSuchFileException e) {
       throw new StorageException("open of " + path + " failed: the file does not exist", e);
     } catch (IOException e) {
@@ -202,8 +243,7 @@ public final class FileStorage implements Storage {
   public StorageFile open(String name) {
     Path path = resolve(name, false);
     try {
-      return new FileStorageFile(name, path,
-          FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE), nativeCalls);
+      return file(name, path, FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE));
     } catch (NoSuchFileException e) {
       throw new StorageException("open of " + path + " failed: the file does not exist", e);
     } catch (IOException e) {

@@ -43,6 +43,8 @@ final class FileStorageFile implements StorageFile {
   private final Path path;
   /** Reserves disk blocks for preallocate; null when no provider is on the class path. */
   private final NativeFileCalls nativeCalls;
+  /** Direct (O_DIRECT) reads of the file, or null: reads go through the page cache. */
+  private final DirectReads direct;
   /** The open channel; replaced under this object's monitor when an interrupt closed it. */
   private volatile FileChannel channel;
   /** Set once by close(), under this object's monitor; read by every operation. */
@@ -55,10 +57,21 @@ final class FileStorageFile implements StorageFile {
   }
 
   FileStorageFile(String name, Path path, FileChannel channel, NativeFileCalls nativeCalls) {
+    this(name, path, channel, nativeCalls, null);
+  }
+
+  /** As above; with {@code direct} non-null, reads bypass the page cache through it (see {@link DirectReads}). */
+  FileStorageFile(String name, Path path, FileChannel channel, NativeFileCalls nativeCalls, DirectReads direct) {
     this.name = name;
     this.path = path;
     this.channel = channel;
     this.nativeCalls = nativeCalls;
+    this.direct = direct;
+  }
+
+  @Override
+  public boolean direct() {
+    return direct != null;
   }
 
   /** One call on the channel; may throw ClosedChannelException if an interrupt closed it. */
@@ -76,6 +89,14 @@ final class FileStorageFile implements StorageFile {
   public int read(long position, ByteBuffer dst) {
     checkPosition(position);
     ensureOpen();
+    if (direct != null) {
+      try {
+        return direct.read(position, dst);
+      } catch (IOException e) {
+        if (closed) throw StorageErrors.closed(path.toString());
+        throw failure("direct read of " + dst.remaining() + " bytes at offset " + position + " from ", e);
+      }
+    }
     int total = 0;
     try {
       while (dst.hasRemaining()) { // a positional read may return fewer bytes than asked before the end
@@ -188,6 +209,7 @@ final class FileStorageFile implements StorageFile {
     }
     try {
       ch.close();
+      if (direct != null) direct.close();
     } catch (IOException e) {
       throw failure("close of ", e);
     }

@@ -285,4 +285,52 @@ class FileStorageTest extends StorageContractTest {
     assertArrayEquals(expected, Files.readAllBytes(dir.resolve("d")));
     assertThrows(StorageException.class, () -> s.createUnsyncedDirect("d"), "an existing name");
   }
+  /**
+   * With direct reads, every read bypasses the page cache through an O_DIRECT channel, widened to whole
+   * blocks: any offset and length reads what was written, including bytes written through the page cache
+   * a moment before and reads across the end of the file.
+   */
+  @Test
+  void directReads_readWhatWasWritten_atAnyOffsetAndLength() throws Exception {
+    FileStorage s = new FileStorage(dir.resolve("direct"), true);
+    assertTrue(s.directReads());
+    byte[] data = new byte[300_000];
+    new Random(3).nextBytes(data);
+    try (StorageFile f = s.create("f")) {
+      assertTrue(f.direct());
+      f.write(0, ByteBuffer.wrap(data, 0, 200_000)); // not synced: still in the page cache
+      f.write(200_000, ByteBuffer.wrap(data, 200_000, 100_000));
+      Random r = new Random(4);
+      for (int i = 0; i < 300; i++) {
+        int at = r.nextInt(data.length), len = 1 + r.nextInt(i % 10 == 0 ? 2_000_000 : 10_000);
+        ByteBuffer dst = r.nextBoolean() ? ByteBuffer.allocate(len + 3) : ByteBuffer.allocateDirect(len + 3);
+        dst.position(3);
+        int expected = Math.min(len, data.length - at);
+        assertEquals(expected, f.read(at, dst), "read of " + len + " at " + at);
+        assertEquals(3 + expected, dst.position());
+        byte[] got = new byte[expected];
+        dst.get(3, got);
+        assertArrayEquals(Arrays.copyOfRange(data, at, at + expected), got);
+      }
+      assertEquals(0, f.read(data.length, ByteBuffer.allocate(10)), "at the end");
+      assertEquals(0, f.read(data.length + 10_000, ByteBuffer.allocate(10)), "past the end");
+      Thread.currentThread().interrupt(); // the JDK closes the direct channel: the read reopens it
+      try {
+        ByteBuffer dst = ByteBuffer.allocate(100);
+        assertEquals(100, f.read(5, dst));
+        assertTrue(Thread.currentThread().isInterrupted(), "the interrupt status is kept");
+        assertArrayEquals(Arrays.copyOfRange(data, 5, 105), dst.array());
+      } finally {
+        Thread.interrupted();
+      }
+    }
+    StorageFile reread = s.openForReading("f");
+    assertTrue(reread.direct());
+    ByteBuffer all = ByteBuffer.allocate(data.length);
+    assertEquals(data.length, reread.read(0, all));
+    assertArrayEquals(data, all.array());
+    reread.close();
+    assertThrows(io.basaltdb.ClosedException.class, () -> reread.read(0, ByteBuffer.allocate(1)));
+    assertEquals(false, new FileStorage(dir.resolve("plain")).directReads());
+  }
 }
