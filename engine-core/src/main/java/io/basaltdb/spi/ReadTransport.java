@@ -45,6 +45,15 @@ public interface ReadTransport extends AutoCloseable {
     public CompletableFuture<Integer> result() {
       return result;
     }
+
+    /** Reads on the calling thread, blocking ({@link ReadTarget#read}), and completes the result either way. */
+    public void readNow() {
+      try {
+        result.complete(target.read(position, dst));
+      } catch (Throwable t) {
+        result.completeExceptionally(t);
+      }
+    }
   }
 
   /** Creates transports; registered under META-INF/services/io.basaltdb.spi.ReadTransport$Provider. */

@@ -189,13 +189,7 @@ public final class UringReadTransport implements ReadTransport {
       }
     }
     if (local != null) {
-      for (Read r : local) {
-        try {
-          r.result().complete(r.target().read(r.position(), r.dst()));
-        } catch (Throwable t) {
-          r.result().completeExceptionally(t);
-        }
-      }
+      for (Read r : local) r.readNow();
     }
   }
 

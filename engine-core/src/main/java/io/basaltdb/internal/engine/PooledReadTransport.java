@@ -42,20 +42,12 @@ public final class PooledReadTransport implements ReadTransport {
     for (int i = 1; i < reads.size(); i++) { // the caller reads the first itself: one less hand-off
       Read r = reads.get(i);
       try {
-        pool.execute(() -> run(r));
+        pool.execute(r::readNow);
       } catch (java.util.concurrent.RejectedExecutionException e) { // closed meanwhile
         r.result().completeExceptionally(new io.basaltdb.ClosedException("the read transport is closed"));
       }
     }
-    if (!reads.isEmpty()) run(reads.get(0));
-  }
-
-  private static void run(Read r) {
-    try {
-      r.result().complete(r.target().read(r.position(), r.dst()));
-    } catch (Throwable t) {
-      r.result().completeExceptionally(t);
-    }
+    if (!reads.isEmpty()) reads.get(0).readNow();
   }
 
   @Override
