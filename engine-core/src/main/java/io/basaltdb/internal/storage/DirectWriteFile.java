@@ -67,6 +67,11 @@ final class DirectWriteFile implements StorageFile {
   }
 
   @Override
+  public boolean direct() {
+    return file.direct();
+  }
+
+  @Override
   public long size() {
     return file.size();
   }

@@ -203,12 +203,11 @@ public final class FileStorage implements Storage {
     StorageFile file = createUnsynced(name);
     Path path = resolve(name, false);
     FileChannel direct;
-    int block;
     try {
-      block = Math.toIntExact(Files.getFileStore(path).getBlockSize());
+      long block = fileStore == null ? 0 : fileStore.getBlockSize(); // the root's file store, found once
       if (block <= 0 || DIRECT_ALIGNMENT % block != 0) return file;
       direct = FileChannel.open(path, StandardOpenOption.WRITE, com.sun.nio.file.ExtendedOpenOption.DIRECT);
-    } catch (IOException | UnsupportedOperationException | ArithmeticException noDirectIo) {
+    } catch (IOException | UnsupportedOperationException noDirectIo) {
       return file; // the file system takes no direct I/O: written through the page cache
     }
     if (!(file instanceof FileStorageFile plain)) { // a subclass's own files
