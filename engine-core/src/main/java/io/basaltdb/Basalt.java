@@ -137,6 +137,32 @@ public final class Basalt implements AutoCloseable {
     engine.write(b);
   }
 
+  /**
+   * A batched get across keyspaces: the value of {@code keys.get(i)} in {@code keyspaces.get(i)} for each
+   * {@code i}, in order, null where absent. As {@link Keyspace#getAll}, every key's key index block and
+   * document reads are in flight together, whatever their keyspaces. Each value is what {@link
+   * Keyspace#get} would return; for one consistent view of all keys, use a snapshot.
+   *
+   * @throws InvalidArgumentException if a list, a keyspace or a key is null, the lists differ in length,
+   *     a key is too long, or a keyspace belongs to another store; nothing is read
+   */
+  public List<byte[]> getAll(List<Keyspace> keyspaces, List<byte[]> keys) {
+    if (keyspaces == null || keys == null) throw new InvalidArgumentException("keyspaces and keys must not be null");
+    if (keyspaces.size() != keys.size()) {
+      throw new InvalidArgumentException("getAll takes a keyspace per key: " + keyspaces.size() + " keyspaces for "
+          + keys.size() + " keys");
+    }
+    int[] ids = new int[keys.size()];
+    for (int i = 0; i < ids.length; i++) {
+      Keyspace ks = keyspaces.get(i);
+      if (ks == null) throw new InvalidArgumentException("keyspace " + i + " must not be null");
+      if (ks.db != this) throw new InvalidArgumentException("keyspace '" + ks.name() + "' belongs to another store");
+      Keys.checkKey(keys.get(i));
+      ids[i] = ks.id;
+    }
+    return engine.getAll(ids, keys);
+  }
+
   /** A consistent, read-only view of every keyspace as of now. Close it to release what it pins. */
   public Snapshot snapshot() {
     return new Snapshot(this, engine.snapshot());

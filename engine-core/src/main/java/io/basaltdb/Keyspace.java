@@ -146,17 +146,19 @@ public final class Keyspace {
 
   /**
    * The values of {@code keys}, in their order, null where a key is absent: a batched get. The key
-   * index is searched for all of them first, then their documents are read together, many reads in
-   * flight at once ({@code Options.readQueueDepth}), which is much faster than one get after another
-   * when the data is on disk. Each value is what {@link #get} would return; for one consistent view of
-   * all keys, use a snapshot.
+   * index blocks and then the documents of all the keys are read together, many reads in flight at once
+   * ({@code Options.readQueueDepth}), which is much faster than one get after another when the data is
+   * on disk. Each value is what {@link #get} would return; for one consistent view of all keys, use a
+   * snapshot. {@link Basalt#getAll} does the same for keys of several keyspaces.
    *
    * @throws InvalidArgumentException if the list or a key is null or a key is too long; nothing is read
    */
   public java.util.List<byte[]> getAll(java.util.List<byte[]> keys) {
     if (keys == null) throw new InvalidArgumentException("keys must not be null");
     for (byte[] k : keys) Keys.checkKey(k);
-    return db.engine.getAll(id, keys);
+    int[] ids = new int[keys.size()];
+    java.util.Arrays.fill(ids, id);
+    return db.engine.getAll(ids, keys);
   }
 
   /**

@@ -79,25 +79,32 @@ class ModelTest {
   }
 
   /** One seeded run. */
-  static final class Run {
+  static class Run {
     final Random rnd;
     final Options options;
     final boolean inMemory;
     final MemStorage storage;
+    /** A directory on disk to run against instead of {@code storage} (engine-io's run through io_uring). */
+    final java.nio.file.Path dir;
     final String[] names = {"default", "second"};
     final List<TreeMap<Key, byte[]>> model = new ArrayList<>();
     Basalt db;
     Keyspace[] ks;
 
     Run(long seed, Options options, boolean inMemory) {
+      this(seed, options, inMemory, null);
+    }
+
+    Run(long seed, Options options, boolean inMemory, java.nio.file.Path dir) {
       this.rnd = new Random(seed);
       this.options = options;
       this.inMemory = inMemory;
-      this.storage = inMemory ? null : new MemStorage(seed);
+      this.dir = dir;
+      this.storage = inMemory || dir != null ? null : new MemStorage(seed);
     }
 
     void open() {
-      db = inMemory ? Basalt.openInMemory(options) : Basalt.open(storage, options);
+      db = inMemory ? Basalt.openInMemory(options) : dir != null ? Basalt.open(dir, options) : Basalt.open(storage, options);
       if (!db.keyspaceNames().contains("second")) db.createKeyspace("second");
       ks = new Keyspace[] {db.keyspace("default"), db.keyspace("second")};
     }

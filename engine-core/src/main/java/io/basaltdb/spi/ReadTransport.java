@@ -5,12 +5,12 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * How the engine reads documents when many are wanted at once (Magma's batched reads): it resolves a
- * batch of keys to file positions, then hands every read to the transport together, so many are in
- * flight at once, and waits for them all. The built-in transport runs positional {@code FileChannel}
- * reads on a small pool of threads; a {@link Provider} found on the class path with {@link
- * java.util.ServiceLoader} replaces it (the highest priority wins). No module provides one yet: an
- * io_uring transport in engine-io, submitting a batch to the kernel in one go, is planned.
+ * How the engine reads blocks when many are wanted at once (Magma's batched reads): a batched get hands
+ * the key index blocks and then the document blocks its keys need to the transport, each round's reads
+ * together, so many are in flight at once, and waits for them all. The built-in transport runs
+ * positional {@code FileChannel} reads on a small pool of threads; a {@link Provider} found on the class
+ * path with {@link java.util.ServiceLoader} replaces it (the highest priority wins): engine-io's io_uring
+ * transport submits a round to the kernel in one go.
  *
  * <p>Thread-safety: {@link #submit} may be called from many threads at once.
  */

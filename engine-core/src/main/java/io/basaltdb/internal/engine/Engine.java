@@ -127,10 +127,13 @@ public final class Engine implements AutoCloseable {
     return reads.get(ks, key, out);
   }
 
-  /** The values of {@code keys}, null where absent, reading documents together (see {@link ReadPath#getAll}). */
-  public List<byte[]> getAll(int ks, List<byte[]> keys) {
+  /**
+   * The values of {@code keys}, key {@code i} in keyspace {@code ks[i]}, null where absent, the reads of
+   * all of them in flight together (see {@link ReadPath#getAll}).
+   */
+  public List<byte[]> getAll(int[] ks, List<byte[]> keys) {
     state.checkOpen();
-    catalog.checkLive(ks);
+    for (int k : ks) catalog.checkLive(k);
     return reads.getAll(ks, keys);
   }
 

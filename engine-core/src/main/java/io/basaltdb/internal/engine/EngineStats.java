@@ -35,6 +35,9 @@ final class EngineStats {
   final LongAdder tableLookups = new LongAdder();
   final LongAdder documentReads = new LongAdder();
   final LongAdder batchedGets = new LongAdder();
+  /** Reads batched gets handed to the read transport (key index and document blocks), and the rounds they took. */
+  final LongAdder batchedReads = new LongAdder();
+  final LongAdder batchedReadRounds = new LongAdder();
   final LongAdder compactions = new LongAdder();
   final LongAdder trivialMoves = new LongAdder();
   /** Under key index guards: guard keys committed, guards pushed into the next level, last-level guards merged in place. */

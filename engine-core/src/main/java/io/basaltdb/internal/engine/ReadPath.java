@@ -206,75 +206,219 @@ final class ReadPath {
     return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses, false);
   }
 
-  /** A document a batched get still has to read: the key's position in the batch and its record. */
-  private record PendingRead(int index, byte[] key, long seqno, long hint, KeyspaceFiles.Segment segment,
-      long blockOffset) {
-    long blockId() {
-      return segment.state().segmentId() << 32 | blockOffset;
-    }
-  }
-
   /**
-   * The values of {@code keys} (null where absent), in order (Magma's batched reads): every key is
-   * resolved through the write caches and the key index first, then the document reads all go to the
-   * read transport together, one per distinct block. A read whose block does not hold the document
-   * whole (a stale hint, a document bigger than a block) falls back to a point read. Sees whole batches
-   * as {@link #get} does; a consistent view across the keys needs a snapshot.
+   * The values of {@code keys} (null where absent), in order (Magma's batched reads), key {@code i} in
+   * keyspace {@code ks[i]}. Every key is first looked up in the write caches; the rest go through the key
+   * index and then their documents in rounds, and each round's reads go to the read transport together,
+   * so they are all in flight at once: the key index data blocks the block cache misses (one read per
+   * distinct block, whatever the keyspace), then the documents' blocks (one read per distinct block,
+   * from the record's location hint), and, for a document bigger than a block, the rest of its block.
+   * Most keys need two rounds; a bloom filter's false positive or a level's miss adds one. A key without
+   * a usable hint, or whose block turns out not to hold it, is read as a point read does (which checks
+   * and reports damage). Sees whole batches as {@link #get} does; a consistent view across the keys
+   * needs a snapshot.
    */
-  List<byte[]> getAll(int ks, List<byte[]> keys) {
+  List<byte[]> getAll(int[] ks, List<byte[]> keys) {
     int n = keys.size();
     byte[][] out = new byte[n][];
     stats.gets.add(n);
     stats.batchedGets.increment();
     Version v = versions.acquire();
     try {
-      KeyspaceFiles files = v.files(ks);
-      List<PendingRead> pending = new ArrayList<>();
-      KeyRecord rec = new KeyRecord();
       long now = now();
+      List<BatchedGet> waiting = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         byte[] key = keys.get(i);
-        byte[] e = cached(v, ks, key);
-        if (e != null) {
-          out[i] = valueAt(e, now);
-        } else if (findRecord(files, key, rec) && !rec.tombstone && !rec.expiredAt(now)) {
-          KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
-          Document hit = s == null ? null : s.reader().cached(rec.seqno);
-          if (hit != null && Arrays.equals(hit.key(), key)) {
-            out[i] = hit.value();
-            continue;
-          }
-          long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
-          pending.add(new PendingRead(i, key, rec.seqno, rec.hint, s, off));
-        }
+        byte[] e = cached(v, ks[i], key);
+        if (e != null) out[i] = valueAt(e, now);
+        else waiting.add(new BatchedGet(i, ks[i], key, v.files(ks[i])));
       }
-      Map<Long, ReadTransport.Read> blocks = new LinkedHashMap<>();
-      for (PendingRead p : pending) {
-        if (p.blockOffset < 0) continue;
-        blocks.computeIfAbsent(p.blockId(), x -> new ReadTransport.Read(p.segment.reader().file(), p.blockOffset,
-            ByteBuffer.allocate(p.segment.reader().blockReadSize(p.blockOffset))));
-      }
-      if (!blocks.isEmpty()) {
-        transport.submit(new ArrayList<>(blocks.values()));
-        stats.documentReads.add(blocks.size());
-      }
-      for (PendingRead p : pending) {
-        Document d = null;
-        if (p.blockOffset >= 0) {
-          ReadTransport.Read r = blocks.get(p.blockId());
-          d = p.segment.reader().findInRead(p.blockOffset, r.dst().array(), awaitRead(r), p.seqno);
+      while (!waiting.isEmpty()) {
+        Map<Object, Fetch> round = new LinkedHashMap<>();
+        List<BatchedGet> next = new ArrayList<>(waiting.size());
+        for (BatchedGet g : waiting) {
+          if (g.fetch != null) take(g, round, out);
+          if (g.done || g.fetch == null && advance(g, round, now, out)) continue;
+          next.add(g);
         }
-        if (d == null || !Arrays.equals(d.key(), p.key)) {
-          d = readDocument(files, ks, p.key, p.seqno, p.hint); // checks and reports as a point read does
-        } else {
-          p.segment.reader().remember(d);
-        }
-        out[p.index] = d.value();
+        if (!round.isEmpty()) submit(round);
+        waiting = next;
       }
       return Arrays.asList(out);
     } finally {
       v.release();
     }
+  }
+
+  /** One key of a batched get and where its lookup stands. */
+  private static final class BatchedGet {
+    final int index;
+    final int ks;
+    final byte[] key;
+    final KeyspaceFiles files;
+    final KeyRecord record = new KeyRecord();
+    /** The key index tables that may hold the key, in {@link #findRecord}'s order; made on first use. */
+    List<KeyspaceFiles.Table> tables;
+    long hash;
+    /** The next table to probe in {@code tables}. */
+    int probe;
+    /** The key's record is in {@code record}; its document is next. */
+    boolean found;
+    /** Its document's block is being read. */
+    boolean inDocument;
+    boolean done;
+    /** The read this key waits for, and what it reads: a key index data block or a document block. */
+    Fetch fetch;
+    KeyspaceFiles.Table table;
+    TableReader.BlockSpan span;
+    KeyspaceFiles.Segment segment;
+    long blockOffset;
+    /** A document block longer than its first read: all of it, and how much of it the first read brought. */
+    byte[] longBlock;
+    int longHave;
+
+    BatchedGet(int index, int ks, byte[] key, KeyspaceFiles files) {
+      this.index = index;
+      this.ks = ks;
+      this.key = key;
+      this.files = files;
+    }
+  }
+
+  /** A read of one round, shared by the keys that need the same block, and what was made of it. */
+  private static final class Fetch {
+    final ReadTransport.Read read;
+    /** The key index block, checked and parsed once for all the keys that wait for it. */
+    TableReader.FetchedBlock table;
+
+    Fetch(ReadTransport.Read read) {
+      this.read = read;
+    }
+  }
+
+  /** Identifies a read within a round: the same block asked for by several keys is read once. */
+  private record FetchKey(Object reader, long offset) {}
+
+  private void submit(Map<Object, Fetch> round) {
+    List<ReadTransport.Read> reads = new ArrayList<>(round.size());
+    for (Fetch f : round.values()) reads.add(f.read);
+    stats.batchedReads.add(reads.size());
+    stats.batchedReadRounds.increment();
+    transport.submit(reads);
+  }
+
+  /**
+   * Takes {@code g} as far as it goes without a read: through the key index tables (bloom filters and
+   * cached blocks) to its record, and to its document if the cache holds it. Returns true when the key
+   * is done (its value in {@code out}); false when it waits for a read it has added to {@code round}.
+   */
+  private boolean advance(BatchedGet g, Map<Object, Fetch> round, long now, byte[][] out) {
+    if (!g.found) {
+      if (g.tables == null) {
+        g.tables = candidateTables(g.files, g.key);
+        g.hash = TableReader.keyHash(g.key);
+      }
+      for (; !g.found; g.probe++) {
+        if (g.probe == g.tables.size()) return finish(g, null, out);
+        KeyspaceFiles.Table t = g.tables.get(g.probe);
+        stats.tableLookups.increment();
+        if (!t.reader().mayContain(g.key, g.hash)) continue; // key range and bloom filter: no I/O
+        TableReader.BlockSpan span = t.reader().dataBlockFor(g.key);
+        int found = span == null ? 0 : t.reader().getCached(g.key, g.record, span);
+        if (found == TableReader.NOT_CACHED) {
+          g.table = t;
+          g.span = span;
+          g.fetch = round.computeIfAbsent(new FetchKey(t.reader(), span.offset()), x -> new Fetch(
+              new ReadTransport.Read(t.reader().file(), span.offset(), ByteBuffer.allocate(span.readSize()))));
+          return false;
+        }
+        g.found = found == 1;
+        if (g.found) break;
+      }
+    }
+    KeyRecord rec = g.record;
+    if (rec.tombstone || rec.expiredAt(now)) return finish(g, null, out);
+    KeyspaceFiles.Segment s = g.files.segmentFor(rec.seqno);
+    byte[] hit = s == null ? null : s.reader().cachedValue(rec.seqno, g.key);
+    if (hit != null) return finish(g, hit, out);
+    long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
+    if (off < 0) return finish(g, readDocument(g.files, g.ks, g.key, rec.seqno, rec.hint).value(), out);
+    g.inDocument = true;
+    g.segment = s;
+    g.blockOffset = off;
+    g.fetch = round.computeIfAbsent(new FetchKey(s.reader(), off), x -> {
+      stats.documentReads.increment();
+      return new Fetch(new ReadTransport.Read(s.reader().file(), off, ByteBuffer.allocate(s.reader().blockReadSize(off))));
+    });
+    return false;
+  }
+
+  /**
+   * Takes the read {@code g} waited for: a key index block (searched for the key: its record, or on to
+   * the next table) or a document block (the value; or, for a block longer than the read, a read of the
+   * rest added to {@code round}; or a point read if the block does not hold the document).
+   */
+  private void take(BatchedGet g, Map<Object, Fetch> round, byte[][] out) {
+    Fetch f = g.fetch;
+    g.fetch = null;
+    int got = awaitRead(f.read);
+    if (!g.inDocument) {
+      if (f.table == null) f.table = g.table.reader().fetched(g.span, f.read.dst().array(), got);
+      g.found = g.table.reader().search(f.table, g.key, g.record);
+      if (!g.found) g.probe++;
+      return;
+    }
+    var reader = g.segment.reader();
+    byte[] b = g.longBlock != null ? g.longBlock : f.read.dst().array();
+    int have = g.longBlock != null ? g.longHave + got : got;
+    int whole = g.longBlock != null ? -1 : reader.longerBlockLength(g.blockOffset, b, have);
+    if (whole > 0) { // a document bigger than a block: read the rest of its block
+      g.longBlock = Arrays.copyOf(b, whole);
+      g.longHave = have;
+      stats.documentReads.increment();
+      g.fetch = new Fetch(new ReadTransport.Read(reader.file(), g.blockOffset + have,
+          ByteBuffer.wrap(g.longBlock, have, whole - have)));
+      round.put(g, g.fetch);
+      return;
+    }
+    KeyRecord rec = g.record;
+    Document d = reader.findInRead(g.blockOffset, b, have, rec.seqno);
+    if (d == null || !Arrays.equals(d.key(), g.key)) {
+      d = readDocument(g.files, g.ks, g.key, rec.seqno, rec.hint); // checks and reports as a point read does
+    } else {
+      reader.remember(d);
+    }
+    finish(g, d.value(), out);
+  }
+
+  private static boolean finish(BatchedGet g, byte[] value, byte[][] out) {
+    out[g.index] = value;
+    g.done = true;
+    return true;
+  }
+
+  /**
+   * The tables of {@code files} that may hold {@code key}, in the order {@link #findRecord} probes them
+   * (level 0 newest first, then per level the one candidate, or under guards the key's guard's tables
+   * whose range holds it): the first to hold the key holds its newest record.
+   */
+  private static List<KeyspaceFiles.Table> candidateTables(KeyspaceFiles files, byte[] key) {
+    List<KeyspaceFiles.Table> out = new ArrayList<>();
+    if (files.tables.isEmpty()) return out;
+    for (int i = 0, n = files.levelCount(0); i < n; i++) out.add(files.table(0, i));
+    for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      if (files.guarded()) {
+        int g = files.guardOf(l, key);
+        for (int i = 0, n = files.guardTableCount(l, g); i < n; i++) {
+          KeyspaceFiles.Table t = files.guardTable(l, g, i);
+          if (t.holdsInRange(key)) out.add(t);
+        }
+        continue;
+      }
+      KeyspaceFiles.Table t = files.candidate(l, key);
+      if (t != null) out.add(t);
+    }
+    return out;
   }
 
   private static int awaitRead(ReadTransport.Read r) {

@@ -124,6 +124,8 @@ final class StatsReport {
     m.put("tableLookups", s.tableLookups.sum());
     m.put("documentReads", s.documentReads.sum());
     m.put("batchedGets", s.batchedGets.sum());
+    m.put("batchedReads", s.batchedReads.sum());
+    m.put("batchedReadRounds", s.batchedReadRounds.sum());
     m.put("hintMisses", s.hintMisses.sum());
     m.put("expiredRecordsCompacted", s.expiredRecordsCompacted.sum());
     m.put("expiryCompactions", s.expiryCompactions.sum());

@@ -268,6 +268,19 @@ public final class SegmentReader {
     }
   }
 
+  /**
+   * The whole length of the block whose first {@code got} bytes a batched read of block offset {@code
+   * off} put in {@code b}, if the block is longer than that (a document bigger than a block): the caller
+   * reads the rest and calls {@link #findInRead} with all of it. -1 if the bytes hold the whole block,
+   * or are not a block header this segment can hold (then {@link #findInRead} fails and the caller falls
+   * back to a point read, which reports damage).
+   */
+  public int longerBlockLength(long off, byte[] b, int got) {
+    if (got < BLOCK_HEADER_SIZE) return -1;
+    int length = Block.recordLength(b, 0);
+    return length > got && length <= state.tailOffset() - off ? length : -1;
+  }
+
   /** The file this reader reads (a batched read goes to it through the read transport). */
   public StorageFile file() {
     return file;

@@ -287,36 +287,124 @@ public final class TableReader implements AutoCloseable {
   }
 
   private boolean read(byte[] key, KeyRecord out, boolean fillCache) {
-    long offset;
-    int size;
+    BlockSpan span = dataBlockFor(key);
+    if (span == null) return false; // cannot happen: mayContain checked key <= the last separator
+    BlockCache.Block pinned = cache == null ? null : cache.get(owner, span.offset, BlockCache.Kind.TABLE_DATA);
+    if (pinned != null) return searchPinned(pinned, span.offset, key, out);
+    Block b = dataBlock(span.offset, span.size, -1);
+    if (cache != null && fillCache) cacheBlock(span.offset, b);
+    return search(b, key, out);
+  }
+
+  /** The file this reader reads (a batched lookup reads its data blocks through the read transport). */
+  public StorageFile file() {
+    return file;
+  }
+
+  /** A data block's place in the file: its offset and its size without the trailer. */
+  public record BlockSpan(long offset, int size) {
+    /** Bytes to read for the block: its contents and its trailer. */
+    public int readSize() {
+      return size + Format.TRAILER_SIZE;
+    }
+  }
+
+  /**
+   * The data block that may hold {@code key} (by the block index, which is loaded if the cache evicted
+   * it), or null if the key is past the last block. A batched lookup asks {@link #getCached} first and
+   * reads the block through the read transport on a miss ({@link #fetched}).
+   */
+  public BlockSpan dataBlockFor(byte[] key) {
+    checkOpen();
     BlockCache.Block idx = index();
     try {
       int i = FlatIndex.find(idx.base, idx.address, key);
-      if (i == blockCount) return false; // cannot happen: mayContain checked key <= the last separator
-      offset = FlatIndex.blockOffset(idx.base, idx.address, i);
-      size = FlatIndex.blockSize(idx.base, idx.address, i);
+      if (i == blockCount) return null;
+      long offset = FlatIndex.blockOffset(idx.base, idx.address, i);
+      int size = FlatIndex.blockSize(idx.base, idx.address, i);
+      if (size > MAX_BLOCK_READ) {
+        throw new CorruptionException(description, offset, "block of " + size + " bytes is larger than any table holds");
+      }
+      return new BlockSpan(offset, size);
     } finally {
       idx.release();
     }
-    BlockCache.Block pinned = null;
-    BlockIter it = LOOKUP.get();
-    if (cache != null) pinned = cache.get(owner, offset, BlockCache.Kind.TABLE_DATA);
-    if (pinned != null) {
-      it.resetTrusted(pinned.base, pinned.address, pinned.size, offset, description); // a cache hit makes no block
-    } else {
-      Block b = dataBlock(offset, size, -1);
-      if (cache != null && fillCache) cacheBlock(offset, b);
-      it.reset(b);
+  }
+
+  /** {@link #getCached}: the block is not in the cache; read it ({@link #fetched}) and {@link #search} it. */
+  public static final int NOT_CACHED = -1;
+
+  /**
+   * Looks up {@code key} in the data block {@code span} if the block cache holds it, reading nothing:
+   * 1 if found (into {@code out}), 0 if the block does not hold the key, {@link #NOT_CACHED} otherwise.
+   */
+  public int getCached(byte[] key, KeyRecord out, BlockSpan span) {
+    if (cache == null) return NOT_CACHED;
+    BlockCache.Block pinned = cache.get(owner, span.offset, BlockCache.Kind.TABLE_DATA);
+    if (pinned == null) return NOT_CACHED;
+    return searchPinned(pinned, span.offset, key, out) ? 1 : 0;
+  }
+
+  /** A data block read through the read transport, checked and parsed: search it with {@link #search}. */
+  public static final class FetchedBlock {
+    private final Block block;
+
+    private FetchedBlock(Block block) {
+      this.block = block;
     }
+  }
+
+  /**
+   * The data block {@code span} from the {@code got} bytes a batched read put in {@code buf} (it asked
+   * for {@link BlockSpan#readSize()}): checked as a point read checks it, counted as a block read, and
+   * offered to the block cache as a point read's block is.
+   *
+   * @throws CorruptionException if the file ended early or the block is damaged
+   */
+  public FetchedBlock fetched(BlockSpan span, byte[] buf, int got) {
+    checkOpen();
+    if (got != span.readSize()) {
+      throw new CorruptionException(description, span.offset, "file ends " + got + " bytes into a " + span.readSize() + "-byte read");
+    }
+    checkTrailer(buf, span.offset, span.size);
+    Block b = Block.parse(buf, span.size, span.offset, description);
+    blockReads.increment();
+    if (b.isEmpty()) throw new CorruptionException(description, span.offset, "data block at " + span.offset + " is empty");
+    if (cache != null) cacheBlock(span.offset, b);
+    return new FetchedBlock(b);
+  }
+
+  /** Looks up {@code key} in a fetched block; if present fills {@code out} and returns true. */
+  public boolean search(FetchedBlock fetched, byte[] key, KeyRecord out) {
+    return search(fetched.block, key, out);
+  }
+
+  private boolean searchPinned(BlockCache.Block pinned, long offset, byte[] key, KeyRecord out) {
+    BlockIter it = LOOKUP.get();
     try {
-      it.seek(key);
-      if (!it.valid() || it.compareKey(key) != 0) return false;
-      out.set(key, it.seqno, it.docSize, it.tombstone, it.hint, it.olderReported, it.expiry);
-      return true;
+      it.resetTrusted(pinned.base, pinned.address, pinned.size, offset, description); // a cache hit makes no block
+      return found(it, key, out);
     } finally {
       it.release();
-      if (pinned != null) pinned.release();
+      pinned.release();
     }
+  }
+
+  private boolean search(Block b, byte[] key, KeyRecord out) {
+    BlockIter it = LOOKUP.get();
+    try {
+      it.reset(b);
+      return found(it, key, out);
+    } finally {
+      it.release();
+    }
+  }
+
+  private static boolean found(BlockIter it, byte[] key, KeyRecord out) {
+    it.seek(key);
+    if (!it.valid() || it.compareKey(key) != 0) return false;
+    out.set(key, it.seqno, it.docSize, it.tombstone, it.hint, it.olderReported, it.expiry);
+    return true;
   }
 
   /**
@@ -539,6 +627,12 @@ public final class TableReader implements AutoCloseable {
       throw new CorruptionException(description, offset, "block of " + size + " bytes is larger than any table holds");
     }
     byte[] buf = readExact(offset, size + Format.TRAILER_SIZE);
+    checkTrailer(buf, offset, size);
+    return buf;
+  }
+
+  /** Checks the trailer after a block's {@code size} content bytes in {@code buf}: its checksum and compression type. */
+  private void checkTrailer(byte[] buf, long offset, int size) {
     int crc = Format.getIntLE(buf, size + Format.TRAILER_CRC_OFFSET);
     if (crc != Format.crc(buf, 0, size + 1)) {
       throw new CorruptionException(description, offset, "block checksum mismatch");
@@ -547,7 +641,6 @@ public final class TableReader implements AutoCloseable {
     if (type != Format.COMPRESSION_NONE) {
       throw new CorruptionException(description, offset + size, "unknown compression type " + type);
     }
-    return buf;
   }
 
   private byte[] readExact(long offset, int len) {

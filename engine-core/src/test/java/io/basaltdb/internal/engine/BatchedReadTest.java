@@ -7,16 +7,21 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.basaltdb.Basalt;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.Keyspace;
 import io.basaltdb.Options;
 import io.basaltdb.StorageException;
 import io.basaltdb.SyncMode;
 import io.basaltdb.internal.storage.FileStorage;
+import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.spi.ReadTarget;
 import io.basaltdb.spi.ReadTransport;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -90,7 +95,7 @@ class BatchedReadTest {
       for (int i = 0; i < n; i++) keys.add(key(i));
       keys.add("absent".getBytes());
       long before = e.stats().get("documentReads");
-      List<byte[]> got = e.getAll(1, keys);
+      List<byte[]> got = e.getAll(ids(1, keys.size()), keys);
       long reads = e.stats().get("documentReads") - before;
       for (int i = 0; i < n; i++) {
         assertArrayEquals(e.get(1, key(i)), got.get(i), "key " + i);
@@ -99,6 +104,153 @@ class BatchedReadTest {
       assertNull(got.get(n));
       assertTrue(reads > 0 && reads < n / 10, "one read per distinct 4 KiB block, not per key: " + reads);
     }
+  }
+
+  /** Options for a key index of several levels of small tables with small blocks. */
+  private static Options leveled() {
+    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10).blockSize(512)
+        .l0CompactionTrigger(2).level1Bytes(16 << 10).levelMultiplier(4).tableTargetBytes(16 << 10);
+  }
+
+  @Test
+  void getAll_readsColdKeyIndexBlocksAndDocumentsThroughTheTransport_inFewRounds() {
+    MemStorage storage = new MemStorage(1);
+    try (Engine e = Engine.open(storage, leveled())) {
+      int n = 4000;
+      for (int i = 0; i < n; i++) put(e, 1, key(i), value(i));
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      for (int i = 0; i < n; i += 10) put(e, 1, key(i), ("newer-" + i).getBytes()); // newer records above older ones
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000)); // no background reads while the test counts reads
+      assertTrue(e.stats().get("tables") > 3, "several tables: " + e.stats());
+      List<byte[]> keys = new ArrayList<>();
+      for (int i = 0; i < n; i += 5) keys.add(key(i));
+      keys.add("absent".getBytes());
+      ReadThreads reads = new ReadThreads(storage);
+      Map<String, Long> before = e.stats();
+      List<byte[]> got = e.getAll(ids(1, keys.size()), keys);
+      Map<String, Long> after = e.stats();
+      reads.stop();
+      for (int j = 0; j < keys.size() - 1; j++) {
+        int i = j * 5;
+        assertArrayEquals(i % 10 == 0 ? ("newer-" + i).getBytes() : value(i), got.get(j), "key " + i);
+      }
+      assertNull(got.get(keys.size() - 1));
+      assertTrue(delta(before, after, "indexBlockReads") > 10, "the key index blocks were cold: " + after);
+      reads.assertAllThroughTheTransport(before, after);
+      assertTrue(delta(before, after, "batchedReadRounds") <= 4, "the reads of a round go together: "
+          + delta(before, after, "batchedReadRounds") + " rounds for " + keys.size() + " keys");
+      for (byte[] k : keys) assertArrayEquals(e.get(1, k), e.getAll(ids(1, 1), List.of(k)).get(0));
+    }
+  }
+
+  @Test
+  void getAll_documentsBiggerThanABlock_areReadWholeThroughTheTransport() {
+    MemStorage storage = new MemStorage(1);
+    try (Engine e = Engine.open(storage, leveled())) {
+      int n = 40;
+      for (int i = 0; i < n; i++) put(e, 1, key(i), big(i));
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000)); // no background reads while the test counts reads
+      List<byte[]> keys = new ArrayList<>();
+      for (int i = 0; i < n; i++) keys.add(key(i));
+      ReadThreads reads = new ReadThreads(storage);
+      Map<String, Long> before = e.stats();
+      List<byte[]> got = e.getAll(ids(1, n), keys);
+      Map<String, Long> after = e.stats();
+      reads.stop();
+      for (int i = 0; i < n; i++) assertArrayEquals(big(i), got.get(i), "key " + i);
+      assertEquals(0, delta(before, after, "hintMisses"), "every document read at its hinted block");
+      reads.assertAllThroughTheTransport(before, after); // the rest of each long block too, in a later round
+      assertTrue(delta(before, after, "documentReads") >= 2 * n, "a first read and the rest, per document: " + after);
+    }
+  }
+
+  /** Counts the reads of a {@link MemStorage} on the calling thread and on others until stopped. */
+  private static final class ReadThreads {
+    final Thread caller = Thread.currentThread();
+    final java.util.concurrent.atomic.AtomicLong onCaller = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong elsewhere = new java.util.concurrent.atomic.AtomicLong();
+    private final MemStorage storage;
+
+    ReadThreads(MemStorage storage) {
+      this.storage = storage;
+      storage.setFaultInjector((op, name) -> {
+        if (op == MemStorage.Op.READ) (Thread.currentThread() == caller ? onCaller : elsewhere).incrementAndGet();
+        return MemStorage.Fault.NONE;
+      });
+    }
+
+    void stop() {
+      storage.setFaultInjector(null);
+    }
+
+    /**
+     * Every read was one the transport made: the built-in pool makes each round's first read on the
+     * caller's thread, and the rest on its own; a point read would be one more on the caller's.
+     */
+    void assertAllThroughTheTransport(Map<String, Long> before, Map<String, Long> after) {
+      assertEquals(delta(before, after, "batchedReadRounds"), onCaller.get(), "the caller read only each round's first block");
+      assertEquals(delta(before, after, "batchedReads"), onCaller.get() + elsewhere.get(), "one read per distinct block of a round");
+    }
+  }
+
+  @Test
+  void getAll_acrossKeyspaces_keepsEveryKeyInItsKeyspace() {
+    try (Basalt db = Basalt.open(dir.resolve("one"), Options.defaults().syncMode(SyncMode.NONE).blockSize(512));
+        Basalt other = Basalt.open(dir.resolve("other"), Options.defaults())) {
+      Keyspace a = db.createKeyspace("a");
+      Keyspace b = db.createKeyspace("b");
+      for (int i = 0; i < 500; i++) {
+        a.put(key(i), ("a" + i).getBytes());
+        if (i % 2 == 0) b.put(key(i), ("b" + i).getBytes());
+      }
+      db.flush();
+      a.put(key(7), "a7-cached".getBytes()); // from the write cache
+      b.delete(key(8));
+      List<Keyspace> spaces = new ArrayList<>();
+      List<byte[]> keys = new ArrayList<>();
+      for (int i = 0; i < 500; i += 3) {
+        spaces.add(i % 2 == 0 ? a : b);
+        keys.add(key(i));
+        spaces.add(i % 2 == 0 ? b : a);
+        keys.add(key(i));
+      }
+      List<byte[]> got = db.getAll(spaces, keys);
+      for (int j = 0; j < keys.size(); j++) {
+        assertArrayEquals(spaces.get(j).get(keys.get(j)), got.get(j), spaces.get(j).name() + " " + new String(keys.get(j)));
+      }
+      assertArrayEquals("a7-cached".getBytes(), db.getAll(List.of(a, b), List.of(key(7), key(7))).get(0));
+      assertNull(db.getAll(List.of(b), List.of(key(8))).get(0));
+      assertThrows(InvalidArgumentException.class, () -> db.getAll(List.of(a), List.of(key(1), key(2))));
+      assertThrows(InvalidArgumentException.class, () -> db.getAll(List.of(other.createKeyspace("a")), List.of(key(1))));
+      assertThrows(InvalidArgumentException.class, () -> db.getAll(java.util.Arrays.asList(a, null), List.of(key(1), key(2))));
+      assertTrue(db.stats().get("batchedReads") > 0);
+    }
+  }
+
+  private static long delta(Map<String, Long> before, Map<String, Long> after, String name) {
+    return after.get(name) - before.get(name);
+  }
+
+  private static int[] ids(int ks, int n) {
+    int[] ids = new int[n];
+    java.util.Arrays.fill(ids, ks);
+    return ids;
+  }
+
+  private static void put(Engine e, int ks, byte[] key, byte[] value) {
+    Batch b = new Batch(1);
+    b.add(ks, Batch.PUT, key, value);
+    e.write(b);
+  }
+
+  /** An incompressible value bigger than a block of {@link #leveled()}. */
+  private static byte[] big(int i) {
+    byte[] v = new byte[1500 + 97 * i];
+    new java.util.SplittableRandom(i).nextBytes(v);
+    return v;
   }
 
   private static byte[] key(int i) {
