@@ -34,7 +34,7 @@ public final class Options {
   private boolean dynamicLevelTargets = true;
   private long tableTargetBytes = 8L << 20;
   private int compactionThreads = 2;
-  private int readQueueDepth = 8;
+  private int readQueueDepth = 32;
   private boolean directReads;
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
@@ -338,9 +338,12 @@ public final class Options {
   public int compactionThreads() { return compactionThreads; }
 
   /**
-   * Document reads a batched get ({@code Keyspace.getAll}) keeps in flight at once: the threads of the
-   * built-in read transport (pooled {@code FileChannel} reads), or the queue depth of a transport a
-   * provider on the class path supplies instead (engine-io's io_uring transport). Default 8.
+   * Reads a batched get ({@code Keyspace.getAll}, {@code Basalt.getAll}) keeps in flight at once: the
+   * threads of the built-in read transport (pooled {@code FileChannel} reads, started on demand and ended
+   * after a second idle), or the queue depth of a transport a provider on the class path supplies
+   * instead (engine-io's io_uring transport). Default 32, as Magma's. With direct reads or a transport
+   * that stages reads (io_uring), the store keeps an aligned 16 KiB buffer per read in flight, at most an
+   * eighth of the block cache's part of the quota, taken from it ({@code readBufferQuota} in the stats).
    */
   public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
   public int readQueueDepth() { return readQueueDepth; }

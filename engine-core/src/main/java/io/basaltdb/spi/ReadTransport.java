@@ -61,8 +61,12 @@ public interface ReadTransport extends AutoCloseable {
     /** Higher wins when several providers are on the class path; the built-in pool is 0. */
     int priority();
 
-    /** A transport that keeps up to {@code queueDepth} reads in flight. */
-    ReadTransport create(int queueDepth);
+    /**
+     * A transport that keeps up to {@code queueDepth} reads in flight, staging reads that need an
+     * aligned direct buffer (a heap destination, a direct-I/O target) through {@code buffers}: the
+     * store's, counted in its memory quota.
+     */
+    ReadTransport create(int queueDepth, ReadBuffers buffers);
   }
 
   /** A short name for statistics, such as "thread-pool" (the built-in transport). */

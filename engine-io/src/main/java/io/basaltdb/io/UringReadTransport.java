@@ -2,6 +2,7 @@ package io.basaltdb.io;
 
 import io.basaltdb.ClosedException;
 import io.basaltdb.StorageException;
+import io.basaltdb.spi.ReadBuffers;
 import io.basaltdb.spi.ReadTarget;
 import io.basaltdb.spi.ReadTransport;
 import io.netty.channel.IoEvent;
@@ -48,8 +49,8 @@ import jnr.ffi.Runtime;
  * file) is read on the calling thread through {@link ReadTarget#read}.
  *
  * <p><b>Buffers.</b> The kernel writes into a direct buffer: a direct destination directly, a heap one
- * through a pooled, aligned direct buffer of {@value #BOUNCE_SIZE} bytes (larger reads get one of their
- * own), copied on completion. A target that reads {@link ReadTarget#direct() around the page cache}
+ * through an aligned direct buffer taken from the store's {@link ReadBuffers} (its pool, counted in its
+ * memory quota) and given back once copied out on completion. A target that reads {@link ReadTarget#direct() around the page cache}
  * (the store's {@code directReads}) is opened with O_DIRECT and read in whole 4 KiB blocks into an
  * aligned buffer, the asked bytes copied out. As with the built-in transport, the destination's position advances by the bytes
  * read, and fewer bytes than asked mean the file ended.
@@ -73,8 +74,6 @@ public final class UringReadTransport implements ReadTransport {
   private static final int ALIGN = 4096;
   private static final int EINTR = 4;
   private static final int EAGAIN = 11;
-  /** Bytes of each pooled direct buffer for heap destinations: Basalt's blocks and pages are smaller. */
-  static final int BOUNCE_SIZE = 64 << 10;
   /** Descriptors kept open at most; idle ones beyond it are closed, least recently used first. */
   static final int MAX_FILES = 256;
   private static final long SWEEP_NANOS = TimeUnit.SECONDS.toNanos(1);
@@ -94,6 +93,7 @@ public final class UringReadTransport implements ReadTransport {
   }
 
   private final int queueDepth;
+  private final ReadBuffers buffers;
   private final MultiThreadIoEventLoopGroup group;
   private final IoEventLoop loop;
   private final IoRegistration registration;
@@ -106,7 +106,6 @@ public final class UringReadTransport implements ReadTransport {
   private int freeTop;
   /** Reads accepted and not yet completed: waiting or in flight. */
   private int outstanding;
-  private final ArrayDeque<ByteBuffer> bounces = new ArrayDeque<>();
   /** Open descriptors by target, least recently used first. */
   private final LinkedHashMap<ReadTarget, OpenFile> files = new LinkedHashMap<>(16, 0.75f, true);
   private long nextSweep = System.nanoTime() + SWEEP_NANOS;
@@ -120,7 +119,8 @@ public final class UringReadTransport implements ReadTransport {
    *     Linux, an old kernel, io_uring disabled in the kernel or by {@value #ENABLED_PROPERTY}, or no
    *     native library)
    */
-  public static UringReadTransport open(int queueDepth) {
+  public static UringReadTransport open(int queueDepth, ReadBuffers buffers) {
+    if (buffers == null) throw new IllegalArgumentException("buffers must not be null");
     if (queueDepth < 1 || queueDepth > 4096) {
       throw new IllegalArgumentException("queue depth must be 1 to 4096, was " + queueDepth);
     }
@@ -132,11 +132,12 @@ public final class UringReadTransport implements ReadTransport {
           IoUring.unavailabilityCause());
     }
     if (LIBC == null) throw new UnsupportedOperationException("io_uring reads need libc (open, close) through jnr-ffi, which did not load");
-    return new UringReadTransport(queueDepth);
+    return new UringReadTransport(queueDepth, buffers);
   }
 
-  private UringReadTransport(int queueDepth) {
+  private UringReadTransport(int queueDepth, ReadBuffers buffers) {
     this.queueDepth = queueDepth;
+    this.buffers = buffers;
     this.inFlight = new Op[queueDepth];
     this.freeTags = new int[queueDepth];
     for (int i = queueDepth - 1; i >= 0; i--) freeTags[freeTop++] = i;
@@ -283,7 +284,7 @@ public final class UringReadTransport implements ReadTransport {
     if (dst.isDirect() && !op.file.direct) {
       op.address = Buffer.memoryAddress(dst) + dst.position();
     } else {
-      op.bounce = op.span <= BOUNCE_SIZE && !bounces.isEmpty() ? bounces.poll() : alignedBuffer(Math.max(op.span, BOUNCE_SIZE));
+      op.bounce = buffers.take(op.span);
       op.address = Buffer.memoryAddress(op.bounce);
     }
     op.tag = freeTags[--freeTop];
@@ -356,12 +357,6 @@ public final class UringReadTransport implements ReadTransport {
     op.read.result().complete(n);
   }
 
-  /** A direct buffer of at least {@code size} bytes (a whole number of blocks), its address aligned to a block. */
-  static ByteBuffer alignedBuffer(int size) {
-    int capacity = (size + ALIGN - 1) & -ALIGN;
-    return ByteBuffer.allocateDirect(capacity + ALIGN).alignedSlice(ALIGN).limit(capacity).slice();
-  }
-
   private void fail(Op op, Throwable t) {
     if (op.bounce != null) recycle(op);
     if (op.file != null && op.tag == -1) op.file.reads--; // failed before it was issued
@@ -370,8 +365,9 @@ public final class UringReadTransport implements ReadTransport {
   }
 
   private void recycle(Op op) {
-    if (op.bounce.capacity() == BOUNCE_SIZE && bounces.size() < queueDepth) bounces.push(op.bounce);
+    ByteBuffer b = op.bounce;
     op.bounce = null;
+    buffers.give(b);
   }
 
   private void done(Op op) {

@@ -1,5 +1,6 @@
 package io.basaltdb.io;
 
+import io.basaltdb.spi.ReadBuffers;
 import io.basaltdb.spi.ReadTransport;
 
 /**
@@ -14,7 +15,7 @@ public final class UringReadTransportProvider implements ReadTransport.Provider 
   }
 
   @Override
-  public ReadTransport create(int queueDepth) {
-    return UringReadTransport.open(queueDepth);
+  public ReadTransport create(int queueDepth, ReadBuffers buffers) {
+    return UringReadTransport.open(queueDepth, buffers);
   }
 }

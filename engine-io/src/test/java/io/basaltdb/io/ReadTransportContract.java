@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.ClosedException;
 import io.basaltdb.StorageException;
+import io.basaltdb.internal.memory.AlignedBuffers;
 import io.basaltdb.internal.storage.FileStorage;
 import io.basaltdb.internal.storage.StorageFile;
 import io.basaltdb.spi.ReadTarget;
@@ -44,6 +45,8 @@ abstract class ReadTransportContract {
   byte[] content;
   FileStorage storage;
   StorageFile file;
+  /** The store's buffers, small enough that 32 reads in flight overflow it: every one must come back. */
+  AlignedBuffers buffers = new AlignedBuffers(8 * AlignedBuffers.BUFFER_BYTES);
 
   /** A transport keeping up to {@code queueDepth} reads in flight. */
   abstract ReadTransport transport(int queueDepth);
@@ -58,6 +61,7 @@ abstract class ReadTransportContract {
     content = new byte[FILE_SIZE];
     new Random(42).nextBytes(content);
     storage = new FileStorage(dir, directReads());
+    storage.useReadBuffers(buffers);
     try (StorageFile f = storage.create("data")) {
       f.write(0, ByteBuffer.wrap(content));
       f.sync();
@@ -69,6 +73,8 @@ abstract class ReadTransportContract {
   @AfterEach
   void closeTheFile() {
     file.close();
+    assertEquals(0, buffers.taken(), "every aligned buffer taken for a read was given back");
+    buffers.close();
   }
 
   /** A read of {@code length} bytes at {@code position} into a heap or direct buffer, {@code pad} bytes in. */

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.basaltdb.Basalt;
 import io.basaltdb.Keyspace;
 import io.basaltdb.Options;
+import io.basaltdb.Stats;
 import io.netty.channel.uring.IoUring;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -64,6 +65,14 @@ class UringEngineReadTest {
           }
         }
       }
+      Stats st = db.stats();
+      long bufferQuota = st.get("readBufferQuota");
+      assertEquals(32 * 16 << 10, bufferQuota, "an aligned buffer per read in flight (readQueueDepth 32), in the quota");
+      assertEquals(st.get("memoryQuota"), st.get("writeCacheQuota") + st.get("blockCacheCapacity") + bufferQuota,
+          "the read buffers' part comes out of the block cache's: " + st);
+      assertTrue(st.get("readBufferBytes") > 0 && st.get("readBufferBytes") <= bufferQuota,
+          "the reads staged through the pool, which kept within its part: " + st);
+      assertTrue(st.get("memoryInUse") >= st.get("readBufferBytes") + st.get("blockCacheBytes"), st.toString());
     }
     long deadline = System.nanoTime() + 5_000_000_000L;
     while (uringThreadRunning() && System.nanoTime() < deadline) Thread.onSpinWait();
@@ -82,6 +91,7 @@ class UringEngineReadTest {
       assertArrayEquals("v1".getBytes(), values.get(0));
       assertArrayEquals("v99".getBytes(), values.get(1));
       assertNull(values.get(2));
+      assertEquals(0, db.stats().get("readBufferQuota"), "heap reads on the built-in pool stage through no buffer");
     } finally {
       System.clearProperty(UringReadTransport.ENABLED_PROPERTY);
     }

@@ -21,12 +21,12 @@ class UringTransportContractTest extends ReadTransportContract {
 
   @Override
   ReadTransport transport(int queueDepth) {
-    return UringReadTransport.open(queueDepth);
+    return UringReadTransport.open(queueDepth, buffers);
   }
 
   @Test
   void descriptorsOfDeletedFiles_areClosed_soTheirSpaceIsFreed() throws Exception {
-    try (UringReadTransport t = UringReadTransport.open(4)) {
+    try (UringReadTransport t = UringReadTransport.open(4, buffers)) {
       ReadTransport.Read r = read(file, 0, 100, false, 0);
       t.submit(List.of(r));
       assertAgrees(r, 0);
@@ -67,12 +67,12 @@ class UringTransportContractTest extends ReadTransportContract {
     ReadTransport.Provider p = java.util.ServiceLoader.load(ReadTransport.Provider.class).stream()
         .map(java.util.ServiceLoader.Provider::get).filter(x -> x instanceof UringReadTransportProvider).findFirst().orElseThrow();
     assertTrue(p.priority() > 0, "above the built-in transport");
-    try (ReadTransport t = p.create(32)) {
+    try (ReadTransport t = p.create(32, buffers)) {
       assertEquals("io_uring", t.name());
       ReadTransport.Read r = new ReadTransport.Read(file, 7, ByteBuffer.allocate(9));
       t.submit(List.of(r));
       assertEquals(9, r.result().join());
     }
-    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> p.create(0));
+    org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> p.create(0, buffers));
   }
 }

@@ -34,6 +34,8 @@ public final class Engine implements AutoCloseable {
   private final MemoryQuota writeMemory;
   /** Null in memory. */
   private final BlockCache blockCache;
+  /** The aligned buffers reads stage through (null for the in-memory store). */
+  private final io.basaltdb.internal.memory.AlignedBuffers readBuffers;
   private final KeyspaceCatalog catalog;
   private final Versions versions;
   private final StoreState state;
@@ -53,6 +55,7 @@ public final class Engine implements AutoCloseable {
     options = p.options();
     writeMemory = p.writeMemory();
     blockCache = p.blockCache();
+    readBuffers = p.readBuffers();
     catalog = p.catalog();
     versions = p.versions();
     state = p.state();
@@ -385,7 +388,7 @@ public final class Engine implements AutoCloseable {
   /** Counters and gauges by name, in a stable order (see io.basaltdb.Stats for their meaning). */
   public Map<String, Long> stats() {
     state.checkOpen();
-    return StatsReport.collect(stats, store.fileStats(), versions, catalog, writeMemory, blockCache, options);
+    return StatsReport.collect(stats, store.fileStats(), versions, catalog, writeMemory, blockCache, readBuffers, options);
   }
 
   public boolean isClosed() {
@@ -426,6 +429,7 @@ public final class Engine implements AutoCloseable {
         versions.close(); // frees every write cache and its allocator
       } finally {
         if (blockCache != null) blockCache.close();
+        if (readBuffers != null) readBuffers.close();
         logClosed();
       }
     }

@@ -2,6 +2,7 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.Options;
 import io.basaltdb.internal.cache.BlockCache;
+import io.basaltdb.internal.memory.AlignedBuffers;
 import io.basaltdb.internal.memory.MemoryQuota;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -101,7 +102,7 @@ final class StatsReport {
   }
 
   static Map<String, Long> collect(EngineStats s, Store.FileStats files, Versions versions, KeyspaceCatalog catalog,
-      MemoryQuota writeMemory, BlockCache cache, Options options) {
+      MemoryQuota writeMemory, BlockCache cache, AlignedBuffers readBuffers, Options options) {
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("puts", s.puts.sum());
     m.put("deletes", s.deletes.sum());
@@ -163,12 +164,16 @@ final class StatsReport {
     garbage(m, s, v, catalog);
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
     long cacheBytes = cache == null ? 0 : cache.bytes();
-    m.put("memoryInUse", writeMemory.usedBytes() + cacheBytes);
+    long bufferBytes = readBuffers == null ? 0 : readBuffers.bytes();
+    m.put("memoryInUse", writeMemory.usedBytes() + cacheBytes + bufferBytes);
     m.put("memoryQuota", options.memoryQuota());
     m.put("writeCacheMemory", writeMemory.usedBytes());
     m.put("writeCacheQuota", writeMemory.limit());
     m.put("blockCacheBytes", cacheBytes);
     m.put("blockCacheCapacity", cache == null ? 0 : cache.capacity());
+    m.put("readBufferBytes", bufferBytes);
+    m.put("readBufferQuota", readBuffers == null ? 0 : readBuffers.limit());
+    m.put("readBufferOverflows", readBuffers == null ? 0 : readBuffers.overflows());
     m.put("blockCacheIndexBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_INDEX));
     m.put("blockCacheFilterBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_FILTER));
     m.put("blockCacheDataBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_DATA));

@@ -2,9 +2,11 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.Options;
 import io.basaltdb.internal.cache.BlockCache;
+import io.basaltdb.internal.memory.AlignedBuffers;
 import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.storage.Storage;
+import io.basaltdb.spi.ReadBuffers;
 import io.basaltdb.spi.ReadTransport;
 import java.util.ArrayDeque;
 import java.util.Deque;
@@ -24,8 +26,9 @@ final class StoreOpener {
   private StoreOpener() {}
 
   /** What the engine is made of. */
-  record Parts(Options options, MemoryQuota writeMemory, BlockCache blockCache, KeyspaceCatalog catalog,
-      Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline, ReadPath reads, Store store) {}
+  record Parts(Options options, MemoryQuota writeMemory, BlockCache blockCache, AlignedBuffers readBuffers,
+      KeyspaceCatalog catalog, Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline,
+      ReadPath reads, Store store) {}
 
   static Parts inMemory(Options options) {
     return inMemory(options, null);
@@ -79,7 +82,7 @@ final class StoreOpener {
       }
     }
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
-    return new Parts(options, quota, null, catalog, versions, state, stats, pipeline, reads, store);
+    return new Parts(options, quota, null, null, catalog, versions, state, stats, pipeline, reads, store);
   }
 
   static Parts onDisk(Storage storage, Options options) {
@@ -87,9 +90,19 @@ final class StoreOpener {
     long openStart = System.nanoTime();
     Notifier notifier = new Notifier(options.eventListener(), storage.describe(""));
     try {
-      long cacheBytes = options.blockCacheSize();
-      long writeQuota = options.memoryQuota() - cacheBytes; // the two never take each other's memory
-      MemoryQuota writeMemory = new MemoryQuota(writeQuota);
+      // The read transport and direct reads stage reads through aligned buffers, pooled up to a part of
+      // the block cache's share (none if neither is used): a buffer per read in flight, at most an eighth.
+      AlignedBuffers buffers = new AlignedBuffers(Math.min((long) options.readQueueDepth() * AlignedBuffers.BUFFER_BYTES,
+          options.blockCacheSize() / 8));
+      ReadTransport transport = newReadTransport(options.readQueueDepth(), buffers, notifier);
+      undo.push(transport::close);
+      if (!options.directReads() && transport instanceof PooledReadTransport) buffers = new AlignedBuffers(0);
+      AlignedBuffers readBuffers = buffers;
+      undo.push(readBuffers::close);
+      storage.useReadBuffers(readBuffers);
+      long cacheBytes = options.blockCacheSize() - readBuffers.limit();
+      MemoryQuota writeMemory = new MemoryQuota(options.memoryQuota() - options.blockCacheSize()); // never the caches'
+
       BlockCache blockCache = new BlockCache(cacheBytes);
       undo.push(blockCache);
       AutoCloseable lock = storage.lock(FileNames.LOCK);
@@ -119,8 +132,6 @@ final class StoreOpener {
       events.flusher = flusher;
       events.compactor = compactor;
       events.gc = gc;
-      ReadTransport transport = newReadTransport(options.readQueueDepth(), notifier);
-      undo.push(transport::close);
       ReadPath reads = new ReadPath(versions, catalog, stats, transport, options.clock());
       // Exact item counts go on from the manifest's (those at its flushed seqno) through the replay;
       // a store whose counts are not exact counts its keys after the replay.
@@ -170,7 +181,8 @@ final class StoreOpener {
           + " flushed up to seqno {}, {} writes replayed from the WAL, last seqno {}", notifier.store(),
           (System.nanoTime() - openStart) / 1_000_000, st.manifest.number(), catalog.size(), tableCount, segmentCount,
           replayFrom, versions.lastSeqno - replayFrom, versions.lastSeqno);
-      return new Parts(options, writeMemory, blockCache, catalog, versions, state, stats, pipeline, reads, store);
+      return new Parts(options, writeMemory, blockCache, readBuffers, catalog, versions, state, stats, pipeline, reads,
+          store);
     } catch (RuntimeException | Error e) {
       while (!undo.isEmpty()) {
         try {
@@ -213,7 +225,7 @@ final class StoreOpener {
    * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path, or the
    * built-in thread pool.
    */
-  private static ReadTransport newReadTransport(int queueDepth, Notifier notifier) {
+  private static ReadTransport newReadTransport(int queueDepth, ReadBuffers buffers, Notifier notifier) {
     try {
       ReadTransport.Provider best = null;
       for (ReadTransport.Provider p : ServiceLoader.load(ReadTransport.Provider.class,
@@ -221,7 +233,7 @@ final class StoreOpener {
         if (best == null || p.priority() > best.priority()) best = p;
       }
       if (best != null) {
-        ReadTransport t = best.create(queueDepth);
+        ReadTransport t = best.create(queueDepth, buffers);
         Notifier.LOG.info("{}: batched reads through {} (queue depth {})", notifier.store(), t.getClass().getName(), queueDepth);
         return t;
       }

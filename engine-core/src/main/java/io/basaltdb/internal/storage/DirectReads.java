@@ -15,30 +15,37 @@ import java.nio.file.StandardOpenOption;
  * its own caches and its measured reads are real ones. Writes of the file go through its ordinary channel;
  * the kernel keeps the two coherent (it writes back a range's dirty pages before a direct read of it).
  *
- * <p>Memory: each reading thread keeps one aligned buffer of up to {@value #KEPT} bytes (JDK direct
- * memory, outside the store's quota); a wider read takes a buffer of its own for the call.
+ * <p>Memory: a read stages through an aligned buffer taken from the store's pool for the call ({@link
+ * io.basaltdb.spi.ReadBuffers}: counted in its memory quota); until the store gives its pool (a storage
+ * used on its own), from a pool of {@value #OWN_POOL} bytes of the storage's own.
  *
  * <p>Thread-safety: concurrent reads; an interrupt that closes the channel reopens it, as {@link
  * FileStorageFile} does for its own.
  */
 final class DirectReads {
   static final int A = Storage.DIRECT_ALIGNMENT;
-  static final int KEPT = 1 << 20;
+  static final int OWN_POOL = 256 << 10;
   private static final int MAX_REOPENS = 3;
-  private static final ThreadLocal<ByteBuffer> BUFFER = new ThreadLocal<>();
+
+  /** A storage's source of buffers for its direct reads: the store's pool once given, else its own. */
+  static final class Buffers {
+    volatile io.basaltdb.spi.ReadBuffers pool = new io.basaltdb.internal.memory.AlignedBuffers(OWN_POOL);
+  }
 
   private final Path path;
+  private final Buffers buffers;
   private volatile FileChannel channel;
   private volatile boolean closed;
 
-  private DirectReads(Path path, FileChannel channel) {
+  private DirectReads(Path path, FileChannel channel, Buffers buffers) {
     this.path = path;
     this.channel = channel;
+    this.buffers = buffers;
   }
 
-  /** Opens {@code path} for direct reads. */
-  static DirectReads open(Path path) throws IOException {
-    return new DirectReads(path, openChannel(path));
+  /** Opens {@code path} for direct reads staged through {@code buffers}. */
+  static DirectReads open(Path path, Buffers buffers) throws IOException {
+    return new DirectReads(path, openChannel(path), buffers);
   }
 
   private static FileChannel openChannel(Path path) throws IOException {
@@ -74,23 +81,24 @@ final class DirectReads {
     long start = position & -(long) A;
     long end = (position + len + A - 1) & -(long) A;
     int span = Math.toIntExact(end - start);
-    ByteBuffer buf = BUFFER.get();
-    if (buf == null || buf.capacity() < span) {
-      buf = ByteBuffer.allocateDirect(span + A).alignedSlice(A);
-      if (span <= KEPT) BUFFER.set(buf);
+    io.basaltdb.spi.ReadBuffers pool = buffers.pool;
+    ByteBuffer buf = pool.take(span);
+    try {
+      buf.limit(span);
+      int got = 0;
+      while (got < span) {
+        int n = readAt(buf, start + got);
+        if (n <= 0) break;
+        got += n;
+        if ((got & (A - 1)) != 0) break; // a read short of a block boundary: the end of the file
+      }
+      int skip = (int) (position - start);
+      int n = Math.max(0, Math.min(len, got - skip));
+      if (n > 0) dst.put(buf.duplicate().limit(skip + n).position(skip));
+      return n;
+    } finally {
+      pool.give(buf);
     }
-    buf.clear().limit(span);
-    int got = 0;
-    while (got < span) {
-      int n = readAt(buf, start + got);
-      if (n <= 0) break;
-      got += n;
-      if ((got & (A - 1)) != 0) break; // a read short of a block boundary: the end of the file
-    }
-    int skip = (int) (position - start);
-    int n = Math.max(0, Math.min(len, got - skip));
-    if (n > 0) dst.put(buf.duplicate().limit(skip + n).position(skip));
-    return n;
   }
 
   private int readAt(ByteBuffer buf, long at) throws IOException {

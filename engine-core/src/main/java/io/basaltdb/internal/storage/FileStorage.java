@@ -54,6 +54,8 @@ public final class FileStorage implements Storage {
   private final NativeFileCalls nativeCalls;
   /** Whether files are read around the page cache (O_DIRECT). */
   private final boolean directReads;
+  /** Where direct reads take their aligned buffers: the store's pool once it opens ({@link #useReadBuffers}). */
+  private final DirectReads.Buffers buffers = new DirectReads.Buffers();
   /** Directories {@link #mkdirs} has made durable through this object: a concurrent set. */
   private final Set<Path> durableDirectories = ConcurrentHashMap.newKeySet();
 
@@ -131,6 +133,11 @@ public final class FileStorage implements Storage {
     return root;
   }
 
+  @Override
+  public void useReadBuffers(io.basaltdb.spi.ReadBuffers pool) {
+    buffers.pool = pool;
+  }
+
   /** Whether this storage reads its files around the page cache. */
   public boolean directReads() {
     return directReads;
@@ -140,7 +147,7 @@ public final class FileStorage implements Storage {
   private FileStorageFile file(String name, Path path, FileChannel channel) throws IOException {
     if (!directReads) return new FileStorageFile(name, path, channel, nativeCalls);
     try {
-      return new FileStorageFile(name, path, channel, nativeCalls, DirectReads.open(path));
+      return new FileStorageFile(name, path, channel, nativeCalls, DirectReads.open(path, buffers));
     } catch (IOException | RuntimeException e) {
       channel.close();
       throw e;

@@ -59,6 +59,12 @@ public interface Storage {
   /** Makes durable the names {@link #createUnsynced} made in {@code dir}. */
   default void syncDirectory(String dir) {}
 
+  /**
+   * The aligned buffers this storage's direct reads stage through from now on: the store's pool, counted
+   * in its memory quota. A storage without direct reads ignores it.
+   */
+  default void useReadBuffers(io.basaltdb.spi.ReadBuffers buffers) {}
+
   /** Opens an existing file for reading only (a backup on a read-only mount); writes through it fail. */
   default StorageFile openForReading(String name) {
     return open(name);

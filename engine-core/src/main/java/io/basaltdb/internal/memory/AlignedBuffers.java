@@ -1,0 +1,104 @@
+package io.basaltdb.internal.memory;
+
+import io.basaltdb.spi.ReadBuffers;
+import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The store's aligned buffers for reads that need them (direct reads, the io_uring transport's
+ * staging): buffers of {@value #BUFFER_BYTES} bytes are pooled and reused, up to {@code limit} bytes of
+ * them; the limit is part of the store's memory quota (the engine carves it from the block cache's
+ * part). A wider read, or a read while every pooled buffer is taken, gets a buffer of its own, freed as
+ * soon as it is given back; those are counted too ({@link #bytes()} is every buffer allocated and not
+ * yet dropped), and {@link #overflows()} says how often the pool was too small.
+ *
+ * <p>Memory: JDK direct buffers with their address aligned to {@link ReadBuffers#ALIGNMENT}; a dropped
+ * buffer is freed by its cleaner once unreachable, which it is once given back (the caller keeps no
+ * reference). {@link #close} drops the idle buffers, and those given back later; {@link #taken()}
+ * above 0 once no read runs is a leak (the tests check it).
+ *
+ * <p>Thread-safety: lock-free: a concurrent deque of idle buffers and atomic counts.
+ */
+public final class AlignedBuffers implements ReadBuffers {
+  /** Bytes of a pooled buffer: a 4 KiB block read widened to whole blocks, with room to spare. */
+  public static final int BUFFER_BYTES = 16 << 10;
+  private final long limit;
+  private final ConcurrentLinkedDeque<ByteBuffer> idle = new ConcurrentLinkedDeque<>();
+  /** Bytes of pooled buffers allocated (idle or taken); at most {@code limit}. */
+  private final AtomicLong pooled = new AtomicLong();
+  /** Bytes of one-off buffers taken and not yet given back. */
+  private final AtomicLong oneOff = new AtomicLong();
+  private final AtomicLong taken = new AtomicLong();
+  private final LongAdder overflows = new LongAdder();
+  private volatile boolean closed;
+
+  /** A pool of at most {@code limit} bytes of {@value #BUFFER_BYTES}-byte buffers (0: every buffer a one-off). */
+  public AlignedBuffers(long limit) {
+    if (limit < 0) throw new IllegalArgumentException("limit must not be negative: " + limit);
+    this.limit = limit;
+  }
+
+  /** Bytes the pool may keep. */
+  public long limit() {
+    return limit;
+  }
+
+  @Override
+  public ByteBuffer take(int bytes) {
+    if (bytes < 0) throw new IllegalArgumentException("bytes must not be negative: " + bytes);
+    taken.incrementAndGet();
+    if (bytes <= BUFFER_BYTES && !closed) {
+      ByteBuffer b = idle.pollFirst();
+      if (b != null) return b.clear();
+      long p;
+      while ((p = pooled.get()) + BUFFER_BYTES <= limit) {
+        if (pooled.compareAndSet(p, p + BUFFER_BYTES)) return allocate(BUFFER_BYTES);
+      }
+    }
+    overflows.increment();
+    int capacity = (int) Math.min(Integer.MAX_VALUE & -ALIGNMENT, ((long) bytes + ALIGNMENT - 1) & -ALIGNMENT);
+    if (capacity <= BUFFER_BYTES) capacity = BUFFER_BYTES + ALIGNMENT; // a one-off never has a pooled buffer's size
+    ByteBuffer b = allocate(capacity);
+    oneOff.addAndGet(capacity);
+    return b;
+  }
+
+  @Override
+  public void give(ByteBuffer buffer) {
+    taken.decrementAndGet();
+    if (buffer.capacity() != BUFFER_BYTES) { // a one-off (see take): dropped, freed by its cleaner
+      oneOff.addAndGet(-buffer.capacity());
+    } else if (closed) {
+      pooled.addAndGet(-BUFFER_BYTES);
+    } else {
+      idle.offerFirst(buffer); // the most recently used first: its cache lines may still be warm
+    }
+  }
+
+  /** Off-heap bytes of the buffers allocated and not dropped: the pool's and the one-offs taken. */
+  public long bytes() {
+    return pooled.get() + oneOff.get();
+  }
+
+  /** Buffers taken and not given back. */
+  public long taken() {
+    return taken.get();
+  }
+
+  /** Takes the pool could not serve (a wider read, or every pooled buffer taken and the limit reached). */
+  public long overflows() {
+    return overflows.sum();
+  }
+
+  /** Drops the idle buffers; buffers given back after this are dropped too. */
+  public void close() {
+    closed = true;
+    for (ByteBuffer b; (b = idle.pollFirst()) != null; ) pooled.addAndGet(-BUFFER_BYTES);
+  }
+
+  private static ByteBuffer allocate(int capacity) {
+    return ByteBuffer.allocateDirect(capacity + ALIGNMENT).alignedSlice(ALIGNMENT).limit(capacity).slice();
+  }
+}

@@ -1,0 +1,75 @@
+package io.basaltdb.internal.memory;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.spi.ReadBuffers;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The read buffers: aligned, pooled up to their limit, every byte counted until dropped. */
+class AlignedBuffersTest {
+  static final int B = AlignedBuffers.BUFFER_BYTES;
+
+  @Test
+  void pooledUpToTheLimit_oneOffsBeyond_allCountedUntilDropped() {
+    AlignedBuffers p = new AlignedBuffers(2L * B);
+    ByteBuffer a = p.take(100);
+    ByteBuffer b = p.take(B);
+    assertEquals(2L * B, p.bytes());
+    ByteBuffer c = p.take(10); // the pool is spent: a one-off
+    ByteBuffer wide = p.take(B + 1); // wider than a pooled buffer: a one-off
+    for (ByteBuffer x : List.of(a, b, c, wide)) {
+      assertTrue(x.isDirect());
+      assertEquals(0, x.alignmentOffset(0, ReadBuffers.ALIGNMENT), "aligned");
+      assertEquals(0, x.capacity() % ReadBuffers.ALIGNMENT);
+      assertEquals(0, x.position());
+      assertEquals(x.capacity(), x.limit());
+    }
+    assertTrue(wide.capacity() >= B + 1);
+    assertEquals(2L * B + c.capacity() + wide.capacity(), p.bytes());
+    assertEquals(2, p.overflows());
+    assertEquals(4, p.taken());
+    p.give(c);
+    p.give(wide);
+    assertEquals(2L * B, p.bytes(), "one-offs are dropped when given back");
+    p.give(a);
+    ByteBuffer again = p.take(B);
+    assertSame(a, again, "a pooled buffer is reused, the most recent first");
+    assertEquals(0, again.position());
+    p.give(again);
+    p.give(b);
+    assertEquals(0, p.taken());
+    assertEquals(2L * B, p.bytes(), "the pool keeps its buffers");
+    p.close();
+    assertEquals(0, p.bytes(), "closing drops the idle buffers");
+  }
+
+  @Test
+  void buffersGivenBackAfterClose_areDropped_andConcurrentUseKeepsCountsExact() throws Exception {
+    AlignedBuffers p = new AlignedBuffers(4L * B);
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < 4; t++) {
+      threads.add(new Thread(() -> {
+        for (int i = 0; i < 20_000; i++) {
+          ByteBuffer x = p.take(i % 7 == 0 ? B * 2 : 4096);
+          x.putLong(0, i);
+          p.give(x);
+        }
+      }));
+    }
+    threads.forEach(Thread::start);
+    for (Thread t : threads) t.join();
+    assertEquals(0, p.taken());
+    assertTrue(p.bytes() <= 4L * B, "only the pool's buffers remain: " + p.bytes());
+    ByteBuffer held = p.take(1);
+    p.close();
+    assertNotSame(0L, p.bytes());
+    p.give(held);
+    assertEquals(0, p.bytes(), "a pooled buffer given back after close is dropped");
+  }
+}
