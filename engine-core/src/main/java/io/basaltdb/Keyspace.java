@@ -172,6 +172,24 @@ public final class Keyspace {
   }
 
   /**
+   * As {@link #scan(byte[], byte[])}, reading the values of {@code readAhead} keys at a time together
+   * (their documents' reads in flight at once, as {@link #getAll} reads them), for a caller that knows
+   * about how many keys it will take: a scan of 100 keys with {@code readAhead} 100 reads its documents
+   * in one go. The default cursor starts at 1 and doubles its read-ahead up to 32 as it goes. Values the
+   * write cache holds are never read from disk, whatever the read-ahead.
+   *
+   * @throws InvalidArgumentException if {@code readAhead} is not between 1 and 4096, or a bound is too long
+   */
+  public Cursor scan(byte[] from, byte[] to, int readAhead) {
+    checkBound(from, "from");
+    checkBound(to, "to");
+    if (readAhead < 1 || readAhead > 4096) {
+      throw new InvalidArgumentException("readAhead must be between 1 and 4096, was " + readAhead);
+    }
+    return new Cursor(db.engine.scan(id, from, to, readAhead));
+  }
+
+  /**
    * The number of keys this keyspace holds, exactly: every write acknowledged before the call counted
    * (Magma section 7.2). Kept with {@link Options#exactItemCounts} (off by default: a key lookup per write),
    * durable across crashes.

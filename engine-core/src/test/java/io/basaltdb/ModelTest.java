@@ -201,7 +201,8 @@ class ModelTest {
     void scanCheck(int k) {
       byte[] from = rnd.nextInt(4) == 0 ? null : key();
       byte[] to = rnd.nextInt(4) == 0 ? null : key();
-      try (Cursor c = ks[k].scan(from, to)) {
+      int readAhead = rnd.nextInt(3) == 0 ? 1 + rnd.nextInt(rnd.nextBoolean() ? 4 : 200) : 0; // fixed, or growing
+      try (Cursor c = readAhead == 0 ? ks[k].scan(from, to) : ks[k].scan(from, to, readAhead)) {
         compareScan(c, model.get(k), from, to);
       }
     }

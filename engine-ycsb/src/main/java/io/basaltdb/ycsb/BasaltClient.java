@@ -45,6 +45,11 @@ import site.ycsb.Status;
  *       each set with {@link Options#set} (e.g. {@code coldSegmentMillis=60000,exactItemCounts=true}).</li>
  *   <li>{@code basalt.settle}: {@code true} flushes and waits for compaction and garbage collection to
  *       finish (at most 10 minutes) when the last client closes the store (default {@code false}).</li>
+ *   <li>{@code basalt.batchedscans}: {@code true} (default) materialises a scan's records as a batched
+ *       read: the scan's cursor takes its {@code recordcount} keys from the key index and reads their
+ *       values together through the store's read transport ({@link Keyspace#scan(byte[], byte[], int)});
+ *       {@code false} uses the default cursor, whose read-ahead starts at one key and doubles up to 32.
+ *       YCSB's {@code DB} API has no multi-key read, so scans are where batched reads apply.</li>
  * </ul>
  *
  * <p>{@code update} reads the record, replaces the given fields and writes it back; updates of one key
@@ -69,6 +74,8 @@ public final class BasaltClient extends DB {
   private Basalt db;
   /** basalt.settle of the instance that opened the shared store. Guarded by the class. */
   private static boolean settleOnClose;
+  /** basalt.batchedscans of the instance that opened the shared store; read by every instance after its init. */
+  private static volatile boolean batchedScans = true;
 
   @Override
   public void init() throws DBException {
@@ -78,6 +85,7 @@ public final class BasaltClient extends DB {
           shared = open(getProperties());
           printStats = Boolean.parseBoolean(getProperties().getProperty("basalt.stats", "false").trim());
           settleOnClose = Boolean.parseBoolean(getProperties().getProperty("basalt.settle", "false").trim());
+          batchedScans = Boolean.parseBoolean(getProperties().getProperty("basalt.batchedscans", "true").trim());
         } catch (BasaltException e) {
           throw new DBException("cannot open the Basalt store: " + e.getMessage(), e);
         }
@@ -190,7 +198,9 @@ public final class BasaltClient extends DB {
   @Override
   public Status scan(String table, String startkey, int recordcount, Set<String> fields,
       Vector<HashMap<String, ByteIterator>> result) {
-    try (Cursor c = keyspace(table).scan(key(startkey), null)) {
+    Keyspace ks = keyspace(table);
+    try (Cursor c = batchedScans && recordcount >= 1 ? ks.scan(key(startkey), null, Math.min(recordcount, 4096))
+        : ks.scan(key(startkey), null)) {
       for (int i = 0; i < recordcount && c.next(); i++) {
         HashMap<String, ByteIterator> row = new HashMap<>();
         Fields.decode(c.value(), fields, row);

@@ -178,10 +178,15 @@ public final class Engine implements AutoCloseable {
 
   /** A scan with a snapshot of its own, released when the cursor closes. */
   public EngineCursor scan(int ks, byte[] from, byte[] to) {
+    return scan(ks, from, to, 0);
+  }
+
+  /** As {@link #scan(int, byte[], byte[])} reading {@code readAhead} keys' documents together (0: growing, the default). */
+  public EngineCursor scan(int ks, byte[] from, byte[] to, int readAhead) {
     EngineSnapshot s = snapshot();
     try {
       catalog.checkLive(ks);
-      return new EngineCursor(s, ks, from, to, true);
+      return new EngineCursor(s, ks, from, to, true, readAhead);
     } catch (RuntimeException e) {
       s.close();
       throw e;

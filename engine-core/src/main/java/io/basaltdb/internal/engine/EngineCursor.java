@@ -9,7 +9,12 @@ import java.util.List;
  * A range scan over one keyspace of an {@link EngineSnapshot} (Magma section 3.3): a {@link
  * MergingIterator} over the active write cache, the immutable one and the key index tables, which
  * hides deleted keys and older versions. Values of keys found in the tables are read from the log
- * segments as the cursor reaches them.
+ * segments with read-ahead: the cursor takes the next keys from the merge, up to its read-ahead, and
+ * reads their documents together through the read transport ({@link ReadPath#readDocuments}), so a scan
+ * over data on disk has many reads in flight instead of one after another. By default the read-ahead
+ * starts at 1 and doubles with each refill up to {@value #MAX_READ_AHEAD} (a cursor that stops after
+ * a key or two reads no more than it needs); a fixed read-ahead ({@code Keyspace.scan(from, to, n)})
+ * suits a caller that knows how many keys it will take.
  *
  * <p>Thread-safety: one thread at a time. Use after close, or after the snapshot or store closed,
  * throws {@link ClosedException}.
@@ -21,12 +26,32 @@ public final class EngineCursor implements AutoCloseable {
   private final boolean ownsSnapshot;
   private final List<MergingIterator.Source> sources = new ArrayList<>();
   private final MergingIterator merge;
+  /** The read-ahead a cursor grows to by default. */
+  public static final int MAX_READ_AHEAD = 32;
+  /** Keys taken from the merge at most per refill; doubles up to {@code maxAhead} if {@code growing}. */
+  private int ahead;
+  private final int maxAhead;
+  private final boolean growing;
+  /** Keys and values taken from the merge ahead of the cursor: {@code [at, count)} not yet returned. */
+  private byte[][] keys = new byte[1][];
+  private byte[][] values = new byte[1][];
+  private int at;
+  private int count;
   private byte[] key;
   private byte[] value;
   private boolean closed;
   private boolean exhausted;
 
+  /** A cursor with the default, growing read-ahead. */
   EngineCursor(EngineSnapshot snap, int ks, byte[] from, byte[] to, boolean ownsSnapshot) {
+    this(snap, ks, from, to, ownsSnapshot, 0);
+  }
+
+  /** As above with a fixed read-ahead of {@code readAhead} keys (0: the default, growing one). */
+  EngineCursor(EngineSnapshot snap, int ks, byte[] from, byte[] to, boolean ownsSnapshot, int readAhead) {
+    this.growing = readAhead == 0;
+    this.ahead = growing ? 1 : readAhead;
+    this.maxAhead = growing ? MAX_READ_AHEAD : readAhead;
     this.snap = snap;
     this.ks = ks;
     this.to = to == null ? null : to.clone();
@@ -48,20 +73,63 @@ public final class EngineCursor implements AutoCloseable {
   /** Moves to the next key; false at the end of the range. The first call moves to the first key. */
   public boolean next() {
     check();
-    if (!exhausted && merge.next()) {
-      MergingIterator.Source s = merge.current();
-      if (to == null || Arrays.compareUnsigned(s.key(), to) < 0) {
-        key = s.key();
-        value = s instanceof MergeSources.CacheSource c ? c.value()
-            : snap.reads.readDocument(snap.version.files(ks), ks, key, s.seqno(), ((MergeSources.IndexSource) s).hint())
-                .value();
-        return true;
-      }
+    if (at == count && !exhausted) refill();
+    if (at < count) {
+      key = keys[at];
+      value = values[at];
+      keys[at] = null;
+      values[at++] = null;
+      return true;
     }
-    exhausted = true;
     key = null;
     value = null;
     return false;
+  }
+
+  /** Takes up to {@code ahead} keys from the merge and reads the values the write caches do not hold, together. */
+  private void refill() {
+    at = 0;
+    count = 0;
+    if (keys.length < ahead) {
+      keys = new byte[ahead][];
+      values = new byte[ahead][];
+    }
+    byte[][] fileKeys = null;
+    long[] seqnos = null, hints = null;
+    int[] slots = null;
+    int files = 0;
+    while (count < ahead && merge.next()) {
+      MergingIterator.Source s = merge.current();
+      if (to != null && Arrays.compareUnsigned(s.key(), to) >= 0) {
+        exhausted = true;
+        break;
+      }
+      keys[count] = s.key();
+      if (s instanceof MergeSources.CacheSource c) {
+        values[count] = c.value();
+      } else {
+        if (fileKeys == null) {
+          fileKeys = new byte[ahead][];
+          seqnos = new long[ahead];
+          hints = new long[ahead];
+          slots = new int[ahead];
+        }
+        fileKeys[files] = s.key();
+        seqnos[files] = s.seqno();
+        hints[files] = ((MergeSources.IndexSource) s).hint();
+        slots[files++] = count;
+      }
+      count++;
+    }
+    if (count < ahead) exhausted = true;
+    KeyspaceFiles f = snap.version.files(ks);
+    if (files == 1) { // one document: a point read, with no hand-off to the transport
+      values[slots[0]] = snap.reads.readDocument(f, ks, fileKeys[0], seqnos[0], hints[0]).value();
+    } else if (files > 1) {
+      byte[][] read = snap.reads.readDocuments(f, ks, fileKeys, seqnos, hints, files);
+      for (int i = 0; i < files; i++) values[slots[i]] = read[i];
+    }
+    if (growing) ahead = Math.min(maxAhead, ahead * 2);
   }
 
   /** The current key (a copy owned by the caller). */

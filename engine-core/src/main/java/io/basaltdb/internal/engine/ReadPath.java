@@ -233,20 +233,45 @@ final class ReadPath {
         if (e != null) out[i] = valueAt(e, now);
         else waiting.add(new BatchedGet(i, ks[i], key, v.files(ks[i])));
       }
-      while (!waiting.isEmpty()) {
-        Map<Object, Fetch> round = new LinkedHashMap<>();
-        List<BatchedGet> next = new ArrayList<>(waiting.size());
-        for (BatchedGet g : waiting) {
-          if (g.fetch != null) take(g, round, out);
-          if (g.done || g.fetch == null && advance(g, round, now, out)) continue;
-          next.add(g);
-        }
-        if (!round.isEmpty()) submit(round);
-        waiting = next;
-      }
+      rounds(waiting, now, out);
       return Arrays.asList(out);
     } finally {
       v.release();
+    }
+  }
+
+  /**
+   * The values of documents a scan has found in the key index of {@code files}: {@code keys[i]} at
+   * {@code seqnos[i]}, with location hint {@code hints[i]}, read together as {@link #getAll} reads
+   * documents (one round, plus one for documents bigger than a block). The caller pins the version
+   * that {@code files} belongs to.
+   */
+  byte[][] readDocuments(KeyspaceFiles files, int ks, byte[][] keys, long[] seqnos, long[] hints, int n) {
+    byte[][] out = new byte[n][];
+    List<BatchedGet> waiting = new ArrayList<>(n);
+    for (int i = 0; i < n; i++) {
+      BatchedGet g = new BatchedGet(i, ks, keys[i], files);
+      g.record.seqno = seqnos[i];
+      g.record.hint = hints[i];
+      g.found = true; // live records: the scan's merge has hidden tombstones and expired ones
+      waiting.add(g);
+    }
+    rounds(waiting, Long.MIN_VALUE, out);
+    return out;
+  }
+
+  /** Runs batched lookups to their ends, each round's reads in flight together. */
+  private void rounds(List<BatchedGet> waiting, long now, byte[][] out) {
+    while (!waiting.isEmpty()) {
+      Map<Object, Fetch> round = new LinkedHashMap<>();
+      List<BatchedGet> next = new ArrayList<>(waiting.size());
+      for (BatchedGet g : waiting) {
+        if (g.fetch != null) take(g, round, out);
+        if (g.done || g.fetch == null && advance(g, round, now, out)) continue;
+        next.add(g);
+      }
+      if (!round.isEmpty()) submit(round);
+      waiting = next;
     }
   }
 

@@ -167,6 +167,43 @@ class BatchedReadTest {
     }
   }
 
+  @Test
+  void scanReadAhead_readsTheDocumentsOfItsKeysTogether_andAgreesWithAPlainScan() {
+    MemStorage storage = new MemStorage(1);
+    try (Engine e = Engine.open(storage, leveled())) {
+      int n = 3000;
+      for (int i = 0; i < n; i++) put(e, 1, key((i * 7919) % n), i % 50 == 0 ? big(i) : value(i)); // scattered in the log
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      for (int i = 0; i < n; i += 9) { // the write cache over the files: fresh values and deletions
+        Batch b = new Batch(1);
+        if (i % 2 == 0) b.add(1, Batch.DELETE, key(i), null); else b.add(1, Batch.PUT, key(i), "fresh".getBytes());
+        e.write(b);
+      }
+      List<String> plain = scan(e, key(100), key(700), 1);
+      assertTrue(plain.size() > 500, "the range holds keys: " + plain.size());
+      Map<String, Long> before = e.stats();
+      List<String> batched = scan(e, key(100), key(700), 100);
+      Map<String, Long> after = e.stats();
+      assertEquals(plain, batched);
+      assertEquals(plain, scan(e, key(100), key(700), 0), "the default, growing read-ahead");
+      assertEquals(plain.subList(0, 5), scan(e, key(100), null, 0).subList(0, 5));
+      assertEquals(delta(before, after, "documentReads"), delta(before, after, "batchedReads"),
+          "every document read went through the transport (the key index blocks the scan reads as it goes)");
+      long rounds = delta(before, after, "batchedReadRounds");
+      assertTrue(rounds >= 6 && rounds <= 20, "about a round per 100 keys (more for the big documents): " + rounds);
+    }
+  }
+
+  /** The keys and values of {@code [from, to)} as strings, scanned with {@code readAhead} (0: the default). */
+  private static List<String> scan(Engine e, byte[] from, byte[] to, int readAhead) {
+    List<String> out = new ArrayList<>();
+    try (EngineCursor c = e.scan(1, from, to, readAhead)) {
+      while (c.next()) out.add(new String(c.key()) + "=" + java.util.Arrays.hashCode(c.value()));
+    }
+    return out;
+  }
+
   /** Counts the reads of a {@link MemStorage} on the calling thread and on others until stopped. */
   private static final class ReadThreads {
     final Thread caller = Thread.currentThread();
