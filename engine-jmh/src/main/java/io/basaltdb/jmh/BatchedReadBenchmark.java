@@ -31,10 +31,11 @@ import org.openjdk.jmh.infra.Blackhole;
  * memory budget (issue 16's "async against sync"): {@code getAll} of {@value #BATCH} keys at once,
  * through the store's read transport ({@code transport=uring}: engine-io's io_uring one; {@code pool}:
  * the built-in threads, with {@code -Dbasalt.io.uring=false}), against {@value #BATCH} {@code get}s one
- * after another. Scores are keys per second. {@code directReads} makes every read a disk read (O_DIRECT).
+ * after another, and against {@code getOne}: a point get through the transport ({@code getAll} of one key).
+ * Scores are keys per second. {@code directReads} makes every read a disk read (O_DIRECT).
  * The store ({@code entries} 16-byte keys with random {@code valueSize}-byte values) is loaded once under
  * {@code dir} and kept for later runs; each trial opens it with a {@code memoryMiB} quota and
- * {@code readQueueDepth} 32. Run with {@code -t 1,2,4,8} for the thread counts.
+ * {@code readQueueDepth} (default 32). Run with {@code -t 1}, {@code -t 2}, ... for the thread counts.
  *
  * <p>Run: {@code java @jvm.flags -jar engine-jmh/target/benchmarks.jar BatchedReadBenchmark -t 4}
  */
@@ -62,6 +63,10 @@ public class BatchedReadBenchmark {
 
   @Param("true")
   public boolean directReads;
+
+  /** Reads in flight at most: the io_uring queue depth, or the built-in pool's threads. */
+  @Param("32")
+  public int readQueueDepth;
 
   @Param("/tmp/basalt-batched-read-bench")
   public String dir;
@@ -92,7 +97,7 @@ public class BatchedReadBenchmark {
       }
       Files.write(store.resolve("LOADED"), new byte[0]);
     }
-    db = Basalt.open(store, Options.defaults().memoryQuota((long) memoryMiB << 20).directReads(directReads).readQueueDepth(32));
+    db = Basalt.open(store, Options.defaults().memoryQuota((long) memoryMiB << 20).directReads(directReads).readQueueDepth(readQueueDepth));
     ks = db.keyspace("default");
   }
 
@@ -128,6 +133,17 @@ public class BatchedReadBenchmark {
   public void getAll(Keys k, Blackhole bh) {
     List<byte[]> values = ks.getAll(k.next(entries));
     for (byte[] v : values) {
+      if (v == null) throw new IllegalStateException("a loaded key is missing");
+      bh.consume(v);
+    }
+  }
+
+  /** A point get through the read transport: {@code getAll} of one key at a time (against {@link #get}). */
+  @Benchmark
+  @OperationsPerInvocation(BATCH)
+  public void getOne(Keys k, Blackhole bh) {
+    for (byte[] key : k.next(entries)) {
+      byte[] v = ks.getAll(List.of(key)).get(0);
       if (v == null) throw new IllegalStateException("a loaded key is missing");
       bh.consume(v);
     }
