@@ -342,8 +342,9 @@ public final class Options {
    * threads of the built-in read transport (pooled {@code FileChannel} reads, started on demand and ended
    * after a second idle), or the queue depth of a transport a provider on the class path supplies
    * instead (engine-io's io_uring transport). Default 32, as Magma's. With direct reads or a transport
-   * that stages reads (io_uring), the store keeps an aligned 16 KiB buffer per read in flight, at most an
-   * eighth of the block cache's part of the quota, taken from it ({@code readBufferQuota} in the stats).
+   * that stages reads (io_uring), the store keeps an aligned buffer (a block read at any offset: 12 KiB
+   * at the default {@link #blockSize}) per read in flight and 8 more, at most a quarter of the block
+   * cache's part of the quota, taken from it ({@code readBufferQuota} in the stats).
    */
   public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
   public int readQueueDepth() { return readQueueDepth; }

@@ -46,7 +46,7 @@ abstract class ReadTransportContract {
   FileStorage storage;
   StorageFile file;
   /** The store's buffers, small enough that 32 reads in flight overflow it: every one must come back. */
-  AlignedBuffers buffers = new AlignedBuffers(8 * AlignedBuffers.BUFFER_BYTES);
+  AlignedBuffers buffers = new AlignedBuffers(8 * (12 << 10), 12 << 10);
 
   /** A transport keeping up to {@code queueDepth} reads in flight. */
   abstract ReadTransport transport(int queueDepth);

@@ -90,13 +90,15 @@ final class StoreOpener {
     long openStart = System.nanoTime();
     Notifier notifier = new Notifier(options.eventListener(), storage.describe(""));
     try {
-      // The read transport and direct reads stage reads through aligned buffers, pooled up to a part of
-      // the block cache's share (none if neither is used): a buffer per read in flight, at most an eighth.
-      AlignedBuffers buffers = new AlignedBuffers(Math.min((long) options.readQueueDepth() * AlignedBuffers.BUFFER_BYTES,
-          options.blockCacheSize() / 8));
+      // The read transport and direct reads stage reads through aligned buffers, each enough for a block
+      // read at any offset, pooled for the reads in flight and a few point gets beside them, out of the
+      // block cache's share (at most a quarter of it), or none if neither is used.
+      int bufferBytes = AlignedBuffers.bufferFor(options.blockSize() + 1024);
+      AlignedBuffers buffers = new AlignedBuffers(Math.min((options.readQueueDepth() + 8L) * bufferBytes,
+          options.blockCacheSize() / 4), bufferBytes);
       ReadTransport transport = newReadTransport(options.readQueueDepth(), buffers, notifier);
       undo.push(transport::close);
-      if (!options.directReads() && transport instanceof PooledReadTransport) buffers = new AlignedBuffers(0);
+      if (!options.directReads() && transport instanceof PooledReadTransport) buffers = new AlignedBuffers(0, bufferBytes);
       AlignedBuffers readBuffers = buffers;
       undo.push(readBuffers::close);
       storage.useReadBuffers(readBuffers);

@@ -8,9 +8,9 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The store's aligned buffers for reads that need them (direct reads, the io_uring transport's
- * staging): buffers of {@value #BUFFER_BYTES} bytes are pooled and reused, up to {@code limit} bytes of
- * them; the limit is part of the store's memory quota (the engine carves it from the block cache's
- * part). A wider read, or a read while every pooled buffer is taken, gets a buffer of its own, freed as
+ * staging): buffers of one size ({@link #bufferBytes()}: what a read of a block takes, widened to whole
+ * 4 KiB pages) are pooled and reused, up to {@code limit} bytes of them; the limit is part of the store's
+ * memory quota (the engine carves it from the block cache's part). A wider read, or a read while every pooled buffer is taken, gets a buffer of its own, freed as
  * soon as it is given back; those are counted too ({@link #bytes()} is every buffer allocated and not
  * yet dropped), and {@link #overflows()} says how often the pool was too small.
  *
@@ -22,9 +22,9 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Thread-safety: lock-free: a concurrent deque of idle buffers and atomic counts.
  */
 public final class AlignedBuffers implements ReadBuffers {
-  /** Bytes of a pooled buffer: a 4 KiB block read widened to whole blocks, with room to spare. */
-  public static final int BUFFER_BYTES = 16 << 10;
   private final long limit;
+  /** Bytes of each pooled buffer: a multiple of the alignment. */
+  private final int bufferBytes;
   private final ConcurrentLinkedDeque<ByteBuffer> idle = new ConcurrentLinkedDeque<>();
   /** Bytes of pooled buffers allocated (idle or taken); at most {@code limit}. */
   private final AtomicLong pooled = new AtomicLong();
@@ -34,10 +34,29 @@ public final class AlignedBuffers implements ReadBuffers {
   private final LongAdder overflows = new LongAdder();
   private volatile boolean closed;
 
-  /** A pool of at most {@code limit} bytes of {@value #BUFFER_BYTES}-byte buffers (0: every buffer a one-off). */
-  public AlignedBuffers(long limit) {
+  /**
+   * A pool of at most {@code limit} bytes of buffers of {@code bufferBytes} (rounded up to whole
+   * {@link ReadBuffers#ALIGNMENT} blocks); a limit of 0 makes every buffer a one-off.
+   */
+  public AlignedBuffers(long limit, int bufferBytes) {
     if (limit < 0) throw new IllegalArgumentException("limit must not be negative: " + limit);
+    if (bufferBytes < 1 || bufferBytes > 1 << 30) throw new IllegalArgumentException("bufferBytes out of range: " + bufferBytes);
     this.limit = limit;
+    this.bufferBytes = (bufferBytes + ALIGNMENT - 1) & -ALIGNMENT;
+  }
+
+  /**
+   * The size of a pooled buffer for reads of blocks of up to {@code readBytes}: enough for such a read
+   * at any offset, widened to whole pages (one page more than the read, rounded up, and one for the
+   * unaligned start).
+   */
+  public static int bufferFor(int readBytes) {
+    return (int) Math.min(1 << 30, (((long) readBytes + ALIGNMENT - 1) & -ALIGNMENT) + ALIGNMENT);
+  }
+
+  /** Bytes of a pooled buffer. */
+  public int bufferBytes() {
+    return bufferBytes;
   }
 
   /** Bytes the pool may keep. */
@@ -49,17 +68,17 @@ public final class AlignedBuffers implements ReadBuffers {
   public ByteBuffer take(int bytes) {
     if (bytes < 0) throw new IllegalArgumentException("bytes must not be negative: " + bytes);
     taken.incrementAndGet();
-    if (bytes <= BUFFER_BYTES && !closed) {
+    if (bytes <= bufferBytes && !closed) {
       ByteBuffer b = idle.pollFirst();
       if (b != null) return b.clear();
       long p;
-      while ((p = pooled.get()) + BUFFER_BYTES <= limit) {
-        if (pooled.compareAndSet(p, p + BUFFER_BYTES)) return allocate(BUFFER_BYTES);
+      while ((p = pooled.get()) + bufferBytes <= limit) {
+        if (pooled.compareAndSet(p, p + bufferBytes)) return allocate(bufferBytes);
       }
     }
     overflows.increment();
     int capacity = (int) Math.min(Integer.MAX_VALUE & -ALIGNMENT, ((long) bytes + ALIGNMENT - 1) & -ALIGNMENT);
-    if (capacity <= BUFFER_BYTES) capacity = BUFFER_BYTES + ALIGNMENT; // a one-off never has a pooled buffer's size
+    if (capacity <= bufferBytes) capacity = bufferBytes + ALIGNMENT; // a one-off never has a pooled buffer's size
     ByteBuffer b = allocate(capacity);
     oneOff.addAndGet(capacity);
     return b;
@@ -68,10 +87,10 @@ public final class AlignedBuffers implements ReadBuffers {
   @Override
   public void give(ByteBuffer buffer) {
     taken.decrementAndGet();
-    if (buffer.capacity() != BUFFER_BYTES) { // a one-off (see take): dropped, freed by its cleaner
+    if (buffer.capacity() != bufferBytes) { // a one-off (see take): dropped, freed by its cleaner
       oneOff.addAndGet(-buffer.capacity());
     } else if (closed) {
-      pooled.addAndGet(-BUFFER_BYTES);
+      pooled.addAndGet(-bufferBytes);
     } else {
       idle.offerFirst(buffer); // the most recently used first: its cache lines may still be warm
     }
@@ -95,7 +114,7 @@ public final class AlignedBuffers implements ReadBuffers {
   /** Drops the idle buffers; buffers given back after this are dropped too. */
   public void close() {
     closed = true;
-    for (ByteBuffer b; (b = idle.pollFirst()) != null; ) pooled.addAndGet(-BUFFER_BYTES);
+    for (ByteBuffer b; (b = idle.pollFirst()) != null; ) pooled.addAndGet(-bufferBytes);
   }
 
   private static ByteBuffer allocate(int capacity) {

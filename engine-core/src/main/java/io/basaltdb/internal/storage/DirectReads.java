@@ -29,7 +29,7 @@ final class DirectReads {
 
   /** A storage's source of buffers for its direct reads: the store's pool once given, else its own. */
   static final class Buffers {
-    volatile io.basaltdb.spi.ReadBuffers pool = new io.basaltdb.internal.memory.AlignedBuffers(OWN_POOL);
+    volatile io.basaltdb.spi.ReadBuffers pool = new io.basaltdb.internal.memory.AlignedBuffers(OWN_POOL, 16 << 10);
   }
 
   private final Path path;

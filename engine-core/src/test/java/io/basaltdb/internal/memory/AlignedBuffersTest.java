@@ -13,11 +13,24 @@ import org.junit.jupiter.api.Test;
 
 /** The read buffers: aligned, pooled up to their limit, every byte counted until dropped. */
 class AlignedBuffersTest {
-  static final int B = AlignedBuffers.BUFFER_BYTES;
+  static final int B = 12 << 10;
+
+  @Test
+  void bufferFor_holdsAReadOfThatSizeAtAnyOffset() {
+    for (int len : new int[] {1, 4096, 4096 + 37, 5120, 65536}) {
+      int buffer = AlignedBuffers.bufferFor(len);
+      assertEquals(0, buffer % ReadBuffers.ALIGNMENT);
+      for (int skip = 0; skip < ReadBuffers.ALIGNMENT; skip += 511) {
+        int span = (skip + len + ReadBuffers.ALIGNMENT - 1) & -ReadBuffers.ALIGNMENT;
+        assertTrue(span <= buffer, len + " bytes " + skip + " into a page span " + span + " > " + buffer);
+      }
+    }
+    assertEquals(12 << 10, AlignedBuffers.bufferFor(4096 + 1024), "a 4 KiB block's read: three pages");
+  }
 
   @Test
   void pooledUpToTheLimit_oneOffsBeyond_allCountedUntilDropped() {
-    AlignedBuffers p = new AlignedBuffers(2L * B);
+    AlignedBuffers p = new AlignedBuffers(2L * B, B);
     ByteBuffer a = p.take(100);
     ByteBuffer b = p.take(B);
     assertEquals(2L * B, p.bytes());
@@ -51,7 +64,7 @@ class AlignedBuffersTest {
 
   @Test
   void buffersGivenBackAfterClose_areDropped_andConcurrentUseKeepsCountsExact() throws Exception {
-    AlignedBuffers p = new AlignedBuffers(4L * B);
+    AlignedBuffers p = new AlignedBuffers(4L * B, B);
     List<Thread> threads = new ArrayList<>();
     for (int t = 0; t < 4; t++) {
       threads.add(new Thread(() -> {
