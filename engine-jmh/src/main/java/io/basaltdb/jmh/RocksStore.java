@@ -44,6 +44,11 @@ final class RocksStore implements Race.Store {
    * expired data become due for compaction without writes.
    */
   RocksStore(Path dir, long memory, boolean indexInCache, int ttlSeconds) throws RocksDBException {
+    this(dir, memory, indexInCache, ttlSeconds, false);
+  }
+
+  /** As above; {@code directReads} reads the files with O_DIRECT ({@code use_direct_reads}), as Basalt's option. */
+  RocksStore(Path dir, long memory, boolean indexInCache, int ttlSeconds, boolean directReads) throws RocksDBException {
     this.dir = dir;
     cache = new LRUCache(memory / 2);
     BlockBasedTableConfig table = new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false))
@@ -51,7 +56,7 @@ final class RocksStore implements Race.Store {
         .setCacheIndexAndFilterBlocksWithHighPriority(true).setPinL0FilterAndIndexBlocksInCache(indexInCache);
     options = new org.rocksdb.Options().setCreateIfMissing(true).setCompressionType(CompressionType.LZ4_COMPRESSION)
         .setWriteBufferSize(memory / 4).setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3)
-        .setTableFormatConfig(table);
+        .setTableFormatConfig(table).setUseDirectReads(directReads);
     if (ttlSeconds > 0) {
       options.setTtl(ttlSeconds).setPeriodicCompactionSeconds(ttlSeconds);
       db = org.rocksdb.TtlDB.open(options, dir.toString(), ttlSeconds, false);
