@@ -194,6 +194,16 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
+   * As {@link #get(long, long, Kind)} for a reader that will not load the block if it is not cached:
+   * counts a hit, and no miss (nothing is read for it).
+   */
+  public Block getIfCached(long owner, long offset, Kind kind) {
+    Block b = find(owner, offset);
+    if (b != null) hits[kind.ordinal()].increment();
+    return b;
+  }
+
+  /**
    * As {@link #get(long, long, Kind)} without counting a hit or a miss: for readers whose reads are not
    * the cache's business (compaction reads each block once and does not cache it).
    */

@@ -192,7 +192,7 @@ final class ReadPath {
 
   private boolean lookup(KeyspaceFiles.Table t, byte[] key, long hash, KeyRecord rec) {
     stats.tableLookups.increment();
-    if (!t.reader().mayContain(key, hash)) return false; // key range and bloom filter: no I/O
+    if (!t.reader().mayContainIfFilterCached(key, hash)) return false; // key range and a cached bloom filter: no I/O
     return t.reader().getChecked(key, rec); // a data block from the cache, or read (a TABLE_DATA miss)
   }
 
@@ -347,7 +347,7 @@ final class ReadPath {
         if (g.probe == g.tables.size()) return finish(g, null, out);
         KeyspaceFiles.Table t = g.tables.get(g.probe);
         stats.tableLookups.increment();
-        if (!t.reader().mayContain(g.key, g.hash)) continue; // key range and bloom filter: no I/O
+        if (!t.reader().mayContainIfFilterCached(g.key, g.hash)) continue; // key range, a cached filter: no I/O
         TableReader.BlockSpan span = t.reader().dataBlockFor(g.key);
         int found = span == null ? 0 : t.reader().getCached(g.key, g.record, span);
         if (found == TableReader.NOT_CACHED) {

@@ -444,6 +444,30 @@ public final class TableReader implements AutoCloseable {
   }
 
   /**
+   * As {@link #mayContain(byte[], long)} for a point lookup, which reads no filter to decide: if the block
+   * cache no longer holds the table's filter, the key range alone answers (true inside it). Loading a
+   * cold filter is one read, of the whole filter (hundreds of KiB for a large table), to save at most one
+   * read of a data block, which answers the lookup itself; so skipping it never costs a lookup more reads,
+   * and spares the cache the filter when filters do not fit it (they are loaded when a table opens, and
+   * stay cached while the cache has room for them; {@link #mayContain(byte[], long)} loads them back).
+   */
+  public boolean mayContainIfFilterCached(byte[] key, long hash) {
+    checkOpen();
+    if (info.entryCount() == 0 || KeyRecord.compareKeys(key, info.smallestKey()) < 0
+        || KeyRecord.compareKeys(key, info.largestKey()) > 0) {
+      return false;
+    }
+    if (!footer.hasFilter()) return true;
+    BlockCache.Block f = heapFilter != null ? heapFilter : cache.getIfCached(owner, footer.filterOffset(), BlockCache.Kind.TABLE_FILTER);
+    if (f == null) return true; // cold: the data block decides
+    try {
+      return BloomFilter.mayContain(f.base, f.address, f.size, hash);
+    } finally {
+      f.release();
+    }
+  }
+
+  /**
    * {@link #mayContain(byte[], long)} for many keys, the filter pinned once: for each {@code i} in
    * {@code [from, to)} not {@code skip}ped, whether the table may hold {@code keys[i]} (its hash {@code
    * hashes[i]}) into {@code maybe[i]} ({@code maybe[i]} is left alone where skipped). Probing one
