@@ -87,6 +87,8 @@ class ModelTest {
     /** A directory on disk to run against instead of {@code storage} (engine-io's run through io_uring). */
     final java.nio.file.Path dir;
     final String[] names = {"default", "second"};
+    /** Operations of the run; {@link #OPS} unless a caller sets fewer. */
+    int ops = OPS;
     final List<TreeMap<Key, byte[]>> model = new ArrayList<>();
     Basalt db;
     Keyspace[] ks;
@@ -114,7 +116,7 @@ class ModelTest {
       model.add(new TreeMap<>());
       open();
       try {
-        for (int op = 0; op < OPS; op++) step();
+        for (int op = 0; op < ops; op++) step();
         verifyAll();
         if (options.l0CompactionTrigger() == 2) { // tiny levels: compaction must have pushed data deep
           Stats st = db.stats();
