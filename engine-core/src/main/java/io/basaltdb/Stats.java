@@ -24,9 +24,9 @@ import java.util.Map;
  *       searched the segment's seqno index because the key index record's location hint was missing or
  *       named a segment garbage collection replaced: Magma section 8.2's fallback); see {@link
  *       #readsPerGet()}; {@code batchedGets} ({@link Keyspace#getAll} and {@link Basalt#getAll} calls),
- *       {@code batchedReads} (the key index and document block reads they handed to the read transport,
- *       counted in {@code indexBlockReads} and {@code documentReads} too) and {@code batchedReadRounds}
- *       (the times they handed reads over: each round's reads are in flight together);</li>
+ *       {@code batchedReads} (the key index and document block reads they, and scans reading ahead, handed
+ *       to the read transport, counted in {@code indexBlockReads} and {@code documentReads} too) and
+ *       {@code batchedReadRounds} (the times reads were handed over: each round's are in flight together);</li>
  *   <li>{@code pendingCompactionBytes} (gauge, with {@code keyspace.<name>.pendingCompactionBytes}): the
  *       key index bytes compaction still has to rewrite, estimated as RocksDB's {@code
  *       estimate-pending-compaction-bytes} is;</li>

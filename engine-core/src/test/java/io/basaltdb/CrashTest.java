@@ -28,12 +28,12 @@ import org.junit.jupiter.params.provider.EnumSource;
  * many crashes land in the middle of a compaction; the largest puts skip the WAL, so some crashes land
  * inside such a batch's segment and table writes; half the runs keep key index guards (dense ones, so
  * crashes land in guard pushes and in-place merges too). Each mode runs
- * {@code basalt.crash.points} crash points (default 300, so 900 per suite run; {@code bin/crashpoints}
+ * {@code basalt.crash.points} crash points (default 220, so 660 per suite run; {@code bin/crashpoints}
  * runs more, with new seeds each run).
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class CrashTest {
-  static final int POINTS = Integer.getInteger("basalt.crash.points", 300);
+  static final int POINTS = Integer.getInteger("basalt.crash.points", 220);
   /** Guard pushes and in-place merges the runs with guards made before their crash, across runs. */
   private final java.util.concurrent.atomic.AtomicLong guardJobs = new java.util.concurrent.atomic.AtomicLong();
 

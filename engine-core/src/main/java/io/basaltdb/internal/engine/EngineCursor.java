@@ -41,6 +41,11 @@ public final class EngineCursor implements AutoCloseable {
   private byte[] value;
   private boolean closed;
   private boolean exhausted;
+  /**
+   * What failed a refill (a damaged or unreadable block): the cursor throws it from then on, as the keys
+   * it had taken ahead cannot be returned without their values and must not be skipped silently.
+   */
+  private RuntimeException failure;
 
   /** A cursor with the default, growing read-ahead. */
   EngineCursor(EngineSnapshot snap, int ks, byte[] from, byte[] to, boolean ownsSnapshot) {
@@ -73,7 +78,18 @@ public final class EngineCursor implements AutoCloseable {
   /** Moves to the next key; false at the end of the range. The first call moves to the first key. */
   public boolean next() {
     check();
-    if (at == count && !exhausted) refill();
+    if (failure != null) throw failure;
+    if (at == count && !exhausted) {
+      try {
+        refill();
+      } catch (RuntimeException e) { // the keys taken ahead have no values: none of them is returned, ever
+        at = 0;
+        count = 0;
+        exhausted = true;
+        failure = e;
+        throw e;
+      }
+    }
     if (at < count) {
       key = keys[at];
       value = values[at];

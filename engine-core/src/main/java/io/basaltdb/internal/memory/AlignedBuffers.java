@@ -67,13 +67,24 @@ public final class AlignedBuffers implements ReadBuffers {
   @Override
   public ByteBuffer take(int bytes) {
     if (bytes < 0) throw new IllegalArgumentException("bytes must not be negative: " + bytes);
-    taken.incrementAndGet();
     if (bytes <= bufferBytes && !closed) {
       ByteBuffer b = idle.pollFirst();
-      if (b != null) return b.clear();
+      if (b != null) {
+        taken.incrementAndGet();
+        return b.clear();
+      }
       long p;
       while ((p = pooled.get()) + bufferBytes <= limit) {
-        if (pooled.compareAndSet(p, p + bufferBytes)) return allocate(bufferBytes);
+        if (pooled.compareAndSet(p, p + bufferBytes)) {
+          try {
+            b = allocate(bufferBytes);
+          } catch (OutOfMemoryError e) { // no direct memory: the pool's room is given back
+            pooled.addAndGet(-bufferBytes);
+            throw e;
+          }
+          taken.incrementAndGet();
+          return b;
+        }
       }
     }
     overflows.increment();
@@ -81,6 +92,7 @@ public final class AlignedBuffers implements ReadBuffers {
     if (capacity <= bufferBytes) capacity = bufferBytes + ALIGNMENT; // a one-off never has a pooled buffer's size
     ByteBuffer b = allocate(capacity);
     oneOff.addAndGet(capacity);
+    taken.incrementAndGet();
     return b;
   }
 
@@ -93,6 +105,7 @@ public final class AlignedBuffers implements ReadBuffers {
       pooled.addAndGet(-bufferBytes);
     } else {
       idle.offerFirst(buffer); // the most recently used first: its cache lines may still be warm
+      if (closed) drop(); // raced with close, which may have drained the idle buffers before this one came
     }
   }
 
@@ -114,6 +127,11 @@ public final class AlignedBuffers implements ReadBuffers {
   /** Drops the idle buffers; buffers given back after this are dropped too. */
   public void close() {
     closed = true;
+    drop();
+  }
+
+  /** Drops the idle buffers. */
+  private void drop() {
     for (ByteBuffer b; (b = idle.pollFirst()) != null; ) pooled.addAndGet(-bufferBytes);
   }
 

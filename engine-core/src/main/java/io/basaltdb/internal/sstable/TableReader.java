@@ -447,9 +447,11 @@ public final class TableReader implements AutoCloseable {
    * As {@link #mayContain(byte[], long)} for a point lookup, which reads no filter to decide: if the block
    * cache no longer holds the table's filter, the key range alone answers (true inside it). Loading a
    * cold filter is one read, of the whole filter (hundreds of KiB for a large table), to save at most one
-   * read of a data block, which answers the lookup itself; so skipping it never costs a lookup more reads,
-   * and spares the cache the filter when filters do not fit it (they are loaded when a table opens, and
-   * stay cached while the cache has room for them; {@link #mayContain(byte[], long)} loads them back).
+   * read of a data block, which answers the lookup itself; so skipping it never costs that lookup more
+   * reads, and spares the cache the filter when filters do not fit it (they are loaded when a table opens,
+   * and stay cached while the cache has room for them; {@link #mayContain(byte[], long)}, which flushes and
+   * compactions use, loads them back). The price: once a filter is evicted, each later lookup of an
+   * absent key in its range reads a data block where a reloaded filter would have answered many.
    */
   public boolean mayContainIfFilterCached(byte[] key, long hash) {
     checkOpen();

@@ -195,6 +195,27 @@ class BatchedReadTest {
     }
   }
 
+  @Test
+  void aScanWhoseReadAheadFails_throwsFromThenOn_andNeverReturnsAKeyWithoutItsValue() {
+    MemStorage storage = new MemStorage(1);
+    try (Engine e = Engine.open(storage, leveled())) {
+      for (int i = 0; i < 500; i++) put(e, 1, key(i), value(i));
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      try (EngineCursor c = e.scan(1, null, null, 50)) {
+        assertTrue(c.next());
+        storage.setFaultInjector((op, name) ->
+            op == MemStorage.Op.READ && name.endsWith(".seg") ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
+        for (int i = 1; i < 50; i++) assertTrue(c.next()); // the rest of the first refill, read before the fault
+        assertThrows(StorageException.class, c::next, "the next refill's document reads fail");
+        storage.setFaultInjector(null);
+        assertThrows(StorageException.class, c::next, "the keys taken ahead are not skipped: the cursor stays failed");
+      }
+      List<String> all = scan(e, null, null, 50); // a new cursor reads everything again
+      assertEquals(500, all.size());
+    }
+  }
+
   /** The keys and values of {@code [from, to)} as strings, scanned with {@code readAhead} (0: the default). */
   private static List<String> scan(Engine e, byte[] from, byte[] to, int readAhead) {
     List<String> out = new ArrayList<>();

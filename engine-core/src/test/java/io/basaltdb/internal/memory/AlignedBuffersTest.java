@@ -1,7 +1,6 @@
 package io.basaltdb.internal.memory;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -66,22 +65,29 @@ class AlignedBuffersTest {
   void buffersGivenBackAfterClose_areDropped_andConcurrentUseKeepsCountsExact() throws Exception {
     AlignedBuffers p = new AlignedBuffers(4L * B, B);
     List<Thread> threads = new ArrayList<>();
+    java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
     for (int t = 0; t < 4; t++) {
-      threads.add(new Thread(() -> {
+      Thread th = new Thread(() -> {
+        long mark = Thread.currentThread().getId() << 32;
         for (int i = 0; i < 20_000; i++) {
           ByteBuffer x = p.take(i % 7 == 0 ? B * 2 : 4096);
-          x.putLong(0, i);
+          x.putLong(0, mark | i);
+          Thread.yield();
+          if (x.getLong(0) != (mark | i)) throw new AssertionError("a buffer was handed to two threads at once");
           p.give(x);
         }
-      }));
+      });
+      th.setUncaughtExceptionHandler((x, e) -> failed.compareAndSet(null, e));
+      threads.add(th);
     }
     threads.forEach(Thread::start);
     for (Thread t : threads) t.join();
+    if (failed.get() != null) throw new AssertionError(failed.get());
     assertEquals(0, p.taken());
     assertTrue(p.bytes() <= 4L * B, "only the pool's buffers remain: " + p.bytes());
     ByteBuffer held = p.take(1);
     p.close();
-    assertNotSame(0L, p.bytes());
+    assertEquals(B, p.bytes(), "the buffer still held");
     p.give(held);
     assertEquals(0, p.bytes(), "a pooled buffer given back after close is dropped");
   }
