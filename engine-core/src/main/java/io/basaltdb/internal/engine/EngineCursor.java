@@ -35,6 +35,11 @@ public final class EngineCursor implements AutoCloseable {
   /** Keys and values taken from the merge ahead of the cursor: {@code [at, count)} not yet returned. */
   private byte[][] keys = new byte[1][];
   private byte[][] values = new byte[1][];
+  /** Of a refill's keys, those read from the files: their keys, seqnos, hints and slots in {@code keys}. */
+  private byte[][] fileKeys = new byte[1][];
+  private long[] seqnos = new long[1];
+  private long[] hints = new long[1];
+  private int[] slots = new int[1];
   private int at;
   private int count;
   private byte[] key;
@@ -106,13 +111,14 @@ public final class EngineCursor implements AutoCloseable {
   private void refill() {
     at = 0;
     count = 0;
-    if (keys.length < ahead) {
+    if (keys.length < ahead) { // grown with the read-ahead, then reused by every refill
       keys = new byte[ahead][];
       values = new byte[ahead][];
+      fileKeys = new byte[ahead][];
+      seqnos = new long[ahead];
+      hints = new long[ahead];
+      slots = new int[ahead];
     }
-    byte[][] fileKeys = null;
-    long[] seqnos = null, hints = null;
-    int[] slots = null;
     int files = 0;
     while (count < ahead && merge.next()) {
       MergingIterator.Source s = merge.current();
@@ -124,12 +130,6 @@ public final class EngineCursor implements AutoCloseable {
       if (s instanceof MergeSources.CacheSource c) {
         values[count] = c.value();
       } else {
-        if (fileKeys == null) {
-          fileKeys = new byte[ahead][];
-          seqnos = new long[ahead];
-          hints = new long[ahead];
-          slots = new int[ahead];
-        }
         fileKeys[files] = s.key();
         seqnos[files] = s.seqno();
         hints[files] = ((MergeSources.IndexSource) s).hint();
@@ -145,6 +145,7 @@ public final class EngineCursor implements AutoCloseable {
       byte[][] read = snap.reads.readDocuments(f, ks, fileKeys, seqnos, hints, files);
       for (int i = 0; i < files; i++) values[slots[i]] = read[i];
     }
+    java.util.Arrays.fill(fileKeys, 0, files, null); // keeps no key reachable past its refill
     if (growing) ahead = Math.min(maxAhead, ahead * 2);
   }
 

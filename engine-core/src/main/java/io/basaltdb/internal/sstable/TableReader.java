@@ -207,6 +207,13 @@ public final class TableReader implements AutoCloseable {
     return b;
   }
 
+  /** The filter contents if the block cache holds them (or the heap does), pinned; null otherwise or if none. */
+  private BlockCache.Block cachedFilter() {
+    if (!footer.hasFilter()) return null;
+    if (heapFilter != null) return heapFilter;
+    return cache.getIfCached(owner, footer.filterOffset(), BlockCache.Kind.TABLE_FILTER);
+  }
+
   /** The filter contents, pinned (release when done); null if the table has none. */
   private BlockCache.Block filter() {
     if (!footer.hasFilter()) return null;
@@ -428,19 +435,8 @@ public final class TableReader implements AutoCloseable {
 
   /** As {@link #mayContain(byte[])} with the key's {@link #keyHash}, computed once for many tables. */
   public boolean mayContain(byte[] key, long hash) {
-    checkOpen();
     if (key == null) throw new InvalidArgumentException("key must not be null");
-    if (info.entryCount() == 0 || KeyRecord.compareKeys(key, info.smallestKey()) < 0
-        || KeyRecord.compareKeys(key, info.largestKey()) > 0) {
-      return false;
-    }
-    BlockCache.Block f = filter();
-    if (f == null) return true;
-    try {
-      return BloomFilter.mayContain(f.base, f.address, f.size, hash);
-    } finally {
-      f.release();
-    }
+    return mayContain(key, hash, true);
   }
 
   /**
@@ -454,14 +450,18 @@ public final class TableReader implements AutoCloseable {
    * absent key in its range reads a data block where a reloaded filter would have answered many.
    */
   public boolean mayContainIfFilterCached(byte[] key, long hash) {
+    return mayContain(key, hash, false);
+  }
+
+  /** Key range, then the bloom filter: the cached one, or with {@code loadFilter} one read back; else true. */
+  private boolean mayContain(byte[] key, long hash, boolean loadFilter) {
     checkOpen();
     if (info.entryCount() == 0 || KeyRecord.compareKeys(key, info.smallestKey()) < 0
         || KeyRecord.compareKeys(key, info.largestKey()) > 0) {
       return false;
     }
-    if (!footer.hasFilter()) return true;
-    BlockCache.Block f = heapFilter != null ? heapFilter : cache.getIfCached(owner, footer.filterOffset(), BlockCache.Kind.TABLE_FILTER);
-    if (f == null) return true; // cold: the data block decides
+    BlockCache.Block f = loadFilter ? filter() : cachedFilter();
+    if (f == null) return true; // no filter, or a cold one not read back: the data block decides
     try {
       return BloomFilter.mayContain(f.base, f.address, f.size, hash);
     } finally {
