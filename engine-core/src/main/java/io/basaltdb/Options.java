@@ -338,13 +338,15 @@ public final class Options {
   public int compactionThreads() { return compactionThreads; }
 
   /**
-   * Reads a batched get ({@code Keyspace.getAll}, {@code Basalt.getAll}) keeps in flight at once: the
-   * threads of the built-in read transport (pooled {@code FileChannel} reads, started on demand and ended
-   * after a second idle), or the queue depth of a transport a provider on the class path supplies
-   * instead (engine-io's io_uring transport). Default 32, as Magma's. With direct reads or a transport
-   * that stages reads (io_uring), the store keeps an aligned buffer (a block read at any offset: 12 KiB
-   * at the default {@link #blockSize}) per read in flight and 8 more, at most a quarter of the block
-   * cache's part of the quota, taken from it ({@code readBufferQuota} in the stats).
+   * Reads a batched get ({@code Keyspace.getAll}, {@code Basalt.getAll}) or a scan's read-ahead keeps in
+   * flight at once (Magma's queue depth: each key's next read goes out as soon as its last completes,
+   * up to this many at a time). Default 32, as Magma's. The built-in read transport runs this many
+   * threads for all the store's batches (pooled {@code FileChannel} reads, started on demand and ended
+   * after a second idle); engine-io's io_uring transport has room in its ring for eight batches' worth.
+   * With direct reads or a transport that stages reads (io_uring), the store keeps an aligned buffer (a
+   * block read at any offset: 12 KiB at the default {@link #blockSize}) per read in flight of four
+   * batches and 8 more, at most a quarter of the block cache's part of the quota, taken from it
+   * ({@code readBufferQuota} in the stats).
    */
   public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
   public int readQueueDepth() { return readQueueDepth; }

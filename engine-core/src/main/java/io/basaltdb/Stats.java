@@ -26,7 +26,8 @@ import java.util.Map;
  *       #readsPerGet()}; {@code batchedGets} ({@link Keyspace#getAll} and {@link Basalt#getAll} calls),
  *       {@code batchedReads} (the key index and document block reads they, and scans reading ahead, handed
  *       to the read transport, counted in {@code indexBlockReads} and {@code documentReads} too) and
- *       {@code batchedReadRounds} (the times reads were handed over: each round's are in flight together);</li>
+ *       {@code batchedReadRounds} (the times reads were handed over to the transport: a batch hands over
+ *       several at its start and the next read of each key as its last completes);</li>
  *   <li>{@code pendingCompactionBytes} (gauge, with {@code keyspace.<name>.pendingCompactionBytes}): the
  *       key index bytes compaction still has to rewrite, estimated as RocksDB's {@code
  *       estimate-pending-compaction-bytes} is;</li>

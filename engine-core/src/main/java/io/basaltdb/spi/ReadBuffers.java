@@ -19,6 +19,16 @@ public interface ReadBuffers {
    */
   ByteBuffer take(int bytes);
 
-  /** Gives back a buffer {@link #take} returned; the caller must not use it again. */
+  /**
+   * As {@link #take}, but null rather than a buffer beyond the pool when every pooled buffer is taken
+   * and the pool is full: a transport with other reads in flight waits for one of theirs instead. A read
+   * no pooled buffer would fit gets a buffer of its own, as from {@link #take}. This default never
+   * returns null.
+   */
+  default ByteBuffer tryTake(int bytes) {
+    return take(bytes);
+  }
+
+  /** Gives back a buffer {@link #take} or {@link #tryTake} returned; the caller must not use it again. */
   void give(ByteBuffer buffer);
 }

@@ -62,9 +62,10 @@ public interface ReadTransport extends AutoCloseable {
     int priority();
 
     /**
-     * A transport that keeps up to {@code queueDepth} reads in flight, staging reads that need an
-     * aligned direct buffer (a heap destination, a direct-I/O target) through {@code buffers}: the
-     * store's, counted in its memory quota.
+     * A transport for a store whose batches each keep up to {@code queueDepth} reads in flight ({@code
+     * Options.readQueueDepth}); it may keep more in flight across concurrent batches. It stages reads
+     * that need an aligned direct buffer (a heap destination, a direct-I/O target) through {@code
+     * buffers}: the store's, counted in its memory quota.
      */
     ReadTransport create(int queueDepth, ReadBuffers buffers);
   }

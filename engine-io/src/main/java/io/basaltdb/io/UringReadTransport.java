@@ -243,11 +243,21 @@ public final class UringReadTransport implements ReadTransport {
     }
   }
 
-  /** Starts waiting reads while there is room in the queue. */
+  /**
+   * Starts waiting reads while there is room in the queue and, for those that stage through a buffer, a
+   * pooled buffer to stage through: with reads in flight, a read waits for one of them to give its buffer
+   * back rather than take one beyond the pool; with none, it takes one regardless, so reads always go on.
+   */
   private void pump() {
     while (freeTop > 0 && !waiting.isEmpty()) {
-      Op op = waiting.poll();
-      if (!op.read.dst().hasRemaining()) { // nothing to read: no file, no slot
+      Op op = waiting.peek();
+      boolean empty = !op.read.dst().hasRemaining();
+      if (!empty && op.bounce == null && needsBounce(op) && freeTop < queueDepth) {
+        op.bounce = buffers.tryTake(span(op));
+        if (op.bounce == null) return; // a completion gives one back and pumps again
+      }
+      waiting.poll();
+      if (empty) { // nothing to read: no file, no slot
         done(op);
         op.read.result().complete(0);
         continue;
@@ -269,6 +279,19 @@ public final class UringReadTransport implements ReadTransport {
     }
   }
 
+  /** Whether {@code op} reads through a staging buffer: a heap destination, or a direct-I/O target. */
+  private static boolean needsBounce(Op op) {
+    return !op.read.dst().isDirect() || op.read.target().direct();
+  }
+
+  /** The bytes {@code op} reads: its asked bytes, widened to whole aligned blocks for a direct target. */
+  private static int span(Op op) {
+    int want = op.read.dst().remaining();
+    if (!op.read.target().direct()) return want;
+    int skip = (int) (op.read.position() & (ALIGN - 1));
+    return (skip + want + ALIGN - 1) & -ALIGN;
+  }
+
   /** Sets up {@code op}'s buffer and slot and issues its read. */
   private void start(Op op) {
     ByteBuffer dst = op.read.dst();
@@ -284,7 +307,10 @@ public final class UringReadTransport implements ReadTransport {
     if (dst.isDirect() && !op.file.direct) {
       op.address = Buffer.memoryAddress(dst) + dst.position();
     } else {
-      op.bounce = buffers.take(op.span);
+      if (op.bounce == null || op.bounce.capacity() < op.span) {
+        if (op.bounce != null) recycle(op);
+        op.bounce = buffers.take(op.span);
+      }
       op.address = Buffer.memoryAddress(op.bounce);
     }
     op.tag = freeTags[--freeTop];

@@ -67,7 +67,8 @@ class UringEngineReadTest {
       }
       Stats st = db.stats();
       long bufferQuota = st.get("readBufferQuota");
-      assertEquals((32 + 8) * (12 << 10), bufferQuota, "an aligned buffer per read in flight (readQueueDepth 32) and 8 more");
+      assertEquals((4 * 32 + 8) * (12 << 10), bufferQuota,
+          "an aligned buffer per read in flight of four batches (readQueueDepth 32) and 8 more");
       assertEquals(st.get("memoryQuota"), st.get("writeCacheQuota") + st.get("blockCacheCapacity") + bufferQuota,
           "the read buffers' part comes out of the block cache's: " + st);
       assertTrue(st.get("readBufferBytes") > 0 && st.get("readBufferBytes") <= bufferQuota,

@@ -63,6 +63,18 @@ class UringTransportContractTest extends ReadTransportContract {
   }
 
   @Test
+  void readsBeyondThePooledBuffers_waitForOne_ratherThanTakingBuffersOutsideThePool() {
+    try (UringReadTransport t = UringReadTransport.open(32, buffers)) { // 32 slots, 8 pooled buffers
+      java.util.Random rnd = new java.util.Random(3);
+      List<ReadTransport.Read> reads = new java.util.ArrayList<>();
+      for (int i = 0; i < 100; i++) reads.add(read(file, rnd.nextInt(FILE_SIZE - 8192), 1 + rnd.nextInt(8192), false, 0));
+      t.submit(reads);
+      for (ReadTransport.Read r : reads) assertAgrees(r, 0);
+      assertEquals(0, buffers.overflows(), "every read staged through one of the pool's buffers");
+    }
+  }
+
+  @Test
   void provider_isFoundByTheEngine_andRefusesBadDepths() {
     ReadTransport.Provider p = java.util.ServiceLoader.load(ReadTransport.Provider.class).stream()
         .map(java.util.ServiceLoader.Provider::get).filter(x -> x instanceof UringReadTransportProvider).findFirst().orElseThrow();

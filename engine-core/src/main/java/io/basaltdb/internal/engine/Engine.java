@@ -73,6 +73,16 @@ public final class Engine implements AutoCloseable {
     return withBean(e, o, storage == null ? null : storage.describe(""));
   }
 
+  /**
+   * Opens a store on {@code storage} whose batched reads go through the transport {@code transports}
+   * makes rather than the one found on the class path (tests that hold reads back).
+   */
+  static Engine open(Storage storage, Options options, io.basaltdb.spi.ReadTransport.Provider transports) {
+    Options o = options.copy();
+    o.validate();
+    return withBean(new Engine(StoreOpener.onDisk(storage, o, transports)), o, storage.describe(""));
+  }
+
   /** Registers {@code e}'s JMX bean if the options ask for one; closes {@code e} if that fails. */
   private static Engine withBean(Engine e, Options o, String directory) {
     if (o.jmx()) {

@@ -39,7 +39,11 @@ public final class PooledReadTransport implements ReadTransport {
       for (Read r : reads) r.result().completeExceptionally(new io.basaltdb.ClosedException("the read transport is closed"));
       return;
     }
-    for (int i = 1; i < reads.size(); i++) { // the caller reads the first itself: one less hand-off
+    // Of several reads the caller makes the first itself: one hand-off less, with the rest in flight
+    // meanwhile. A lone read (a batch handing over a key's next read as its last completes) goes to the
+    // pool, so the caller is free to take the batch's other completions.
+    int first = reads.size() > 1 ? 1 : 0;
+    for (int i = first; i < reads.size(); i++) {
       Read r = reads.get(i);
       try {
         pool.execute(r::readNow);
@@ -47,7 +51,7 @@ public final class PooledReadTransport implements ReadTransport {
         r.result().completeExceptionally(new io.basaltdb.ClosedException("the read transport is closed"));
       }
     }
-    if (!reads.isEmpty()) reads.get(0).readNow();
+    if (first == 1) reads.get(0).readNow();
   }
 
   @Override

@@ -13,6 +13,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.LinkedBlockingQueue;
 
 /**
  * Magma's read path (seed 000 section 3.3): the active write cache, the immutable one, the key index
@@ -28,11 +29,15 @@ final class ReadPath {
   private final EngineStats stats;
   /** Reads the documents of batched gets; null for the in-memory store, which has no files. */
   private final ReadTransport transport;
+  /** Reads a batch keeps in flight at most ({@code Options.readQueueDepth}). */
+  private final int window;
   /** Judges document expiry ({@link io.basaltdb.Options#clock}). */
   private final java.util.function.LongSupplier clock;
 
-  ReadPath(Versions versions, KeyspaceCatalog catalog, EngineStats stats, ReadTransport transport,
+  ReadPath(Versions versions, KeyspaceCatalog catalog, EngineStats stats, ReadTransport transport, int window,
       java.util.function.LongSupplier clock) {
+    if (window < 1) throw new IllegalArgumentException("readQueueDepth must be at least 1: " + window);
+    this.window = window;
     this.clock = clock;
     this.versions = versions;
     this.catalog = catalog;
@@ -207,16 +212,16 @@ final class ReadPath {
   }
 
   /**
-   * The values of {@code keys} (null where absent), in order (Magma's batched reads), key {@code i} in
-   * keyspace {@code ks[i]}. Every key is first looked up in the write caches; the rest go through the key
-   * index and then their documents in rounds, and each round's reads go to the read transport together,
-   * so they are all in flight at once: the key index data blocks the block cache misses (one read per
-   * distinct block, whatever the keyspace), then the documents' blocks (one read per distinct block,
-   * from the record's location hint), and, for a document bigger than a block, the rest of its block.
-   * Most keys need two rounds; a bloom filter's false positive or a level's miss adds one. A key without
-   * a usable hint, or whose block turns out not to hold it, is read as a point read does (which checks
-   * and reports damage). Sees whole batches as {@link #get} does; a consistent view across the keys
-   * needs a snapshot.
+   * The values of {@code keys} (null where absent), in order (Magma's batched reads, seed 000 section 6),
+   * key {@code i} in keyspace {@code ks[i]}. Every key is first looked up in the write caches; the rest go
+   * through the key index and then to their documents as Magma's coroutines do: each key's next read (a
+   * key index data block the block cache misses, then its document's block from the record's location
+   * hint, then, for a document bigger than a block, the rest of its block) goes to the read transport as
+   * soon as its last one completes, and the batch keeps up to {@code readQueueDepth} reads in flight, one
+   * per distinct block (a block a key needs while another key's read of it is in flight is not read
+   * again). A key without a usable hint, or whose block turns out not to hold it, is read as a point read
+   * does (which checks and reports damage). Sees whole batches as {@link #get} does; a consistent view
+   * across the keys needs a snapshot.
    */
   List<byte[]> getAll(int[] ks, List<byte[]> keys) {
     int n = keys.size();
@@ -233,7 +238,7 @@ final class ReadPath {
         if (e != null) out[i] = valueAt(e, now);
         else waiting.add(new BatchedGet(i, ks[i], key, v.files(ks[i])));
       }
-      rounds(waiting, now, out);
+      run(waiting, now, out);
       return Arrays.asList(out);
     } finally {
       v.release();
@@ -243,8 +248,7 @@ final class ReadPath {
   /**
    * The values of documents a scan has found in the key index of {@code files}: {@code keys[i]} at
    * {@code seqnos[i]}, with location hint {@code hints[i]}, read together as {@link #getAll} reads
-   * documents (one round, plus one for documents bigger than a block). The caller pins the version
-   * that {@code files} belongs to.
+   * documents. The caller pins the version that {@code files} belongs to.
    */
   byte[][] readDocuments(KeyspaceFiles files, int ks, byte[][] keys, long[] seqnos, long[] hints, int n) {
     byte[][] out = new byte[n][];
@@ -256,22 +260,29 @@ final class ReadPath {
       g.found = true; // live records: the scan's merge has hidden tombstones and expired ones
       waiting.add(g);
     }
-    rounds(waiting, Long.MIN_VALUE, out);
+    run(waiting, Long.MIN_VALUE, out);
     return out;
   }
 
-  /** Runs batched lookups to their ends, each round's reads in flight together. */
-  private void rounds(List<BatchedGet> waiting, long now, byte[][] out) {
-    while (!waiting.isEmpty()) {
-      Map<Object, Fetch> round = new LinkedHashMap<>();
-      List<BatchedGet> next = new ArrayList<>(waiting.size());
-      for (BatchedGet g : waiting) {
-        if (g.fetch != null) take(g, round, out);
-        if (g.done || g.fetch == null && advance(g, round, now, out)) continue;
-        next.add(g);
+  /**
+   * Runs batched lookups to their ends: each key goes as far as it can without I/O, then waits for its
+   * read; as reads complete, the keys that waited for them go on, and the reads they need next go out
+   * with the next hand-over, while the rest stay in flight.
+   */
+  private void run(List<BatchedGet> keys, long now, byte[][] out) {
+    if (keys.isEmpty()) return;
+    Reads r = new Reads();
+    for (BatchedGet g : keys) advance(g, r, now, out);
+    r.submit();
+    while (!r.inFlight.isEmpty()) {
+      for (Fetch f = r.next(); f != null; f = r.completed.poll()) {
+        r.inFlight.remove(f.id);
+        for (BatchedGet g : f.waiters) {
+          take(g, f, r, out);
+          if (!g.done && g.fetch == null) advance(g, r, now, out);
+        }
       }
-      if (!round.isEmpty()) submit(round);
-      waiting = next;
+      r.submit();
     }
   }
 
@@ -310,34 +321,102 @@ final class ReadPath {
     }
   }
 
-  /** A read of one round, shared by the keys that need the same block, and what was made of it. */
+  /**
+   * One read of a batch, shared by the keys that need the same block while it is waiting or in flight,
+   * and what was made of it. Its buffer is allocated when it is handed over, so a big batch holds buffers
+   * for the reads in flight only.
+   */
   private static final class Fetch {
-    final ReadTransport.Read read;
+    /** Identifies the block: a {@link FetchKey}, or the key itself for the rest of its long block. */
+    final Object id;
+    final io.basaltdb.spi.ReadTarget target;
+    final long offset;
+    final int size;
+    /** The destination, if the key that needs the read brings its own. */
+    final ByteBuffer dst;
+    /** The read, once handed over. */
+    ReadTransport.Read read;
     /** The key index block, checked and parsed once for all the keys that wait for it. */
     TableReader.FetchedBlock table;
+    final List<BatchedGet> waiters = new ArrayList<>(1);
 
-    Fetch(ReadTransport.Read read) {
-      this.read = read;
+    Fetch(Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
+      this.id = id;
+      this.target = target;
+      this.offset = offset;
+      this.size = size;
+      this.dst = dst;
     }
   }
 
-  /** Identifies a read within a round: the same block asked for by several keys is read once. */
+  /** Identifies a read within a batch: the same block asked for by several keys is read once. */
   private record FetchKey(Object reader, long offset) {}
 
-  private void submit(Map<Object, Fetch> round) {
-    List<ReadTransport.Read> reads = new ArrayList<>(round.size());
-    for (Fetch f : round.values()) reads.add(f.read);
-    stats.batchedReads.add(reads.size());
-    stats.batchedReadRounds.increment();
-    transport.submit(reads);
+  /**
+   * The reads of one batch: those waiting to be handed over (in the order keys asked for them), those in
+   * flight (at most {@code readQueueDepth}), and those completed that the batch has not taken yet.
+   * Owned by the batch's thread, but for {@code completed}, which the transport's threads add to.
+   */
+  private final class Reads {
+    final LinkedHashMap<Object, Fetch> waiting = new LinkedHashMap<>();
+    final Map<Object, Fetch> inFlight = new java.util.HashMap<>();
+    final LinkedBlockingQueue<Fetch> completed = new LinkedBlockingQueue<>();
+
+    /** Makes {@code g} wait for the read {@code id} names: the one waiting or in flight, else a new one. */
+    void await(BatchedGet g, Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
+      Fetch f = inFlight.get(id);
+      if (f == null) {
+        f = waiting.get(id);
+        if (f == null) {
+          f = new Fetch(id, target, offset, size, dst);
+          waiting.put(id, f);
+        }
+      }
+      f.waiters.add(g);
+      g.fetch = f;
+    }
+
+    /** Hands over the waiting reads there is room for: each batch keeps up to {@code window} in flight. */
+    void submit() {
+      int room = window - inFlight.size();
+      if (room <= 0 || waiting.isEmpty()) return;
+      List<ReadTransport.Read> reads = new ArrayList<>(Math.min(room, waiting.size()));
+      for (var it = waiting.values().iterator(); it.hasNext() && reads.size() < room; ) {
+        Fetch f = it.next();
+        it.remove();
+        f.read = new ReadTransport.Read(f.target, f.offset, f.dst != null ? f.dst : ByteBuffer.allocate(f.size));
+        inFlight.put(f.id, f);
+        f.read.result().whenComplete((n, t) -> completed.add(f));
+        reads.add(f.read);
+      }
+      stats.batchedReads.add(reads.size());
+      stats.batchedReadRounds.increment();
+      transport.submit(reads);
+    }
+
+    /** The next completed read, waiting for one (not interruptibly, as a point read's I/O is not). */
+    Fetch next() {
+      boolean interrupted = false;
+      try {
+        while (true) {
+          try {
+            return completed.take();
+          } catch (InterruptedException e) {
+            interrupted = true;
+          }
+        }
+      } finally {
+        if (interrupted) Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /**
    * Takes {@code g} as far as it goes without a read: through the key index tables (bloom filters and
    * cached blocks) to its record, and to its document if the cache holds it. Returns true when the key
-   * is done (its value in {@code out}); false when it waits for a read it has added to {@code round}.
+   * is done (its value in {@code out}); false when it waits for a read ({@link Reads#await}).
    */
-  private boolean advance(BatchedGet g, Map<Object, Fetch> round, long now, byte[][] out) {
+  private boolean advance(BatchedGet g, Reads r, long now, byte[][] out) {
     if (!g.found) {
       if (g.tables == null) {
         g.tables = candidateTables(g.files, g.key);
@@ -353,8 +432,7 @@ final class ReadPath {
         if (found == TableReader.NOT_CACHED) {
           g.table = t;
           g.span = span;
-          g.fetch = round.computeIfAbsent(new FetchKey(t.reader(), span.offset()), x -> new Fetch(
-              new ReadTransport.Read(t.reader().file(), span.offset(), ByteBuffer.allocate(span.readSize()))));
+          r.await(g, new FetchKey(t.reader(), span.offset()), t.reader().file(), span.offset(), span.readSize(), null);
           return false;
         }
         g.found = found == 1;
@@ -371,20 +449,18 @@ final class ReadPath {
     g.inDocument = true;
     g.segment = s;
     g.blockOffset = off;
-    g.fetch = round.computeIfAbsent(new FetchKey(s.reader(), off), x -> {
-      stats.documentReads.increment();
-      return new Fetch(new ReadTransport.Read(s.reader().file(), off, ByteBuffer.allocate(s.reader().blockReadSize(off))));
-    });
+    FetchKey id = new FetchKey(s.reader(), off);
+    if (!r.inFlight.containsKey(id) && !r.waiting.containsKey(id)) stats.documentReads.increment();
+    r.await(g, id, s.reader().file(), off, s.reader().blockReadSize(off), null);
     return false;
   }
 
   /**
-   * Takes the read {@code g} waited for: a key index block (searched for the key: its record, or on to
-   * the next table) or a document block (the value; or, for a block longer than the read, a read of the
-   * rest added to {@code round}; or a point read if the block does not hold the document).
+   * Takes the read {@code f} that {@code g} waited for: a key index block (searched for the key: its
+   * record, or on to the next table) or a document block (the value; or, for a block longer than the
+   * read, a read of the rest; or a point read if the block does not hold the document).
    */
-  private void take(BatchedGet g, Map<Object, Fetch> round, byte[][] out) {
-    Fetch f = g.fetch;
+  private void take(BatchedGet g, Fetch f, Reads r, byte[][] out) {
     g.fetch = null;
     int got = awaitRead(f.read);
     if (!g.inDocument) {
@@ -401,9 +477,7 @@ final class ReadPath {
       g.longBlock = Arrays.copyOf(b, whole);
       g.longHave = have;
       stats.documentReads.increment();
-      g.fetch = new Fetch(new ReadTransport.Read(reader.file(), g.blockOffset + have,
-          ByteBuffer.wrap(g.longBlock, have, whole - have)));
-      round.put(g, g.fetch);
+      r.await(g, g, reader.file(), g.blockOffset + have, whole - have, ByteBuffer.wrap(g.longBlock, have, whole - have));
       return;
     }
     KeyRecord rec = g.record;

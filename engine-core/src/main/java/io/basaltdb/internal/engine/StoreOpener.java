@@ -25,6 +25,14 @@ import java.util.ServiceLoader;
 final class StoreOpener {
   private StoreOpener() {}
 
+  /**
+   * Batches whose reads in flight ({@code readQueueDepth} each) the pooled read buffers cover: batched
+   * reads on several threads at once keep more reads in the kernel than one batch does (a transport
+   * with a buffer for each of them lets them), and the device serves more reads per second the more it
+   * has queued.
+   */
+  static final int READ_BUFFER_BATCHES = 4;
+
   /** What the engine is made of. */
   record Parts(Options options, MemoryQuota writeMemory, BlockCache blockCache, AlignedBuffers readBuffers,
       KeyspaceCatalog catalog, Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline,
@@ -74,7 +82,7 @@ final class StoreOpener {
     EngineStats stats = new EngineStats();
     MemoryStore store = new MemoryStore(versions, catalog, chunk, options);
     if (m != null) store.restoredKeyspaceIds(m.nextKeyspaceId());
-    ReadPath reads = new ReadPath(versions, catalog, stats, null, options.clock());
+    ReadPath reads = new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
     if (options.exactItemCounts()) {
       versions.items = new ItemCounter(reads, catalog);
       if (loaded != null) {
@@ -86,17 +94,23 @@ final class StoreOpener {
   }
 
   static Parts onDisk(Storage storage, Options options) {
+    return onDisk(storage, options, null);
+  }
+
+  /** As {@link #onDisk(Storage, Options)}, with the read transport {@code transports} makes if not null. */
+  static Parts onDisk(Storage storage, Options options, ReadTransport.Provider transports) {
     Deque<AutoCloseable> undo = new ArrayDeque<>(); // closed in reverse if the open fails
     long openStart = System.nanoTime();
     Notifier notifier = new Notifier(options.eventListener(), storage.describe(""));
     try {
       // The read transport and direct reads stage reads through aligned buffers, each enough for a block
-      // read at any offset, pooled for the reads in flight and a few point gets beside them, out of the
-      // block cache's share (at most a quarter of it), or none if neither is used.
+      // read at any offset, pooled for the reads in flight of a few concurrent batches and a few point
+      // gets beside them, out of the block cache's share (at most a quarter of it), or none if neither is used.
       int bufferBytes = AlignedBuffers.bufferFor(options.blockSize() + 1024);
-      AlignedBuffers buffers = new AlignedBuffers(Math.min((options.readQueueDepth() + 8L) * bufferBytes,
-          options.blockCacheSize() / 4), bufferBytes);
-      ReadTransport transport = newReadTransport(options.readQueueDepth(), buffers, notifier);
+      AlignedBuffers buffers = new AlignedBuffers(Math.min((READ_BUFFER_BATCHES * options.readQueueDepth() + 8L)
+          * bufferBytes, options.blockCacheSize() / 4), bufferBytes);
+      ReadTransport transport = transports != null ? transports.create(options.readQueueDepth(), buffers)
+          : newReadTransport(options.readQueueDepth(), buffers, notifier);
       undo.push(transport::close);
       if (!options.directReads() && transport instanceof PooledReadTransport) buffers = new AlignedBuffers(0, bufferBytes);
       AlignedBuffers readBuffers = buffers;
@@ -134,7 +148,7 @@ final class StoreOpener {
       events.flusher = flusher;
       events.compactor = compactor;
       events.gc = gc;
-      ReadPath reads = new ReadPath(versions, catalog, stats, transport, options.clock());
+      ReadPath reads = new ReadPath(versions, catalog, stats, transport, options.readQueueDepth(), options.clock());
       // Exact item counts go on from the manifest's (those at its flushed seqno) through the replay;
       // a store whose counts are not exact counts its keys after the replay.
       boolean counted = options.exactItemCounts() && st.manifest.itemsCounted();

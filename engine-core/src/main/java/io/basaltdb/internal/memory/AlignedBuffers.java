@@ -66,27 +66,37 @@ public final class AlignedBuffers implements ReadBuffers {
 
   @Override
   public ByteBuffer take(int bytes) {
+    ByteBuffer b = tryTake(bytes);
+    return b != null ? b : oneOff(bytes);
+  }
+
+  @Override
+  public ByteBuffer tryTake(int bytes) {
     if (bytes < 0) throw new IllegalArgumentException("bytes must not be negative: " + bytes);
-    if (bytes <= bufferBytes && !closed) {
-      ByteBuffer b = idle.pollFirst();
-      if (b != null) {
-        taken.incrementAndGet();
-        return b.clear();
-      }
-      long p;
-      while ((p = pooled.get()) + bufferBytes <= limit) {
-        if (pooled.compareAndSet(p, p + bufferBytes)) {
-          try {
-            b = allocate(bufferBytes);
-          } catch (OutOfMemoryError e) { // no direct memory: the pool's room is given back
-            pooled.addAndGet(-bufferBytes);
-            throw e;
-          }
-          taken.incrementAndGet();
-          return b;
+    if (bytes > bufferBytes || closed) return oneOff(bytes); // no pooled buffer would do: waiting gains nothing
+    ByteBuffer b = idle.pollFirst();
+    if (b != null) {
+      taken.incrementAndGet();
+      return b.clear();
+    }
+    long p;
+    while ((p = pooled.get()) + bufferBytes <= limit) {
+      if (pooled.compareAndSet(p, p + bufferBytes)) {
+        try {
+          b = allocate(bufferBytes);
+        } catch (OutOfMemoryError e) { // no direct memory: the pool's room is given back
+          pooled.addAndGet(-bufferBytes);
+          throw e;
         }
+        taken.incrementAndGet();
+        return b;
       }
     }
+    return null;
+  }
+
+  /** A buffer of its own for a read the pool cannot serve, counted while taken. */
+  private ByteBuffer oneOff(int bytes) {
     overflows.increment();
     int capacity = (int) Math.min(Integer.MAX_VALUE & -ALIGNMENT, ((long) bytes + ALIGNMENT - 1) & -ALIGNMENT);
     if (capacity <= bufferBytes) capacity = bufferBytes + ALIGNMENT; // a one-off never has a pooled buffer's size

@@ -62,6 +62,26 @@ class AlignedBuffersTest {
   }
 
   @Test
+  void tryTake_givesNothingWhenThePoolIsSpent_butAWideReadItsOwnBuffer() {
+    AlignedBuffers p = new AlignedBuffers(2L * B, B);
+    ByteBuffer a = p.tryTake(B);
+    ByteBuffer b = p.tryTake(1);
+    assertTrue(a != null && b != null && a != b);
+    assertEquals(null, p.tryTake(1), "every pooled buffer taken and the pool full: nothing");
+    assertEquals(0, p.overflows(), "a refusal is not an overflow");
+    ByteBuffer wide = p.tryTake(B + 1);
+    assertTrue(wide != null && wide.capacity() >= B + 1, "no pooled buffer would fit: one of its own");
+    assertEquals(1, p.overflows());
+    p.give(a);
+    assertSame(a, p.tryTake(B), "a buffer given back is there for the next");
+    p.give(a);
+    p.give(b);
+    p.give(wide);
+    assertEquals(0, p.taken());
+    p.close();
+  }
+
+  @Test
   void buffersGivenBackAfterClose_areDropped_andConcurrentUseKeepsCountsExact() throws Exception {
     AlignedBuffers p = new AlignedBuffers(4L * B, B);
     List<Thread> threads = new ArrayList<>();
