@@ -139,8 +139,16 @@ final class EngineStores {
     public String summary() {
       Stats s = db.stats();
       long hits = s.get("blockCacheHits"), misses = s.get("blockCacheMisses");
-      return String.format("block cache %.1f of %.1f MiB, %.2f%% hits of %,d lookups", s.get("blockCacheBytes") / 1048576.0,
-          s.get("blockCacheCapacity") / 1048576.0, 100.0 * hits / Math.max(1, hits + misses), hits + misses);
+      return String.format("block cache %.1f of %.1f MiB, %.2f%% hits of %,d lookups; writes: %,d puts, %,d flushes,"
+          + " stalled %.1f s (%,d), slowed %.1f s (%,d), level 0 stalls %.1f s, collection stalls %.1f s and slowdowns %.1f s;"
+          + " written: %.0f MiB WAL, %.0f MiB segments, %.0f MiB key index, %.0f MiB compaction, %.0f MiB collection",
+          s.get("blockCacheBytes") / 1048576.0, s.get("blockCacheCapacity") / 1048576.0,
+          100.0 * hits / Math.max(1, hits + misses), hits + misses, s.get("puts"), s.get("flushes"),
+          s.get("stallNanos") / 1e9, s.get("stalls"), s.get("slowdownNanos") / 1e9, s.get("slowdowns"),
+          s.get("l0StallNanos") / 1e9, s.get("gcStallNanos") / 1e9, s.get("gcSlowdownNanos") / 1e9,
+          s.get("walBytesWritten") / 1048576.0, s.get("segmentBytesWritten") / 1048576.0,
+          s.get("indexBytesWritten") / 1048576.0, s.get("compactionBytesWritten") / 1048576.0,
+          s.get("gcBytesWritten") / 1048576.0);
     }
 
     @Override

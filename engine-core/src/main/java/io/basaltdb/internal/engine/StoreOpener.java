@@ -33,6 +33,19 @@ final class StoreOpener {
    */
   static final int READ_BUFFER_BATCHES = 4;
 
+  /**
+   * Bytes of the read buffer pool: buffers for {@link #READ_BUFFER_BATCHES} batches' reads in flight and
+   * 8 more, as far as an eighth of the block cache's share allows, and in any case those of one batch
+   * and 8 more as far as a quarter of it allows. A small cache keeps its room for the key index's index
+   * and filter blocks, which every lookup needs (at 8 MiB a bigger pool pushed them out: a cliff).
+   */
+  static long readBufferLimit(Options options, int bufferBytes) {
+    long share = options.blockCacheSize();
+    long one = Math.min((options.readQueueDepth() + 8L) * bufferBytes, share / 4);
+    long several = Math.min((READ_BUFFER_BATCHES * (long) options.readQueueDepth() + 8L) * bufferBytes, share / 8);
+    return Math.max(one, several);
+  }
+
   /** What the engine is made of. */
   record Parts(Options options, MemoryQuota writeMemory, BlockCache blockCache, AlignedBuffers readBuffers,
       KeyspaceCatalog catalog, Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline,
@@ -105,10 +118,9 @@ final class StoreOpener {
     try {
       // The read transport and direct reads stage reads through aligned buffers, each enough for a block
       // read at any offset, pooled for the reads in flight of a few concurrent batches and a few point
-      // gets beside them, out of the block cache's share (at most a quarter of it), or none if neither is used.
+      // gets beside them, out of the block cache's share (readBufferLimit), or none if neither is used.
       int bufferBytes = AlignedBuffers.bufferFor(options.blockSize() + 1024);
-      AlignedBuffers buffers = new AlignedBuffers(Math.min((READ_BUFFER_BATCHES * options.readQueueDepth() + 8L)
-          * bufferBytes, options.blockCacheSize() / 4), bufferBytes);
+      AlignedBuffers buffers = new AlignedBuffers(readBufferLimit(options, bufferBytes), bufferBytes);
       ReadTransport transport = transports != null ? transports.create(options.readQueueDepth(), buffers)
           : newReadTransport(options.readQueueDepth(), buffers, notifier);
       undo.push(transport::close);
