@@ -345,9 +345,9 @@ public final class Options {
    * after a second idle); engine-io's io_uring transport has room in its ring for eight batches' worth.
    * With direct reads or a transport that stages reads (io_uring), the store keeps an aligned buffer (a
    * block read at any offset: 12 KiB at the default {@link #blockSize}) per read in flight of four
-   * batches and 8 more (1.6 MiB at the defaults), taken from the block cache's part of the quota: at
-   * most an eighth of it, or for one batch's reads and 8 more a quarter ({@code readBufferQuota} in the
-   * stats).
+   * batches and 8 more (1.6 MiB at the defaults), at most a quarter of the block cache's part of the
+   * quota ({@code readBufferQuota} in the stats); the pool grows as reads need buffers and takes each
+   * one's room from the block cache.
    */
   public Options readQueueDepth(int reads) { this.readQueueDepth = reads; return this; }
   public int readQueueDepth() { return readQueueDepth; }

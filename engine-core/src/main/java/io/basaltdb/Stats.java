@@ -101,7 +101,10 @@ import java.util.Map;
  *       the quota); {@code blockCacheBytes} of {@code blockCacheCapacity}, split by kind into
  *       {@code blockCacheIndexBytes}, {@code blockCacheFilterBytes}, {@code blockCacheDataBytes} (the
  *       key index's index, filter and data blocks), {@code blockCachePageBytes} (segment index pages)
- *       and {@code blockCacheDocumentBytes} (documents);</li>
+ *       and {@code blockCacheDocumentBytes} (documents); {@code readBufferBytes} (aligned buffers
+ *       reads stage through, in {@code memoryInUse}), of which {@code readBufferPoolBytes} pooled, which
+ *       grow up to {@code readBufferQuota} as reads need them and take their room from {@code
+ *       blockCacheCapacity}, and {@code readBufferOverflows} (buffers taken beyond the pool);</li>
  *   <li>block cache counters: {@code blockCacheHits}, {@code blockCacheMisses} (each miss is a read
  *       from disk, but for a batched get's documents, which share block reads),
  *       {@code blockCacheDocumentHits}, {@code blockCacheDocumentMisses} (of those, documents),

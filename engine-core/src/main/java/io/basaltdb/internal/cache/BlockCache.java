@@ -129,8 +129,9 @@ public final class BlockCache implements AutoCloseable {
     }
   }
 
-  private final long capacity;
-  private final long shardCapacity;
+  /** Lowered by {@link #shrink}, never raised. */
+  private volatile long capacity;
+  private volatile long shardCapacity;
   private final Shard[] shards;
   private final int shardMask;
   private final AtomicLong owners = new AtomicLong();
@@ -289,6 +290,7 @@ public final class BlockCache implements AutoCloseable {
         int chances = s.map.size();
         while (s.used > shardCapacity) {
           Block victim = s.oldest;
+          if (victim == b && s.map.size() == 1) break; // over a capacity a shrink lowered meanwhile: stays, alone
           if (victim == b || (victim.referenced && chances-- > 0)) {
             victim.referenced = false;
             s.touch(victim);
@@ -379,6 +381,41 @@ public final class BlockCache implements AutoCloseable {
 
   public long capacity() {
     return capacity;
+  }
+
+  /**
+   * Lowers the capacity by {@code bytes} (to no less than 0) and evicts what no longer fits, as a put
+   * would (blocks pinned by readers are freed when their last pin goes): the store's read buffer pool
+   * takes its room from the cache's part of the quota as it grows.
+   */
+  public synchronized void shrink(long bytes) {
+    if (bytes < 0) throw new InvalidArgumentException("bytes must not be negative: " + bytes);
+    capacity = Math.max(0, capacity - bytes);
+    long perShard = capacity / shards.length;
+    shardCapacity = perShard;
+    for (Shard s : shards) {
+      Block unpinned = null;
+      long stamp = s.lock.writeLock();
+      try {
+        while (s.used > perShard && s.oldest != null) {
+          Block victim = s.oldest;
+          s.remove(victim);
+          evictions.increment();
+          if (markEvicted(victim)) {
+            victim.older = unpinned;
+            unpinned = victim;
+          }
+        }
+      } finally {
+        s.lock.unlockWrite(stamp);
+      }
+      while (unpinned != null) {
+        Block next = unpinned.older;
+        unpinned.older = null;
+        free(unpinned);
+        unpinned = next;
+      }
+    }
   }
 
   /**

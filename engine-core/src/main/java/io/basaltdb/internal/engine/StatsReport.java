@@ -172,6 +172,7 @@ final class StatsReport {
     m.put("blockCacheBytes", cacheBytes);
     m.put("blockCacheCapacity", cache == null ? 0 : cache.capacity());
     m.put("readBufferBytes", bufferBytes);
+    m.put("readBufferPoolBytes", readBuffers == null ? 0 : readBuffers.pooledBytes());
     m.put("readBufferQuota", readBuffers == null ? 0 : readBuffers.limit());
     m.put("readBufferOverflows", readBuffers == null ? 0 : readBuffers.overflows());
     m.put("blockCacheIndexBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_INDEX));

@@ -34,16 +34,14 @@ final class StoreOpener {
   static final int READ_BUFFER_BATCHES = 4;
 
   /**
-   * Bytes of the read buffer pool: buffers for {@link #READ_BUFFER_BATCHES} batches' reads in flight and
-   * 8 more, as far as an eighth of the block cache's share allows, and in any case those of one batch
-   * and 8 more as far as a quarter of it allows. A small cache keeps its room for the key index's index
-   * and filter blocks, which every lookup needs (at 8 MiB a bigger pool pushed them out: a cliff).
+   * Bytes the read buffer pool may grow to: buffers for {@link #READ_BUFFER_BATCHES} batches' reads in
+   * flight and 8 more, at most a quarter of the block cache's share. The pool grows only as reads need
+   * buffers, taking each one's room from the cache, so a small cache serving point gets keeps its room
+   * for the key index's index and filter blocks.
    */
   static long readBufferLimit(Options options, int bufferBytes) {
-    long share = options.blockCacheSize();
-    long one = Math.min((options.readQueueDepth() + 8L) * bufferBytes, share / 4);
-    long several = Math.min((READ_BUFFER_BATCHES * (long) options.readQueueDepth() + 8L) * bufferBytes, share / 8);
-    return Math.max(one, several);
+    return Math.min((READ_BUFFER_BATCHES * (long) options.readQueueDepth() + 8L) * bufferBytes,
+        options.blockCacheSize() / 4);
   }
 
   /** What the engine is made of. */
@@ -128,11 +126,14 @@ final class StoreOpener {
       AlignedBuffers readBuffers = buffers;
       undo.push(readBuffers::close);
       storage.useReadBuffers(readBuffers);
-      long cacheBytes = options.blockCacheSize() - readBuffers.limit();
+      // The pool grows as reads need buffers, and each buffer's room is taken from the cache as it is
+      // made: a store that only makes point gets keeps nearly all of its cache.
+      long cacheBytes = options.blockCacheSize() - readBuffers.pooledBytes();
       MemoryQuota writeMemory = new MemoryQuota(options.memoryQuota() - options.blockCacheSize()); // never the caches'
 
       BlockCache blockCache = new BlockCache(cacheBytes);
       undo.push(blockCache);
+      readBuffers.onGrow(blockCache::shrink);
       AutoCloseable lock = storage.lock(FileNames.LOCK);
       undo.push(() -> unlock(lock));
       TableCache tables = new TableCache(storage, blockCache);

@@ -33,6 +33,8 @@ public final class AlignedBuffers implements ReadBuffers {
   private final AtomicLong taken = new AtomicLong();
   private final LongAdder overflows = new LongAdder();
   private volatile boolean closed;
+  /** Told the bytes of each pooled buffer before it is allocated: the block cache gives up that room. */
+  private volatile java.util.function.LongConsumer onGrow;
 
   /**
    * A pool of at most {@code limit} bytes of buffers of {@code bufferBytes} (rounded up to whole
@@ -59,6 +61,19 @@ public final class AlignedBuffers implements ReadBuffers {
     return bufferBytes;
   }
 
+  /**
+   * Has {@code listener} told the bytes of each buffer the pool adds, before it allocates it (the pool
+   * grows on demand, up to its limit, and never shrinks while open).
+   */
+  public void onGrow(java.util.function.LongConsumer listener) {
+    this.onGrow = listener;
+  }
+
+  /** Bytes of the pooled buffers allocated so far (idle or taken; one-offs not included). */
+  public long pooledBytes() {
+    return pooled.get();
+  }
+
   /** Bytes the pool may keep. */
   public long limit() {
     return limit;
@@ -83,6 +98,8 @@ public final class AlignedBuffers implements ReadBuffers {
     while ((p = pooled.get()) + bufferBytes <= limit) {
       if (pooled.compareAndSet(p, p + bufferBytes)) {
         try {
+          java.util.function.LongConsumer grow = onGrow;
+          if (grow != null) grow.accept(bufferBytes);
           b = allocate(bufferBytes);
         } catch (OutOfMemoryError e) { // no direct memory: the pool's room is given back
           pooled.addAndGet(-bufferBytes);

@@ -78,6 +78,37 @@ class BlockCacheTest {
   }
 
   @Test
+  void shrink_lowersTheCapacity_evictsTheOldestDownToIt_andAPinnedBlockLivesUntilReleased() {
+    int size = 1000;
+    long one = size + BlockCache.OVERHEAD;
+    try (BlockCache c = new BlockCache(6 * one)) {
+      long o = c.newOwner();
+      BlockCache.Block pinned = c.put(o, 0, Kind.TABLE_DATA, contents(o, 0, size)); // the oldest, held
+      for (int i = 1; i < 6; i++) c.put(o, i, Kind.TABLE_DATA, contents(o, i, size)).release();
+      assertEquals(6, c.entries());
+      c.shrink(3 * one);
+      assertEquals(3 * one, c.capacity());
+      assertEquals(3, c.entries(), "the oldest went");
+      assertEquals(3, c.evictions());
+      for (int i = 3; i < 6; i++) {
+        BlockCache.Block b = c.get(o, i, Kind.TABLE_DATA);
+        assertNotNull(b, "block " + i + " stays");
+        b.release();
+      }
+      assertNull(c.get(o, 0, Kind.TABLE_DATA));
+      assertHolds(pinned, o, 0, size); // evicted but pinned: still readable
+      pinned.release();
+      assertEquals(3 * one, c.bytes(), "the evicted pinned block freed at its release");
+      c.put(o, 9, Kind.TABLE_DATA, contents(o, 9, size)).release();
+      assertTrue(c.bytes() <= 3 * one, "puts keep to the lowered capacity: " + c.bytes());
+      c.shrink(10 * one);
+      assertEquals(0, c.capacity());
+      assertEquals(0, c.entries(), "nothing fits a capacity of 0");
+      assertFalse(c.admits(1));
+    }
+  }
+
+  @Test
   void anEvictedBlock_staysReadableUntilItsLastPinIsReleased() {
     int size = 1000;
     try (BlockCache c = new BlockCache(2 * (size + BlockCache.OVERHEAD))) {

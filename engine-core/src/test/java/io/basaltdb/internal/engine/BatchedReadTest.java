@@ -184,19 +184,6 @@ class BatchedReadTest {
     }
   }
 
-  @Test
-  void readBufferPool_coversFourBatches_butLeavesASmallCacheRoomForTheKeyIndex() {
-    int b = 12 << 10;
-    // 8 MiB: a 3 MiB cache share; an eighth (384 KiB) is below one batch's 40 buffers, which a quarter allows
-    assertEquals(40L * b, StoreOpener.readBufferLimit(Options.defaults().memoryQuota(8L << 20), b));
-    // 10 MiB: a 4 MiB share; an eighth, 512 KiB, is more than one batch's 480 KiB
-    assertEquals(512L << 10, StoreOpener.readBufferLimit(Options.defaults().memoryQuota(10L << 20), b));
-    // 64 MiB: a 32 MiB share; four batches and 8 more, 1.6 MiB, fit in an eighth
-    assertEquals(136L * b, StoreOpener.readBufferLimit(Options.defaults().memoryQuota(64L << 20), b));
-    // a share too small even for one batch: a quarter of it
-    assertEquals((4L << 20) / 4 / 4, StoreOpener.readBufferLimit(Options.defaults().memoryQuota(64L << 20).blockCacheSize(1L << 20), b));
-  }
-
   /** A transport that holds every read until the test performs it, counting what is in flight. */
   private static final class HeldReads implements ReadTransport {
     final java.util.concurrent.ConcurrentLinkedQueue<Read> pending = new java.util.concurrent.ConcurrentLinkedQueue<>();

@@ -62,12 +62,31 @@ class AlignedBuffersTest {
   }
 
   @Test
+  void thePoolGrowsOnDemand_tellingEachBufferBeforeItIsMade_butNotOneOffs() {
+    AlignedBuffers p = new AlignedBuffers(2L * B, B);
+    java.util.List<Long> told = new java.util.ArrayList<>();
+    p.onGrow(told::add);
+    assertEquals(0, p.pooledBytes(), "nothing until a read needs it");
+    ByteBuffer a = p.take(10);
+    p.give(a);
+    assertSame(a, p.take(10), "an idle buffer is reused: no growth");
+    ByteBuffer b = p.take(10);
+    ByteBuffer c = p.take(10); // beyond the pool: a one-off
+    ByteBuffer wide = p.take(B + 1);
+    assertEquals(List.of((long) B, (long) B), told);
+    assertEquals(2L * B, p.pooledBytes());
+    for (ByteBuffer x : List.of(a, b, c, wide)) p.give(x);
+    p.close();
+  }
+
+  @Test
   void tryTake_givesNothingWhenThePoolIsSpent_butAWideReadItsOwnBuffer() {
     AlignedBuffers p = new AlignedBuffers(2L * B, B);
     ByteBuffer a = p.tryTake(B);
     ByteBuffer b = p.tryTake(1);
     assertTrue(a != null && b != null && a != b);
     assertEquals(null, p.tryTake(1), "every pooled buffer taken and the pool full: nothing");
+    assertEquals(2L * B, p.pooledBytes());
     assertEquals(0, p.overflows(), "a refusal is not an overflow");
     ByteBuffer wide = p.tryTake(B + 1);
     assertTrue(wide != null && wide.capacity() >= B + 1, "no pooled buffer would fit: one of its own");
