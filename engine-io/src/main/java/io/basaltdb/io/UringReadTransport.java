@@ -106,6 +106,8 @@ public final class UringReadTransport implements ReadTransport {
   private int freeTop;
   /** Reads accepted and not yet completed: waiting or in flight. */
   private int outstanding;
+  /** Reads in flight that hold a staging buffer: each gives it back on completion. */
+  private int bouncing;
   /** Open descriptors by target, least recently used first. */
   private final LinkedHashMap<ReadTarget, OpenFile> files = new LinkedHashMap<>(16, 0.75f, true);
   private long nextSweep = System.nanoTime() + SWEEP_NANOS;
@@ -245,16 +247,17 @@ public final class UringReadTransport implements ReadTransport {
 
   /**
    * Starts waiting reads while there is room in the queue and, for those that stage through a buffer, a
-   * pooled buffer to stage through: with reads in flight, a read waits for one of them to give its buffer
-   * back rather than take one beyond the pool; with none, it takes one regardless, so reads always go on.
+   * pooled buffer to stage through: while reads in flight hold buffers, a read waits for one of them to
+   * give its buffer back rather than take one beyond the pool; with none, it takes one regardless, so
+   * reads always go on.
    */
   private void pump() {
     while (freeTop > 0 && !waiting.isEmpty()) {
       Op op = waiting.peek();
       boolean empty = !op.read.dst().hasRemaining();
-      if (!empty && op.bounce == null && needsBounce(op) && freeTop < queueDepth) {
+      if (!empty && op.bounce == null && needsBounce(op) && bouncing > 0) {
         op.bounce = buffers.tryTake(span(op));
-        if (op.bounce == null) return; // a completion gives one back and pumps again
+        if (op.bounce == null) return; // a read in flight gives its buffer back and pumps again
       }
       waiting.poll();
       if (empty) { // nothing to read: no file, no slot
@@ -315,6 +318,10 @@ public final class UringReadTransport implements ReadTransport {
     }
     op.tag = freeTags[--freeTop];
     inFlight[op.tag] = op;
+    if (op.bounce != null) {
+      op.holds = true;
+      bouncing++;
+    }
     issue(op);
   }
 
@@ -393,6 +400,10 @@ public final class UringReadTransport implements ReadTransport {
   private void recycle(Op op) {
     ByteBuffer b = op.bounce;
     op.bounce = null;
+    if (op.holds) {
+      op.holds = false;
+      bouncing--;
+    }
     buffers.give(b);
   }
 
@@ -466,6 +477,8 @@ public final class UringReadTransport implements ReadTransport {
     /** Bytes read into the buffer so far. */
     int done;
     int tag = -1;
+    /** Counted in {@code bouncing}: in flight with its staging buffer. */
+    boolean holds;
 
     Op(Read read) {
       this.read = read;

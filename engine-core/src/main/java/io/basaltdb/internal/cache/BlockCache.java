@@ -397,8 +397,14 @@ public final class BlockCache implements AutoCloseable {
       Block unpinned = null;
       long stamp = s.lock.writeLock();
       try {
+        int chances = s.map.size(); // CLOCK's second chance, as a put gives it
         while (s.used > perShard && s.oldest != null) {
           Block victim = s.oldest;
+          if (victim.referenced && chances-- > 0) {
+            victim.referenced = false;
+            s.touch(victim);
+            continue;
+          }
           s.remove(victim);
           evictions.increment();
           if (markEvicted(victim)) {

@@ -273,16 +273,21 @@ final class ReadPath {
     if (keys.isEmpty()) return;
     Reads r = new Reads();
     for (BatchedGet g : keys) advance(g, r, now, out);
-    r.submit();
-    while (!r.inFlight.isEmpty()) {
+    while (true) {
+      for (BatchedGet g; (g = r.ready.poll()) != null; ) { // keys whose block a completed read of the batch holds
+        take(g, g.fetch, r, out);
+        if (!g.done && g.fetch == null) advance(g, r, now, out);
+      }
+      r.submit();
+      if (r.inFlight.isEmpty()) return; // nothing waits (submit sends on whatever waited while room was)
       for (Fetch f = r.next(); f != null; f = r.completed.poll()) {
         r.inFlight.remove(f.id);
+        r.recent.put(f.id, f);
         for (BatchedGet g : f.waiters) {
           take(g, f, r, out);
           if (!g.done && g.fetch == null) advance(g, r, now, out);
         }
       }
-      r.submit();
     }
   }
 
@@ -361,9 +366,36 @@ final class ReadPath {
     final LinkedHashMap<Object, Fetch> waiting = new LinkedHashMap<>();
     final Map<Object, Fetch> inFlight = new java.util.HashMap<>();
     final LinkedBlockingQueue<Fetch> completed = new LinkedBlockingQueue<>();
+    /**
+     * The batch's last completed reads, eight times its window, by block: a key that needs one of
+     * those blocks after its read has been taken is given it, not read again (rounds read a block
+     * once for the keys that reached it together; keys of a pipelined batch reach it at their own pace).
+     */
+    final Map<Object, Fetch> recent = new LinkedHashMap<>(16, 0.75f, false) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<Object, Fetch> eldest) {
+        return size() > 8 * window;
+      }
+    };
+    /** Keys given a completed read of {@code recent}, to take next. */
+    final java.util.ArrayDeque<BatchedGet> ready = new java.util.ArrayDeque<>();
 
-    /** Makes {@code g} wait for the read {@code id} names: the one waiting or in flight, else a new one. */
+    /** Whether the block {@code id} names is read or being read for this batch already. */
+    boolean has(Object id) {
+      return inFlight.containsKey(id) || waiting.containsKey(id) || recent.containsKey(id);
+    }
+
+    /**
+     * Makes {@code g} wait for the read {@code id} names: one completed lately (then {@code g} is ready),
+     * the one waiting or in flight, else a new one.
+     */
     void await(BatchedGet g, Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
+      Fetch done = recent.get(id);
+      if (done != null) {
+        g.fetch = done;
+        ready.add(g);
+        return;
+      }
       Fetch f = inFlight.get(id);
       if (f == null) {
         f = waiting.get(id);
@@ -450,7 +482,7 @@ final class ReadPath {
     g.segment = s;
     g.blockOffset = off;
     FetchKey id = new FetchKey(s.reader(), off);
-    if (!r.inFlight.containsKey(id) && !r.waiting.containsKey(id)) stats.documentReads.increment();
+    if (!r.has(id)) stats.documentReads.increment();
     r.await(g, id, s.reader().file(), off, s.reader().blockReadSize(off), null);
     return false;
   }

@@ -128,12 +128,13 @@ final class StoreOpener {
       storage.useReadBuffers(readBuffers);
       // The pool grows as reads need buffers, and each buffer's room is taken from the cache as it is
       // made: a store that only makes point gets keeps nearly all of its cache.
-      long cacheBytes = options.blockCacheSize() - readBuffers.pooledBytes();
+      long cacheBytes = options.blockCacheSize();
       MemoryQuota writeMemory = new MemoryQuota(options.memoryQuota() - options.blockCacheSize()); // never the caches'
 
       BlockCache blockCache = new BlockCache(cacheBytes);
       undo.push(blockCache);
       readBuffers.onGrow(blockCache::shrink);
+      blockCache.shrink(readBuffers.pooledBytes()); // any made before (none: nothing has read yet); a race counts twice, never not
       AutoCloseable lock = storage.lock(FileNames.LOCK);
       undo.push(() -> unlock(lock));
       TableCache tables = new TableCache(storage, blockCache);

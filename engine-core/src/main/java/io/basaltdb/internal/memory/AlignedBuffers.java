@@ -33,7 +33,7 @@ public final class AlignedBuffers implements ReadBuffers {
   private final AtomicLong taken = new AtomicLong();
   private final LongAdder overflows = new LongAdder();
   private volatile boolean closed;
-  /** Told the bytes of each pooled buffer before it is allocated: the block cache gives up that room. */
+  /** Told the bytes of each pooled buffer once it is allocated: the block cache gives up that room. */
   private volatile java.util.function.LongConsumer onGrow;
 
   /**
@@ -62,8 +62,8 @@ public final class AlignedBuffers implements ReadBuffers {
   }
 
   /**
-   * Has {@code listener} told the bytes of each buffer the pool adds, before it allocates it (the pool
-   * grows on demand, up to its limit, and never shrinks while open).
+   * Has {@code listener} told the bytes of each buffer the pool adds, once allocated (the pool grows on
+   * demand, up to its limit, and never shrinks while open).
    */
   public void onGrow(java.util.function.LongConsumer listener) {
     this.onGrow = listener;
@@ -88,7 +88,7 @@ public final class AlignedBuffers implements ReadBuffers {
   @Override
   public ByteBuffer tryTake(int bytes) {
     if (bytes < 0) throw new IllegalArgumentException("bytes must not be negative: " + bytes);
-    if (bytes > bufferBytes || closed) return oneOff(bytes); // no pooled buffer would do: waiting gains nothing
+    if (bytes > bufferBytes || limit < bufferBytes || closed) return oneOff(bytes); // waiting would gain nothing
     ByteBuffer b = idle.pollFirst();
     if (b != null) {
       taken.incrementAndGet();
@@ -98,13 +98,13 @@ public final class AlignedBuffers implements ReadBuffers {
     while ((p = pooled.get()) + bufferBytes <= limit) {
       if (pooled.compareAndSet(p, p + bufferBytes)) {
         try {
-          java.util.function.LongConsumer grow = onGrow;
-          if (grow != null) grow.accept(bufferBytes);
           b = allocate(bufferBytes);
-        } catch (OutOfMemoryError e) { // no direct memory: the pool's room is given back
+        } catch (Throwable e) { // no direct memory: the pool's room is given back
           pooled.addAndGet(-bufferBytes);
           throw e;
         }
+        java.util.function.LongConsumer grow = onGrow;
+        if (grow != null) grow.accept(bufferBytes); // after: a failed allocation takes nothing from the cache
         taken.incrementAndGet();
         return b;
       }

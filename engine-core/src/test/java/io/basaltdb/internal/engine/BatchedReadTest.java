@@ -160,33 +160,70 @@ class BatchedReadTest {
       assertTrue(e.waitForCompactions(30_000));
       List<byte[]> keys = new ArrayList<>();
       for (int i = 0; i < n; i += 97) keys.add(key(i)); // 21 keys, most in blocks of their own
-      List<List<byte[]>> result = new ArrayList<>();
-      Thread batch = new Thread(() -> result.add(e.getAll(ids(1, keys.size()), keys)));
-      batch.start();
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-      while (batch.isAlive()) {
-        assertTrue(System.nanoTime() < deadline, "the batch finishes");
-        Thread.State st = batch.getState();
-        if (st != Thread.State.WAITING && st != Thread.State.TIMED_WAITING) { Thread.onSpinWait(); continue; }
-        ReadTransport.Read r = held.pending.poll();
-        if (r != null) { // the batch waits: complete its oldest read
-          held.inFlight.decrementAndGet();
-          r.readNow();
-          long woken = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50); // it may run and wait again unseen
-          while (batch.getState() == st && System.nanoTime() < woken) Thread.onSpinWait();
-        }
-      }
-      batch.join();
-      for (int j = 0; j < keys.size(); j++) assertArrayEquals(value(j * 97), result.get(0).get(j), "key " + j * 97);
+      List<byte[]> got = held.run(() -> e.getAll(ids(1, keys.size()), keys), false);
+      for (int j = 0; j < keys.size(); j++) assertArrayEquals(value(j * 97), got.get(j), "key " + j * 97);
       assertTrue(held.submitted.get() > keys.size(), "key index blocks and documents: " + held.submitted);
       assertEquals(4, held.maxInFlight.get(), "up to readQueueDepth reads in flight, never more");
       assertTrue(held.whileOthersInFlight.get() > 0, "reads handed over while others were in flight");
     }
   }
 
+  /**
+   * A block a batch has read lately (its last 8 x readQueueDepth reads: all of them here) is not read
+   * again for a key that reaches it later: keys written one after
+   * another share document blocks but not key index blocks, and the reads complete newest first, so
+   * some keys reach their document's block after another key's read of it has completed.
+   */
+  @Test
+  void getAll_readsEachBlockOnce_evenForKeysThatReachItAfterItsReadCompleted() throws Exception {
+    MemStorage storage = new MemStorage(1);
+    HeldReads held = new HeldReads();
+    try (Engine e = Engine.open(storage, leveled().readQueueDepth(4), held.provider())) {
+      int n = 2000;
+      for (int i = 0; i < n; i++) put(e, 1, key(i * 7919 % n), value(i * 7919 % n)); // log order is not key order
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      List<byte[]> keys = new ArrayList<>();
+      for (int i = 500; i < 520; i++) keys.add(key(i * 7919 % n)); // neighbours in the log, not in the key index
+      List<byte[]> got = held.run(() -> e.getAll(ids(1, keys.size()), keys), true);
+      for (int j = 0; j < keys.size(); j++) assertArrayEquals(value((500 + j) * 7919 % n), got.get(j), "key " + j);
+      assertEquals(held.blocks.size(), held.submitted.get(), "no block read twice: " + held.submitted + " reads of "
+          + held.blocks.size() + " blocks");
+      assertTrue(held.blocks.size() < 2 * keys.size(), "documents share blocks: " + held.blocks.size());
+    }
+  }
+
   /** A transport that holds every read until the test performs it, counting what is in flight. */
   private static final class HeldReads implements ReadTransport {
-    final java.util.concurrent.ConcurrentLinkedQueue<Read> pending = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    final java.util.concurrent.ConcurrentLinkedDeque<Read> pending = new java.util.concurrent.ConcurrentLinkedDeque<>();
+    /** Every block read, by file and offset. */
+    final java.util.Set<Map.Entry<ReadTarget, Long>> blocks = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * Runs {@code batch} on a thread of its own, completing its reads one at a time, each once the
+     * batch waits (the oldest first, or with {@code newestFirst} the newest), and returns its result.
+     */
+    <T> T run(java.util.function.Supplier<T> batch, boolean newestFirst) throws InterruptedException {
+      List<T> result = new ArrayList<>();
+      Thread t = new Thread(() -> result.add(batch.get()));
+      t.start();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+      while (t.isAlive()) {
+        assertTrue(System.nanoTime() < deadline, "the batch finishes");
+        Thread.State st = t.getState();
+        if (st != Thread.State.WAITING && st != Thread.State.TIMED_WAITING) { Thread.onSpinWait(); continue; }
+        Read r = newestFirst ? pending.pollLast() : pending.pollFirst();
+        if (r != null) { // the batch waits: complete one of its reads
+          inFlight.decrementAndGet();
+          r.readNow();
+          long woken = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50); // it may run and wait again unseen
+          while (t.getState() == st && System.nanoTime() < woken) Thread.onSpinWait();
+        }
+      }
+      t.join();
+      assertEquals(1, result.size(), "the batch returned");
+      return result.get(0);
+    }
     final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
     final java.util.concurrent.atomic.AtomicInteger maxInFlight = new java.util.concurrent.atomic.AtomicInteger();
     final java.util.concurrent.atomic.AtomicInteger submitted = new java.util.concurrent.atomic.AtomicInteger();
@@ -216,6 +253,7 @@ class BatchedReadTest {
       if (inFlight.get() > 0) whileOthersInFlight.incrementAndGet();
       submitted.addAndGet(reads.size());
       maxInFlight.accumulateAndGet(inFlight.addAndGet(reads.size()), Math::max);
+      for (Read r : reads) blocks.add(Map.entry(r.target(), r.position()));
       pending.addAll(reads);
     }
 

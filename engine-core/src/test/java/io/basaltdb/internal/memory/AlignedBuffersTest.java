@@ -98,6 +98,11 @@ class AlignedBuffersTest {
     p.give(wide);
     assertEquals(0, p.taken());
     p.close();
+    AlignedBuffers none = new AlignedBuffers(0, B); // no pool (a store without a block cache): never wait for one
+    ByteBuffer own = none.tryTake(10);
+    assertTrue(own != null && own.capacity() >= 10);
+    none.give(own);
+    none.close();
   }
 
   @Test
