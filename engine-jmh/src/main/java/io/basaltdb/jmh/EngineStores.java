@@ -86,10 +86,29 @@ final class EngineStores {
     private final Basalt db;
     private final Keyspace ks;
 
+    /**
+     * {@code options} with those of the system property {@value #OPTIONS_PROPERTY} set on top
+     * ({@code name=value,name=value}, {@link Options#set}): to try a setting in a benchmark, as
+     * {@code java -Dbasalt.options=l0StopWritesTrigger=100 -jar benchmarks.jar ...} (JMH passes the
+     * property to its forks only with {@code -jvmArgsAppend}).
+     */
+    static Options extraOptions(Options options) {
+      String extra = System.getProperty(OPTIONS_PROPERTY, "").trim();
+      if (extra.isEmpty()) return options;
+      for (String kv : extra.split(",")) {
+        int eq = kv.indexOf('=');
+        if (eq <= 0) throw new IllegalArgumentException(OPTIONS_PROPERTY + ": not name=value: " + kv);
+        options.set(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
+      }
+      return options;
+    }
+
+    static final String OPTIONS_PROPERTY = "basalt.options";
+
     BasaltEngine(Path dir, long memory, boolean directReads) {
       this.dir = dir;
-      db = Basalt.open(dir, Options.defaults().memoryQuota(memory).readQueueDepth(32).syncMode(SyncMode.NONE)
-          .directReads(directReads));
+      db = Basalt.open(dir, extraOptions(Options.defaults().memoryQuota(memory).readQueueDepth(32).syncMode(SyncMode.NONE)
+          .directReads(directReads)));
       ks = db.keyspace("default");
     }
 
