@@ -290,7 +290,7 @@ public final class ReadAmplification {
     final Keyspace ks;
 
     BasaltReader(Params p) {
-      db = Basalt.open(p.store("basalt"), Options.defaults().memoryQuota(p.memory).directReads(true));
+      db = Basalt.open(p.store("basalt"), EngineStores.BasaltEngine.extraOptions(Options.defaults().memoryQuota(p.memory).directReads(true)));
       ks = db.keyspace("default");
     }
 

@@ -18,8 +18,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 /**
  * Magma's read path (seed 000 section 3.3): the active write cache, the immutable one, the key index
  * tables newest first (range and bloom filter before any I/O), then the log segment the record's seqno
- * names. Batched gets resolve every key first and then read the documents together through the read
- * transport, so the reads are in flight at once.
+ * names. Batched gets keep up to {@code readQueueDepth} reads in flight through the read transport, each
+ * key's next read handed over as soon as its last one completes (Magma's coroutines, section 6).
  *
  * <p>Thread-safety: any number of threads; readers pin a version and take no lock.
  */
