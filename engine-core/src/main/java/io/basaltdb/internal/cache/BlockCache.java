@@ -284,35 +284,12 @@ public final class BlockCache implements AutoCloseable {
         inserted = true;
         s.pushNewest(b);
         s.used += b.charge();
-        // CLOCK's second chance over the LRU list: a block read since it was last passed goes back to the
-        // head once (hits set the bit without the lock); at most one pass of chances per put, so readers
-        // that keep setting bits cannot hold the writer here.
-        int chances = s.map.size();
-        while (s.used > shardCapacity) {
-          Block victim = s.oldest;
-          if (victim == b && s.map.size() == 1) break; // over a capacity a shrink lowered meanwhile: stays, alone
-          if (victim == b || (victim.referenced && chances-- > 0)) {
-            victim.referenced = false;
-            s.touch(victim);
-            continue;
-          }
-          s.remove(victim);
-          evictions.increment();
-          if (markEvicted(victim)) {
-            victim.older = unpinned;
-            unpinned = victim;
-          }
-        }
+        unpinned = evictDownTo(s, shardCapacity, b);
       }
     } finally {
       s.lock.unlockWrite(stamp);
     }
-    while (unpinned != null) {
-      Block next = unpinned.older;
-      unpinned.older = null;
-      free(unpinned);
-      unpinned = next;
-    }
+    freeAll(unpinned);
     if (!inserted) {
       free(b); // never published: no pin but ours
       return existing != null ? existing : heapBlock(contents, size, kind);
@@ -394,33 +371,53 @@ public final class BlockCache implements AutoCloseable {
     long perShard = capacity / shards.length;
     shardCapacity = perShard;
     for (Shard s : shards) {
-      Block unpinned = null;
+      Block unpinned;
       long stamp = s.lock.writeLock();
       try {
-        int chances = s.map.size(); // CLOCK's second chance, as a put gives it
-        while (s.used > perShard && s.oldest != null) {
-          Block victim = s.oldest;
-          if (victim.referenced && chances-- > 0) {
-            victim.referenced = false;
-            s.touch(victim);
-            continue;
-          }
-          s.remove(victim);
-          evictions.increment();
-          if (markEvicted(victim)) {
-            victim.older = unpinned;
-            unpinned = victim;
-          }
-        }
+        unpinned = evictDownTo(s, perShard, null);
       } finally {
         s.lock.unlockWrite(stamp);
       }
-      while (unpinned != null) {
-        Block next = unpinned.older;
-        unpinned.older = null;
-        free(unpinned);
-        unpinned = next;
+      freeAll(unpinned);
+    }
+  }
+
+  /**
+   * Evicts the oldest blocks of {@code s}, under its write lock, until it holds at most {@code cap} bytes
+   * or only {@code keep} (the block being put, never evicted: alone over a capacity a shrink lowered
+   * meanwhile, it stays). CLOCK's second chance over the LRU list: a block read since it was last passed
+   * goes back to the head once (hits set the bit without the lock); at most one pass of chances per
+   * call, so readers that keep setting bits cannot hold the writer here. Returns the evicted blocks no
+   * reader pins, chained through their {@code older}, for {@link #freeAll} after the lock.
+   */
+  private Block evictDownTo(Shard s, long cap, Block keep) {
+    Block unpinned = null;
+    int chances = s.map.size();
+    while (s.used > cap && s.oldest != null) {
+      Block victim = s.oldest;
+      if (victim == keep && s.map.size() == 1) break;
+      if (victim == keep || (victim.referenced && chances-- > 0)) {
+        victim.referenced = false;
+        s.touch(victim);
+        continue;
       }
+      s.remove(victim);
+      evictions.increment();
+      if (markEvicted(victim)) {
+        victim.older = unpinned;
+        unpinned = victim;
+      }
+    }
+    return unpinned;
+  }
+
+  /** Frees a chain {@link #evictDownTo} returned. */
+  private void freeAll(Block unpinned) {
+    while (unpinned != null) {
+      Block next = unpinned.older;
+      unpinned.older = null;
+      free(unpinned);
+      unpinned = next;
     }
   }
 
