@@ -255,9 +255,18 @@ public final class UringReadTransport implements ReadTransport {
     while (freeTop > 0 && !waiting.isEmpty()) {
       Op op = waiting.peek();
       boolean empty = !op.read.dst().hasRemaining();
-      if (!empty && op.bounce == null && needsBounce(op) && bouncing > 0) {
-        op.bounce = buffers.tryTake(span(op));
-        if (op.bounce == null) return; // a read in flight gives its buffer back and pumps again
+      if (!empty && op.bounce == null) {
+        layout(op);
+        if (!op.read.dst().isDirect() || op.read.target().direct()) { // it stages through a buffer
+          try {
+            op.bounce = bouncing > 0 ? buffers.tryTake(op.span) : buffers.take(op.span);
+          } catch (RuntimeException | Error e) { // no memory for it: this read fails, the rest go on
+            waiting.poll();
+            fail(op, e);
+            continue;
+          }
+          if (op.bounce == null) return; // a read in flight gives its buffer back and pumps again
+        }
       }
       waiting.poll();
       if (empty) { // nothing to read: no file, no slot
@@ -282,24 +291,13 @@ public final class UringReadTransport implements ReadTransport {
     }
   }
 
-  /** Whether {@code op} reads through a staging buffer: a heap destination, or a direct-I/O target. */
-  private static boolean needsBounce(Op op) {
-    return !op.read.dst().isDirect() || op.read.target().direct();
-  }
-
-  /** The bytes {@code op} reads: its asked bytes, widened to whole aligned blocks for a direct target. */
-  private static int span(Op op) {
-    int want = op.read.dst().remaining();
-    if (!op.read.target().direct()) return want;
-    int skip = (int) (op.read.position() & (ALIGN - 1));
-    return (skip + want + ALIGN - 1) & -ALIGN;
-  }
-
-  /** Sets up {@code op}'s buffer and slot and issues its read. */
-  private void start(Op op) {
-    ByteBuffer dst = op.read.dst();
-    op.want = dst.remaining();
-    if (op.file.direct) { // whole aligned blocks into an aligned buffer; the asked bytes copied out
+  /**
+   * Where {@code op} reads: its asked bytes, or for a direct target (opened with O_DIRECT, as {@link
+   * #file} opens it) the whole aligned blocks around them, the asked bytes {@code skip} in.
+   */
+  private static void layout(Op op) {
+    op.want = op.read.dst().remaining();
+    if (op.read.target().direct()) {
       op.start = op.read.position() & -(long) ALIGN;
       op.skip = (int) (op.read.position() - op.start);
       op.span = (op.skip + op.want + ALIGN - 1) & -ALIGN;
@@ -307,15 +305,12 @@ public final class UringReadTransport implements ReadTransport {
       op.start = op.read.position();
       op.span = op.want;
     }
-    if (dst.isDirect() && !op.file.direct) {
-      op.address = Buffer.memoryAddress(dst) + dst.position();
-    } else {
-      if (op.bounce == null || op.bounce.capacity() < op.span) {
-        if (op.bounce != null) recycle(op);
-        op.bounce = buffers.take(op.span);
-      }
-      op.address = Buffer.memoryAddress(op.bounce);
-    }
+  }
+
+  /** Takes {@code op}'s slot and issues its read, into its staging buffer if it has one. */
+  private void start(Op op) {
+    ByteBuffer dst = op.read.dst();
+    op.address = op.bounce != null ? Buffer.memoryAddress(op.bounce) : Buffer.memoryAddress(dst) + dst.position();
     op.tag = freeTags[--freeTop];
     inFlight[op.tag] = op;
     if (op.bounce != null) {

@@ -380,32 +380,30 @@ final class ReadPath {
     /** Keys given a completed read of {@code recent}, to take next. */
     final java.util.ArrayDeque<BatchedGet> ready = new java.util.ArrayDeque<>();
 
-    /** Whether the block {@code id} names is read or being read for this batch already. */
-    boolean has(Object id) {
-      return inFlight.containsKey(id) || waiting.containsKey(id) || recent.containsKey(id);
-    }
-
     /**
      * Makes {@code g} wait for the read {@code id} names: one completed lately (then {@code g} is ready),
-     * the one waiting or in flight, else a new one.
+     * the one waiting or in flight, else a new one; returns whether it made a new one.
      */
-    void await(BatchedGet g, Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
+    boolean await(BatchedGet g, Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
       Fetch done = recent.get(id);
       if (done != null) {
         g.fetch = done;
         ready.add(g);
-        return;
+        return false;
       }
+      boolean made = false;
       Fetch f = inFlight.get(id);
       if (f == null) {
         f = waiting.get(id);
         if (f == null) {
           f = new Fetch(id, target, offset, size, dst);
           waiting.put(id, f);
+          made = true;
         }
       }
       f.waiters.add(g);
       g.fetch = f;
+      return made;
     }
 
     /** Hands over the waiting reads there is room for: each batch keeps up to {@code window} in flight. */
@@ -481,9 +479,9 @@ final class ReadPath {
     g.inDocument = true;
     g.segment = s;
     g.blockOffset = off;
-    FetchKey id = new FetchKey(s.reader(), off);
-    if (!r.has(id)) stats.documentReads.increment();
-    r.await(g, id, s.reader().file(), off, s.reader().blockReadSize(off), null);
+    if (r.await(g, new FetchKey(s.reader(), off), s.reader().file(), off, s.reader().blockReadSize(off), null)) {
+      stats.documentReads.increment();
+    }
     return false;
   }
 
@@ -508,8 +506,9 @@ final class ReadPath {
     if (whole > 0) { // a document bigger than a block: read the rest of its block
       g.longBlock = Arrays.copyOf(b, whole);
       g.longHave = have;
-      stats.documentReads.increment();
-      r.await(g, g, reader.file(), g.blockOffset + have, whole - have, ByteBuffer.wrap(g.longBlock, have, whole - have));
+      if (r.await(g, g, reader.file(), g.blockOffset + have, whole - have, ByteBuffer.wrap(g.longBlock, have, whole - have))) {
+        stats.documentReads.increment(); // always: the key is the rest read's own id
+      }
       return;
     }
     KeyRecord rec = g.record;
