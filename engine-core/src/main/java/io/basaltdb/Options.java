@@ -14,6 +14,7 @@ public final class Options {
   private SyncMode syncMode = SyncMode.SYNC;
   private long syncIntervalMillis = 100;
   private long segmentSize = 64L << 20;
+  private double segmentSizeRatio = 1.0 / 16;
   private int blockSize = 4096;
   private int bloomBitsPerKey = 10;
   private long checkpointRetentionMillis = 10 * 60_000L;
@@ -70,6 +71,7 @@ public final class Options {
     o.syncMode = syncMode;
     o.syncIntervalMillis = syncIntervalMillis;
     o.segmentSize = segmentSize;
+    o.segmentSizeRatio = segmentSizeRatio;
     o.blockSize = blockSize;
     o.bloomBitsPerKey = bloomBitsPerKey;
     o.checkpointRetentionMillis = checkpointRetentionMillis;
@@ -148,11 +150,22 @@ public final class Options {
   public long syncIntervalMillis() { return syncIntervalMillis; }
 
   /**
-   * Size at which a log segment file is closed and a new one started; files are preallocated to it.
-   * Default 64 MiB; between 64 KiB and 1 GiB.
+   * The largest log segment: a keyspace's tail segment is closed and a new one started at most at this
+   * size (and earlier on a small keyspace, see {@link #segmentSizeRatio}). Default 64 MiB; between
+   * 64 KiB and 1 GiB.
    */
   public Options segmentSize(long bytes) { this.segmentSize = bytes; return this; }
   public long segmentSize() { return segmentSize; }
+
+  /**
+   * A keyspace's tail segment is closed at this share of its log's bytes, at least 2 MiB and at most
+   * {@link #segmentSize} (Magma section 3.5: the segment size limit follows the database size). A segment is the unit garbage collection rewrites: a store of a
+   * few segments can only rewrite large parts of itself, recent and still live data with the stale,
+   * where many segments let it pick the most fragmented. Default 1/16 (a 64 MiB segment from 1 GiB of
+   * log on); 0 closes every segment at {@link #segmentSize}; at most 1.
+   */
+  public Options segmentSizeRatio(double ratio) { this.segmentSizeRatio = ratio; return this; }
+  public double segmentSizeRatio() { return segmentSizeRatio; }
 
   /** Uncompressed size of log segment and key index blocks; default 4 KiB; between 512 B and 1 MiB. */
   public Options blockSize(int bytes) { this.blockSize = bytes; return this; }
@@ -598,6 +611,8 @@ public final class Options {
     check(syncIntervalMillis >= 1, "syncIntervalMillis must be at least 1, was " + syncIntervalMillis);
     check(segmentSize >= (64L << 10) && segmentSize <= (1L << 30),
         "segmentSize must be between 64 KiB and 1 GiB, was " + segmentSize);
+    check(segmentSizeRatio >= 0 && segmentSizeRatio <= 1.0,
+        "segmentSizeRatio must be between 0 and 1, was " + segmentSizeRatio);
     check(blockSize >= 512 && blockSize <= (1 << 20), "blockSize must be between 512 and 1 MiB, was " + blockSize);
     check(bloomBitsPerKey >= 0 && bloomBitsPerKey <= 64, "bloomBitsPerKey must be between 0 and 64, was " + bloomBitsPerKey);
     check(checkpointRetentionMillis >= 0, "checkpointRetentionMillis must not be negative");
@@ -645,7 +660,7 @@ public final class Options {
   public String toString() {
     return "Options[memoryQuota=" + memoryQuota + ", writeCacheSize=" + writeCacheSize() + ", maxValueSize="
         + maxValueSize + ", syncMode=" + syncMode + ", syncIntervalMillis=" + syncIntervalMillis
-        + ", segmentSize=" + segmentSize + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
+        + ", segmentSize=" + segmentSize + ", segmentSizeRatio=" + segmentSizeRatio + ", blockSize=" + blockSize + ", bloomBitsPerKey=" + bloomBitsPerKey
         + ", checkpointRetentionMillis=" + checkpointRetentionMillis + ", checkpointIntervalMillis="
         + checkpointIntervalMillis + ", checkpointSpaceRatio=" + checkpointSpaceRatio + ", maxGroupCommitBytes="
         + maxGroupCommitBytes + ", walSkipBytes=" + walSkipBytes + ", expiryCheckMillis=" + expiryCheckMillis

@@ -28,8 +28,13 @@ import java.util.concurrent.locks.ReentrantLock;
  * nothing written and the store still writable.
  *
  * <h2>Concurrency</h2>
- * {@link #lock} guards the queue and the done flags of queued writes. Only the head of the queue acts
- * as leader, so groups are committed one at a time, in queue order, and seqnos follow WAL order.
+ * {@link #lock} guards the queue. Only the head of the queue acts as leader, so groups are committed
+ * one at a time, in queue order, and seqnos follow WAL order. A queued writer parks on its own and is
+ * woken only for what concerns it (RocksDB's write thread does the same): by the leader that finished
+ * its write ({@link Pending#done}), or by the one that made it the head ({@link Pending#leading}).
+ * A condition signalled to every waiter at every group end made each commit wake all queued writers,
+ * of which all but one went back to sleep: on two cores those context switches, not the commits, were
+ * where YCSB's writers spent their time (docs/architecture.md, "Group commit wake-ups").
  * Applying and publishing {@link Versions#lastSeqno} happen under {@link Versions#applyLock}, so a snapshot
  * sees whole groups. What differs between the disk and the in-memory store (room, logging) is the
  * {@link CommitTarget}'s.
@@ -44,7 +49,8 @@ final class CommitPipeline {
   private final EngineStats stats;
   private final CommitTarget target;
   private final ReentrantLock lock = new ReentrantLock();
-  private final java.util.concurrent.locks.Condition turn = lock.newCondition();
+  /** Signalled, under the lock, when the queue empties after {@link #close}. */
+  private final java.util.concurrent.locks.Condition drained = lock.newCondition();
   /** Queued writes, leader first, linked through {@link Pending#next}; guarded by lock. */
   private Pending head;
   private Pending tail;
@@ -62,11 +68,19 @@ final class CommitPipeline {
 
   /** A queued write: a batch and its outcome; reused by its thread for its next write. */
   private static final class Pending {
+    /** The thread that waits for it: the one that made it (each thread makes its own). */
+    final Thread waiter = Thread.currentThread();
     /** Null for a {@link #runBetweenGroups} action's place in the queue, which no group takes. */
     Batch batch;
-    /** Guarded by the pipeline's lock. */
-    boolean done;
+    /**
+     * Set once its group has finished, under the pipeline's lock, before its thread is unparked; read
+     * by that thread without the lock (volatile: {@link #error}, written before it, is then visible).
+     */
+    volatile boolean done;
+    /** Written before {@link #done}, read after it. */
     BasaltException error;
+    /** Set, under the pipeline's lock, when it becomes the head of the queue; read by its thread without it. */
+    volatile boolean leading;
     /** The next write in the queue; guarded by the pipeline's lock. */
     Pending next;
     /** Whether its thread is using it (a write made from inside another write takes a new one). Thread-confined. */
@@ -83,6 +97,7 @@ final class CommitPipeline {
     p.inUse = true;
     p.batch = batch;
     p.done = false;
+    p.leading = false;
     p.error = null;
     p.next = null;
     return p;
@@ -95,10 +110,16 @@ final class CommitPipeline {
     p.inUse = false;
   }
 
-  /** Appends {@code p} to the queue; under the lock. */
-  private void enqueue(Pending p) {
-    if (tail == null) head = p; else tail.next = p;
+  /** Appends {@code p} to the queue; under the lock. Returns whether it is the head, so it leads at once. */
+  private boolean enqueue(Pending p) {
+    if (tail == null) {
+      head = p;
+      p.leading = true;
+    } else {
+      tail.next = p;
+    }
     tail = p;
+    return head == p;
   }
 
   /** Removes the head of the queue; under the lock. */
@@ -107,6 +128,44 @@ final class CommitPipeline {
     head = h.next;
     if (head == null) tail = null;
     h.next = null;
+  }
+
+  /**
+   * After the head was removed: marks the new head, if any, as leading and returns it, to be unparked
+   * once the lock is released; wakes {@link #close} if it waits. Under the lock.
+   */
+  private Pending promoteHead() {
+    if (closed && head == null) drained.signalAll();
+    Pending h = head;
+    if (h == null || h.leading) return null;
+    h.leading = true;
+    return h;
+  }
+
+  /** Busy checks of its flags a queued writer makes before it yields, then parks (RocksDB's AwaitState). */
+  static final int SPINS = Integer.getInteger("basalt.commit.spins", 500);
+  /** Yields a queued writer makes before it parks. */
+  static final int YIELDS = Integer.getInteger("basalt.commit.yields", 20);
+
+  /**
+   * Parks until {@code p} is done or at the head of the queue; a spurious wake-up looks again. Not
+   * interruptible, as the condition wait it replaces: an interrupt is kept for the caller to see.
+   */
+  private static void awaitTurn(Pending p) {
+    for (int i = 0; i < SPINS; i++) { // a commit takes microseconds: a spinning waiter costs its leader no wake-up call
+      if (p.done || p.leading) return;
+      Thread.onSpinWait();
+    }
+    for (int i = 0; i < YIELDS; i++) {
+      if (p.done || p.leading) return;
+      Thread.yield();
+    }
+    boolean interrupted = false;
+    while (!p.done && !p.leading) {
+      LockSupport.park(p);
+      if (Thread.interrupted()) interrupted = true;
+    }
+    if (interrupted) Thread.currentThread().interrupt();
   }
 
   CommitPipeline(Options options, Versions versions, KeyspaceCatalog catalog, StoreState state, EngineStats stats,
@@ -123,18 +182,19 @@ final class CommitPipeline {
     Pending p = take(batch);
     boolean queued = false;
     try {
+      boolean leads;
       lock.lock();
       try {
         if (closed) throw new ClosedException("the store is closed; open it again");
-        enqueue(p);
+        leads = enqueue(p);
         queued = true;
-        while (!p.done && head != p) turn.awaitUninterruptibly();
-        if (p.done) {
-          if (p.error != null) throw p.error;
-          return;
-        }
       } finally {
         lock.unlock();
+      }
+      if (!leads) awaitTurn(p);
+      if (p.done) {
+        if (p.error != null) throw p.error;
+        return;
       }
       lead(p);
     } finally {
@@ -204,18 +264,30 @@ final class CommitPipeline {
 
   /** Marks a group's writes done with {@code error} (null: applied), wakes the queue, throws the error. */
   private void finish(List<Pending> group, BasaltException error) {
+    Pending next;
+    // The threads to wake, taken while this leader still owns the group list: the next leader reuses it
+    // as soon as the lock is released. A group is most often its leader alone, which wakes nobody.
+    Thread self = Thread.currentThread();
+    Thread[] followers = group.size() > 1 ? new Thread[group.size()] : null;
     lock.lock();
     try {
       for (int i = 0; i < group.size(); i++) {
         Pending q = group.get(i);
-        q.done = true;
+        if (followers != null && q.waiter != self) followers[i] = q.waiter;
         q.error = error;
+        q.done = true;
         dequeue();
       }
-      turn.signalAll();
+      next = promoteHead();
     } finally {
       lock.unlock();
     }
+    // Wake the group's other writers, then the next leader. A writer that saw its flag before parking,
+    // or has moved on to its next write, is left a permit: it only makes that thread look again.
+    if (followers != null) {
+      for (Thread t : followers) if (t != null) LockSupport.unpark(t);
+    }
+    if (next != null) LockSupport.unpark(next.waiter);
     if (error != null) throw error;
   }
 
@@ -463,24 +535,27 @@ final class CommitPipeline {
   /** Runs {@code action} at the head of the write queue, between commit groups, as a leader would. */
   void runBetweenGroups(Runnable action) {
     Pending p = new Pending(); // its batch null: no group takes it
+    boolean leads;
     lock.lock();
     try {
       if (closed) throw new ClosedException("the store is closed; open it again");
-      enqueue(p);
-      while (head != p) turn.awaitUninterruptibly(); // groups stop at p, so it reaches the head
+      leads = enqueue(p);
     } finally {
       lock.unlock();
     }
+    if (!leads) awaitTurn(p); // groups stop at p, so it reaches the head
     try {
       action.run();
     } finally {
+      Pending next;
       lock.lock();
       try {
         dequeue();
-        turn.signalAll();
+        next = promoteHead();
       } finally {
         lock.unlock();
       }
+      if (next != null) LockSupport.unpark(next.waiter);
     }
   }
 
@@ -489,7 +564,7 @@ final class CommitPipeline {
     lock.lock();
     try {
       closed = true;
-      while (head != null) turn.awaitUninterruptibly();
+      while (head != null) drained.awaitUninterruptibly();
     } finally {
       lock.unlock();
     }

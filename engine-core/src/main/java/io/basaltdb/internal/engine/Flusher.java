@@ -351,7 +351,7 @@ final class Flusher {
     boolean lookups = options.flushLookups() && !counted;
     Lookups pending = lookups && !older.tables.isEmpty() ? startLookups(older, keys.toArray(new byte[0][])) : null;
     try {
-      writeDocuments(ks, keys, entries, seqnos, order, hints, sizes, edit);
+      writeDocuments(ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
     } catch (RuntimeException | Error e) {
       if (pending != null) pending.await();
       throw e;
@@ -442,16 +442,19 @@ final class Flusher {
    */
   static final int SHADOW_SAMPLE = 4;
 
-  /** Appends the documents in seqno order ({@code order}) to the keyspace's tail segments. */
+  /**
+   * Appends the documents in seqno order ({@code order}) to the keyspace's tail segments, closing a
+   * tail once it holds {@code limit} bytes ({@link KeyspaceFiles#segmentLimit}).
+   */
   private void writeDocuments(int ks, List<byte[]> keys, List<byte[]> entries, long[] seqnos, int[] order,
-      long[] hints, int[] sizes, VersionEdit edit) {
+      long[] hints, int[] sizes, VersionEdit edit, long limit) {
     int n = keys.size();
     Tail tail = writers.get(ks);
     for (int j = 0; j < n; j++) {
       int i = order[j];
-      if (tail == null || tail.writer.size() >= options.segmentSize()) {
+      if (tail == null || tail.writer.size() >= limit) {
         if (tail != null) edit.putSegment(ks, checkpoint(tail));
-        tail = newSegment(ks, seqnos[i]);
+        tail = newSegment(ks, seqnos[i], limit);
       }
       SegmentWriter w = tail.writer;
       byte[] e = entries.get(i);
@@ -629,13 +632,15 @@ final class Flusher {
     return false;
   }
 
-  private Tail newSegment(int ks, long startSeqno) {
+  /** Starts a tail segment for keyspace {@code ks}, preallocated to {@code limit} bytes. */
+  private Tail newSegment(int ks, long startSeqno, long limit) {
     long number = versionSet.nextFileNumber.getAndIncrement();
     if (number > Integer.MAX_VALUE) throw new BasaltException("file numbers exhausted");
     storage.mkdirs(FileNames.logDir(ks));
     StorageFile f = storage.create(FileNames.segment(ks, number));
     tables.track(f);
-    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, segmentOptions(options)), f, blockCache.newOwners(2));
+    SegmentOptions o = segmentOptions(options).withPreallocateBytes(Math.min(limit, options.segmentSize()));
+    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, o), f, blockCache.newOwners(2));
     writers.put(ks, t);
     return t;
   }

@@ -34,6 +34,33 @@ import java.util.function.Supplier;
 final class KeyspaceFiles {
   static final KeyspaceFiles EMPTY = new KeyspaceFiles(List.of(), List.of());
 
+  /** The smallest segment size {@link io.basaltdb.Options#segmentSizeRatio} derives, unless segmentSize is smaller. */
+  static final long MIN_DERIVED_SEGMENT = 2L << 20;
+
+  /**
+   * The size at which this keyspace's tail segment is closed, and the live bytes one collection job
+   * gathers into a segment: {@link io.basaltdb.Options#segmentSizeRatio} of the log's file bytes, between
+   * {@link #MIN_DERIVED_SEGMENT} and {@link io.basaltdb.Options#segmentSize} (Magma section 3.5).
+   */
+  long segmentLimit(io.basaltdb.Options options) {
+    return segmentLimit(options, logBytes());
+  }
+
+  /** {@link #segmentLimit(io.basaltdb.Options)} for a log of {@code logBytes}. */
+  static long segmentLimit(io.basaltdb.Options options, long logBytes) {
+    long max = options.segmentSize();
+    if (options.segmentSizeRatio() <= 0) return max;
+    long derived = (long) (Math.max(0, logBytes) * options.segmentSizeRatio());
+    return Math.min(max, Math.max(MIN_DERIVED_SEGMENT, derived));
+  }
+
+  /** The file bytes of the keyspace's segments (their tail offsets). */
+  long logBytes() {
+    long total = 0;
+    for (Segment s : segments) total += s.state().tailOffset();
+    return total;
+  }
+
   /** Levels of the key index: 0 (overlapping tables) to MAX_LEVELS - 1. */
   static final int MAX_LEVELS = 7;
 

@@ -225,9 +225,10 @@ final class SegmentCompactor {
         KeyspaceFiles f = e.getValue();
         if (!catalog.isLive(ks)) continue;
         long pending = pendingGarbage(f);
-        List<KeyspaceFiles.Segment> pick = pick(f, threshold, options.segmentSize(), pending);
+        long limit = f.segmentLimit(options);
+        List<KeyspaceFiles.Segment> pick = pick(f, threshold, limit, pending);
         if (pick == null && threshold < 1.0) {
-          List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, options.segmentSize(), pending);
+          List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, limit, pending);
           if (quiet) pick = quietPick; else later |= quietPick != null;
         }
         if (pick != null) {
@@ -290,7 +291,7 @@ final class SegmentCompactor {
       for (KeyspaceFiles.DeleteTable d : f.deletes) if (d.meta().level() == 0) l0++;
       if (l0 >= 2 * DELETE_L0_TRIGGER) p = Math.max(p, PRESSURE_STOP);
       else if (l0 >= DELETE_L0_TRIGGER * 3 / 2) p = Math.max(p, PRESSURE_SLOW);
-      if (t < 1.0 && pick(f, t, options.segmentSize(), 0) != null) { // known garbage only
+      if (t < 1.0 && pick(f, t, f.segmentLimit(options), 0) != null) { // known garbage only
         long[] st = staleAndTotal(f);
         double frag = (double) st[0] / st[1];
         if (frag > t + (1 - t) / 2) p = Math.max(p, PRESSURE_STOP);

@@ -103,6 +103,41 @@ class CommitPipelineTest {
    * A batch is in one write at a time (its seqnos are that write's): a second write of a batch still
    * being written is refused with nothing written, and the batch is writable again once the first ends.
    */
+  /**
+   * Queued writers park and are woken one by one (the leader wakes its group's writers and the next
+   * head, not every waiter): many writers of single puts, with the write cache switching under them,
+   * all return and every put is there. A wake-up lost (a leader reading the group list after the next
+   * leader refilled it did so) leaves writers parked for ever, which the timeout turns into a failure.
+   */
+  @Test
+  void manyWriters_areAllWoken_andEveryWriteApplied() {
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      try (Engine e = Engine.open(new MemStorage(11), options().syncMode(io.basaltdb.SyncMode.NONE))) {
+        List<Thread> threads = new ArrayList<>();
+        int perThread = 3000;
+        for (int t = 0; t < 8; t++) {
+          int id = t;
+          threads.add(new Thread(() -> {
+            for (int i = 0; i < perThread; i++) {
+              Batch b = new Batch(1);
+              b.add(1, Batch.PUT, ("m" + id + "-" + i).getBytes(StandardCharsets.UTF_8), ("v" + i).getBytes(StandardCharsets.UTF_8));
+              e.write(b);
+            }
+          }));
+        }
+        threads.forEach(Thread::start);
+        for (Thread t : threads) t.join();
+        for (int t = 0; t < 8; t++) {
+          for (int i = 0; i < perThread; i += 7) {
+            assertArrayEquals(("v" + i).getBytes(StandardCharsets.UTF_8),
+                e.get(1, ("m" + t + "-" + i).getBytes(StandardCharsets.UTF_8)), "m" + t + "-" + i);
+          }
+        }
+        assertTrue(e.stats().get("groupCommits") <= 8 * perThread);
+      }
+    });
+  }
+
   @Test
   void aBatchInAWriteIsRefusedBySecondWrite() {
     try (Engine e = Engine.open(new MemStorage(7), options())) {

@@ -37,7 +37,9 @@ import site.ycsb.Status;
  * in it (as Basalt charges its own to its quota); leveled compaction, 10 bits/key bloom filters, LZ4. The
  * same durability as {@code basalt.sync} ({@code rocksdb.sync}, default periodic): {@code sync} fsyncs the
  * WAL before each acknowledgement, {@code periodic} every 100 ms from a background thread, {@code none}
- * never. {@code rocksdb.dir} is the directory (default {@code rocksdb-ycsb-data}). Updates merge fields
+ * never. {@code rocksdb.directreads=true} reads table files with O_DIRECT ({@code use_direct_reads}, as
+ * Basalt's {@code directReads} option: neither engine then reads through the page cache; default false).
+ * {@code rocksdb.dir} is the directory (default {@code rocksdb-ycsb-data}). Updates merge fields
  * under the same striped locks as Basalt's binding.
  *
  * <p>Thread-safety: one instance per YCSB thread; all share one database, closed by the last cleanup.
@@ -107,7 +109,8 @@ public final class RocksDbClient extends DB {
           .setCacheIndexAndFilterBlocksWithHighPriority(true).setPinL0FilterAndIndexBlocksInCache(true);
       org.rocksdb.Options options = new org.rocksdb.Options().setCreateIfMissing(true)
           .setCompressionType(CompressionType.LZ4_COMPRESSION).setWriteBufferSize(memory / 4)
-          .setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3).setTableFormatConfig(table);
+          .setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3).setTableFormatConfig(table)
+          .setUseDirectReads(Boolean.parseBoolean(p.getProperty("rocksdb.directreads", "false").trim()));
       RocksDB db = RocksDB.open(options, dir.toString());
       WriteOptions write = new WriteOptions().setSync(sync.equals("sync"));
       ScheduledExecutorService syncer = null;
