@@ -34,7 +34,13 @@ import java.util.List;
  * at open.
  *
  * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one at a
- * time); {@link #sync} also by the periodic syncer, so file operations are synchronized on this.
+ * time); {@link #sync} by the periodic syncer. File operations are synchronized on this, but the
+ * syncer's fsync runs outside the monitor, under {@link #syncLock}: the leader appends meanwhile
+ * (RocksDB's SyncWAL does not hold its write queue either). Before, every periodic fsync held the
+ * monitor, and the next group's write waited for it: with the WAL synced every 100 ms, writers stood
+ * still for the length of each fsync of 100 ms of writes. Whoever closes or replaces the file (rotate,
+ * close, abandon) takes {@link #syncLock} first, so no file is closed under a sync. Lock order:
+ * {@link #syncLock}, then this.
  * {@link #retire} runs on other threads; the pool is files in {@link #DIR}, moved by atomic renames.
  */
 final class CommitLog implements AutoCloseable {
@@ -51,6 +57,8 @@ final class CommitLog implements AutoCloseable {
   private long number;
   /** Bytes written since the last sync. */
   private long unsynced;
+  /** Held across a sync made outside the monitor, and by whoever closes or replaces the file. */
+  private final java.util.concurrent.locks.ReentrantLock syncLock = new java.util.concurrent.locks.ReentrantLock();
   /** The last seqno appended in this session (any file), -1 before the first append. */
   private long lastLogged = -1;
 
@@ -190,8 +198,28 @@ final class CommitLog implements AutoCloseable {
     return end - before;
   }
 
-  synchronized void sync() {
-    if (unsynced > 0) syncLocked();
+  /**
+   * Makes what was appended so far durable. The fsync runs outside the monitor, so the commit leader
+   * goes on appending: a group written meanwhile may or may not be covered, and the next sync covers it
+   * (a periodic sync promises durability within an interval, not of a given group).
+   */
+  void sync() {
+    syncLock.lock();
+    try {
+      LogWriter w;
+      long pending;
+      synchronized (this) {
+        if (unsynced <= 0) return;
+        w = writer;
+        pending = unsynced;
+      }
+      w.sync(); // its file stays open: closing or replacing it takes syncLock
+      synchronized (this) {
+        if (writer == w) unsynced = Math.max(0, unsynced - pending);
+      }
+    } finally {
+      syncLock.unlock();
+    }
   }
 
   private void syncLocked() {
@@ -214,7 +242,18 @@ final class CommitLog implements AutoCloseable {
    *
    * On a failure the current file stays current and the store fails.
    */
-  synchronized void rotate(long next) {
+  void rotate(long next) {
+    syncLock.lock();
+    try {
+      synchronized (this) {
+        rotateLocked(next);
+      }
+    } finally {
+      syncLock.unlock();
+    }
+  }
+
+  private void rotateLocked(long next) {
     String pending = pendingName(next);
     if (storage.exists(pending)) storage.delete(pending); // from a rotation to the same number that failed
     String pooled = firstPooled(storage);
@@ -250,7 +289,18 @@ final class CommitLog implements AutoCloseable {
    * makes the marker's flag true: a power loss before the second may keep the marker, and recovery
    * then relies on every record before it being on the device.
    */
-  synchronized void close(long lastSeqno) {
+  void close(long lastSeqno) {
+    syncLock.lock();
+    try {
+      synchronized (this) {
+        closeWithMarker(lastSeqno);
+      }
+    } finally {
+      syncLock.unlock();
+    }
+  }
+
+  private void closeWithMarker(long lastSeqno) {
     try {
       syncLocked();
       Batch marker = new Batch(0);
@@ -265,16 +315,30 @@ final class CommitLog implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
+  public void close() {
+    syncLock.lock();
     try {
-      syncLocked();
+      synchronized (this) {
+        try {
+          syncLocked();
+        } finally {
+          file.close();
+        }
+      }
     } finally {
-      file.close();
+      syncLock.unlock();
     }
   }
 
   /** Closes without syncing (after a failure, when the file's tail may be unwritable). */
-  synchronized void abandon() {
-    file.close();
+  void abandon() {
+    syncLock.lock();
+    try {
+      synchronized (this) {
+        file.close();
+      }
+    } finally {
+      syncLock.unlock();
+    }
   }
 }

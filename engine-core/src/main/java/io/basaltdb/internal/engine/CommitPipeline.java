@@ -81,7 +81,10 @@ final class CommitPipeline {
     BasaltException error;
     /** Set, under the pipeline's lock, when it becomes the head of the queue; read by its thread without it. */
     volatile boolean leading;
-    /** The next write in the queue; guarded by the pipeline's lock. */
+    /**
+     * The next write in the queue; guarded by the pipeline's lock. An entry leaves the queue before it is
+     * marked {@link #done}, as its thread may reuse it at once.
+     */
     Pending next;
     /** Whether its thread is using it (a write made from inside another write takes a new one). Thread-confined. */
     boolean inUse;
@@ -274,9 +277,11 @@ final class CommitPipeline {
       for (int i = 0; i < group.size(); i++) {
         Pending q = group.get(i);
         if (followers != null && q.waiter != self) followers[i] = q.waiter;
+        // Out of the queue before it is marked done: a writer that sees its flag returns without the
+        // lock, and its thread's next write reuses the entry (take() clears its link to the next one).
+        dequeue();
         q.error = error;
         q.done = true;
-        dequeue();
       }
       next = promoteHead();
     } finally {
