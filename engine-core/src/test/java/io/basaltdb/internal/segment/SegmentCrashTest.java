@@ -127,7 +127,9 @@ class SegmentCrashTest {
       boolean finished = false;
       try {
         SegmentWriter w = SegmentWriter.create(storage.create(NAME), 1, 1, o);
-        for (int round = 0; round < 6; round++) {
+        // Sealed blocks reach the file together at each checkpoint (SegmentWriter.WRITE_BUFFER): about two
+        // mutations a round (the write and the sync), so enough rounds for more than 50 crash points.
+        for (int round = 0; round < 30; round++) {
           t.appendRandom(w, 12);
           SegmentState s = w.checkpoint();
           w.sync();

@@ -30,6 +30,35 @@ class SegmentReadWriteTest {
     System.out.println("SegmentReadWriteTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
   }
 
+  /**
+   * Sealed blocks and index pages are gathered and written together, at the latest at a checkpoint:
+   * 200 documents of 1 KiB (about 50 blocks) take a few file writes, not one per block, and read back.
+   */
+  @Test
+  void blocks_areWrittenTogether_andReadBackAfterTheCheckpoint() {
+    io.basaltdb.internal.storage.MemStorage storage = new io.basaltdb.internal.storage.MemStorage(5);
+    io.basaltdb.internal.storage.StorageFile file = storage.create("s.log");
+    SegmentWriter w = SegmentWriter.create(file, 3, 1, SegmentOptions.defaults());
+    AtomicLong writes = new AtomicLong();
+    storage.setFaultInjector((op, name) -> {
+      if (op == io.basaltdb.internal.storage.MemStorage.Op.WRITE) writes.incrementAndGet();
+      return io.basaltdb.internal.storage.MemStorage.Fault.NONE;
+    });
+    SplittableRandom r = new SplittableRandom(11);
+    byte[][] values = new byte[200][];
+    for (int i = 0; i < values.length; i++) {
+      values[i] = new byte[1024];
+      r.nextBytes(values[i]);
+      w.append(i + 1, ("k" + i).getBytes(), values[i], false);
+    }
+    assertTrue(writes.get() <= 1, "blocks wait for the buffer to fill: " + writes.get() + " writes");
+    SegmentState st = w.checkpoint();
+    assertTrue(writes.get() <= 4, "about 220 KB in 128 KiB writes: " + writes.get() + " writes");
+    w.sync();
+    SegmentReader reader = new SegmentReader(file, st);
+    for (int i = 0; i < values.length; i++) assertArrayEquals(values[i], reader.read(i + 1, -1).value());
+  }
+
   @Test
   void read_everySeqno_withAndWithoutHint() {
     ByteArrayFile file = new ByteArrayFile();

@@ -87,7 +87,11 @@ class SegmentRecoveryTest {
     w.append(1, new byte[1], new byte[100], false);
     SegmentState s = w.checkpoint();
     storage.setFaultInjector((op, name) -> op == MemStorage.Op.WRITE ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
-    assertThrows(StorageException.class, () -> w.append(2, new byte[1], new byte[10_000], false));
+    // Sealed blocks wait in the writer's buffer: the failed write surfaces at the latest at the checkpoint.
+    assertThrows(StorageException.class, () -> {
+      w.append(2, new byte[1], new byte[10_000], false);
+      w.checkpoint();
+    });
     storage.setFaultInjector(null);
     assertThrows(StorageException.class, () -> w.append(3, new byte[1], new byte[1], false));
     assertThrows(StorageException.class, w::checkpoint);
