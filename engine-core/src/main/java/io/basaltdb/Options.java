@@ -121,7 +121,8 @@ public final class Options {
 
   /**
    * Bytes of the memory quota for the write cache: the active and the immutable skiplist together.
-   * The active one turns immutable and is flushed when it reaches half of this. Default (0): a quarter
+   * The active one turns immutable and is flushed when it reaches three quarters of this (the allocator
+   * has twice this of the quota, see {@link #blockCacheSize}). Default (0): a quarter
    * of the memory quota, at most 64 MiB; when set, between 64 KiB and the memory quota. Ignored by an
    * in-memory store, whose skiplist may use the whole quota.
    */

@@ -33,7 +33,7 @@ final class WalReplay {
       if (n >= m.walStart()) files.add(n);
     }
     long last = m.flushedSeqno();
-    long half = options.writeCacheSize() / 2;
+    long half = DiskWrites.switchBytes(options);
     for (int i = 0; i < files.size(); i++) {
       long number = files.get(i);
       String name = FileNames.wal(number);
