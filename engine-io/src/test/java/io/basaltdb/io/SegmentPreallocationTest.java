@@ -24,7 +24,9 @@ class SegmentPreallocationTest {
   void segmentFiles_haveTheirBlocksReserved() throws Exception {
     assumeTrue(new LinuxFileCalls().isSupported(), "not Linux");
     long segmentSize = 8L << 20;
-    Options options = Options.defaults().memoryQuota(64L << 20).segmentSize(segmentSize);
+    // Fixed segment sizes (segmentSizeRatio 0): a tail is preallocated to segmentSize, not to a size
+    // derived from a small log (SegmentSizingTest covers those).
+    Options options = Options.defaults().memoryQuota(64L << 20).segmentSize(segmentSize).segmentSizeRatio(0);
     try (Basalt db = Basalt.open(dir, options)) {
       Keyspace ks = db.keyspace("default");
       for (int i = 0; i < 100; i++) ks.put(("k" + i).getBytes(), new byte[100]);

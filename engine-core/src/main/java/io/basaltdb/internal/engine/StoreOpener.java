@@ -252,8 +252,8 @@ final class StoreOpener {
   }
 
   /**
-   * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path, or the
-   * built-in thread pool.
+   * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path, started
+   * at the first batch of reads ({@link LazyReadTransport}), or the built-in thread pool.
    */
   private static ReadTransport newReadTransport(int queueDepth, ReadBuffers buffers, Notifier notifier) {
     try {
@@ -262,14 +262,10 @@ final class StoreOpener {
           StoreOpener.class.getClassLoader())) {
         if (best == null || p.priority() > best.priority()) best = p;
       }
-      if (best != null) {
-        ReadTransport t = best.create(queueDepth, buffers);
-        Notifier.LOG.info("{}: batched reads through {} (queue depth {})", notifier.store(), t.getClass().getName(), queueDepth);
-        return t;
-      }
+      if (best != null) return new LazyReadTransport(best, queueDepth, buffers, notifier);
     } catch (RuntimeException | ServiceConfigurationError | LinkageError e) {
-      // a provider that cannot load or start: the built-in transport works everywhere
-      Notifier.LOG.warn("{}: the read transport on the class path could not start ({}); batched reads use the"
+      // a provider that cannot load: the built-in transport works everywhere
+      Notifier.LOG.warn("{}: the read transport on the class path could not load ({}); batched reads use the"
           + " built-in thread pool", notifier.store(), e.toString());
     }
     Notifier.LOG.debug("{}: batched reads through the built-in thread pool (queue depth {})", notifier.store(), queueDepth);

@@ -36,8 +36,31 @@ import java.util.concurrent.atomic.LongAdder;
  * and the process-wide set of held locks is a concurrent set.
  */
 public final class FileStorage implements Storage {
-  /** The first {@link NativeFileCalls} provider on the class path, or null; looked up once. */
-  private static final NativeFileCalls NATIVE_CALLS = findNativeCalls();
+  /**
+   * The first {@link NativeFileCalls} provider on the class path, looked up at its first call: binding
+   * engine-io's (jnr-ffi generates its classes) took 150 ms of a store's 550 ms open, and its only call,
+   * {@code fallocate}, comes with the first log segment, on the flusher's thread. A store opened by a
+   * YCSB phase, whose run time counts its open, no longer waits for it.
+   */
+  private static final NativeFileCalls NATIVE_CALLS = new LazyNativeCalls();
+
+  /** Looks the provider up once, at the first call; none: {@code allocate} answers false (the fallback). */
+  private static final class LazyNativeCalls implements NativeFileCalls {
+    /** Initialised on first use (class holder idiom: the JVM runs the lookup once, thread-safely). */
+    private static final class Found {
+      static final NativeFileCalls CALLS = findNativeCalls();
+    }
+
+    @Override
+    public String name() {
+      return Found.CALLS == null ? "none" : Found.CALLS.name();
+    }
+
+    @Override
+    public boolean allocate(Path file, long length) throws IOException {
+      return Found.CALLS != null && Found.CALLS.allocate(file, length);
+    }
+  }
 
   /**
    * Lock files this process holds (real paths), shared by every FileStorage: a concurrent set, added
@@ -125,7 +148,7 @@ public final class FileStorage implements Storage {
 
   /** The native file calls in use ({@code fallocate} for preallocation), or null. */
   public NativeFileCalls nativeCalls() {
-    return nativeCalls;
+    return nativeCalls == NATIVE_CALLS ? LazyNativeCalls.Found.CALLS : nativeCalls;
   }
 
   /** The absolute root directory. */
