@@ -215,6 +215,8 @@ final class CommitLog implements AutoCloseable {
       }
       w.sync(); // its file stays open: closing or replacing it takes syncLock
       synchronized (this) {
+        // What arrived during the fsync stays counted. append(sync = true) zeroes the count, but SYNC mode
+        // runs no periodic syncer, so the two never overlap.
         if (writer == w) unsynced = Math.max(0, unsynced - pending);
       }
     } finally {

@@ -268,31 +268,28 @@ final class CommitPipeline {
   /** Marks a group's writes done with {@code error} (null: applied), wakes the queue, throws the error. */
   private void finish(List<Pending> group, BasaltException error) {
     Pending next;
-    // The threads to wake, taken while this leader still owns the group list: the next leader reuses it
-    // as soon as the lock is released. A group is most often its leader alone, which wakes nobody.
     Thread self = Thread.currentThread();
-    Thread[] followers = group.size() > 1 ? new Thread[group.size()] : null;
     lock.lock();
     try {
       for (int i = 0; i < group.size(); i++) {
         Pending q = group.get(i);
-        if (followers != null && q.waiter != self) followers[i] = q.waiter;
+        Thread waiter = q.waiter;
         // Out of the queue before it is marked done: a writer that sees its flag returns without the
         // lock, and its thread's next write reuses the entry (take() clears its link to the next one).
         dequeue();
         q.error = error;
         q.done = true;
+        // Woken here, under the lock, while this leader still owns the group list (the next one reuses
+        // it once the lock is released), and with nothing allocated: a woken writer takes no lock, it
+        // returns. One that saw its flag before parking, or has moved on, is left a permit: it only
+        // makes that thread look again.
+        if (waiter != self) LockSupport.unpark(waiter);
       }
       next = promoteHead();
     } finally {
       lock.unlock();
     }
-    // Wake the group's other writers, then the next leader. A writer that saw its flag before parking,
-    // or has moved on to its next write, is left a permit: it only makes that thread look again.
-    if (followers != null) {
-      for (Thread t : followers) if (t != null) LockSupport.unpark(t);
-    }
-    if (next != null) LockSupport.unpark(next.waiter);
+    if (next != null) LockSupport.unpark(next.waiter); // outside the lock, which it takes to gather its group
     if (error != null) throw error;
   }
 

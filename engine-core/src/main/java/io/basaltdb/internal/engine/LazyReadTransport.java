@@ -41,12 +41,18 @@ final class LazyReadTransport implements ReadTransport {
   public void submit(List<Read> reads) {
     ReadTransport t = started;
     if (t == null) t = start();
+    if (t == null) { // closed before any batch: the reads fail, as the contract says, rather than the call
+      io.basaltdb.ClosedException closed = new io.basaltdb.ClosedException("the store is closed; open it again");
+      for (Read r : reads) r.result().completeExceptionally(closed);
+      return;
+    }
     t.submit(reads);
   }
 
+  /** Starts the transport, once; null if the store closed before it was started. */
   private synchronized ReadTransport start() {
     if (started != null) return started;
-    if (closed) throw new io.basaltdb.ClosedException("the store is closed; open it again");
+    if (closed) return null;
     ReadTransport t;
     try {
       t = provider.create(queueDepth, buffers);
