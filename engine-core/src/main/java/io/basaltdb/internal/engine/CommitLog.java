@@ -245,10 +245,18 @@ final class CommitLog implements AutoCloseable {
    * On a failure the current file stays current and the store fails.
    */
   void rotate(long next) {
+    replacingFile(() -> rotateLocked(next));
+  }
+
+  /**
+   * Runs {@code change}, which closes or replaces the file, under {@link #syncLock} and then this
+   * monitor: no sync outside the monitor is then in flight on the file.
+   */
+  private void replacingFile(Runnable change) {
     syncLock.lock();
     try {
       synchronized (this) {
-        rotateLocked(next);
+        change.run();
       }
     } finally {
       syncLock.unlock();
@@ -292,14 +300,7 @@ final class CommitLog implements AutoCloseable {
    * then relies on every record before it being on the device.
    */
   void close(long lastSeqno) {
-    syncLock.lock();
-    try {
-      synchronized (this) {
-        closeWithMarker(lastSeqno);
-      }
-    } finally {
-      syncLock.unlock();
-    }
+    replacingFile(() -> closeWithMarker(lastSeqno));
   }
 
   private void closeWithMarker(long lastSeqno) {
@@ -318,29 +319,17 @@ final class CommitLog implements AutoCloseable {
 
   @Override
   public void close() {
-    syncLock.lock();
-    try {
-      synchronized (this) {
-        try {
-          syncLocked();
-        } finally {
-          file.close();
-        }
+    replacingFile(() -> {
+      try {
+        syncLocked();
+      } finally {
+        file.close();
       }
-    } finally {
-      syncLock.unlock();
-    }
+    });
   }
 
   /** Closes without syncing (after a failure, when the file's tail may be unwritable). */
   void abandon() {
-    syncLock.lock();
-    try {
-      synchronized (this) {
-        file.close();
-      }
-    } finally {
-      syncLock.unlock();
-    }
+    replacingFile(() -> file.close());
   }
 }

@@ -639,7 +639,7 @@ final class Flusher {
     storage.mkdirs(FileNames.logDir(ks));
     StorageFile f = storage.create(FileNames.segment(ks, number));
     tables.track(f);
-    SegmentOptions o = segmentOptions(options).withPreallocateBytes(Math.min(limit, options.segmentSize()));
+    SegmentOptions o = segmentOptions(options).withPreallocateBytes(limit); // limit <= segmentSize
     Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, o), f, blockCache.newOwners(2));
     writers.put(ks, t);
     return t;

@@ -33,7 +33,7 @@ final class WalReplay {
       if (n >= m.walStart()) files.add(n);
     }
     long last = m.flushedSeqno();
-    long half = DiskWrites.switchBytes(options);
+    long switchAt = DiskWrites.switchBytes(options);
     for (int i = 0; i < files.size(); i++) {
       long number = files.get(i);
       String name = FileNames.wal(number);
@@ -69,7 +69,7 @@ final class WalReplay {
           if (counted != null) versions.items.add(counted);
           last = end;
           versions.lastSeqno = last;
-          if (versions.current().active.bytes() >= half) flushInline(versions, flusher, number);
+          if (versions.current().active.bytes() >= switchAt) flushInline(versions, flusher, number);
         }
         long stop = staleAt >= 0 ? staleAt : r.stop() == LogReader.Stop.TORN ? r.stopOffset() : -1;
         if (stop >= 0) {

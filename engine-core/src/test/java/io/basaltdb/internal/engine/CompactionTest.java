@@ -191,7 +191,7 @@ class CompactionTest {
     java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
     // The first compaction's first table write waits, outside any lock of the storage, until released.
-    io.basaltdb.internal.storage.Storage storage = new HoldingStorage(new MemStorage(12), name -> {
+    io.basaltdb.internal.storage.Storage storage = HookedStorage.beforeWrite(new MemStorage(12), name -> {
       if (name.contains("/index/") && Thread.currentThread().getName().startsWith("basalt-compactor")) {
         started.countDown();
         try {
@@ -238,36 +238,6 @@ class CompactionTest {
       assertTrue(e.waitForCompactions(30_000));
       assertNull(e.state().failure());
       assertArrayEquals("w".repeat(200).getBytes(), e.get(1, ("key-" + (i - 1) % 5000).getBytes()));
-    }
-  }
-
-  /** A storage whose file writes first call {@code beforeWrite} with the file name, holding no lock. */
-  private record HoldingStorage(io.basaltdb.internal.storage.Storage inner,
-      java.util.function.Consumer<String> beforeWrite) implements io.basaltdb.internal.storage.Storage {
-    @Override public io.basaltdb.internal.storage.StorageFile create(String name) { return wrap(inner.create(name)); }
-    @Override public io.basaltdb.internal.storage.StorageFile open(String name) { return wrap(inner.open(name)); }
-    @Override public boolean exists(String name) { return inner.exists(name); }
-    @Override public List<String> list(String dir) { return inner.list(dir); }
-    @Override public void delete(String name) { inner.delete(name); }
-    @Override public void rename(String from, String to) { inner.rename(from, to); }
-    @Override public void mkdirs(String dir) { inner.mkdirs(dir); }
-    @Override public AutoCloseable lock(String name) { return inner.lock(name); }
-    @Override public String describe(String name) { return inner.describe(name); }
-
-    private io.basaltdb.internal.storage.StorageFile wrap(io.basaltdb.internal.storage.StorageFile f) {
-      return new io.basaltdb.internal.storage.StorageFile() {
-        @Override public String name() { return f.name(); }
-        @Override public int read(long position, java.nio.ByteBuffer dst) { return f.read(position, dst); }
-        @Override public void write(long position, java.nio.ByteBuffer src) {
-          beforeWrite.accept(f.name());
-          f.write(position, src);
-        }
-        @Override public long size() { return f.size(); }
-        @Override public void truncate(long size) { f.truncate(size); }
-        @Override public void preallocate(long size) { f.preallocate(size); }
-        @Override public void sync() { f.sync(); }
-        @Override public void close() { f.close(); }
-      };
     }
   }
 
