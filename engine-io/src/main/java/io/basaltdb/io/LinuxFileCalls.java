@@ -5,6 +5,9 @@ import java.io.IOException;
 import java.nio.file.Path;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Runtime;
+import jnr.ffi.annotations.In;
+import jnr.ffi.types.off_t;
+import jnr.ffi.types.ssize_t;
 
 /**
  * {@link NativeFileCalls} for Linux through jnr-ffi: {@code fallocate(2)} reserves the blocks of a
@@ -29,6 +32,13 @@ public final class LinuxFileCalls implements NativeFileCalls {
     int fallocate(int fd, int mode, long offset, long length);
 
     int close(int fd);
+
+    /**
+     * {@code preadv2(2)}: {@code iov} holds {@code iovcnt} pairs of buffer address and length. With
+     * RWF_NOWAIT (8) it reads only what the page cache holds and fails with EAGAIN rather than wait for
+     * the disk.
+     */
+    @ssize_t long preadv2(int fd, @In long[] iov, int iovcnt, @off_t long offset, int flags);
 
     String strerror(int errno);
   }

@@ -26,9 +26,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Runtime;
 
@@ -55,6 +57,16 @@ import jnr.ffi.Runtime;
  * aligned buffer, the asked bytes copied out. As with the built-in transport, the destination's position advances by the bytes
  * read, and fewer bytes than asked mean the file ended.
  *
+ * <p><b>Reads the page cache holds</b> (targets not read around it) are made on the submitting thread:
+ * each is first tried with {@code preadv2(RWF_NOWAIT)}, which copies what the page cache holds and fails
+ * with EAGAIN instead of waiting for the disk; a read it completes never goes to the ring, and the rest
+ * go to the ring as above. A batch whose blocks are cached (a scan of a store the page cache holds) so
+ * costs what blocking reads on its own thread cost, not two thread hand-offs per read; a batch that needs
+ * the disk still has its reads in flight together. These reads use descriptors of their own, shared by
+ * submitting threads and counted while in use, closed (after their last read) when their file is
+ * deleted, beyond {@value #MAX_FILES}, and at {@link #close()}. A kernel without RWF_NOWAIT, or {@code
+ * -D}{@value #INLINE_PROPERTY}{@code =false}, sends every read to the ring.
+ *
  * <p><b>Failures</b> complete only their read: a file that cannot be opened, or a read the kernel fails
  * (a {@link StorageException} naming the file, the offset and the error). A read cut short before the end
  * of the file is continued. Reads submitted after {@link #close()} fail with a {@link ClosedException}.
@@ -65,6 +77,13 @@ import jnr.ffi.Runtime;
 public final class UringReadTransport implements ReadTransport {
   /** {@code -Dbasalt.io.uring=false} keeps the engine on its built-in transport. */
   public static final String ENABLED_PROPERTY = "basalt.io.uring";
+  /** {@code -Dbasalt.io.uring.inline=false} sends even the reads the page cache holds through the ring. */
+  public static final String INLINE_PROPERTY = "basalt.io.uring.inline";
+  /** preadv2's flag: fail with EAGAIN rather than wait for the disk. */
+  private static final int RWF_NOWAIT = 8;
+  private static final int EINVAL = 22;
+  private static final int ENOSYS = 38;
+  private static final int EOPNOTSUPP = 95;
   private static final byte IORING_OP_READ = 22;
   private static final int O_RDONLY = 0;
   private static final int O_CLOEXEC = 02000000;
@@ -98,6 +117,11 @@ public final class UringReadTransport implements ReadTransport {
   private final IoEventLoop loop;
   private final IoRegistration registration;
   private volatile boolean closed;
+  /** Reads are first tried on the submitting thread with RWF_NOWAIT; cleared if the kernel refuses it. */
+  private volatile boolean inline;
+  /** Descriptors of the reads made on submitting threads, by target. */
+  private final ConcurrentHashMap<ReadTarget, SharedFile> shared = new ConcurrentHashMap<>();
+  private final AtomicLong nextSharedSweep = new AtomicLong(System.nanoTime() + SWEEP_NANOS);
 
   // ---- owned by the event-loop thread ----
   private final ArrayDeque<Op> waiting = new ArrayDeque<>();
@@ -122,6 +146,11 @@ public final class UringReadTransport implements ReadTransport {
    *     native library)
    */
   public static UringReadTransport open(int queueDepth, ReadBuffers buffers) {
+    return open(queueDepth, buffers, !"false".equals(System.getProperty(INLINE_PROPERTY)));
+  }
+
+  /** As {@link #open(int, ReadBuffers)}, trying reads on the submitting thread first only if {@code inline}. */
+  static UringReadTransport open(int queueDepth, ReadBuffers buffers, boolean inline) {
     if (buffers == null) throw new IllegalArgumentException("buffers must not be null");
     if (queueDepth < 1 || queueDepth > 4096) {
       throw new IllegalArgumentException("queue depth must be 1 to 4096, was " + queueDepth);
@@ -134,12 +163,13 @@ public final class UringReadTransport implements ReadTransport {
           IoUring.unavailabilityCause());
     }
     if (LIBC == null) throw new UnsupportedOperationException("io_uring reads need libc (open, close) through jnr-ffi, which did not load");
-    return new UringReadTransport(queueDepth, buffers);
+    return new UringReadTransport(queueDepth, buffers, inline);
   }
 
-  private UringReadTransport(int queueDepth, ReadBuffers buffers) {
+  private UringReadTransport(int queueDepth, ReadBuffers buffers, boolean inline) {
     this.queueDepth = queueDepth;
     this.buffers = buffers;
+    this.inline = inline;
     this.inFlight = new Op[queueDepth];
     this.freeTags = new int[queueDepth];
     for (int i = queueDepth - 1; i >= 0; i--) freeTags[freeTop++] = i;
@@ -176,7 +206,7 @@ public final class UringReadTransport implements ReadTransport {
       if (r.target().path() == null) {
         if (local == null) local = new ArrayList<>();
         local.add(r);
-      } else {
+      } else if (!inline || r.target().direct() || closed || !readCached(r)) {
         ops.add(new Op(r));
       }
     }
@@ -196,11 +226,100 @@ public final class UringReadTransport implements ReadTransport {
     }
   }
 
+  /**
+   * Makes {@code r} on this thread if the page cache holds all of its bytes, and completes it; false,
+   * having completed nothing, when it does not (or the read cannot be tried here): the ring makes it.
+   */
+  private boolean readCached(Read r) {
+    ByteBuffer dst = r.dst();
+    int want = dst.remaining();
+    if (want == 0) return false;
+    SharedFile f = sharedFile(r.target());
+    if (f == null) return false;
+    long n;
+    try {
+      ByteBuffer stage = dst.isDirect() ? null : buffers.tryTake(want);
+      if (stage == null && !dst.isDirect()) return false; // the pool is busy: the ring waits for a buffer
+      try {
+        long address = stage != null ? Buffer.memoryAddress(stage) : Buffer.memoryAddress(dst) + dst.position();
+        n = LIBC.preadv2(f.fd, new long[] {address, want}, 1, r.position(), RWF_NOWAIT);
+        if (n != want) {
+          if (n < 0) {
+            int errno = RUNTIME.getLastError();
+            if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL) inline = false; // not on this kernel
+          }
+          return false; // not all cached (EAGAIN), cut short by the end of the file, or failed: the ring reads it
+        }
+        if (stage != null) dst.put(stage.duplicate().limit(want).position(0));
+        else dst.position(dst.position() + want);
+      } finally {
+        if (stage != null) buffers.give(stage);
+      }
+    } catch (LinkageError e) { // a C library without preadv2
+      inline = false;
+      return false;
+    } finally {
+      f.release();
+    }
+    r.result().complete(want);
+    return true;
+  }
+
+  /** {@code target}'s shared descriptor, acquired (release it), or null when none can be had now. */
+  private SharedFile sharedFile(ReadTarget target) {
+    long now = System.nanoTime();
+    long sweepAt = nextSharedSweep.get();
+    if (now - sweepAt >= 0 && nextSharedSweep.compareAndSet(sweepAt, now + SWEEP_NANOS)) sweepShared();
+    SharedFile f = shared.get(target);
+    if (f == null) {
+      Path path = target.path();
+      String p = path.toAbsolutePath().toString();
+      int fd;
+      do {
+        fd = LIBC.open(p, O_RDONLY | O_CLOEXEC);
+      } while (fd < 0 && RUNTIME.getLastError() == EINTR);
+      if (fd < 0) return null; // the ring's own open reports the error with the read
+      SharedFile made = new SharedFile(fd, path);
+      f = shared.putIfAbsent(target, made);
+      if (f == null) {
+        f = made;
+        if (shared.size() > MAX_FILES) evictShared(target);
+      } else {
+        made.release(); // another thread opened it first
+      }
+      if (closed) { // close() may have swept the map before the put: leave nothing open after it
+        dropShared(target, f);
+        return null;
+      }
+    }
+    return f.acquire() ? f : null;
+  }
+
+  /** Closes shared descriptors of deleted files (after their last read), so their space is freed. */
+  private void sweepShared() {
+    shared.forEach((target, f) -> {
+      if (!Files.exists(f.path)) dropShared(target, f);
+    });
+  }
+
+  /** Drops shared descriptors until at most {@value #MAX_FILES} are open, never {@code keep}'s. */
+  private void evictShared(ReadTarget keep) {
+    for (var it = shared.entrySet().iterator(); shared.size() > MAX_FILES && it.hasNext(); ) {
+      var e = it.next();
+      if (!e.getKey().equals(keep)) dropShared(e.getKey(), e.getValue());
+    }
+  }
+
+  private void dropShared(ReadTarget target, SharedFile f) {
+    if (shared.remove(target, f)) f.release();
+  }
+
   /** Stops taking reads, waits for those taken to complete, then closes every descriptor and the ring. */
   @Override
   public void close() {
     if (closed) return;
     closed = true;
+    shared.forEach(this::dropShared);
     try {
       loop.execute(() -> {
         closing = true;
@@ -456,6 +575,12 @@ public final class UringReadTransport implements ReadTransport {
   /** Runs the sweep now (for tests). */
   void sweepNow() {
     loop.submit(this::sweep).syncUninterruptibly();
+    sweepShared();
+  }
+
+  /** Descriptors open now for reads made on submitting threads (for tests). */
+  int sharedFiles() {
+    return shared.size();
   }
 
   /** One read; every field but {@code read} belongs to the event-loop thread. */
@@ -477,6 +602,33 @@ public final class UringReadTransport implements ReadTransport {
 
     Op(Read read) {
       this.read = read;
+    }
+  }
+
+  /**
+   * A descriptor that submitting threads read through: counted while in use, closed by the last
+   * release once the map has let go of it, so no read ever goes to a closed (or reused) descriptor.
+   */
+  private static final class SharedFile {
+    final int fd;
+    final Path path;
+    /** The map's hold (1) plus reads using it; 0 once closed. */
+    private final AtomicInteger refs = new AtomicInteger(1);
+
+    SharedFile(int fd, Path path) {
+      this.fd = fd;
+      this.path = path;
+    }
+
+    boolean acquire() {
+      for (int n = refs.get(); n > 0; n = refs.get()) {
+        if (refs.compareAndSet(n, n + 1)) return true;
+      }
+      return false;
+    }
+
+    void release() {
+      if (refs.decrementAndGet() == 0) LIBC.close(fd);
     }
   }
 

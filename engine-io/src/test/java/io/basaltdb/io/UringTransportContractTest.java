@@ -12,7 +12,10 @@ import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The io_uring transport against the contract, and what only it does (its own descriptors). */
+/**
+ * The io_uring transport's ring against the contract, and what only it does (its own descriptors); its
+ * reads on submitting threads are {@link UringInlineTransportContractTest}'s.
+ */
 class UringTransportContractTest extends ReadTransportContract {
   @BeforeEach
   void needsIoUring() {
@@ -21,12 +24,12 @@ class UringTransportContractTest extends ReadTransportContract {
 
   @Override
   ReadTransport transport(int queueDepth) {
-    return UringReadTransport.open(queueDepth, buffers);
+    return UringReadTransport.open(queueDepth, buffers, false);
   }
 
   @Test
   void descriptorsOfDeletedFiles_areClosed_soTheirSpaceIsFreed() throws Exception {
-    try (UringReadTransport t = UringReadTransport.open(4, buffers)) {
+    try (UringReadTransport t = UringReadTransport.open(4, buffers, false)) {
       ReadTransport.Read r = read(file, 0, 100, false, 0);
       t.submit(List.of(r));
       assertAgrees(r, 0);
@@ -64,7 +67,7 @@ class UringTransportContractTest extends ReadTransportContract {
 
   @Test
   void readsBeyondThePooledBuffers_waitForOne_ratherThanTakingBuffersOutsideThePool() {
-    try (UringReadTransport t = UringReadTransport.open(32, buffers)) { // 32 slots, 8 pooled buffers
+    try (UringReadTransport t = UringReadTransport.open(32, buffers, false)) { // 32 slots, 8 pooled buffers
       java.util.Random rnd = new java.util.Random(3);
       List<ReadTransport.Read> reads = new java.util.ArrayList<>();
       for (int i = 0; i < 100; i++) reads.add(read(file, rnd.nextInt(FILE_SIZE - 8192), 1 + rnd.nextInt(8192), false, 0));
