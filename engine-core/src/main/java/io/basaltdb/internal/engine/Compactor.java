@@ -410,7 +410,7 @@ final class Compactor {
   private static List<MergeSources.TableSource> open(CompactionPicker.Job job) {
     List<MergeSources.TableSource> sources = new ArrayList<>();
     try {
-      for (KeyspaceFiles.Table t : job.all()) sources.add(new MergeSources.TableSource(t.reader().iterator(), null));
+      for (KeyspaceFiles.Table t : job.all()) sources.add(new MergeSources.TableSource(t.reader().sequentialIterator(), null));
       return sources;
     } catch (RuntimeException | Error e) {
       for (MergeSources.TableSource s : sources) s.close();

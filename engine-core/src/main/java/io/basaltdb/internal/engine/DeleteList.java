@@ -180,7 +180,7 @@ final class DeleteList {
       try {
         for (KeyspaceFiles.DeleteTable t : tables) {
           if (t.meta().maxSeqno() < fromSeqno || t.meta().minSeqno() > toSeqno) continue;
-          Source s = new Source(t.reader().iterator(false), t.meta());
+          Source s = new Source(t.reader().sequentialIterator(), t.meta());
           all.add(s);
           s.it.seek(key(fromSeqno));
           if (s.it.valid() && s.it.seqno() <= toSeqno) heap.add(s);

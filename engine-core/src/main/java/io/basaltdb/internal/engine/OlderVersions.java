@@ -37,7 +37,7 @@ final class OlderVersions implements AutoCloseable {
       if (filter == null) filter = table.reader().filterProbe();
       if (!filter.mayContain(hash)) return false;
       if (it == null) {
-        it = table.reader().iterator(false);
+        it = table.reader().sequentialIterator();
         it.seek(key);
       } else {
         it.seekForward(key);

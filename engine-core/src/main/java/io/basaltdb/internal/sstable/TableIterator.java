@@ -21,13 +21,16 @@ public final class TableIterator implements AutoCloseable {
   /** Index of the data block in {@link #block}, or -1 when not positioned. */
   private int blockIndex = -1;
   private final boolean fillCache;
+  /** Reads uncached blocks in chunks ({@link TableReader#sequentialIterator()}), or null: one by one. */
+  private final Readahead ahead;
   private boolean closed;
   /** Set when a move ran off the last record (not by a failed move): {@link #seekForward} then stays put. */
   private boolean exhausted;
 
-  TableIterator(TableReader reader, boolean fillCache) {
+  TableIterator(TableReader reader, boolean fillCache, Readahead ahead) {
     this.reader = reader;
     this.fillCache = fillCache;
+    this.ahead = ahead;
   }
 
   /** Positions on the first record, or makes the iterator invalid if the table is empty. */
@@ -166,7 +169,7 @@ public final class TableIterator implements AutoCloseable {
       blockIndex = -1;
       return;
     }
-    block.reset(reader.dataBlock(i, fillCache));
+    block.reset(reader.dataBlock(i, fillCache, ahead));
     blockIndex = i;
   }
 
@@ -186,6 +189,11 @@ public final class TableIterator implements AutoCloseable {
       load(blockIndex + 1);
       if (blockIndex >= 0) block.seekToFirst();
     }
+  }
+
+  /** Chunks its readahead read so far, or -1 without one (for tests). */
+  int chunkReads() {
+    return ahead == null ? -1 : ahead.reads();
   }
 
   private void checkOpen() {

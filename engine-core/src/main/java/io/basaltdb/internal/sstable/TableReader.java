@@ -298,7 +298,7 @@ public final class TableReader implements AutoCloseable {
     if (span == null) return false; // cannot happen: mayContain checked key <= the last separator
     BlockCache.Block pinned = cache == null ? null : cache.get(owner, span.offset, BlockCache.Kind.TABLE_DATA);
     if (pinned != null) return searchPinned(pinned, span.offset, key, out);
-    Block b = dataBlock(span.offset, span.size, -1);
+    Block b = dataBlock(span.offset, span.size, -1, null);
     if (cache != null && fillCache) cacheBlock(span.offset, b);
     return search(b, key, out);
   }
@@ -546,7 +546,17 @@ public final class TableReader implements AutoCloseable {
   /** As {@link #iterator()}; with {@code fillCache} the blocks it reads go into the cache (scans). */
   public TableIterator iterator(boolean fillCache) {
     checkOpen();
-    return new TableIterator(this, fillCache);
+    return new TableIterator(this, fillCache, null);
+  }
+
+  /**
+   * As {@link #iterator()}, for a caller that goes through the table in file order (a merge, or a
+   * cursor probing ascending keys that reach most of its blocks): the blocks that are not cached are
+   * read in chunks of up to {@value Readahead#MAX} bytes ({@link Readahead}), not one by one.
+   */
+  public TableIterator sequentialIterator() {
+    checkOpen();
+    return new TableIterator(this, false, new Readahead());
   }
 
   /** Data blocks read from the file so far, by gets and iterators together. */
@@ -606,6 +616,11 @@ public final class TableReader implements AutoCloseable {
    * cached if {@code fillCache}).
    */
   Block dataBlock(int i, boolean fillCache) {
+    return dataBlock(i, fillCache, null);
+  }
+
+  /** As {@link #dataBlock(int, boolean)}, a block not cached read through {@code ahead} if not null. */
+  Block dataBlock(int i, boolean fillCache, Readahead ahead) {
     checkOpen();
     long offset;
     int size;
@@ -616,7 +631,7 @@ public final class TableReader implements AutoCloseable {
     } finally {
       idx.release();
     }
-    if (cache == null) return dataBlock(offset, size, i);
+    if (cache == null) return dataBlock(offset, size, i, ahead);
     BlockCache.Block pinned = fillCache ? cache.get(owner, offset, BlockCache.Kind.TABLE_DATA) : cache.find(owner, offset);
     if (pinned != null) {
       try {
@@ -625,34 +640,43 @@ public final class TableReader implements AutoCloseable {
         pinned.release();
       }
     }
-    Block b = dataBlock(offset, size, i);
+    Block b = dataBlock(offset, size, i, ahead);
     if (fillCache) cacheBlock(offset, b);
     return b;
   }
 
-  /** The one data-block read path: reads, verifies and parses the block at {@code offset}. */
-  private Block dataBlock(long offset, int size, int i) {
+  /** The one data-block read path: reads (through {@code ahead} if not null), verifies and parses the block at {@code offset}. */
+  private Block dataBlock(long offset, int size, int i, Readahead ahead) {
     checkOpen();
-    Block b = readBlock(offset, size);
+    Block b = readBlock(offset, size, ahead);
     blockReads.increment();
     if (b.isEmpty()) throw new CorruptionException(description, offset, "data block " + (i < 0 ? "at " + offset : i) + " is empty");
     return b;
   }
 
   private Block readBlock(long offset, int size) {
-    byte[] buf = readVerified(offset, size);
+    return readBlock(offset, size, null);
+  }
+
+  private Block readBlock(long offset, int size, Readahead ahead) {
+    byte[] buf = readVerified(offset, size, ahead);
     return Block.parse(buf, size, offset, description);
   }
 
-  /**
-   * Reads a block's contents and trailer and checks the trailer; returns both in one array, the
-   * contents in {@code [0, size)}.
-   */
   private byte[] readVerified(long offset, int size) {
+    return readVerified(offset, size, null);
+  }
+
+  /**
+   * Reads a block's contents and trailer (through {@code ahead} if not null: a data block) and checks
+   * the trailer; returns both in one array, the contents in {@code [0, size)}.
+   */
+  private byte[] readVerified(long offset, int size, Readahead ahead) {
     if (size > MAX_BLOCK_READ) {
       throw new CorruptionException(description, offset, "block of " + size + " bytes is larger than any table holds");
     }
-    byte[] buf = readExact(offset, size + Format.TRAILER_SIZE);
+    byte[] buf = ahead == null || offset + size + Format.TRAILER_SIZE > dataEnd ? readExact(offset, size + Format.TRAILER_SIZE)
+        : ahead.read(file, offset, size + Format.TRAILER_SIZE, dataEnd, description);
     checkTrailer(buf, offset, size);
     return buf;
   }

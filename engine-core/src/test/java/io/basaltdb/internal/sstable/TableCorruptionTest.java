@@ -242,6 +242,12 @@ class TableCorruptionTest {
     } catch (CorruptionException e) {
       detected++;
     }
+    try (TableIterator it = t.sequentialIterator()) { // blocks cut from chunks: checked all the same
+      it.seekFirst();
+      assertRest(it, m.map.values(), "scan with readahead");
+    } catch (CorruptionException e) {
+      detected++;
+    }
     return detected;
   }
 }
