@@ -219,8 +219,9 @@ final class ReadPath {
    * hint, then, for a document bigger than a block, the rest of its block) goes to the read transport as
    * soon as its last one completes, and the batch keeps up to {@code readQueueDepth} reads in flight, one
    * per distinct block (a block a key needs while another key's read of it is in flight is not read
-   * again). A key without a usable hint, or whose block turns out not to hold it, is read as a point read
-   * does (which checks and reports damage). Sees whole batches as {@link #get} does; a consistent view
+   * again). A key whose hint is missing or names a segment collection replaced has its block found in
+   * the seqno index (index pages through the block cache) and read as a hinted one; a key whose block
+   * turns out not to hold it is read as a point read does (which checks and reports damage). Sees whole batches as {@link #get} does; a consistent view
    * across the keys needs a snapshot.
    */
   List<byte[]> getAll(int[] ks, List<byte[]> keys) {
@@ -475,6 +476,13 @@ final class ReadPath {
     byte[] hit = s == null ? null : s.reader().cachedValue(rec.seqno, g.key);
     if (hit != null) return finish(g, hit, out);
     long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
+    if (off < 0 && s != null) { // no hint, or one naming a segment collection replaced: the seqno index names the block
+      long found = s.reader().hintFor(rec.seqno); // index pages, through the block cache
+      if (found >= 0) {
+        stats.hintMisses.increment();
+        off = s.reader().hintedBlock(rec.seqno, found);
+      }
+    }
     if (off < 0) return finish(g, readDocument(g.files, g.ks, g.key, rec.seqno, rec.hint).value(), out);
     g.inDocument = true;
     g.segment = s;

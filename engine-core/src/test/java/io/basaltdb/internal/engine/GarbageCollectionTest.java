@@ -388,7 +388,7 @@ class GarbageCollectionTest {
   }
 
   @Test
-  void hintsNamingReplacedSegments_areRefreshedWhenCompactionRewritesTheirRecords() throws Exception {
+  void hintsNamingReplacedSegments_areFollowedThroughTheSeqnoIndexByBatchedReads_andRefreshedByCompaction() throws Exception {
     MemStorage storage = new MemStorage(21);
     Map<Integer, Integer> last;
     try (Engine e = Engine.open(storage, gcOptions())) {
@@ -411,6 +411,32 @@ class GarbageCollectionTest {
     }
     try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // no collection from here
       assertTrue(hints(e, 0)[0] > 0, "collection moved documents whose records name the old segments");
+      // A batched read of every key, the cache cold: the documents behind stale hints are found in the
+      // seqno index and read through the transport with the rest, not one by one on the caller's thread.
+      List<byte[]> keys = new ArrayList<>();
+      for (int k = 0; k < KEYS; k++) keys.add(key(k));
+      Thread caller = Thread.currentThread();
+      java.util.concurrent.atomic.AtomicLong onCaller = new java.util.concurrent.atomic.AtomicLong();
+      java.util.concurrent.atomic.AtomicLong elsewhere = new java.util.concurrent.atomic.AtomicLong();
+      Map<String, Long> before = e.stats();
+      storage.setFaultInjector((op, name) -> {
+        if (op == MemStorage.Op.READ && name.endsWith(".seg")) (Thread.currentThread() == caller ? onCaller : elsewhere).incrementAndGet();
+        return MemStorage.Fault.NONE;
+      });
+      List<byte[]> got;
+      try {
+        int[] ks = new int[KEYS];
+        java.util.Arrays.fill(ks, 1);
+        got = e.getAll(ks, keys);
+      } finally {
+        storage.setFaultInjector(null);
+      }
+      Map<String, Long> after = e.stats();
+      for (int k = 0; k < KEYS; k++) assertArrayEquals(value(k, last.get(k)), got.get(k), "key " + k);
+      assertTrue(after.get("hintMisses") - before.get("hintMisses") > 0, "stale hints met: " + after);
+      long rounds = after.get("batchedReadRounds") - before.get("batchedReadRounds");
+      assertTrue(onCaller.get() <= rounds, "segment reads on the caller: " + onCaller + ", at most one per hand-over (" + rounds + ")");
+      assertTrue(elsewhere.get() > onCaller.get(), "the transport made the segment reads: " + elsewhere + " against " + onCaller);
       checkAll(e, last); // a cold block cache: every document read from its segment
       long stale = e.stats().get("hintMisses");
       assertTrue(stale > 0, "reads found moved documents through the seqno index: " + e.stats());
