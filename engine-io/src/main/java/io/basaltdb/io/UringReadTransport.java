@@ -71,8 +71,10 @@ import jnr.ffi.Runtime;
  * (a {@link StorageException} naming the file, the offset and the error). A read cut short before the end
  * of the file is continued. Reads submitted after {@link #close()} fail with a {@link ClosedException}.
  *
- * <p>Thread-safety: {@link #submit} and {@link #close} may be called from any thread; everything else
- * runs on the event-loop thread, which owns the ring, the queue, the buffers and the descriptors.
+ * <p>Thread-safety: {@link #submit} and {@link #close} may be called from any thread. The ring, the queue,
+ * the staging buffers of reads in flight and the ring's descriptors belong to the event-loop thread; the
+ * shared descriptors of reads made on submitting threads live in a concurrent map, each counted while in
+ * use.
  */
 public final class UringReadTransport implements ReadTransport {
   /** {@code -Dbasalt.io.uring=false} keeps the engine on its built-in transport. */
@@ -238,7 +240,12 @@ public final class UringReadTransport implements ReadTransport {
     if (f == null) return false;
     long n;
     try {
-      ByteBuffer stage = dst.isDirect() ? null : buffers.tryTake(want);
+      ByteBuffer stage;
+      try {
+        stage = dst.isDirect() ? null : buffers.tryTake(want);
+      } catch (RuntimeException | OutOfMemoryError e) { // no direct memory for it: the ring fails this read alone
+        return false;
+      }
       if (stage == null && !dst.isDirect()) return false; // the pool is busy: the ring waits for a buffer
       try {
         long address = stage != null ? Buffer.memoryAddress(stage) : Buffer.memoryAddress(dst) + dst.position();
@@ -576,6 +583,11 @@ public final class UringReadTransport implements ReadTransport {
   void sweepNow() {
     loop.submit(this::sweep).syncUninterruptibly();
     sweepShared();
+  }
+
+  /** Whether reads are still tried on submitting threads (off by request, or where the kernel refused). */
+  boolean inlineReads() {
+    return inline;
   }
 
   /** Descriptors open now for reads made on submitting threads (for tests). */

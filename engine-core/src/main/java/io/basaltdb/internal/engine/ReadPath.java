@@ -476,10 +476,12 @@ final class ReadPath {
     byte[] hit = s == null ? null : s.reader().cachedValue(rec.seqno, g.key);
     if (hit != null) return finish(g, hit, out);
     long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
+    boolean stale = false;
     if (off < 0 && s != null) { // no hint, or one naming a segment collection replaced: the seqno index names the block
       long found = s.reader().hintFor(rec.seqno); // index pages, through the block cache
       if (found >= 0) {
-        stats.hintMisses.increment();
+        stale = true;
+        rec.hint = found; // this key's own copy of its record: a fallback read (take) starts from the block found
         off = s.reader().hintedBlock(rec.seqno, found);
       }
     }
@@ -489,6 +491,7 @@ final class ReadPath {
     g.blockOffset = off;
     if (r.await(g, new FetchKey(s.reader(), off), s.reader().file(), off, s.reader().blockReadSize(off), null)) {
       stats.documentReads.increment();
+      if (stale) stats.hintMisses.increment(); // as a point read counts it: a document read the index had to place
     }
     return false;
   }

@@ -13,7 +13,8 @@ import java.nio.ByteBuffer;
  * this is what turns a merge's thousands of 4 KiB reads into a few large ones; a revealing merge probing
  * the base level for 8 flushes' keys touches most of its blocks, in order.
  *
- * <p>Memory: one heap chunk of at most {@value #MAX} bytes per iterator, dropped with it.
+ * <p>Memory: one heap chunk per iterator, dropped with it: {@value #MAX} bytes at most, or one block
+ * if a block is larger.
  *
  * <p>Thread-safety: confined to its iterator's thread.
  */
@@ -44,6 +45,7 @@ final class Readahead {
       next = want;
       int size = (int) Math.max(len, Math.min(want, limit - offset));
       if (chunk == null || chunk.length < size) chunk = new byte[Math.max(size, Math.min(MAX, want))];
+      length = 0; // a read that throws part-way leaves nothing here taken for the old chunk
       int n = file.read(offset, ByteBuffer.wrap(chunk, 0, size));
       reads++;
       if (n < len) {
