@@ -280,11 +280,7 @@ public final class UringReadTransport implements ReadTransport {
     SharedFile f = shared.get(target);
     if (f == null) {
       Path path = target.path();
-      String p = path.toAbsolutePath().toString();
-      int fd;
-      do {
-        fd = LIBC.open(p, O_RDONLY | O_CLOEXEC);
-      } while (fd < 0 && RUNTIME.getLastError() == EINTR);
+      int fd = openReadOnly(path.toAbsolutePath().toString(), false);
       if (fd < 0) return null; // the ring's own open reports the error with the read
       SharedFile made = new SharedFile(fd, path);
       f = shared.putIfAbsent(target, made);
@@ -540,10 +536,7 @@ public final class UringReadTransport implements ReadTransport {
     Path path = target.path();
     String p = path.toAbsolutePath().toString();
     boolean direct = target.direct();
-    int fd;
-    do {
-      fd = LIBC.open(p, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-    } while (fd < 0 && RUNTIME.getLastError() == EINTR);
+    int fd = openReadOnly(p, direct);
     if (fd < 0) {
       int errno = RUNTIME.getLastError();
       throw new StorageException("open of " + p + " for io_uring " + (direct ? "direct " : "") + "reads failed: " + LIBC.strerror(errno) + " (errno " + errno + ")");
@@ -561,6 +554,15 @@ public final class UringReadTransport implements ReadTransport {
       }
     }
     return f;
+  }
+
+  /** A read-only descriptor of {@code path} (O_DIRECT if {@code direct}), or -1 with errno set. */
+  private static int openReadOnly(String path, boolean direct) {
+    int fd;
+    do {
+      fd = LIBC.open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+    } while (fd < 0 && RUNTIME.getLastError() == EINTR);
+    return fd;
   }
 
   /** Closes the idle descriptors of files that have been deleted, so their disk space is freed. */
