@@ -49,7 +49,7 @@ public final class Basalt implements AutoCloseable {
   public static Basalt open(Path directory, Options options) {
     if (directory == null) throw new InvalidArgumentException("directory must not be null (use openInMemory for a store without one)");
     if (options == null) throw new InvalidArgumentException("options must not be null (use Options.defaults())");
-    return open(new FileStorage(directory, options.directReads()), options);
+    return open(new FileStorage(directory, options.directReads(), options.mappedReads()), options);
   }
 
   /** Opens a store on any storage implementation (tests use an in-memory file system). */

@@ -37,6 +37,7 @@ public final class Options {
   private int compactionThreads = 2;
   private int readQueueDepth = 32;
   private boolean directReads;
+  private boolean mappedReads = true;
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
   private boolean flushLookups = false;
@@ -94,6 +95,7 @@ public final class Options {
     o.compactionThreads = compactionThreads;
     o.readQueueDepth = readQueueDepth;
     o.directReads = directReads;
+    o.mappedReads = mappedReads;
     o.blockCacheSize = blockCacheSize;
     o.fragmentationThreshold = fragmentationThreshold;
     o.flushLookups = flushLookups;
@@ -376,6 +378,19 @@ public final class Options {
    */
   public Options directReads(boolean direct) { this.directReads = direct; return this; }
   public boolean directReads() { return directReads; }
+
+  /**
+   * Buffered reads (without {@link #directReads}) copy from a read-only memory mapping of the file where
+   * the page cache holds its pages, instead of a {@code pread} each: no system call and no hand-off to
+   * the read transport, so a get or a scan over data the page cache holds costs a memory copy per block.
+   * Whether it holds them cannot be asked cheaply, so each file's mapped copies are timed: a file whose
+   * copies often wait for the device (more than 16 in a window of 1,024) is read with {@code pread} and
+   * the transport for a second, then tried again, twice as long each time it is found cold again (up to
+   * 64 s). A mapping is unmapped when its file closes and the reads using it are done. Mapped pages are
+   * the page cache's, as buffered reads' pages are, not the store's memory quota. Default true.
+   */
+  public Options mappedReads(boolean mapped) { this.mappedReads = mapped; return this; }
+  public boolean mappedReads() { return mappedReads; }
 
   /**
    * Bytes of the memory quota for the block cache, which holds the key index's index, filter and data
@@ -670,7 +685,7 @@ public final class Options {
         + l0StopWritesTrigger + ", l0BaseRatio=" + l0BaseRatio + ", level1Bytes=" + level1Bytes + ", levelMultiplier=" + levelMultiplier
         + ", dynamicLevelTargets=" + dynamicLevelTargets
         + ", tableTargetBytes=" + tableTargetBytes + ", compactionThreads=" + compactionThreads
-        + ", readQueueDepth=" + readQueueDepth + ", directReads=" + directReads + ", blockCacheSize=" + blockCacheSize()
+        + ", readQueueDepth=" + readQueueDepth + ", directReads=" + directReads + ", mappedReads=" + mappedReads + ", blockCacheSize=" + blockCacheSize()
         + ", fragmentationThreshold=" + fragmentationThreshold + ", flushLookups=" + flushLookups
         + ", l0RevealRatio=" + l0RevealRatio + ", keyIndexGuards=" + keyIndexGuards
         + ", guardLastLevelBits=" + guardLastLevelBits + ", guardBitsStep=" + guardBitsStep

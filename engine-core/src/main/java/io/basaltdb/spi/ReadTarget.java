@@ -31,4 +31,14 @@ public interface ReadTarget {
   default boolean direct() {
     return false;
   }
+
+  /**
+   * Reads as {@link #read} does if it can on the calling thread without waiting for the device, by a
+   * copy from memory (a mapping of the file whose pages the page cache is expected to hold): the bytes
+   * read, or -1 having read nothing, and the caller reads them another way. A batched read asks this
+   * first and hands the rest to its transport. The default cannot: -1.
+   */
+  default int readInPlace(long position, ByteBuffer dst) {
+    return -1;
+  }
 }

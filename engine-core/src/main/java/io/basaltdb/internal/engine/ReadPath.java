@@ -407,20 +407,33 @@ final class ReadPath {
       return made;
     }
 
-    /** Hands over the waiting reads there is room for: each batch keeps up to {@code window} in flight. */
+    /**
+     * Hands over the waiting reads there is room for: each batch keeps up to {@code window} in flight.
+     * A read whose bytes the page cache holds is made here, on the batch's thread, from the file's
+     * mapping ({@link io.basaltdb.spi.ReadTarget#readInPlace}): a copy, with no hand-off to the
+     * transport and back; it completes at once and takes no room.
+     */
     void submit() {
       int room = window - inFlight.size();
       if (room <= 0 || waiting.isEmpty()) return;
       List<ReadTransport.Read> reads = new ArrayList<>(Math.min(room, waiting.size()));
+      int inPlace = 0;
       for (var it = waiting.values().iterator(); it.hasNext() && reads.size() < room; ) {
         Fetch f = it.next();
         it.remove();
         f.read = new ReadTransport.Read(f.target, f.offset, f.dst != null ? f.dst : ByteBuffer.allocate(f.size));
         inFlight.put(f.id, f);
         f.read.result().whenComplete((n, t) -> completed.add(f));
-        reads.add(f.read);
+        int got = f.target.readInPlace(f.offset, f.read.dst().duplicate());
+        if (got >= 0) {
+          inPlace++;
+          f.read.result().complete(got);
+        } else {
+          reads.add(f.read);
+        }
       }
-      stats.batchedReads.add(reads.size());
+      stats.batchedReads.add(reads.size() + inPlace);
+      if (reads.isEmpty()) return;
       stats.batchedReadRounds.increment();
       transport.submit(reads);
     }

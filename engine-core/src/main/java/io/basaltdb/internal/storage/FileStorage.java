@@ -77,6 +77,8 @@ public final class FileStorage implements Storage {
   private final NativeFileCalls nativeCalls;
   /** Whether files are read around the page cache (O_DIRECT). */
   private final boolean directReads;
+  /** Whether buffered reads copy from a memory mapping of the file where they can ({@link FileStorageFile}). */
+  private final boolean mappedReads;
   /** Where direct reads take their aligned buffers: the store's pool once it opens ({@link #useReadBuffers}). */
   private final DirectReads.Buffers buffers = new DirectReads.Buffers();
   /** Directories {@link #mkdirs} has made durable through this object: a concurrent set. */
@@ -92,7 +94,7 @@ public final class FileStorage implements Storage {
 
   /** As {@link #FileStorage(Path)}, with the given native file calls (null for none). */
   public FileStorage(Path root, NativeFileCalls nativeCalls) {
-    this(root, nativeCalls, false);
+    this(root, nativeCalls, false, true);
   }
 
   /**
@@ -103,13 +105,22 @@ public final class FileStorage implements Storage {
    *     {@code root} does not take them (tmpfs, for one)
    */
   public FileStorage(Path root, boolean directReads) {
-    this(root, NATIVE_CALLS, directReads);
+    this(root, NATIVE_CALLS, directReads, true);
   }
 
-  private FileStorage(Path root, NativeFileCalls nativeCalls, boolean directReads) {
+  /**
+   * As {@link #FileStorage(Path, boolean)}; with {@code mappedReads} false, buffered reads never go
+   * through a memory mapping of the file ({@code Options.mappedReads}).
+   */
+  public FileStorage(Path root, boolean directReads, boolean mappedReads) {
+    this(root, NATIVE_CALLS, directReads, mappedReads);
+  }
+
+  private FileStorage(Path root, NativeFileCalls nativeCalls, boolean directReads, boolean mappedReads) {
     this.root = root.toAbsolutePath().normalize();
     this.nativeCalls = nativeCalls;
     this.directReads = directReads;
+    this.mappedReads = mappedReads && !directReads;
     makeDirectories(this.root);
     if (directReads) {
       String why = DirectReads.refusal(this.root);
@@ -168,7 +179,7 @@ public final class FileStorage implements Storage {
 
   /** A file over {@code channel}, with direct reads if this storage has them (closing the channel if they fail to open). */
   private FileStorageFile file(String name, Path path, FileChannel channel) throws IOException {
-    if (!directReads) return new FileStorageFile(name, path, channel, nativeCalls);
+    if (!directReads) return new FileStorageFile(name, path, channel, nativeCalls, null, mappedReads);
     try {
       return new FileStorageFile(name, path, channel, nativeCalls, DirectReads.open(path, buffers));
     } catch (IOException | RuntimeException e) {

@@ -10,6 +10,8 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A file of {@link FileStorage}: a {@link FileChannel} opened for reading and writing.
@@ -51,6 +53,21 @@ final class FileStorageFile implements StorageFile {
   private volatile boolean closed;
   /** The first sync failure, set once by a failing sync(); read by every later sync. */
   private volatile StorageException syncFailure;
+  /**
+   * The file mapped for reads ({@link Mapping}), made by the first read that finds none and replaced when
+   * the file has grown well past it; null until then, when reads are not mapped, and once closed.
+   */
+  private volatile Mapping mapping;
+  /** Whether reads may go through a mapping: buffered reads, unless turned off or a mapping failed. */
+  private volatile boolean mapped;
+  /** Until when ({@link System#nanoTime}) the file is cold: reads skip the mapping. */
+  private volatile long coldUntil = System.nanoTime();
+  /** How long the last cold spell lasted; 0 after a window with few slow copies. Written by one judge at a time. */
+  private volatile long coldFor;
+  private final AtomicInteger windowReads = new AtomicInteger();
+  private final AtomicInteger slowReads = new AtomicInteger();
+  private final LongAdder mappedReads = new LongAdder();
+  private final LongAdder coldSpells = new LongAdder();
 
   FileStorageFile(String name, Path path, FileChannel channel) {
     this(name, path, channel, null);
@@ -62,11 +79,18 @@ final class FileStorageFile implements StorageFile {
 
   /** As above; with {@code direct} non-null, reads bypass the page cache through it (see {@link DirectReads}). */
   FileStorageFile(String name, Path path, FileChannel channel, NativeFileCalls nativeCalls, DirectReads direct) {
+    this(name, path, channel, nativeCalls, direct, true);
+  }
+
+  /** As above; {@code mappedReads} false keeps buffered reads off a mapping of the file. */
+  FileStorageFile(String name, Path path, FileChannel channel, NativeFileCalls nativeCalls, DirectReads direct,
+      boolean mappedReads) {
     this.name = name;
     this.path = path;
     this.channel = channel;
     this.nativeCalls = nativeCalls;
     this.direct = direct;
+    this.mapped = mappedReads && direct == null;
   }
 
   @Override
@@ -97,6 +121,10 @@ final class FileStorageFile implements StorageFile {
         throw failure("direct read of " + dst.remaining() + " bytes at offset " + position + " from ", e);
       }
     }
+    if (mapped) {
+      int n = readMapped(position, dst);
+      if (n >= 0) return n;
+    }
     int total = 0;
     try {
       while (dst.hasRemaining()) { // a positional read may return fewer bytes than asked before the end
@@ -111,6 +139,139 @@ final class FileStorageFile implements StorageFile {
       throw failure("read of " + dst.remaining() + " bytes at offset " + (position + total) + " from ", e);
     }
     return total;
+  }
+
+  @Override
+  public int readInPlace(long position, ByteBuffer dst) {
+    checkPosition(position);
+    ensureOpen();
+    return mapped ? readMapped(position, dst) : -1;
+  }
+
+  /** Files larger than this are read with pread only: one mapping is one MappedByteBuffer. */
+  private static final long MAX_MAPPING = Integer.MAX_VALUE;
+  /** A mapped file is mapped again for a read past its mapping once it has grown by this much (or a quarter). */
+  private static final long REMAP_GROWTH = 1 << 20;
+  /** Mapped reads judged together: if more than {@link #SLOW_PER_WINDOW} of them were slow, the file is cold. */
+  static final int WINDOW = 1024;
+  static final int SLOW_PER_WINDOW = 16;
+  /** A copy slower than this (plus a nanosecond a byte) waited for the device: a page fault read a page in. */
+  private static final long SLOW_COPY_NANOS = 30_000;
+  /** How long a cold file is read with pread first, doubling each time it is found cold again, up to the most. */
+  static final long COLD_NANOS = 1_000_000_000L;
+  private static final long MAX_COLD_NANOS = 64 * COLD_NANOS;
+
+  /**
+   * A read-only mapping of the file's first {@code size} bytes, shared by its readers: each read holds a
+   * reference while it copies, the file holds one until it closes, truncates or maps again, and the last
+   * to let go unmaps it, so no read ever touches unmapped memory.
+   */
+  private static final class Mapping {
+    final java.nio.MappedByteBuffer buffer;
+    final long size;
+    private final AtomicInteger refs = new AtomicInteger(1);
+
+    Mapping(java.nio.MappedByteBuffer buffer, long size) {
+      this.buffer = buffer;
+      this.size = size;
+    }
+
+    boolean acquire() {
+      for (int r = refs.get(); r > 0; r = refs.get()) {
+        if (refs.compareAndSet(r, r + 1)) return true;
+      }
+      return false;
+    }
+
+    void release() {
+      if (refs.decrementAndGet() == 0) net.openhft.chronicle.core.UnsafeMemory.UNSAFE.invokeCleaner(buffer);
+    }
+  }
+
+  /**
+   * Copies {@code dst.remaining()} bytes at {@code position} from the mapping: the bytes copied, or -1
+   * having copied nothing (the file is cold, the read is past the mapping, or no mapping could be made),
+   * and the caller reads them another way. The page cache cannot be asked cheaply what it holds
+   * ({@code mincore} costs more than the {@code pread} it would spare), so the copy is timed instead: a
+   * file whose copies often wait for the device is cold, and read another way for a while ({@link
+   * #judge}).
+   */
+  private int readMapped(long position, ByteBuffer dst) {
+    int want = dst.remaining();
+    if (want == 0) return -1;
+    long start = System.nanoTime();
+    if (start - coldUntil < 0) return -1;
+    Mapping m = mapping;
+    if (m == null || position + want > m.size) m = remap(m, position + want);
+    if (m == null || position + want > m.size || !m.acquire()) return -1;
+    try {
+      dst.put(dst.position(), m.buffer, (int) position, want);
+      dst.position(dst.position() + want);
+    } finally {
+      m.release();
+    }
+    mappedReads.increment();
+    judge(System.nanoTime() - start > SLOW_COPY_NANOS + want);
+    return want;
+  }
+
+  /**
+   * Counts a mapped read, slow or not; at the end of each window of {@link #WINDOW} reads, a file with
+   * more than {@link #SLOW_PER_WINDOW} slow ones goes cold for {@link #COLD_NANOS}, twice as long as
+   * last time if it went cold in its last window too. A thread descheduled mid-copy makes a warm file's
+   * copy slow now and then; a file the page cache does not hold makes most of them slow. Counted without
+   * locks: a lost count only moves a window's end.
+   */
+  void judge(boolean slow) {
+    if (slow) slowReads.incrementAndGet();
+    if (windowReads.incrementAndGet() % WINDOW != 0) return;
+    int slowInWindow = slowReads.getAndSet(0);
+    if (slowInWindow > SLOW_PER_WINDOW) {
+      coldFor = coldFor == 0 ? COLD_NANOS : Math.min(MAX_COLD_NANOS, coldFor * 2);
+      coldUntil = System.nanoTime() + coldFor;
+      coldSpells.increment();
+    } else {
+      coldFor = 0;
+    }
+  }
+
+  /**
+   * The mapping a read ending at {@code end} should use: a new one of the whole file if there is none or
+   * the file has grown well past {@code old} (by {@link #REMAP_GROWTH} or a quarter); else the current
+   * one (null if none).
+   */
+  private synchronized Mapping remap(Mapping old, long end) {
+    Mapping m = mapping;
+    if (m != old || closed || !mapped) return m; // another reader mapped it again, or no mapping at all
+    try {
+      long size = channel.size();
+      if (size == 0 || size > MAX_MAPPING || size < end) return m;
+      if (m != null && size - m.size < Math.max(REMAP_GROWTH, m.size / 4)) return m;
+      Mapping next = new Mapping(channel.map(FileChannel.MapMode.READ_ONLY, 0, size), size);
+      mapping = next;
+      if (m != null) m.release();
+      return next;
+    } catch (IOException | RuntimeException e) {
+      mapped = false; // no mapping (an interrupt closed the channel, say): reads use pread, which reports failures
+      return m;
+    }
+  }
+
+  /** Drops the mapping (the file closes or shrinks): unmapped once the reads holding it are done. Holds the monitor. */
+  private void unmap() {
+    Mapping m = mapping;
+    mapping = null;
+    if (m != null) m.release();
+  }
+
+  /** Reads served by the mapping (tests). */
+  long mappedReads() {
+    return mappedReads.sum();
+  }
+
+  /** Times the file was found cold (tests). */
+  long coldSpells() {
+    return coldSpells.sum();
   }
 
   @Override
@@ -151,7 +312,10 @@ final class FileStorageFile implements StorageFile {
     try {
       long current = call(FileChannel::size);
       if (size < current) {
-        call(ch -> ch.truncate(size));
+        synchronized (this) { // no read maps the file again between the two
+          unmap(); // a mapping past the end would fault
+          call(ch -> ch.truncate(size));
+        }
       } else if (size > current) {
         extend(size);
       }
@@ -206,6 +370,7 @@ final class FileStorageFile implements StorageFile {
     synchronized (this) {
       closed = true;
       ch = channel;
+      unmap();
     }
     try {
       ch.close();

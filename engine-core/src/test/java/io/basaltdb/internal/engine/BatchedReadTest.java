@@ -94,15 +94,36 @@ class BatchedReadTest {
       List<byte[]> keys = new ArrayList<>();
       for (int i = 0; i < n; i++) keys.add(key(i));
       keys.add("absent".getBytes());
-      long before = e.stats().get("documentReads");
+      Map<String, Long> before = e.stats();
       List<byte[]> got = e.getAll(ids(1, keys.size()), keys);
-      long reads = e.stats().get("documentReads") - before;
+      Map<String, Long> after = e.stats();
+      long reads = delta(before, after, "documentReads");
       for (int i = 0; i < n; i++) {
         assertArrayEquals(e.get(1, key(i)), got.get(i), "key " + i);
         if (i % 3 != 0) assertArrayEquals(value(i), got.get(i));
       }
       assertNull(got.get(n));
       assertTrue(reads > 0 && reads < n / 10, "one read per distinct 4 KiB block, not per key: " + reads);
+      // The page cache holds the files just written: every read is a copy from their mappings, made on
+      // this thread, and none goes to the transport.
+      assertTrue(delta(before, after, "batchedReads") >= reads, "the batch's reads are counted: " + after);
+      assertEquals(0, delta(before, after, "batchedReadRounds"), "no read was handed to the transport");
+    }
+  }
+
+  @Test
+  void getAll_onDisk_withoutMappedReads_handsItsReadsToTheTransport() {
+    Options o = Options.defaults().memoryQuota(64L << 20).syncMode(SyncMode.NONE).writeCacheSize(4L << 20);
+    try (Engine e = Engine.open(new FileStorage(dir, false, false), o)) {
+      for (int i = 0; i < 500; i++) put(e, 1, key(i), value(i));
+      e.flush();
+      List<byte[]> keys = new ArrayList<>();
+      for (int i = 0; i < 500; i += 50) keys.add(key(i));
+      Map<String, Long> before = e.stats();
+      List<byte[]> got = e.getAll(ids(1, keys.size()), keys);
+      Map<String, Long> after = e.stats();
+      for (int i = 0; i < keys.size(); i++) assertArrayEquals(value(i * 50), got.get(i));
+      assertTrue(delta(before, after, "batchedReadRounds") > 0, "the reads went to the transport: " + after);
     }
   }
 
