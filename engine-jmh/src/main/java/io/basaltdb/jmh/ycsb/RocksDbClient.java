@@ -39,6 +39,8 @@ import site.ycsb.Status;
  * WAL before each acknowledgement, {@code periodic} every 100 ms from a background thread, {@code none}
  * never. {@code rocksdb.directreads=true} reads table files with O_DIRECT ({@code use_direct_reads}, as
  * Basalt's {@code directReads} option: neither engine then reads through the page cache; default false).
+ * {@code rocksdb.mmapreads=true} reads table files through memory mappings ({@code allow_mmap_reads}, as
+ * Basalt's default {@code mappedReads}; RocksDB's default is false, and bin/compare keeps it).
  * {@code rocksdb.dir} is the directory (default {@code rocksdb-ycsb-data}). Updates merge fields
  * under the same striped locks as Basalt's binding.
  *
@@ -110,7 +112,8 @@ public final class RocksDbClient extends DB {
       org.rocksdb.Options options = new org.rocksdb.Options().setCreateIfMissing(true)
           .setCompressionType(CompressionType.LZ4_COMPRESSION).setWriteBufferSize(memory / 4)
           .setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3).setTableFormatConfig(table)
-          .setUseDirectReads(Boolean.parseBoolean(p.getProperty("rocksdb.directreads", "false").trim()));
+          .setUseDirectReads(Boolean.parseBoolean(p.getProperty("rocksdb.directreads", "false").trim()))
+          .setAllowMmapReads(Boolean.parseBoolean(p.getProperty("rocksdb.mmapreads", "false").trim()));
       RocksDB db = RocksDB.open(options, dir.toString());
       WriteOptions write = new WriteOptions().setSync(sync.equals("sync"));
       ScheduledExecutorService syncer = null;
