@@ -14,5 +14,6 @@ if [ ! -d $L ]; then
   java -Xmx2g "${flags[@]}" -cp $jar site.ycsb.Client -load -P engine-ycsb/workloads/workloada "${props[@]}" -p rocksdb.dir=$L -p recordcount=$REC -threads 8 > /tmp/prof/rload-$REC.out 2>&1
 fi
 rm -rf /tmp/prof/rdata; cp -r $L /tmp/prof/rdata
-java -Xmx2g "${flags[@]}" -cp $jar site.ycsb.Client -t -P engine-ycsb/workloads/$W "${props[@]}" "$@" -p rocksdb.dir=/tmp/prof/rdata -p recordcount=$REC -p operationcount=20000000 -p maxexecutiontime=${SECS:-20} -threads ${THREADS:-8} > /tmp/prof/$tag.out 2>&1
+/usr/bin/time -f "CPU user %U sys %S wall %e" -o /tmp/prof/$tag.time java -Xmx2g "${flags[@]}" ${JOPTS:-} -cp $jar site.ycsb.Client -t -P engine-ycsb/workloads/$W "${props[@]}" "$@" -p rocksdb.dir=/tmp/prof/rdata -p recordcount=$REC -p operationcount=20000000 -p maxexecutiontime=${SECS:-20} -threads ${THREADS:-8} > /tmp/prof/$tag.out 2>&1
 grep -E "OVERALL\], Through|SCAN\], 99th|READ\], 99th" /tmp/prof/$tag.out
+cat /tmp/prof/$tag.time
