@@ -84,7 +84,7 @@ final class Checkpoints {
       maxFile = Math.max(maxFile, m.nextFileNumber() - 1);
       nextKeyspaceId = Math.max(nextKeyspaceId, m.nextKeyspaceId()); // ids are never handed out twice
     }
-    for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
+    for (long n : FileNames.walNumbers(storage)) maxFile = Math.max(maxFile, n);
     for (int ks = 1; ks < nextKeyspaceId; ks++) {
       for (String dir : FileNames.dataDirs(ks)) {
         for (String f : storage.list(dir)) maxFile = Math.max(maxFile, FileNames.dataFileNumber(f));
@@ -105,7 +105,7 @@ final class Checkpoints {
       if (m.number() <= target.number()) retained.add(m);
     }
     retained.add(rolled);
-    for (long n : CommitLog.list(storage)) {
+    for (long n : FileNames.walNumbers(storage)) {
       if (n < walStart) storage.delete(FileNames.wal(n));
     }
     deleteUnnamed(storage, retained, nextKeyspaceId);

@@ -157,15 +157,9 @@ final class CommitLog implements AutoCloseable {
     return p.isEmpty() ? null : p.get(0);
   }
 
-  /** WAL file numbers present, ascending. */
+  /** WAL file numbers present, ascending ({@link FileNames#walNumbers}). */
   static List<Long> list(Storage storage) {
-    List<Long> out = new ArrayList<>();
-    for (String n : storage.list(DIR)) {
-      long v = numberOf(n);
-      if (v >= 0) out.add(v);
-    }
-    out.sort(null);
-    return out;
+    return FileNames.walNumbers(storage);
   }
 
   private void open(long n) {

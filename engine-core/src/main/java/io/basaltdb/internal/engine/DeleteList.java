@@ -37,7 +37,7 @@ final class DeleteList {
     if (n == 0) return List.of();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = pairs[2 * i];
-    int[] order = Flusher.seqnoOrder(seqnos);
+    int[] order = WriteCache.seqnoOrder(seqnos);
     long[] sorted = new long[n];
     int[] sizes = new int[n];
     for (int j = 0; j < n; j++) {

@@ -199,7 +199,7 @@ public final class EngineFeed implements AutoCloseable {
     }
     int n = keys.size();
     long[] unsorted = Arrays.copyOf(seqnos[0], n);
-    int[] order = Flusher.seqnoOrder(unsorted); // distinct seqnos, a write cache's span: a primitive sort
+    int[] order = WriteCache.seqnoOrder(unsorted); // distinct seqnos, a write cache's span: a primitive sort
     cacheSeqnos = new long[n];
     cacheKeys = new byte[n][];
     cacheImmutable = new boolean[n];

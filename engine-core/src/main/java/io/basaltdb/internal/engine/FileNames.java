@@ -62,6 +62,17 @@ final class FileNames {
     return name.endsWith(".log") ? parse(name.substring(0, name.length() - 4)) : -1;
   }
 
+  /** WAL file numbers present in {@link #WAL_DIR}, ascending. */
+  static java.util.List<Long> walNumbers(io.basaltdb.internal.storage.Storage storage) {
+    java.util.List<Long> out = new java.util.ArrayList<>();
+    for (String n : storage.list(WAL_DIR)) {
+      long v = walNumber(n);
+      if (v >= 0) out.add(v);
+    }
+    out.sort(null);
+    return out;
+  }
+
   /** The directory of a keyspace's key index tables. */
   static String indexDir(int keyspace) {
     return KEYSPACES_DIR + "/" + keyspace + "/index";

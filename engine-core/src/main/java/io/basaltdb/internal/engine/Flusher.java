@@ -44,8 +44,8 @@ final class Flusher {
   private final EngineStats stats;
   private final StoreState state;
   private final WorkerEvents events;
-  /** Tail segment writer of each keyspace; flushing thread only. */
-  private final Map<Integer, Tail> writers;
+  /** SegmentTail segment writer of each keyspace; flushing thread only. */
+  private final Map<Integer, SegmentTail> writers;
   /**
    * Run a flush's key lookups ({@link #startLookups}); shut down by {@link #stop}. Its two threads exit
    * after a second idle, so a store whose open failed after a recovery flush leaves none.
@@ -65,16 +65,13 @@ final class Flusher {
   /** Hears of each version a flush reports stale (tests); volatile: set while the flusher runs. */
   private volatile DiscardListener listener = DiscardListener.NONE;
 
-  /** The segment being appended to, its file, and the file's block cache owner (for its index pages). */
-  record Tail(SegmentWriter writer, StorageFile file, long cacheOwner) {}
-
   private final Thread thread;
   private final Object signal = new Object();
   /** Guarded by signal. */
   private boolean stopping;
 
   Flusher(Options options, Storage storage, Versions versions, VersionSet versionSet, TableCache tables,
-      KeyspaceCatalog catalog, EngineStats stats, StoreState state, WorkerEvents events, Map<Integer, Tail> writers) {
+      KeyspaceCatalog catalog, EngineStats stats, StoreState state, WorkerEvents events, Map<Integer, SegmentTail> writers) {
     this.options = options;
     this.storage = storage;
     this.blockCache = tables.blockCache();
@@ -299,35 +296,6 @@ final class Flusher {
   }
 
   /**
-   * The indexes of {@code seqnos} (distinct) in seqno order. A write cache's seqnos span less than 2^31,
-   * so each is packed with its index into one long (offset from the smallest above, index below) and the
-   * longs are sorted as primitives: no boxing, no comparator (a boxed sort took a fifth of the flusher's
-   * time). A wider span falls back to a boxed sort.
-   */
-  static int[] seqnoOrder(long[] seqnos) {
-    int n = seqnos.length;
-    long min = Long.MAX_VALUE;
-    long max = Long.MIN_VALUE;
-    for (long q : seqnos) {
-      min = Math.min(min, q);
-      max = Math.max(max, q);
-    }
-    int[] order = new int[n];
-    if (n > 0 && max - min >= (1L << 31)) {
-      Integer[] boxed = new Integer[n];
-      for (int i = 0; i < n; i++) boxed[i] = i;
-      Arrays.sort(boxed, (a, b) -> Long.compare(seqnos[a], seqnos[b]));
-      for (int i = 0; i < n; i++) order[i] = boxed[i];
-      return order;
-    }
-    long[] packed = new long[n];
-    for (int i = 0; i < n; i++) packed[i] = (seqnos[i] - min) << 32 | i;
-    Arrays.sort(packed);
-    for (int i = 0; i < n; i++) order[i] = (int) packed[i];
-    return order;
-  }
-
-  /**
    * Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table adds;
    * {@code older} are the keyspace's tables before it. With {@link Options#flushLookups}, each key is
    * looked up there ({@link #startLookups}) and the version it supersedes (unless a tombstone) goes to the
@@ -341,7 +309,7 @@ final class Flusher {
     int n = keys.size();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
-    int[] order = seqnoOrder(seqnos);
+    int[] order = WriteCache.seqnoOrder(seqnos);
     long[] hints = new long[n];
     int[] sizes = new int[n];
     // With exact item counts, each entry says what was below this cache when it was written (the
@@ -449,14 +417,14 @@ final class Flusher {
   private void writeDocuments(int ks, List<byte[]> keys, List<byte[]> entries, long[] seqnos, int[] order,
       long[] hints, int[] sizes, VersionEdit edit, long limit) {
     int n = keys.size();
-    Tail tail = writers.get(ks);
+    SegmentTail tail = writers.get(ks);
     for (int j = 0; j < n; j++) {
       int i = order[j];
-      if (tail == null || tail.writer.size() >= limit) {
+      if (tail == null || tail.writer().size() >= limit) {
         if (tail != null) edit.putSegment(ks, checkpoint(tail));
         tail = newSegment(ks, seqnos[i], limit);
       }
-      SegmentWriter w = tail.writer;
+      SegmentWriter w = tail.writer();
       byte[] e = entries.get(i);
       long before = w.size();
       int at = WriteCache.valueOffset(e); // appended from the entry itself: no copy of the value
@@ -633,32 +601,27 @@ final class Flusher {
   }
 
   /** Starts a tail segment for keyspace {@code ks}, preallocated to {@code limit} bytes. */
-  private Tail newSegment(int ks, long startSeqno, long limit) {
+  private SegmentTail newSegment(int ks, long startSeqno, long limit) {
     long number = versionSet.nextFileNumber.getAndIncrement();
     if (number > Integer.MAX_VALUE) throw new BasaltException("file numbers exhausted");
     storage.mkdirs(FileNames.logDir(ks));
     StorageFile f = storage.create(FileNames.segment(ks, number));
     tables.track(f);
-    SegmentOptions o = segmentOptions(options).withPreallocateBytes(limit); // limit <= segmentSize
-    Tail t = new Tail(SegmentWriter.create(f, number, startSeqno, o), f, blockCache.newOwners(2));
+    SegmentOptions o = SegmentTail.segmentOptions(options).withPreallocateBytes(limit); // limit <= segmentSize
+    SegmentTail t = new SegmentTail(SegmentWriter.create(f, number, startSeqno, o), f, blockCache.newOwners(2));
     writers.put(ks, t);
     return t;
   }
 
-  static SegmentOptions segmentOptions(Options o) {
-    return SegmentOptions.defaults().withBlockSize(o.blockSize()).withMaxSegmentSize(o.segmentSize())
-        .withPreallocateBytes(o.segmentSize());
-  }
-
   /** Seals what the writer holds, syncs it and returns a reader of that state. */
-  private KeyspaceFiles.Segment checkpoint(Tail t) {
-    SegmentWriter w = t.writer;
+  private KeyspaceFiles.Segment checkpoint(SegmentTail t) {
+    SegmentWriter w = t.writer();
     long before = w.size();
     SegmentState st = w.checkpoint();
     stats.segmentBytesWritten.add(w.size() - before);
     stats.segmentWrittenMillis.put(w.segmentId(), System.currentTimeMillis()); // not cold: just written
     w.sync();
-    return new KeyspaceFiles.Segment(st, new SegmentReader(t.file, st, blockCache, t.cacheOwner));
+    return new KeyspaceFiles.Segment(st, new SegmentReader(t.file(), st, blockCache, t.cacheOwner()));
   }
 
   /** Stops the thread; a flush in progress completes first. */

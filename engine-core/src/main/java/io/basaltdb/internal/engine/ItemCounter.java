@@ -2,7 +2,6 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.internal.sstable.KeyRecord;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,12 +24,18 @@ import java.util.concurrent.ConcurrentHashMap;
  * the counts are written under the apply lock and read by anyone.
  */
 final class ItemCounter {
-  private final ReadPath reads;
+  /** Finds the newest key index record of a key in a version's files ({@code ReadPath#findRecord}). */
+  @FunctionalInterface
+  interface RecordFinder {
+    boolean find(KeyspaceFiles files, byte[] key, KeyRecord rec);
+  }
+
+  private final RecordFinder reads;
   private final KeyspaceCatalog catalog;
   /** The live counts as of the last published seqno, by keyspace id (absent: 0). */
   private final Map<Integer, Long> counts = new ConcurrentHashMap<>();
 
-  ItemCounter(ReadPath reads, KeyspaceCatalog catalog) {
+  ItemCounter(RecordFinder reads, KeyspaceCatalog catalog) {
     this.reads = reads;
     this.catalog = catalog;
   }
@@ -112,39 +117,9 @@ final class ItemCounter {
     if (e != null) return new State(counted(e), WriteCache.belowOf(e));
     e = v.immutable == null ? null : v.immutable.get(ks, key);
     if (e != null) return new State(counted(e), WriteCache.Below.UNKNOWN);
-    if (!reads.findRecord(v.files(ks), key, rec)) return new State(false, WriteCache.Below.NONE);
+    if (!reads.find(v.files(ks), key, rec)) return new State(false, WriteCache.Below.NONE);
     // A version with an expiry is below as a tombstone is: its report is left to the compaction that drops
     // it (at the bottom once it has expired, or under a newer version), so it is never reported twice.
     return new State(!rec.tombstone && rec.expiry == 0, WriteCache.Below.of(rec.tombstone || rec.expiry != 0, rec.seqno, rec.docSize));
-  }
-
-  /**
-   * The live keys of keyspace {@code ks} in {@code v}, by a merge of its write caches and key index
-   * tables (a recount, at the open of a store whose counts are not exact).
-   */
-  static long countLive(Version v, int ks) {
-    KeyspaceFiles files = v.files(ks);
-    List<MergingIterator.Source> sources = new ArrayList<>();
-    List<io.basaltdb.internal.skiplist.Snapshot> snaps = new ArrayList<>();
-    try {
-      for (WriteCache c : new WriteCache[] {v.active, v.immutable}) {
-        if (c == null) continue;
-        io.basaltdb.internal.skiplist.Snapshot s = c.list.snapshot();
-        snaps.add(s);
-        sources.add(new MergeSources.CacheSource(s.iterator(), ks, new byte[0]));
-      }
-      MergeSources.addIndexSources(files, new byte[0], null, false, sources);
-      long n = 0;
-      try (MergingIterator merge = new MergingIterator(sources, true, null, 0)) {
-        sources = List.of(); // the merge closes them now
-        while (merge.next()) {
-          if (merge.current().expiry() == 0) n++; // keys written with an expiry are not counted
-        }
-      }
-      return n;
-    } finally {
-      for (MergingIterator.Source s : sources) s.close();
-      for (io.basaltdb.internal.skiplist.Snapshot s : snaps) s.close();
-    }
   }
 }

@@ -2,6 +2,8 @@ package io.basaltdb.internal.engine;
 
 import io.basaltdb.internal.skiplist.SnapshotIterator;
 import io.basaltdb.internal.sstable.TableIterator;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The {@link MergingIterator.Source}s of the store: one keyspace of a write cache snapshot, a key index
@@ -254,6 +256,36 @@ final class MergeSources {
       if (merge != null) merge.close();
       merge = null;
       current = null;
+    }
+  }
+
+  /**
+   * The live keys of keyspace {@code ks} in {@code v}, by a merge of its write caches and key index
+   * tables (a recount, at the open of a store whose counts are not exact).
+   */
+  static long countLive(Version v, int ks) {
+    KeyspaceFiles files = v.files(ks);
+    List<MergingIterator.Source> sources = new ArrayList<>();
+    List<io.basaltdb.internal.skiplist.Snapshot> snaps = new ArrayList<>();
+    try {
+      for (WriteCache c : new WriteCache[] {v.active, v.immutable}) {
+        if (c == null) continue;
+        io.basaltdb.internal.skiplist.Snapshot s = c.list.snapshot();
+        snaps.add(s);
+        sources.add(new MergeSources.CacheSource(s.iterator(), ks, new byte[0]));
+      }
+      MergeSources.addIndexSources(files, new byte[0], null, false, sources);
+      long n = 0;
+      try (MergingIterator merge = new MergingIterator(sources, true, null, 0)) {
+        sources = List.of(); // the merge closes them now
+        while (merge.next()) {
+          if (merge.current().expiry() == 0) n++; // keys written with an expiry are not counted
+        }
+      }
+      return n;
+    } finally {
+      for (MergingIterator.Source s : sources) s.close();
+      for (io.basaltdb.internal.skiplist.Snapshot s : snaps) s.close();
     }
   }
 }

@@ -30,7 +30,7 @@ final class Recovery {
   static final class State {
     Manifest manifest;
     final Map<Integer, KeyspaceFiles> files = new HashMap<>();
-    final Map<Integer, Flusher.Tail> segmentWriters = new HashMap<>();
+    final Map<Integer, SegmentTail> segmentWriters = new HashMap<>();
     /** Retained manifests (checkpoints): number to creation time. */
     final TreeMap<Long, Long> checkpoints = new TreeMap<>();
     /** Names of the data files each retained manifest names. */
@@ -58,7 +58,7 @@ final class Recovery {
       }
       checkLayout(st.manifest, options);
       long maxFile = st.manifest.nextFileNumber() - 1;
-      for (long n : CommitLog.list(storage)) maxFile = Math.max(maxFile, n);
+      for (long n : FileNames.walNumbers(storage)) maxFile = Math.max(maxFile, n);
       deleteOrphans(storage, st);
       for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) {
         openKeyspace(options, tables, k, st);
@@ -118,7 +118,7 @@ final class Recovery {
       long owner = tables.blockCache().newOwners(2); // index pages, documents
       segments.add(new KeyspaceFiles.Segment(s, new SegmentReader(f, s, tables.blockCache(), owner)));
       if (i == k.segments().size() - 1 && s.tailOffset() < options.segmentSize()) {
-        st.segmentWriters.put(k.id(), new Flusher.Tail(SegmentWriter.reopen(f, s, Flusher.segmentOptions(options)), f,
+        st.segmentWriters.put(k.id(), new SegmentTail(SegmentWriter.reopen(f, s, SegmentTail.segmentOptions(options)), f,
             owner));
       }
     }

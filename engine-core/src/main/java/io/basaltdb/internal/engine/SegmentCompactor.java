@@ -410,7 +410,7 @@ final class SegmentCompactor {
       long written = 0;
       for (KeyspaceFiles.Segment s : inputs) written = Math.max(written, stats.segmentWrittenMillis(s.state().segmentId()));
       boolean cold = options.coldSegmentMillis() > 0 && System.currentTimeMillis() - written >= options.coldSegmentMillis();
-      w = SegmentWriter.create(file, number, start, Flusher.segmentOptions(options).withPreallocateBytes(prealloc)
+      w = SegmentWriter.create(file, number, start, SegmentTail.segmentOptions(options).withPreallocateBytes(prealloc)
           .withZstdLevel(cold ? options.coldZstdLevel() : 0));
       try (DeleteList.Cursor stale = new DeleteList.Cursor(f.deletes, start, end)) {
         boolean more = stale.next();

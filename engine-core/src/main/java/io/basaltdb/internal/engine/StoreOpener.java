@@ -95,7 +95,7 @@ final class StoreOpener {
     if (m != null) store.restoredKeyspaceIds(m.nextKeyspaceId());
     ReadPath reads = new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
     if (options.exactItemCounts()) {
-      versions.items = new ItemCounter(reads, catalog);
+      versions.items = new ItemCounter(reads::findRecord, catalog);
       if (loaded != null) {
         for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet()) versions.items.set(e.getKey(), e.getValue());
       }
@@ -151,7 +151,8 @@ final class StoreOpener {
       StoreState state = new StoreState(notifier);
       EngineStats stats = new EngineStats();
       VersionSet versionSet = new VersionSet(storage, versions, tables, state, stats,
-          options.checkpointRetentionMillis(), options.checkpointIntervalMillis(), options.checkpointSpaceRatio(), st);
+          options.checkpointRetentionMillis(), options.checkpointIntervalMillis(), options.checkpointSpaceRatio(), st,
+          n -> CommitLog.retire(storage, n));
       Wiring events = new Wiring(state);
       versions.onVersionFreed(events::versionFreed);
       Flusher flusher = new Flusher(options, storage, versions, versionSet, tables, catalog, stats, state, events,
@@ -167,7 +168,7 @@ final class StoreOpener {
       // a store whose counts are not exact counts its keys after the replay.
       boolean counted = options.exactItemCounts() && st.manifest.itemsCounted();
       if (counted) {
-        versions.items = new ItemCounter(reads, catalog);
+        versions.items = new ItemCounter(reads::findRecord, catalog);
         for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) versions.items.set(k.id(), k.counters().items());
       }
       // A deleted WAL file fails the open here rather than losing its writes silently in the replay.
@@ -232,12 +233,12 @@ final class StoreOpener {
    * counts at its switch; a crash before it recounts at the next open.
    */
   private static void recountItems(Versions versions, ReadPath reads, KeyspaceCatalog catalog) {
-    ItemCounter items = new ItemCounter(reads, catalog);
+    ItemCounter items = new ItemCounter(reads::findRecord, catalog);
     Version v = versions.acquire();
     try {
       for (String name : catalog.names()) {
         int ks = catalog.id(name);
-        items.set(ks, ItemCounter.countLive(v, ks));
+        items.set(ks, MergeSources.countLive(v, ks));
       }
     } finally {
       v.release();

@@ -101,10 +101,14 @@ final class VersionSet {
    * when the rollback's clean-up was cut short.
    */
   private final long openedWalStart;
+  /** Disposes of a WAL file the manifest no longer needs: into the WAL's pool, or deleted. */
+  private final java.util.function.LongConsumer retireWal;
 
   VersionSet(Storage storage, Versions versions, TableCache tables, StoreState state, EngineStats stats,
-      long retentionMillis, long intervalMillis, double spaceRatio, Recovery.State recovered) {
+      long retentionMillis, long intervalMillis, double spaceRatio, Recovery.State recovered,
+      java.util.function.LongConsumer retireWal) {
     this.storage = storage;
+    this.retireWal = retireWal;
     this.versions = versions;
     this.tables = tables;
     this.state = state;
@@ -388,12 +392,12 @@ final class VersionSet {
    * tables, segments) no live version and no retained checkpoint names. Caller holds lock.
    */
   private void deleteObsolete() {
-    for (long n : CommitLog.list(storage)) {
+    for (long n : FileNames.walNumbers(storage)) {
       if (n < openedWalStart) {
         deleteQuietly(FileNames.wal(n));
       } else if (n < manifest.walStart()) {
         try {
-          CommitLog.retire(storage, n); // kept for reuse, or deleted
+          retireWal.accept(n); // kept for reuse, or deleted
         } catch (BasaltException e) {
           stats.obsoleteDeleteFailures.increment();
         }

@@ -4,6 +4,7 @@ import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.skiplist.SkipList;
 import io.basaltdb.internal.skiplist.SkipListConfig;
+import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -398,5 +399,34 @@ final class WriteCache {
         list.delete(k);
       }
     }
+  }
+
+  /**
+   * The indexes of {@code seqnos} (distinct) in seqno order. A write cache's seqnos span less than 2^31,
+   * so each is packed with its index into one long (offset from the smallest above, index below) and the
+   * longs are sorted as primitives: no boxing, no comparator (a boxed sort took a fifth of the flusher's
+   * time). A wider span falls back to a boxed sort.
+   */
+  static int[] seqnoOrder(long[] seqnos) {
+    int n = seqnos.length;
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    for (long q : seqnos) {
+      min = Math.min(min, q);
+      max = Math.max(max, q);
+    }
+    int[] order = new int[n];
+    if (n > 0 && max - min >= (1L << 31)) {
+      Integer[] boxed = new Integer[n];
+      for (int i = 0; i < n; i++) boxed[i] = i;
+      Arrays.sort(boxed, (a, b) -> Long.compare(seqnos[a], seqnos[b]));
+      for (int i = 0; i < n; i++) order[i] = boxed[i];
+      return order;
+    }
+    long[] packed = new long[n];
+    for (int i = 0; i < n; i++) packed[i] = (seqnos[i] - min) << 32 | i;
+    Arrays.sort(packed);
+    for (int i = 0; i < n; i++) order[i] = (int) packed[i];
+    return order;
   }
 }

@@ -28,7 +28,7 @@ class FlusherOrderTest {
           seqnos[n - 1] = base + Math.max(span, n) - 1;
           if (Arrays.stream(seqnos).distinct().count() < n) continue;
         }
-        assertArrayEquals(expected(seqnos), Flusher.seqnoOrder(seqnos), "span " + span + ", " + n + " seqnos");
+        assertArrayEquals(expected(seqnos), WriteCache.seqnoOrder(seqnos), "span " + span + ", " + n + " seqnos");
       }
     }
   }
