@@ -38,6 +38,8 @@ final class EngineStats {
   /** Reads batched gets handed to the read transport (key index and document blocks), and the rounds they took. */
   final LongAdder batchedReads = new LongAdder();
   final LongAdder batchedReadRounds = new LongAdder();
+  /** Reads of batches made in place, from a mapping of the file, not handed to the transport. */
+  final LongAdder batchedReadsInPlace = new LongAdder();
   final LongAdder compactions = new LongAdder();
   final LongAdder trivialMoves = new LongAdder();
   /** Under key index guards: guard keys committed, guards pushed into the next level, last-level guards merged in place. */

@@ -355,6 +355,9 @@ final class ReadPath {
     }
   }
 
+  /** An in-place read slower than this waited for the device: the rest of its round goes to the transport. */
+  private static final long SLOW_IN_PLACE_NANOS = 50_000;
+
   /** Identifies a read within a batch: the same block asked for by several keys is read once. */
   private record FetchKey(Object reader, long offset) {}
 
@@ -411,28 +414,44 @@ final class ReadPath {
      * Hands over the waiting reads there is room for: each batch keeps up to {@code window} in flight.
      * A read whose bytes the page cache holds is made here, on the batch's thread, from the file's
      * mapping ({@link io.basaltdb.spi.ReadTarget#readInPlace}): a copy, with no hand-off to the
-     * transport and back; it completes at once and takes no room.
+     * transport and back. It completes at once, and counts against the window until the batch takes it,
+     * so a batch holds buffers for {@code window} reads at most. A copy that took long enough to have
+     * waited for the device (a page fault read its page) sends the rest of the round to the transport,
+     * so a batch over data the page cache does not hold waits for one fault per round, not one per read.
      */
     void submit() {
       int room = window - inFlight.size();
       if (room <= 0 || waiting.isEmpty()) return;
       List<ReadTransport.Read> reads = new ArrayList<>(Math.min(room, waiting.size()));
       int inPlace = 0;
-      for (var it = waiting.values().iterator(); it.hasNext() && reads.size() < room; ) {
+      boolean tryInPlace = true;
+      for (var it = waiting.values().iterator(); it.hasNext() && reads.size() + inPlace < room; ) {
         Fetch f = it.next();
         it.remove();
         f.read = new ReadTransport.Read(f.target, f.offset, f.dst != null ? f.dst : ByteBuffer.allocate(f.size));
         inFlight.put(f.id, f);
         f.read.result().whenComplete((n, t) -> completed.add(f));
-        int got = f.target.readInPlace(f.offset, f.read.dst().duplicate());
-        if (got >= 0) {
-          inPlace++;
-          f.read.result().complete(got);
-        } else {
-          reads.add(f.read);
+        if (tryInPlace) {
+          long start = System.nanoTime();
+          int got;
+          try {
+            got = f.target.readInPlace(f.offset, f.read.dst().duplicate());
+          } catch (RuntimeException | Error e) { // reported by the key that waits for it, as a transport's failure is
+            f.read.result().completeExceptionally(e);
+            inPlace++;
+            continue;
+          }
+          if (got >= 0) {
+            inPlace++;
+            f.read.result().complete(got);
+            tryInPlace = System.nanoTime() - start < SLOW_IN_PLACE_NANOS;
+            continue;
+          }
         }
+        reads.add(f.read);
       }
       stats.batchedReads.add(reads.size() + inPlace);
+      stats.batchedReadsInPlace.add(inPlace);
       if (reads.isEmpty()) return;
       stats.batchedReadRounds.increment();
       transport.submit(reads);

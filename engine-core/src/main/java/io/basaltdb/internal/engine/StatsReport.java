@@ -127,6 +127,7 @@ final class StatsReport {
     m.put("batchedGets", s.batchedGets.sum());
     m.put("batchedReads", s.batchedReads.sum());
     m.put("batchedReadRounds", s.batchedReadRounds.sum());
+    m.put("batchedReadsInPlace", s.batchedReadsInPlace.sum());
     m.put("hintMisses", s.hintMisses.sum());
     m.put("expiredRecordsCompacted", s.expiredRecordsCompacted.sum());
     m.put("expiryCompactions", s.expiryCompactions.sum());

@@ -162,14 +162,26 @@ final class FileStorageFile implements StorageFile {
   private static final long MAX_COLD_NANOS = 64 * COLD_NANOS;
 
   /**
-   * A read-only mapping of the file's first {@code size} bytes, shared by its readers: each read holds a
-   * reference while it copies, the file holds one until it closes, truncates or maps again, and the last
-   * to let go unmaps it, so no read ever touches unmapped memory.
+   * Mappings live in this process at most: each takes an entry of the kernel's {@code vm.max_map_count}
+   * (65,530 by default), which the JVM's own threads and heap need too. Beyond it files are read with
+   * pread.
+   */
+  static final int MAX_LIVE_MAPPINGS = 16_384;
+  private static final AtomicInteger LIVE_MAPPINGS = new AtomicInteger();
+
+  /**
+   * A read-only mapping of the file's first {@code size} bytes, shared by its readers. Each read holds a
+   * reference while it copies. The thread that drops the mapping (close, truncate, a remap) retires it:
+   * no read acquires it from then on, and that thread waits for the reads holding it to finish before it
+   * unmaps it (copies take microseconds) and, for a truncate, before the file shrinks. So no read touches
+   * unmapped memory or a page past the end of the file, and no reader thread ever unmaps.
    */
   private static final class Mapping {
+    private static final int RETIRED = 1 << 30;
     final java.nio.MappedByteBuffer buffer;
     final long size;
-    private final AtomicInteger refs = new AtomicInteger(1);
+    /** Reads holding the mapping, plus {@link #RETIRED} once it is dropped. */
+    private final AtomicInteger refs = new AtomicInteger();
 
     Mapping(java.nio.MappedByteBuffer buffer, long size) {
       this.buffer = buffer;
@@ -177,14 +189,24 @@ final class FileStorageFile implements StorageFile {
     }
 
     boolean acquire() {
-      for (int r = refs.get(); r > 0; r = refs.get()) {
+      for (int r = refs.get(); (r & RETIRED) == 0; r = refs.get()) {
         if (refs.compareAndSet(r, r + 1)) return true;
       }
       return false;
     }
 
     void release() {
-      if (refs.decrementAndGet() == 0) net.openhft.chronicle.core.UnsafeMemory.UNSAFE.invokeCleaner(buffer);
+      refs.decrementAndGet();
+    }
+
+    /** No read acquires it from now on; waits for those holding it, then unmaps it. Called once. */
+    void retire() {
+      refs.getAndAdd(RETIRED);
+      for (int spins = 0; refs.get() != RETIRED; spins++) {
+        if (spins < 100) Thread.onSpinWait(); else Thread.yield();
+      }
+      net.openhft.chronicle.core.UnsafeMemory.UNSAFE.invokeCleaner(buffer);
+      LIVE_MAPPINGS.decrementAndGet();
     }
   }
 
@@ -194,19 +216,23 @@ final class FileStorageFile implements StorageFile {
    * and the caller reads them another way. The page cache cannot be asked cheaply what it holds
    * ({@code mincore} costs more than the {@code pread} it would spare), so the copy is timed instead: a
    * file whose copies often wait for the device is cold, and read another way for a while ({@link
-   * #judge}).
+   * #judge}). A page the device fails to read raises SIGBUS, which the JVM turns into an {@link
+   * InternalError}; it is reported as a {@link StorageException} when it surfaces in the copy.
    */
   private int readMapped(long position, ByteBuffer dst) {
     int want = dst.remaining();
     if (want == 0) return -1;
-    long start = System.nanoTime();
-    if (start - coldUntil < 0) return -1;
+    if (System.nanoTime() - coldUntil < 0) return -1;
     Mapping m = mapping;
-    if (m == null || position + want > m.size) m = remap(m, position + want);
-    if (m == null || position + want > m.size || !m.acquire()) return -1;
+    if (m == null || position > m.size - want) m = remap(m, position, want);
+    if (m == null || position > m.size - want || !m.acquire()) return -1;
+    long start = System.nanoTime(); // the copy alone: a page fault, not the mapping's making, is slow
     try {
       dst.put(dst.position(), m.buffer, (int) position, want);
       dst.position(dst.position() + want);
+    } catch (InternalError e) {
+      throw StorageErrors.failure("mapped read of " + want + " bytes at offset " + position + " from " + path,
+          new IOException(e.getMessage(), e));
     } finally {
       m.release();
     }
@@ -236,32 +262,53 @@ final class FileStorageFile implements StorageFile {
   }
 
   /**
-   * The mapping a read ending at {@code end} should use: a new one of the whole file if there is none or
-   * the file has grown well past {@code old} (by {@link #REMAP_GROWTH} or a quarter); else the current
-   * one (null if none).
+   * The mapping a read of {@code want} bytes at {@code position} should use: a new one of the whole file
+   * if there is none or the file has grown well past {@code old} (by {@link #REMAP_GROWTH} or a quarter);
+   * else the current one (null if none). A file that cannot be mapped (over 2 GiB, or a failed mapping)
+   * is read with pread from then on; an interrupt that closed the channel only skips the mapping for
+   * this read.
    */
-  private synchronized Mapping remap(Mapping old, long end) {
+  private synchronized Mapping remap(Mapping old, long position, long want) {
     Mapping m = mapping;
     if (m != old || closed || !mapped) return m; // another reader mapped it again, or no mapping at all
+    long size;
     try {
-      long size = channel.size();
-      if (size == 0 || size > MAX_MAPPING || size < end) return m;
-      if (m != null && size - m.size < Math.max(REMAP_GROWTH, m.size / 4)) return m;
-      Mapping next = new Mapping(channel.map(FileChannel.MapMode.READ_ONLY, 0, size), size);
-      mapping = next;
-      if (m != null) m.release();
-      return next;
-    } catch (IOException | RuntimeException e) {
-      mapped = false; // no mapping (an interrupt closed the channel, say): reads use pread, which reports failures
+      size = call(FileChannel::size);
+    } catch (IOException e) {
+      return m; // pread reports it
+    }
+    if (size > MAX_MAPPING) {
+      mapped = false;
       return m;
     }
+    if (size == 0 || position > size - want) return m; // past the end: pread reads what there is
+    if (m != null && size - m.size < Math.max(REMAP_GROWTH, m.size / 4)) return m;
+    if (LIVE_MAPPINGS.incrementAndGet() > MAX_LIVE_MAPPINGS) {
+      LIVE_MAPPINGS.decrementAndGet();
+      return m;
+    }
+    Mapping next;
+    long length = size;
+    try {
+      next = new Mapping(call(ch -> ch.map(FileChannel.MapMode.READ_ONLY, 0, length)), length);
+    } catch (ClosedChannelException e) {
+      LIVE_MAPPINGS.decrementAndGet();
+      return m; // interrupts kept closing the channel: pread reports it
+    } catch (IOException | RuntimeException | OutOfMemoryError e) {
+      LIVE_MAPPINGS.decrementAndGet();
+      mapped = false; // the kernel refused the mapping (ENOMEM, say): pread from now on
+      return m;
+    }
+    mapping = next;
+    if (m != null) m.retire();
+    return next;
   }
 
-  /** Drops the mapping (the file closes or shrinks): unmapped once the reads holding it are done. Holds the monitor. */
+  /** Drops the mapping and waits until no read uses it (the file closes or shrinks). Holds the monitor. */
   private void unmap() {
     Mapping m = mapping;
     mapping = null;
-    if (m != null) m.release();
+    if (m != null) m.retire();
   }
 
   /** Reads served by the mapping (tests). */
@@ -313,7 +360,8 @@ final class FileStorageFile implements StorageFile {
       long current = call(FileChannel::size);
       if (size < current) {
         synchronized (this) { // no read maps the file again between the two
-          unmap(); // a mapping past the end would fault
+          Mapping m = mapping;
+          if (m != null && m.size > size) unmap(); // waits for the reads using it: a page past the end would fault
           call(ch -> ch.truncate(size));
         }
       } else if (size > current) {

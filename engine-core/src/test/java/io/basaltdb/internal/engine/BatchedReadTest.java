@@ -104,10 +104,11 @@ class BatchedReadTest {
       }
       assertNull(got.get(n));
       assertTrue(reads > 0 && reads < n / 10, "one read per distinct 4 KiB block, not per key: " + reads);
-      // The page cache holds the files just written: every read is a copy from their mappings, made on
-      // this thread, and none goes to the transport.
+      // The page cache holds the files just written: reads are copies from their mappings, made on this
+      // thread, until one is slow enough to look like a page fault (a file's first read maps it, and a
+      // fresh JVM interprets): the rest of that round goes to the transport.
       assertTrue(delta(before, after, "batchedReads") >= reads, "the batch's reads are counted: " + after);
-      assertEquals(0, delta(before, after, "batchedReadRounds"), "no read was handed to the transport");
+      assertTrue(delta(before, after, "batchedReadsInPlace") > 0, "reads made in place: " + after);
     }
   }
 
@@ -124,6 +125,7 @@ class BatchedReadTest {
       Map<String, Long> after = e.stats();
       for (int i = 0; i < keys.size(); i++) assertArrayEquals(value(i * 50), got.get(i));
       assertTrue(delta(before, after, "batchedReadRounds") > 0, "the reads went to the transport: " + after);
+      assertEquals(0, delta(before, after, "batchedReadsInPlace"), "none was made in place: " + after);
     }
   }
 

@@ -149,4 +149,60 @@ class MappedReadsTest {
       assertThrows(ClosedException.class, () -> f.readInPlace(0, ByteBuffer.allocate(10)));
     }
   }
+
+  @Test
+  void aTruncateRacingReaders_waitsForTheirCopies_andLaterReadsSeeTheNewEnd() throws Exception {
+    byte[] data = random(4 << 20, 7);
+    for (int round = 0; round < 10; round++) {
+      FileStorageFile f = written(new FileStorage(dir.resolve("t" + round), false, true), "f", data);
+      assertArrayEquals(Arrays.copyOfRange(data, 3 << 20, (3 << 20) + 100), read(f, 3 << 20, 100)); // mapped
+      AtomicReference<Throwable> failure = new AtomicReference<>();
+      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      List<Thread> readers = new ArrayList<>();
+      for (int t = 0; t < 2; t++) {
+        Thread th = new Thread(() -> {
+          Random r = new Random();
+          try {
+            while (!stop.get()) {
+              int pos = (3 << 20) + r.nextInt(1 << 19);
+              byte[] got = read(f, pos, 8_192);
+              if (got.length != 0 && (got.length != 8_192 || !Arrays.equals(got, 0, 8_192, data, pos, pos + 8_192))) {
+                throw new AssertionError("read at " + pos + " returned " + got.length + " bytes, or the wrong ones");
+              }
+            }
+          } catch (Throwable e) {
+            failure.set(e);
+          }
+        });
+        th.start();
+        readers.add(th);
+      }
+      Thread.sleep(2);
+      f.truncate(1 << 20); // the readers' pages go: a copy still in them would fault
+      Thread.sleep(2);
+      stop.set(true);
+      for (Thread th : readers) th.join(10_000);
+      if (failure.get() != null) throw new AssertionError("round " + round, failure.get());
+      assertEquals(0, read(f, 3 << 20, 100).length, "past the new end: nothing");
+      assertArrayEquals(Arrays.copyOfRange(data, 1_000, 2_000), read(f, 1_000, 1_000), "below it: the bytes");
+      f.close();
+    }
+  }
+
+  @Test
+  void anInterruptedFirstRead_stillMapsTheFile_andKeepsTheInterrupt() {
+    byte[] data = random(200_000, 8);
+    try (FileStorageFile f = written(new FileStorage(dir, false, true), "f", data)) {
+      Thread.currentThread().interrupt();
+      try {
+        assertArrayEquals(Arrays.copyOfRange(data, 5_000, 9_096), read(f, 5_000, 4_096));
+      } finally {
+        assertTrue(Thread.interrupted(), "the caller's interrupt status is kept");
+      }
+      long before = f.mappedReads();
+      assertArrayEquals(Arrays.copyOfRange(data, 50_000, 54_096), read(f, 50_000, 4_096));
+      assertEquals(before + 1, f.mappedReads(), "the interrupt did not turn mapped reads off");
+      assertEquals(0, read(f, 1L << 40, 100).length, "a read far past the end reads nothing, as pread");
+    }
+  }
 }
