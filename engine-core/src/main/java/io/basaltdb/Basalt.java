@@ -1,7 +1,7 @@
 package io.basaltdb;
 
-import io.basaltdb.internal.engine.Backups;
-import io.basaltdb.internal.engine.Batch;
+import io.basaltdb.internal.engine.backup.Backups;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.engine.Engine;
 import io.basaltdb.internal.storage.FileStorage;
 import io.basaltdb.internal.storage.Storage;

@@ -1,6 +1,6 @@
 package io.basaltdb;
 
-import io.basaltdb.internal.engine.EngineFeed;
+import io.basaltdb.internal.engine.read.EngineFeed;
 
 /**
  * A keyspace's changes in seqno order (Magma's changelog, seed 000 section 3.4.3): each a key, the seqno

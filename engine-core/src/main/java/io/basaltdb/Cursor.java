@@ -1,6 +1,6 @@
 package io.basaltdb;
 
-import io.basaltdb.internal.engine.EngineCursor;
+import io.basaltdb.internal.engine.read.EngineCursor;
 
 /**
  * Walks the keys of a range in ascending unsigned-byte order with their values.
@@ -16,7 +16,7 @@ import io.basaltdb.internal.engine.EngineCursor;
 public final class Cursor implements AutoCloseable {
   private final EngineCursor cursor;
 
-  Cursor(EngineCursor cursor) {
+  public Cursor(EngineCursor cursor) {
     this.cursor = cursor;
   }
 

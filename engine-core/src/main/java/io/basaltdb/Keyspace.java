@@ -1,6 +1,6 @@
 package io.basaltdb;
 
-import io.basaltdb.internal.engine.Batch;
+import io.basaltdb.internal.engine.writecache.Batch;
 
 /**
  * A named, ordered map of byte keys to byte values inside a {@link Basalt} store (like a vBucket or a

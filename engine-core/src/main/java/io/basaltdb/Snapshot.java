@@ -1,6 +1,6 @@
 package io.basaltdb;
 
-import io.basaltdb.internal.engine.EngineSnapshot;
+import io.basaltdb.internal.engine.read.EngineSnapshot;
 
 /**
  * A consistent, read-only view of every keyspace of a store at one moment: it sees every batch written

@@ -1,6 +1,6 @@
 package io.basaltdb;
 
-import io.basaltdb.internal.engine.Batch;
+import io.basaltdb.internal.engine.writecache.Batch;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
 

@@ -1,5 +1,18 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.backup.Backups;
+import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.index.Compactor;
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.version.TableCache;
+import io.basaltdb.internal.engine.version.VersionEdit;
+import io.basaltdb.internal.engine.version.VersionSet;
+import io.basaltdb.internal.engine.write.CommitLog;
+import io.basaltdb.internal.engine.write.CommitPipeline;
+import io.basaltdb.internal.engine.write.DiskWrites;
+import io.basaltdb.internal.engine.write.Flusher;
 import io.basaltdb.BasaltException;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.spi.ReadTransport;

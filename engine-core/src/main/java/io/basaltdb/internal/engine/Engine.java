@@ -1,5 +1,25 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.backup.Backups;
+import io.basaltdb.internal.engine.backup.MemoryBackups;
+import io.basaltdb.internal.engine.base.DiscardListener;
+import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.base.Notifier;
+import io.basaltdb.internal.engine.base.StoreState;
+import io.basaltdb.internal.engine.read.EngineCursor;
+import io.basaltdb.internal.engine.read.EngineFeed;
+import io.basaltdb.internal.engine.read.EngineSnapshot;
+import io.basaltdb.internal.engine.read.ReadPath;
+import io.basaltdb.internal.engine.version.Checkpoints;
+import io.basaltdb.internal.engine.version.EngineStats;
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.version.ItemCounter;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.version.Version;
+import io.basaltdb.internal.engine.version.VersionSet;
+import io.basaltdb.internal.engine.version.Versions;
+import io.basaltdb.internal.engine.write.CommitPipeline;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.BasaltException;
 import io.basaltdb.Options;
 import io.basaltdb.StorageException;
@@ -16,10 +36,10 @@ import java.util.Map;
  * (seed 001), as one {@link Store} among components both share. docs/architecture.md ("Engine
  * structure") draws them and the write, read and flush paths:
  * <ul>
- *   <li>writes: {@link CommitPipeline} (group commit) into the store's {@link CommitTarget} (WAL and
- *       write cache admission on disk), applied to the active {@link WriteCache};</li>
+ *   <li>writes: {@link CommitPipeline} (group commit) into the store's {@link io.basaltdb.internal.engine.write.CommitTarget} (WAL and
+ *       write cache admission on disk), applied to the active {@link io.basaltdb.internal.engine.writecache.WriteCache};</li>
  *   <li>reads: {@link ReadPath} over the current {@link Version} of {@link Versions}; snapshots and
- *       cursors ({@link EngineSnapshot}, {@link EngineCursor} over the {@link MergingIterator});</li>
+ *       cursors ({@link EngineSnapshot}, {@link EngineCursor} over the {@link io.basaltdb.internal.engine.read.MergingIterator});</li>
  *   <li>keyspaces: {@link KeyspaceCatalog}; file-set changes: the disk store's {@link VersionSet};</li>
  *   <li>opening: {@link StoreOpener}; stats: {@link StatsReport}.</li>
  * </ul>

@@ -1,5 +1,15 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.backup.Backups;
+import io.basaltdb.internal.engine.backup.MemoryBackups;
+import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.version.Version;
+import io.basaltdb.internal.engine.version.Versions;
+import io.basaltdb.internal.engine.write.CommitPipeline;
+import io.basaltdb.internal.engine.write.CommitTarget;
+import io.basaltdb.internal.engine.writecache.Batch;
+import io.basaltdb.internal.engine.writecache.WriteCache;
 import io.basaltdb.InvalidArgumentException;
 import java.util.List;
 

@@ -1,5 +1,14 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.index.LevelTargets;
+import io.basaltdb.internal.engine.version.EngineStats;
+import io.basaltdb.internal.engine.version.ItemCounter;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.version.Version;
+import io.basaltdb.internal.engine.version.Versions;
 import io.basaltdb.Options;
 import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.memory.AlignedBuffers;

@@ -1,5 +1,9 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.backup.Backups;
+import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.write.CommitPipeline;
 import java.util.List;
 
 /**
@@ -38,7 +42,7 @@ interface Store {
 
   /**
    * Backs the store up into {@code target} as of every write acknowledged before the call: a checkpoint
-   * on disk ({@link Backups#backup}), a snapshot in memory ({@link MemoryBackups#backup}); {@code
+   * on disk ({@link Backups#backup}), a snapshot in memory ({@link io.basaltdb.internal.engine.backup.MemoryBackups#backup}); {@code
    * previous}: an earlier backup to share files with, or null (disk stores only).
    */
   Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,

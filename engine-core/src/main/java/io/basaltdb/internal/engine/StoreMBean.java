@@ -1,5 +1,6 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.BasaltException;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;

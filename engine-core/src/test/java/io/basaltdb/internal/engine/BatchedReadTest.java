@@ -1,5 +1,8 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.read.EngineCursor;
+import io.basaltdb.internal.engine.read.PooledReadTransport;
+import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

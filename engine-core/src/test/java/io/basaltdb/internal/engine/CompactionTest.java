@@ -1,5 +1,13 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.index.LevelTargets;
+import io.basaltdb.internal.engine.read.EngineSnapshot;
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.version.Version;
+import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

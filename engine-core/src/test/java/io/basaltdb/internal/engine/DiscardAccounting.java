@@ -1,5 +1,9 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.version.Versions;
 import io.basaltdb.internal.sstable.TableIterator;
 import io.basaltdb.internal.sstable.TableReader;
 import io.basaltdb.internal.storage.Storage;

@@ -1,5 +1,10 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.base.DiscardListener;
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.write.Flusher;
+import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;

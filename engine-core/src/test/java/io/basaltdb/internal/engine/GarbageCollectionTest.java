@@ -1,5 +1,12 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.read.EngineCursor;
+import io.basaltdb.internal.engine.read.EngineFeed;
+import io.basaltdb.internal.engine.read.EngineSnapshot;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.write.Flusher;
+import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

@@ -1,5 +1,7 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -15,7 +17,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The periodic WAL sync runs beside the commit leader: a write is appended while the syncer's fsync is
- * in progress, instead of waiting for it ({@link CommitLog#sync}). Before, the fsync held the WAL's
+ * in progress, instead of waiting for it ({@link io.basaltdb.internal.engine.write.CommitLog#sync}). Before, the fsync held the WAL's
  * monitor, and with the WAL synced every 100 ms every writer stood still for each fsync.
  */
 class PeriodicSyncTest {

@@ -1,5 +1,7 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+
 /**
  * Sets how long a store must go without a flush to count as quiet ({@link SegmentCompactor#quietNanos}),
  * for tests outside this package: {@code waitForCompactions} waits for a quiet store's passes, so tests

@@ -1,5 +1,10 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.version.VersionEdit;
+import io.basaltdb.internal.engine.version.VersionSet;
+import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;

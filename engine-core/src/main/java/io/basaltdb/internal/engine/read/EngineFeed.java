@@ -1,0 +1,297 @@
+package io.basaltdb.internal.engine.read;
+
+import io.basaltdb.internal.engine.gc.DeleteList;
+import io.basaltdb.internal.engine.version.EngineStats;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.writecache.WriteCache;
+import io.basaltdb.ClosedException;
+import io.basaltdb.internal.segment.Document;
+import io.basaltdb.internal.segment.DocumentIterator;
+import io.basaltdb.internal.skiplist.Snapshot;
+import io.basaltdb.internal.skiplist.SnapshotIterator;
+import io.basaltdb.internal.sstable.KeyRecord;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * One keyspace's changes with seqnos in {@code [from, to]} of an {@link EngineSnapshot}, in seqno order
+ * (Magma section 3.4.3, with section 4's merge against the delete list): first the log segments of the
+ * snapshot's version from the one holding {@code from} on (each found by start seqno, then its seqno
+ * index), every document the delete list names skipped (a version the key index dropped: superseded, or
+ * a tombstone that reached the bottom); then the write caches' entries in the range, sorted by seqno.
+ * The segments hold the flushed seqnos and the caches the rest, so the two parts follow each other.
+ *
+ * <p><b>What appears.</b> Every key whose newest version in the snapshot has a seqno in the range
+ * appears with that version (a deletion as a deletion): the delete list names only versions the key
+ * index dropped, which a newest version is not, and collection removes only what the delete list names.
+ * A put whose expiry has passed at the snapshot's instant appears as a deletion at its seqno. The one
+ * exception, a tombstone (or an expired put) the key index dropped at the bottom, is what the keyspace's purge
+ * seqno tells the caller about ({@link io.basaltdb.ChangesPurgedException}). A version superseded by a
+ * newer one may also appear while the delete list does not name it yet (until a key index compaction
+ * drops it, or a flush lookup or revealing merge reports it); with {@code exact}, each document of the
+ * segments is checked against the key's newest version in the snapshot (write caches, then the key
+ * index: bloom filters, one data block), and only newest versions appear. The write caches' part is
+ * exact either way: a cache holds one version per key for a snapshot, and a key the active cache holds
+ * hides its immutable cache entry.
+ *
+ * <p><b>Stability.</b> The snapshot pins its version, whose segments and delete list tables stay on disk
+ * and readable while flushes, compactions and collection replace them, so a feed gives the same changes
+ * whatever runs beside it. The caches' part holds each entry's key and seqno in the heap (a write cache
+ * at most) and reads the value from the snapshot when it gets there.
+ *
+ * <p>Thread-safety: one thread at a time. Use after close, or after the snapshot or store closed, throws
+ * {@link ClosedException}.
+ */
+public final class EngineFeed implements AutoCloseable {
+  private final EngineSnapshot snap;
+  private final int ks;
+  private final long from;
+  private final long to;
+  private final boolean exact;
+  private final boolean ownsSnapshot;
+  private final KeyspaceFiles files;
+  private final EngineStats stats;
+
+  /** The next segment to open; {@code files.segments.size()} once the segments are done. */
+  private int nextSegment;
+  private DocumentIterator docs;
+  /** The delete list over the range, read alongside the segments; null once the segments are done. */
+  private DeleteList.Cursor stale;
+  private boolean staleMore;
+
+  /** The caches' entries in the range, sorted by seqno; null until the segments are done. */
+  private long[] cacheSeqnos;
+  private byte[][] cacheKeys;
+  private boolean[] cacheImmutable;
+  private int cachePos;
+
+  private long seqno = -1;
+  private byte[] key;
+  private byte[] value;
+  private boolean deletion;
+  private boolean closed;
+  private final KeyRecord rec = new KeyRecord();
+
+  /** The keyspace's purge seqno when the feed was opened. */
+  private final long purgeSeqno;
+
+  /** {@code to} is capped at the snapshot's seqno; an empty range yields nothing. */
+  public EngineFeed(EngineSnapshot snap, int ks, long from, long to, boolean exact, boolean ownsSnapshot, long purgeSeqno,
+      EngineStats stats) {
+    this.snap = snap;
+    this.purgeSeqno = purgeSeqno;
+    this.ks = ks;
+    this.from = from;
+    this.to = Math.min(to, snap.seqno());
+    this.exact = exact;
+    this.ownsSnapshot = ownsSnapshot;
+    this.files = snap.version.files(ks);
+    this.stats = stats;
+    try {
+      if (from <= this.to && !files.segments.isEmpty()) {
+        stale = new DeleteList.Cursor(files.deletes, from, this.to);
+        staleMore = stale.next();
+      } else {
+        nextSegment = files.segments.size();
+      }
+    } catch (RuntimeException | Error e) {
+      if (stale != null) stale.close();
+      if (ownsSnapshot) snap.close();
+      throw e;
+    }
+    stats.changeFeeds.increment();
+  }
+
+  /** The last seqno this feed can return: its {@code to}, capped at its snapshot's seqno. */
+  public long endSeqno() {
+    return to;
+  }
+
+  /** The keyspace's purge seqno when the feed was opened: deletions at or below it may not appear. */
+  public long purgeSeqno() {
+    return purgeSeqno;
+  }
+
+  /** Moves to the next change; false at the end. The first call moves to the first change. */
+  public boolean next() {
+    check();
+    boolean found = cacheSeqnos == null && nextFromSegments();
+    if (!found) {
+      if (cacheSeqnos == null) loadCaches();
+      found = nextFromCaches();
+    }
+    if (found) {
+      stats.changesReturned.increment();
+    } else {
+      key = null;
+      value = null;
+    }
+    return found;
+  }
+
+  private boolean nextFromSegments() {
+    while (true) {
+      if (docs == null && !openNextSegment()) return false;
+      if (!docs.hasNext()) {
+        docs = null;
+        continue;
+      }
+      Document d = docs.next();
+      if (d.seqno() < from) continue;
+      if (d.seqno() > to) {
+        nextSegment = files.segments.size();
+        docs = null;
+        return openNextSegment(); // none left: closes the delete list's cursor
+      }
+      while (staleMore && stale.seqno() < d.seqno()) staleMore = stale.next();
+      if (staleMore && stale.seqno() == d.seqno()) { // a version the key index dropped
+        stats.changesSkippedStale.increment();
+        continue;
+      }
+      if (exact && !newestInSnapshot(d.key(), d.seqno())) {
+        stats.changesSkippedExact.increment();
+        continue;
+      }
+      boolean deleted = d.deletedAt(snap.now); // an expiry is reported as a deletion at its put's seqno
+      set(d.seqno(), d.key(), deleted ? null : d.value(), deleted);
+      return true;
+    }
+  }
+
+  /** Opens the next segment that holds seqnos of the range; false (segments done) if none is left. */
+  private boolean openNextSegment() {
+    while (nextSegment < files.segments.size()) {
+      KeyspaceFiles.Segment s = files.segments.get(nextSegment++);
+      if (s.state().startSeqno() > to) break;
+      if (s.state().isEmpty() || s.state().lastSeqno() < from) continue;
+      docs = s.reader().iterator(Math.max(from, s.state().startSeqno()));
+      return true;
+    }
+    nextSegment = files.segments.size();
+    if (stale != null) {
+      stale.close();
+      stale = null;
+    }
+    return false;
+  }
+
+  /**
+   * Whether the segments' version {@code seqno} of {@code key} is its newest in the snapshot: no cache
+   * holds the key (a cache's versions are newer than every flushed one), and its newest key index
+   * record has that seqno (a key with no record had its deletion dropped at the bottom).
+   */
+  private boolean newestInSnapshot(byte[] key, long seqno) {
+    byte[] sk = WriteCache.storeKey(ks, key);
+    if (snap.active.get(sk) != null) return false;
+    if (snap.immutable != null && snap.immutable.get(sk) != null) return false;
+    return snap.reads.findRecord(files, key, rec) && rec.seqno == seqno;
+  }
+
+  /**
+   * Collects the caches' entries in the range: each key's version in the active cache's snapshot, and in
+   * the immutable cache's where the active one does not hold the key; then sorts them by seqno.
+   */
+  private void loadCaches() {
+    List<byte[]> keys = new ArrayList<>();
+    long[][] seqnos = {new long[64]}; // grown as collect adds: the seqno of keys.get(i) at [0][i]
+    int fromActive = 0;
+    if (from <= to) {
+      collect(snap.active, false, keys, seqnos);
+      fromActive = keys.size();
+      if (snap.immutable != null) collect(snap.immutable, true, keys, seqnos);
+    }
+    int n = keys.size();
+    long[] unsorted = Arrays.copyOf(seqnos[0], n);
+    int[] order = WriteCache.seqnoOrder(unsorted); // distinct seqnos, a write cache's span: a primitive sort
+    cacheSeqnos = new long[n];
+    cacheKeys = new byte[n][];
+    cacheImmutable = new boolean[n];
+    for (int i = 0; i < n; i++) {
+      cacheSeqnos[i] = unsorted[order[i]];
+      cacheKeys[i] = keys.get(order[i]);
+      cacheImmutable[i] = order[i] >= fromActive;
+    }
+  }
+
+  private void collect(Snapshot cache, boolean immutable, List<byte[]> keys, long[][] seqnos) {
+    try (SnapshotIterator it = cache.iterator()) {
+      for (it.seek(WriteCache.storeKey(ks, new byte[0])); it.valid(); it.next()) {
+        byte[] sk = it.key();
+        if (WriteCache.keyspaceOf(sk) != ks) break;
+        long s = WriteCache.seqnoOf(it.value());
+        if (s < from || s > to) continue;
+        if (immutable && snap.active.get(sk) != null) continue; // the active cache's version is newer
+        if (keys.size() == seqnos[0].length) seqnos[0] = Arrays.copyOf(seqnos[0], 2 * keys.size());
+        seqnos[0][keys.size()] = s;
+        keys.add(sk);
+      }
+    }
+  }
+
+  private boolean nextFromCaches() {
+    if (cachePos >= cacheSeqnos.length) return false;
+    int i = cachePos++;
+    byte[] sk = cacheKeys[i];
+    cacheKeys[i] = null;
+    byte[] e = (cacheImmutable[i] ? snap.immutable : snap.active).get(sk);
+    if (e == null || WriteCache.seqnoOf(e) != cacheSeqnos[i]) {
+      throw new IllegalStateException("write cache snapshot changed under a change feed at seqno " + cacheSeqnos[i]);
+    }
+    boolean tomb = WriteCache.isDeleted(e, snap.now);
+    set(cacheSeqnos[i], WriteCache.userKey(sk), tomb ? null : WriteCache.valueOf(e), tomb);
+    return true;
+  }
+
+  private void set(long s, byte[] k, byte[] v, boolean del) {
+    if (s <= seqno) throw new IllegalStateException("change feed out of seqno order: " + s + " after " + seqno);
+    seqno = s;
+    key = k;
+    value = v;
+    deletion = del;
+  }
+
+  /** The current change's seqno. */
+  public long seqno() {
+    onChange();
+    return seqno;
+  }
+
+  /** The current change's key (the feed's own array; the public API copies it). */
+  public byte[] key() {
+    onChange();
+    return key;
+  }
+
+  /** The current change's value, or null for a deletion (the feed's own array). */
+  public byte[] value() {
+    onChange();
+    return value;
+  }
+
+  public boolean isDeletion() {
+    onChange();
+    return deletion;
+  }
+
+  private void onChange() {
+    check();
+    if (key == null) throw new IllegalStateException("the change feed is not on a change; call next() first");
+  }
+
+  private void check() {
+    if (closed) throw new ClosedException("the change feed is closed");
+    snap.checkUsable();
+  }
+
+  @Override
+  public void close() {
+    if (closed) return;
+    closed = true;
+    try {
+      if (stale != null) stale.close();
+    } finally {
+      if (ownsSnapshot) snap.close();
+    }
+  }
+}

@@ -1,0 +1,294 @@
+package io.basaltdb.internal.engine.read;
+
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.version.Version;
+import io.basaltdb.internal.engine.writecache.WriteCache;
+import io.basaltdb.internal.skiplist.SnapshotIterator;
+import io.basaltdb.internal.sstable.TableIterator;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The {@link MergingIterator.Source}s of the store: one keyspace of a write cache snapshot, a key index
+ * table, and a guarded key index level.
+ *
+ * <p>Thread-safety: one thread at a time, as the iterators they wrap.
+ */
+public final class MergeSources {
+  private MergeSources() {}
+
+  /** One keyspace of a write cache snapshot, from a key on. */
+  static final class CacheSource implements MergingIterator.Source {
+    private final SnapshotIterator it;
+    private final int ks;
+    private byte[] key;
+    private byte[] entry;
+
+    CacheSource(SnapshotIterator it, int ks, byte[] from) {
+      this.it = it;
+      this.ks = ks;
+      it.seek(WriteCache.storeKey(ks, from));
+      load();
+    }
+
+    private void load() {
+      if (it.valid()) {
+        byte[] sk = it.key();
+        if (WriteCache.keyspaceOf(sk) == ks) {
+          key = WriteCache.userKey(sk);
+          entry = it.value();
+          return;
+        }
+      }
+      key = null;
+      entry = null;
+    }
+
+    @Override public boolean valid() {
+      return key != null;
+    }
+
+    @Override public byte[] key() {
+      return key;
+    }
+
+    @Override public long seqno() {
+      return WriteCache.seqnoOf(entry);
+    }
+
+    @Override public boolean tombstone() {
+      return WriteCache.isTombstone(entry);
+    }
+
+    @Override public long expiry() {
+      return WriteCache.expiryOf(entry);
+    }
+
+    /** The current value (a copy). */
+    byte[] value() {
+      return WriteCache.valueOf(entry);
+    }
+
+    @Override public void next() {
+      it.next();
+      load();
+    }
+
+    @Override public void close() {
+      it.close();
+    }
+  }
+
+  /**
+   * Adds to {@code out} a source per key index table of {@code files} from key {@code from} on (level 0's
+   * tables and each leveled level's), or one per guarded level ({@link LevelSource}, which opens one
+   * guard at a time and stops at {@code to}, null for none). {@code fillCache}: the tables' data blocks
+   * go into the block cache, as a read's do. A source made before a failure stays in {@code out} for the
+   * caller to close.
+   */
+  static void addIndexSources(KeyspaceFiles files, byte[] from, byte[] to, boolean fillCache,
+      java.util.List<MergingIterator.Source> out) {
+    for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      if (l > 0 && files.guarded()) {
+        if (!files.level(l).isEmpty()) out.add(new LevelSource(files, l, from, to));
+        continue;
+      }
+      for (KeyspaceFiles.Table t : files.level(l)) out.add(new TableSource(t.reader().iterator(fillCache), from));
+    }
+  }
+
+  /** A source of key index records: each names its document by seqno and location hint. */
+  interface IndexSource extends MergingIterator.Source {
+    long hint();
+  }
+
+  /** A key index table's records, from a key on (or from its first). */
+  public static final class TableSource implements IndexSource {
+    private final TableIterator it;
+    /** The current key, copied once per position; null when exhausted. */
+    private byte[] key;
+
+    public TableSource(TableIterator it, byte[] from) {
+      this.it = it;
+      if (from == null) it.seekFirst(); else it.seek(from);
+      load();
+    }
+
+    private void load() {
+      key = it.valid() ? it.key() : null;
+    }
+
+    @Override public boolean valid() {
+      return key != null;
+    }
+
+    @Override public byte[] key() {
+      return key;
+    }
+
+    @Override public long seqno() {
+      return it.seqno();
+    }
+
+    @Override public boolean tombstone() {
+      return it.tombstone();
+    }
+
+    @Override public long expiry() {
+      return it.expiry();
+    }
+
+    public int docSize() {
+      return it.docSize();
+    }
+
+    @Override public long hint() {
+      return it.hint();
+    }
+
+    public boolean olderReported() {
+      return it.olderReported();
+    }
+
+    @Override public void next() {
+      it.next();
+      load();
+    }
+
+    @Override public void close() {
+      it.close();
+    }
+  }
+
+  /**
+   * One guarded level of a key index ({@link io.basaltdb.internal.engine.version.Guards}), from a key on: the newest version of each key
+   * (tombstones included), guard by guard. Only the current guard's tables are open, merged by an inner
+   * {@link MergingIterator}; the next non-empty guard's open once it is exhausted. A cursor thus seeks
+   * the tables of one guard per level, not every table of the level.
+   */
+  static final class LevelSource implements IndexSource {
+    private final KeyspaceFiles files;
+    private final int level;
+    /** The cursor's exclusive upper bound, or null: guards starting at or above it are never opened. */
+    private final byte[] to;
+    private int guard;
+    private MergingIterator merge;
+    private TableSource current;
+
+    LevelSource(KeyspaceFiles files, int level, byte[] from, byte[] to) {
+      this.files = files;
+      this.level = level;
+      this.to = to;
+      this.guard = files.guards.guardOf(level, from);
+      open(from);
+    }
+
+    /**
+     * Opens guard {@code guard} (from {@code from}, or its first key) and moves to its first version,
+     * skipping empty guards; on a failure nothing stays open and the source is exhausted.
+     */
+    private void open(byte[] from) {
+      current = null;
+      while (guard < files.guardCount(level)) {
+        if (guard > 0 && to != null && java.util.Arrays.compareUnsigned(files.guards.key(level, guard), to) >= 0) break;
+        java.util.List<KeyspaceFiles.Table> tables = files.guardTables(level, guard);
+        java.util.List<TableSource> sources = new java.util.ArrayList<>();
+        try {
+          for (KeyspaceFiles.Table t : tables) sources.add(new TableSource(t.reader().iterator(true), from));
+          merge = new MergingIterator(sources, false, null, 0); // tombstones kept: the outer merge judges
+          if (merge.next()) {
+            current = (TableSource) merge.current();
+            return;
+          }
+        } catch (RuntimeException | Error e) {
+          merge = null;
+          for (TableSource s : sources) s.close();
+          throw e;
+        }
+        merge.close();
+        merge = null;
+        guard++;
+        from = null;
+      }
+    }
+
+    @Override public boolean valid() {
+      return current != null;
+    }
+
+    @Override public byte[] key() {
+      return current.key();
+    }
+
+    @Override public long seqno() {
+      return current.seqno();
+    }
+
+    @Override public boolean tombstone() {
+      return current.tombstone();
+    }
+
+    @Override public long expiry() {
+      return current.expiry();
+    }
+
+    @Override public long hint() {
+      return current.hint();
+    }
+
+    @Override public void next() {
+      if (merge == null) return; // exhausted, or a failed open
+      boolean more;
+      try {
+        more = merge.next();
+      } catch (RuntimeException | Error e) {
+        close();
+        throw e;
+      }
+      if (more) {
+        current = (TableSource) merge.current();
+        return;
+      }
+      merge.close();
+      merge = null;
+      guard++;
+      open(null);
+    }
+
+    @Override public void close() {
+      if (merge != null) merge.close();
+      merge = null;
+      current = null;
+    }
+  }
+
+  /**
+   * The live keys of keyspace {@code ks} in {@code v}, by a merge of its write caches and key index
+   * tables (a recount, at the open of a store whose counts are not exact).
+   */
+  public static long countLive(Version v, int ks) {
+    KeyspaceFiles files = v.files(ks);
+    List<MergingIterator.Source> sources = new ArrayList<>();
+    List<io.basaltdb.internal.skiplist.Snapshot> snaps = new ArrayList<>();
+    try {
+      for (WriteCache c : new WriteCache[] {v.active, v.immutable}) {
+        if (c == null) continue;
+        io.basaltdb.internal.skiplist.Snapshot s = c.list.snapshot();
+        snaps.add(s);
+        sources.add(new MergeSources.CacheSource(s.iterator(), ks, new byte[0]));
+      }
+      MergeSources.addIndexSources(files, new byte[0], null, false, sources);
+      long n = 0;
+      try (MergingIterator merge = new MergingIterator(sources, true, null, 0)) {
+        sources = List.of(); // the merge closes them now
+        while (merge.next()) {
+          if (merge.current().expiry() == 0) n++; // keys written with an expiry are not counted
+        }
+      }
+      return n;
+    } finally {
+      for (MergingIterator.Source s : sources) s.close();
+      for (io.basaltdb.internal.skiplist.Snapshot s : snaps) s.close();
+    }
+  }
+}
