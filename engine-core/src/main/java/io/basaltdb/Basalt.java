@@ -1,8 +1,8 @@
 package io.basaltdb;
 
+import io.basaltdb.internal.engine.Engine;
 import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.writecache.Batch;
-import io.basaltdb.internal.engine.Engine;
 import io.basaltdb.internal.storage.FileStorage;
 import io.basaltdb.internal.storage.Storage;
 import java.nio.file.Path;
@@ -10,9 +10,9 @@ import java.util.List;
 
 /**
  * A Basalt store: Magma's disk engine (an LSM key index over a segmented log of values, with a
- * write-ahead log and a Nitro skiplist as write cache) opened on a directory, or Nitro's in-memory engine
- * opened with {@link #openInMemory}. Data lives in named {@link Keyspace}s that share the WAL, the write
- * cache and the background threads; a new store has the keyspace {@code "default"}.
+ * write-ahead log and a Nitro skiplist as write cache) opened on a directory, or Nitro's in-memory
+ * engine opened with {@link #openInMemory}. Data lives in named {@link Keyspace}s that share the
+ * WAL, the write cache and the background threads; a new store has the keyspace {@code "default"}.
  *
  * <pre>{@code
  * try (Basalt db = Basalt.open(Path.of("data"), Options.defaults())) {
@@ -25,13 +25,14 @@ import java.util.List;
  * }
  * }</pre>
  *
- * <p>Thread-safety: every method may be called from any thread. {@link #close()} waits for writes in
- * progress; afterwards every call on the store, its keyspaces, snapshots and cursors throws
+ * <p>Thread-safety: every method may be called from any thread. {@link #close()} waits for writes
+ * in progress; afterwards every call on the store, its keyspaces, snapshots and cursors throws
  * {@link ClosedException}.
  */
 public final class Basalt implements AutoCloseable {
   final Engine engine;
   private final Options options;
+
   /** Copied from the options for the hot path's value check. */
   final int maxValueSize;
 
@@ -42,13 +43,16 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
-   * Opens the store in {@code directory}, creating it if needed, and recovers every acknowledged write
-   * (docs/operations.md). Throws {@link CorruptionException} if the files are damaged, {@link
+   * Opens the store in {@code directory}, creating it if needed, and recovers every acknowledged
+   * write (docs/operations.md). Throws {@link CorruptionException} if the files are damaged, {@link
    * StorageException} if they cannot be read.
    */
   public static Basalt open(Path directory, Options options) {
-    if (directory == null) throw new InvalidArgumentException("directory must not be null (use openInMemory for a store without one)");
-    if (options == null) throw new InvalidArgumentException("options must not be null (use Options.defaults())");
+    if (directory == null)
+      throw new InvalidArgumentException(
+          "directory must not be null (use openInMemory for a store without one)");
+    if (options == null)
+      throw new InvalidArgumentException("options must not be null (use Options.defaults())");
     return open(new FileStorage(directory, options.directReads(), options.mappedReads()), options);
   }
 
@@ -61,31 +65,34 @@ public final class Basalt implements AutoCloseable {
 
   /**
    * Opens an in-memory store (Nitro): everything lives in the off-heap skiplist, up to {@link
-   * Options#memoryQuota}; writes past it throw {@link MemoryLimitException} and change nothing. Nothing
-   * survives {@link #close()}.
+   * Options#memoryQuota}; writes past it throw {@link MemoryLimitException} and change nothing.
+   * Nothing survives {@link #close()}.
    */
   public static Basalt openInMemory(Options options) {
-    if (options == null) throw new InvalidArgumentException("options must not be null (use Options.defaults())");
+    if (options == null)
+      throw new InvalidArgumentException("options must not be null (use Options.defaults())");
     Options o = options.copy();
     return new Basalt(Engine.open(null, o), o);
   }
 
   /**
-   * Opens an in-memory store restored from the backup of an in-memory store in {@code backupDirectory}
-   * (made by {@link #backup(Path)} of a store opened with {@link #openInMemory(Options)}): the shards are
-   * built into the skiplist bottom-up on up to {@link Options#backupThreads} threads, then the delta
-   * files of a non-intrusive backup are replayed (Nitro, seed 001 section 5.2). The store holds exactly
-   * the writes of the backup, with its keyspaces, and new writes continue after its seqno. The backup is
-   * only read; it can be opened again.
+   * Opens an in-memory store restored from the backup of an in-memory store in {@code
+   * backupDirectory} (made by {@link #backup(Path)} of a store opened with {@link
+   * #openInMemory(Options)}): the shards are built into the skiplist bottom-up on up to {@link
+   * Options#backupThreads} threads, then the delta files of a non-intrusive backup are replayed
+   * (Nitro, seed 001 section 5.2). The store holds exactly the writes of the backup, with its
+   * keyspaces, and new writes continue after its seqno. The backup is only read; it can be opened
+   * again.
    *
    * @throws CorruptionException naming the file, if the backup is incomplete, damaged or truncated;
    *     nothing is opened then
-   * @throws InvalidArgumentException if the directory holds no backup, or a disk store's (restore that
-   *     with {@link #restore})
+   * @throws InvalidArgumentException if the directory holds no backup, or a disk store's (restore
+   *     that with {@link #restore})
    * @throws MemoryLimitException if the backup does not fit {@link Options#memoryQuota}
    */
   public static Basalt openInMemory(Options options, Path backupDirectory) {
-    if (options == null) throw new InvalidArgumentException("options must not be null (use Options.defaults())");
+    if (options == null)
+      throw new InvalidArgumentException("options must not be null (use Options.defaults())");
     Storage backup = new FileStorage(existingDirectory(backupDirectory, "backup"));
     Options o = options.copy();
     return new Basalt(Engine.openInMemory(o, backup), o);
@@ -96,7 +103,8 @@ public final class Basalt implements AutoCloseable {
     if (name == null) throw new InvalidArgumentException("keyspace name must not be null");
     int id = engine.keyspaceId(name);
     if (id < 0) {
-      throw new InvalidArgumentException("no keyspace named '" + name + "'; create it with createKeyspace");
+      throw new InvalidArgumentException(
+          "no keyspace named '" + name + "'; create it with createKeyspace");
     }
     return new Keyspace(this, id, name);
   }
@@ -117,8 +125,9 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
-   * Applies a batch atomically; when it returns, it is durable as {@link Options#syncMode} says. A batch
-   * with a value over {@link Options#maxValueSize} or a keyspace of another store is refused whole.
+   * Applies a batch atomically; when it returns, it is durable as {@link Options#syncMode} says. A
+   * batch with a value over {@link Options#maxValueSize} or a keyspace of another store is refused
+   * whole.
    */
   public void write(WriteBatch batch) {
     if (batch == null) throw new InvalidArgumentException("batch must not be null");
@@ -130,7 +139,8 @@ public final class Basalt implements AutoCloseable {
     for (int i = 0, n = batch.size(); i < n; i++) {
       Keyspace ks = batch.keyspaces[i];
       if (ks.db != this) {
-        throw new InvalidArgumentException("keyspace '" + ks.name() + "' belongs to another store; nothing was written");
+        throw new InvalidArgumentException(
+            "keyspace '" + ks.name() + "' belongs to another store; nothing was written");
       }
       Keys.checkValueLength(b.valueLength(i), maxValueSize);
     }
@@ -138,25 +148,31 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
-   * A batched get across keyspaces: the value of {@code keys.get(i)} in {@code keyspaces.get(i)} for each
-   * {@code i}, in order, null where absent. As {@link Keyspace#getAll}, every key's key index block and
-   * document reads are in flight together, whatever their keyspaces. Each value is what {@link
-   * Keyspace#get} would return; for one consistent view of all keys, use a snapshot.
+   * A batched get across keyspaces: the value of {@code keys.get(i)} in {@code keyspaces.get(i)}
+   * for each {@code i}, in order, null where absent. As {@link Keyspace#getAll}, every key's key
+   * index block and document reads are in flight together, whatever their keyspaces. Each value is
+   * what {@link Keyspace#get} would return; for one consistent view of all keys, use a snapshot.
    *
-   * @throws InvalidArgumentException if a list, a keyspace or a key is null, the lists differ in length,
-   *     a key is too long, or a keyspace belongs to another store; nothing is read
+   * @throws InvalidArgumentException if a list, a keyspace or a key is null, the lists differ in
+   *     length, a key is too long, or a keyspace belongs to another store; nothing is read
    */
   public List<byte[]> getAll(List<Keyspace> keyspaces, List<byte[]> keys) {
-    if (keyspaces == null || keys == null) throw new InvalidArgumentException("keyspaces and keys must not be null");
+    if (keyspaces == null || keys == null)
+      throw new InvalidArgumentException("keyspaces and keys must not be null");
     if (keyspaces.size() != keys.size()) {
-      throw new InvalidArgumentException("getAll takes a keyspace per key: " + keyspaces.size() + " keyspaces for "
-          + keys.size() + " keys");
+      throw new InvalidArgumentException(
+          "getAll takes a keyspace per key: "
+              + keyspaces.size()
+              + " keyspaces for "
+              + keys.size()
+              + " keys");
     }
     int[] ids = new int[keys.size()];
     for (int i = 0; i < ids.length; i++) {
       Keyspace ks = keyspaces.get(i);
       if (ks == null) throw new InvalidArgumentException("keyspace " + i + " must not be null");
-      if (ks.db != this) throw new InvalidArgumentException("keyspace '" + ks.name() + "' belongs to another store");
+      if (ks.db != this)
+        throw new InvalidArgumentException("keyspace '" + ks.name() + "' belongs to another store");
       Keys.checkKey(keys.get(i));
       ids[i] = ks.id;
     }
@@ -182,7 +198,8 @@ public final class Basalt implements AutoCloseable {
    * settled store; true if it settled within {@code timeoutMillis} (an in-memory store always is).
    */
   public boolean waitForCompactions(long timeoutMillis) {
-    if (timeoutMillis < 0) throw new InvalidArgumentException("timeout must not be negative, was " + timeoutMillis);
+    if (timeoutMillis < 0)
+      throw new InvalidArgumentException("timeout must not be negative, was " + timeoutMillis);
     return engine.waitForCompactions(timeoutMillis);
   }
 
@@ -205,8 +222,8 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
-   * The checkpoints of the closed store in {@code directory}, oldest first. {@link StorageException} if
-   * the store is open (in this or another process).
+   * The checkpoints of the closed store in {@code directory}, oldest first. {@link
+   * StorageException} if the store is open (in this or another process).
    */
   public static List<Checkpoint> checkpoints(Path directory) {
     return Engine.checkpoints(existingStore(directory)).stream().map(Basalt::checkpoint).toList();
@@ -214,43 +231,46 @@ public final class Basalt implements AutoCloseable {
 
   /**
    * Rolls the closed store in {@code directory} back to the checkpoint {@code checkpointId} (Magma
-   * section 5): once this returns, the store holds exactly the writes that checkpoint holds (up to its
-   * {@link Checkpoint#seqno()}); every later write, and every later checkpoint, is gone for good, and
-   * the seqnos after the checkpoint's are handed out again. Earlier checkpoints remain. A crash during
-   * the call leaves the store either as it was or rolled back. Returns the checkpoint the store now
-   * stands at (a new id, the target's seqno and keyspaces).
+   * section 5): once this returns, the store holds exactly the writes that checkpoint holds (up to
+   * its {@link Checkpoint#seqno()}); every later write, and every later checkpoint, is gone for
+   * good, and the seqnos after the checkpoint's are handed out again. Earlier checkpoints remain. A
+   * crash during the call leaves the store either as it was or rolled back. Returns the checkpoint
+   * the store now stands at (a new id, the target's seqno and keyspaces).
    *
    * <p>Throws {@link InvalidArgumentException} if the store has no such checkpoint (or expired it),
    * {@link CorruptionException} if the checkpoint or a file it names is damaged or missing, {@link
-   * StorageException} if the store is open or its files cannot be written; the store is unchanged then.
+   * StorageException} if the store is open or its files cannot be written; the store is unchanged
+   * then.
    */
   public static Checkpoint rollback(Path directory, long checkpointId) {
     return checkpoint(Engine.rollback(existingStore(directory), checkpointId));
   }
 
-  /** Rolls back a closed store on any storage implementation (tests use an in-memory file system). */
+  /**
+   * Rolls back a closed store on any storage implementation (tests use an in-memory file system).
+   */
   static Checkpoint rollback(Storage storage, long checkpointId) {
     return checkpoint(Engine.rollback(storage, checkpointId));
   }
 
   /**
-   * Backs the open store up into {@code target} while it serves reads and writes: flushes, then copies a
-   * checkpoint that holds every write acknowledged before the call (the key index tables hard-linked
-   * where the file system allows, since they are never written again; the log segments copied up to
-   * the checkpoint's offsets), and writes last a marker listing every file with its size and CRC-32C.
-   * {@code target} must not exist or be empty; the backup opens as a store only through {@link
-   * #restore}, which checks it first. docs/operations.md ("Backup") describes backing up, verifying and
-   * restoring.
+   * Backs the open store up into {@code target} while it serves reads and writes: flushes, then
+   * copies a checkpoint that holds every write acknowledged before the call (the key index tables
+   * hard-linked where the file system allows, since they are never written again; the log segments
+   * copied up to the checkpoint's offsets), and writes last a marker listing every file with its
+   * size and CRC-32C. {@code target} must not exist or be empty; the backup opens as a store only
+   * through {@link #restore}, which checks it first. docs/operations.md ("Backup") describes
+   * backing up, verifying and restoring.
    *
-   * <p>An in-memory store is backed up as Nitro does (seed 001 section 5): a snapshot of every write
-   * published before the call, cut into key ranges written by {@link Options#backupThreads} threads
-   * into shard files, in blocks with their own checksums (LZ4 with {@link
-   * Options#backupCompression}); by default without holding the snapshot against the garbage collector
-   * ({@link Options#nonIntrusiveBackup}). {@link #openInMemory(Options, Path)} opens it.
+   * <p>An in-memory store is backed up as Nitro does (seed 001 section 5): a snapshot of every
+   * write published before the call, cut into key ranges written by {@link Options#backupThreads}
+   * threads into shard files, in blocks with their own checksums (LZ4 with {@link
+   * Options#backupCompression}); by default without holding the snapshot against the garbage
+   * collector ({@link Options#nonIntrusiveBackup}). {@link #openInMemory(Options, Path)} opens it.
    *
    * <p>If the call throws, no complete backup is left (what it wrote is deleted; a crash leaves a
-   * directory without its marker, which restore refuses). Throws {@link InvalidArgumentException} if
-   * {@code target} is not empty, {@link StorageException} if a file cannot be read or written.
+   * directory without its marker, which restore refuses). Throws {@link InvalidArgumentException}
+   * if {@code target} is not empty, {@link StorageException} if a file cannot be read or written.
    */
   public Backup backup(Path target) {
     return backup(target, null);
@@ -258,16 +278,18 @@ public final class Basalt implements AutoCloseable {
 
   /**
    * An incremental backup: as {@link #backup(Path)}, sharing every file that is unchanged since the
-   * complete backup in {@code previous} (hard links to its copies, on one file system): the sealed log
-   * segments it already holds are not copied again. Each backup stays complete on its own; deleting one
-   * does not damage the other.
+   * complete backup in {@code previous} (hard links to its copies, on one file system): the sealed
+   * log segments it already holds are not copied again. Each backup stays complete on its own;
+   * deleting one does not damage the other.
    */
   public Backup backup(Path target, Path previous) {
     if (target == null) throw new InvalidArgumentException("target directory must not be null");
     Storage prior = null;
     if (previous != null) {
-      if (!java.nio.file.Files.exists(existingDirectory(previous, "previous backup").resolve(Backups.MARKER))) {
-        throw new InvalidArgumentException(previous + " holds no complete backup to build an incremental backup on");
+      if (!java.nio.file.Files.exists(
+          existingDirectory(previous, "previous backup").resolve(Backups.MARKER))) {
+        throw new InvalidArgumentException(
+            previous + " holds no complete backup to build an incremental backup on");
       }
       prior = new FileStorage(previous);
       Backups.verify(prior); // a damaged earlier backup is not built on
@@ -284,10 +306,10 @@ public final class Basalt implements AutoCloseable {
 
   /**
    * Restores the backup in {@code backupDirectory} into {@code target}, which must not exist or be
-   * empty: checks every file of the backup (present, its size, its CRC-32C) before writing anything,
-   * then copies them into a new directory beside {@code target} and renames it into place, so {@code
-   * target} appears whole or not at all. The restored store opens with {@link #open} and holds exactly
-   * the backup's writes.
+   * empty: checks every file of the backup (present, its size, its CRC-32C) before writing
+   * anything, then copies them into a new directory beside {@code target} and renames it into
+   * place, so {@code target} appears whole or not at all. The restored store opens with {@link
+   * #open} and holds exactly the backup's writes.
    *
    * @throws CorruptionException naming the file, if the backup is incomplete, damaged or truncated;
    *     nothing is written then
@@ -297,13 +319,20 @@ public final class Basalt implements AutoCloseable {
     if (target == null) throw new InvalidArgumentException("target directory must not be null");
     Storage backup = new FileStorage(existingDirectory(backupDirectory, "backup"));
     Path absolute = target.toAbsolutePath().normalize();
-    if (absolute.getParent() == null) throw new InvalidArgumentException("cannot restore into the root directory " + absolute);
-    checkEmpty(absolute, "restore"); // refuses a store or any other content before anything is read or written
-    // A directory of its own beside the target, renamed over it (an empty one is replaced) once complete:
+    if (absolute.getParent() == null)
+      throw new InvalidArgumentException("cannot restore into the root directory " + absolute);
+    checkEmpty(
+        absolute,
+        "restore"); // refuses a store or any other content before anything is read or written
+    // A directory of its own beside the target, renamed over it (an empty one is replaced) once
+    // complete:
     // the target appears whole or not at all. A crash leaves it behind, named as such.
-    Path staging = absolute.resolveSibling(absolute.getFileName() + ".restoring-" + Long.toHexString(System.nanoTime()));
+    Path staging =
+        absolute.resolveSibling(
+            absolute.getFileName() + ".restoring-" + Long.toHexString(System.nanoTime()));
     try {
-      Backups.Marker m = Backups.restore(backup, new FileStorage(staging)); // verifies every file first
+      Backups.Marker m =
+          Backups.restore(backup, new FileStorage(staging)); // verifies every file first
       java.nio.file.Files.move(staging, absolute, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
       io.basaltdb.internal.storage.FileStorage.syncDirectoryOf(absolute);
       return backup(m, 0, 0);
@@ -317,13 +346,14 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
-   * Checks the backup in {@code backupDirectory} as {@link #restore} does, writing nothing: every file
-   * present, of its recorded size and CRC-32C.
+   * Checks the backup in {@code backupDirectory} as {@link #restore} does, writing nothing: every
+   * file present, of its recorded size and CRC-32C.
    *
    * @throws CorruptionException naming the file, if the backup is incomplete, damaged or truncated
    */
   public static Backup verifyBackup(Path backupDirectory) {
-    return backup(Backups.verify(new FileStorage(existingDirectory(backupDirectory, "backup"))), 0, 0);
+    return backup(
+        Backups.verify(new FileStorage(existingDirectory(backupDirectory, "backup"))), 0, 0);
   }
 
   /** Opens an in-memory store from a backup on any storage implementation (tests). */
@@ -344,24 +374,31 @@ public final class Basalt implements AutoCloseable {
 
   private static Path existingDirectory(Path dir, String what) {
     if (dir == null) throw new InvalidArgumentException(what + " directory must not be null");
-    if (!java.nio.file.Files.isDirectory(dir)) throw new InvalidArgumentException("there is no " + what + " in " + dir);
+    if (!java.nio.file.Files.isDirectory(dir))
+      throw new InvalidArgumentException("there is no " + what + " in " + dir);
     return dir;
   }
 
   /**
-   * Refuses a {@code dir} that is not a directory or holds anything; a missing one is fine (the storage
-   * opened on it creates it, durably).
+   * Refuses a {@code dir} that is not a directory or holds anything; a missing one is fine (the
+   * storage opened on it creates it, durably).
    */
   private static void checkEmpty(Path dir, String what) {
     if (!java.nio.file.Files.exists(dir)) return;
     if (!java.nio.file.Files.isDirectory(dir)) {
-      throw new InvalidArgumentException("cannot " + what + " into " + dir + ": it is not a directory");
+      throw new InvalidArgumentException(
+          "cannot " + what + " into " + dir + ": it is not a directory");
     }
     try {
       try (java.util.stream.Stream<Path> entries = java.nio.file.Files.list(dir)) {
         if (entries.findAny().isPresent()) {
-          throw new InvalidArgumentException("cannot " + what + " into " + dir + ": the directory is not empty; give an"
-              + " empty or new one");
+          throw new InvalidArgumentException(
+              "cannot "
+                  + what
+                  + " into "
+                  + dir
+                  + ": the directory is not empty; give an"
+                  + " empty or new one");
         }
       }
     } catch (java.io.IOException e) {
@@ -369,10 +406,14 @@ public final class Basalt implements AutoCloseable {
     }
   }
 
-  /** Deletes {@code dir} and everything in it, adding a failure to {@code cause} (if any) instead of throwing. */
+  /**
+   * Deletes {@code dir} and everything in it, adding a failure to {@code cause} (if any) instead of
+   * throwing.
+   */
   private static void deleteQuietly(Path dir, Throwable cause) {
     try (java.util.stream.Stream<Path> all = java.nio.file.Files.walk(dir)) {
-      for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList()) java.nio.file.Files.deleteIfExists(p);
+      for (Path p : all.sorted(java.util.Comparator.reverseOrder()).toList())
+        java.nio.file.Files.deleteIfExists(p);
     } catch (java.io.IOException | RuntimeException e) {
       if (cause != null) cause.addSuppressed(e);
     }
@@ -392,12 +433,18 @@ public final class Basalt implements AutoCloseable {
     return s;
   }
 
-  /** Refuses a backup, complete or not, where a store is expected: opening or rolling it back would change it. */
+  /**
+   * Refuses a backup, complete or not, where a store is expected: opening or rolling it back would
+   * change it.
+   */
   private static void refuseBackup(Storage storage) {
     if (storage.exists(Backups.MARKER) || storage.exists(Backups.INCOMPLETE)) {
-      throw new InvalidArgumentException(storage.describe("") + " is a backup (" + (storage.exists(Backups.MARKER)
-          ? "complete" : "unfinished") + "); opening it would change it and the backups that share its files:"
-          + " restore it with Basalt.restore into another directory and open that");
+      throw new InvalidArgumentException(
+          storage.describe("")
+              + " is a backup ("
+              + (storage.exists(Backups.MARKER) ? "complete" : "unfinished")
+              + "); opening it would change it and the backups that share its files:"
+              + " restore it with Basalt.restore into another directory and open that");
     }
   }
 
@@ -415,11 +462,11 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
-   * Whether the store takes writes: {@link Health.State#FAILED} once a flush, compaction, collection or
-   * WAL write has failed (the store refuses writes from then on, reads still work; reopen it to recover
-   * every acknowledged write), with that failure; {@link Health.State#CLOSED} after close. Never throws:
-   * a monitor may ask at any time. {@link EventListener#onBackgroundError} tells of the failure as it
-   * happens.
+   * Whether the store takes writes: {@link Health.State#FAILED} once a flush, compaction,
+   * collection or WAL write has failed (the store refuses writes from then on, reads still work;
+   * reopen it to recover every acknowledged write), with that failure; {@link Health.State#CLOSED}
+   * after close. Never throws: a monitor may ask at any time. {@link
+   * EventListener#onBackgroundError} tells of the failure as it happens.
    */
   public Health health() {
     if (engine.isClosed()) return new Health(Health.State.CLOSED, engine.failure());

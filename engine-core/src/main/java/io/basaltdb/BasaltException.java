@@ -1,8 +1,8 @@
 package io.basaltdb;
 
 /**
- * Root of every exception Basalt throws. All are unchecked; the subclass says what went wrong and the
- * message says what to do about it.
+ * Root of every exception Basalt throws. All are unchecked; the subclass says what went wrong and
+ * the message says what to do about it.
  *
  * <p>Thread-safety: immutable.
  */

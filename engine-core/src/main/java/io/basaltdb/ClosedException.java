@@ -1,8 +1,8 @@
 package io.basaltdb;
 
 /**
- * An operation used a handle (store, skiplist, snapshot, iterator) after it was closed. Nothing was read
- * or written; open a new handle.
+ * An operation used a handle (store, skiplist, snapshot, iterator) after it was closed. Nothing was
+ * read or written; open a new handle.
  *
  * <p>Thread-safety: immutable.
  */

@@ -1,8 +1,8 @@
 package io.basaltdb;
 
 /**
- * Data read from disk failed a checksum or a structural check. The message names the file and the byte
- * offset. Nothing was returned from the damaged data; restore the store from a backup (see
+ * Data read from disk failed a checksum or a structural check. The message names the file and the
+ * byte offset. Nothing was returned from the damaged data; restore the store from a backup (see
  * docs/operations.md).
  *
  * <p>Thread-safety: immutable.
@@ -15,7 +15,13 @@ public class CorruptionException extends BasaltException {
   }
 
   public CorruptionException(String file, long offset, String what) {
-    super("corruption in " + file + " at offset " + offset + ": " + what
-        + "; the store cannot serve this data. Restore the store from a backup");
+    super(
+        "corruption in "
+            + file
+            + " at offset "
+            + offset
+            + ": "
+            + what
+            + "; the store cannot serve this data. Restore the store from a backup");
   }
 }

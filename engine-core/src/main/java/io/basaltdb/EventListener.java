@@ -2,16 +2,18 @@ package io.basaltdb;
 
 /**
  * Hears of a disk store's background work (RocksJava's {@code AbstractEventListener}): flushes, key
- * index compactions and garbage collection runs as they complete, with their sizes and times; writers
- * stalling and going on; and the failure that makes the store refuse writes. Set with {@link
- * Options#eventListener}; every method has an empty default, so a listener overrides what it needs.
+ * index compactions and garbage collection runs as they complete, with their sizes and times;
+ * writers stalling and going on; and the failure that makes the store refuse writes. Set with
+ * {@link Options#eventListener}; every method has an empty default, so a listener overrides what it
+ * needs.
  *
- * <p>Thread-safety: methods are called on the thread that did the work (the flusher, a compaction or
- * collection thread, the commit leader for stalls and for a batch that skipped the WAL), after its
- * commit, possibly at once from several, so two calls from different threads may arrive in another order
- * than their commits (a flush's seqno says where it stands): keep them quick and thread-safe, and do not write to the store from them (a
- * listener that waits for a write can wait for itself). What a listener throws is logged and ignored.
- * The in-memory store has no background work: it calls only {@link #onBackgroundError}.
+ * <p>Thread-safety: methods are called on the thread that did the work (the flusher, a compaction
+ * or collection thread, the commit leader for stalls and for a batch that skipped the WAL), after
+ * its commit, possibly at once from several, so two calls from different threads may arrive in
+ * another order than their commits (a flush's seqno says where it stands): keep them quick and
+ * thread-safe, and do not write to the store from them (a listener that waits for a write can wait
+ * for itself). What a listener throws is logged and ignored. The in-memory store has no background
+ * work: it calls only {@link #onBackgroundError}.
  */
 public interface EventListener {
   /** A listener that hears nothing: the default. */
@@ -28,7 +30,13 @@ public interface EventListener {
    * @param nanos how long it took
    * @param walSkipped whether it was a batch that skipped the WAL ({@link Options#walSkipBytes})
    */
-  record FlushInfo(long flushedSeqno, int keyspaces, long records, long segmentBytes, long nanos, boolean walSkipped) {}
+  record FlushInfo(
+      long flushedSeqno,
+      int keyspaces,
+      long records,
+      long segmentBytes,
+      long nanos,
+      boolean walSkipped) {}
 
   /**
    * A key index compaction committed.
@@ -44,8 +52,16 @@ public interface EventListener {
    *     documents went to the delete list)
    * @param nanos how long it took
    */
-  record CompactionInfo(String keyspace, int level, int outputLevel, int inputTables, int outputTables, long bytesRead,
-      long bytesWritten, long versionsDropped, long nanos) {}
+  record CompactionInfo(
+      String keyspace,
+      int level,
+      int outputLevel,
+      int inputTables,
+      int outputTables,
+      long bytesRead,
+      long bytesWritten,
+      long versionsDropped,
+      long nanos) {}
 
   /**
    * A garbage collection run committed: log segments rewritten without their stale documents.
@@ -59,8 +75,15 @@ public interface EventListener {
    * @param cold whether it wrote its output with zstd ({@link Options#coldSegmentMillis})
    * @param nanos how long it took
    */
-  record CollectionInfo(String keyspace, int inputSegments, long bytesRead, long bytesWritten, long bytesReclaimed,
-      long documentsDropped, boolean cold, long nanos) {}
+  record CollectionInfo(
+      String keyspace,
+      int inputSegments,
+      long bytesRead,
+      long bytesWritten,
+      long bytesReclaimed,
+      long documentsDropped,
+      boolean cold,
+      long nanos) {}
 
   /** Why writers wait. */
   enum Stall {
@@ -86,9 +109,10 @@ public interface EventListener {
 
   /**
    * The store failed: from now on it refuses writes (reads still work) until it is reopened, which
-   * recovers every acknowledged write. Called once, with the first failure, whatever found it (a flush,
-   * a compaction, collection, or a WAL write), on a thread of its own, so it may close the store (and
-   * open it again); {@link Basalt#health} reports the failure from the moment it happens.
+   * recovers every acknowledged write. Called once, with the first failure, whatever found it (a
+   * flush, a compaction, collection, or a WAL write), on a thread of its own, so it may close the
+   * store (and open it again); {@link Basalt#health} reports the failure from the moment it
+   * happens.
    */
   default void onBackgroundError(BasaltException error) {}
 }

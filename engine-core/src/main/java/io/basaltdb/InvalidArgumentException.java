@@ -1,8 +1,8 @@
 package io.basaltdb;
 
 /**
- * An argument was refused before anything was written: a null key, a key or value over its limit, an
- * option out of range. The store is unchanged.
+ * An argument was refused before anything was written: a null key, a key or value over its limit,
+ * an option out of range. The store is unchanged.
  *
  * <p>Thread-safety: immutable.
  */

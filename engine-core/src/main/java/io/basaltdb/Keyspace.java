@@ -3,12 +3,12 @@ package io.basaltdb;
 import io.basaltdb.internal.engine.writecache.Batch;
 
 /**
- * A named, ordered map of byte keys to byte values inside a {@link Basalt} store (like a vBucket or a
- * column family). Keys sort as unsigned bytes; keys are at most 64 KiB, values at most {@link
+ * A named, ordered map of byte keys to byte values inside a {@link Basalt} store (like a vBucket or
+ * a column family). Keys sort as unsigned bytes; keys are at most 64 KiB, values at most {@link
  * Options#maxValueSize}; empty keys and values are allowed.
  *
- * <p>Thread-safety: every method may be called from any thread. After the keyspace is dropped or the
- * store closed, every call throws {@link ClosedException}.
+ * <p>Thread-safety: every method may be called from any thread. After the keyspace is dropped or
+ * the store closed, every call throws {@link ClosedException}.
  */
 public final class Keyspace {
   final Basalt db;
@@ -25,22 +25,26 @@ public final class Keyspace {
     return name;
   }
 
-  /** Sets {@code key} to {@code value}; durable when it returns, as {@link Options#syncMode} says. */
+  /**
+   * Sets {@code key} to {@code value}; durable when it returns, as {@link Options#syncMode} says.
+   */
   public void put(byte[] key, byte[] value) {
     put(key, value, 0);
   }
 
   /**
-   * Sets {@code key} to {@code value} until {@code expiresAtMillis} (ms since the epoch, by the store's
-   * {@link Options#clock}; 0: never), Magma's document expiry (seed 000 section 7.1). From that instant
-   * on (at it, not after) the key reads as absent: gets, scans and snapshots taken from then on, and the
-   * change feed, which reports the expiry as a deletion at the put's seqno. Its space is reclaimed
-   * lazily: key index compaction drops an expired record as it drops a tombstone, and garbage collection
-   * then reclaims its document ({@link Options#expiryCheckMillis} compacts tables whose expired share
-   * passes {@link Options#expiryCompactionRatio}). A time already past is allowed: the put is then
-   * invisible at once. Keys written with an expiry are not counted by {@link #itemCount}.
+   * Sets {@code key} to {@code value} until {@code expiresAtMillis} (ms since the epoch, by the
+   * store's {@link Options#clock}; 0: never), Magma's document expiry (seed 000 section 7.1). From
+   * that instant on (at it, not after) the key reads as absent: gets, scans and snapshots taken
+   * from then on, and the change feed, which reports the expiry as a deletion at the put's seqno.
+   * Its space is reclaimed lazily: key index compaction drops an expired record as it drops a
+   * tombstone, and garbage collection then reclaims its document ({@link Options#expiryCheckMillis}
+   * compacts tables whose expired share passes {@link Options#expiryCompactionRatio}). A time
+   * already past is allowed: the put is then invisible at once. Keys written with an expiry are not
+   * counted by {@link #itemCount}.
    *
-   * @throws InvalidArgumentException if {@code expiresAtMillis} is negative, or as {@link #put(byte[], byte[])}
+   * @throws InvalidArgumentException if {@code expiresAtMillis} is negative, or as {@link
+   *     #put(byte[], byte[])}
    */
   public void put(byte[] key, byte[] value, long expiresAtMillis) {
     Keys.checkKey(key);
@@ -55,15 +59,19 @@ public final class Keyspace {
     }
   }
 
-  /** Each thread's batch for its single puts and deletes, reused so that they allocate nothing on the heap. */
-  private static final ThreadLocal<Batch> THREAD_BATCH = ThreadLocal.withInitial(() -> new Batch(1));
+  /**
+   * Each thread's batch for its single puts and deletes, reused so that they allocate nothing on
+   * the heap.
+   */
+  private static final ThreadLocal<Batch> THREAD_BATCH =
+      ThreadLocal.withInitial(() -> new Batch(1));
 
   /** Bytes of keys and values a thread's batch keeps between its operations. */
   private static final int THREAD_BATCH_BYTES = 64 * 1024;
 
   /**
-   * This thread's batch for one operation, empty; a new one if it is in use (a write made from inside
-   * one), and a fresh thread batch if a failed write abandoned the old one.
+   * This thread's batch for one operation, empty; a new one if it is in use (a write made from
+   * inside one), and a fresh thread batch if a failed write abandoned the old one.
    */
   private static Batch threadBatch() {
     Batch b = THREAD_BATCH.get();
@@ -90,18 +98,20 @@ public final class Keyspace {
   }
 
   /**
-   * The current value of the key between {@code key}'s position and limit, copied into {@code value}: the
-   * zero-copy form of {@link #get(byte[])}, for heap and direct buffers alike. Nothing is allocated on
-   * the heap when the value is served from memory (the write cache, or the block cache once it holds the
-   * data), keys of up to 256 bytes.
+   * The current value of the key between {@code key}'s position and limit, copied into {@code
+   * value}: the zero-copy form of {@link #get(byte[])}, for heap and direct buffers alike. Nothing
+   * is allocated on the heap when the value is served from memory (the write cache, or the block
+   * cache once it holds the data), keys of up to 256 bytes.
    *
-   * <p>If the value fits in {@code value.remaining()}, it is copied to {@code value} at its position and
-   * the limit is set to the value's end, the position staying where it was: the buffer then holds
-   * exactly the value, ready to read. If it does not fit, {@code value} is left as it was; the returned
-   * length tells how much room a second call needs. {@code key}'s position and limit never change.
+   * <p>If the value fits in {@code value.remaining()}, it is copied to {@code value} at its
+   * position and the limit is set to the value's end, the position staying where it was: the buffer
+   * then holds exactly the value, ready to read. If it does not fit, {@code value} is left as it
+   * was; the returned length tells how much room a second call needs. {@code key}'s position and
+   * limit never change.
    *
    * @return the value's length, or -1 if the key is absent
-   * @throws InvalidArgumentException if a buffer is null, {@code value} is read-only, or the key is too long
+   * @throws InvalidArgumentException if a buffer is null, {@code value} is read-only, or the key is
+   *     too long
    */
   public int get(java.nio.ByteBuffer key, java.nio.ByteBuffer value) {
     Keys.checkKey(key);
@@ -110,15 +120,17 @@ public final class Keyspace {
   }
 
   /**
-   * As {@link #put(byte[], byte[])} with the bytes between each buffer's position and limit (heap or direct
-   * buffers; their positions and limits do not change). The bytes are copied into the write before it
-   * returns, so the caller may reuse the buffers at once.
+   * As {@link #put(byte[], byte[])} with the bytes between each buffer's position and limit (heap
+   * or direct buffers; their positions and limits do not change). The bytes are copied into the
+   * write before it returns, so the caller may reuse the buffers at once.
    */
   public void put(java.nio.ByteBuffer key, java.nio.ByteBuffer value) {
     put(key, value, 0);
   }
 
-  /** As {@link #put(byte[], byte[], long)} with the bytes between each buffer's position and limit. */
+  /**
+   * As {@link #put(byte[], byte[], long)} with the bytes between each buffer's position and limit.
+   */
   public void put(java.nio.ByteBuffer key, java.nio.ByteBuffer value, long expiresAtMillis) {
     Keys.checkKey(key);
     Keys.checkValue(value, db.maxValueSize);
@@ -146,12 +158,13 @@ public final class Keyspace {
 
   /**
    * The values of {@code keys}, in their order, null where a key is absent: a batched get. The key
-   * index blocks and then the documents of all the keys are read together, many reads in flight at once
-   * ({@code Options.readQueueDepth}), which is much faster than one get after another when the data is
-   * on disk. Each value is what {@link #get} would return; for one consistent view of all keys, use a
-   * snapshot. {@link Basalt#getAll} does the same for keys of several keyspaces.
+   * index blocks and then the documents of all the keys are read together, many reads in flight at
+   * once ({@code Options.readQueueDepth}), which is much faster than one get after another when the
+   * data is on disk. Each value is what {@link #get} would return; for one consistent view of all
+   * keys, use a snapshot. {@link Basalt#getAll} does the same for keys of several keyspaces.
    *
-   * @throws InvalidArgumentException if the list or a key is null or a key is too long; nothing is read
+   * @throws InvalidArgumentException if the list or a key is null or a key is too long; nothing is
+   *     read
    */
   public java.util.List<byte[]> getAll(java.util.List<byte[]> keys) {
     if (keys == null) throw new InvalidArgumentException("keys must not be null");
@@ -162,8 +175,8 @@ public final class Keyspace {
   }
 
   /**
-   * A cursor over the keys in {@code [from, to)} (null bounds are open) as of now; it holds a snapshot
-   * of its own until closed.
+   * A cursor over the keys in {@code [from, to)} (null bounds are open) as of now; it holds a
+   * snapshot of its own until closed.
    */
   public Cursor scan(byte[] from, byte[] to) {
     checkBound(from, "from");
@@ -172,13 +185,15 @@ public final class Keyspace {
   }
 
   /**
-   * As {@link #scan(byte[], byte[])}, reading the values of {@code readAhead} keys at a time together
-   * (their documents' reads in flight at once, as {@link #getAll} reads them), for a caller that knows
-   * about how many keys it will take: a scan of 100 keys with {@code readAhead} 100 reads its documents
-   * in one go. The default cursor starts at 1 and doubles its read-ahead up to 32 as it goes. Values the
-   * write cache holds are never read from disk, whatever the read-ahead.
+   * As {@link #scan(byte[], byte[])}, reading the values of {@code readAhead} keys at a time
+   * together (their documents' reads in flight at once, as {@link #getAll} reads them), for a
+   * caller that knows about how many keys it will take: a scan of 100 keys with {@code readAhead}
+   * 100 reads its documents in one go. The default cursor starts at 1 and doubles its read-ahead up
+   * to 32 as it goes. Values the write cache holds are never read from disk, whatever the
+   * read-ahead.
    *
-   * @throws InvalidArgumentException if {@code readAhead} is not between 1 and 4096, or a bound is too long
+   * @throws InvalidArgumentException if {@code readAhead} is not between 1 and 4096, or a bound is
+   *     too long
    */
   public Cursor scan(byte[] from, byte[] to, int readAhead) {
     checkBound(from, "from");
@@ -190,23 +205,24 @@ public final class Keyspace {
   }
 
   /**
-   * The number of keys this keyspace holds, exactly: every write acknowledged before the call counted
-   * (Magma section 7.2). Kept with {@link Options#exactItemCounts} (off by default: a key lookup per write),
-   * durable across crashes.
+   * The number of keys this keyspace holds, exactly: every write acknowledged before the call
+   * counted (Magma section 7.2). Kept with {@link Options#exactItemCounts} (off by default: a key
+   * lookup per write), durable across crashes.
    *
-   * @throws UnsupportedOperationException if the store was opened with {@code exactItemCounts(false)}
+   * @throws UnsupportedOperationException if the store was opened with {@code
+   *     exactItemCounts(false)}
    */
   public long itemCount() {
     return db.engine.itemCount(id);
   }
 
   /**
-   * This keyspace's changes with seqnos from {@code fromSeqno} to {@code toSeqno} (both included; {@link
-   * ChangeFeed#NOW} for "up to now"), in seqno order, as of a snapshot the feed takes and releases on
-   * close: {@link ChangeFeed.Mode#FAST}. See {@link ChangeFeed} for what it guarantees.
+   * This keyspace's changes with seqnos from {@code fromSeqno} to {@code toSeqno} (both included;
+   * {@link ChangeFeed#NOW} for "up to now"), in seqno order, as of a snapshot the feed takes and
+   * releases on close: {@link ChangeFeed.Mode#FAST}. See {@link ChangeFeed} for what it guarantees.
    *
-   * @throws InvalidArgumentException if a seqno is negative or {@code fromSeqno} is past the store's last
-   *     write plus one
+   * @throws InvalidArgumentException if a seqno is negative or {@code fromSeqno} is past the
+   *     store's last write plus one
    * @throws ChangesPurgedException if deletions from {@code fromSeqno} on may have been purged
    * @throws UnsupportedOperationException on an in-memory store
    */
@@ -217,15 +233,18 @@ public final class Keyspace {
   /** As {@link #changes(long, long)}, in the given mode. */
   public ChangeFeed changes(long fromSeqno, long toSeqno, ChangeFeed.Mode mode) {
     if (mode == null) throw new InvalidArgumentException("mode must not be null");
-    return new ChangeFeed(db.engine.changes(null, id, fromSeqno, toSeqno, mode == ChangeFeed.Mode.EXACT));
+    return new ChangeFeed(
+        db.engine.changes(null, id, fromSeqno, toSeqno, mode == ChangeFeed.Mode.EXACT));
   }
 
   /**
-   * Hands each change of {@link #changes(long, long)} to {@code consumer}, in seqno order, and returns the
-   * feed's {@link ChangeFeed#endSeqno()}: the next call starts at that plus one. An exception the consumer
-   * throws stops the feed and propagates; the consumer's last seqno is then its resume point.
+   * Hands each change of {@link #changes(long, long)} to {@code consumer}, in seqno order, and
+   * returns the feed's {@link ChangeFeed#endSeqno()}: the next call starts at that plus one. An
+   * exception the consumer throws stops the feed and propagates; the consumer's last seqno is then
+   * its resume point.
    */
-  public long forEachChange(long fromSeqno, long toSeqno, java.util.function.Consumer<? super Change> consumer) {
+  public long forEachChange(
+      long fromSeqno, long toSeqno, java.util.function.Consumer<? super Change> consumer) {
     if (consumer == null) throw new InvalidArgumentException("consumer must not be null");
     try (ChangeFeed feed = changes(fromSeqno, toSeqno)) {
       while (feed.next()) consumer.accept(feed.change());
@@ -235,7 +254,8 @@ public final class Keyspace {
 
   static void checkBound(byte[] bound, String what) {
     if (bound != null && bound.length > Options.MAX_KEY_SIZE) {
-      throw new InvalidArgumentException(what + " bound of " + bound.length + " bytes is over the key size limit");
+      throw new InvalidArgumentException(
+          what + " bound of " + bound.length + " bytes is over the key size limit");
     }
   }
 

@@ -3,11 +3,12 @@ package io.basaltdb;
 import io.basaltdb.internal.engine.read.EngineSnapshot;
 
 /**
- * A consistent, read-only view of every keyspace of a store at one moment: it sees every batch written
- * before it was taken, whole, and nothing written after. It pins memory and files until closed.
+ * A consistent, read-only view of every keyspace of a store at one moment: it sees every batch
+ * written before it was taken, whole, and nothing written after. It pins memory and files until
+ * closed.
  *
- * <p>Thread-safety: gets may run concurrently; each cursor belongs to one thread. Close is idempotent;
- * use after close throws {@link ClosedException}.
+ * <p>Thread-safety: gets may run concurrently; each cursor belongs to one thread. Close is
+ * idempotent; use after close throws {@link ClosedException}.
  */
 public final class Snapshot implements AutoCloseable {
   private final Basalt db;
@@ -29,7 +30,9 @@ public final class Snapshot implements AutoCloseable {
     return snap.get(keyspace.id, key);
   }
 
-  /** A cursor over {@code [from, to)} of {@code keyspace} in this snapshot; null bounds are open. */
+  /**
+   * A cursor over {@code [from, to)} of {@code keyspace} in this snapshot; null bounds are open.
+   */
   public Cursor scan(Keyspace keyspace, byte[] from, byte[] to) {
     check(keyspace);
     Keyspace.checkBound(from, "from");
@@ -38,19 +41,22 @@ public final class Snapshot implements AutoCloseable {
   }
 
   /**
-   * The changes of {@code keyspace} with seqnos in {@code [fromSeqno, toSeqno]} as of this snapshot (the
-   * end capped at {@link #seqno()}), in seqno order; see {@link ChangeFeed} and {@link
+   * The changes of {@code keyspace} with seqnos in {@code [fromSeqno, toSeqno]} as of this snapshot
+   * (the end capped at {@link #seqno()}), in seqno order; see {@link ChangeFeed} and {@link
    * Keyspace#changes(long, long)}. Closing the feed leaves the snapshot open.
    */
   public ChangeFeed changes(Keyspace keyspace, long fromSeqno, long toSeqno, ChangeFeed.Mode mode) {
     check(keyspace);
     if (mode == null) throw new InvalidArgumentException("mode must not be null");
-    return new ChangeFeed(db.engine.changes(snap, keyspace.id, fromSeqno, toSeqno, mode == ChangeFeed.Mode.EXACT));
+    return new ChangeFeed(
+        db.engine.changes(snap, keyspace.id, fromSeqno, toSeqno, mode == ChangeFeed.Mode.EXACT));
   }
 
   private void check(Keyspace keyspace) {
     if (keyspace == null) throw new InvalidArgumentException("keyspace must not be null");
-    if (keyspace.db != db) throw new InvalidArgumentException("keyspace '" + keyspace.name() + "' belongs to another store");
+    if (keyspace.db != db)
+      throw new InvalidArgumentException(
+          "keyspace '" + keyspace.name() + "' belongs to another store");
   }
 
   @Override

@@ -3,8 +3,8 @@ package io.basaltdb;
 /** When a write reaches the disk with respect to its acknowledgement. */
 public enum SyncMode {
   /**
-   * The write-ahead log is fsynced before a write returns (the default). Concurrent writers share one
-   * write and one fsync (group commit). An acknowledged write survives a crash or a power loss.
+   * The write-ahead log is fsynced before a write returns (the default). Concurrent writers share
+   * one write and one fsync (group commit). An acknowledged write survives a crash or a power loss.
    */
   SYNC,
   /**

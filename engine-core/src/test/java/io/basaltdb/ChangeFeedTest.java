@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.basaltdb.internal.engine.QuietTime;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.testing.NoLeakedAllocatorsExtension;
 import java.nio.charset.StandardCharsets;
@@ -18,7 +19,6 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicReference;
-import io.basaltdb.internal.engine.QuietTime;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -28,8 +28,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The change feed (Magma section 3.4.3) against a model of every write: seqno order, completeness,
- * deletions, exact mode, the purge seqno, stability under flushes, compaction and garbage collection,
- * and resuming after a reopen or a crash.
+ * deletions, exact mode, the purge seqno, stability under flushes, compaction and garbage
+ * collection, and resuming after a reopen or a crash.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class ChangeFeedTest {
@@ -43,17 +43,34 @@ class ChangeFeedTest {
     QuietTime.restore();
   }
 
-  /** Tiny write caches, tables and segments: flushes, compactions and garbage collection run all the time. */
+  /**
+   * Tiny write caches, tables and segments: flushes, compactions and garbage collection run all the
+   * time.
+   */
   static Options tiny() {
-    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(64 << 10).segmentSize(64 << 10).blockSize(512)
-        .syncMode(SyncMode.NONE).l0CompactionTrigger(2).l0StopWritesTrigger(8).level1Bytes(1024).levelMultiplier(2)
-        .tableTargetBytes(1024).fragmentationThreshold(0.3).checkpointIntervalMillis(0).checkpointRetentionMillis(0);
+    return Options.defaults()
+        .memoryQuota(16L << 20)
+        .writeCacheSize(64 << 10)
+        .segmentSize(64 << 10)
+        .blockSize(512)
+        .syncMode(SyncMode.NONE)
+        .l0CompactionTrigger(2)
+        .l0StopWritesTrigger(8)
+        .level1Bytes(1024)
+        .levelMultiplier(2)
+        .tableTargetBytes(1024)
+        .fragmentationThreshold(0.3)
+        .checkpointIntervalMillis(0)
+        .checkpointRetentionMillis(0);
   }
 
   /** One write of the model: its key and its value, null for a deletion. */
   record Write(String key, byte[] value) {}
 
-  /** Every write by seqno, and each key's newest seqno; a single writer, so seqnos follow one another. */
+  /**
+   * Every write by seqno, and each key's newest seqno; a single writer, so seqnos follow one
+   * another.
+   */
   static final class Model {
     final TreeMap<Long, Write> history = new TreeMap<>();
     final Map<String, Long> newest = new HashMap<>();
@@ -109,9 +126,9 @@ class ChangeFeedTest {
   }
 
   /**
-   * Checks a feed's changes from {@code from} to {@code end} against the model: ascending seqnos, each
-   * a real write of its key, every key's newest version in the range present; with {@code exact},
-   * nothing else.
+   * Checks a feed's changes from {@code from} to {@code end} against the model: ascending seqnos,
+   * each a real write of its key, every key's newest version in the range present; with {@code
+   * exact}, nothing else.
    */
   static void check(Model m, List<Change> got, long from, long end, long purge, boolean exact) {
     long prev = -1;
@@ -119,7 +136,9 @@ class ChangeFeedTest {
     for (Change c : got) {
       assertTrue(c.seqno() > prev, "seqno order: " + c.seqno() + " after " + prev);
       prev = c.seqno();
-      assertTrue(c.seqno() >= from && c.seqno() <= end, "seqno " + c.seqno() + " outside [" + from + ", " + end + "]");
+      assertTrue(
+          c.seqno() >= from && c.seqno() <= end,
+          "seqno " + c.seqno() + " outside [" + from + ", " + end + "]");
       Write w = m.history.get(c.seqno());
       assertNotNull(w, "no write has seqno " + c.seqno());
       assertEquals(w.key(), s(c.key()), "key of seqno " + c.seqno());
@@ -131,22 +150,34 @@ class ChangeFeedTest {
     for (Map.Entry<String, Long> e : m.newest.entrySet()) {
       long sq = e.getValue();
       if (sq < from || sq > end) continue;
-      if (from <= 1 && sq <= purge && m.history.get(sq).value() == null) continue; // a purged deletion: absent
+      if (from <= 1 && sq <= purge && m.history.get(sq).value() == null)
+        continue; // a purged deletion: absent
       newestInRange++;
-      assertTrue(bySeqno.containsKey(sq), "key " + e.getKey() + "'s newest version, seqno " + sq + ", is missing from ["
-          + from + ", " + end + "]");
+      assertTrue(
+          bySeqno.containsKey(sq),
+          "key "
+              + e.getKey()
+              + "'s newest version, seqno "
+              + sq
+              + ", is missing from ["
+              + from
+              + ", "
+              + end
+              + "]");
     }
     assertTrue(got.size() >= newestInRange);
     if (exact) {
       for (Change c : got) {
-        assertEquals(m.newest.get(s(c.key())), c.seqno(), "an exact feed returns only newest versions");
+        assertEquals(
+            m.newest.get(s(c.key())), c.seqno(), "an exact feed returns only newest versions");
       }
     }
   }
 
   @ParameterizedTest(name = "seed={0}")
   @ValueSource(longs = {7, 8})
-  void feeds_matchTheModel_underFlushesCompactionAndCollection_andAcrossAReopen(long seed) throws Exception {
+  void feeds_matchTheModel_underFlushesCompactionAndCollection_andAcrossAReopen(long seed)
+      throws Exception {
     MemStorage storage = new MemStorage(seed);
     Random r = new Random(seed);
     Basalt db = Basalt.open(storage, tiny());
@@ -174,17 +205,25 @@ class ChangeFeedTest {
           if (purgedFrom > 0) {
             long from = purgedFrom;
             Keyspace k = ks;
-            assertThrows(ChangesPurgedException.class, () -> k.changes(from, ChangeFeed.NOW), "purged before the reopen");
+            assertThrows(
+                ChangesPurgedException.class,
+                () -> k.changes(from, ChangeFeed.NOW),
+                "purged before the reopen");
           }
         }
-        List<Long> starts = new ArrayList<>(List.of(0L, 1L + r.nextInt((int) m.last), m.last - r.nextInt(300), m.last + 1));
+        List<Long> starts =
+            new ArrayList<>(
+                List.of(0L, 1L + r.nextInt((int) m.last), m.last - r.nextInt(300), m.last + 1));
         for (int si = 0; si < starts.size(); si++) {
           long from = starts.get(si);
           for (ChangeFeed.Mode mode : ChangeFeed.Mode.values()) {
             List<Change> got;
             long end, purge;
             // Every other feed ends inside the range: segments and caches cut at `to`.
-            long to = (si + phase) % 2 == 0 ? ChangeFeed.NOW : from + r.nextInt((int) Math.max(1, m.last - from + 1));
+            long to =
+                (si + phase) % 2 == 0
+                    ? ChangeFeed.NOW
+                    : from + r.nextInt((int) Math.max(1, m.last - from + 1));
             try (ChangeFeed feed = ks.changes(from, to, mode)) {
               end = feed.endSeqno();
               purge = feed.purgeSeqno();
@@ -192,10 +231,13 @@ class ChangeFeedTest {
             } catch (ChangesPurgedException e) {
               assertTrue(from > 1 && e.purgeSeqno() >= from, e.getMessage());
               Write w = m.history.get(e.purgeSeqno());
-              assertTrue(w != null && w.value() == null, "the purge seqno " + e.purgeSeqno() + " is a deletion's");
+              assertTrue(
+                  w != null && w.value() == null,
+                  "the purge seqno " + e.purgeSeqno() + " is a deletion's");
               purgedFrom = from;
               purgeRefusals++;
-              if (starts.size() < 12) starts.add(e.purgeSeqno() + 1); // just above it: allowed (unless purged further)
+              if (starts.size() < 12)
+                starts.add(e.purgeSeqno() + 1); // just above it: allowed (unless purged further)
               continue;
             }
             assertEquals(Math.min(to, m.last), end);
@@ -205,9 +247,13 @@ class ChangeFeedTest {
         }
         // Replaying the whole feed onto nothing gives the keyspace's state.
         Map<String, byte[]> replayed = new TreeMap<>();
-        ks.forEachChange(0, ChangeFeed.NOW, c -> {
-          if (c.deletion()) replayed.remove(s(c.key())); else replayed.put(s(c.key()), c.value());
-        });
+        ks.forEachChange(
+            0,
+            ChangeFeed.NOW,
+            c -> {
+              if (c.deletion()) replayed.remove(s(c.key()));
+              else replayed.put(s(c.key()), c.value());
+            });
         assertStates(m.state(), replayed);
       }
       Map<String, Long> st = db.stats().asMap();
@@ -222,7 +268,8 @@ class ChangeFeedTest {
 
   static void assertStates(Map<String, byte[]> want, Map<String, byte[]> got) {
     assertEquals(want.keySet(), got.keySet());
-    for (Map.Entry<String, byte[]> e : want.entrySet()) assertArrayEquals(e.getValue(), got.get(e.getKey()), e.getKey());
+    for (Map.Entry<String, byte[]> e : want.entrySet())
+      assertArrayEquals(e.getValue(), got.get(e.getKey()), e.getKey());
   }
 
   @Test
@@ -233,7 +280,8 @@ class ChangeFeedTest {
       Model m = new Model(db);
       Random r = new Random(11);
       for (int round = 0; round < 3; round++) {
-        for (int k = 0; k < 400; k++) m.put(ks, "k" + k, ("v" + round + "-" + k + "-" + r.nextInt()).repeat(8).getBytes());
+        for (int k = 0; k < 400; k++)
+          m.put(ks, "k" + k, ("v" + round + "-" + k + "-" + r.nextInt()).repeat(8).getBytes());
       }
       for (int k = 0; k < 400; k += 7) m.delete(ks, "k" + k);
       try (Snapshot snap = db.snapshot()) {
@@ -246,17 +294,20 @@ class ChangeFeedTest {
         AtomicReference<Throwable> failed = new AtomicReference<>();
         try (ChangeFeed feed = snap.changes(ks, 0, ChangeFeed.NOW, ChangeFeed.Mode.FAST)) {
           for (int i = 0; i < before.size() / 3 && feed.next(); i++) during.add(feed.change());
-          Thread writer = new Thread(() -> {
-            try {
-              for (int round = 3; round < 10; round++) {
-                for (int k = 0; k < 400; k++) ks.put(b("k" + k), ("w" + round + "-" + k).repeat(20).getBytes());
-                db.flush();
-              }
-              db.waitForCompactions(60_000);
-            } catch (Throwable t) {
-              failed.set(t);
-            }
-          });
+          Thread writer =
+              new Thread(
+                  () -> {
+                    try {
+                      for (int round = 3; round < 10; round++) {
+                        for (int k = 0; k < 400; k++)
+                          ks.put(b("k" + k), ("w" + round + "-" + k).repeat(20).getBytes());
+                        db.flush();
+                      }
+                      db.waitForCompactions(60_000);
+                    } catch (Throwable t) {
+                      failed.set(t);
+                    }
+                  });
           writer.start();
           while (feed.next()) { // read alongside the writer, then after it
             during.add(feed.change());
@@ -265,7 +316,9 @@ class ChangeFeedTest {
           writer.join();
         }
         if (failed.get() != null) throw new AssertionError(failed.get());
-        assertTrue(db.stats().asMap().get("gcRuns") > gcBefore, "collection rewrote segments under the feed");
+        assertTrue(
+            db.stats().asMap().get("gcRuns") > gcBefore,
+            "collection rewrote segments under the feed");
         assertEquals(before.size(), during.size());
         for (int i = 0; i < before.size(); i++) {
           Change a = before.get(i), c = during.get(i);
@@ -327,8 +380,10 @@ class ChangeFeedTest {
         m = new Model(db);
         int writes = 800 + r.nextInt(400);
         for (int i = 0; i < writes; i++) {
-          if (i % 6 == 5) m.delete(ks, "k" + r.nextInt(200)); else m.put(ks, "k" + r.nextInt(200), b("v" + i));
-          if (i % 100 == 99) next = consume(ks, next, applied); // the consumer keeps up, a hundred writes behind
+          if (i % 6 == 5) m.delete(ks, "k" + r.nextInt(200));
+          else m.put(ks, "k" + r.nextInt(200), b("v" + i));
+          if (i % 100 == 99)
+            next = consume(ks, next, applied); // the consumer keeps up, a hundred writes behind
         }
         storage.crash(MemStorage.CrashMode.RANDOM); // every write was synced before it returned
       } finally {
@@ -341,7 +396,8 @@ class ChangeFeedTest {
           while (feed.next()) apply(applied, feed.change());
           assertEquals(m.last, feed.endSeqno());
           resumed++;
-        } catch (ChangesPurgedException behind) { // deletions it had not read were purged: start over
+        } catch (
+            ChangesPurgedException behind) { // deletions it had not read were purged: start over
           applied.clear();
           ks.forEachChange(0, ChangeFeed.NOW, c -> apply(applied, c));
         }
@@ -351,7 +407,10 @@ class ChangeFeedTest {
     assertTrue(resumed > 0, "a consumer resumed where it stopped");
   }
 
-  /** A consumer's step: applies the changes from {@code next} on (from 0 again if purged); returns its next start. */
+  /**
+   * A consumer's step: applies the changes from {@code next} on (from 0 again if purged); returns
+   * its next start.
+   */
   private static long consume(Keyspace ks, long next, Map<String, byte[]> applied) {
     try {
       return 1 + ks.forEachChange(next, ChangeFeed.NOW, c -> apply(applied, c));
@@ -371,7 +430,8 @@ class ChangeFeedTest {
   }
 
   private static void apply(Map<String, byte[]> state, Change c) {
-    if (c.deletion()) state.remove(s(c.key())); else state.put(s(c.key()), c.value());
+    if (c.deletion()) state.remove(s(c.key()));
+    else state.put(s(c.key()), c.value());
   }
 
   @Test
@@ -382,7 +442,8 @@ class ChangeFeedTest {
     Basalt db = Basalt.open(storage, o);
     try {
       Keyspace ks = db.keyspace("default");
-      for (int i = 0; i < 50; i++) ks.put(b("k" + i), b("v" + i)); // in the write cache and an unsynced WAL
+      for (int i = 0; i < 50; i++)
+        ks.put(b("k" + i), b("v" + i)); // in the write cache and an unsynced WAL
       next = 1 + ks.forEachChange(0, ChangeFeed.NOW, c -> {});
       storage.crash(MemStorage.CrashMode.KEEP_NONE);
     } finally {
@@ -390,8 +451,10 @@ class ChangeFeedTest {
     }
     try (Basalt again = Basalt.open(storage, o)) {
       long from = next;
-      InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
-          () -> again.keyspace("default").changes(from, ChangeFeed.NOW));
+      InvalidArgumentException e =
+          assertThrows(
+              InvalidArgumentException.class,
+              () -> again.keyspace("default").changes(from, ChangeFeed.NOW));
       assertTrue(e.getMessage().contains("start again from 0"), e.getMessage());
     }
   }
@@ -414,7 +477,10 @@ class ChangeFeedTest {
         db.waitForCompactions(60_000);
         try (ChangeFeed f = ks.changes(deleted, ChangeFeed.NOW)) {
           assertTrue(f.next());
-          assertEquals(deleted, f.seqno(), "the deletion is the first change from its seqno while not purged");
+          assertEquals(
+              deleted,
+              f.seqno(),
+              "the deletion is the first change from its seqno while not purged");
           assertTrue(f.isDeletion());
         } catch (ChangesPurgedException e) {
           refused = e;
@@ -425,12 +491,15 @@ class ChangeFeedTest {
       assertTrue(purge >= deleted);
       assertEquals(deleted, refused.fromSeqno());
       long p = purge;
-      assertFalse(keys(drain(ks.changes(0, ChangeFeed.NOW))).contains("gone"), "nothing of the key is left");
+      assertFalse(
+          keys(drain(ks.changes(0, ChangeFeed.NOW))).contains("gone"),
+          "nothing of the key is left");
       drain(ks.changes(p + 1, ChangeFeed.NOW)); // above the purge seqno: allowed
     }
     try (Basalt db = Basalt.open(storage, tiny())) {
       Keyspace ks = db.keyspace("default");
-      ChangesPurgedException e = assertThrows(ChangesPurgedException.class, () -> ks.changes(deleted, ChangeFeed.NOW));
+      ChangesPurgedException e =
+          assertThrows(ChangesPurgedException.class, () -> ks.changes(deleted, ChangeFeed.NOW));
       assertTrue(e.purgeSeqno() >= purge, "the purge seqno survives a reopen");
       assertTrue(e.getMessage().contains("start again from seqno 0"), e.getMessage());
     }
@@ -448,7 +517,8 @@ class ChangeFeedTest {
       m.put(ks, "gone", b("soon"));
       m.delete(ks, "gone");
       deleted = m.last;
-      checkpoint = db.checkpoint().id(); // the deletion flushed, its tombstone not yet at the bottom
+      checkpoint =
+          db.checkpoint().id(); // the deletion flushed, its tombstone not yet at the bottom
       try (ChangeFeed f = ks.changes(deleted, ChangeFeed.NOW)) {
         assertEquals(0, f.purgeSeqno(), "nothing purged at the checkpoint");
       }
@@ -486,7 +556,8 @@ class ChangeFeedTest {
       assertThrows(InvalidArgumentException.class, () -> ks.changes(0, -5));
       assertThrows(InvalidArgumentException.class, () -> ks.changes(0, 5, null));
       assertThrows(InvalidArgumentException.class, () -> ks.forEachChange(0, 5, null));
-      InvalidArgumentException past = assertThrows(InvalidArgumentException.class, () -> ks.changes(3, ChangeFeed.NOW));
+      InvalidArgumentException past =
+          assertThrows(InvalidArgumentException.class, () -> ks.changes(3, ChangeFeed.NOW));
       assertTrue(past.getMessage().contains("last write has seqno 1"), past.getMessage());
       try (ChangeFeed empty = ks.changes(2, ChangeFeed.NOW)) { // the next seqno: nothing yet
         assertFalse(empty.next());
@@ -517,10 +588,10 @@ class ChangeFeedTest {
     try (Basalt mem = Basalt.openInMemory(Options.defaults())) {
       Keyspace ks = mem.keyspace("default");
       ks.put(b("a"), b("1"));
-      UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, () -> ks.changes(0, 5));
+      UnsupportedOperationException e =
+          assertThrows(UnsupportedOperationException.class, () -> ks.changes(0, 5));
       assertTrue(e.getMessage().contains("in-memory"), e.getMessage());
       assertEquals(0, mem.stats().asMap().get("changeFeeds"));
     }
   }
-
 }

@@ -24,12 +24,18 @@ import org.junit.jupiter.api.io.TempDir;
 class CheckpointTest {
   /** Several segments per keyspace, a flush every few dozen writes, compactions, tiny blocks. */
   private static Options options() {
-    return ModelTest.tinyLevels(Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10)
-        .segmentSize(64 << 10).blockSize(512).syncMode(SyncMode.NONE));
+    return ModelTest.tinyLevels(
+        Options.defaults()
+            .memoryQuota(8L << 20)
+            .writeCacheSize(64 << 10)
+            .segmentSize(64 << 10)
+            .blockSize(512)
+            .syncMode(SyncMode.NONE));
   }
 
   @Test
-  void rollback_bringsBackExactlyTheCheckpoint_forgetsLaterCheckpoints_andTheStoreGoesOn(@TempDir Path dir) {
+  void rollback_bringsBackExactlyTheCheckpoint_forgetsLaterCheckpoints_andTheStoreGoesOn(
+      @TempDir Path dir) {
     Map<String, TreeMap<String, String>> atCheckpoint;
     Checkpoint cp;
     List<Checkpoint> before;
@@ -38,9 +44,13 @@ class CheckpointTest {
       writeRandom(db, new Random(1), 3000);
       cp = db.checkpoint();
       atCheckpoint = contents(db);
-      assertEquals(db.stats().lastSeqno(), cp.seqno(), "a checkpoint holds every write acknowledged before it");
+      assertEquals(
+          db.stats().lastSeqno(),
+          cp.seqno(),
+          "a checkpoint holds every write acknowledged before it");
       assertEquals(List.of("default", "dropped-later"), cp.keyspaces());
-      // Later: overwrites, deletes, new keys, a new keyspace, a dropped one, flushes, compactions, and
+      // Later: overwrites, deletes, new keys, a new keyspace, a dropped one, flushes, compactions,
+      // and
       // writes that stay in the WAL.
       db.createKeyspace("created-later");
       writeRandom(db, new Random(2), 3000);
@@ -60,15 +70,21 @@ class CheckpointTest {
     assertTrue(now.id() > before.get(before.size() - 1).id());
     List<Checkpoint> after = Basalt.checkpoints(dir);
     assertEquals(now, after.get(after.size() - 1));
-    for (Checkpoint c : after) assertTrue(c.id() <= cp.id() || c.id() == now.id(), "left after the rollback: " + c);
-    assertTrue(countFiles(dir.resolve("keyspaces")) < segmentFilesBefore, "later tables and segments are deleted");
-    assertEquals(0, Files.exists(dir.resolve("keyspaces/3")) ? countFiles(dir.resolve("keyspaces/3")) : 0,
+    for (Checkpoint c : after)
+      assertTrue(c.id() <= cp.id() || c.id() == now.id(), "left after the rollback: " + c);
+    assertTrue(
+        countFiles(dir.resolve("keyspaces")) < segmentFilesBefore,
+        "later tables and segments are deleted");
+    assertEquals(
+        0,
+        Files.exists(dir.resolve("keyspaces/3")) ? countFiles(dir.resolve("keyspaces/3")) : 0,
         "the keyspace created after the checkpoint has no files left");
 
     Map<String, TreeMap<String, String>> expected = atCheckpoint;
     try (Basalt db = Basalt.open(dir, options())) {
       assertEquals(expected, contents(db));
-      assertEquals(cp.seqno(), db.stats().lastSeqno(), "seqnos after the checkpoint's are handed out again");
+      assertEquals(
+          cp.seqno(), db.stats().lastSeqno(), "seqnos after the checkpoint's are handed out again");
       // The store goes on: writes land over the old tail segment and survive a reopen.
       Random rnd = new Random(4);
       for (int i = 0; i < 2000; i++) {
@@ -88,7 +104,8 @@ class CheckpointTest {
   }
 
   @Test
-  void rollbackToTheNewestCheckpoint_dropsWritesOnlyTheWalHolds_andAnEarlierOneStaysReachable(@TempDir Path dir) {
+  void rollbackToTheNewestCheckpoint_dropsWritesOnlyTheWalHolds_andAnEarlierOneStaysReachable(
+      @TempDir Path dir) {
     Checkpoint first;
     Checkpoint second;
     Map<String, TreeMap<String, String>> atFirst;
@@ -124,16 +141,19 @@ class CheckpointTest {
       db.flush();
       state = contents(db);
       // Open: refused.
-      StorageException open = assertThrows(StorageException.class, () -> Basalt.rollback(dir, cp.id()));
+      StorageException open =
+          assertThrows(StorageException.class, () -> Basalt.rollback(dir, cp.id()));
       assertTrue(open.getMessage().contains("already open"), open.getMessage());
       assertEquals(state, contents(db));
       assertEquals(1, db.checkpoints().size(), "retention 0 keeps the current manifest only");
     }
     // Expired (retention 0), and never existed.
-    InvalidArgumentException expired = assertThrows(InvalidArgumentException.class, () -> Basalt.rollback(dir, cp.id()));
+    InvalidArgumentException expired =
+        assertThrows(InvalidArgumentException.class, () -> Basalt.rollback(dir, cp.id()));
     assertTrue(expired.getMessage().contains("no checkpoint " + cp.id()), expired.getMessage());
     assertThrows(InvalidArgumentException.class, () -> Basalt.rollback(dir, 1_000_000));
-    assertThrows(InvalidArgumentException.class, () -> Basalt.rollback(dir.resolve("nothing-here"), 1));
+    assertThrows(
+        InvalidArgumentException.class, () -> Basalt.rollback(dir.resolve("nothing-here"), 1));
     assertThrows(InvalidArgumentException.class, () -> Basalt.rollback((Path) null, 1));
     try (Basalt db = Basalt.open(dir, options())) {
       assertEquals(state, contents(db));
@@ -157,7 +177,8 @@ class CheckpointTest {
     String victim = storage.list("keyspaces/1/log").get(0);
     byte[] saved = storage.contents("keyspaces/1/log/" + victim);
     storage.delete("keyspaces/1/log/" + victim);
-    CorruptionException e = assertThrows(CorruptionException.class, () -> Basalt.rollback(storage, cp.id()));
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> Basalt.rollback(storage, cp.id()));
     assertTrue(e.getMessage().contains(victim), e.getMessage());
     try (var f = storage.create("keyspaces/1/log/" + victim)) {
       f.write(0, java.nio.ByteBuffer.wrap(saved));
@@ -169,9 +190,9 @@ class CheckpointTest {
   }
 
   /**
-   * A crash at every storage mutation of a rollback: the reopened store is either the store before the
-   * rollback or the checkpoint, whole, and it takes writes that survive the next reopen. A rollback
-   * that returned is never undone.
+   * A crash at every storage mutation of a rollback: the reopened store is either the store before
+   * the rollback or the checkpoint, whole, and it takes writes that survive the next reopen. A
+   * rollback that returned is never undone.
    */
   @Test
   void aCrashAtAnyPointOfARollback_leavesTheOldStoreOrTheCheckpoint() {
@@ -201,17 +222,27 @@ class CheckpointTest {
       } catch (StorageException e) {
         returned = false;
       }
-      if (returned) mutations = storage.mutationCount() - start; // the rollback's length: the last point
+      if (returned)
+        mutations = storage.mutationCount() - start; // the rollback's length: the last point
       storage.crash(MemStorage.CrashMode.RANDOM);
-      String where = "crash after " + point + " mutations of the rollback (replay: -Dbasalt.rollback.seed=" + seed + ")";
+      String where =
+          "crash after "
+              + point
+              + " mutations of the rollback (replay: -Dbasalt.rollback.seed="
+              + seed
+              + ")";
       try (Basalt db = Basalt.open(storage, options())) {
         Map<String, TreeMap<String, String>> found = contents(db);
         boolean rolledBack = found.equals(atCheckpoint);
-        assertTrue(rolledBack || found.equals(atEnd), where + ": neither the old store nor the checkpoint");
+        assertTrue(
+            rolledBack || found.equals(atEnd),
+            where + ": neither the old store nor the checkpoint");
         if (returned) assertTrue(rolledBack, where + ": a finished rollback was undone");
         if (rolledBack) {
           for (Checkpoint c : db.checkpoints()) {
-            assertTrue(c.seqno() <= cp.seqno(), where + ": a checkpoint from before the rollback is offered: " + c);
+            assertTrue(
+                c.seqno() <= cp.seqno(),
+                where + ": a checkpoint from before the rollback is offered: " + c);
           }
         }
         db.keyspace("second").put(bytes("after"), bytes("crash"));
@@ -249,7 +280,10 @@ class CheckpointTest {
     for (String name : db.keyspaceNames()) {
       TreeMap<String, String> m = new TreeMap<>();
       try (Cursor c = db.keyspace(name).scan(null, null)) {
-        while (c.next()) m.put(new String(c.key(), StandardCharsets.UTF_8), new String(c.value(), StandardCharsets.UTF_8));
+        while (c.next())
+          m.put(
+              new String(c.key(), StandardCharsets.UTF_8),
+              new String(c.value(), StandardCharsets.UTF_8));
       }
       out.put(name, m);
     }

@@ -9,8 +9,9 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * Runs the real crash test, {@code bin/crashtest}, for {@code basalt.crashtest.cycles} cycles (default
- * 20): writer JVMs killed with SIGKILL at random moments, each reopening and verifying the store.
+ * Runs the real crash test, {@code bin/crashtest}, for {@code basalt.crashtest.cycles} cycles
+ * (default 20): writer JVMs killed with SIGKILL at random moments, each reopening and verifying the
+ * store.
  */
 class CrashScriptTest {
   @Test

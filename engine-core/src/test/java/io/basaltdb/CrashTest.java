@@ -18,30 +18,45 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Simulated crashes through {@link MemStorage} (LevelDB's fault-injection env): each run opens a store
- * with a tiny write cache and tiny segments, arms a crash after a random number of file mutations, writes
- * until the storage halts, drops a random share of the unsynced data, reopens and compares with a model
- * of the acknowledged writes. With {@link SyncMode#SYNC} the store must hold exactly the acknowledged
- * writes, plus possibly the one in flight; with the other modes it must equal the model after some
- * prefix of the writes (nothing out of order, no holes) no older than the last flush. Some runs crash
- * inside close instead, while it writes and syncs the clean-close marker. Key index levels are tiny, so
- * many crashes land in the middle of a compaction; the largest puts skip the WAL, so some crashes land
- * inside such a batch's segment and table writes; half the runs keep key index guards (dense ones, so
- * crashes land in guard pushes and in-place merges too). Each mode runs
- * {@code basalt.crash.points} crash points (default 220, so 660 per suite run; {@code bin/crashpoints}
- * runs more, with new seeds each run).
+ * Simulated crashes through {@link MemStorage} (LevelDB's fault-injection env): each run opens a
+ * store with a tiny write cache and tiny segments, arms a crash after a random number of file
+ * mutations, writes until the storage halts, drops a random share of the unsynced data, reopens and
+ * compares with a model of the acknowledged writes. With {@link SyncMode#SYNC} the store must hold
+ * exactly the acknowledged writes, plus possibly the one in flight; with the other modes it must
+ * equal the model after some prefix of the writes (nothing out of order, no holes) no older than
+ * the last flush. Some runs crash inside close instead, while it writes and syncs the clean-close
+ * marker. Key index levels are tiny, so many crashes land in the middle of a compaction; the
+ * largest puts skip the WAL, so some crashes land inside such a batch's segment and table writes;
+ * half the runs keep key index guards (dense ones, so crashes land in guard pushes and in-place
+ * merges too). Each mode runs {@code basalt.crash.points} crash points (default 220, so 660 per
+ * suite run; {@code bin/crashpoints} runs more, with new seeds each run).
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class CrashTest {
   static final int POINTS = Integer.getInteger("basalt.crash.points", 220);
-  /** Guard pushes and in-place merges the runs with guards made before their crash, across runs. */
-  private final java.util.concurrent.atomic.AtomicLong guardJobs = new java.util.concurrent.atomic.AtomicLong();
 
-  /** {@code guards}: the key index keeps guards, so dense that crashes land in every kind of guard job. */
+  /** Guard pushes and in-place merges the runs with guards made before their crash, across runs. */
+  private final java.util.concurrent.atomic.AtomicLong guardJobs =
+      new java.util.concurrent.atomic.AtomicLong();
+
+  /**
+   * {@code guards}: the key index keeps guards, so dense that crashes land in every kind of guard
+   * job.
+   */
   static Options options(SyncMode mode, boolean guards) {
-    Options o = ModelTest.tinyLevels(Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10)
-        .segmentSize(64 << 10).blockSize(512).syncMode(mode).syncIntervalMillis(2).exactItemCounts(true)
-        .walSkipBytes(4096)); // the rare puts of over 4 KiB skip the WAL: crashes land inside them too
+    Options o =
+        ModelTest.tinyLevels(
+            Options.defaults()
+                .memoryQuota(8L << 20)
+                .writeCacheSize(64 << 10)
+                .segmentSize(64 << 10)
+                .blockSize(512)
+                .syncMode(mode)
+                .syncIntervalMillis(2)
+                .exactItemCounts(true)
+                .walSkipBytes(
+                    4096)); // the rare puts of over 4 KiB skip the WAL: crashes land inside them
+    // too
     return guards ? ModelTest.tinyGuards(o) : o;
   }
 
@@ -56,11 +71,20 @@ class CrashTest {
       try {
         runOne(seed, mode);
       } catch (Throwable t) {
-        throw new AssertionError("crash run failed, mode " + mode + ", seed " + seed
-            + " (replay: -Dbasalt.crash.seed=" + seed + "): " + t, t);
+        throw new AssertionError(
+            "crash run failed, mode "
+                + mode
+                + ", seed "
+                + seed
+                + " (replay: -Dbasalt.crash.seed="
+                + seed
+                + "): "
+                + t,
+            t);
       }
     }
-    if (only == 0 && points >= 100) assertTrue(guardJobs.get() > 0, "no crash run made a guard job");
+    if (only == 0 && points >= 100)
+      assertTrue(guardJobs.get() > 0, "no crash run made a guard job");
   }
 
   private void runOne(long seed, SyncMode mode) {
@@ -75,7 +99,8 @@ class CrashTest {
     Basalt db = Basalt.open(storage, options);
     try {
       Keyspace ks = db.keyspace("default");
-      storage.crashAfterMutations(rnd.nextInt(4) == 0 ? Long.MAX_VALUE : rnd.nextInt(400)); // or crash in close
+      storage.crashAfterMutations(
+          rnd.nextInt(4) == 0 ? Long.MAX_VALUE : rnd.nextInt(400)); // or crash in close
       for (int i = 0; i < 300 && inFlight == null; i++) {
         TreeMap<Key, byte[]> next = new TreeMap<>(states.get(states.size() - 1));
         Consumer<TreeMap<Key, byte[]>> change;
@@ -115,25 +140,29 @@ class CrashTest {
           }
         } catch (BasaltException e) {
           if (e instanceof InvalidArgumentException || e instanceof MemoryLimitException) throw e;
-          break; // the simulated crash (or the failure it caused); inFlight holds the unacknowledged write
+          break; // the simulated crash (or the failure it caused); inFlight holds the
+          // unacknowledged write
         }
         change.accept(next);
         states.add(next);
         inFlight = null;
         if (mode == SyncMode.SYNC) durable = states.size() - 1;
       }
-      // The armed point was not reached: halt now, or a few mutations into close (its marker record)
+      // The armed point was not reached: halt now, or a few mutations into close (its marker
+      // record)
       storage.crashAfterMutations(rnd.nextBoolean() ? 0 : rnd.nextInt(4));
     } finally {
       try {
-        if (options.keyIndexGuards()) guardJobs.addAndGet(db.stats().get("guardPushes") + db.stats().get("guardMerges"));
+        if (options.keyIndexGuards())
+          guardJobs.addAndGet(db.stats().get("guardPushes") + db.stats().get("guardMerges"));
       } catch (BasaltException failed) {
         // a store the crash failed may refuse its stats; its guard jobs are not counted
       }
       try {
         db.close();
       } catch (BasaltException expected) {
-        // closing a store whose storage has halted fails to sync; nothing acknowledged depends on it
+        // closing a store whose storage has halted fails to sync; nothing acknowledged depends on
+        // it
       }
     }
     storage.crash(MemStorage.CrashMode.RANDOM);
@@ -150,17 +179,28 @@ class CrashTest {
       }
       for (TreeMap<Key, byte[]> s : allowed) {
         if (same(s, actual)) {
-          assertEquals(s.size(), again.keyspace("default").itemCount(), "the exact item count after recovery");
+          assertEquals(
+              s.size(),
+              again.keyspace("default").itemCount(),
+              "the exact item count after recovery");
           // Reads through get agree with the scan.
           for (var e : s.entrySet()) {
-            assertTrue(Arrays.equals(e.getValue(), again.keyspace("default").get(e.getKey().bytes())));
+            assertTrue(
+                Arrays.equals(e.getValue(), again.keyspace("default").get(e.getKey().bytes())));
           }
           return;
         }
       }
-      fail("recovered state matches no allowed state: " + actual.size() + " keys, acknowledged "
-          + (states.size() - 1) + " writes, durable from " + durable + ", last state has "
-          + states.get(states.size() - 1).size() + " keys");
+      fail(
+          "recovered state matches no allowed state: "
+              + actual.size()
+              + " keys, acknowledged "
+              + (states.size() - 1)
+              + " writes, durable from "
+              + durable
+              + ", last state has "
+              + states.get(states.size() - 1).size()
+              + " keys");
     }
   }
 

@@ -13,14 +13,14 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * The writer JVM of {@code bin/crashtest}: opens the store in {@code <dir>/db}, checks it against the
- * oracle {@code <dir>/oracle} (the numbers of the operations the store acknowledged, one per line,
- * appended after each acknowledgement; a SIGKILL cannot lose it, the kernel holds it), then goes on
- * writing numbered operations until it is killed. Operation {@code i} is a pure function of {@code i}
- * (a put, a delete or a batch of puts), so expected state is recomputed from the oracle alone. Before
- * opening, it also checks the key index accounting the last manifest persists against its tables
- * ({@link DiscardAccounting}): a kill between a compaction's discards and their commit must neither
- * lose nor repeat a count.
+ * The writer JVM of {@code bin/crashtest}: opens the store in {@code <dir>/db}, checks it against
+ * the oracle {@code <dir>/oracle} (the numbers of the operations the store acknowledged, one per
+ * line, appended after each acknowledgement; a SIGKILL cannot lose it, the kernel holds it), then
+ * goes on writing numbered operations until it is killed. Operation {@code i} is a pure function of
+ * {@code i} (a put, a delete or a batch of puts), so expected state is recomputed from the oracle
+ * alone. Before opening, it also checks the key index accounting the last manifest persists against
+ * its tables ({@link DiscardAccounting}): a kill between a compaction's discards and their commit
+ * must neither lose nor repeat a count.
  *
  * <p>Exit status: 0 when {@code --verify-only} passes, 1 on any lost or out-of-order write or wrong
  * count, 2 on a usage error. Thread-safety: a single-threaded program.
@@ -40,14 +40,26 @@ public final class CrashWriter {
     Files.createDirectories(dir);
     Path oracle = dir.resolve("oracle");
     long acked = lastAcked(oracle);
-    // Small levels and segments and a low collection threshold, so a kill often lands in the middle of
+    // Small levels and segments and a low collection threshold, so a kill often lands in the middle
+    // of
     // a compaction or a garbage collection as well as a flush.
-    Options options = Options.defaults().memoryQuota(32L << 20).writeCacheSize(1L << 20).segmentSize(128L << 10)
-        .l0CompactionTrigger(2).level1Bytes(16L << 10).levelMultiplier(4).tableTargetBytes(8L << 10)
-        .fragmentationThreshold(0.2);
+    Options options =
+        Options.defaults()
+            .memoryQuota(32L << 20)
+            .writeCacheSize(1L << 20)
+            .segmentSize(128L << 10)
+            .l0CompactionTrigger(2)
+            .level1Bytes(16L << 10)
+            .levelMultiplier(4)
+            .tableTargetBytes(8L << 10)
+            .fragmentationThreshold(0.2);
     String accounting = DiscardAccounting.checkStore(new FileStorage(dir.resolve("db")));
     if (accounting != null) {
-      System.err.println("WRONG key index accounting after " + (acked + 1) + " acknowledged operations: " + accounting);
+      System.err.println(
+          "WRONG key index accounting after "
+              + (acked + 1)
+              + " acknowledged operations: "
+              + accounting);
       System.exit(1);
     }
     try (Basalt db = Basalt.open(dir.resolve("db"), options)) {
@@ -57,7 +69,8 @@ public final class CrashWriter {
         System.err.println("LOSS after " + (acked + 1) + " acknowledged operations: " + problem);
         System.exit(1);
       }
-      System.out.println("verified " + (acked + 1) + " acknowledged operations and the key index accounting");
+      System.out.println(
+          "verified " + (acked + 1) + " acknowledged operations and the key index accounting");
       if (verifyOnly) return;
       try (FileOutputStream out = new FileOutputStream(oracle.toFile(), true)) {
         for (long i = acked + 1; ; i++) {
@@ -68,7 +81,10 @@ public final class CrashWriter {
     }
   }
 
-  /** The highest operation number in the oracle, or -1; a torn last line (killed mid-write) is ignored. */
+  /**
+   * The highest operation number in the oracle, or -1; a torn last line (killed mid-write) is
+   * ignored.
+   */
   static long lastAcked(Path oracle) throws IOException {
     if (!Files.exists(oracle)) return -1;
     List<String> lines = Files.readAllLines(oracle, StandardCharsets.US_ASCII);
@@ -98,7 +114,9 @@ public final class CrashWriter {
     return v;
   }
 
-  /** Applies operation {@code i}: every 7th a delete, every 5th a batch of four puts, else a put. */
+  /**
+   * Applies operation {@code i}: every 7th a delete, every 5th a batch of four puts, else a put.
+   */
   static void apply(Basalt db, Keyspace ks, long i) {
     if (i % 7 == 3) {
       ks.delete(key(i, 0));
@@ -115,13 +133,16 @@ public final class CrashWriter {
     if (i % 7 == 3) {
       m.remove(new String(key(i, 0), StandardCharsets.US_ASCII));
     } else if (i % 5 == 1) {
-      for (int p = 0; p < 4; p++) m.put(new String(key(i, p), StandardCharsets.US_ASCII), value(i, p));
+      for (int p = 0; p < 4; p++)
+        m.put(new String(key(i, p), StandardCharsets.US_ASCII), value(i, p));
     } else {
       m.put(new String(key(i, 0), StandardCharsets.US_ASCII), value(i, 0));
     }
   }
 
-  /** Null if the store equals the model after operation {@code acked} or after {@code acked + 1}. */
+  /**
+   * Null if the store equals the model after operation {@code acked} or after {@code acked + 1}.
+   */
   static String verify(Keyspace ks, long acked) {
     TreeMap<String, byte[]> expect = new TreeMap<>();
     for (long i = 0; i <= acked; i++) model(expect, i);

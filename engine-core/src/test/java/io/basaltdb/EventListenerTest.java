@@ -30,12 +30,35 @@ class EventListenerTest {
     final List<Object> events = new CopyOnWriteArrayList<>();
     final List<BasaltException> errors = new CopyOnWriteArrayList<>();
 
-    @Override public void onFlushCompleted(FlushInfo info) { events.add(info); }
-    @Override public void onCompactionCompleted(CompactionInfo info) { events.add(info); }
-    @Override public void onCollectionCompleted(CollectionInfo info) { events.add(info); }
-    @Override public void onStallBegin(Stall cause) { events.add("begin " + cause); }
-    @Override public void onStallEnd(Stall cause, long nanos) { events.add("end " + cause); }
-    @Override public void onBackgroundError(BasaltException error) { errors.add(error); }
+    @Override
+    public void onFlushCompleted(FlushInfo info) {
+      events.add(info);
+    }
+
+    @Override
+    public void onCompactionCompleted(CompactionInfo info) {
+      events.add(info);
+    }
+
+    @Override
+    public void onCollectionCompleted(CollectionInfo info) {
+      events.add(info);
+    }
+
+    @Override
+    public void onStallBegin(Stall cause) {
+      events.add("begin " + cause);
+    }
+
+    @Override
+    public void onStallEnd(Stall cause, long nanos) {
+      events.add("end " + cause);
+    }
+
+    @Override
+    public void onBackgroundError(BasaltException error) {
+      errors.add(error);
+    }
 
     <T> List<T> of(Class<T> type) {
       return events.stream().filter(type::isInstance).map(type::cast).toList();
@@ -48,33 +71,40 @@ class EventListenerTest {
 
   @Test
   void backgroundWork_isToldOfWithItsFigures() {
-    // The first flush's listener call holds the flusher until writers stall behind it: the next write
-    // cache fills while the flusher cannot take it (a listener should never block; this one shows why).
+    // The first flush's listener call holds the flusher until writers stall behind it: the next
+    // write
+    // cache fills while the flusher cannot take it (a listener should never block; this one shows
+    // why).
     java.util.concurrent.CountDownLatch stalled = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
-    Recorder rec = new Recorder() {
-      @Override public void onFlushCompleted(FlushInfo info) {
-        super.onFlushCompleted(info);
-        if (first.getAndSet(false)) {
-          try {
-            stalled.await(10, java.util.concurrent.TimeUnit.SECONDS);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+    java.util.concurrent.atomic.AtomicBoolean first =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    Recorder rec =
+        new Recorder() {
+          @Override
+          public void onFlushCompleted(FlushInfo info) {
+            super.onFlushCompleted(info);
+            if (first.getAndSet(false)) {
+              try {
+                stalled.await(10, java.util.concurrent.TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
           }
-        }
-      }
 
-      @Override public void onStallBegin(Stall cause) {
-        super.onStallBegin(cause);
-        stalled.countDown();
-      }
-    };
+          @Override
+          public void onStallBegin(Stall cause) {
+            super.onStallBegin(cause);
+            stalled.countDown();
+          }
+        };
     MemStorage storage = new MemStorage(21);
     Options o = ChangeFeedTest.tiny().eventListener(rec).walSkipBytes(16 << 10);
     try (Basalt db = Basalt.open(storage, o)) {
       Keyspace ks = db.keyspace("default");
       Random r = new Random(21);
-      // Updates of 60 keys: flushes, compactions, garbage to collect; 2 KB values cross the last quarter of
+      // Updates of 60 keys: flushes, compactions, garbage to collect; 2 KB values cross the last
+      // quarter of
       // the active cache (where writers are slowed, not stalled) in a few puts.
       for (int i = 0; i < 600; i++) {
         byte[] v = new byte[2000];
@@ -87,28 +117,47 @@ class EventListenerTest {
       assertTrue(db.waitForCompactions(20_000));
       List<EventListener.FlushInfo> flushes = rec.of(EventListener.FlushInfo.class);
       assertTrue(flushes.size() >= 5, "flushes: " + flushes.size());
-      long last = -1; // by seqno: a batch that skipped the WAL is told of on the leader's thread, which may
+      long last =
+          -1; // by seqno: a batch that skipped the WAL is told of on the leader's thread, which may
       // come before the flusher's call for the flush the batch waited for
-      for (EventListener.FlushInfo f : flushes.stream().sorted(java.util.Comparator.comparingLong(
-          EventListener.FlushInfo::flushedSeqno)).toList()) {
-        assertTrue(f.flushedSeqno() > last && f.records() > 0 && f.segmentBytes() > 0 && f.keyspaces() == 1, f.toString());
+      for (EventListener.FlushInfo f :
+          flushes.stream()
+              .sorted(java.util.Comparator.comparingLong(EventListener.FlushInfo::flushedSeqno))
+              .toList()) {
+        assertTrue(
+            f.flushedSeqno() > last
+                && f.records() > 0
+                && f.segmentBytes() > 0
+                && f.keyspaces() == 1,
+            f.toString());
         last = f.flushedSeqno();
       }
       assertEquals(1, flushes.stream().filter(EventListener.FlushInfo::walSkipped).count());
       assertEquals(db.stats().flushes(), flushes.size());
       List<EventListener.CompactionInfo> compactions = rec.of(EventListener.CompactionInfo.class);
       assertEquals(db.stats().get("compactions"), compactions.size());
-      assertTrue(compactions.stream().anyMatch(c -> c.bytesWritten() > 0 && c.bytesRead() > 0 && c.versionsDropped() > 0),
+      assertTrue(
+          compactions.stream()
+              .anyMatch(c -> c.bytesWritten() > 0 && c.bytesRead() > 0 && c.versionsDropped() > 0),
           compactions.toString());
-      assertTrue(compactions.stream().allMatch(c -> c.keyspace().equals("default") && c.inputTables() > 0));
+      assertTrue(
+          compactions.stream()
+              .allMatch(c -> c.keyspace().equals("default") && c.inputTables() > 0));
       List<EventListener.CollectionInfo> collections = rec.of(EventListener.CollectionInfo.class);
       assertEquals(db.stats().get("gcRuns"), collections.size());
-      assertTrue(collections.stream().anyMatch(c -> c.bytesReclaimed() > 0 && c.documentsDropped() > 0), collections.toString());
+      assertTrue(
+          collections.stream().anyMatch(c -> c.bytesReclaimed() > 0 && c.documentsDropped() > 0),
+          collections.toString());
       // Stalls come in begin/end pairs of one cause.
-      List<String> stalls = rec.events.stream().filter(e -> e instanceof String).map(e -> (String) e).toList();
-      assertTrue(stalls.contains("begin WRITE_CACHE"), "no write cache stall: " + stalls + " " + db.stats());
+      List<String> stalls =
+          rec.events.stream().filter(e -> e instanceof String).map(e -> (String) e).toList();
+      assertTrue(
+          stalls.contains("begin WRITE_CACHE"),
+          "no write cache stall: " + stalls + " " + db.stats());
       for (int i = 0; i < stalls.size(); i += 2) {
-        assertTrue(stalls.get(i).startsWith("begin ") && stalls.get(i + 1).equals("end " + stalls.get(i).substring(6)),
+        assertTrue(
+            stalls.get(i).startsWith("begin ")
+                && stalls.get(i + 1).equals("end " + stalls.get(i).substring(6)),
             "unpaired stall events: " + stalls);
       }
       assertEquals(new Health(Health.State.OK, null), db.health());
@@ -124,13 +173,17 @@ class EventListenerTest {
     try {
       Keyspace ks = db.keyspace("default");
       ks.put(b("a"), b("1"));
-      storage.setFaultInjector((op, name) -> op == MemStorage.Op.CREATE && name.endsWith(".sst")
-          ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
+      storage.setFaultInjector(
+          (op, name) ->
+              op == MemStorage.Op.CREATE && name.endsWith(".sst")
+                  ? MemStorage.Fault.IO_ERROR
+                  : MemStorage.Fault.NONE);
       assertThrows(BasaltException.class, db::flush); // the flush of "a" fails: the store fails
       Health h = db.health(); // at once
       assertEquals(Health.State.FAILED, h.state());
       assertTrue(!h.isOk());
-      long deadline = System.nanoTime() + 5_000_000_000L; // the listener hears of it on a thread of its own
+      long deadline =
+          System.nanoTime() + 5_000_000_000L; // the listener hears of it on a thread of its own
       while (rec.errors.isEmpty() && System.nanoTime() < deadline) Thread.sleep(5);
       Thread.sleep(20);
       assertEquals(1, rec.errors.size(), "told of once");
@@ -143,7 +196,8 @@ class EventListenerTest {
     }
     assertEquals(Health.State.CLOSED, db.health().state());
     storage.setFaultInjector(null);
-    try (Basalt again = Basalt.open(storage, ChangeFeedTest.tiny())) { // the reopen recovers the write
+    try (Basalt again =
+        Basalt.open(storage, ChangeFeedTest.tiny())) { // the reopen recovers the write
       assertArrayEquals(b("1"), again.keyspace("default").get(b("a")));
       assertNull(again.health().failure());
     }
@@ -151,26 +205,34 @@ class EventListenerTest {
 
   @Test
   void aListenerMayCloseTheStore_whenItFails() throws Exception {
-    java.util.concurrent.atomic.AtomicReference<Basalt> store = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.atomic.AtomicReference<Basalt> store =
+        new java.util.concurrent.atomic.AtomicReference<>();
     java.util.concurrent.CountDownLatch closed = new java.util.concurrent.CountDownLatch(1);
-    EventListener closer = new EventListener() {
-      @Override public void onBackgroundError(BasaltException error) {
-        try {
-          store.get().close();
-        } catch (BasaltException expected) {
-          // the failed store's WAL may refuse its clean close; what the crash left is recovered at reopen
-        }
-        closed.countDown();
-      }
-    };
+    EventListener closer =
+        new EventListener() {
+          @Override
+          public void onBackgroundError(BasaltException error) {
+            try {
+              store.get().close();
+            } catch (BasaltException expected) {
+              // the failed store's WAL may refuse its clean close; what the crash left is recovered
+              // at reopen
+            }
+            closed.countDown();
+          }
+        };
     MemStorage storage = new MemStorage(24);
     Basalt db = Basalt.open(storage, ChangeFeedTest.tiny().eventListener(closer));
     store.set(db);
     db.keyspace("default").put(b("a"), b("1"));
-    storage.setFaultInjector((op, name) -> op == MemStorage.Op.CREATE && name.endsWith(".sst")
-        ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
+    storage.setFaultInjector(
+        (op, name) ->
+            op == MemStorage.Op.CREATE && name.endsWith(".sst")
+                ? MemStorage.Fault.IO_ERROR
+                : MemStorage.Fault.NONE);
     assertThrows(BasaltException.class, db::flush);
-    assertTrue(closed.await(10, java.util.concurrent.TimeUnit.SECONDS),
+    assertTrue(
+        closed.await(10, java.util.concurrent.TimeUnit.SECONDS),
         "the listener's close did not finish: it waited for the worker calling it");
     assertTrue(db.isClosed());
     storage.setFaultInjector(null);
@@ -181,10 +243,18 @@ class EventListenerTest {
 
   @Test
   void aListenerThatThrows_harmsNothing() {
-    EventListener bad = new EventListener() {
-      @Override public void onFlushCompleted(FlushInfo info) { throw new IllegalStateException("listener bug"); }
-      @Override public void onCompactionCompleted(CompactionInfo info) { throw new IllegalStateException("listener bug"); }
-    };
+    EventListener bad =
+        new EventListener() {
+          @Override
+          public void onFlushCompleted(FlushInfo info) {
+            throw new IllegalStateException("listener bug");
+          }
+
+          @Override
+          public void onCompactionCompleted(CompactionInfo info) {
+            throw new IllegalStateException("listener bug");
+          }
+        };
     try (Basalt db = Basalt.open(new MemStorage(23), ChangeFeedTest.tiny().eventListener(bad))) {
       Keyspace ks = db.keyspace("default");
       for (int i = 0; i < 2000; i++) ks.put(b("k" + (i % 200)), new byte[100]);

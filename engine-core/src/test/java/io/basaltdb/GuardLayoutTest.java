@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * Key index guards ({@link Options#keyIndexGuards}) through the public API: a store keeps the layout it
- * was created with (the other setting is refused before anything is written), a guarded store reopens
- * and reads what it holds, and a rollback brings its guards back with its tables.
+ * Key index guards ({@link Options#keyIndexGuards}) through the public API: a store keeps the
+ * layout it was created with (the other setting is refused before anything is written), a guarded
+ * store reopens and reads what it holds, and a rollback brings its guards back with its tables.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class GuardLayoutTest {
@@ -30,7 +30,10 @@ class GuardLayoutTest {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  /** Writes {@code n} random updates of keys k0..k299, flushes and lets compaction settle; returns the model. */
+  /**
+   * Writes {@code n} random updates of keys k0..k299, flushes and lets compaction settle; returns
+   * the model.
+   */
   private static Map<String, byte[]> fill(Basalt db, Map<String, byte[]> model, Random rnd, int n) {
     Keyspace ks = db.keyspace("default");
     for (int i = 0; i < n; i++) {
@@ -55,7 +58,8 @@ class GuardLayoutTest {
     for (int i = 0; i < 300; i++) {
       String k = "k" + i;
       byte[] want = model.get(k);
-      if (want == null) assertNull(ks.get(b(k)), k); else assertArrayEquals(want, ks.get(b(k)), k);
+      if (want == null) assertNull(ks.get(b(k)), k);
+      else assertArrayEquals(want, ks.get(b(k)), k);
     }
   }
 
@@ -74,9 +78,12 @@ class GuardLayoutTest {
       assertTrue(db.stats().get("guardsAdded") > 0, "guards chosen");
     }
     var files = storage.snapshot();
-    InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
-        () -> Basalt.open(storage, guarded().keyIndexGuards(false)));
-    assertTrue(e.getMessage().contains("created with Options.keyIndexGuards(true)"), e.getMessage());
+    InvalidArgumentException e =
+        assertThrows(
+            InvalidArgumentException.class,
+            () -> Basalt.open(storage, guarded().keyIndexGuards(false)));
+    assertTrue(
+        e.getMessage().contains("created with Options.keyIndexGuards(true)"), e.getMessage());
     assertSameFiles(files, storage.snapshot());
     try (Basalt db = Basalt.open(storage, guarded())) { // and the store is as it was
       check(db, model);
@@ -97,8 +104,10 @@ class GuardLayoutTest {
       db.flush();
     }
     var files = storage.snapshot();
-    InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> Basalt.open(storage, guarded()));
-    assertTrue(e.getMessage().contains("created with Options.keyIndexGuards(false)"), e.getMessage());
+    InvalidArgumentException e =
+        assertThrows(InvalidArgumentException.class, () -> Basalt.open(storage, guarded()));
+    assertTrue(
+        e.getMessage().contains("created with Options.keyIndexGuards(false)"), e.getMessage());
     assertSameFiles(files, storage.snapshot());
   }
 

@@ -31,7 +31,10 @@ class ItemCountTest {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  /** A random mix of writes to {@code ks}, some batched with repeated keys; the model is the live key set. */
+  /**
+   * A random mix of writes to {@code ks}, some batched with repeated keys; the model is the live
+   * key set.
+   */
   static void randomWrites(Basalt db, Keyspace ks, Set<String> live, Random r, int n, int keys) {
     for (int i = 0; i < n; i++) {
       int p = r.nextInt(10);
@@ -91,13 +94,17 @@ class ItemCountTest {
           assertTrue(db.waitForCompactions(60_000));
           assertEquals(a.size(), scanCount(ka));
           var st = db.stats().asMap();
-          assertTrue(st.get("compactions") > 0 && st.get("flushes") > 0, "flushed and compacted since the open");
+          assertTrue(
+              st.get("compactions") > 0 && st.get("flushes") > 0,
+              "flushed and compacted since the open");
         }
         if (phase % 2 == 1) { // counts come back from the manifest and the WAL replay
           db.close();
           db = Basalt.open(storage, o);
-          assertEquals(a.size(), db.keyspace("default").itemCount(), "after reopen, phase " + phase);
-          assertEquals(bLive.size(), db.keyspace("other").itemCount(), "after reopen, phase " + phase);
+          assertEquals(
+              a.size(), db.keyspace("default").itemCount(), "after reopen, phase " + phase);
+          assertEquals(
+              bLive.size(), db.keyspace("other").itemCount(), "after reopen, phase " + phase);
         }
       }
       var st = db.stats().asMap();
@@ -139,11 +146,13 @@ class ItemCountTest {
     try (Basalt db = Basalt.open(storage, off)) {
       Keyspace ks = db.keyspace("default");
       randomWrites(db, ks, live, r, 500, 200);
-      UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class, ks::itemCount);
+      UnsupportedOperationException e =
+          assertThrows(UnsupportedOperationException.class, ks::itemCount);
       assertTrue(e.getMessage().contains("exactItemCounts"), e.getMessage());
       assertTrue(!db.stats().asMap().containsKey("items"));
     }
-    try (Basalt db = Basalt.open(storage, on)) { // counted at the open: the key index and the replayed writes
+    try (Basalt db =
+        Basalt.open(storage, on)) { // counted at the open: the key index and the replayed writes
       Keyspace ks = db.keyspace("default");
       assertEquals(live.size(), ks.itemCount());
       randomWrites(db, ks, live, r, 300, 200);
@@ -162,7 +171,8 @@ class ItemCountTest {
   }
 
   @Test
-  void aRollback_restoresTheCheckpointsCount(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+  void aRollback_restoresTheCheckpointsCount(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
     Random r = new Random(9);
     Set<String> live = new HashSet<>();
     Options o = counted().checkpointRetentionMillis(600_000);
@@ -190,17 +200,20 @@ class ItemCountTest {
       Thread[] writers = new Thread[4];
       for (int t = 0; t < writers.length; t++) {
         long seed = t;
-        writers[t] = new Thread(() -> {
-          try {
-            Random r = new Random(seed);
-            for (int i = 0; i < 1500; i++) {
-              byte[] k = b("k" + r.nextInt(300));
-              if (r.nextInt(3) == 0) ks.delete(k); else ks.put(k, b("v" + i));
-            }
-          } catch (Throwable e) {
-            failed.set(e);
-          }
-        });
+        writers[t] =
+            new Thread(
+                () -> {
+                  try {
+                    Random r = new Random(seed);
+                    for (int i = 0; i < 1500; i++) {
+                      byte[] k = b("k" + r.nextInt(300));
+                      if (r.nextInt(3) == 0) ks.delete(k);
+                      else ks.put(k, b("v" + i));
+                    }
+                  } catch (Throwable e) {
+                    failed.set(e);
+                  }
+                });
         writers[t].start();
       }
       for (Thread t : writers) t.join();

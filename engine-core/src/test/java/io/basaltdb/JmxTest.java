@@ -16,7 +16,9 @@ import javax.management.ObjectName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** {@link Options#jmx}: a store's stats and health as a JMX bean while it is open, and only then. */
+/**
+ * {@link Options#jmx}: a store's stats and health as a JMX bean while it is open, and only then.
+ */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class JmxTest {
   static Set<ObjectName> basaltBeans(MBeanServer server) throws Exception {
@@ -38,12 +40,26 @@ class JmxTest {
       assertEquals(10L, server.getAttribute(name, "puts"));
       assertEquals("OK", server.getAttribute(name, "Health"));
       assertEquals("", server.getAttribute(name, "Failure"));
-      Set<String> attrs = Arrays.stream(server.getMBeanInfo(name).getAttributes()).map(a -> a.getName())
-          .collect(Collectors.toSet());
-      assertTrue(attrs.containsAll(Set.of("puts", "gets", "flushes", "pendingCompactionBytes", "segmentBytes",
-          "keyspace.default.segmentBytes", "keyspace.default.pendingCompactionBytes", "Health")), attrs.toString());
+      Set<String> attrs =
+          Arrays.stream(server.getMBeanInfo(name).getAttributes())
+              .map(a -> a.getName())
+              .collect(Collectors.toSet());
+      assertTrue(
+          attrs.containsAll(
+              Set.of(
+                  "puts",
+                  "gets",
+                  "flushes",
+                  "pendingCompactionBytes",
+                  "segmentBytes",
+                  "keyspace.default.segmentBytes",
+                  "keyspace.default.pendingCompactionBytes",
+                  "Health")),
+          attrs.toString());
       assertEquals(db.stats().get("lastSeqno"), server.getAttribute(name, "lastSeqno"));
-      assertThrows(javax.management.AttributeNotFoundException.class, () -> server.getAttribute(name, "noSuchStat"));
+      assertThrows(
+          javax.management.AttributeNotFoundException.class,
+          () -> server.getAttribute(name, "noSuchStat"));
       assertEquals(2, server.getAttributes(name, new String[] {"puts", "Health"}).size());
     }
     assertFalse(server.isRegistered(name), "close unregisters the bean");

@@ -17,10 +17,10 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Issue 13 items 4 and 5: a write is admitted to the write cache before its WAL write, so it either
- * returns applied or throws {@link MemoryLimitException} having written nothing, and freed memory of
- * one size class serves another. {@code -Dbasalt.admission.keys=200000} runs the issue's full-size
- * scenario; {@code -Dbasalt.admission.runs=20} repeats it; {@code -Dbasalt.admission.seed=N} replays
- * a seed printed by a failure.
+ * returns applied or throws {@link MemoryLimitException} having written nothing, and freed memory
+ * of one size class serves another. {@code -Dbasalt.admission.keys=200000} runs the issue's
+ * full-size scenario; {@code -Dbasalt.admission.runs=20} repeats it; {@code
+ * -Dbasalt.admission.seed=N} replays a seed printed by a failure.
  */
 class MemoryAdmissionTest {
   private static final int KEYS = Integer.getInteger("basalt.admission.keys", 30_000);
@@ -49,14 +49,15 @@ class MemoryAdmissionTest {
 
   /**
    * The issue's scenario: 1 KiB values in batches of 100, every key written and overwritten three
-   * times, then every second key deleted. Deletes need small blocks, and the blocks freed by flushed
-   * 1 KiB write caches must serve them.
+   * times, then every second key deleted. Deletes need small blocks, and the blocks freed by
+   * flushed 1 KiB write caches must serve them.
    */
   private void overwriteThenDeleteHalf(long quota) {
     int runs = Integer.getInteger("basalt.admission.runs", 1); // the issue asks for 20 of 20
     for (int run = 0; run < runs; run++) {
       overwriteThenDeleteHalf(quota, dir.resolve("run" + run));
-      System.out.println("MemoryAdmissionTest quota " + quota + " run " + (run + 1) + " of " + runs + " passed");
+      System.out.println(
+          "MemoryAdmissionTest quota " + quota + " run " + (run + 1) + " of " + runs + " passed");
     }
   }
 
@@ -96,16 +97,22 @@ class MemoryAdmissionTest {
     }
   }
 
-  /** Item 5: single puts of 0-4 KiB values, and overwrites, at the smallest quota validate() accepts. */
+  /**
+   * Item 5: single puts of 0-4 KiB values, and overwrites, at the smallest quota validate()
+   * accepts.
+   */
   @Test
   void randomValueSizes_atSmallestQuota() {
     long seed = seed();
     Random rnd = new Random(seed);
     // With exact item counts: the counts, and the replaced versions the flushes report, under the
     // admission pressure of the smallest quota.
-    Options o = Options.defaults().memoryQuota(1L << 20).syncMode(SyncMode.PERIODIC).exactItemCounts(true);
+    Options o =
+        Options.defaults().memoryQuota(1L << 20).syncMode(SyncMode.PERIODIC).exactItemCounts(true);
     o.validate();
-    assertThrows(InvalidArgumentException.class, () -> Options.defaults().memoryQuota((1L << 20) - 1).validate());
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> Options.defaults().memoryQuota((1L << 20) - 1).validate());
     int keys = 3000;
     byte[][] last = new byte[keys][];
     try (Basalt db = Basalt.open(dir, o)) {
@@ -124,7 +131,9 @@ class MemoryAdmissionTest {
       }
     }
     long live = java.util.Arrays.stream(last).filter(java.util.Objects::nonNull).count();
-    assertNull(io.basaltdb.internal.engine.DiscardAccounting.checkStore(new io.basaltdb.internal.storage.FileStorage(dir)),
+    assertNull(
+        io.basaltdb.internal.engine.DiscardAccounting.checkStore(
+            new io.basaltdb.internal.storage.FileStorage(dir)),
         "every replaced version reported once, seed " + seed);
     try (Basalt db = Basalt.open(dir, o)) {
       Keyspace ks = db.keyspace("default");
@@ -137,8 +146,8 @@ class MemoryAdmissionTest {
 
   /**
    * Snapshots pin write caches until the quota is used up: the write that does not fit throws
-   * MemoryLimitException, the store stays writable, and after a reopen the refused batch has left no
-   * trace while every acknowledged write is there.
+   * MemoryLimitException, the store stays writable, and after a reopen the refused batch has left
+   * no trace while every acknowledged write is there.
    */
   @Test
   void refusedWrite_leavesNoTrace_andStoreStaysWritable() {
@@ -162,7 +171,8 @@ class MemoryAdmissionTest {
           }
         }
         assertNotNull(refused, "the snapshots never used up the quota");
-        for (int j = acknowledged; j < acknowledged + 10; j++) assertNull(ks.get(key(j)), "refused key " + j);
+        for (int j = acknowledged; j < acknowledged + 10; j++)
+          assertNull(ks.get(key(j)), "refused key " + j);
       } finally {
         for (Snapshot s : pins) s.close();
       }
@@ -172,8 +182,10 @@ class MemoryAdmissionTest {
     }
     try (Basalt db = Basalt.open(dir, o)) {
       Keyspace ks = db.keyspace("default");
-      for (int j = 0; j < acknowledged; j += 13) assertNotNull(ks.get(key(j)), "acknowledged key " + j);
-      for (int j = acknowledged; j < acknowledged + 10; j++) assertNull(ks.get(key(j)), "refused key " + j);
+      for (int j = 0; j < acknowledged; j += 13)
+        assertNotNull(ks.get(key(j)), "acknowledged key " + j);
+      for (int j = acknowledged; j < acknowledged + 10; j++)
+        assertNull(ks.get(key(j)), "refused key " + j);
       assertNotNull(ks.get(key(999_999_999)));
       ks.put(key(acknowledged), v);
     }
@@ -199,8 +211,10 @@ class MemoryAdmissionTest {
       }
       assertNotNull(refused);
       assertTrue(refused.getMessage().contains("Nothing was written"), refused.getMessage());
-      for (int j = acknowledged; j < acknowledged + 10; j++) assertNull(ks.get(key(j)), "refused key " + j);
-      // The store is not failed: it refuses the same write again with the same exception, and reads on.
+      for (int j = acknowledged; j < acknowledged + 10; j++)
+        assertNull(ks.get(key(j)), "refused key " + j);
+      // The store is not failed: it refuses the same write again with the same exception, and reads
+      // on.
       WriteBatch again = new WriteBatch();
       for (int j = acknowledged; j < acknowledged + 10; j++) again.put(ks, key(j), v);
       assertThrows(MemoryLimitException.class, () -> db.write(again));

@@ -21,11 +21,11 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Model-based randomized test (LevelDB's model test, Pebble's metamorphic test): seeded sequences of
- * puts, deletes, batches across keyspaces, gets, scans, snapshots, flushes and reopens run against the
- * store and a {@code TreeMap} model, over several option sets (a tiny write cache that flushes often,
- * tiny segments that roll, each sync mode, the in-memory engine). A failure names the seed and the
- * option set; {@code -Dbasalt.model.seed=N} replays one seed.
+ * Model-based randomized test (LevelDB's model test, Pebble's metamorphic test): seeded sequences
+ * of puts, deletes, batches across keyspaces, gets, scans, snapshots, flushes and reopens run
+ * against the store and a {@code TreeMap} model, over several option sets (a tiny write cache that
+ * flushes often, tiny segments that roll, each sync mode, the in-memory engine). A failure names
+ * the seed and the option set; {@code -Dbasalt.model.seed=N} replays one seed.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class ModelTest {
@@ -34,23 +34,34 @@ class ModelTest {
 
   static Stream<Arguments> configs() {
     return Stream.of(
-        Arguments.of("defaults", Options.defaults().memoryQuota(64L << 20).writeCacheSize(16L << 20), false),
+        Arguments.of(
+            "defaults", Options.defaults().memoryQuota(64L << 20).writeCacheSize(16L << 20), false),
         Arguments.of("tiny-cache", tiny().syncMode(SyncMode.SYNC), false),
-        Arguments.of("tiny-cache-periodic", tiny().syncMode(SyncMode.PERIODIC).syncIntervalMillis(5), false),
-        Arguments.of("tiny-cache-nosync", tiny().syncMode(SyncMode.NONE).bloomBitsPerKey(0).walSkipBytes(8192), false),
+        Arguments.of(
+            "tiny-cache-periodic", tiny().syncMode(SyncMode.PERIODIC).syncIntervalMillis(5), false),
+        Arguments.of(
+            "tiny-cache-nosync",
+            tiny().syncMode(SyncMode.NONE).bloomBitsPerKey(0).walSkipBytes(8192),
+            false),
         Arguments.of("tiny-levels", tinyLevels(tiny()).walSkipBytes(8192), false),
         Arguments.of("tiny-levels-guards", tinyGuards(tinyLevels(tiny())), false),
         Arguments.of("in-memory", Options.defaults().memoryQuota(64L << 20), true));
   }
 
   /**
-   * Key index levels so small that compactions run all the time and reach the deepest level, a block
-   * cache so small that index and filter blocks are evicted and read again all the time, and garbage
-   * collection at a low threshold, so segment and delete list compactions run all the time too.
+   * Key index levels so small that compactions run all the time and reach the deepest level, a
+   * block cache so small that index and filter blocks are evicted and read again all the time, and
+   * garbage collection at a low threshold, so segment and delete list compactions run all the time
+   * too.
    */
   static Options tinyLevels(Options o) {
-    return o.l0CompactionTrigger(2).l0StopWritesTrigger(8).level1Bytes(1024).levelMultiplier(2)
-        .tableTargetBytes(1024).blockCacheSize(4 << 10).fragmentationThreshold(0.2);
+    return o.l0CompactionTrigger(2)
+        .l0StopWritesTrigger(8)
+        .level1Bytes(1024)
+        .levelMultiplier(2)
+        .tableTargetBytes(1024)
+        .blockCacheSize(4 << 10)
+        .fragmentationThreshold(0.2);
   }
 
   /** Key index guards so dense that every kind of guard job runs at these sizes. */
@@ -59,7 +70,11 @@ class ModelTest {
   }
 
   static Options tiny() {
-    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(64 << 10).segmentSize(64 << 10).blockSize(512);
+    return Options.defaults()
+        .memoryQuota(16L << 20)
+        .writeCacheSize(64 << 10)
+        .segmentSize(64 << 10)
+        .blockSize(512);
   }
 
   @ParameterizedTest(name = "{0}")
@@ -71,8 +86,16 @@ class ModelTest {
       try {
         new Run(seed, options, inMemory).run();
       } catch (Throwable t) {
-        throw new AssertionError("model test failed with options " + name + ", seed " + seed
-            + " (replay: -Dbasalt.model.seed=" + seed + "): " + t, t);
+        throw new AssertionError(
+            "model test failed with options "
+                + name
+                + ", seed "
+                + seed
+                + " (replay: -Dbasalt.model.seed="
+                + seed
+                + "): "
+                + t,
+            t);
       }
       if (only != null) return;
     }
@@ -84,11 +107,18 @@ class ModelTest {
     final Options options;
     final boolean inMemory;
     final MemStorage storage;
-    /** A directory on disk to run against instead of {@code storage} (engine-io's run through io_uring). */
+
+    /**
+     * A directory on disk to run against instead of {@code storage} (engine-io's run through
+     * io_uring).
+     */
     final java.nio.file.Path dir;
+
     final String[] names = {"default", "second"};
+
     /** Operations of the run; {@link #OPS} unless a caller sets fewer. */
     int ops = OPS;
+
     final List<TreeMap<Key, byte[]>> model = new ArrayList<>();
     Basalt db;
     Keyspace[] ks;
@@ -106,7 +136,10 @@ class ModelTest {
     }
 
     void open() {
-      db = inMemory ? Basalt.openInMemory(options) : dir != null ? Basalt.open(dir, options) : Basalt.open(storage, options);
+      db =
+          inMemory
+              ? Basalt.openInMemory(options)
+              : dir != null ? Basalt.open(dir, options) : Basalt.open(storage, options);
       if (!db.keyspaceNames().contains("second")) db.createKeyspace("second");
       ks = new Keyspace[] {db.keyspace("default"), db.keyspace("second")};
     }
@@ -118,7 +151,8 @@ class ModelTest {
       try {
         for (int op = 0; op < ops; op++) step();
         verifyAll();
-        if (options.l0CompactionTrigger() == 2) { // tiny levels: compaction must have pushed data deep
+        if (options.l0CompactionTrigger()
+            == 2) { // tiny levels: compaction must have pushed data deep
           Stats st = db.stats();
           long deep = 0;
           for (int l = 2; l < 7; l++) deep += st.get("tablesAtLevel" + l);
@@ -150,9 +184,12 @@ class ModelTest {
       int p = rnd.nextInt(100);
       if (p < 40) {
         byte[] key = key(), v = value();
-        // One put in eight carries an expiry far in the future: its formats (WAL, write cache, segment,
-        // key index table 5) go through every flush, compaction, collection and reopen, and never expire.
-        if (rnd.nextInt(8) == 0) ks[k].put(key, v, Long.MAX_VALUE / 4); else ks[k].put(key, v);
+        // One put in eight carries an expiry far in the future: its formats (WAL, write cache,
+        // segment,
+        // key index table 5) go through every flush, compaction, collection and reopen, and never
+        // expire.
+        if (rnd.nextInt(8) == 0) ks[k].put(key, v, Long.MAX_VALUE / 4);
+        else ks[k].put(key, v);
         model.get(k).put(new Key(key), v);
       } else if (p < 50) {
         byte[] key = key();
@@ -180,11 +217,13 @@ class ModelTest {
         assertArrayEquals(model.get(k).get(new Key(key)), ks[k].get(key), "get " + new Key(key));
       } else if (p < 80) {
         List<byte[]> keys = new ArrayList<>();
-        for (int i = rnd.nextInt(60); i >= 0; i--) keys.add(rnd.nextInt(3) == 0 ? ("k" + rnd.nextInt(400)).getBytes() : key());
+        for (int i = rnd.nextInt(60); i >= 0; i--)
+          keys.add(rnd.nextInt(3) == 0 ? ("k" + rnd.nextInt(400)).getBytes() : key());
         List<byte[]> got = ks[k].getAll(keys);
         assertEquals(keys.size(), got.size());
         for (int i = 0; i < keys.size(); i++) {
-          assertArrayEquals(model.get(k).get(new Key(keys.get(i))), got.get(i), "getAll " + new Key(keys.get(i)));
+          assertArrayEquals(
+              model.get(k).get(new Key(keys.get(i))), got.get(i), "getAll " + new Key(keys.get(i)));
         }
       } else if (p < 86) {
         scanCheck(k);
@@ -203,7 +242,10 @@ class ModelTest {
     void scanCheck(int k) {
       byte[] from = rnd.nextInt(4) == 0 ? null : key();
       byte[] to = rnd.nextInt(4) == 0 ? null : key();
-      int readAhead = rnd.nextInt(3) == 0 ? 1 + rnd.nextInt(rnd.nextBoolean() ? 4 : 200) : 0; // fixed, or growing
+      int readAhead =
+          rnd.nextInt(3) == 0
+              ? 1 + rnd.nextInt(rnd.nextBoolean() ? 4 : 200)
+              : 0; // fixed, or growing
       try (Cursor c = readAhead == 0 ? ks[k].scan(from, to) : ks[k].scan(from, to, readAhead)) {
         compareScan(c, model.get(k), from, to);
       }
@@ -227,16 +269,20 @@ class ModelTest {
       assertFalse(c.next(), "scan has extra keys");
     }
 
-    /** Takes a snapshot, writes and flushes over it, then checks it still shows the frozen model. */
+    /**
+     * Takes a snapshot, writes and flushes over it, then checks it still shows the frozen model.
+     */
     void snapshotCheck() {
-      List<TreeMap<Key, byte[]>> frozen = List.of(new TreeMap<>(model.get(0)), new TreeMap<>(model.get(1)));
+      List<TreeMap<Key, byte[]>> frozen =
+          List.of(new TreeMap<>(model.get(0)), new TreeMap<>(model.get(1)));
       try (Snapshot s = db.snapshot()) {
         for (int i = rnd.nextInt(30); i > 0; i--) step0();
         if (!inMemory && rnd.nextBoolean()) db.flush();
         int k = rnd.nextInt(2);
         for (int i = 0; i < 10; i++) {
           byte[] key = key();
-          assertArrayEquals(frozen.get(k).get(new Key(key)), s.get(ks[k], key), "snapshot get " + new Key(key));
+          assertArrayEquals(
+              frozen.get(k).get(new Key(key)), s.get(ks[k], key), "snapshot get " + new Key(key));
         }
         try (Cursor c = s.scan(ks[k], null, null)) {
           compareScan(c, frozen.get(k), null, null);
@@ -290,7 +336,9 @@ class ModelTest {
 
     @Override
     public String toString() {
-      String s = new String(bytes, 0, Math.min(bytes.length, 12), java.nio.charset.StandardCharsets.ISO_8859_1);
+      String s =
+          new String(
+              bytes, 0, Math.min(bytes.length, 12), java.nio.charset.StandardCharsets.ISO_8859_1);
       return "'" + s.replaceAll("[^ -~]", "?") + "'(" + bytes.length + "B)";
     }
   }

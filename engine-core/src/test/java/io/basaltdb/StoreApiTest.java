@@ -15,7 +15,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The public API's contracts: refusals leave the store unchanged, closed handles throw, keyspaces. */
+/**
+ * The public API's contracts: refusals leave the store unchanged, closed handles throw, keyspaces.
+ */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class StoreApiTest {
   static byte[] b(String s) {
@@ -35,21 +37,26 @@ class StoreApiTest {
       long seq = db.stats().lastSeqno();
       assertThrows(InvalidArgumentException.class, () -> ks.put(null, b("x")));
       assertThrows(InvalidArgumentException.class, () -> ks.put(b("k"), null));
-      assertThrows(InvalidArgumentException.class, () -> ks.put(new byte[Options.MAX_KEY_SIZE + 1], b("x")));
-      InvalidArgumentException big = assertThrows(InvalidArgumentException.class, () -> ks.put(b("k"), new byte[1001]));
+      assertThrows(
+          InvalidArgumentException.class, () -> ks.put(new byte[Options.MAX_KEY_SIZE + 1], b("x")));
+      InvalidArgumentException big =
+          assertThrows(InvalidArgumentException.class, () -> ks.put(b("k"), new byte[1001]));
       assertTrue(big.getMessage().contains("maxValueSize"), big.getMessage());
       assertThrows(InvalidArgumentException.class, () -> ks.delete((byte[]) null));
       assertThrows(InvalidArgumentException.class, () -> ks.get(null));
       assertThrows(InvalidArgumentException.class, () -> db.write(null));
       // A batch with one bad value is refused whole: its good puts do not appear.
-      WriteBatch batch = new WriteBatch().put(ks, b("good"), b("v")).put(ks, b("bad"), new byte[1001]);
+      WriteBatch batch =
+          new WriteBatch().put(ks, b("good"), b("v")).put(ks, b("bad"), new byte[1001]);
       assertThrows(InvalidArgumentException.class, () -> db.write(batch));
-      assertThrows(InvalidArgumentException.class, () -> new WriteBatch().put(null, b("k"), b("v")));
+      assertThrows(
+          InvalidArgumentException.class, () -> new WriteBatch().put(null, b("k"), b("v")));
       assertThrows(InvalidArgumentException.class, () -> db.keyspace("missing"));
       assertThrows(InvalidArgumentException.class, () -> db.createKeyspace("default"));
       assertThrows(InvalidArgumentException.class, () -> db.createKeyspace(""));
       assertThrows(InvalidArgumentException.class, () -> db.dropKeyspace("missing"));
-      assertThrows(InvalidArgumentException.class, () -> ks.scan(new byte[Options.MAX_KEY_SIZE + 1], null));
+      assertThrows(
+          InvalidArgumentException.class, () -> ks.scan(new byte[Options.MAX_KEY_SIZE + 1], null));
       try (Basalt other = Basalt.openInMemory(small())) {
         WriteBatch foreign = new WriteBatch().put(other.keyspace("default"), b("f"), b("v"));
         assertThrows(InvalidArgumentException.class, () -> db.write(foreign));
@@ -58,13 +65,15 @@ class StoreApiTest {
       assertNull(ks.get(b("good")));
       assertNull(ks.get(b("k")));
       assertArrayEquals(b("1"), ks.get(b("a")));
-      // Limits themselves are accepted: an empty key, an empty value, a 64 KiB key, a maximal value.
+      // Limits themselves are accepted: an empty key, an empty value, a 64 KiB key, a maximal
+      // value.
       ks.put(new byte[0], new byte[0]);
       ks.put(new byte[Options.MAX_KEY_SIZE], new byte[1000]);
       assertArrayEquals(new byte[0], ks.get(new byte[0]));
       assertArrayEquals(new byte[1000], ks.get(new byte[Options.MAX_KEY_SIZE]));
     }
-    try (Basalt db = Basalt.open(storage, small())) { // and the refusals left nothing behind in the WAL
+    try (Basalt db =
+        Basalt.open(storage, small())) { // and the refusals left nothing behind in the WAL
       Keyspace ks = db.keyspace("default");
       assertNull(ks.get(b("good")));
       assertArrayEquals(b("1"), ks.get(b("a")));
@@ -73,27 +82,39 @@ class StoreApiTest {
 
   @Test
   void invalidOptions_nameTheKnob() {
-    InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
-        () -> Basalt.openInMemory(Options.defaults().memoryQuota(10)));
+    InvalidArgumentException e =
+        assertThrows(
+            InvalidArgumentException.class,
+            () -> Basalt.openInMemory(Options.defaults().memoryQuota(10)));
     assertTrue(e.getMessage().contains("memoryQuota"), e.getMessage());
-    e = assertThrows(InvalidArgumentException.class,
-        () -> Options.defaults().writeCacheSize(Long.MAX_VALUE).validate());
+    e =
+        assertThrows(
+            InvalidArgumentException.class,
+            () -> Options.defaults().writeCacheSize(Long.MAX_VALUE).validate());
     assertTrue(e.getMessage().contains("writeCacheSize"), e.getMessage());
-    assertThrows(InvalidArgumentException.class, () -> Options.defaults().segmentSize(1).validate());
-    assertThrows(InvalidArgumentException.class, () -> Options.defaults().maxValueSize(-1).validate());
+    assertThrows(
+        InvalidArgumentException.class, () -> Options.defaults().segmentSize(1).validate());
+    assertThrows(
+        InvalidArgumentException.class, () -> Options.defaults().maxValueSize(-1).validate());
     assertTrue(Options.defaults().toString().contains("syncMode=SYNC"));
   }
 
   @Test
   void optionsSetByName_takeEveryKindOfValue_andRefuseUnknownOnes() {
-    Options o = Options.defaults().set("memoryQuota", "33554432").set("exactItemCounts", "true")
-        .set("syncMode", "none").set("fragmentationThreshold", "0.3").set("coldZstdLevel", "5");
+    Options o =
+        Options.defaults()
+            .set("memoryQuota", "33554432")
+            .set("exactItemCounts", "true")
+            .set("syncMode", "none")
+            .set("fragmentationThreshold", "0.3")
+            .set("coldZstdLevel", "5");
     assertEquals(32L << 20, o.memoryQuota());
     assertTrue(o.exactItemCounts());
     assertEquals(SyncMode.NONE, o.syncMode());
     assertEquals(0.3, o.fragmentationThreshold());
     assertEquals(5, o.coldZstdLevel());
-    InvalidArgumentException e = assertThrows(InvalidArgumentException.class, () -> o.set("noSuchKnob", "1"));
+    InvalidArgumentException e =
+        assertThrows(InvalidArgumentException.class, () -> o.set("noSuchKnob", "1"));
     assertTrue(e.getMessage().contains("noSuchKnob"), e.getMessage());
     e = assertThrows(InvalidArgumentException.class, () -> o.set("memoryQuota", "lots"));
     assertTrue(e.getMessage().contains("memoryQuota"), e.getMessage());
@@ -208,17 +229,27 @@ class StoreApiTest {
       assertTrue(s.writeAmplification() > 1.0, "WAL plus segment at least doubles the bytes: " + s);
       assertEquals(100, s.get("flushedRecords"));
       assertEquals(s.get("flushedBytes"), s.get("liveDataBytes"), "nothing discarded yet");
-      assertEquals((double) (s.get("diskBytes") - s.get("preallocatedBytes")) / (s.get("segmentBytes")
-          - s.get("segmentStaleBytes")), s.spaceAmplification(), 1e-9);
-      // The segment's preallocated tail is not data: 100 small documents once read 6,000. A tiny store's
+      assertEquals(
+          (double) (s.get("diskBytes") - s.get("preallocatedBytes"))
+              / (s.get("segmentBytes") - s.get("segmentStaleBytes")),
+          s.spaceAmplification(),
+          1e-9);
+      // The segment's preallocated tail is not data: 100 small documents once read 6,000. A tiny
+      // store's
       // tail is the smallest derived segment size (2 MiB, Options.segmentSizeRatio), not 64 MiB.
-      assertTrue(s.get("preallocatedBytes") > 1L << 20 && s.get("preallocatedBytes") < 4L << 20, "preallocated: " + s);
-      assertTrue(s.spaceAmplification() < 10, "a tiny store's WAL and manifest only: " + s.spaceAmplification());
+      assertTrue(
+          s.get("preallocatedBytes") > 1L << 20 && s.get("preallocatedBytes") < 4L << 20,
+          "preallocated: " + s);
+      assertTrue(
+          s.spaceAmplification() < 10,
+          "a tiny store's WAL and manifest only: " + s.spaceAmplification());
       assertEquals(100, s.lastSeqno());
       assertFalse(s.asMap().isEmpty());
       assertThrows(InvalidArgumentException.class, () -> s.get("nope"));
-      // Flushed keys: each get reads its document, and the key index's few data blocks are read twice,
-      // then cached (the cache admits what is read twice); absent keys read nothing (the bloom filter or the key range answers).
+      // Flushed keys: each get reads its document, and the key index's few data blocks are read
+      // twice,
+      // then cached (the cache admits what is read twice); absent keys read nothing (the bloom
+      // filter or the key range answers).
       for (int i = 0; i < 100; i++) ks.get(b("key" + i));
       for (int i = 0; i < 100; i++) ks.get(b("zz-absent" + i));
       Stats r = db.stats();
@@ -233,7 +264,10 @@ class StoreApiTest {
       assertEquals(200, second.get("documentReads"));
       assertEquals(0, second.get("blockCacheDocumentHits"));
       long dataBlocks2 = second.get("indexBlockReads");
-      assertEquals(dataBlocks, dataBlocks2, "each data block was read by many gets, so it was cached in the first pass");
+      assertEquals(
+          dataBlocks,
+          dataBlocks2,
+          "each data block was read by many gets, so it was cached in the first pass");
       for (int i = 0; i < 100; i++) ks.get(b("key" + i));
       Stats again = db.stats();
       assertEquals(200, again.get("documentReads"));
@@ -244,10 +278,17 @@ class StoreApiTest {
   }
 
   @Test
-  void stats_keyIndexTotals_surviveReopen_andDiskBytesIsTheFilesSize(@TempDir Path dir) throws Exception {
-    Options o = small().l0CompactionTrigger(2).level1Bytes(1024).levelMultiplier(2).tableTargetBytes(1024);
-    List<String> persisted = List.of("flushedRecords", "flushedBytes", "discardedVersions", "discardedBytes",
-        "liveDataBytes");
+  void stats_keyIndexTotals_surviveReopen_andDiskBytesIsTheFilesSize(@TempDir Path dir)
+      throws Exception {
+    Options o =
+        small().l0CompactionTrigger(2).level1Bytes(1024).levelMultiplier(2).tableTargetBytes(1024);
+    List<String> persisted =
+        List.of(
+            "flushedRecords",
+            "flushedBytes",
+            "discardedVersions",
+            "discardedBytes",
+            "liveDataBytes");
     Stats before;
     try (Basalt db = Basalt.open(dir, o)) {
       Keyspace ks = db.keyspace("default");
@@ -256,7 +297,8 @@ class StoreApiTest {
         db.flush();
       }
       assertTrue(db.waitForCompactions(30_000));
-      while (true) { // a replaced table may still be going: measure when the files held still around stats()
+      while (true) { // a replaced table may still be going: measure when the files held still
+        // around stats()
         long files = fileBytes(dir);
         before = db.stats();
         if (fileBytes(dir) == files) {
@@ -265,8 +307,10 @@ class StoreApiTest {
         }
       }
       assertEquals(400, before.get("flushedRecords"));
-      assertTrue(before.get("discardedVersions") > 0, "compaction dropped older versions: " + before);
-      assertEquals(before.get("flushedBytes") - before.get("discardedBytes"), before.get("liveDataBytes"));
+      assertTrue(
+          before.get("discardedVersions") > 0, "compaction dropped older versions: " + before);
+      assertEquals(
+          before.get("flushedBytes") - before.get("discardedBytes"), before.get("liveDataBytes"));
       assertTrue(before.spaceAmplification() > 0);
     }
     try (Basalt db = Basalt.open(dir, o)) {
@@ -278,7 +322,10 @@ class StoreApiTest {
 
   private static long fileBytes(Path dir) throws java.io.IOException {
     try (var files = java.nio.file.Files.walk(dir)) {
-      return files.filter(java.nio.file.Files::isRegularFile).mapToLong(f -> f.toFile().length()).sum();
+      return files
+          .filter(java.nio.file.Files::isRegularFile)
+          .mapToLong(f -> f.toFile().length())
+          .sum();
     }
   }
 }

@@ -20,10 +20,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * Batches that skip the WAL (Magma section 8.1, {@link Options#walSkipBytes}): they are written to the
- * segments and the key index, visible only once durable and then all at once, counted, fed to the
- * change feed in seqno order, larger than the write cache, and all or nothing across a crash at every
- * storage operation they make.
+ * Batches that skip the WAL (Magma section 8.1, {@link Options#walSkipBytes}): they are written to
+ * the segments and the key index, visible only once durable and then all at once, counted, fed to
+ * the change feed in seqno order, larger than the write cache, and all or nothing across a crash at
+ * every storage operation they make.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class WalSkipTest {
@@ -36,8 +36,16 @@ class WalSkipTest {
     return ChangeFeedTest.tiny().walSkipBytes(16 << 10).exactItemCounts(true);
   }
 
-  /** A batch over the threshold: {@code n} puts of 300-byte values of "b" + i, with deletes and repeats. */
-  static WriteBatch bigBatch(Keyspace ks, Keyspace other, int n, String tag, TreeMap<String, byte[]> model,
+  /**
+   * A batch over the threshold: {@code n} puts of 300-byte values of "b" + i, with deletes and
+   * repeats.
+   */
+  static WriteBatch bigBatch(
+      Keyspace ks,
+      Keyspace other,
+      int n,
+      String tag,
+      TreeMap<String, byte[]> model,
       TreeMap<String, byte[]> otherModel) {
     WriteBatch batch = new WriteBatch();
     for (int i = 0; i < n; i++) {
@@ -93,19 +101,26 @@ class WalSkipTest {
       try (Snapshot old = db.snapshot()) {
         db.write(batch);
         batchFirst = old.seqno() + 1;
-        assertArrayEquals(b("small10"), old.get(ks, b("k10")), "a snapshot taken before the batch does not see it");
+        assertArrayEquals(
+            b("small10"),
+            old.get(ks, b("k10")),
+            "a snapshot taken before the batch does not see it");
         assertNull(old.get(other, b("k0")));
       }
       Stats after = db.stats();
       assertEquals(1, after.get("walSkippedBatches") - before.get("walSkippedBatches"));
-      assertTrue(after.get("walBytesWritten") - before.get("walBytesWritten") < 4096,
-          "the batch's bytes went to the WAL: " + (after.get("walBytesWritten") - before.get("walBytesWritten")));
+      assertTrue(
+          after.get("walBytesWritten") - before.get("walBytesWritten") < 4096,
+          "the batch's bytes went to the WAL: "
+              + (after.get("walBytesWritten") - before.get("walBytesWritten")));
       assertTrue(after.get("walSkippedBytes") - before.get("walSkippedBytes") >= batch.bytes());
       assertEquals(batchFirst + batch.size() - 1, after.lastSeqno());
       check(ks, model);
       check(other, second);
-      // The change feed holds the batch's newest put of each key, in seqno order, after the small writes
-      // (its deletions too, unless compaction already dropped their tombstones at the bottom: tiny levels),
+      // The change feed holds the batch's newest put of each key, in seqno order, after the small
+      // writes
+      // (its deletions too, unless compaction already dropped their tombstones at the bottom: tiny
+      // levels),
       // and applying it in order gives the model.
       long last = -1;
       int putsFromBatch = 0;
@@ -115,7 +130,8 @@ class WalSkipTest {
           assertTrue(feed.seqno() > last, "seqno order");
           last = feed.seqno();
           String k = new String(feed.key(), StandardCharsets.UTF_8);
-          if (feed.value() == null) applied.remove(k); else applied.put(k, feed.value());
+          if (feed.value() == null) applied.remove(k);
+          else applied.put(k, feed.value());
           if (feed.seqno() >= batchFirst && feed.value() != null) putsFromBatch++;
         }
       }
@@ -142,8 +158,12 @@ class WalSkipTest {
     TreeMap<String, byte[]> model = new TreeMap<>();
     try (Basalt db = Basalt.open(new MemStorage(2), o.copy().walSkipBytes(0))) {
       Keyspace ks = db.keyspace("default");
-      for (int i = 0; i < 3000; i++) batch.put(ks, b("key" + i), new byte[1000]); // 3 MB, most of the quota
-      assertThrows(MemoryLimitException.class, () -> db.write(batch), "through the write cache it cannot fit");
+      for (int i = 0; i < 3000; i++)
+        batch.put(ks, b("key" + i), new byte[1000]); // 3 MB, most of the quota
+      assertThrows(
+          MemoryLimitException.class,
+          () -> db.write(batch),
+          "through the write cache it cannot fit");
       assertNull(ks.get(b("key0")));
     }
     MemStorage storage = new MemStorage(3);
@@ -165,9 +185,9 @@ class WalSkipTest {
   }
 
   /**
-   * A crash at every storage operation of a batch that skips the WAL, in each crash mode: the reopened
-   * store holds the whole batch or none of it, every write acknowledged before it, the right item count,
-   * and takes writes again.
+   * A crash at every storage operation of a batch that skips the WAL, in each crash mode: the
+   * reopened store holds the whole batch or none of it, every write acknowledged before it, the
+   * right item count, and takes writes again.
    */
   @Test
   void crashInsideTheBatch_leavesAllOrNothing() {
@@ -193,7 +213,8 @@ class WalSkipTest {
           try {
             db.write(batch);
             acknowledged = true;
-            if (ops < 0) ops = (int) (storage.mutationCount() - start); // the batch's storage operations
+            if (ops < 0)
+              ops = (int) (storage.mutationCount() - start); // the batch's storage operations
           } catch (BasaltException e) {
             if (e instanceof InvalidArgumentException || e instanceof MemoryLimitException) throw e;
           }
@@ -206,13 +227,16 @@ class WalSkipTest {
           Keyspace ks = again.keyspace("default");
           byte[] probe = ks.get(b("k0"));
           boolean whole = probe != null && probe.length == 300;
-          if (acknowledged && !whole) fail("crash at " + crashAt + ", " + mode + ": an acknowledged batch was lost");
+          if (acknowledged && !whole)
+            fail("crash at " + crashAt + ", " + mode + ": an acknowledged batch was lost");
           check(ks, whole ? withBatch : model);
-          if (whole) wholeSeen++; else noneSeen++;
+          if (whole) wholeSeen++;
+          else noneSeen++;
           ks.put(b("later"), b("x"));
           assertArrayEquals(b("x"), ks.get(b("later")));
         } catch (AssertionError e) {
-          throw new AssertionError("crash at mutation " + crashAt + " of the batch, " + mode + ": " + e.getMessage(), e);
+          throw new AssertionError(
+              "crash at mutation " + crashAt + " of the batch, " + mode + ": " + e.getMessage(), e);
         }
       }
     }
@@ -222,8 +246,10 @@ class WalSkipTest {
 
   @Test
   void walSkipBytes_isValidated() {
-    assertThrows(InvalidArgumentException.class, () -> Options.defaults().walSkipBytes(100).validate());
-    assertThrows(InvalidArgumentException.class, () -> Options.defaults().walSkipBytes(-1).validate());
+    assertThrows(
+        InvalidArgumentException.class, () -> Options.defaults().walSkipBytes(100).validate());
+    assertThrows(
+        InvalidArgumentException.class, () -> Options.defaults().walSkipBytes(-1).validate());
     Options.defaults().walSkipBytes(0).validate();
     assertEquals(4L << 20, Options.defaults().walSkipBytes());
   }
@@ -231,7 +257,8 @@ class WalSkipTest {
   /** A batch over the threshold on an in-memory store is an ordinary batch (no WAL to skip). */
   @Test
   void inMemoryStore_ignoresTheThreshold() {
-    try (Basalt db = Basalt.openInMemory(Options.defaults().memoryQuota(16L << 20).walSkipBytes(4096))) {
+    try (Basalt db =
+        Basalt.openInMemory(Options.defaults().memoryQuota(16L << 20).walSkipBytes(4096))) {
       Keyspace ks = db.keyspace("default");
       WriteBatch batch = new WriteBatch();
       List<byte[]> keys = new ArrayList<>();

@@ -5,12 +5,12 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * How the engine reads blocks when many are wanted at once (Magma's batched reads): a batched get hands
- * the key index blocks and then the document blocks its keys need to the transport, each round's reads
- * together, so many are in flight at once, and waits for them all. The built-in transport runs
- * positional {@code FileChannel} reads on a small pool of threads; a {@link Provider} found on the class
- * path with {@link java.util.ServiceLoader} replaces it (the highest priority wins): engine-io's io_uring
- * transport submits a round to the kernel in one go.
+ * How the engine reads blocks when many are wanted at once (Magma's batched reads): a batched get
+ * hands the key index blocks and then the document blocks its keys need to the transport, each
+ * round's reads together, so many are in flight at once, and waits for them all. The built-in
+ * transport runs positional {@code FileChannel} reads on a small pool of threads; a {@link
+ * Provider} found on the class path with {@link java.util.ServiceLoader} replaces it (the highest
+ * priority wins): engine-io's io_uring transport submits a round to the kernel in one go.
  *
  * <p>Thread-safety: {@link #submit} may be called from many threads at once.
  */
@@ -22,7 +22,10 @@ public interface ReadTransport extends AutoCloseable {
     private final ByteBuffer dst;
     private final CompletableFuture<Integer> result = new CompletableFuture<>();
 
-    /** Reads into {@code dst} (from its position to its limit) from {@code position} of {@code target}. */
+    /**
+     * Reads into {@code dst} (from its position to its limit) from {@code position} of {@code
+     * target}.
+     */
     public Read(ReadTarget target, long position, ByteBuffer dst) {
       this.target = target;
       this.position = position;
@@ -46,7 +49,10 @@ public interface ReadTransport extends AutoCloseable {
       return result;
     }
 
-    /** Reads on the calling thread, blocking ({@link ReadTarget#read}), and completes the result either way. */
+    /**
+     * Reads on the calling thread, blocking ({@link ReadTarget#read}), and completes the result
+     * either way.
+     */
     public void readNow() {
       try {
         result.complete(target.read(position, dst));
@@ -56,16 +62,18 @@ public interface ReadTransport extends AutoCloseable {
     }
   }
 
-  /** Creates transports; registered under META-INF/services/io.basaltdb.spi.ReadTransport$Provider. */
+  /**
+   * Creates transports; registered under META-INF/services/io.basaltdb.spi.ReadTransport$Provider.
+   */
   interface Provider {
     /** Higher wins when several providers are on the class path; the built-in pool is 0. */
     int priority();
 
     /**
-     * A transport for a store whose batches each keep up to {@code queueDepth} reads in flight ({@code
-     * Options.readQueueDepth}); it may keep more in flight across concurrent batches. It stages reads
-     * that need an aligned direct buffer (a heap destination, a direct-I/O target) through {@code
-     * buffers}: the store's, counted in its memory quota.
+     * A transport for a store whose batches each keep up to {@code queueDepth} reads in flight
+     * ({@code Options.readQueueDepth}); it may keep more in flight across concurrent batches. It
+     * stages reads that need an aligned direct buffer (a heap destination, a direct-I/O target)
+     * through {@code buffers}: the store's, counted in its memory quota.
      */
     ReadTransport create(int queueDepth, ReadBuffers buffers);
   }

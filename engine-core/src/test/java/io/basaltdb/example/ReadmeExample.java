@@ -25,12 +25,20 @@ public final class ReadmeExample {
     return s.getBytes(StandardCharsets.UTF_8);
   }
 
-  /** Runs the example in {@code args[0]}; returns (for the test) how many changes the feed returned. */
+  /**
+   * Runs the example in {@code args[0]}; returns (for the test) how many changes the feed returned.
+   */
   public static long run(Path dir) {
-    byte[] key = b("key"), value = b("value"), k1 = b("k1"), v1 = b("v1"), k2 = b("k2"), k3 = b("k3");
+    byte[] key = b("key"),
+        value = b("value"),
+        k1 = b("k1"),
+        v1 = b("v1"),
+        k2 = b("k2"),
+        k3 = b("k3");
     byte[] from = b("a"), to = b("z"), session = b("session"), token = b("token");
     long resumeFrom = 0;
     long changes = 0;
+    // spotless:off (the README holds these lines verbatim)
     // README begin
     Checkpoint cp;
     try (Basalt db = Basalt.open(dir, Options.defaults().memoryQuota(256L << 20))) {
@@ -53,11 +61,14 @@ public final class ReadmeExample {
     }
     Basalt.rollback(dir, cp.id());                  // on the closed store: back to the checkpoint
     // README end
+    // spotless:on
     return changes;
   }
 
   public static void main(String[] args) {
-    System.out.println("the example ran; its change feed returned " + run(Path.of(args.length > 0 ? args[0] : "data"))
-        + " changes");
+    System.out.println(
+        "the example ran; its change feed returned "
+            + run(Path.of(args.length > 0 ? args[0] : "data"))
+            + " changes");
   }
 }

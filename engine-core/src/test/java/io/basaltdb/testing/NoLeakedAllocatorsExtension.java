@@ -6,13 +6,14 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * Registered for every test class (junit-platform.properties turns on autodetection): fails the class
- * if it leaves an off-heap allocator open, i.e. native memory nobody will free. Leaked blocks inside an
- * allocator are caught by the allocator itself when it closes (with allocation stacks in debug mode,
- * which the suite runs with).
+ * Registered for every test class (junit-platform.properties turns on autodetection): fails the
+ * class if it leaves an off-heap allocator open, i.e. native memory nobody will free. Leaked blocks
+ * inside an allocator are caught by the allocator itself when it closes (with allocation stacks in
+ * debug mode, which the suite runs with).
  */
 public final class NoLeakedAllocatorsExtension implements BeforeAllCallback, AfterAllCallback {
-  private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(NoLeakedAllocatorsExtension.class);
+  private static final ExtensionContext.Namespace NS =
+      ExtensionContext.Namespace.create(NoLeakedAllocatorsExtension.class);
 
   @Override
   public void beforeAll(ExtensionContext context) {
@@ -24,8 +25,11 @@ public final class NoLeakedAllocatorsExtension implements BeforeAllCallback, Aft
     int before = context.getStore(NS).get("open", Integer.class);
     int after = SlabAllocator.openAllocators();
     if (after > before) {
-      throw new AssertionError(context.getDisplayName() + " left " + (after - before)
-          + " off-heap allocator(s) open: close every SkipList/allocator a test creates");
+      throw new AssertionError(
+          context.getDisplayName()
+              + " left "
+              + (after - before)
+              + " off-heap allocator(s) open: close every SkipList/allocator a test creates");
     }
   }
 }

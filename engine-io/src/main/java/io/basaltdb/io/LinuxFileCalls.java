@@ -11,8 +11,8 @@ import jnr.ffi.types.ssize_t;
 
 /**
  * {@link NativeFileCalls} for Linux through jnr-ffi: {@code fallocate(2)} reserves the blocks of a
- * preallocated segment file, so a write into it cannot fail with no space left on the device the way
- * a write into the hole of a sparse file can.
+ * preallocated segment file, so a write into it cannot fail with no space left on the device the
+ * way a write into the hole of a sparse file can.
  *
  * <p>The file is opened by path for the call (the JDK does not expose a channel's descriptor); the
  * engine preallocates once per segment file, so the extra open costs nothing that matters.
@@ -35,10 +35,11 @@ public final class LinuxFileCalls implements NativeFileCalls {
 
     /**
      * {@code preadv2(2)}: {@code iov} holds {@code iovcnt} pairs of buffer address and length. With
-     * RWF_NOWAIT (8) it reads only what the page cache holds and fails with EAGAIN rather than wait for
-     * the disk.
+     * RWF_NOWAIT (8) it reads only what the page cache holds and fails with EAGAIN rather than wait
+     * for the disk.
      */
-    @ssize_t long preadv2(int fd, @In long[] iov, int iovcnt, @off_t long offset, int flags);
+    @ssize_t
+    long preadv2(int fd, @In long[] iov, int iovcnt, @off_t long offset, int flags);
 
     String strerror(int errno);
   }
@@ -72,12 +73,14 @@ public final class LinuxFileCalls implements NativeFileCalls {
 
   @Override
   public boolean allocate(Path file, long length) throws IOException {
-    if (length < 0) throw new IllegalArgumentException("negative length " + length + " for " + file);
+    if (length < 0)
+      throw new IllegalArgumentException("negative length " + length + " for " + file);
     if (libc == null) return false;
     String path = file.toAbsolutePath().toString();
     int fd = libc.open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
-      throw new IOException("open of " + path + " for fallocate failed: " + libc.strerror(runtime.getLastError()));
+      throw new IOException(
+          "open of " + path + " for fallocate failed: " + libc.strerror(runtime.getLastError()));
     }
     try {
       if (length == 0) return true;
@@ -86,7 +89,8 @@ public final class LinuxFileCalls implements NativeFileCalls {
         int errno = runtime.getLastError();
         if (errno == EINTR) continue;
         if (errno == EOPNOTSUPP) return false;
-        throw new IOException("fallocate of " + length + " bytes for " + path + " failed: " + libc.strerror(errno));
+        throw new IOException(
+            "fallocate of " + length + " bytes for " + path + " failed: " + libc.strerror(errno));
       }
     } finally {
       libc.close(fd);

@@ -15,13 +15,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class LinuxFileCallsTest {
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   @Test
   void serviceLoader_findsTheProvider() {
-    assertTrue(ServiceLoader.load(NativeFileCalls.class).stream()
-        .anyMatch(p -> p.type() == LinuxFileCalls.class), "META-INF/services names LinuxFileCalls");
+    assertTrue(
+        ServiceLoader.load(NativeFileCalls.class).stream()
+            .anyMatch(p -> p.type() == LinuxFileCalls.class),
+        "META-INF/services names LinuxFileCalls");
   }
 
   @Test
@@ -32,7 +33,8 @@ class LinuxFileCallsTest {
     Files.write(f, new byte[] {1, 2, 3});
     assertTrue(calls.allocate(f, 4 << 20));
     assertEquals(4 << 20, Files.size(f));
-    assertTrue(allocatedBytes(f) >= 4 << 20, "blocks reserved, not a sparse hole: " + allocatedBytes(f));
+    assertTrue(
+        allocatedBytes(f) >= 4 << 20, "blocks reserved, not a sparse hole: " + allocatedBytes(f));
     byte[] head = new byte[8];
     System.arraycopy(Files.readAllBytes(f), 0, head, 0, 8);
     assertArrayEquals(new byte[] {1, 2, 3, 0, 0, 0, 0, 0}, head);
@@ -46,12 +48,15 @@ class LinuxFileCallsTest {
     assumeTrue(calls.isSupported(), "not Linux");
     Path f = dir.resolve("absent");
     IOException e = assertThrows(IOException.class, () -> calls.allocate(f, 4096));
-    assertTrue(e.getMessage().contains(f.toString()) && e.getMessage().contains("No such file"), e.getMessage());
+    assertTrue(
+        e.getMessage().contains(f.toString()) && e.getMessage().contains("No such file"),
+        e.getMessage());
   }
 
   /** st_blocks * 512, from stat(1). */
   static long allocatedBytes(Path f) throws Exception {
-    Process p = new ProcessBuilder("stat", "-c", "%b %B", f.toString()).redirectErrorStream(true).start();
+    Process p =
+        new ProcessBuilder("stat", "-c", "%b %B", f.toString()).redirectErrorStream(true).start();
     String[] out = new String(p.getInputStream().readAllBytes()).trim().split(" ");
     assertEquals(0, p.waitFor(), String.join(" ", out));
     return Long.parseLong(out[0]) * Long.parseLong(out[1]);

@@ -32,10 +32,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * What every {@link ReadTransport} does, run against each (the subclasses): reads agree with the file,
- * whatever the buffer (heap or direct, at an offset, larger than a block); a batch's reads from many
- * threads at once; fewer bytes at the end of the file; a failed read fails alone, naming its file; close
- * waits for the reads taken and refuses later ones.
+ * What every {@link ReadTransport} does, run against each (the subclasses): reads agree with the
+ * file, whatever the buffer (heap or direct, at an offset, larger than a block); a batch's reads
+ * from many threads at once; fewer bytes at the end of the file; a failed read fails alone, naming
+ * its file; close waits for the reads taken and refuses later ones.
  */
 @org.junit.jupiter.api.Timeout(60) // a read that never completes fails its test, not the build
 abstract class ReadTransportContract {
@@ -45,7 +45,11 @@ abstract class ReadTransportContract {
   byte[] content;
   FileStorage storage;
   StorageFile file;
-  /** The store's buffers, small enough that 32 reads in flight overflow it: every one must come back. */
+
+  /**
+   * The store's buffers, small enough that 32 reads in flight overflow it: every one must come
+   * back.
+   */
   AlignedBuffers buffers = new AlignedBuffers(8 * (12 << 10), 12 << 10);
 
   /** A transport keeping up to {@code queueDepth} reads in flight. */
@@ -77,9 +81,14 @@ abstract class ReadTransportContract {
     buffers.close();
   }
 
-  /** A read of {@code length} bytes at {@code position} into a heap or direct buffer, {@code pad} bytes in. */
-  static ReadTransport.Read read(ReadTarget target, long position, int length, boolean direct, int pad) {
-    ByteBuffer b = direct ? ByteBuffer.allocateDirect(pad + length) : ByteBuffer.allocate(pad + length);
+  /**
+   * A read of {@code length} bytes at {@code position} into a heap or direct buffer, {@code pad}
+   * bytes in.
+   */
+  static ReadTransport.Read read(
+      ReadTarget target, long position, int length, boolean direct, int pad) {
+    ByteBuffer b =
+        direct ? ByteBuffer.allocateDirect(pad + length) : ByteBuffer.allocate(pad + length);
     b.position(pad);
     return new ReadTransport.Read(target, position, b);
   }
@@ -89,10 +98,12 @@ abstract class ReadTransportContract {
     int asked = r.dst().limit() - pad;
     int expected = (int) Math.max(0, Math.min(asked, FILE_SIZE - r.position()));
     assertEquals(expected, r.result().join(), "bytes read at " + r.position());
-    assertEquals(pad + expected, r.dst().position(), "the buffer's position moves past the bytes read");
+    assertEquals(
+        pad + expected, r.dst().position(), "the buffer's position moves past the bytes read");
     byte[] got = new byte[expected];
     r.dst().get(pad, got);
-    assertArrayEquals(Arrays.copyOfRange(content, (int) r.position(), (int) r.position() + expected), got);
+    assertArrayEquals(
+        Arrays.copyOfRange(content, (int) r.position(), (int) r.position() + expected), got);
   }
 
   @Test
@@ -102,7 +113,10 @@ abstract class ReadTransportContract {
       List<ReadTransport.Read> reads = new ArrayList<>();
       int[] pads = new int[100];
       for (int i = 0; i < pads.length; i++) {
-        int length = i % 10 == 0 ? 100_000 + rnd.nextInt(200_000) : 1 + rnd.nextInt(8192); // some past a bounce buffer
+        int length =
+            i % 10 == 0
+                ? 100_000 + rnd.nextInt(200_000)
+                : 1 + rnd.nextInt(8192); // some past a bounce buffer
         pads[i] = rnd.nextInt(3) * 7;
         reads.add(read(file, rnd.nextInt(FILE_SIZE - length), length, i % 3 == 0, pads[i]));
       }
@@ -123,17 +137,26 @@ abstract class ReadTransportContract {
         CountDownLatch start = new CountDownLatch(1);
         for (int th = 0; th < 4; th++) {
           long seed = th;
-          done.add(pool.submit(() -> {
-            start.await();
-            Random rnd = new Random(seed);
-            for (int batch = 0; batch < 40; batch++) {
-              List<ReadTransport.Read> reads = new ArrayList<>();
-              for (int i = 0; i < 32; i++) reads.add(read(file, (long) rnd.nextInt(FILE_SIZE / 4096) * 4096, 4096, rnd.nextBoolean(), 0));
-              t.submit(reads);
-              for (ReadTransport.Read r : reads) assertAgrees(r, 0);
-            }
-            return null;
-          }));
+          done.add(
+              pool.submit(
+                  () -> {
+                    start.await();
+                    Random rnd = new Random(seed);
+                    for (int batch = 0; batch < 40; batch++) {
+                      List<ReadTransport.Read> reads = new ArrayList<>();
+                      for (int i = 0; i < 32; i++)
+                        reads.add(
+                            read(
+                                file,
+                                (long) rnd.nextInt(FILE_SIZE / 4096) * 4096,
+                                4096,
+                                rnd.nextBoolean(),
+                                0));
+                      t.submit(reads);
+                      for (ReadTransport.Read r : reads) assertAgrees(r, 0);
+                    }
+                    return null;
+                  }));
         }
         start.countDown();
         for (Future<?> f : done) f.get(60, TimeUnit.SECONDS);
@@ -146,8 +169,12 @@ abstract class ReadTransportContract {
   @Test
   void atTheEndOfTheFile_fewerBytesOrNone() {
     try (ReadTransport t = transport(4)) {
-      List<ReadTransport.Read> reads = List.of(read(file, FILE_SIZE - 1000, 4096, false, 0),
-          read(file, FILE_SIZE - 1000, 4096, true, 3), read(file, FILE_SIZE, 100, false, 0), read(file, FILE_SIZE + 5000, 100, true, 0));
+      List<ReadTransport.Read> reads =
+          List.of(
+              read(file, FILE_SIZE - 1000, 4096, false, 0),
+              read(file, FILE_SIZE - 1000, 4096, true, 3),
+              read(file, FILE_SIZE, 100, false, 0),
+              read(file, FILE_SIZE + 5000, 100, true, 0));
       t.submit(reads);
       assertEquals(1000, reads.get(0).result().join());
       assertEquals(1000, reads.get(1).result().join());
@@ -199,7 +226,8 @@ abstract class ReadTransportContract {
           CompletionException e = assertThrows(CompletionException.class, () -> r.result().join());
           assertInstanceOf(StorageException.class, e.getCause());
           Path named = i == 2 ? missing : directory;
-          assertTrue(e.getCause().getMessage().contains(named.toString()), e.getCause().getMessage());
+          assertTrue(
+              e.getCause().getMessage().contains(named.toString()), e.getCause().getMessage());
         } else {
           assertAgrees(r, 0);
         }
@@ -212,13 +240,15 @@ abstract class ReadTransportContract {
     ReadTransport t = transport(4);
     List<ReadTransport.Read> reads = new ArrayList<>();
     Random rnd = new Random(3);
-    for (int i = 0; i < 500; i++) reads.add(read(file, rnd.nextInt(FILE_SIZE - 65536), 65536, i % 2 == 0, 0));
+    for (int i = 0; i < 500; i++)
+      reads.add(read(file, rnd.nextInt(FILE_SIZE - 65536), 65536, i % 2 == 0, 0));
     t.submit(reads);
     Thread closer = new Thread(t::close);
     closer.start(); // while most of the 500 are still queued
     closer.join(30_000);
     assertTrue(!closer.isAlive(), "close returned");
-    for (ReadTransport.Read r : reads) assertAgrees(r, 0); // all done when close returned: join does not wait
+    for (ReadTransport.Read r : reads)
+      assertAgrees(r, 0); // all done when close returned: join does not wait
     ReadTransport.Read late = read(file, 0, 10, false, 0);
     t.submit(List.of(late));
     CompletionException e = assertThrows(CompletionException.class, () -> late.result().join());

@@ -21,8 +21,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The io_uring transport with reads tried on the submitting thread first ({@code preadv2(RWF_NOWAIT)}),
- * its default: the contract, where each kind of read is made, and the descriptors those reads use.
+ * The io_uring transport with reads tried on the submitting thread first ({@code
+ * preadv2(RWF_NOWAIT)}), its default: the contract, where each kind of read is made, and the
+ * descriptors those reads use.
  */
 class UringInlineTransportContractTest extends ReadTransportContract {
   /** What the test needs of the C library to drop a file from the page cache. */
@@ -31,7 +32,8 @@ class UringInlineTransportContractTest extends ReadTransportContract {
 
     int posix_fadvise(int fd, long offset, long length, int advice);
 
-    Pointer mmap(Pointer address, @size_t long length, int prot, int flags, int fd, @off_t long offset);
+    Pointer mmap(
+        Pointer address, @size_t long length, int prot, int flags, int fd, @off_t long offset);
 
     int munmap(Pointer address, @size_t long length);
 
@@ -45,7 +47,8 @@ class UringInlineTransportContractTest extends ReadTransportContract {
 
   @BeforeEach
   void needsIoUring() {
-    assumeTrue(IoUring.isAvailable(), () -> "io_uring is not available: " + IoUring.unavailabilityCause());
+    assumeTrue(
+        IoUring.isAvailable(), () -> "io_uring is not available: " + IoUring.unavailabilityCause());
   }
 
   @Override
@@ -56,24 +59,33 @@ class UringInlineTransportContractTest extends ReadTransportContract {
   @Test
   void cachedReads_areMadeOnTheSubmittingThread_readsThatNeedTheDisk_onTheRing() throws Exception {
     Path data = dir.resolve("data");
-    assumeFalse("tmpfs".equals(Files.getFileStore(data).type()), "tmpfs keeps every page in memory");
+    assumeFalse(
+        "tmpfs".equals(Files.getFileStore(data).type()), "tmpfs keeps every page in memory");
     try (UringReadTransport t = UringReadTransport.open(4, buffers, true)) {
-      dropFromPageCache(data); // the file was synced when written, so its pages are clean and can go
+      dropFromPageCache(
+          data); // the file was synced when written, so its pages are clean and can go
       assumeFalse(resident(data, 1 << 20), "this file system keeps pages posix_fadvise drops");
       ReadTransport.Read cold = read(file, 1 << 20, 4096, false, 0);
       var coldBy = cold.result().handle((n, e) -> Thread.currentThread());
       t.submit(List.of(cold));
       assertAgrees(cold, 0);
-      assertTrue(coldBy.join().getName().startsWith("basalt-uring-"),
-          "a read the page cache does not hold goes to the ring, was made on " + coldBy.join().getName());
+      assertTrue(
+          coldBy.join().getName().startsWith("basalt-uring-"),
+          "a read the page cache does not hold goes to the ring, was made on "
+              + coldBy.join().getName());
 
-      assumeTrue(resident(data, 1 << 20), "the page the ring read was dropped again (memory pressure)");
-      ReadTransport.Read warm = read(file, 1 << 20, 4096, false, 0); // the ring's read brought it in
+      assumeTrue(
+          resident(data, 1 << 20), "the page the ring read was dropped again (memory pressure)");
+      ReadTransport.Read warm =
+          read(file, 1 << 20, 4096, false, 0); // the ring's read brought it in
       var warmBy = warm.result().handle((n, e) -> Thread.currentThread());
       t.submit(List.of(warm));
       assertAgrees(warm, 0);
       assumeTrue(t.inlineReads(), "this kernel or file system refuses RWF_NOWAIT");
-      assertSame(Thread.currentThread(), warmBy.join(), "a cached read is made on the thread that submits it");
+      assertSame(
+          Thread.currentThread(),
+          warmBy.join(),
+          "a cached read is made on the thread that submits it");
       assertEquals(1, t.openFiles(), "the ring kept its own descriptor for the cold read");
       assertEquals(1, t.sharedFiles(), "and the submitting threads one, shared");
     }
@@ -90,7 +102,10 @@ class UringInlineTransportContractTest extends ReadTransportContract {
         assertAgrees(r, 0);
       }
       assertEquals(1, t.sharedFiles(), "one descriptor per file, kept for its later reads");
-      assertEquals(before + 1 + t.openFiles(), descriptors(data), "the shared one (and the ring's, had a read missed the page cache)");
+      assertEquals(
+          before + 1 + t.openFiles(),
+          descriptors(data),
+          "the shared one (and the ring's, had a read missed the page cache)");
       t.sweepNow();
       assertEquals(1, t.sharedFiles(), "a file still there keeps its descriptor");
       Files.delete(data);
@@ -124,14 +139,19 @@ class UringInlineTransportContractTest extends ReadTransportContract {
     }
   }
 
-  /** Whether the page cache holds the page of {@code file} at {@code offset} (mincore; reads nothing). */
+  /**
+   * Whether the page cache holds the page of {@code file} at {@code offset} (mincore; reads
+   * nothing).
+   */
   private static boolean resident(Path file, long offset) {
     int fd = LIBC.open(file.toAbsolutePath().toString(), 0);
     assertTrue(fd >= 0, "open " + file);
     try {
       long page = offset & -4096L;
       Pointer address = LIBC.mmap(null, 4096, 1 /* PROT_READ */, 1 /* MAP_SHARED */, fd, page);
-      assertTrue(address != null && address.address() != -1, () -> "mmap " + file + ": errno " + jnr.ffi.Runtime.getRuntime(LIBC).getLastError());
+      assertTrue(
+          address != null && address.address() != -1,
+          () -> "mmap " + file + ": errno " + jnr.ffi.Runtime.getRuntime(LIBC).getLastError());
       try {
         byte[] vec = new byte[1];
         assertEquals(0, LIBC.mincore(address, 4096, vec));

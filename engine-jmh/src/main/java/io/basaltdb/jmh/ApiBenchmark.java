@@ -30,15 +30,15 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The {@code byte[]} API against the {@code ByteBuffer} one (heap and direct buffers), for the heap
- * bytes each call allocates ({@code -prof gc}'s {@code gc.alloc.rate.norm}: every thread's allocation,
- * the store's background threads included, over the calls made) and its throughput, Basalt beside
- * RocksDB JNI's own {@code ByteBuffer} methods: 16-byte keys, 100-byte values, {@code entries} keys
- * loaded in {@code @Setup}, the same memory budget (512 MiB: RocksDB's {@link RocksStore} split, two
- * write buffers of 128 MiB and a 256 MiB block cache; Basalt's two write caches of 128 MiB and a 240 MiB
- * block cache, the most its quota leaves). With {@code where=cache} every get is served by the write cache (memtable); with {@code
- * where=files} the data is flushed and compacted first and the block cache holds it all, so a get reads
- * no file. Puts replace a random loaded key, with the WAL written but not fsynced per put; a batch puts
- * 16 of them.
+ * bytes each call allocates ({@code -prof gc}'s {@code gc.alloc.rate.norm}: every thread's
+ * allocation, the store's background threads included, over the calls made) and its throughput,
+ * Basalt beside RocksDB JNI's own {@code ByteBuffer} methods: 16-byte keys, 100-byte values, {@code
+ * entries} keys loaded in {@code @Setup}, the same memory budget (512 MiB: RocksDB's {@link
+ * RocksStore} split, two write buffers of 128 MiB and a 256 MiB block cache; Basalt's two write
+ * caches of 128 MiB and a 240 MiB block cache, the most its quota leaves). With {@code where=cache}
+ * every get is served by the write cache (memtable); with {@code where=files} the data is flushed
+ * and compacted first and the block cache holds it all, so a get reads no file. Puts replace a
+ * random loaded key, with the WAL written but not fsynced per put; a batch puts 16 of them.
  *
  * <p>Run: {@code java @jvm.flags -jar engine-jmh/target/benchmarks.jar ApiBenchmark -prof gc}
  */
@@ -47,7 +47,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
-@Fork(value = 1, jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-XX:+UseParallelGC"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms2g", "-Xmx2g", "-XX:+UseParallelGC"})
 public class ApiBenchmark {
   static final int KEY_SIZE = 16;
   static final int VALUE_SIZE = 100;
@@ -68,8 +70,13 @@ public class ApiBenchmark {
   Basalt db;
   Keyspace ks;
   RocksStore rocks;
-  /** RocksDB's write options (the WAL written, not fsynced) and read options; made once its library is loaded. */
+
+  /**
+   * RocksDB's write options (the WAL written, not fsynced) and read options; made once its library
+   * is loaded.
+   */
   org.rocksdb.WriteOptions noSync;
+
   org.rocksdb.ReadOptions read;
 
   @Setup(Level.Trial)
@@ -92,8 +99,14 @@ public class ApiBenchmark {
     }
     switch (impl) {
       case "basalt" -> {
-        db = Basalt.open(dir, new Options().memoryQuota(512L << 20).writeCacheSize(128L << 20)
-            .blockCacheSize(240L << 20).syncMode(SyncMode.NONE));
+        db =
+            Basalt.open(
+                dir,
+                new Options()
+                    .memoryQuota(512L << 20)
+                    .writeCacheSize(128L << 20)
+                    .blockCacheSize(240L << 20)
+                    .syncMode(SyncMode.NONE));
         ks = db.createKeyspace("bench");
         for (byte[] k : keys) ks.put(k, value);
         if (where.equals("files")) {
@@ -108,7 +121,8 @@ public class ApiBenchmark {
           read = new org.rocksdb.ReadOptions();
           for (byte[] k : keys) rocks.db.put(noSync, k, value);
           if (where.equals("files")) {
-            try (org.rocksdb.FlushOptions f = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
+            try (org.rocksdb.FlushOptions f =
+                new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
               rocks.db.flush(f);
             }
             rocks.db.compactRange();
@@ -120,9 +134,12 @@ public class ApiBenchmark {
       default -> throw new IllegalArgumentException("impl is basalt or rocksdb, not " + impl);
     }
     Caller warm = new Caller();
-    for (int round = 0; round < 2; round++) { // warms the block caches (Basalt caches a block on its second read)
+    for (int round = 0;
+        round < 2;
+        round++) { // warms the block caches (Basalt caches a block on its second read)
       for (int i = 0; i < entries; i++) {
-        if (getArray(keys[i]) == null || getInto(fill(warm.heapKey, keys[i]), warm.heapValue.clear()) != VALUE_SIZE) {
+        if (getArray(keys[i]) == null
+            || getInto(fill(warm.heapKey, keys[i]), warm.heapValue.clear()) != VALUE_SIZE) {
           throw new IllegalStateException("a loaded key is missing");
         }
       }
@@ -138,13 +155,16 @@ public class ApiBenchmark {
       rocks.close();
     }
     try (Stream<Path> files = Files.walk(dir)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> {
-        try {
-          Files.delete(p);
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      });
+      files
+          .sorted(Comparator.reverseOrder())
+          .forEach(
+              p -> {
+                try {
+                  Files.delete(p);
+                } catch (IOException e) {
+                  throw new UncheckedIOException(e);
+                }
+              });
     }
   }
 
@@ -198,7 +218,8 @@ public class ApiBenchmark {
 
   void put(byte[] key, byte[] value) {
     try {
-      if (db != null) ks.put(key, value); else rocks.db.put(noSync, key, value);
+      if (db != null) ks.put(key, value);
+      else rocks.db.put(noSync, key, value);
     } catch (org.rocksdb.RocksDBException e) {
       throw new IllegalStateException(e);
     }
@@ -206,7 +227,8 @@ public class ApiBenchmark {
 
   void put(ByteBuffer key, ByteBuffer value) {
     try {
-      if (db != null) ks.put(key, value); else rocks.db.put(noSync, key, value);
+      if (db != null) ks.put(key, value);
+      else rocks.db.put(noSync, key, value);
     } catch (org.rocksdb.RocksDBException e) {
       throw new IllegalStateException(e);
     }
@@ -260,12 +282,16 @@ public class ApiBenchmark {
     fill(c.directValue, value);
     if (db != null) {
       WriteBatch b = c.batch.clear();
-      for (int i = 0; i < BATCH; i++) b.put(ks, fill(c.directKey, keys[c.next(entries)]), c.directValue);
+      for (int i = 0; i < BATCH; i++)
+        b.put(ks, fill(c.directKey, keys[c.next(entries)]), c.directValue);
       db.write(b);
     } else {
       org.rocksdb.WriteBatch b = c.rocksBatch();
       b.clear();
-      for (int i = 0; i < BATCH; i++) b.put(fill(c.directKey, keys[c.next(entries)]), c.directValue.position(0)); // RocksDB consumes it
+      for (int i = 0; i < BATCH; i++)
+        b.put(
+            fill(c.directKey, keys[c.next(entries)]),
+            c.directValue.position(0)); // RocksDB consumes it
       rocks.db.write(noSync, b);
     }
   }

@@ -21,13 +21,17 @@ final class BasaltStore implements Race.Store {
   final Path dir;
   final Basalt db;
   final Keyspace ks;
-  /** Each write expires this long after it is made ({@code --ttl-seconds}); 0: never. Set before the load. */
+
+  /**
+   * Each write expires this long after it is made ({@code --ttl-seconds}); 0: never. Set before the
+   * load.
+   */
   long ttlMillis;
 
   /**
-   * {@code checkpointRetentionMillis} below 0 keeps Basalt's default (10 minutes). {@code tuning}: further
-   * options as {@code name=value} pairs separated by commas (e.g. {@code l0BaseRatio=0.25}), each set
-   * through the {@link Options} method of that name; empty for none.
+   * {@code checkpointRetentionMillis} below 0 keeps Basalt's default (10 minutes). {@code tuning}:
+   * further options as {@code name=value} pairs separated by commas (e.g. {@code
+   * l0BaseRatio=0.25}), each set through the {@link Options} method of that name; empty for none.
    */
   BasaltStore(Path dir, long memory, long checkpointRetentionMillis, String tuning) {
     this.dir = dir;
@@ -43,7 +47,8 @@ final class BasaltStore implements Race.Store {
   /** Sets one {@code name=value} option ({@link Options#set}). */
   private static void set(Options o, String pair) {
     int eq = pair.indexOf('=');
-    if (eq < 0) throw new IllegalArgumentException("--basalt-options wants name=value pairs, got " + pair);
+    if (eq < 0)
+      throw new IllegalArgumentException("--basalt-options wants name=value pairs, got " + pair);
     o.set(pair.substring(0, eq), pair.substring(eq + 1));
   }
 
@@ -80,8 +85,10 @@ final class BasaltStore implements Race.Store {
     } else if (!kind.equals("feed") && !kind.equals("feed-exact")) {
       throw new IllegalArgumentException("no read-all kind " + kind);
     }
-    io.basaltdb.ChangeFeed.Mode mode = kind.equals("feed-exact") ? io.basaltdb.ChangeFeed.Mode.EXACT
-        : io.basaltdb.ChangeFeed.Mode.FAST;
+    io.basaltdb.ChangeFeed.Mode mode =
+        kind.equals("feed-exact")
+            ? io.basaltdb.ChangeFeed.Mode.EXACT
+            : io.basaltdb.ChangeFeed.Mode.FAST;
     try (io.basaltdb.ChangeFeed f = ks.changes(from, io.basaltdb.ChangeFeed.NOW, mode)) {
       while (f.next()) {
         records++;
@@ -112,7 +119,8 @@ final class BasaltStore implements Race.Store {
   @Override
   public void settle() {
     db.flush();
-    if (!db.waitForCompactions(30 * 60_000)) throw new IllegalStateException("compactions did not settle");
+    if (!db.waitForCompactions(30 * 60_000))
+      throw new IllegalStateException("compactions did not settle");
   }
 
   @Override
@@ -123,8 +131,11 @@ final class BasaltStore implements Race.Store {
     m.put("engineReadsPerGet", fmt(s.readsPerGet()));
     m.put("hintMisses", Long.toString(s.get("hintMisses")));
     m.put("documentReads", Long.toString(s.get("documentReads")));
-    m.put("blockCacheHitRate", fmt((double) s.get("blockCacheHits")
-        / Math.max(1, s.get("blockCacheHits") + s.get("blockCacheMisses"))));
+    m.put(
+        "blockCacheHitRate",
+        fmt(
+            (double) s.get("blockCacheHits")
+                / Math.max(1, s.get("blockCacheHits") + s.get("blockCacheMisses"))));
     m.put("spaceAmp", fmt(s.spaceAmplification()));
     m.put("tables", Long.toString(s.get("tables")));
     m.put("segments", Long.toString(s.get("segments")));
@@ -147,16 +158,21 @@ final class BasaltStore implements Race.Store {
    * Bytes written in the phase (MiB) by garbage collection ({@code gcWrittenMiB}), key index
    * compaction, the delete list, the log segments (flushes), the WAL and key index flushes; the
    * engine's own write amplification of the phase; what garbage collection read and reclaimed, its
-   * runs and writer stalls; and at its end the fragmentation, the segments' bytes and their stale part,
-   * the checkpoints and the bytes only they hold, the preallocated segment tails, and
-   * {@link Stats#spaceAmplification()}.
+   * runs and writer stalls; and at its end the fragmentation, the segments' bytes and their stale
+   * part, the checkpoints and the bytes only they hold, the preallocated segment tails, and {@link
+   * Stats#spaceAmplification()}.
    */
   @Override
   public Map<String, String> phaseFigures(Map<String, Long> before, Map<String, Long> after) {
     Map<String, String> m = new java.util.LinkedHashMap<>();
-    String[][] written = {{"gcBytesWritten", "gcWrittenMiB"}, {"compactionBytesWritten", "compactionWrittenMiB"},
-        {"deleteListBytesWritten", "deleteListWrittenMiB"}, {"segmentBytesWritten", "segmentWrittenMiB"},
-        {"walBytesWritten", "walWrittenMiB"}, {"indexBytesWritten", "indexWrittenMiB"}};
+    String[][] written = {
+      {"gcBytesWritten", "gcWrittenMiB"},
+      {"compactionBytesWritten", "compactionWrittenMiB"},
+      {"deleteListBytesWritten", "deleteListWrittenMiB"},
+      {"segmentBytesWritten", "segmentWrittenMiB"},
+      {"walBytesWritten", "walWrittenMiB"},
+      {"indexBytesWritten", "indexWrittenMiB"}
+    };
     long engineWritten = 0;
     for (String[] w : written) {
       long d = after.get(w[0]) - before.get(w[0]);
@@ -167,16 +183,40 @@ final class BasaltStore implements Race.Store {
     long user = after.get("userBytesWritten") - before.get("userBytesWritten");
     if (user > 0) m.put("engineWriteAmp", fmt((double) engineWritten / user));
     m.put("gcReadMiB", Phase.mib(after.get("gcBytesRead") - before.get("gcBytesRead")));
-    m.put("gcReclaimedMiB", Phase.mib(after.get("gcBytesReclaimed") - before.get("gcBytesReclaimed")));
-    for (String c : new String[] {"gcRuns", "gcStalls", "gcSlowdowns", "compactions", "l0Merges", "trivialMoves",
-        "guardPushes", "guardMerges", "flushes", "stalls", "slowdowns", "l0Stalls"}) {
+    m.put(
+        "gcReclaimedMiB",
+        Phase.mib(after.get("gcBytesReclaimed") - before.get("gcBytesReclaimed")));
+    for (String c :
+        new String[] {
+          "gcRuns",
+          "gcStalls",
+          "gcSlowdowns",
+          "compactions",
+          "l0Merges",
+          "trivialMoves",
+          "guardPushes",
+          "guardMerges",
+          "flushes",
+          "stalls",
+          "slowdowns",
+          "l0Stalls"
+        }) {
       m.put(c, Long.toString(after.get(c) - before.get(c)));
     }
-    m.put("stallMs", Long.toString((after.get("stallNanos") - before.get("stallNanos")) / 1_000_000));
-    m.put("slowdownMs", Long.toString((after.get("slowdownNanos") - before.get("slowdownNanos")) / 1_000_000));
-    m.put("gcSlowdownMs", Long.toString((after.get("gcSlowdownNanos") - before.get("gcSlowdownNanos")) / 1_000_000));
-    m.put("gcStallMs", Long.toString((after.get("gcStallNanos") - before.get("gcStallNanos")) / 1_000_000));
-    m.put("l0StallMs", Long.toString((after.get("l0StallNanos") - before.get("l0StallNanos")) / 1_000_000));
+    m.put(
+        "stallMs", Long.toString((after.get("stallNanos") - before.get("stallNanos")) / 1_000_000));
+    m.put(
+        "slowdownMs",
+        Long.toString((after.get("slowdownNanos") - before.get("slowdownNanos")) / 1_000_000));
+    m.put(
+        "gcSlowdownMs",
+        Long.toString((after.get("gcSlowdownNanos") - before.get("gcSlowdownNanos")) / 1_000_000));
+    m.put(
+        "gcStallMs",
+        Long.toString((after.get("gcStallNanos") - before.get("gcStallNanos")) / 1_000_000));
+    m.put(
+        "l0StallMs",
+        Long.toString((after.get("l0StallNanos") - before.get("l0StallNanos")) / 1_000_000));
     m.put("fragmentationPermille", Long.toString(after.get("fragmentationPermille")));
     m.put("guards", Long.toString(after.get("guards")));
     m.put("maxGuardTables", Long.toString(after.get("maxGuardTables")));
@@ -189,7 +229,9 @@ final class BasaltStore implements Race.Store {
     m.put("deleteListMiB", Phase.mib(after.get("deleteListBytes")));
     long live = after.get("segmentBytes") - after.get("segmentStaleBytes");
     if (live > 0) {
-      m.put("engineSpaceAmp", fmt((double) (after.get("diskBytes") - after.get("preallocatedBytes")) / live));
+      m.put(
+          "engineSpaceAmp",
+          fmt((double) (after.get("diskBytes") - after.get("preallocatedBytes")) / live));
     }
     m.put("segments", Long.toString(after.get("segments")));
     m.put("tables", Long.toString(after.get("tables")));

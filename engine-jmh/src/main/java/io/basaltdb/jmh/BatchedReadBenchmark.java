@@ -29,13 +29,14 @@ import org.openjdk.jmh.infra.Blackhole;
 /**
  * Batched reads against point reads of the same random existing keys, from a store many times its
  * memory budget (issue 16's "async against sync"): {@code getAll} of {@value #BATCH} keys at once,
- * through the store's read transport ({@code transport=uring}: engine-io's io_uring one; {@code pool}:
- * the built-in threads, with {@code -Dbasalt.io.uring=false}), against {@value #BATCH} {@code get}s one
- * after another, and against {@code getOne}: a point get through the transport ({@code getAll} of one key).
- * Scores are keys per second. {@code directReads} makes every read a disk read (O_DIRECT).
- * The store ({@code entries} 16-byte keys with random {@code valueSize}-byte values) is loaded once under
- * {@code dir} and kept for later runs; each trial opens it with a {@code memoryMiB} quota and
- * {@code readQueueDepth} (default 32). Run with {@code -t 1}, {@code -t 2}, ... for the thread counts.
+ * through the store's read transport ({@code transport=uring}: engine-io's io_uring one; {@code
+ * pool}: the built-in threads, with {@code -Dbasalt.io.uring=false}), against {@value #BATCH}
+ * {@code get}s one after another, and against {@code getOne}: a point get through the transport
+ * ({@code getAll} of one key). Scores are keys per second. {@code directReads} makes every read a
+ * disk read (O_DIRECT). The store ({@code entries} 16-byte keys with random {@code valueSize}-byte
+ * values) is loaded once under {@code dir} and kept for later runs; each trial opens it with a
+ * {@code memoryMiB} quota and {@code readQueueDepth} (default 32). Run with {@code -t 1}, {@code -t
+ * 2}, ... for the thread counts.
  *
  * <p>Run: {@code java @jvm.flags -jar engine-jmh/target/benchmarks.jar BatchedReadBenchmark -t 4}
  */
@@ -44,7 +45,9 @@ import org.openjdk.jmh.infra.Blackhole;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 2, time = 5)
 @Measurement(iterations = 3, time = 10)
-@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
 public class BatchedReadBenchmark {
   static final int BATCH = 32;
 
@@ -79,7 +82,8 @@ public class BatchedReadBenchmark {
     if (transport.equals("pool")) System.setProperty("basalt.io.uring", "false");
     else if (transport.equals("uring")) System.clearProperty("basalt.io.uring");
     else throw new IllegalArgumentException("transport " + transport);
-    Path store = Files.createDirectories(Path.of(dir)).resolve("store-" + entries + "-" + valueSize);
+    Path store =
+        Files.createDirectories(Path.of(dir)).resolve("store-" + entries + "-" + valueSize);
     if (!Files.exists(store.resolve("LOADED"))) {
       MemoryBackupBenchmark.deleteTree(store);
       try (Basalt loading = Basalt.open(store, Options.defaults().memoryQuota(256L << 20))) {
@@ -97,7 +101,13 @@ public class BatchedReadBenchmark {
       }
       Files.write(store.resolve("LOADED"), new byte[0]);
     }
-    db = Basalt.open(store, Options.defaults().memoryQuota((long) memoryMiB << 20).directReads(directReads).readQueueDepth(readQueueDepth));
+    db =
+        Basalt.open(
+            store,
+            Options.defaults()
+                .memoryQuota((long) memoryMiB << 20)
+                .directReads(directReads)
+                .readQueueDepth(readQueueDepth));
     ks = db.keyspace("default");
   }
 
@@ -138,7 +148,10 @@ public class BatchedReadBenchmark {
     }
   }
 
-  /** A point get through the read transport: {@code getAll} of one key at a time (against {@link #get}). */
+  /**
+   * A point get through the read transport: {@code getAll} of one key at a time (against {@link
+   * #get}).
+   */
   @Benchmark
   @OperationsPerInvocation(BATCH)
   public void getOne(Keys k, Blackhole bh) {

@@ -31,73 +31,86 @@ import org.openjdk.jmh.infra.Blackhole;
 /**
  * Basalt against RocksDB and LMDB at the engine level: point gets, batched gets, short scans and
  * overwrites of random existing keys, each engine driven through its own Java binding ({@link
- * EngineStores}), from a data set that fits the memory budget ({@code dataset=fit}) and from one 20 times
- * it ({@code large}).
+ * EngineStores}), from a data set that fits the memory budget ({@code dataset=fit}) and from one 20
+ * times it ({@code large}).
  *
- * <p><b>Data.</b> {@code fitEntries} (default 30,000) or {@code largeEntries} (3,200,000) 16-byte keys with
- * random, incompressible {@code valueSize}-byte values (200): 6.5 MB or 691 MB of keys and values against a
- * {@code memoryMiB} budget of 32 MiB. The small set fits every cache (Basalt's 14.5 MiB block cache holds it
- * in about 10 MiB, RocksDB's 16 MiB one in about 7; at 50,000 entries Basalt's cache was full and missed 5%
- * of its lookups); the large one takes about 22 times the budget on disk (RocksDB's files, the smallest).
- * Keys are {@link BatchedReadBenchmark}'s (a hashed prefix, so the load inserts in random order). Each
- * store is loaded once, with a 256 MiB budget and batches of {@value #LOAD_BATCH} keys, under {@code
- * dir/<impl>-<entries>-<valueSize>}, left to settle (flushed, fsynced, the engine's own compactions
- * finished; no manual full compaction for any engine), marked {@code LOADED} and reused by every later
- * trial and run. Each trial opens it with the measured budget and logs a line on its cache at its end.
+ * <p><b>Data.</b> {@code fitEntries} (default 30,000) or {@code largeEntries} (3,200,000) 16-byte
+ * keys with random, incompressible {@code valueSize}-byte values (200): 6.5 MB or 691 MB of keys
+ * and values against a {@code memoryMiB} budget of 32 MiB. The small set fits every cache (Basalt's
+ * 14.5 MiB block cache holds it in about 10 MiB, RocksDB's 16 MiB one in about 7; at 50,000 entries
+ * Basalt's cache was full and missed 5% of its lookups); the large one takes about 22 times the
+ * budget on disk (RocksDB's files, the smallest). Keys are {@link BatchedReadBenchmark}'s (a hashed
+ * prefix, so the load inserts in random order). Each store is loaded once, with a 256 MiB budget
+ * and batches of {@value #LOAD_BATCH} keys, under {@code dir/<impl>-<entries>-<valueSize>}, left to
+ * settle (flushed, fsynced, the engine's own compactions finished; no manual full compaction for
+ * any engine), marked {@code LOADED} and reused by every later trial and run. Each trial opens it
+ * with the measured budget and logs a line on its cache at its end.
  *
- * <p><b>Engines</b>, all with the same durability: every write reaches the operating system before it
- * returns (a process crash loses nothing) and none is fsynced (a power loss may lose the last writes).
+ * <p><b>Engines</b>, all with the same durability: every write reaches the operating system before
+ * it returns (a process crash loses nothing) and none is fsynced (a power loss may lose the last
+ * writes).
+ *
  * <ul>
- *   <li>{@code basalt}: the budget as its memory quota, {@code readQueueDepth} 32, {@code SyncMode.NONE}
- *       (the WAL written per write, fsynced only when a flush rotates it). engine-io is on the class path,
- *       so batched gets and scans read through io_uring where the kernel has it.</li>
- *   <li>{@code rocksdb}: {@link RocksStore} with index and filter blocks in its block cache (Basalt charges
- *       them to its quota): two write buffers of a quarter of the budget, an LRU block cache of half, LZ4,
- *       a 10 bits/key bloom filter; writes with the WAL on and {@code sync=false}.</li>
- *   <li>{@code lmdb}: lmdbjava with direct buffers, {@code MDB_NOSYNC | MDB_NOMETASYNC} (a commit writes its
- *       pages, never fsyncs them), {@code MDB_NORDAHEAD} (random reads). LMDB has no memory budget: it
- *       reads through its memory map, so its cache is the operating system's page cache, unbounded here.
- *       Its map size is four times the keys and values, at least 1 GiB: address space, not disk (the file
- *       grows as pages are used).</li>
+ *   <li>{@code basalt}: the budget as its memory quota, {@code readQueueDepth} 32, {@code
+ *       SyncMode.NONE} (the WAL written per write, fsynced only when a flush rotates it). engine-io
+ *       is on the class path, so batched gets and scans read through io_uring where the kernel has
+ *       it.
+ *   <li>{@code rocksdb}: {@link RocksStore} with index and filter blocks in its block cache (Basalt
+ *       charges them to its quota): two write buffers of a quarter of the budget, an LRU block
+ *       cache of half, LZ4, a 10 bits/key bloom filter; writes with the WAL on and {@code
+ *       sync=false}.
+ *   <li>{@code lmdb}: lmdbjava with direct buffers, {@code MDB_NOSYNC | MDB_NOMETASYNC} (a commit
+ *       writes its pages, never fsyncs them), {@code MDB_NORDAHEAD} (random reads). LMDB has no
+ *       memory budget: it reads through its memory map, so its cache is the operating system's page
+ *       cache, unbounded here. Its map size is four times the keys and values, at least 1 GiB:
+ *       address space, not disk (the file grows as pages are used).
  * </ul>
+ *
  * The data set is 20 times the budget, not the machine's memory: the operating system's page cache
- * can hold all the files, so with {@code directReads} (the default) Basalt and RocksDB read their files
- * with O_DIRECT and a miss in their caches is a disk read; LMDB has no such mode and is served by the page
- * cache ({@code -p directReads=false} gives the other two the same).
+ * can hold all the files, so with {@code directReads} (the default) Basalt and RocksDB read their
+ * files with O_DIRECT and a miss in their caches is a disk read; LMDB has no such mode and is
+ * served by the page cache ({@code -p directReads=false} gives the other two the same).
  *
- * <p><b>Operations</b>, each thread drawing its own random existing keys; a read that does not find a
- * loaded key throws, so a broken store cannot report a score. Keys are written into each thread's reused
- * arrays from a random index (a multiplication and 16 byte stores, no allocation) rather than made in
- * {@code @Setup}: a key array per entry would take over 100 MB of the 1 GiB heap, and a smaller pool would
- * shrink the large set's working set.
+ * <p><b>Operations</b>, each thread drawing its own random existing keys; a read that does not find
+ * a loaded key throws, so a broken store cannot report a score. Keys are written into each thread's
+ * reused arrays from a random index (a multiplication and 16 byte stores, no allocation) rather
+ * than made in {@code @Setup}: a key array per entry would take over 100 MB of the 1 GiB heap, and
+ * a smaller pool would shrink the large set's working set.
+ *
  * <ul>
- *   <li>{@code get}: one key; gets per second.</li>
+ *   <li>{@code get}: one key; gets per second.
  *   <li>{@code getAll}: {@value #BATCH} keys in one call (Basalt {@code Keyspace.getAll}, RocksDB
- *       {@code multiGetAsList}, LMDB {@value #BATCH} gets in one read transaction); keys per second.</li>
- *   <li>{@code scan}: one scan positions a cursor at a random existing key (one with at least {@value #SCAN}
- *       keys from it on) and reads {@value #SCAN} keys and their values; scans per second. Basalt's cursor
- *       is told it will take {@value #SCAN} keys ({@code Keyspace.scan(from, null, 100)}, as the YCSB binding
- *       does), RocksDB's iterator has its automatic read-ahead, LMDB's cursor walks mapped pages.</li>
- *   <li>{@code put}: overwrites a random existing key with a fresh random value of the same size, so the data
- *       set keeps its size for later trials; puts per second. Each trial's end (outside the measurement)
- *       flushes the store and waits for its compactions, so the next trial reads a settled store; JMH runs
- *       {@code scan}'s trials after {@code put}'s, so scans read a store with overwrites in its files.</li>
+ *       {@code multiGetAsList}, LMDB {@value #BATCH} gets in one read transaction); keys per
+ *       second.
+ *   <li>{@code scan}: one scan positions a cursor at a random existing key (one with at least
+ *       {@value #SCAN} keys from it on) and reads {@value #SCAN} keys and their values; scans per
+ *       second. Basalt's cursor is told it will take {@value #SCAN} keys ({@code
+ *       Keyspace.scan(from, null, 100)}, as the YCSB binding does), RocksDB's iterator has its
+ *       automatic read-ahead, LMDB's cursor walks mapped pages.
+ *   <li>{@code put}: overwrites a random existing key with a fresh random value of the same size,
+ *       so the data set keeps its size for later trials; puts per second. Each trial's end (outside
+ *       the measurement) flushes the store and waits for its compactions, so the next trial reads a
+ *       settled store; JMH runs {@code scan}'s trials after {@code put}'s, so scans read a store
+ *       with overwrites in its files.
  * </ul>
- * LMDB takes a read transaction per get, getAll and scan and a write transaction per put, and copies
- * keys and values out of its map into arrays, as the other two return them.
  *
- * <p>Run (24 trials of about 45 s per thread count; the first trial of each engine on {@code large} loads
- * its store, in its setup, outside the measurement):
- * {@code java @jvm.flags -jar engine-jmh/target/benchmarks.jar EngineBenchmark -t 1 -rf json -rff engine-t1.json},
- * then the same with {@code -t 2}. A smoke run: add {@code -p fitEntries=2000 -p largeEntries=20000
- * -p dir=/tmp/engine-bench-smoke -wi 0 -i 1 -r 1}.
+ * LMDB takes a read transaction per get, getAll and scan and a write transaction per put, and
+ * copies keys and values out of its map into arrays, as the other two return them.
+ *
+ * <p>Run (24 trials of about 45 s per thread count; the first trial of each engine on {@code large}
+ * loads its store, in its setup, outside the measurement): {@code java @jvm.flags -jar
+ * engine-jmh/target/benchmarks.jar EngineBenchmark -t 1 -rf json -rff engine-t1.json}, then the
+ * same with {@code -t 2}. A smoke run: add {@code -p fitEntries=2000 -p largeEntries=20000 -p
+ * dir=/tmp/engine-bench-smoke -wi 0 -i 1 -r 1}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 2, time = 5)
 @Measurement(iterations = 3, time = 10)
-@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
 public class EngineBenchmark {
   static final int KEY_SIZE = 16;
   static final int BATCH = 32;
@@ -136,33 +149,43 @@ public class EngineBenchmark {
   public String dir;
 
   int entries;
+
   /**
-   * Keys whose prefix, as an unsigned number, is below this (flipped to compare signed) have at least
-   * {@value #SCAN} keys from them on: the scans' starts.
+   * Keys whose prefix, as an unsigned number, is below this (flipped to compare signed) have at
+   * least {@value #SCAN} keys from them on: the scans' starts.
    */
   long scanLimit;
+
   EngineStores.Engine engine;
 
   @Setup(Level.Trial)
   public void setup() throws IOException {
-    entries = switch (dataset) {
-      case "fit" -> fitEntries;
-      case "large" -> largeEntries;
-      default -> throw new IllegalArgumentException("dataset is fit or large, not " + dataset);
-    };
-    if (entries <= SCAN) throw new IllegalArgumentException("a data set needs more than " + SCAN + " entries");
+    entries =
+        switch (dataset) {
+          case "fit" -> fitEntries;
+          case "large" -> largeEntries;
+          default -> throw new IllegalArgumentException("dataset is fit or large, not " + dataset);
+        };
+    if (entries <= SCAN)
+      throw new IllegalArgumentException("a data set needs more than " + SCAN + " entries");
     scanLimit = scanLimit(entries);
-    Path store = Files.createDirectories(Path.of(dir)).resolve(impl + "-" + entries + "-" + valueSize);
+    Path store =
+        Files.createDirectories(Path.of(dir)).resolve(impl + "-" + entries + "-" + valueSize);
     if (!Files.exists(store.resolve("LOADED"))) load(store);
-    engine = EngineStores.open(impl, store, (long) memoryMiB << 20, entries, valueSize, directReads);
+    engine =
+        EngineStores.open(impl, store, (long) memoryMiB << 20, entries, valueSize, directReads);
   }
 
-  /** Loads {@code entries} keys with random values into an empty {@code store}, settles it and marks it. */
+  /**
+   * Loads {@code entries} keys with random values into an empty {@code store}, settles it and marks
+   * it.
+   */
   private void load(Path store) throws IOException {
     MemoryBackupBenchmark.deleteTree(store);
     Files.createDirectories(store);
     long start = System.nanoTime();
-    try (EngineStores.Engine loading = EngineStores.open(impl, store, LOAD_MEMORY, entries, valueSize)) {
+    try (EngineStores.Engine loading =
+        EngineStores.open(impl, store, LOAD_MEMORY, entries, valueSize)) {
       SplittableRandom r = new SplittableRandom(1);
       List<byte[]> keys = new ArrayList<>(LOAD_BATCH);
       List<byte[]> values = new ArrayList<>(LOAD_BATCH);
@@ -179,9 +202,14 @@ public class EngineBenchmark {
       }
       long written = System.nanoTime();
       loading.settle();
-      System.out.printf("%n# %s: loaded %,d entries in %.1f s (writes %.1f s, settling %.1f s), %.1f MiB on disk%n",
-          store.getFileName(), entries, (System.nanoTime() - start) / 1e9, (written - start) / 1e9,
-          (System.nanoTime() - written) / 1e9, diskBytes(store) / 1048576.0);
+      System.out.printf(
+          "%n# %s: loaded %,d entries in %.1f s (writes %.1f s, settling %.1f s), %.1f MiB on disk%n",
+          store.getFileName(),
+          entries,
+          (System.nanoTime() - start) / 1e9,
+          (written - start) / 1e9,
+          (System.nanoTime() - written) / 1e9,
+          diskBytes(store) / 1048576.0);
     }
     Files.write(store.resolve("LOADED"), new byte[0]);
   }
@@ -189,8 +217,9 @@ public class EngineBenchmark {
   @TearDown(Level.Trial)
   public void close() throws IOException {
     engine.settle(); // after puts: the next trial reads a flushed, compacted store
-    System.out.printf("%n# %s-%d-%d: %s, %.1f MiB on disk%n", impl, entries, valueSize, engine.summary(),
-        diskBytes(engine.directory()) / 1048576.0);
+    System.out.printf(
+        "%n# %s-%d-%d: %s, %.1f MiB on disk%n",
+        impl, entries, valueSize, engine.summary(), diskBytes(engine.directory()) / 1048576.0);
     engine.close();
   }
 
@@ -201,11 +230,15 @@ public class EngineBenchmark {
 
     final byte[] key = new byte[KEY_SIZE];
     final List<byte[]> batch = new ArrayList<>(BATCH);
+
     /** Values for puts, used in turn, each with 8 fresh random bytes. */
     byte[][] values;
+
     int nextValue;
+
     /** LMDB's key and value, direct buffers as it wants them. */
     final ByteBuffer directKey = ByteBuffer.allocateDirect(KEY_SIZE);
+
     ByteBuffer directValue;
     SplittableRandom random;
     int entries;
@@ -278,7 +311,9 @@ public class EngineBenchmark {
   public void scan(Caller c, Blackhole bh) {
     byte[] from = c.randomScanStart();
     int n = engine.scan(c, from, SCAN, bh);
-    if (n != SCAN) throw new IllegalStateException("a scan from " + HexFormat.of().formatHex(from) + " read " + n + " keys");
+    if (n != SCAN)
+      throw new IllegalStateException(
+          "a scan from " + HexFormat.of().formatHex(from) + " read " + n + " keys");
   }
 
   @Benchmark
@@ -291,7 +326,10 @@ public class EngineBenchmark {
     return i * 0x9E3779B97F4A7C15L;
   }
 
-  /** Key {@code i}, as {@link BatchedReadBenchmark#key}: {@link #prefix} then {@code i}, both big-endian. */
+  /**
+   * Key {@code i}, as {@link BatchedReadBenchmark#key}: {@link #prefix} then {@code i}, both
+   * big-endian.
+   */
   static byte[] fillKey(long i, byte[] k) {
     long x = prefix(i);
     for (int j = 0; j < 8; j++) k[j] = (byte) (x >>> (56 - 8 * j));
@@ -304,8 +342,8 @@ public class EngineBenchmark {
   }
 
   /**
-   * The sign-flipped prefix of the key {@value #SCAN} places from the end in key order: the keys sort by
-   * their prefixes (unsigned), which are distinct.
+   * The sign-flipped prefix of the key {@value #SCAN} places from the end in key order: the keys
+   * sort by their prefixes (unsigned), which are distinct.
    */
   static long scanLimit(int entries) {
     long[] flipped = new long[entries];
@@ -320,15 +358,18 @@ public class EngineBenchmark {
 
   static long diskBytes(Path dir) throws IOException {
     try (Stream<Path> all = Files.walk(dir)) {
-      return all.filter(Files::isRegularFile).mapToLong(p -> {
-        try {
-          return Files.size(p);
-        } catch (java.nio.file.NoSuchFileException e) {
-          return 0; // deleted since listed: an obsolete file
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-      }).sum();
+      return all.filter(Files::isRegularFile)
+          .mapToLong(
+              p -> {
+                try {
+                  return Files.size(p);
+                } catch (java.nio.file.NoSuchFileException e) {
+                  return 0; // deleted since listed: an obsolete file
+                } catch (IOException e) {
+                  throw new UncheckedIOException(e);
+                }
+              })
+          .sum();
     } catch (UncheckedIOException e) {
       throw e.getCause();
     }

@@ -24,11 +24,12 @@ import org.rocksdb.RocksIterator;
 import org.rocksdb.WriteOptions;
 
 /**
- * The three engines of {@link EngineBenchmark}, each behind {@link Engine} and set up as that class's
- * javadoc says: Basalt, RocksDB ({@link RocksStore}) and LMDB (lmdbjava).
+ * The three engines of {@link EngineBenchmark}, each behind {@link Engine} and set up as that
+ * class's javadoc says: Basalt, RocksDB ({@link RocksStore}) and LMDB (lmdbjava).
  *
  * <p>Thread-safety: an engine's reads and puts may run on many threads at once, each with its own
- * {@link EngineBenchmark.Caller}; {@link Engine#write}, {@link Engine#settle} and {@link Engine#close} run alone.
+ * {@link EngineBenchmark.Caller}; {@link Engine#write}, {@link Engine#settle} and {@link
+ * Engine#close} run alone.
  */
 final class EngineStores {
   private EngineStores() {}
@@ -40,8 +41,8 @@ final class EngineStores {
     List<byte[]> getAll(EngineBenchmark.Caller c, List<byte[]> keys);
 
     /**
-     * Reads up to {@code count} keys and their values from {@code from} on into {@code bh}, and returns how
-     * many it read; throws if {@code from} is absent.
+     * Reads up to {@code count} keys and their values from {@code from} on into {@code bh}, and
+     * returns how many it read; throws if {@code from} is absent.
      */
     int scan(EngineBenchmark.Caller c, byte[] from, int count, Blackhole bh);
 
@@ -62,17 +63,25 @@ final class EngineStores {
     void close();
   }
 
-  /** Opens {@code impl}'s store in {@code dir} (created if empty) with {@code memory} as its budget. */
+  /**
+   * Opens {@code impl}'s store in {@code dir} (created if empty) with {@code memory} as its budget.
+   */
   static Engine open(String impl, Path dir, long memory, long entries, int valueSize) {
     return open(impl, dir, memory, entries, valueSize, false);
   }
 
-  /** As above; {@code directReads} has Basalt and RocksDB read their files with O_DIRECT (LMDB cannot). */
-  static Engine open(String impl, Path dir, long memory, long entries, int valueSize, boolean directReads) {
+  /**
+   * As above; {@code directReads} has Basalt and RocksDB read their files with O_DIRECT (LMDB
+   * cannot).
+   */
+  static Engine open(
+      String impl, Path dir, long memory, long entries, int valueSize, boolean directReads) {
     return switch (impl) {
       case "basalt" -> new BasaltEngine(dir, memory, directReads);
       case "rocksdb" -> new RocksEngine(dir, memory, directReads);
-      case "lmdb" -> new LmdbEngine(dir, Math.max(1L << 30, 4 * entries * (EngineBenchmark.KEY_SIZE + valueSize)));
+      case "lmdb" ->
+          new LmdbEngine(
+              dir, Math.max(1L << 30, 4 * entries * (EngineBenchmark.KEY_SIZE + valueSize)));
       default -> throw new IllegalArgumentException("impl is basalt, rocksdb or lmdb, not " + impl);
     };
   }
@@ -97,7 +106,8 @@ final class EngineStores {
       if (extra.isEmpty()) return options;
       for (String kv : extra.split(",")) {
         int eq = kv.indexOf('=');
-        if (eq <= 0) throw new IllegalArgumentException(OPTIONS_PROPERTY + ": not name=value: " + kv);
+        if (eq <= 0)
+          throw new IllegalArgumentException(OPTIONS_PROPERTY + ": not name=value: " + kv);
         options.set(kv.substring(0, eq).trim(), kv.substring(eq + 1).trim());
       }
       return options;
@@ -107,8 +117,15 @@ final class EngineStores {
 
     BasaltEngine(Path dir, long memory, boolean directReads) {
       this.dir = dir;
-      db = Basalt.open(dir, extraOptions(Options.defaults().memoryQuota(memory).readQueueDepth(32).syncMode(SyncMode.NONE)
-          .directReads(directReads)));
+      db =
+          Basalt.open(
+              dir,
+              extraOptions(
+                  Options.defaults()
+                      .memoryQuota(memory)
+                      .readQueueDepth(32)
+                      .syncMode(SyncMode.NONE)
+                      .directReads(directReads)));
       ks = db.keyspace("default");
     }
 
@@ -151,22 +168,35 @@ final class EngineStores {
     @Override
     public void settle() {
       db.flush();
-      if (!db.waitForCompactions(30 * 60_000)) throw new IllegalStateException("Basalt's compactions did not settle");
+      if (!db.waitForCompactions(30 * 60_000))
+        throw new IllegalStateException("Basalt's compactions did not settle");
     }
 
     @Override
     public String summary() {
       Stats s = db.stats();
       long hits = s.get("blockCacheHits"), misses = s.get("blockCacheMisses");
-      return String.format("block cache %.1f of %.1f MiB, %.2f%% hits of %,d lookups; writes: %,d puts, %,d flushes,"
-          + " stalled %.1f s (%,d), slowed %.1f s (%,d), level 0 stalls %.1f s, collection stalls %.1f s and slowdowns %.1f s;"
-          + " written: %.0f MiB WAL, %.0f MiB segments, %.0f MiB key index, %.0f MiB compaction, %.0f MiB collection",
-          s.get("blockCacheBytes") / 1048576.0, s.get("blockCacheCapacity") / 1048576.0,
-          100.0 * hits / Math.max(1, hits + misses), hits + misses, s.get("puts"), s.get("flushes"),
-          s.get("stallNanos") / 1e9, s.get("stalls"), s.get("slowdownNanos") / 1e9, s.get("slowdowns"),
-          s.get("l0StallNanos") / 1e9, s.get("gcStallNanos") / 1e9, s.get("gcSlowdownNanos") / 1e9,
-          s.get("walBytesWritten") / 1048576.0, s.get("segmentBytesWritten") / 1048576.0,
-          s.get("indexBytesWritten") / 1048576.0, s.get("compactionBytesWritten") / 1048576.0,
+      return String.format(
+          "block cache %.1f of %.1f MiB, %.2f%% hits of %,d lookups; writes: %,d puts, %,d flushes,"
+              + " stalled %.1f s (%,d), slowed %.1f s (%,d), level 0 stalls %.1f s, collection stalls %.1f s and slowdowns %.1f s;"
+              + " written: %.0f MiB WAL, %.0f MiB segments, %.0f MiB key index, %.0f MiB compaction, %.0f MiB collection",
+          s.get("blockCacheBytes") / 1048576.0,
+          s.get("blockCacheCapacity") / 1048576.0,
+          100.0 * hits / Math.max(1, hits + misses),
+          hits + misses,
+          s.get("puts"),
+          s.get("flushes"),
+          s.get("stallNanos") / 1e9,
+          s.get("stalls"),
+          s.get("slowdownNanos") / 1e9,
+          s.get("slowdowns"),
+          s.get("l0StallNanos") / 1e9,
+          s.get("gcStallNanos") / 1e9,
+          s.get("gcSlowdownNanos") / 1e9,
+          s.get("walBytesWritten") / 1048576.0,
+          s.get("segmentBytesWritten") / 1048576.0,
+          s.get("indexBytesWritten") / 1048576.0,
+          s.get("compactionBytesWritten") / 1048576.0,
           s.get("gcBytesWritten") / 1048576.0);
     }
 
@@ -184,6 +214,7 @@ final class EngineStores {
   static final class RocksEngine implements Engine {
     private final RocksStore rocks;
     private final long cacheBytes;
+
     /** The WAL written, not fsynced; made once RocksStore has loaded RocksDB's library. */
     private final WriteOptions noSync;
 
@@ -259,7 +290,9 @@ final class EngineStores {
 
     @Override
     public String summary() {
-      return String.format("block cache %.1f of %.1f MiB", rocks.cache.getUsage() / 1048576.0, cacheBytes / 1048576.0);
+      return String.format(
+          "block cache %.1f of %.1f MiB",
+          rocks.cache.getUsage() / 1048576.0, cacheBytes / 1048576.0);
     }
 
     @Override
@@ -281,8 +314,15 @@ final class EngineStores {
 
     LmdbEngine(Path dir, long mapSize) {
       this.dir = dir;
-      env = Env.create().setMapSize(mapSize).setMaxDbs(1)
-          .open(dir.toFile(), EnvFlags.MDB_NOSYNC, EnvFlags.MDB_NOMETASYNC, EnvFlags.MDB_NORDAHEAD);
+      env =
+          Env.create()
+              .setMapSize(mapSize)
+              .setMaxDbs(1)
+              .open(
+                  dir.toFile(),
+                  EnvFlags.MDB_NOSYNC,
+                  EnvFlags.MDB_NOMETASYNC,
+                  EnvFlags.MDB_NORDAHEAD);
       dbi = env.openDbi("bench", DbiFlags.MDB_CREATE);
     }
 
@@ -304,7 +344,8 @@ final class EngineStores {
 
     @Override
     public int scan(EngineBenchmark.Caller c, byte[] from, int count, Blackhole bh) {
-      try (Txn<ByteBuffer> txn = env.txnRead(); org.lmdbjava.Cursor<ByteBuffer> cursor = dbi.openCursor(txn)) {
+      try (Txn<ByteBuffer> txn = env.txnRead();
+          org.lmdbjava.Cursor<ByteBuffer> cursor = dbi.openCursor(txn)) {
         if (!cursor.get(c.directKey(from), GetOp.MDB_SET_KEY)) throw EngineBenchmark.missing(from);
         int n = 0;
         do {
@@ -330,7 +371,8 @@ final class EngineStores {
       ByteBuffer value = ByteBuffer.allocateDirect(values.get(0).length);
       try (Txn<ByteBuffer> txn = env.txnWrite()) {
         for (int i = 0; i < keys.size(); i++) {
-          dbi.put(txn, key.clear().put(keys.get(i)).flip(), value.clear().put(values.get(i)).flip());
+          dbi.put(
+              txn, key.clear().put(keys.get(i)).flip(), value.clear().put(values.get(i)).flip());
         }
         txn.commit();
       }
@@ -345,7 +387,8 @@ final class EngineStores {
     public String summary() {
       try (Txn<ByteBuffer> txn = env.txnRead()) {
         org.lmdbjava.Stat s = dbi.stat(txn);
-        return String.format("no cache of its own (the page cache); %,d entries, B-tree depth %d, %,d branch and %,d leaf pages",
+        return String.format(
+            "no cache of its own (the page cache); %,d entries, B-tree depth %d, %,d branch and %,d leaf pages",
             s.entries, s.depth, s.branchPages, s.leafPages);
       }
     }
@@ -361,7 +404,10 @@ final class EngineStores {
       env.close();
     }
 
-    /** A copy of the bytes {@code b} maps, which are valid only inside its transaction; null for null. */
+    /**
+     * A copy of the bytes {@code b} maps, which are valid only inside its transaction; null for
+     * null.
+     */
     private static byte[] copy(ByteBuffer b) {
       if (b == null) return null;
       byte[] a = new byte[b.remaining()];

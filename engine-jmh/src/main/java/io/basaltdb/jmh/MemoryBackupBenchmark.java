@@ -28,13 +28,14 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * A full backup of an in-memory store (Nitro, seed 001 section 5.1; issue 17): {@code entries} keys of 16
- * bytes in random order with random (incompressible) 100-byte values, loaded in {@code @Setup}; each op
- * backs the store up on {@code threads} threads (as many shards), LZ4 with {@code compression}, into a
- * new directory under {@code dir}, every file synced before the marker; the directory is deleted after
- * each op, outside the measured time. The setup prints the backup's size against the items' bytes.
- * Compare the bytes per second with the disk's own sequential write rate on the same file system
- * ({@code dd if=/dev/zero of=<dir>/dd bs=1M count=2048 conv=fsync}, or fio).
+ * A full backup of an in-memory store (Nitro, seed 001 section 5.1; issue 17): {@code entries} keys
+ * of 16 bytes in random order with random (incompressible) 100-byte values, loaded in
+ * {@code @Setup}; each op backs the store up on {@code threads} threads (as many shards), LZ4 with
+ * {@code compression}, into a new directory under {@code dir}, every file synced before the marker;
+ * the directory is deleted after each op, outside the measured time. The setup prints the backup's
+ * size against the items' bytes. Compare the bytes per second with the disk's own sequential write
+ * rate on the same file system ({@code dd if=/dev/zero of=<dir>/dd bs=1M count=2048 conv=fsync}, or
+ * fio).
  *
  * <p>Run: {@code java @jvm.flags -jar engine-jmh/target/benchmarks.jar MemoryBackupBenchmark}
  */
@@ -43,7 +44,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 @Warmup(iterations = 1)
 @Measurement(iterations = 3)
-@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
 public class MemoryBackupBenchmark {
   static final int KEY_SIZE = 16;
   static final int VALUE_SIZE = 100;
@@ -94,7 +97,10 @@ public class MemoryBackupBenchmark {
     return db;
   }
 
-  /** Item {@code i}: its key (random order, unique) into {@code key}, flipped, and its value (random bytes) into {@code value}. */
+  /**
+   * Item {@code i}: its key (random order, unique) into {@code key}, flipped, and its value (random
+   * bytes) into {@code value}.
+   */
   static void item(long i, ByteBuffer key, byte[] value) {
     key.clear().putLong(mix(i)).putLong(i).flip();
     for (int j = 0; j < value.length; j += 8) {
@@ -105,7 +111,8 @@ public class MemoryBackupBenchmark {
 
   static void report(Backup b, int entries) {
     long items = (long) entries * (KEY_SIZE + VALUE_SIZE);
-    System.out.printf("%nbackup of %,d entries: %,d bytes in %d files, %.3fx the keys' and values' %,d bytes%n",
+    System.out.printf(
+        "%nbackup of %,d entries: %,d bytes in %d files, %.3fx the keys' and values' %,d bytes%n",
         entries, b.bytes(), b.files(), (double) b.bytes() / items, items);
   }
 

@@ -25,15 +25,16 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Restore of an in-memory store from its backup (Nitro, seed 001 section 5.2; issue 17): the store of
- * {@link MemoryBackupBenchmark} ({@code entries} random 16-byte keys, random 100-byte values), backed up
- * once by two threads (eight shards) under {@code dir} (kept for later runs). Each op opens the store from the backup
- * on {@code threads} threads: {@code method=bottomUp} builds the skiplist bottom-up from each shard and
- * joins the segments; {@code method=inserts} puts each item of each shard into the skiplist, the shards
- * concurrently (the paper's baseline). The files are in the page cache. {@code method=puts} is the
- * other way to get the same store without a backup: an empty in-memory store and {@code Keyspace.put}
- * of each item, one by one, on {@code threads} threads (each its share of the items, made on the fly).
- * The store is closed after each op, outside the measured time.
+ * Restore of an in-memory store from its backup (Nitro, seed 001 section 5.2; issue 17): the store
+ * of {@link MemoryBackupBenchmark} ({@code entries} random 16-byte keys, random 100-byte values),
+ * backed up once by two threads (eight shards) under {@code dir} (kept for later runs). Each op
+ * opens the store from the backup on {@code threads} threads: {@code method=bottomUp} builds the
+ * skiplist bottom-up from each shard and joins the segments; {@code method=inserts} puts each item
+ * of each shard into the skiplist, the shards concurrently (the paper's baseline). The files are in
+ * the page cache. {@code method=puts} is the other way to get the same store without a backup: an
+ * empty in-memory store and {@code Keyspace.put} of each item, one by one, on {@code threads}
+ * threads (each its share of the items, made on the fly). The store is closed after each op,
+ * outside the measured time.
  *
  * <p>Run: {@code java @jvm.flags -jar engine-jmh/target/benchmarks.jar MemoryRestoreBenchmark}
  */
@@ -42,7 +43,9 @@ import org.openjdk.jmh.annotations.Warmup;
 @OutputTimeUnit(TimeUnit.MILLISECONDS)
 @Warmup(iterations = 1)
 @Measurement(iterations = 3)
-@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-XX:+UseParallelGC"})
 public class MemoryRestoreBenchmark {
   @Param("10000000")
   public int entries;
@@ -69,7 +72,9 @@ public class MemoryRestoreBenchmark {
     backup = Files.createDirectories(Path.of(dir)).resolve("backup-v4-" + entries);
     if (Files.exists(backup.resolve("BACKUP"))) return;
     MemoryBackupBenchmark.deleteTree(backup);
-    try (Basalt db = MemoryBackupBenchmark.load(MemoryBackupBenchmark.options(2), entries)) { // two threads, four shards each
+    try (Basalt db =
+        MemoryBackupBenchmark.load(
+            MemoryBackupBenchmark.options(2), entries)) { // two threads, four shards each
       Backup b = db.backup(backup);
       MemoryBackupBenchmark.report(b, entries);
     }
@@ -83,21 +88,25 @@ public class MemoryRestoreBenchmark {
       Thread[] workers = new Thread[threads];
       for (int t = 0; t < threads; t++) {
         int first = t;
-        workers[t] = new Thread(() -> {
-          java.nio.ByteBuffer key = java.nio.ByteBuffer.allocate(MemoryBackupBenchmark.KEY_SIZE);
-          byte[] value = new byte[MemoryBackupBenchmark.VALUE_SIZE];
-          java.nio.ByteBuffer v = java.nio.ByteBuffer.wrap(value);
-          for (long i = first; i < entries; i += threads) {
-            MemoryBackupBenchmark.item(i, key, value);
-            ks.put(key, v);
-          }
-        });
+        workers[t] =
+            new Thread(
+                () -> {
+                  java.nio.ByteBuffer key =
+                      java.nio.ByteBuffer.allocate(MemoryBackupBenchmark.KEY_SIZE);
+                  byte[] value = new byte[MemoryBackupBenchmark.VALUE_SIZE];
+                  java.nio.ByteBuffer v = java.nio.ByteBuffer.wrap(value);
+                  for (long i = first; i < entries; i += threads) {
+                    MemoryBackupBenchmark.item(i, key, value);
+                    ks.put(key, v);
+                  }
+                });
         workers[t].start();
       }
       for (Thread w : workers) w.join();
       return loaded;
     }
-    if (!method.equals("bottomUp") && !method.equals("inserts")) throw new IllegalArgumentException("method " + method);
+    if (!method.equals("bottomUp") && !method.equals("inserts"))
+      throw new IllegalArgumentException("method " + method);
     restored = Engine.openInMemory(options, new FileStorage(backup), method.equals("bottomUp"));
     return restored;
   }

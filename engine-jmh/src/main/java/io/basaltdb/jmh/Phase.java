@@ -4,18 +4,21 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * One phase of {@link Race} (the load, an update round, the settle after the last one, a soak): takes
- * the process's I/O counters, the engine's counters and the directory size when it starts, and reports
- * the phase when it ends as a line {@code phase engine=E name=N k=v ...}:
+ * One phase of {@link Race} (the load, an update round, the settle after the last one, a soak):
+ * takes the process's I/O counters, the engine's counters and the directory size when it starts,
+ * and reports the phase when it ends as a line {@code phase engine=E name=N k=v ...}:
+ *
  * <ul>
- *   <li>{@code ops}, {@code seconds} (of writing: a load's settle is not in it), {@code opsPerSec};</li>
- *   <li>{@code writeMiB} ({@code write_bytes} of {@code /proc/self/io} over the whole phase, background
- *       work included) and {@code writeAmp} (that over the phase's user bytes, keys plus values);</li>
- *   <li>{@code spaceAmpEnd} and {@code spaceAmpPeak}: the directory's apparent size (sum of
- *       {@code Files.size}) at the end and its peak, sampled about once a second, over the live user
- *       data; {@code allocSpaceAmpEnd} and {@code allocSpaceAmpPeak} the same with {@code du}'s allocated
- *       bytes (see {@link SpaceSampler}); {@code diskMiBEnd}, {@code diskMiBPeak} the apparent sizes;</li>
- *   <li>the engine's own figures for the phase ({@link Race.Store#phaseFigures}).</li>
+ *   <li>{@code ops}, {@code seconds} (of writing: a load's settle is not in it), {@code opsPerSec};
+ *   <li>{@code writeMiB} ({@code write_bytes} of {@code /proc/self/io} over the whole phase,
+ *       background work included) and {@code writeAmp} (that over the phase's user bytes, keys plus
+ *       values);
+ *   <li>{@code spaceAmpEnd} and {@code spaceAmpPeak}: the directory's apparent size (sum of {@code
+ *       Files.size}) at the end and its peak, sampled about once a second, over the live user data;
+ *       {@code allocSpaceAmpEnd} and {@code allocSpaceAmpPeak} the same with {@code du}'s allocated
+ *       bytes (see {@link SpaceSampler}); {@code diskMiBEnd}, {@code diskMiBPeak} the apparent
+ *       sizes;
+ *   <li>the engine's own figures for the phase ({@link Race.Store#phaseFigures}).
  * </ul>
  *
  * <p>Thread-safety: used by the race's main thread only.
@@ -30,8 +33,11 @@ final class Phase {
   private final Map<String, Long> counters0;
   private final long start = System.nanoTime();
 
-  /** Starts a phase; {@code liveBytes} is the live user data at its end, for space amplification. */
-  Phase(String engine, String name, Race.Store store, SpaceSampler sampler, long liveBytes) throws Exception {
+  /**
+   * Starts a phase; {@code liveBytes} is the live user data at its end, for space amplification.
+   */
+  Phase(String engine, String name, Race.Store store, SpaceSampler sampler, long liveBytes)
+      throws Exception {
     this.engine = engine;
     this.name = name;
     this.store = store;
@@ -43,8 +49,8 @@ final class Phase {
   }
 
   /**
-   * Ends the phase: {@code ops} operations of {@code userBytes} in {@code writeNanos} of writing. Returns
-   * its figures, in print order; {@link #print} prints them.
+   * Ends the phase: {@code ops} operations of {@code userBytes} in {@code writeNanos} of writing.
+   * Returns its figures, in print order; {@link #print} prints them.
    */
   Map<String, String> finish(long ops, long writeNanos, long userBytes) throws Exception {
     Map<String, Long> io1 = Race.procIo();
@@ -64,8 +70,12 @@ final class Phase {
     if (userBytes > 0) m.put("writeAmp", Race.fmt((double) written / userBytes));
     m.put("spaceAmpEnd", Race.fmt((double) end.apparent() / liveBytes));
     m.put("spaceAmpPeak", Race.fmt((double) peak.apparent() / liveBytes));
-    m.put("allocSpaceAmpEnd", end.allocated() < 0 ? "-1" : Race.fmt((double) end.allocated() / liveBytes));
-    m.put("allocSpaceAmpPeak", peak.allocated() < 0 ? "-1" : Race.fmt((double) peak.allocated() / liveBytes));
+    m.put(
+        "allocSpaceAmpEnd",
+        end.allocated() < 0 ? "-1" : Race.fmt((double) end.allocated() / liveBytes));
+    m.put(
+        "allocSpaceAmpPeak",
+        peak.allocated() < 0 ? "-1" : Race.fmt((double) peak.allocated() / liveBytes));
     m.put("diskMiBEnd", mib(end.apparent()));
     m.put("diskMiBPeak", mib(peak.apparent()));
     m.putAll(store.phaseFigures(counters0, counters1));

@@ -9,43 +9,48 @@ import java.util.SplittableRandom;
 import java.util.stream.Stream;
 
 /**
- * The first race with RocksDB (issue 4): one engine per JVM, so {@code /proc/self/io} counts only its
- * own disk traffic. Loads unique 40-byte keys in random order with 1 KiB values in batches of 100 (or
- * {@code --batch B}: B records of 1,064 bytes, so 3,942 make a batch of 4 MiB, Basalt's walSkipBytes), each
- * batch fsynced to the WAL before it is acknowledged, waits for flushes and compactions to settle, then
- * reads random existing keys. Prints one line of {@code name=value} results; {@code bin/race} runs both
- * engines and tabulates them.
+ * The first race with RocksDB (issue 4): one engine per JVM, so {@code /proc/self/io} counts only
+ * its own disk traffic. Loads unique 40-byte keys in random order with 1 KiB values in batches of
+ * 100 (or {@code --batch B}: B records of 1,064 bytes, so 3,942 make a batch of 4 MiB, Basalt's
+ * walSkipBytes), each batch fsynced to the WAL before it is acknowledged, waits for flushes and
+ * compactions to settle, then reads random existing keys. Prints one line of {@code name=value}
+ * results; {@code bin/race} runs both engines and tabulates them.
  *
- * <p>With {@code --update-rounds R}, Magma's update workload (paper section 9.2.3) runs between the load
- * and the reads: R rounds, each updating every key once in a fresh random order, then a settle
+ * <p>With {@code --update-rounds R}, Magma's update workload (paper section 9.2.3) runs between the
+ * load and the reads: R rounds, each updating every key once in a fresh random order, then a settle
  * ({@link Updates#rounds}); with {@code --soak-seconds S} instead, zipfian updates for S seconds
- * ({@link Updates#soak}). Either way each phase (the load, each round, the settle) prints a
- * {@code phase} line ({@link Phase}: throughput, write and space amplification, the engine's own
- * figures), with a {@link SpaceSampler} keeping the directory's peak size. {@code --reads 0} skips the
- * reads. The engines: {@link BasaltStore} and {@link RocksStore}.
+ * ({@link Updates#soak}). Either way each phase (the load, each round, the settle) prints a {@code
+ * phase} line ({@link Phase}: throughput, write and space amplification, the engine's own figures),
+ * with a {@link SpaceSampler} keeping the directory's peak size. {@code --reads 0} skips the reads.
+ * The engines: {@link BasaltStore} and {@link RocksStore}.
  *
- * <p>Write amplification is {@code write_bytes} of {@code /proc/self/io} (bytes the process sent to the
- * block layer, background threads included) over the user bytes (keys plus values). Reads per get are
- * read system calls ({@code syscr}) per get: both engines read with {@code pread}, and a page-cache hit
- * is still a call, so this counts I/Os the way Magma's paper does even when the data set fits the page
- * cache of this machine.
+ * <p>Write amplification is {@code write_bytes} of {@code /proc/self/io} (bytes the process sent to
+ * the block layer, background threads included) over the user bytes (keys plus values). Reads per
+ * get are read system calls ({@code syscr}) per get: both engines read with {@code pread}, and a
+ * page-cache hit is still a call, so this counts I/Os the way Magma's paper does even when the data
+ * set fits the page cache of this machine.
  *
- * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M --memory-mb B
- * [--writers W] [--batch B] [--seed S] [--values pool|random] [--update-rounds R | --soak-seconds S]
- * [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S [--scan-length L]]
- * [--timeline-ms T] [--feeds 1] [--ttl-seconds T [--watch-seconds W]]}: --ttl-seconds makes every write expire T
- * seconds after it is made and then watches the engine give the space back ({@link #expiry}); --feeds 1 reads every record once after the rounds, by scan and (Basalt) by change
- * feed ({@link #readAlls}); T prints the load's and each round's throughput every T ms ({@code timeline} lines); S scans of L
- * keys (default 100) from random keys after the load's last write and again after its settle ({@link #scans}); W writer threads (default 1) share the load and the updates, batch by
- * batch; {@link #values} describes the two kinds of value; C sets Basalt's checkpoint retention (default
- * Basalt's, 10 minutes), which holds the segments garbage collection replaced; {@code --basalt-options} sets further Basalt
- * options by name (e.g. {@code l0BaseRatio=0.25,fragmentationThreshold=0.4}).
+ * <p>Usage: {@code Race --engine basalt|rocksdb|rocksdb-heapindex --dir D --keys N --reads M
+ * --memory-mb B [--writers W] [--batch B] [--seed S] [--values pool|random] [--update-rounds R |
+ * --soak-seconds S] [--checkpoint-retention-ms C] [--basalt-options name=value,...] [--scans S
+ * [--scan-length L]] [--timeline-ms T] [--feeds 1] [--ttl-seconds T [--watch-seconds W]]}:
+ * --ttl-seconds makes every write expire T seconds after it is made and then watches the engine
+ * give the space back ({@link #expiry}); --feeds 1 reads every record once after the rounds, by
+ * scan and (Basalt) by change feed ({@link #readAlls}); T prints the load's and each round's
+ * throughput every T ms ({@code timeline} lines); S scans of L keys (default 100) from random keys
+ * after the load's last write and again after its settle ({@link #scans}); W writer threads
+ * (default 1) share the load and the updates, batch by batch; {@link #values} describes the two
+ * kinds of value; C sets Basalt's checkpoint retention (default Basalt's, 10 minutes), which holds
+ * the segments garbage collection replaced; {@code --basalt-options} sets further Basalt options by
+ * name (e.g. {@code l0BaseRatio=0.25,fragmentationThreshold=0.4}).
  */
 public final class Race {
   static final int KEY_SIZE = 40;
   static final int VALUE_SIZE = 1024;
+
   /** Bytes of the pool {@code --values random} takes its values from. */
   static final int RANDOM_POOL = 64 << 20;
+
   /** Records per write batch: 100, or {@code --batch} (before any writer starts). */
   static int batch = 100;
 
@@ -55,13 +60,18 @@ public final class Race {
 
     byte[] get(byte[] key) throws Exception;
 
-    /** Reads up to {@code count} keys with their values from {@code from} on; returns how many it read. */
+    /**
+     * Reads up to {@code count} keys with their values from {@code from} on; returns how many it
+     * read.
+     */
     int scan(byte[] from, int count) throws Exception;
 
     /** Flushes and waits until background compaction has nothing left to do. */
     void settle() throws Exception;
 
-    /** A manual compaction of everything, where the engine has one (the expiry race's last step). */
+    /**
+     * A manual compaction of everything, where the engine has one (the expiry race's last step).
+     */
     void compactAll() throws Exception;
 
     /** Engine-specific figures for the report. */
@@ -77,9 +87,10 @@ public final class Race {
     Map<String, String> phaseFigures(Map<String, Long> before, Map<String, Long> after);
 
     /**
-     * Reads every record of the store in one pass, {@code kind} saying how: {@code scan} (a cursor over
-     * every key), and for Basalt {@code feed} / {@code feed-exact} (its change feed from seqno 0, fast or
-     * exact) and {@code feed-tail} (the feed of the last tenth of the seqnos); returns {records, value bytes}.
+     * Reads every record of the store in one pass, {@code kind} saying how: {@code scan} (a cursor
+     * over every key), and for Basalt {@code feed} / {@code feed-exact} (its change feed from seqno
+     * 0, fast or exact) and {@code feed-tail} (the feed of the last tenth of the seqnos); returns
+     * {records, value bytes}.
      */
     long[] readAll(String kind) throws Exception;
   }
@@ -102,11 +113,13 @@ public final class Race {
     int ttlSeconds = Integer.parseInt(a.getOrDefault("ttl-seconds", "0"));
     int watchSeconds = Integer.parseInt(a.getOrDefault("watch-seconds", "120"));
     if (ttlSeconds < 0 || (ttlSeconds > 0 && (reads > 0 || rounds > 0 || soakSeconds > 0))) {
-      throw new IllegalArgumentException("--ttl-seconds wants --reads 0 and no updates (every key expires)");
+      throw new IllegalArgumentException(
+          "--ttl-seconds wants --reads 0 and no updates (every key expires)");
     }
     int scanLength = Integer.parseInt(a.getOrDefault("scan-length", "100"));
     timelineMillis = Long.parseLong(a.getOrDefault("timeline-ms", "0"));
-    if (scans < 0 || scanLength < 1) throw new IllegalArgumentException("--scans must not be negative, --scan-length positive");
+    if (scans < 0 || scanLength < 1)
+      throw new IllegalArgumentException("--scans must not be negative, --scan-length positive");
     if (writers < 1) throw new IllegalArgumentException("--writers must be at least 1");
     if (rounds < 0 || soakSeconds < 0) {
       throw new IllegalArgumentException("--update-rounds and --soak-seconds must not be negative");
@@ -124,19 +137,27 @@ public final class Race {
     out.put("memoryMiB", Long.toString(memory >> 20));
     out.put("writers", Integer.toString(writers));
     out.put("dataMiB", Long.toString(keys * (KEY_SIZE + VALUE_SIZE) >> 20));
-    Store opened = switch (engine) {
-      case "rocksdb" -> new RocksStore(dir, memory, true, ttlSeconds);
-      case "rocksdb-heapindex" -> new RocksStore(dir, memory, false);
-      case "basalt" -> {
-        BasaltStore b = new BasaltStore(dir, memory, Long.parseLong(a.getOrDefault("checkpoint-retention-ms", "-1")),
-            a.getOrDefault("basalt-options", ""));
-        b.ttlMillis = ttlSeconds * 1000L;
-        yield b;
-      }
-      default -> throw new IllegalArgumentException("--engine basalt|rocksdb|rocksdb-heapindex, not " + engine);
-    };
+    Store opened =
+        switch (engine) {
+          case "rocksdb" -> new RocksStore(dir, memory, true, ttlSeconds);
+          case "rocksdb-heapindex" -> new RocksStore(dir, memory, false);
+          case "basalt" -> {
+            BasaltStore b =
+                new BasaltStore(
+                    dir,
+                    memory,
+                    Long.parseLong(a.getOrDefault("checkpoint-retention-ms", "-1")),
+                    a.getOrDefault("basalt-options", ""));
+            b.ttlMillis = ttlSeconds * 1000L;
+            yield b;
+          }
+          default ->
+              throw new IllegalArgumentException(
+                  "--engine basalt|rocksdb|rocksdb-heapindex, not " + engine);
+        };
     long user = keys * (KEY_SIZE + VALUE_SIZE);
-    try (Store store = opened; SpaceSampler sampler = phases ? SpaceSampler.start(dir) : null) {
+    try (Store store = opened;
+        SpaceSampler sampler = phases ? SpaceSampler.start(dir) : null) {
       String valueKind = a.getOrDefault("values", "pool");
       Values values = values(valueKind, seed);
       if (!valueKind.equals("pool")) out.put("values", valueKind);
@@ -145,7 +166,9 @@ public final class Race {
       long t0 = System.nanoTime();
       writeAll(store, writers, keys, i -> i, 0, values);
       long loadNanos = System.nanoTime() - t0;
-      if (scans > 0) scans(engine, "loaded", store, keys, scans, scanLength, seed); // level 0 as the load left it
+      if (scans > 0)
+        scans(
+            engine, "loaded", store, keys, scans, scanLength, seed); // level 0 as the load left it
       store.settle();
       long settledNanos = System.nanoTime() - t0;
       Map<String, Long> io1 = procIo();
@@ -165,7 +188,8 @@ public final class Race {
       }
 
       if (feeds) readAlls(engine, store);
-      if (ttlSeconds > 0 && watchSeconds > 0) expiry(engine, store, dir, keys, seed, t0 + loadNanos, ttlSeconds, watchSeconds);
+      if (ttlSeconds > 0 && watchSeconds > 0)
+        expiry(engine, store, dir, keys, seed, t0 + loadNanos, ttlSeconds, watchSeconds);
       if (reads > 0) {
         SplittableRandom r = new SplittableRandom(seed + 1);
         Map<String, Long> io2 = procIo();
@@ -176,10 +200,13 @@ public final class Race {
         }
         long readNanos = System.nanoTime() - t1;
         Map<String, Long> io3 = procIo();
-        if (found != reads) throw new IllegalStateException("lost keys: found " + found + " of " + reads);
+        if (found != reads)
+          throw new IllegalStateException("lost keys: found " + found + " of " + reads);
         out.put("readOpsPerSec", fmt(reads / (readNanos / 1e9)));
         out.put("readSyscallsPerGet", fmt((double) (io3.get("syscr") - io2.get("syscr")) / reads));
-        out.put("diskReadBytesPerGet", fmt((double) (io3.get("read_bytes") - io2.get("read_bytes")) / reads));
+        out.put(
+            "diskReadBytesPerGet",
+            fmt((double) (io3.get("read_bytes") - io2.get("read_bytes")) / reads));
       }
       out.putAll(store.figures());
     }
@@ -189,16 +216,24 @@ public final class Race {
   }
 
   /**
-   * {@code --ttl-seconds T}: every write of the load expired T seconds after it was made. Once the last
-   * has expired, nothing is written for W seconds ({@code --watch-seconds}, default 120; 0 skips this
-   * phase, to measure what expiring writes cost the load): one {@code
-   * expiry} line says how much of the directory the engine gave back by itself, and how soon, how many of
-   * 10,000 random keys still read (RocksDB's TtlDB returns expired values until compaction drops them),
+   * {@code --ttl-seconds T}: every write of the load expired T seconds after it was made. Once the
+   * last has expired, nothing is written for W seconds ({@code --watch-seconds}, default 120; 0
+   * skips this phase, to measure what expiring writes cost the load): one {@code expiry} line says
+   * how much of the directory the engine gave back by itself, and how soon, how many of 10,000
+   * random keys still read (RocksDB's TtlDB returns expired values until compaction drops them),
    * then the directory after a manual compaction (RocksDB's {@code compactRange}; Basalt's settle).
    * {@code loadEnd}: when the load's last write was made ({@link System#nanoTime}).
    */
-  static void expiry(String engine, Store store, Path dir, long keys, long seed, long loadEnd, int ttlSeconds,
-      int watchSeconds) throws Exception {
+  static void expiry(
+      String engine,
+      Store store,
+      Path dir,
+      long keys,
+      long seed,
+      long loadEnd,
+      int ttlSeconds,
+      int watchSeconds)
+      throws Exception {
     long before = treeSize(dir);
     long waitNanos = loadEnd + (ttlSeconds + 1) * 1_000_000_000L - System.nanoTime();
     if (waitNanos > 0) Thread.sleep(waitNanos / 1_000_000);
@@ -217,28 +252,52 @@ public final class Race {
     long t1 = System.nanoTime();
     store.compactAll();
     long compactNanos = System.nanoTime() - t1;
-    System.out.println("expiry engine=" + engine + " ttlSeconds=" + ttlSeconds + " diskMiBBefore=" + (before >> 20)
-        + " readableOf10kAtExpiry=" + readable + " watchSeconds=" + watchSeconds + " diskMiBAfterWatch=" + (size >> 20)
-        + " secondsToQuarter=" + (quarterAt < 0 ? "never" : fmt(quarterAt / 1e9)) + " readableOf10kAfterWatch="
-        + readableAfter + " compactSeconds=" + fmt(compactNanos / 1e9) + " diskMiBAfterCompact=" + (treeSize(dir) >> 20)
-        + selected(store.counters(), "expiredRecordsCompacted", "expiryCompactions", "gcRuns", "segmentBytes",
-            "total-sst-files-size"));
+    System.out.println(
+        "expiry engine="
+            + engine
+            + " ttlSeconds="
+            + ttlSeconds
+            + " diskMiBBefore="
+            + (before >> 20)
+            + " readableOf10kAtExpiry="
+            + readable
+            + " watchSeconds="
+            + watchSeconds
+            + " diskMiBAfterWatch="
+            + (size >> 20)
+            + " secondsToQuarter="
+            + (quarterAt < 0 ? "never" : fmt(quarterAt / 1e9))
+            + " readableOf10kAfterWatch="
+            + readableAfter
+            + " compactSeconds="
+            + fmt(compactNanos / 1e9)
+            + " diskMiBAfterCompact="
+            + (treeSize(dir) >> 20)
+            + selected(
+                store.counters(),
+                "expiredRecordsCompacted",
+                "expiryCompactions",
+                "gcRuns",
+                "segmentBytes",
+                "total-sst-files-size"));
   }
 
   /** " name=value" for each of {@code names} that {@code counters} holds. */
   static String selected(Map<String, Long> counters, String... names) {
     StringBuilder b = new StringBuilder();
-    for (String n : names) if (counters.containsKey(n)) b.append(' ').append(n).append('=').append(counters.get(n));
+    for (String n : names)
+      if (counters.containsKey(n)) b.append(' ').append(n).append('=').append(counters.get(n));
     return b.toString();
   }
 
   /**
-   * {@code scans} scans of {@code length} keys from random existing keys, single-threaded; prints one
-   * {@code scan} line: scans and records per second, read system calls and disk bytes per scan, and the
-   * store's tables (Basalt: level 0's too, to tell a deep level 0 from a merged one). The load's scans
-   * run after its last write, before the settle; the settled ones after it.
+   * {@code scans} scans of {@code length} keys from random existing keys, single-threaded; prints
+   * one {@code scan} line: scans and records per second, read system calls and disk bytes per scan,
+   * and the store's tables (Basalt: level 0's too, to tell a deep level 0 from a merged one). The
+   * load's scans run after its last write, before the settle; the settled ones after it.
    */
-  static void scans(String engine, String point, Store store, long keys, long scans, int length, long seed)
+  static void scans(
+      String engine, String point, Store store, long keys, long scans, int length, long seed)
       throws Exception {
     SplittableRandom r = new SplittableRandom(seed + 2);
     Map<String, Long> c = store.counters();
@@ -248,24 +307,42 @@ public final class Race {
     for (long i = 0; i < scans; i++) records += store.scan(key(r.nextLong(keys)), length);
     long nanos = System.nanoTime() - t0;
     Map<String, Long> io1 = procIo();
-    StringBuilder line = new StringBuilder("scan engine=" + engine + " point=" + point + " scans=" + scans
-        + " length=" + length + " scansPerSec=" + fmt(scans / (nanos / 1e9)) + " recordsPerSec="
-        + fmt(records / (nanos / 1e9)) + " recordsPerScan=" + fmt((double) records / scans)
-        + " readSyscallsPerScan=" + fmt((double) (io1.get("syscr") - io0.get("syscr")) / scans)
-        + " diskReadBytesPerScan=" + fmt((double) (io1.get("read_bytes") - io0.get("read_bytes")) / scans));
-    for (String k : new String[] {"tables", "tablesAtLevel0"}) if (c.containsKey(k)) line.append(' ').append(k).append('=').append(c.get(k));
+    StringBuilder line =
+        new StringBuilder(
+            "scan engine="
+                + engine
+                + " point="
+                + point
+                + " scans="
+                + scans
+                + " length="
+                + length
+                + " scansPerSec="
+                + fmt(scans / (nanos / 1e9))
+                + " recordsPerSec="
+                + fmt(records / (nanos / 1e9))
+                + " recordsPerScan="
+                + fmt((double) records / scans)
+                + " readSyscallsPerScan="
+                + fmt((double) (io1.get("syscr") - io0.get("syscr")) / scans)
+                + " diskReadBytesPerScan="
+                + fmt((double) (io1.get("read_bytes") - io0.get("read_bytes")) / scans));
+    for (String k : new String[] {"tables", "tablesAtLevel0"})
+      if (c.containsKey(k)) line.append(' ').append(k).append('=').append(c.get(k));
     System.out.println(line);
   }
 
   /**
-   * {@code --feeds}: once the rounds are done (and settled), every way the engine offers of reading all
-   * its records in one pass ({@link Store#readAll}), one after the other, single-threaded; prints one
-   * {@code readall} line each: records and MiB of values per second, disk bytes read, and the engine's
-   * counters of skipped stale versions.
+   * {@code --feeds}: once the rounds are done (and settled), every way the engine offers of reading
+   * all its records in one pass ({@link Store#readAll}), one after the other, single-threaded;
+   * prints one {@code readall} line each: records and MiB of values per second, disk bytes read,
+   * and the engine's counters of skipped stale versions.
    */
   static void readAlls(String engine, Store store) throws Exception {
-    String[] kinds = engine.equals("basalt") ? new String[] {"scan", "feed", "feed-exact", "feed-tail"}
-        : new String[] {"scan"};
+    String[] kinds =
+        engine.equals("basalt")
+            ? new String[] {"scan", "feed", "feed-exact", "feed-tail"}
+            : new String[] {"scan"};
     for (String kind : kinds) {
       Map<String, Long> c0 = store.counters();
       Map<String, Long> io0 = procIo();
@@ -274,68 +351,97 @@ public final class Race {
       long nanos = System.nanoTime() - t0;
       Map<String, Long> io1 = procIo();
       Map<String, Long> c1 = store.counters();
-      StringBuilder line = new StringBuilder("readall engine=" + engine + " kind=" + kind + " records=" + got[0]
-          + " seconds=" + fmt(nanos / 1e9) + " recordsPerSec=" + fmt(got[0] / (nanos / 1e9)) + " valueMiBPerSec="
-          + fmt(got[1] / (nanos / 1e9) / (1 << 20)) + " diskReadMiB="
-          + fmt((io1.get("read_bytes") - io0.get("read_bytes")) / (double) (1 << 20)));
+      StringBuilder line =
+          new StringBuilder(
+              "readall engine="
+                  + engine
+                  + " kind="
+                  + kind
+                  + " records="
+                  + got[0]
+                  + " seconds="
+                  + fmt(nanos / 1e9)
+                  + " recordsPerSec="
+                  + fmt(got[0] / (nanos / 1e9))
+                  + " valueMiBPerSec="
+                  + fmt(got[1] / (nanos / 1e9) / (1 << 20))
+                  + " diskReadMiB="
+                  + fmt((io1.get("read_bytes") - io0.get("read_bytes")) / (double) (1 << 20)));
       for (String k : new String[] {"changesSkippedStale", "changesSkippedExact"}) {
-        if (c1.containsKey(k)) line.append(' ').append(k).append('=').append(c1.get(k) - c0.getOrDefault(k, 0L));
+        if (c1.containsKey(k))
+          line.append(' ').append(k).append('=').append(c1.get(k) - c0.getOrDefault(k, 0L));
       }
       System.out.println(line);
     }
   }
 
   /**
-   * Writes {@code count} keys, {@code key(index(i))} for i from 0, with {@code values.value(index(i),
-   * salt)}, in batches of {@link #batch} shared by {@code writers} threads: writer w writes batches w,
-   * w + writers, w + 2 * writers, ..., so the batches are the same whatever the number of writers, each
-   * acknowledged at the engine's durability.
+   * Writes {@code count} keys, {@code key(index(i))} for i from 0, with {@code
+   * values.value(index(i), salt)}, in batches of {@link #batch} shared by {@code writers} threads:
+   * writer w writes batches w, w + writers, w + 2 * writers, ..., so the batches are the same
+   * whatever the number of writers, each acknowledged at the engine's durability.
    */
   /** {@code --timeline-ms}: the interval of {@link #writeAll}'s progress lines, 0 for none. */
   static volatile long timelineMillis;
 
-  static void writeAll(Store store, int writers, long count, java.util.function.LongUnaryOperator index, long salt,
-      Values values) throws InterruptedException {
-    java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+  static void writeAll(
+      Store store,
+      int writers,
+      long count,
+      java.util.function.LongUnaryOperator index,
+      long salt,
+      Values values)
+      throws InterruptedException {
+    java.util.concurrent.atomic.AtomicReference<Throwable> failed =
+        new java.util.concurrent.atomic.AtomicReference<>();
     java.util.concurrent.atomic.AtomicLong done = new java.util.concurrent.atomic.AtomicLong();
     java.util.List<Thread> threads = new java.util.ArrayList<>();
     for (int w = 0; w < writers; w++) {
       long first = (long) w * batch;
       long stride = (long) writers * batch;
-      threads.add(new Thread(() -> {
-        try {
-          for (long i = first; i < count && failed.get() == null; i += stride) {
-            int n = (int) Math.min(batch, count - i);
-            byte[][] ks = new byte[n][];
-            byte[][] vs = new byte[n][];
-            for (int j = 0; j < n; j++) {
-              long k = index.applyAsLong(i + j);
-              ks[j] = key(k);
-              vs[j] = values.value(k, salt);
-            }
-            store.write(ks, vs);
-            done.addAndGet(n);
-          }
-        } catch (Throwable e) {
-          failed.compareAndSet(null, e);
-        }
-      }, "race-writer-" + w));
+      threads.add(
+          new Thread(
+              () -> {
+                try {
+                  for (long i = first; i < count && failed.get() == null; i += stride) {
+                    int n = (int) Math.min(batch, count - i);
+                    byte[][] ks = new byte[n][];
+                    byte[][] vs = new byte[n][];
+                    for (int j = 0; j < n; j++) {
+                      long k = index.applyAsLong(i + j);
+                      ks[j] = key(k);
+                      vs[j] = values.value(k, salt);
+                    }
+                    store.write(ks, vs);
+                    done.addAndGet(n);
+                  }
+                } catch (Throwable e) {
+                  failed.compareAndSet(null, e);
+                }
+              },
+              "race-writer-" + w));
     }
     long interval = timelineMillis;
-    Thread timeline = interval <= 0 ? null : new Thread(() -> {
-      long t0 = System.nanoTime(), last = 0;
-      try {
-        while (true) {
-          Thread.sleep(interval);
-          long n = done.get();
-          System.out.printf("timeline t=%.1f opsPerSec=%.0f ops=%d%n", (System.nanoTime() - t0) / 1e9,
-              (n - last) * 1000.0 / interval, n);
-          last = n;
-        }
-      } catch (InterruptedException e) {
-        // the phase ended
-      }
-    }, "race-timeline");
+    Thread timeline =
+        interval <= 0
+            ? null
+            : new Thread(
+                () -> {
+                  long t0 = System.nanoTime(), last = 0;
+                  try {
+                    while (true) {
+                      Thread.sleep(interval);
+                      long n = done.get();
+                      System.out.printf(
+                          "timeline t=%.1f opsPerSec=%.0f ops=%d%n",
+                          (System.nanoTime() - t0) / 1e9, (n - last) * 1000.0 / interval, n);
+                      last = n;
+                    }
+                  } catch (InterruptedException e) {
+                    // the phase ended
+                  }
+                },
+                "race-timeline");
     for (Thread t : threads) t.start();
     if (timeline != null) {
       timeline.setDaemon(true);
@@ -352,40 +458,49 @@ public final class Race {
     x ^= x >>> 31;
     x *= 0xBF58476D1CE4E5B9L;
     x ^= x >>> 29;
-    // What String.format("%040d", x & Long.MAX_VALUE) gives, without the formatter (7% of a writer's time).
+    // What String.format("%040d", x & Long.MAX_VALUE) gives, without the formatter (7% of a
+    // writer's time).
     byte[] out = new byte[KEY_SIZE];
     long v = x & Long.MAX_VALUE;
     for (int p = KEY_SIZE - 1; p >= 0; p--, v /= 10) out[p] = (byte) ('0' + v % 10);
     return out;
   }
 
-  /** The 1 KiB value written for a key index and a salt (0 for the load, the round for an update). */
+  /**
+   * The 1 KiB value written for a key index and a salt (0 for the load, the round for an update).
+   */
   interface Values {
     byte[] value(long index, long salt);
   }
 
   /**
-   * {@code pool} (the default): {@code value(pool, index + salt)}, slices of one 64 KiB random pool.
-   * {@code random}: per index and salt, a 1 KiB slice of a 64 MiB random pool at an offset hashed from
-   * both. Two values share bytes only when their offsets fall within 1 KiB of each other (about one pair
-   * in 32,000), so a block of either engine has nothing to compress however it groups them; a value
-   * costs a copy (fresh random bytes per value took a quarter of the writer's time, both engines').
+   * {@code pool} (the default): {@code value(pool, index + salt)}, slices of one 64 KiB random
+   * pool. {@code random}: per index and salt, a 1 KiB slice of a 64 MiB random pool at an offset
+   * hashed from both. Two values share bytes only when their offsets fall within 1 KiB of each
+   * other (about one pair in 32,000), so a block of either engine has nothing to compress however
+   * it groups them; a value costs a copy (fresh random bytes per value took a quarter of the
+   * writer's time, both engines').
    */
   static Values values(String kind, long seed) {
     switch (kind) {
-      case "pool": {
-        byte[] pool = new byte[VALUE_SIZE * 64];
-        new SplittableRandom(seed).nextBytes(pool);
-        return (i, salt) -> value(pool, i + salt);
-      }
-      case "random": {
-        byte[] pool = new byte[RANDOM_POOL];
-        new SplittableRandom(mix(seed)).nextBytes(pool);
-        return (i, salt) -> {
-          int off = (int) Long.remainderUnsigned(mix(mix(mix(seed) ^ i) ^ salt), RANDOM_POOL - VALUE_SIZE + 1);
-          return java.util.Arrays.copyOfRange(pool, off, off + VALUE_SIZE);
-        };
-      }
+      case "pool":
+        {
+          byte[] pool = new byte[VALUE_SIZE * 64];
+          new SplittableRandom(seed).nextBytes(pool);
+          return (i, salt) -> value(pool, i + salt);
+        }
+      case "random":
+        {
+          byte[] pool = new byte[RANDOM_POOL];
+          new SplittableRandom(mix(seed)).nextBytes(pool);
+          return (i, salt) -> {
+            int off =
+                (int)
+                    Long.remainderUnsigned(
+                        mix(mix(mix(seed) ^ i) ^ salt), RANDOM_POOL - VALUE_SIZE + 1);
+            return java.util.Arrays.copyOfRange(pool, off, off + VALUE_SIZE);
+          };
+        }
       default:
         throw new IllegalArgumentException("--values pool|random, not " + kind);
     }
@@ -399,10 +514,10 @@ public final class Race {
   }
 
   /**
-   * 1 KiB of random bytes, a different slice of the pool for neighbouring keys. The slices of keys i
-   * and i + 1 overlap by 927 bytes, so a block holding neighbouring indexes (the load writes them in
-   * index order) compresses: Basalt's log segments, in arrival order, do; RocksDB's tables, in key
-   * order (key(i) scatters the indexes), barely do. {@code --values random} avoids that.
+   * 1 KiB of random bytes, a different slice of the pool for neighbouring keys. The slices of keys
+   * i and i + 1 overlap by 927 bytes, so a block holding neighbouring indexes (the load writes them
+   * in index order) compresses: Basalt's log segments, in arrival order, do; RocksDB's tables, in
+   * key order (key(i) scatters the indexes), barely do. {@code --values random} avoids that.
    */
   static byte[] value(byte[] pool, long i) {
     int off = (int) ((i * 97) % (pool.length - VALUE_SIZE));
@@ -436,7 +551,8 @@ public final class Race {
   static Map<String, String> parse(String[] args) {
     Map<String, String> m = new HashMap<>();
     for (int i = 0; i + 1 < args.length; i += 2) {
-      if (!args[i].startsWith("--")) throw new IllegalArgumentException("expected --name value, got " + args[i]);
+      if (!args[i].startsWith("--"))
+        throw new IllegalArgumentException("expected --name value, got " + args[i]);
       m.put(args[i].substring(2), args[i + 1]);
     }
     return m;

@@ -27,31 +27,34 @@ import org.rocksdb.TickerType;
 import org.rocksdb.WriteOptions;
 
 /**
- * Read amplification of point gets with direct I/O at 1% memory, Basalt beside RocksDB in one process
- * and one run (the issue: "I/Os per get at most 1.5"; the Magma paper measured 1.79 for Magma and 2.18
- * for RocksDB). A plain program, not a JMH benchmark: it counts I/Os, it does not time them.
+ * Read amplification of point gets with direct I/O at 1% memory, Basalt beside RocksDB in one
+ * process and one run (the issue: "I/Os per get at most 1.5"; the Magma paper measured 1.79 for
+ * Magma and 2.18 for RocksDB). A plain program, not a JMH benchmark: it counts I/Os, it does not
+ * time them.
  *
  * <p>What it measures, per engine: {@code --warmup} random gets of loaded keys, then {@code --gets}
  * measured ones, all on the main thread, and that thread's own I/O counters over the measured gets
- * ({@code /proc/thread-self/io}): {@code syscr}, its read system calls (both engines read a point get's
- * blocks with a pread on the calling thread, one per block fetched), and {@code read_bytes}, the bytes
- * it fetched from the block device (direct reads count there; page cache hits would not). Beside them,
- * the whole process's counters over the same gets and over an idle interval as long (the JVM's and the
- * engines' background reads), and each engine's own count of the blocks it read: Basalt's {@link
- * io.basaltdb.Stats}, RocksDB's statistics tickers. Every get must return its key's value.
+ * ({@code /proc/thread-self/io}): {@code syscr}, its read system calls (both engines read a point
+ * get's blocks with a pread on the calling thread, one per block fetched), and {@code read_bytes},
+ * the bytes it fetched from the block device (direct reads count there; page cache hits would not).
+ * Beside them, the whole process's counters over the same gets and over an idle interval as long
+ * (the JVM's and the engines' background reads), and each engine's own count of the blocks it read:
+ * Basalt's {@link io.basaltdb.Stats}, RocksDB's statistics tickers. Every get must return its key's
+ * value.
  *
  * <p>The stores: {@code --entries} 16-byte keys ({@link BatchedReadBenchmark#key}) with random,
- * incompressible {@code --value-size}-byte values, the same in both; by default as many entries as make
- * the data 100 times {@code --memory-mib}. They are loaded once under {@code --dir} and kept, a LOADED
- * marker telling later runs to reuse them. After loading, Basalt flushes and waits for its compactions,
- * RocksDB flushes and runs one {@code compactRange} (leaving every table in its bottom level). Then each
- * is opened with the budget: Basalt with {@code memoryQuota(budget).directReads(true)}, RocksDB as
- * {@link RocksStore} sets it up (block cache of half the budget holding the index and filter blocks,
- * 10-bit bloom filter, LZ4) with {@code use_direct_reads}.
+ * incompressible {@code --value-size}-byte values, the same in both; by default as many entries as
+ * make the data 100 times {@code --memory-mib}. They are loaded once under {@code --dir} and kept,
+ * a LOADED marker telling later runs to reuse them. After loading, Basalt flushes and waits for its
+ * compactions, RocksDB flushes and runs one {@code compactRange} (leaving every table in its bottom
+ * level). Then each is opened with the budget: Basalt with {@code
+ * memoryQuota(budget).directReads(true)}, RocksDB as {@link RocksStore} sets it up (block cache of
+ * half the budget holding the index and filter blocks, 10-bit bloom filter, LZ4) with {@code
+ * use_direct_reads}.
  *
- * <p>Run: {@code java @jvm.flags -cp engine-jmh/target/benchmarks.jar io.basaltdb.jmh.ReadAmplification
- * [--memory-mib 8] [--entries N] [--value-size 200] [--warmup 200000] [--gets 200000]
- * [--engines basalt,rocksdb] [--dir /tmp/basalt-readamp]}
+ * <p>Run: {@code java @jvm.flags -cp engine-jmh/target/benchmarks.jar
+ * io.basaltdb.jmh.ReadAmplification [--memory-mib 8] [--entries N] [--value-size 200] [--warmup
+ * 200000] [--gets 200000] [--engines basalt,rocksdb] [--dir /tmp/basalt-readamp]}
  *
  * <p>Thread-safety: a program; one thread does every get.
  */
@@ -63,23 +66,54 @@ public final class ReadAmplification {
   private ReadAmplification() {}
 
   /** The command line; see the class javadoc. */
-  record Params(long memory, long entries, int valueSize, int warmup, int gets, List<String> engines, Path dir) {
+  record Params(
+      long memory,
+      long entries,
+      int valueSize,
+      int warmup,
+      int gets,
+      List<String> engines,
+      Path dir) {
     static Params parse(String[] args) {
-      Map<String, String> a = new LinkedHashMap<>(Map.of("memory-mib", "8", "value-size", "200", "warmup", "200000",
-          "gets", "200000", "engines", "basalt,rocksdb", "dir", "/tmp/basalt-readamp"));
+      Map<String, String> a =
+          new LinkedHashMap<>(
+              Map.of(
+                  "memory-mib",
+                  "8",
+                  "value-size",
+                  "200",
+                  "warmup",
+                  "200000",
+                  "gets",
+                  "200000",
+                  "engines",
+                  "basalt,rocksdb",
+                  "dir",
+                  "/tmp/basalt-readamp"));
       for (int i = 0; i < args.length; i += 2) {
         String name = args[i].startsWith("--") ? args[i].substring(2) : "";
         if (i + 1 == args.length || !(a.containsKey(name) || name.equals("entries"))) {
-          throw new IllegalArgumentException("usage: [--memory-mib M] [--entries N] [--value-size B] [--warmup W]"
-              + " [--gets G] [--engines basalt,rocksdb] [--dir D]; not understood: " + args[i]);
+          throw new IllegalArgumentException(
+              "usage: [--memory-mib M] [--entries N] [--value-size B] [--warmup W]"
+                  + " [--gets G] [--engines basalt,rocksdb] [--dir D]; not understood: "
+                  + args[i]);
         }
         a.put(name, args[i + 1]);
       }
       long memory = Long.parseLong(a.get("memory-mib")) << 20;
       int valueSize = Integer.parseInt(a.get("value-size"));
-      long entries = a.containsKey("entries") ? Long.parseLong(a.get("entries")) : 100 * memory / (16 + valueSize);
-      return new Params(memory, entries, valueSize, Integer.parseInt(a.get("warmup")), Integer.parseInt(a.get("gets")),
-          List.of(a.get("engines").split(",")), Path.of(a.get("dir")));
+      long entries =
+          a.containsKey("entries")
+              ? Long.parseLong(a.get("entries"))
+              : 100 * memory / (16 + valueSize);
+      return new Params(
+          memory,
+          entries,
+          valueSize,
+          Integer.parseInt(a.get("warmup")),
+          Integer.parseInt(a.get("gets")),
+          List.of(a.get("engines").split(",")),
+          Path.of(a.get("dir")));
     }
 
     long dataBytes() {
@@ -98,7 +132,10 @@ public final class ReadAmplification {
     /** The engine's own counters, of which the measured gets' deltas are reported. */
     Map<String, Long> counters() throws Exception;
 
-    /** The blocks read from disk per get by the engine's own count, from two {@link #counters} readings. */
+    /**
+     * The blocks read from disk per get by the engine's own count, from two {@link #counters}
+     * readings.
+     */
     double readsPerGet(Map<String, Long> before, Map<String, Long> after, long gets);
 
     /** The store's file layout, for the report. */
@@ -113,7 +150,8 @@ public final class ReadAmplification {
         if (line.startsWith("syscr: ")) syscr = Long.parseLong(line.substring(7).trim());
         if (line.startsWith("read_bytes: ")) readBytes = Long.parseLong(line.substring(12).trim());
       }
-      if (syscr < 0 || readBytes < 0) throw new IOException(file + " has no syscr or read_bytes (no task I/O accounting?)");
+      if (syscr < 0 || readBytes < 0)
+        throw new IOException(file + " has no syscr or read_bytes (no task I/O accounting?)");
       return new Io(syscr, readBytes);
     }
 
@@ -122,7 +160,10 @@ public final class ReadAmplification {
     }
   }
 
-  /** The value of entry {@code i}: random bytes seeded by {@code i}, so a get can check what it reads. */
+  /**
+   * The value of entry {@code i}: random bytes seeded by {@code i}, so a get can check what it
+   * reads.
+   */
   static byte[] value(long i, int size) {
     SplittableRandom r = new SplittableRandom(i);
     byte[] v = new byte[size];
@@ -140,27 +181,52 @@ public final class ReadAmplification {
     for (String engine : p.engines) {
       long start = System.nanoTime();
       boolean loaded = load(engine, p);
-      if (loaded) System.out.printf("loaded %s in %.0f s%n", engine, (System.nanoTime() - start) / 1e9);
+      if (loaded)
+        System.out.printf("loaded %s in %.0f s%n", engine, (System.nanoTime() - start) / 1e9);
       try (Reader r = open(engine, p)) {
         measure(engine, r, p, rows, details);
       }
     }
-    System.out.printf("%nRead amplification of point gets, direct I/O: %d entries x (16 + %d) bytes = %.1f MB of data,"
-        + " budget %d MiB (%.2f%% of the data); %d warm-up then %d measured random gets of existing keys, one thread%n",
-        p.entries, p.valueSize, p.dataBytes() / 1e6, p.memory >> 20, 100.0 * p.memory / p.dataBytes(), p.warmup, p.gets);
-    System.out.printf("JDK %s (%s), kernel %s, %d cores, stores in %s%n%n", System.getProperty("java.runtime.version"),
-        System.getProperty("java.vm.vendor"), Files.readString(Path.of("/proc/sys/kernel/osrelease")).trim(),
-        Runtime.getRuntime().availableProcessors(), p.dir);
-    System.out.printf("%-8s %8s %10s %15s %11s %15s %11s %16s %12s %8s%n", "engine", "gets", "syscr/get",
-        "read_bytes/get", "proc syscr", "proc rd_bytes", "idle syscr", "idle rd_bytes", "engine rd/get", "seconds");
-    System.out.printf("%-8s %8s %10s %15s %11s %15s %11s %16s %12s %8s%n", "", "", "(thread)", "(thread)", "/get",
-        "/get", "/get", "/get", "", "");
+    System.out.printf(
+        "%nRead amplification of point gets, direct I/O: %d entries x (16 + %d) bytes = %.1f MB of data,"
+            + " budget %d MiB (%.2f%% of the data); %d warm-up then %d measured random gets of existing keys, one thread%n",
+        p.entries,
+        p.valueSize,
+        p.dataBytes() / 1e6,
+        p.memory >> 20,
+        100.0 * p.memory / p.dataBytes(),
+        p.warmup,
+        p.gets);
+    System.out.printf(
+        "JDK %s (%s), kernel %s, %d cores, stores in %s%n%n",
+        System.getProperty("java.runtime.version"),
+        System.getProperty("java.vm.vendor"),
+        Files.readString(Path.of("/proc/sys/kernel/osrelease")).trim(),
+        Runtime.getRuntime().availableProcessors(),
+        p.dir);
+    System.out.printf(
+        "%-8s %8s %10s %15s %11s %15s %11s %16s %12s %8s%n",
+        "engine",
+        "gets",
+        "syscr/get",
+        "read_bytes/get",
+        "proc syscr",
+        "proc rd_bytes",
+        "idle syscr",
+        "idle rd_bytes",
+        "engine rd/get",
+        "seconds");
+    System.out.printf(
+        "%-8s %8s %10s %15s %11s %15s %11s %16s %12s %8s%n",
+        "", "", "(thread)", "(thread)", "/get", "/get", "/get", "/get", "", "");
     rows.forEach(System.out::println);
     System.out.println();
     details.forEach(System.out::println);
   }
 
-  /** Loads {@code engine}'s store unless a LOADED marker says it is there; true if it loaded it now. */
+  /**
+   * Loads {@code engine}'s store unless a LOADED marker says it is there; true if it loaded it now.
+   */
   static boolean load(String engine, Params p) throws Exception {
     Path store = p.store(engine);
     if (Files.exists(store.resolve("LOADED"))) return false;
@@ -176,7 +242,8 @@ public final class ReadAmplification {
   }
 
   static void loadBasalt(Path store, Params p) {
-    try (Basalt db = Basalt.open(store, Options.defaults().memoryQuota(256L << 20).syncMode(SyncMode.NONE))) {
+    try (Basalt db =
+        Basalt.open(store, Options.defaults().memoryQuota(256L << 20).syncMode(SyncMode.NONE))) {
       Keyspace ks = db.keyspace("default");
       WriteBatch batch = new WriteBatch();
       for (long i = 0; i < p.entries; i++) {
@@ -187,7 +254,8 @@ public final class ReadAmplification {
         }
       }
       db.flush();
-      if (!db.waitForCompactions(30 * 60_000L)) throw new IllegalStateException("Basalt's compactions did not settle");
+      if (!db.waitForCompactions(30 * 60_000L))
+        throw new IllegalStateException("Basalt's compactions did not settle");
     }
   }
 
@@ -210,13 +278,24 @@ public final class ReadAmplification {
     }
   }
 
-  /** {@link RocksStore}'s table and compression settings, with the index and filter blocks in {@code cache}. */
+  /**
+   * {@link RocksStore}'s table and compression settings, with the index and filter blocks in {@code
+   * cache}.
+   */
   static org.rocksdb.Options rocksOptions(LRUCache cache) {
-    BlockBasedTableConfig table = new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false))
-        .setBlockCache(cache).setCacheIndexAndFilterBlocks(true)
-        .setCacheIndexAndFilterBlocksWithHighPriority(true).setPinL0FilterAndIndexBlocksInCache(true);
-    return new org.rocksdb.Options().setCreateIfMissing(true).setCompressionType(CompressionType.LZ4_COMPRESSION)
-        .setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3).setTableFormatConfig(table);
+    BlockBasedTableConfig table =
+        new BlockBasedTableConfig()
+            .setFilterPolicy(new BloomFilter(10, false))
+            .setBlockCache(cache)
+            .setCacheIndexAndFilterBlocks(true)
+            .setCacheIndexAndFilterBlocksWithHighPriority(true)
+            .setPinL0FilterAndIndexBlocksInCache(true);
+    return new org.rocksdb.Options()
+        .setCreateIfMissing(true)
+        .setCompressionType(CompressionType.LZ4_COMPRESSION)
+        .setMaxWriteBufferNumber(2)
+        .setMaxBackgroundJobs(3)
+        .setTableFormatConfig(table);
   }
 
   static Reader open(String engine, Params p) throws Exception {
@@ -224,14 +303,17 @@ public final class ReadAmplification {
   }
 
   /**
-   * Warms up, then measures {@code p.gets} gets between readings of the thread's and the process's I/O
-   * counters, then an idle interval as long; adds the table row and the detail lines.
+   * Warms up, then measures {@code p.gets} gets between readings of the thread's and the process's
+   * I/O counters, then an idle interval as long; adds the table row and the detail lines.
    */
-  static void measure(String engine, Reader r, Params p, List<String> rows, List<String> details) throws Exception {
+  static void measure(String engine, Reader r, Params p, List<String> rows, List<String> details)
+      throws Exception {
     SplittableRandom random = new SplittableRandom(42);
     gets(r, random, p.warmup, p);
     Io probe0 = Io.of("/proc/thread-self/io");
-    Io probe = Io.of("/proc/thread-self/io").minus(probe0); // what one reading of the file costs the thread
+    Io probe =
+        Io.of("/proc/thread-self/io")
+            .minus(probe0); // what one reading of the file costs the thread
     Map<String, Long> before = r.counters();
     Io thread0 = Io.of("/proc/thread-self/io");
     Io process0 = Io.of("/proc/self/io");
@@ -245,26 +327,46 @@ public final class ReadAmplification {
     Thread.sleep(nanos / 1_000_000);
     Io idle = Io.of("/proc/self/io").minus(idle0);
     double n = p.gets, engineReads = r.readsPerGet(before, after, p.gets);
-    rows.add(String.format("%-8s %8d %10.3f %15.1f %11.3f %15.1f %11.4f %16.1f %12.3f %8.1f", engine, p.gets,
-        thread.syscr / n, thread.readBytes / n, process.syscr / n, process.readBytes / n, idle.syscr / n,
-        idle.readBytes / n, engineReads, nanos / 1e9));
-    StringBuilder d = new StringBuilder(engine + ": " + r.shape() + "\n  table files (.sst): " + tableBytes(p.store(engine), p)
-        + "\n  own counters over the measured gets, per get:");
+    rows.add(
+        String.format(
+            "%-8s %8d %10.3f %15.1f %11.3f %15.1f %11.4f %16.1f %12.3f %8.1f",
+            engine,
+            p.gets,
+            thread.syscr / n,
+            thread.readBytes / n,
+            process.syscr / n,
+            process.readBytes / n,
+            idle.syscr / n,
+            idle.readBytes / n,
+            engineReads,
+            nanos / 1e9));
+    StringBuilder d =
+        new StringBuilder(
+            engine
+                + ": "
+                + r.shape()
+                + "\n  table files (.sst): "
+                + tableBytes(p.store(engine), p)
+                + "\n  own counters over the measured gets, per get:");
     for (Map.Entry<String, Long> e : after.entrySet()) {
       long delta = e.getValue() - before.getOrDefault(e.getKey(), 0L);
       if (delta != 0) d.append(String.format(" %s=%.3f", e.getKey(), delta / n));
     }
-    if (thread.readBytes == 0 && thread.syscr > 0) d.append("\n  NOTE: no read_bytes on the thread: no block I/O accounting here?");
+    if (thread.readBytes == 0 && thread.syscr > 0)
+      d.append("\n  NOTE: no read_bytes on the thread: no block I/O accounting here?");
     if (Math.abs(thread.syscr / n - engineReads) > 0.05 * Math.max(engineReads, 0.01)) {
-      d.append(String.format("%n  NOTE: the thread's read calls (%.3f/get) and the engine's own count (%.3f/get) differ by over 5%%",
-          thread.syscr / n, engineReads));
+      d.append(
+          String.format(
+              "%n  NOTE: the thread's read calls (%.3f/get) and the engine's own count (%.3f/get) differ by over 5%%",
+              thread.syscr / n, engineReads));
     }
     details.add(d.toString());
   }
 
   /**
-   * The bytes of a store's table files ({@code .sst}: Basalt's key index, all of RocksDB's data), also as a
-   * share of the data: what its block cache would need to hold every block a get may read but the values.
+   * The bytes of a store's table files ({@code .sst}: Basalt's key index, all of RocksDB's data),
+   * also as a share of the data: what its block cache would need to hold every block a get may read
+   * but the values.
    */
   static String tableBytes(Path store, Params p) throws IOException {
     long n = 0;
@@ -280,7 +382,8 @@ public final class ReadAmplification {
       long i = random.nextLong(p.entries);
       byte[] v = r.get(BatchedReadBenchmark.key(i));
       if (v == null) throw new IllegalStateException("key " + i + " is missing");
-      if (!Arrays.equals(v, value(i, p.valueSize))) throw new IllegalStateException("key " + i + " has a wrong value");
+      if (!Arrays.equals(v, value(i, p.valueSize)))
+        throw new IllegalStateException("key " + i + " has a wrong value");
     }
   }
 
@@ -290,7 +393,11 @@ public final class ReadAmplification {
     final Keyspace ks;
 
     BasaltReader(Params p) {
-      db = Basalt.open(p.store("basalt"), EngineStores.BasaltEngine.extraOptions(Options.defaults().memoryQuota(p.memory).directReads(true)));
+      db =
+          Basalt.open(
+              p.store("basalt"),
+              EngineStores.BasaltEngine.extraOptions(
+                  Options.defaults().memoryQuota(p.memory).directReads(true)));
       ks = db.keyspace("default");
     }
 
@@ -304,21 +411,38 @@ public final class ReadAmplification {
     public Map<String, Long> counters() {
       Map<String, Long> m = new LinkedHashMap<>();
       Map<String, Long> all = db.stats().asMap();
-      for (String k : List.of("gets", "tableLookups", "indexBlockReads", "documentReads", "hintMisses",
-          "blockCacheHits", "blockCacheMisses", "blockCacheDocumentHits", "blockCacheDocumentMisses",
-          "blockCacheEvictions", "blockCacheDeclined")) {
+      for (String k :
+          List.of(
+              "gets",
+              "tableLookups",
+              "indexBlockReads",
+              "documentReads",
+              "hintMisses",
+              "blockCacheHits",
+              "blockCacheMisses",
+              "blockCacheDocumentHits",
+              "blockCacheDocumentMisses",
+              "blockCacheEvictions",
+              "blockCacheDeclined")) {
         m.put(k, all.getOrDefault(k, 0L));
       }
-      // the misses of neither data blocks nor documents: key index index and filter blocks, segment index pages
-      m.put("otherMisses(index,filter,page)", m.get("blockCacheMisses") - m.get("indexBlockReads") - m.get("blockCacheDocumentMisses"));
+      // the misses of neither data blocks nor documents: key index index and filter blocks, segment
+      // index pages
+      m.put(
+          "otherMisses(index,filter,page)",
+          m.get("blockCacheMisses") - m.get("indexBlockReads") - m.get("blockCacheDocumentMisses"));
       return m;
     }
 
-    /** As {@link io.basaltdb.Stats#readsPerGet}: block cache misses but documents', plus document reads. */
+    /**
+     * As {@link io.basaltdb.Stats#readsPerGet}: block cache misses but documents', plus document
+     * reads.
+     */
     @Override
     public double readsPerGet(Map<String, Long> before, Map<String, Long> after, long gets) {
       long misses = after.get("blockCacheMisses") - before.get("blockCacheMisses");
-      long documentMisses = after.get("blockCacheDocumentMisses") - before.get("blockCacheDocumentMisses");
+      long documentMisses =
+          after.get("blockCacheDocumentMisses") - before.get("blockCacheDocumentMisses");
       long documentReads = after.get("documentReads") - before.get("documentReads");
       return (double) (misses - documentMisses + documentReads) / gets;
     }
@@ -327,12 +451,22 @@ public final class ReadAmplification {
     public String shape() {
       Map<String, Long> s = db.stats().asMap();
       StringBuilder b = new StringBuilder("tables by level [");
-      for (int l = 0; l < 7; l++) b.append(l == 0 ? "" : " ").append(s.getOrDefault("tablesAtLevel" + l, 0L));
-      return b.append("], segments ").append(s.get("segments"))
-          .append(String.format(", disk %.1f MB; block cache %d of %d bytes (index %d, filter %d, data %d, pages %d, documents %d)",
-              s.get("diskBytes") / 1e6, s.get("blockCacheBytes"), s.get("blockCacheCapacity"),
-              s.get("blockCacheIndexBytes"), s.get("blockCacheFilterBytes"), s.get("blockCacheDataBytes"),
-              s.get("blockCachePageBytes"), s.get("blockCacheDocumentBytes"))).toString();
+      for (int l = 0; l < 7; l++)
+        b.append(l == 0 ? "" : " ").append(s.getOrDefault("tablesAtLevel" + l, 0L));
+      return b.append("], segments ")
+          .append(s.get("segments"))
+          .append(
+              String.format(
+                  ", disk %.1f MB; block cache %d of %d bytes (index %d, filter %d, data %d, pages %d, documents %d)",
+                  s.get("diskBytes") / 1e6,
+                  s.get("blockCacheBytes"),
+                  s.get("blockCacheCapacity"),
+                  s.get("blockCacheIndexBytes"),
+                  s.get("blockCacheFilterBytes"),
+                  s.get("blockCacheDataBytes"),
+                  s.get("blockCachePageBytes"),
+                  s.get("blockCacheDocumentBytes")))
+          .toString();
     }
 
     @Override
@@ -343,11 +477,20 @@ public final class ReadAmplification {
 
   /** RocksDB as {@link RocksStore} sets it up with the budget, plus direct reads and statistics. */
   static final class RocksReader implements Reader {
-    static final TickerType[] TICKERS = {TickerType.BLOCK_CACHE_INDEX_MISS, TickerType.BLOCK_CACHE_FILTER_MISS,
-        TickerType.BLOCK_CACHE_DATA_MISS, TickerType.BLOCK_CACHE_MISS, TickerType.BLOCK_CACHE_INDEX_HIT,
-        TickerType.BLOCK_CACHE_FILTER_HIT, TickerType.BLOCK_CACHE_DATA_HIT, TickerType.BLOOM_FILTER_USEFUL,
-        TickerType.BLOOM_FILTER_FULL_POSITIVE, TickerType.GET_HIT_L0, TickerType.GET_HIT_L1,
-        TickerType.GET_HIT_L2_AND_UP};
+    static final TickerType[] TICKERS = {
+      TickerType.BLOCK_CACHE_INDEX_MISS,
+      TickerType.BLOCK_CACHE_FILTER_MISS,
+      TickerType.BLOCK_CACHE_DATA_MISS,
+      TickerType.BLOCK_CACHE_MISS,
+      TickerType.BLOCK_CACHE_INDEX_HIT,
+      TickerType.BLOCK_CACHE_FILTER_HIT,
+      TickerType.BLOCK_CACHE_DATA_HIT,
+      TickerType.BLOOM_FILTER_USEFUL,
+      TickerType.BLOOM_FILTER_FULL_POSITIVE,
+      TickerType.GET_HIT_L0,
+      TickerType.GET_HIT_L1,
+      TickerType.GET_HIT_L2_AND_UP
+    };
     final long cacheBytes;
     final LRUCache cache;
     final Statistics statistics = new Statistics();
@@ -357,7 +500,11 @@ public final class ReadAmplification {
     RocksReader(Params p) throws RocksDBException {
       cacheBytes = p.memory / 2;
       cache = new LRUCache(cacheBytes);
-      options = rocksOptions(cache).setWriteBufferSize(p.memory / 4).setUseDirectReads(true).setStatistics(statistics);
+      options =
+          rocksOptions(cache)
+              .setWriteBufferSize(p.memory / 4)
+              .setUseDirectReads(true)
+              .setStatistics(statistics);
       db = RocksDB.open(options, p.store("rocksdb").toString());
     }
 
@@ -373,7 +520,10 @@ public final class ReadAmplification {
       return m;
     }
 
-    /** Block cache misses: each is a block read from disk (index, filter and data blocks all go through it). */
+    /**
+     * Block cache misses: each is a block read from disk (index, filter and data blocks all go
+     * through it).
+     */
     @Override
     public double readsPerGet(Map<String, Long> before, Map<String, Long> after, long gets) {
       return (double) (after.get("BLOCK_CACHE_MISS") - before.get("BLOCK_CACHE_MISS")) / gets;
@@ -382,9 +532,14 @@ public final class ReadAmplification {
     @Override
     public String shape() throws RocksDBException {
       StringBuilder b = new StringBuilder("files by level [");
-      for (int l = 0; l < 7; l++) b.append(l == 0 ? "" : " ").append(db.getProperty("rocksdb.num-files-at-level" + l));
-      return b.append(String.format("], sst %.1f MB; block cache %d of %d bytes",
-          db.getLongProperty("rocksdb.total-sst-files-size") / 1e6, cache.getUsage(), cacheBytes))
+      for (int l = 0; l < 7; l++)
+        b.append(l == 0 ? "" : " ").append(db.getProperty("rocksdb.num-files-at-level" + l));
+      return b.append(
+              String.format(
+                  "], sst %.1f MB; block cache %d of %d bytes",
+                  db.getLongProperty("rocksdb.total-sst-files-size") / 1e6,
+                  cache.getUsage(),
+                  cacheBytes))
           .toString();
     }
 

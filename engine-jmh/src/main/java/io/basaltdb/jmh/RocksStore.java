@@ -13,12 +13,12 @@ import org.rocksdb.RocksDBException;
 import org.rocksdb.WriteOptions;
 
 /**
- * RocksDB as the issue sets it up: leveled compaction (its default), a 10 bits/key bloom filter, LZ4,
- * a WAL fsynced per batch, and the same memory budget split between two write buffers (a quarter
- * each) and the block cache (a half). Basalt charges its index and filter blocks to its quota, so the
- * fair RocksDB ({@code rocksdb}) keeps them in its block cache too, with RocksDB's recommended settings
- * for that (high priority, level-0 ones pinned); {@code rocksdb-heapindex} keeps them outside any
- * budget (RocksDB's default), the setting that flatters RocksDB's reads.
+ * RocksDB as the issue sets it up: leveled compaction (its default), a 10 bits/key bloom filter,
+ * LZ4, a WAL fsynced per batch, and the same memory budget split between two write buffers (a
+ * quarter each) and the block cache (a half). Basalt charges its index and filter blocks to its
+ * quota, so the fair RocksDB ({@code rocksdb}) keeps them in its block cache too, with RocksDB's
+ * recommended settings for that (high priority, level-0 ones pinned); {@code rocksdb-heapindex}
+ * keeps them outside any budget (RocksDB's default), the setting that flatters RocksDB's reads.
  *
  * <p>Thread-safety: as RocksDB's; writers share it.
  */
@@ -38,25 +38,39 @@ final class RocksStore implements Race.Store {
   }
 
   /**
-   * {@code ttlSeconds} above 0: opened as a {@code TtlDB} (RocksDB's expiry: each write's timestamp is
-   * appended to its value, and compaction drops what is older than the TTL), with the level-compaction
-   * {@code ttl} and {@code periodic_compaction_seconds} options at the same TTL, so files holding only
-   * expired data become due for compaction without writes.
+   * {@code ttlSeconds} above 0: opened as a {@code TtlDB} (RocksDB's expiry: each write's timestamp
+   * is appended to its value, and compaction drops what is older than the TTL), with the
+   * level-compaction {@code ttl} and {@code periodic_compaction_seconds} options at the same TTL,
+   * so files holding only expired data become due for compaction without writes.
    */
   RocksStore(Path dir, long memory, boolean indexInCache, int ttlSeconds) throws RocksDBException {
     this(dir, memory, indexInCache, ttlSeconds, false);
   }
 
-  /** As above; {@code directReads} reads the files with O_DIRECT ({@code use_direct_reads}), as Basalt's option. */
-  RocksStore(Path dir, long memory, boolean indexInCache, int ttlSeconds, boolean directReads) throws RocksDBException {
+  /**
+   * As above; {@code directReads} reads the files with O_DIRECT ({@code use_direct_reads}), as
+   * Basalt's option.
+   */
+  RocksStore(Path dir, long memory, boolean indexInCache, int ttlSeconds, boolean directReads)
+      throws RocksDBException {
     this.dir = dir;
     cache = new LRUCache(memory / 2);
-    BlockBasedTableConfig table = new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false))
-        .setBlockCache(cache).setCacheIndexAndFilterBlocks(indexInCache)
-        .setCacheIndexAndFilterBlocksWithHighPriority(true).setPinL0FilterAndIndexBlocksInCache(indexInCache);
-    options = new org.rocksdb.Options().setCreateIfMissing(true).setCompressionType(CompressionType.LZ4_COMPRESSION)
-        .setWriteBufferSize(memory / 4).setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3)
-        .setTableFormatConfig(table).setUseDirectReads(directReads);
+    BlockBasedTableConfig table =
+        new BlockBasedTableConfig()
+            .setFilterPolicy(new BloomFilter(10, false))
+            .setBlockCache(cache)
+            .setCacheIndexAndFilterBlocks(indexInCache)
+            .setCacheIndexAndFilterBlocksWithHighPriority(true)
+            .setPinL0FilterAndIndexBlocksInCache(indexInCache);
+    options =
+        new org.rocksdb.Options()
+            .setCreateIfMissing(true)
+            .setCompressionType(CompressionType.LZ4_COMPRESSION)
+            .setWriteBufferSize(memory / 4)
+            .setMaxWriteBufferNumber(2)
+            .setMaxBackgroundJobs(3)
+            .setTableFormatConfig(table)
+            .setUseDirectReads(directReads);
     if (ttlSeconds > 0) {
       options.setTtl(ttlSeconds).setPeriodicCompactionSeconds(ttlSeconds);
       db = org.rocksdb.TtlDB.open(options, dir.toString(), ttlSeconds, false);
@@ -80,7 +94,8 @@ final class RocksStore implements Race.Store {
 
   @Override
   public long[] readAll(String kind) {
-    if (!kind.equals("scan")) throw new IllegalArgumentException("RocksDB reads all by scan only, not " + kind);
+    if (!kind.equals("scan"))
+      throw new IllegalArgumentException("RocksDB reads all by scan only, not " + kind);
     long records = 0, bytes = 0;
     try (org.rocksdb.RocksIterator it = db.newIterator()) {
       for (it.seekToFirst(); it.isValid(); it.next()) {
@@ -124,7 +139,8 @@ final class RocksStore implements Race.Store {
   public Map<String, String> figures() throws RocksDBException {
     Map<String, String> m = new java.util.LinkedHashMap<>();
     long tables = 0;
-    for (int l = 0; l < 7; l++) tables += Long.parseLong(db.getProperty("rocksdb.num-files-at-level" + l));
+    for (int l = 0; l < 7; l++)
+      tables += Long.parseLong(db.getProperty("rocksdb.num-files-at-level" + l));
     m.put("tables", Long.toString(tables));
     return m;
   }
@@ -137,16 +153,23 @@ final class RocksStore implements Race.Store {
   @Override
   public Map<String, Long> counters() throws RocksDBException {
     Map<String, Long> m = new HashMap<>();
-    for (String p : new String[] {"total-sst-files-size", "live-sst-files-size", "estimate-pending-compaction-bytes"}) {
+    for (String p :
+        new String[] {
+          "total-sst-files-size", "live-sst-files-size", "estimate-pending-compaction-bytes"
+        }) {
       m.put(p, db.getLongProperty("rocksdb." + p));
     }
     long tables = 0;
-    for (int l = 0; l < 7; l++) tables += Long.parseLong(db.getProperty("rocksdb.num-files-at-level" + l));
+    for (int l = 0; l < 7; l++)
+      tables += Long.parseLong(db.getProperty("rocksdb.num-files-at-level" + l));
     m.put("tables", tables);
     return m;
   }
 
-  /** At the phase's end: the table files' bytes, those of the current version, the pending compaction. */
+  /**
+   * At the phase's end: the table files' bytes, those of the current version, the pending
+   * compaction.
+   */
   @Override
   public Map<String, String> phaseFigures(Map<String, Long> before, Map<String, Long> after) {
     Map<String, String> m = new java.util.LinkedHashMap<>();

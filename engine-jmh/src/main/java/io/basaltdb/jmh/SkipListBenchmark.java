@@ -23,28 +23,34 @@ import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
 /**
- * Point reads and updates of the Nitro skiplist against {@link ConcurrentSkipListMap}, measured side by
- * side: 16-byte random keys, 100-byte values, {@code entries} keys loaded in {@code @Setup}; each
- * operation picks a random loaded key, so {@code get} always hits and {@code put} replaces a value (a
- * new version for Basalt, whose old version is unlinked and reclaimed by its collector). The caller
- * supplies the output buffer, so Basalt's {@code get} allocates nothing on the heap.
+ * Point reads and updates of the Nitro skiplist against {@link ConcurrentSkipListMap}, measured
+ * side by side: 16-byte random keys, 100-byte values, {@code entries} keys loaded in
+ * {@code @Setup}; each operation picks a random loaded key, so {@code get} always hits and {@code
+ * put} replaces a value (a new version for Basalt, whose old version is unlinked and reclaimed by
+ * its collector). The caller supplies the output buffer, so Basalt's {@code get} allocates nothing
+ * on the heap.
  *
  * <p>Run (see docs/benchmarks.md for the full matrix):
+ *
  * <pre>
  * java @jvm.flags -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 1 -prof gc
  * java @jvm.flags -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 2 -prof gc
  * </pre>
- * {@code @jvm.flags} (the JVM flags, docs/operations.md) is for the fork: it inherits the JMH JVM's flags.
- * After loading, the setup prints Basalt's metadata bytes per entry (memory in use minus key and
- * value bytes).
+ *
+ * {@code @jvm.flags} (the JVM flags, docs/operations.md) is for the fork: it inherits the JMH JVM's
+ * flags. After loading, the setup prints Basalt's metadata bytes per entry (memory in use minus key
+ * and value bytes).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 3)
 @Measurement(iterations = 5, time = 3)
-// The fork inherits the JMH JVM's flags (JMH's default), so jvm.flags reaches it from the command line.
-@Fork(value = 1, jvmArgsAppend = {"-Xms8g", "-Xmx8g", "-XX:+UseParallelGC"})
+// The fork inherits the JMH JVM's flags (JMH's default), so jvm.flags reaches it from the command
+// line.
+@Fork(
+    value = 1,
+    jvmArgsAppend = {"-Xms8g", "-Xmx8g", "-XX:+UseParallelGC"})
 public class SkipListBenchmark {
   static final int KEY_SIZE = 16;
   static final int VALUE_SIZE = 100;
@@ -80,8 +86,13 @@ public class SkipListBenchmark {
         basalt = new SkipList(SkipListConfig.defaults().withMemoryQuota(quota));
         for (byte[] k : keys) basalt.put(k, value);
         SkipListStats st = basalt.stats(); // reported here, outside any measured iteration
-        System.out.printf("%n# basalt: %d items, %d nodes, metadata %.1f bytes/entry (used %d B, user %d B), levels %s%n",
-            st.items(), st.nodes(), st.metadataBytesPerNode(), st.memoryUsed(), st.userBytes(),
+        System.out.printf(
+            "%n# basalt: %d items, %d nodes, metadata %.1f bytes/entry (used %d B, user %d B), levels %s%n",
+            st.items(),
+            st.nodes(),
+            st.metadataBytesPerNode(),
+            st.memoryUsed(),
+            st.userBytes(),
             Arrays.toString(st.nodesPerLevel()));
       }
       case "cslm" -> {
@@ -104,7 +115,8 @@ public class SkipListBenchmark {
   /** Per-thread random stream and output buffer, so the measured loop allocates nothing itself. */
   @State(Scope.Thread)
   public static class ThreadState {
-    SplittableRandom random = new SplittableRandom(Thread.currentThread().getId() * 0x9E3779B97F4A7C15L);
+    SplittableRandom random =
+        new SplittableRandom(Thread.currentThread().getId() * 0x9E3779B97F4A7C15L);
     byte[] out = new byte[VALUE_SIZE];
   }
 

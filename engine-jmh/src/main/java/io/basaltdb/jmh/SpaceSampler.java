@@ -11,15 +11,16 @@ import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 
 /**
- * The size of a store's directory on disk, measured two ways, and a background thread that samples it
- * about once a second to keep the peak of a phase of {@link Race}. Apparent size is the sum of
- * {@code Files.size} of every regular file (it counts a preallocated tail that extends the length, as
- * Basalt's segments have, but not RocksDB's {@code FALLOC_FL_KEEP_SIZE} reservations); allocated size is
- * {@code du -s -B1} (blocks actually held, sparse holes excluded, reservations included), -1 if
- * {@code du} failed. Files deleted during a walk are skipped.
+ * The size of a store's directory on disk, measured two ways, and a background thread that samples
+ * it about once a second to keep the peak of a phase of {@link Race}. Apparent size is the sum of
+ * {@code Files.size} of every regular file (it counts a preallocated tail that extends the length,
+ * as Basalt's segments have, but not RocksDB's {@code FALLOC_FL_KEEP_SIZE} reservations); allocated
+ * size is {@code du -s -B1} (blocks actually held, sparse holes excluded, reservations included),
+ * -1 if {@code du} failed. Files deleted during a walk are skipped.
  *
- * <p>Thread-safety: the peaks are guarded by this object's monitor; the sampler thread and the phase
- * that reads and resets them share nothing else. {@code closed} is volatile so the sampler sees a close.
+ * <p>Thread-safety: the peaks are guarded by this object's monitor; the sampler thread and the
+ * phase that reads and resets them share nothing else. {@code closed} is volatile so the sampler
+ * sees a close.
  */
 final class SpaceSampler implements AutoCloseable {
   static final long PERIOD_MILLIS = 1000;
@@ -33,8 +34,10 @@ final class SpaceSampler implements AutoCloseable {
 
   private final Path dir;
   private final Thread thread;
+
   /** Set once by close(); read by the sampler thread. */
   private volatile boolean closed;
+
   /** The largest sizes since the last resetPeak(); guarded by this. */
   private Sample peak = new Sample(0, -1);
 
@@ -91,7 +94,8 @@ final class SpaceSampler implements AutoCloseable {
     try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
       for (Path p : entries) {
         try {
-          BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+          BasicFileAttributes a =
+              Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
           if (a.isDirectory()) sum += apparentSize(p);
           else if (a.isRegularFile()) sum += a.size();
         } catch (NoSuchFileException e) {
@@ -109,8 +113,10 @@ final class SpaceSampler implements AutoCloseable {
   /** Bytes allocated under {@code dir} by {@code du -s -B1}; -1 if du failed or printed nothing. */
   static long allocatedSize(Path dir) {
     try {
-      Process p = new ProcessBuilder("du", "-s", "-B1", dir.toString())
-          .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+      Process p =
+          new ProcessBuilder("du", "-s", "-B1", dir.toString())
+              .redirectError(ProcessBuilder.Redirect.DISCARD)
+              .start();
       String out;
       try (InputStream in = p.getInputStream()) {
         out = new String(in.readAllBytes(), StandardCharsets.US_ASCII).trim();

@@ -7,18 +7,21 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The update workloads of {@link Race}, run on the loaded and settled store.
+ *
  * <ul>
- *   <li>{@link #rounds}: Magma's update workload (paper section 9.2.3): each round updates every loaded
- *       key exactly once, in a fresh random order (a seeded shuffle per round), with new 1 KiB values in
- *       batches of 100 at the load's durability; the rounds run back to back, and after the last one
- *       the store settles (flush, then key index compaction and garbage collection run dry). Each round
- *       and the settle are a {@link Phase}; the settle's line adds {@code updatesWriteAmp}, the bytes
- *       written from the first round's start to the settle's end over the user bytes of all rounds.</li>
- *   <li>{@link #soak}: YCSB-like zipfian updates ({@link Zipfian}) for a fixed time, printing a line
- *       {@code soak t=.. engine=.. spaceamp=.. allocspaceamp=.. opsPerSec=.. writeAmp=..} every
- *       {@link #SOAK_REPORT_MILLIS} ({@code spaceamp}: the directory's apparent size over the live user
- *       data; {@code opsPerSec} of the last interval; {@code writeAmp} since the soak began), for
- *       {@code bin/plot-soak}; then a {@code soak} phase and a {@code soak-settled} phase.</li>
+ *   <li>{@link #rounds}: Magma's update workload (paper section 9.2.3): each round updates every
+ *       loaded key exactly once, in a fresh random order (a seeded shuffle per round), with new 1
+ *       KiB values in batches of 100 at the load's durability; the rounds run back to back, and
+ *       after the last one the store settles (flush, then key index compaction and garbage
+ *       collection run dry). Each round and the settle are a {@link Phase}; the settle's line adds
+ *       {@code updatesWriteAmp}, the bytes written from the first round's start to the settle's end
+ *       over the user bytes of all rounds.
+ *   <li>{@link #soak}: YCSB-like zipfian updates ({@link Zipfian}) for a fixed time, printing a
+ *       line {@code soak t=.. engine=.. spaceamp=.. allocspaceamp=.. opsPerSec=.. writeAmp=..}
+ *       every {@link #SOAK_REPORT_MILLIS} ({@code spaceamp}: the directory's apparent size over the
+ *       live user data; {@code opsPerSec} of the last interval; {@code writeAmp} since the soak
+ *       began), for {@code bin/plot-soak}; then a {@code soak} phase and a {@code soak-settled}
+ *       phase.
  * </ul>
  *
  * <p>Thread-safety: run by the race's main thread; writer threads share only the store, an atomic
@@ -29,9 +32,18 @@ final class Updates {
 
   private Updates() {}
 
-  static void rounds(String engine, Race.Store store, SpaceSampler sampler, long keys, int writers, int rounds,
-      long seed, Race.Values values) throws Exception {
-    if (keys > Integer.MAX_VALUE) throw new IllegalArgumentException("update rounds need at most 2^31-1 keys");
+  static void rounds(
+      String engine,
+      Race.Store store,
+      SpaceSampler sampler,
+      long keys,
+      int writers,
+      int rounds,
+      long seed,
+      Race.Values values)
+      throws Exception {
+    if (keys > Integer.MAX_VALUE)
+      throw new IllegalArgumentException("update rounds need at most 2^31-1 keys");
     long user = keys * (Race.KEY_SIZE + Race.VALUE_SIZE);
     long written0 = Race.procIo().get("write_bytes");
     for (int round = 1; round <= rounds; round++) {
@@ -63,8 +75,16 @@ final class Updates {
     return a;
   }
 
-  static void soak(String engine, Race.Store store, SpaceSampler sampler, long keys, int writers, long seconds,
-      long seed, Race.Values values) throws Exception {
+  static void soak(
+      String engine,
+      Race.Store store,
+      SpaceSampler sampler,
+      long keys,
+      int writers,
+      long seconds,
+      long seed,
+      Race.Values values)
+      throws Exception {
     long user = keys * (Race.KEY_SIZE + Race.VALUE_SIZE);
     Zipfian zipf = new Zipfian(keys);
     AtomicLong ops = new AtomicLong();
@@ -76,29 +96,33 @@ final class Updates {
     Thread[] threads = new Thread[writers];
     for (int w = 0; w < writers; w++) {
       SplittableRandom r = new SplittableRandom(seed + 2000 + w);
-      threads[w] = new Thread(() -> {
-        try {
-          long salt = 0;
-          while (System.nanoTime() < deadline && failed.get() == null) {
-            byte[][] ks = new byte[Race.batch][];
-            byte[][] vs = new byte[Race.batch][];
-            for (int j = 0; j < Race.batch; j++) {
-              long i = zipf.next(r);
-              ks[j] = Race.key(i);
-              vs[j] = values.value(i, ++salt);
-            }
-            store.write(ks, vs);
-            ops.addAndGet(Race.batch);
-          }
-        } catch (Throwable e) {
-          failed.compareAndSet(null, e);
-        }
-      }, "race-soak-" + w);
+      threads[w] =
+          new Thread(
+              () -> {
+                try {
+                  long salt = 0;
+                  while (System.nanoTime() < deadline && failed.get() == null) {
+                    byte[][] ks = new byte[Race.batch][];
+                    byte[][] vs = new byte[Race.batch][];
+                    for (int j = 0; j < Race.batch; j++) {
+                      long i = zipf.next(r);
+                      ks[j] = Race.key(i);
+                      vs[j] = values.value(i, ++salt);
+                    }
+                    store.write(ks, vs);
+                    ops.addAndGet(Race.batch);
+                  }
+                } catch (Throwable e) {
+                  failed.compareAndSet(null, e);
+                }
+              },
+              "race-soak-" + w);
       threads[w].start();
     }
     long lastOps = 0;
     long lastT = t0;
-    for (long next = t0 + SOAK_REPORT_MILLIS * 1_000_000L; next <= deadline && failed.get() == null;
+    for (long next = t0 + SOAK_REPORT_MILLIS * 1_000_000L;
+        next <= deadline && failed.get() == null;
         next += SOAK_REPORT_MILLIS * 1_000_000L) {
       long sleep = (next - System.nanoTime()) / 1_000_000L;
       if (sleep > 0) Thread.sleep(sleep);
@@ -106,10 +130,15 @@ final class Updates {
       long n = ops.get();
       SpaceSampler.Sample s = SpaceSampler.measure(store.directory());
       long written = Race.procIo().get("write_bytes") - written0;
-      System.out.printf(java.util.Locale.ROOT,
+      System.out.printf(
+          java.util.Locale.ROOT,
           "soak t=%.1f engine=%s spaceamp=%.3f allocspaceamp=%.3f opsPerSec=%.0f ops=%d writeAmp=%.3f%n",
-          (now - t0) / 1e9, engine, (double) s.apparent() / user,
-          s.allocated() < 0 ? -1.0 : (double) s.allocated() / user, (n - lastOps) / ((now - lastT) / 1e9), n,
+          (now - t0) / 1e9,
+          engine,
+          (double) s.apparent() / user,
+          s.allocated() < 0 ? -1.0 : (double) s.allocated() / user,
+          (n - lastOps) / ((now - lastT) / 1e9),
+          n,
           n == 0 ? 0.0 : (double) written / (n * (Race.KEY_SIZE + Race.VALUE_SIZE)));
       lastOps = n;
       lastT = now;

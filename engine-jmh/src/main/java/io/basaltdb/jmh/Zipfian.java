@@ -4,10 +4,10 @@ import java.util.SplittableRandom;
 
 /**
  * YCSB's scrambled zipfian choice of an item among {@code n} (Gray et al., "Quickly generating
- * billion-record synthetic databases", SIGMOD 1994, as YCSB's {@code ZipfianGenerator} implements it,
- * constant 0.99): rank 0 is the most popular; a rank is then hashed onto the items so the popular ones
- * are spread over the key space, as YCSB's {@code ScrambledZipfianGenerator} does. Computing zeta(n)
- * walks every item once, in the constructor.
+ * billion-record synthetic databases", SIGMOD 1994, as YCSB's {@code ZipfianGenerator} implements
+ * it, constant 0.99): rank 0 is the most popular; a rank is then hashed onto the items so the
+ * popular ones are spread over the key space, as YCSB's {@code ScrambledZipfianGenerator} does.
+ * Computing zeta(n) walks every item once, in the constructor.
  *
  * <p>Thread-safety: immutable; each caller passes its own random source.
  */

@@ -1,4 +1,5 @@
 /**
- * Basalt's binding for the YCSB harness ({@code site.ycsb.DB}): {@link io.basaltdb.ycsb.BasaltClient}.
+ * Basalt's binding for the YCSB harness ({@code site.ycsb.DB}): {@link
+ * io.basaltdb.ycsb.BasaltClient}.
  */
 package io.basaltdb.ycsb;

@@ -24,8 +24,7 @@ import site.ycsb.StringByteIterator;
 
 /** Each operation of the binding, its status codes and the shared store's lifecycle. */
 class BasaltClientTest {
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   private BasaltClient client(String mode) throws DBException {
     Properties p = new Properties();
@@ -58,20 +57,29 @@ class BasaltClientTest {
       try {
         Map<String, ByteIterator> out = new HashMap<>();
         assertEquals(Status.NOT_FOUND, c.read("usertable", "user1", null, out), mode);
-        assertEquals(Status.NOT_FOUND, c.update("usertable", "user1", fields("f0", "x")), "update of a missing record");
-        assertEquals(Status.OK, c.insert("usertable", "user1", fields("f0", "a", "f1", "b", "f2", "c")));
+        assertEquals(
+            Status.NOT_FOUND,
+            c.update("usertable", "user1", fields("f0", "x")),
+            "update of a missing record");
+        assertEquals(
+            Status.OK, c.insert("usertable", "user1", fields("f0", "a", "f1", "b", "f2", "c")));
         assertEquals(Status.OK, c.update("usertable", "user1", fields("f1", "B", "f3", "d")));
         assertEquals(Status.OK, c.read("usertable", "user1", null, out));
-        assertEquals(Map.of("f0", "a", "f1", "B", "f2", "c", "f3", "d"), strings(out), "update merges fields");
+        assertEquals(
+            Map.of("f0", "a", "f1", "B", "f2", "c", "f3", "d"),
+            strings(out),
+            "update merges fields");
         out.clear();
         assertEquals(Status.OK, c.read("usertable", "user1", Set.of("f2"), out));
         assertEquals(Map.of("f2", "c"), strings(out), "only the fields asked for");
-        for (int i = 5; i >= 2; i--) assertEquals(Status.OK, c.insert("usertable", "user" + i, fields("f0", "v" + i)));
+        for (int i = 5; i >= 2; i--)
+          assertEquals(Status.OK, c.insert("usertable", "user" + i, fields("f0", "v" + i)));
         assertEquals(Status.OK, c.insert("other", "user3", fields("f0", "elsewhere")));
         Vector<HashMap<String, ByteIterator>> rows = new Vector<>();
         assertEquals(Status.OK, c.scan("usertable", "user2", 3, Set.of("f0"), rows));
         assertEquals(3, rows.size());
-        for (int i = 0; i < 3; i++) assertEquals("v" + (i + 2), rows.get(i).get("f0").toString(), "scan in key order");
+        for (int i = 0; i < 3; i++)
+          assertEquals("v" + (i + 2), rows.get(i).get("f0").toString(), "scan in key order");
         assertEquals(Status.OK, c.delete("usertable", "user1"));
         assertEquals(Status.NOT_FOUND, c.read("usertable", "user1", null, out));
         out.clear();
@@ -86,7 +94,8 @@ class BasaltClientTest {
   @Test
   void instancesShareOneStore_closedByTheLastCleanup_andDataSurvivesOnDisk() throws Exception {
     BasaltClient a = client("disk");
-    BasaltClient b = client("disk"); // a second open of the directory would fail: it is the same store
+    BasaltClient b =
+        client("disk"); // a second open of the directory would fail: it is the same store
     assertEquals(Status.OK, a.insert("usertable", "k", fields("f", "1")));
     a.cleanup();
     Map<String, ByteIterator> out = new HashMap<>();
@@ -107,9 +116,18 @@ class BasaltClientTest {
   void badProperties_areRefusedWithTheirName() {
     Properties p = new Properties();
     p.setProperty("basalt.mode", "tape");
-    assertTrue(assertThrows(InvalidArgumentException.class, () -> BasaltClient.open(p)).getMessage().contains("basalt.mode"));
-    assertTrue(assertThrows(InvalidArgumentException.class, () -> BasaltClient.parseBytes("lots")).getMessage().contains("basalt.memory"));
-    assertTrue(assertThrows(InvalidArgumentException.class, () -> BasaltClient.parseSync("often")).getMessage().contains("basalt.sync"));
+    assertTrue(
+        assertThrows(InvalidArgumentException.class, () -> BasaltClient.open(p))
+            .getMessage()
+            .contains("basalt.mode"));
+    assertTrue(
+        assertThrows(InvalidArgumentException.class, () -> BasaltClient.parseBytes("lots"))
+            .getMessage()
+            .contains("basalt.memory"));
+    assertTrue(
+        assertThrows(InvalidArgumentException.class, () -> BasaltClient.parseSync("often"))
+            .getMessage()
+            .contains("basalt.sync"));
     assertEquals(256L << 20, BasaltClient.parseBytes("256m"));
     assertEquals(3L << 30, BasaltClient.parseBytes("3G"));
     assertEquals(1000, BasaltClient.parseBytes("1000"));
@@ -125,7 +143,9 @@ class BasaltClientTest {
     Map<String, byte[]> back = Fields.decodeAll(enc);
     assertEquals(f.keySet(), back.keySet());
     for (String k : f.keySet()) assertArrayEquals(f.get(k), back.get(k), k);
-    assertThrows(CorruptionException.class, () -> Fields.decodeAll(java.util.Arrays.copyOf(enc, enc.length - 1)));
+    assertThrows(
+        CorruptionException.class,
+        () -> Fields.decodeAll(java.util.Arrays.copyOf(enc, enc.length - 1)));
     assertThrows(CorruptionException.class, () -> Fields.decodeAll(new byte[] {5}));
   }
 }

@@ -19,27 +19,48 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The official harness, {@code site.ycsb.Client}, drives the binding through a load phase and a run phase
- * of a small workload A and workload E (scans and inserts); every operation must return OK. The client
- * ends with {@code System.exit}, so it runs in a child JVM on this test's class path.
+ * The official harness, {@code site.ycsb.Client}, drives the binding through a load phase and a run
+ * phase of a small workload A and workload E (scans and inserts); every operation must return OK.
+ * The client ends with {@code System.exit}, so it runs in a child JVM on this test's class path.
  */
 class YcsbRunTest {
-  private static final Pattern RESULT = Pattern.compile("^\\[(\\w+)\\], Return=(\\w+), (\\d+)$", Pattern.MULTILINE);
+  private static final Pattern RESULT =
+      Pattern.compile("^\\[(\\w+)\\], Return=(\\w+), (\\d+)$", Pattern.MULTILINE);
 
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   private String ycsb(String phase, String workload, int records, int ops) throws Exception {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-      if (a.startsWith("--add-opens") || a.startsWith("--add-exports")) cmd.add(a); // Chronicle's flags
+      if (a.startsWith("--add-opens") || a.startsWith("--add-exports"))
+        cmd.add(a); // Chronicle's flags
     }
-    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), "site.ycsb.Client", phase,
-        "-db", BasaltClient.class.getName(), "-P", Path.of("workloads", workload).toString(),
-        "-p", "recordcount=" + records, "-p", "operationcount=" + ops, "-p", "basalt.dir=" + dir.resolve("db"),
-        "-p", "basalt.memory=64m", "-threads", "4"));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve(phase + ".out").toFile()).start();
+    cmd.addAll(
+        List.of(
+            "-cp",
+            System.getProperty("java.class.path"),
+            "site.ycsb.Client",
+            phase,
+            "-db",
+            BasaltClient.class.getName(),
+            "-P",
+            Path.of("workloads", workload).toString(),
+            "-p",
+            "recordcount=" + records,
+            "-p",
+            "operationcount=" + ops,
+            "-p",
+            "basalt.dir=" + dir.resolve("db"),
+            "-p",
+            "basalt.memory=64m",
+            "-threads",
+            "4"));
+    Process p =
+        new ProcessBuilder(cmd)
+            .redirectErrorStream(true)
+            .redirectOutput(dir.resolve(phase + ".out").toFile())
+            .start();
     assertTrue(p.waitFor(120, TimeUnit.SECONDS), "YCSB finished");
     String out = Files.readString(dir.resolve(phase + ".out"), StandardCharsets.UTF_8);
     assertEquals(0, p.exitValue(), out);
@@ -50,7 +71,8 @@ class YcsbRunTest {
   private static Map<String, Long> results(String out) {
     Map<String, Long> m = new TreeMap<>();
     Matcher mt = RESULT.matcher(out);
-    while (mt.find()) m.merge(mt.group(1) + "=" + mt.group(2), Long.parseLong(mt.group(3)), Long::sum);
+    while (mt.find())
+      m.merge(mt.group(1) + "=" + mt.group(2), Long.parseLong(mt.group(3)), Long::sum);
     return m;
   }
 

@@ -11,47 +11,61 @@ import java.util.function.Supplier;
 
 /**
  * The store's block cache: an off-heap LRU cache of what Magma's index block cache holds (seed 000,
- * section 3.4: the key index's index, filter and data blocks, the log segments' seqno index pages) and,
- * for a store with no document cache above it, single documents: the paper's Couchbase keeps a
+ * section 3.4: the key index's index, filter and data blocks, the log segments' seqno index pages)
+ * and, for a store with no document cache above it, single documents: the paper's Couchbase keeps a
  * document cache per vBucket because caching documents one by one does not waste memory on the cold
- * documents that share a 4 KiB block with a hot one. Readers keep no copy of index data on the heap: a
- * lookup pins the cached block, reads it in place and releases it.
+ * documents that share a 4 KiB block with a hot one. Readers keep no copy of index data on the
+ * heap: a lookup pins the cached block, reads it in place and releases it.
  *
  * <p>Blocks are keyed by {@code (owner, offset)}: {@link #newOwner()} gives each open file its own
  * number, so a key never names two different contents (a file is immutable below what its readers
- * read, and a new file gets a new owner). What is cached is each reader's decoded, checked form of a
- * block, not the bytes on disk, so a hit skips the checksum and the parsing as well as the read.
+ * read, and a new file gets a new owner). What is cached is each reader's decoded, checked form of
+ * a block, not the bytes on disk, so a hit skips the checksum and the parsing as well as the read.
  *
  * <p>Memory: every cached block is one malloc of its size, counted in {@link #bytes()} from the
  * allocation to the free; the engine gives the cache its own part of the memory quota, so the cache
  * and the write cache never take each other's memory. A block is freed only when it is out of the
- * cache and no reader holds a pin on it, so an eviction racing a reader never frees memory in use. A
- * block larger than a shard's share of the capacity, or any block once the cache is closed, is
+ * cache and no reader holds a pin on it, so an eviction racing a reader never frees memory in use.
+ * A block larger than a shard's share of the capacity, or any block once the cache is closed, is
  * returned to the reader as a heap block that is not cached (and {@link #release}d as a no-op).
  *
- * <p>Concurrency: the cache is split into shards by key hash, each with its own lock guarding its map
- * and LRU list (RocksDB's LRUCache design), taken for writing by puts, removals and evictions. A hit
- * takes no lock: it looks in the map optimistically ({@link StampedLock}) and pins the block with a
- * CAS that fails once the block is evicted, and instead of moving the block to the head of the list
- * it sets the block's referenced bit, which the evictor honours with a second chance (CLOCK over the
- * LRU order). So readers of one hot block (a table's filter, read by every get) do not queue on a
- * lock, nor park behind a lock holder the scheduler has preempted ({@link #find} says how a lookup
- * that races a writer ends). Evicted blocks are freed after the lock. A release is a lock-free
- * decrement. A block's state word holds its pin
- * count and an EVICTED bit; whoever brings it to "evicted, no pins" frees it, and that happens exactly
- * once: a pin succeeds only before the EVICTED bit is set, so an eviction after it sees the pin.
+ * <p>Concurrency: the cache is split into shards by key hash, each with its own lock guarding its
+ * map and LRU list (RocksDB's LRUCache design), taken for writing by puts, removals and evictions.
+ * A hit takes no lock: it looks in the map optimistically ({@link StampedLock}) and pins the block
+ * with a CAS that fails once the block is evicted, and instead of moving the block to the head of
+ * the list it sets the block's referenced bit, which the evictor honours with a second chance
+ * (CLOCK over the LRU order). So readers of one hot block (a table's filter, read by every get) do
+ * not queue on a lock, nor park behind a lock holder the scheduler has preempted ({@link #find}
+ * says how a lookup that races a writer ends). Evicted blocks are freed after the lock. A release
+ * is a lock-free decrement. A block's state word holds its pin count and an EVICTED bit; whoever
+ * brings it to "evicted, no pins" frees it, and that happens exactly once: a pin succeeds only
+ * before the EVICTED bit is set, so an eviction after it sees the pin.
  */
 public final class BlockCache implements AutoCloseable {
   /** What a cached block holds; the stats count bytes by kind. */
-  public enum Kind { TABLE_INDEX, TABLE_FILTER, TABLE_DATA, SEGMENT_PAGE, DOCUMENT }
+  public enum Kind {
+    TABLE_INDEX,
+    TABLE_FILTER,
+    TABLE_DATA,
+    SEGMENT_PAGE,
+    DOCUMENT
+  }
 
   private static final int EVICTED = 1 << 30;
   private static final int PINS = EVICTED - 1;
-  /** A heap block never in the cache: pins are not counted and it is never freed (the GC owns it). */
+
+  /**
+   * A heap block never in the cache: pins are not counted and it is never freed (the GC owns it).
+   */
   private static final int HEAP = -1;
+
   private static final VarHandle STATE;
-  /** Bytes a cached block costs beyond its contents: its entry object, map node and malloc header. */
+
+  /**
+   * Bytes a cached block costs beyond its contents: its entry object, map node and malloc header.
+   */
   static final int OVERHEAD = 96;
+
   /** A shard gets at least this much of the capacity, so that one big filter block fits in one. */
   private static final long MIN_SHARD_BYTES = 4L << 20;
 
@@ -64,9 +78,9 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * A pinned block: {@code size} bytes at {@code (base, address)} in {@link Mem}'s addressing (base is
-   * null for native memory, a {@code byte[]} for a heap block). Valid until {@link #release}d; release
-   * each pin exactly once.
+   * A pinned block: {@code size} bytes at {@code (base, address)} in {@link Mem}'s addressing (base
+   * is null for native memory, a {@code byte[]} for a heap block). Valid until {@link #release}d;
+   * release each pin exactly once.
    */
   public static final class Block {
     public final Object base;
@@ -74,26 +88,32 @@ public final class BlockCache implements AutoCloseable {
     public final int size;
     final Kind kind;
     final long key;
+
     /** The cache whose memory this is; null for a heap block. */
     private final BlockCache cache;
+
     /**
      * Pins, plus EVICTED once out of the cache; HEAP for a heap block. Changed only by atomic
-     * operations through STATE ({@link #casState}, {@link #faaState}), from any thread, without a lock.
+     * operations through STATE ({@link #casState}, {@link #faaState}), from any thread, without a
+     * lock.
      */
     @SuppressWarnings("unused")
     private volatile int state;
+
     /**
-     * Read since the evictor last passed it: set by hits without the lock (a benign race: a lost or late
-     * set only changes which block goes first), cleared by the evictor, which gives such a block a
-     * second chance at the head of the list.
+     * Read since the evictor last passed it: set by hits without the lock (a benign race: a lost or
+     * late set only changes which block goes first), cleared by the evictor, which gives such a
+     * block a second chance at the head of the list.
      */
     boolean referenced;
+
     /**
-     * LRU neighbours, guarded by the shard lock while the block is in the list; null once out of it,
-     * except that a put chains the blocks it evicted through {@code older} to free them after the lock
-     * (no other thread reaches them by then).
+     * LRU neighbours, guarded by the shard lock while the block is in the list; null once out of
+     * it, except that a put chains the blocks it evicted through {@code older} to free them after
+     * the lock (no other thread reaches them by then).
      */
     Block newer;
+
     Block older;
 
     Block(BlockCache cache, Object base, long address, int size, Kind kind, long key, int state) {
@@ -131,38 +151,52 @@ public final class BlockCache implements AutoCloseable {
 
   /** Lowered by {@link #shrink}, never raised. */
   private volatile long capacity;
+
   private volatile long shardCapacity;
   private final Shard[] shards;
   private final int shardMask;
   private final AtomicLong owners = new AtomicLong();
-  /** Native bytes allocated and not yet freed, charges included (what the cache costs the quota). */
+
+  /**
+   * Native bytes allocated and not yet freed, charges included (what the cache costs the quota).
+   */
   private final AtomicLong bytes = new AtomicLong();
+
   private final AtomicLong[] bytesByKind = new AtomicLong[Kind.values().length];
   private final LongAdder[] hits = new LongAdder[Kind.values().length];
   private final LongAdder[] misses = new LongAdder[Kind.values().length];
   private final LongAdder evictions = new LongAdder();
+
   /** Reads {@link #admitOnSecondRead} turned away. */
   private final LongAdder declined = new LongAdder();
+
   /**
-   * Fingerprints of blocks read once and not cached, direct-mapped by key (TinyLFU's doorkeeper). Read
-   * and written racily, with plain accesses: a lost, stale or torn slot changes one admission decision,
-   * never what a read returns.
+   * Fingerprints of blocks read once and not cached, direct-mapped by key (TinyLFU's doorkeeper).
+   * Read and written racily, with plain accesses: a lost, stale or torn slot changes one admission
+   * decision, never what a read returns.
    */
   private final long[] readOnce;
+
   private static final int READ_ONCE_WAYS = 4;
   private volatile boolean closed;
 
   /** A cache of at most {@code capacity} bytes; 0 caches nothing (every lookup misses). */
   public BlockCache(long capacity) {
-    if (capacity < 0) throw new InvalidArgumentException("block cache capacity must not be negative, was " + capacity);
+    if (capacity < 0)
+      throw new InvalidArgumentException(
+          "block cache capacity must not be negative, was " + capacity);
     this.capacity = capacity;
-    int n = (int) Math.max(1, Math.min(16, Long.highestOneBit(Math.max(1, capacity / MIN_SHARD_BYTES))));
+    int n =
+        (int)
+            Math.max(1, Math.min(16, Long.highestOneBit(Math.max(1, capacity / MIN_SHARD_BYTES))));
     this.shards = new Shard[n];
     for (int i = 0; i < n; i++) shards[i] = new Shard();
     this.shardMask = n - 1;
     this.shardCapacity = capacity / n;
-    // About one slot per KiB of capacity: a window as long as the cache holds documents of that size.
-    this.readOnce = new long[(int) Long.highestOneBit(Math.max(64, Math.min(1L << 20, capacity >> 10)))];
+    // About one slot per KiB of capacity: a window as long as the cache holds documents of that
+    // size.
+    this.readOnce =
+        new long[(int) Long.highestOneBit(Math.max(64, Math.min(1L << 20, capacity >> 10)))];
     for (int i = 0; i < bytesByKind.length; i++) {
       bytesByKind[i] = new AtomicLong();
       hits[i] = new LongAdder();
@@ -176,8 +210,8 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * The first of {@code n} consecutive owner numbers no other file has, for a file that keys {@code n}
-   * kinds of blocks in separate spaces (a segment: index pages by offset, documents by seqno).
+   * The first of {@code n} consecutive owner numbers no other file has, for a file that keys {@code
+   * n} kinds of blocks in separate spaces (a segment: index pages by offset, documents by seqno).
    */
   public long newOwners(int n) {
     if (n < 1) throw new InvalidArgumentException("owner count must be positive, was " + n);
@@ -185,8 +219,8 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * The pinned block {@code (owner, offset)}, or null if it is not cached. Counts a hit or a miss of
-   * {@code kind}, the kind the caller expects there.
+   * The pinned block {@code (owner, offset)}, or null if it is not cached. Counts a hit or a miss
+   * of {@code kind}, the kind the caller expects there.
    */
   public Block get(long owner, long offset, Kind kind) {
     Block b = find(owner, offset);
@@ -195,8 +229,8 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * As {@link #get(long, long, Kind)} for a reader that will not load the block if it is not cached:
-   * counts a hit, and no miss (nothing is read for it).
+   * As {@link #get(long, long, Kind)} for a reader that will not load the block if it is not
+   * cached: counts a hit, and no miss (nothing is read for it).
    */
   public Block getIfCached(long owner, long offset, Kind kind) {
     Block b = find(owner, offset);
@@ -205,18 +239,23 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * As {@link #get(long, long, Kind)} without counting a hit or a miss: for readers whose reads are not
-   * the cache's business (compaction reads each block once and does not cache it).
+   * As {@link #get(long, long, Kind)} without counting a hit or a miss: for readers whose reads are
+   * not the cache's business (compaction reads each block once and does not cache it).
    */
   public Block find(long owner, long offset) {
     long key = key(owner, offset);
     Shard s = shard(key);
-    // Look without the lock and pin with a CAS that fails once the block is evicted: a block of this
-    // key pinned that way is a hit whatever writers do meanwhile, so a hit takes no lock at all. Not
+    // Look without the lock and pin with a CAS that fails once the block is evicted: a block of
+    // this
+    // key pinned that way is a hit whatever writers do meanwhile, so a hit takes no lock at all.
+    // Not
     // finding the key is a miss only if no writer ran during the look (a writer's removal shifts
-    // entries, which can hide a key for a moment); while writers keep the shard busy, it is called a
-    // miss after a few looks rather than waited for: a writer the scheduler preempted would park every
-    // reader of the shard. The caller of a miss then loads the block and puts it, and the put, under
+    // entries, which can hide a key for a moment); while writers keep the shard busy, it is called
+    // a
+    // miss after a few looks rather than waited for: a writer the scheduler preempted would park
+    // every
+    // reader of the shard. The caller of a miss then loads the block and puts it, and the put,
+    // under
     // the lock, finds the cached one if it was there after all.
     for (int attempt = 0; ; attempt++) {
       long stamp = s.lock.tryOptimisticRead();
@@ -236,14 +275,15 @@ public final class BlockCache implements AutoCloseable {
     while (true) {
       int v = b.lvState(); // lv: sees an evictor's EVICTED; the CAS below validates it
       if ((v & EVICTED) != 0) return false;
-      // cas: succeeds only before the EVICTED add, which then counts this pin and leaves the free to us
+      // cas: succeeds only before the EVICTED add, which then counts this pin and leaves the free
+      // to us
       if (b.casState(v, v + 1)) return true;
     }
   }
 
   /**
-   * The pinned block {@code (owner, offset)}: the cached one, or else what {@code load} returns (the
-   * block's decoded form, which the cache copies), cached if it fits.
+   * The pinned block {@code (owner, offset)}: the cached one, or else what {@code load} returns
+   * (the block's decoded form, which the cache copies), cached if it fits.
    */
   public Block get(long owner, long offset, Kind kind, Supplier<byte[]> load) {
     Block b = get(owner, offset, kind);
@@ -259,9 +299,13 @@ public final class BlockCache implements AutoCloseable {
     return put(owner, offset, kind, contents, contents.length);
   }
 
-  /** As {@link #put(long, long, Kind, byte[])} with the first {@code size} bytes of {@code contents}. */
+  /**
+   * As {@link #put(long, long, Kind, byte[])} with the first {@code size} bytes of {@code
+   * contents}.
+   */
   public Block put(long owner, long offset, Kind kind, byte[] contents, int size) {
-    if (size < 0 || size > contents.length) throw new InvalidArgumentException("size " + size + " out of range");
+    if (size < 0 || size > contents.length)
+      throw new InvalidArgumentException("size " + size + " out of range");
     if (closed || !admits(size)) return heapBlock(contents, size, kind);
     long key = key(owner, offset);
     long a = Mem.allocateUnpooled(size, this);
@@ -272,13 +316,15 @@ public final class BlockCache implements AutoCloseable {
     Shard s = shard(key);
     Block existing;
     boolean inserted = false;
-    Block unpinned = null; // evicted with no pins: freed after the lock, chained through their `older`
+    Block unpinned =
+        null; // evicted with no pins: freed after the lock, chained through their `older`
     long stamp = s.lock.writeLock();
     try {
       existing = s.map.get(key);
       if (existing != null) {
         existing.referenced = true;
-        existing.faaState(1); // faa: in the map, under the lock, so not evicted: this pin cannot fail
+        existing.faaState(
+            1); // faa: in the map, under the lock, so not evicted: this pin cannot fail
       } else if (!closed) {
         s.map.put(b);
         inserted = true;
@@ -297,14 +343,22 @@ public final class BlockCache implements AutoCloseable {
     return b;
   }
 
-  /** Releases one pin of {@code b}; frees it if it is out of the cache and that was the last pin. */
+  /**
+   * Releases one pin of {@code b}; frees it if it is out of the cache and that was the last pin.
+   */
   private void release(Block b) {
-    int v = b.faaState(-1) - 1; // faa: orders our reads of the block before a free by whoever sees 0 pins
-    if ((v & PINS) == PINS) throw new IllegalStateException("block released more often than pinned");
+    int v =
+        b.faaState(-1)
+            - 1; // faa: orders our reads of the block before a free by whoever sees 0 pins
+    if ((v & PINS) == PINS)
+      throw new IllegalStateException("block released more often than pinned");
     if (v == EVICTED) free(b);
   }
 
-  /** Drops {@code (owner, offset)} from the cache (its file is gone); readers holding it keep it until released. */
+  /**
+   * Drops {@code (owner, offset)} from the cache (its file is gone); readers holding it keep it
+   * until released.
+   */
   public void remove(long owner, long offset) {
     long key = key(owner, offset);
     Shard s = shard(key);
@@ -319,7 +373,9 @@ public final class BlockCache implements AutoCloseable {
     }
   }
 
-  /** Drops every block of {@code owner} (a file closed for good). Scans the cache: for rare events. */
+  /**
+   * Drops every block of {@code owner} (a file closed for good). Scans the cache: for rare events.
+   */
   public void removeOwner(long owner) {
     for (Shard s : shards) {
       long stamp = s.lock.writeLock();
@@ -338,7 +394,10 @@ public final class BlockCache implements AutoCloseable {
     }
   }
 
-  /** Empties the cache; later lookups miss and later puts return heap blocks. Pinned blocks are freed at their release. */
+  /**
+   * Empties the cache; later lookups miss and later puts return heap blocks. Pinned blocks are
+   * freed at their release.
+   */
   @Override
   public void close() {
     closed = true;
@@ -361,9 +420,9 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * Lowers the capacity by {@code bytes} (to no less than 0) and evicts what no longer fits, as a put
-   * would (blocks pinned by readers are freed when their last pin goes): the store's read buffer pool
-   * takes its room from the cache's part of the quota as it grows.
+   * Lowers the capacity by {@code bytes} (to no less than 0) and evicts what no longer fits, as a
+   * put would (blocks pinned by readers are freed when their last pin goes): the store's read
+   * buffer pool takes its room from the cache's part of the quota as it grows.
    */
   public synchronized void shrink(long bytes) {
     if (bytes < 0) throw new InvalidArgumentException("bytes must not be negative: " + bytes);
@@ -383,12 +442,13 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * Evicts the oldest blocks of {@code s}, under its write lock, until it holds at most {@code cap} bytes
-   * or only {@code keep} (the block being put, never evicted: alone over a capacity a shrink lowered
-   * meanwhile, it stays). CLOCK's second chance over the LRU list: a block read since it was last passed
-   * goes back to the head once (hits set the bit without the lock); at most one pass of chances per
-   * call, so readers that keep setting bits cannot hold the writer here. Returns the evicted blocks no
-   * reader pins, chained through their {@code older}, for {@link #freeAll} after the lock.
+   * Evicts the oldest blocks of {@code s}, under its write lock, until it holds at most {@code cap}
+   * bytes or only {@code keep} (the block being put, never evicted: alone over a capacity a shrink
+   * lowered meanwhile, it stays). CLOCK's second chance over the LRU list: a block read since it
+   * was last passed goes back to the head once (hits set the bit without the lock); at most one
+   * pass of chances per call, so readers that keep setting bits cannot hold the writer here.
+   * Returns the evicted blocks no reader pins, chained through their {@code older}, for {@link
+   * #freeAll} after the lock.
    */
   private Block evictDownTo(Shard s, long cap, Block keep) {
     Block unpinned = null;
@@ -422,30 +482,30 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * Whether a block of {@code size} bytes can be cached: it fits one shard's share of the capacity. A
-   * reader keeps a bigger index or filter on the heap, outside the quota, rather than read it from the
-   * file at every use.
+   * Whether a block of {@code size} bytes can be cached: it fits one shard's share of the capacity.
+   * A reader keeps a bigger index or filter on the heap, outside the quota, rather than read it
+   * from the file at every use.
    */
   public boolean admits(int size) {
     return size > 0 && size + (long) OVERHEAD <= shardCapacity;
   }
 
   /**
-   * Whether an entry of {@code size} bytes that is cached for a single small thing (a document) should
-   * be: it takes at most a sixteenth of a shard, so that one large document cannot push out a shard's
-   * worth of hot entries.
+   * Whether an entry of {@code size} bytes that is cached for a single small thing (a document)
+   * should be: it takes at most a sixteenth of a shard, so that one large document cannot push out
+   * a shard's worth of hot entries.
    */
   public boolean admitsSmall(int size) {
     return size > 0 && size + (long) OVERHEAD <= shardCapacity / 16;
   }
 
   /**
-   * Whether a block a read just brought in (a key index data block, a document) should be cached: true
-   * on its second read within a window of about as many other first reads as the cache holds KiB, after
-   * TinyLFU's doorkeeper (Einziger, Friedman and Manes, 2017). A block read once and not again soon
-   * (a get of a uniformly random key over data far bigger than the cache) then costs no copy and
-   * evicts nothing; a block read again soon gets cached on that read. Blocks a file needs to work (index,
-   * filter, index pages) are cached without asking.
+   * Whether a block a read just brought in (a key index data block, a document) should be cached:
+   * true on its second read within a window of about as many other first reads as the cache holds
+   * KiB, after TinyLFU's doorkeeper (Einziger, Friedman and Manes, 2017). A block read once and not
+   * again soon (a get of a uniformly random key over data far bigger than the cache) then costs no
+   * copy and evicts nothing; a block read again soon gets cached on that read. Blocks a file needs
+   * to work (index, filter, index pages) are cached without asking.
    */
   public boolean admitOnSecondRead(long owner, long offset) {
     long h = key(owner, offset); // murmur3's fmix64: neighbouring offsets land far apart
@@ -454,7 +514,8 @@ public final class BlockCache implements AutoCloseable {
     h ^= h >>> 33;
     long fingerprint = h | 1; // never the empty slot's 0
     long[] seen = readOnce;
-    // Four-way buckets, newest first: a direct-mapped table would make a few percent of even a small
+    // Four-way buckets, newest first: a direct-mapped table would make a few percent of even a
+    // small
     // working set collide and wait for a third read.
     int b = ((int) (h >>> 32) & (seen.length / READ_ONCE_WAYS - 1)) * READ_ONCE_WAYS;
     for (int i = b; i < b + READ_ONCE_WAYS; i++) {
@@ -521,11 +582,14 @@ public final class BlockCache implements AutoCloseable {
     return n;
   }
 
-  /** Offsets are below 2^32 (segments and tables are smaller); owners take the upper half of a key. */
+  /**
+   * Offsets are below 2^32 (segments and tables are smaller); owners take the upper half of a key.
+   */
   private static final int OFFSET_BITS = 32;
 
   private static long key(long owner, long offset) {
-    if (offset < 0 || offset >>> OFFSET_BITS != 0) throw new InvalidArgumentException("block offset out of range: " + offset);
+    if (offset < 0 || offset >>> OFFSET_BITS != 0)
+      throw new InvalidArgumentException("block offset out of range: " + offset);
     return owner << OFFSET_BITS | offset;
   }
 
@@ -534,7 +598,9 @@ public final class BlockCache implements AutoCloseable {
     return shards[(int) (h >>> 40) & shardMask];
   }
 
-  /** A block on the heap, never cached: for readers without a cache, and blocks a cache cannot take. */
+  /**
+   * A block on the heap, never cached: for readers without a cache, and blocks a cache cannot take.
+   */
   public static Block heapBlock(byte[] contents, Kind kind) {
     return heapBlock(contents, contents.length, kind);
   }
@@ -549,7 +615,9 @@ public final class BlockCache implements AutoCloseable {
     if (markEvicted(b)) free(b);
   }
 
-  /** Marks {@code b}, just taken out of its shard, evicted; true if nobody holds a pin (free it). */
+  /**
+   * Marks {@code b}, just taken out of its shard, evicted; true if nobody holds a pin (free it).
+   */
   private static boolean markEvicted(Block b) {
     int v = b.faaState(EVICTED); // faa: a pin either precedes it (counted here) or fails after it
     return (v & PINS) == 0;
@@ -568,10 +636,15 @@ public final class BlockCache implements AutoCloseable {
      * lookups read the map without it and validate a stamp instead.
      */
     final StampedLock lock = new StampedLock();
-    /** Written only under the write lock; read racily by lookups (the rule is at {@link BlockMap}). */
+
+    /**
+     * Written only under the write lock; read racily by lookups (the rule is at {@link BlockMap}).
+     */
     final BlockMap map = new BlockMap();
+
     /** The LRU list and its charge: read and written only under the write lock. */
     Block newest;
+
     Block oldest;
     long used;
 
@@ -584,8 +657,10 @@ public final class BlockCache implements AutoCloseable {
     }
 
     void unlink(Block b) {
-      if (b.newer != null) b.newer.older = b.older; else newest = b.older;
-      if (b.older != null) b.older.newer = b.newer; else oldest = b.newer;
+      if (b.newer != null) b.newer.older = b.older;
+      else newest = b.older;
+      if (b.older != null) b.older.newer = b.newer;
+      else oldest = b.newer;
       b.newer = null;
       b.older = null;
     }
@@ -604,23 +679,23 @@ public final class BlockCache implements AutoCloseable {
   }
 
   /**
-   * A hash map from a block's key to the block, open-addressed with linear probing over parallel arrays
-   * of primitive keys and blocks: a probe boxes nothing and touches two arrays, not a chain of nodes.
-   * Key 0 marks a free slot (no block has it: owners start at 1). Removal shifts later entries of the
-   * probe run back, so there are no tombstones.
+   * A hash map from a block's key to the block, open-addressed with linear probing over parallel
+   * arrays of primitive keys and blocks: a probe boxes nothing and touches two arrays, not a chain
+   * of nodes. Key 0 marks a free slot (no block has it: owners start at 1). Removal shifts later
+   * entries of the probe run back, so there are no tombstones.
    *
-   * <p>Concurrency: every write ({@link #put}, {@link #remove}, the grow inside put) and every {@link
-   * #get} runs under the shard's write lock, {@link #size} under its read or write lock. Only {@link
-   * #getRacy} reads without the lock, and then the arrays may be in any state a writer passes through:
-   * the two arrays of different generations (a grow assigns them one after the other, then refills
-   * them), an entry shifted back while the reader's probe passed it, a key slot and its block slot
-   * from different moments. A racy read is safe because it is bounded and believed only after a check:
-   * it stops after one pass over the arrays and gives up when their lengths differ, so it never throws
-   * or loops; a block it returns is a hit only if the block's own key (a final field, so seen as
-   * constructed) is the one looked up and a CAS pins it before it is marked evicted (so it cannot be
-   * freed under the reader); a null is a miss only if the lock's stamp shows no writer ran during the
-   * look. Anything else makes {@link BlockCache#find} look again or report a miss, which the put that
-   * follows a miss corrects under the lock.
+   * <p>Concurrency: every write ({@link #put}, {@link #remove}, the grow inside put) and every
+   * {@link #get} runs under the shard's write lock, {@link #size} under its read or write lock.
+   * Only {@link #getRacy} reads without the lock, and then the arrays may be in any state a writer
+   * passes through: the two arrays of different generations (a grow assigns them one after the
+   * other, then refills them), an entry shifted back while the reader's probe passed it, a key slot
+   * and its block slot from different moments. A racy read is safe because it is bounded and
+   * believed only after a check: it stops after one pass over the arrays and gives up when their
+   * lengths differ, so it never throws or loops; a block it returns is a hit only if the block's
+   * own key (a final field, so seen as constructed) is the one looked up and a CAS pins it before
+   * it is marked evicted (so it cannot be freed under the reader); a null is a miss only if the
+   * lock's stamp shows no writer ran during the look. Anything else makes {@link BlockCache#find}
+   * look again or report a miss, which the put that follows a miss corrects under the lock.
    */
   static final class BlockMap {
     private long[] keys = new long[16];
@@ -644,8 +719,8 @@ public final class BlockCache implements AutoCloseable {
 
     /**
      * As {@link #get} for a reader that does not hold the lock, to be validated by the caller (the
-     * block's key, a stamp): never throws or loops on arrays a writer is changing, but may return null
-     * or a block of another key while one is.
+     * block's key, a stamp): never throws or loops on arrays a writer is changing, but may return
+     * null or a block of another key while one is.
      */
     Block getRacy(long key) {
       long[] ks = keys;

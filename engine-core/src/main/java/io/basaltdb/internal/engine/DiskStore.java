@@ -1,5 +1,6 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.BasaltException;
 import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
@@ -13,7 +14,6 @@ import io.basaltdb.internal.engine.write.CommitLog;
 import io.basaltdb.internal.engine.write.CommitPipeline;
 import io.basaltdb.internal.engine.write.DiskWrites;
 import io.basaltdb.internal.engine.write.Flusher;
-import io.basaltdb.BasaltException;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.spi.ReadTransport;
 import java.util.ArrayList;
@@ -22,8 +22,8 @@ import java.util.List;
 /**
  * Magma's durable store (seed 000 sections 3 to 5) behind the engine's API: the WAL and write cache
  * admission ({@link DiskWrites}), the {@link Flusher}, the {@link Compactor}, the {@link
- * SegmentCompactor} (garbage collection), and the {@link VersionSet}
- * every file-set change goes through. {@link StoreOpener} builds it; this class runs and closes it.
+ * SegmentCompactor} (garbage collection), and the {@link VersionSet} every file-set change goes
+ * through. {@link StoreOpener} builds it; this class runs and closes it.
  *
  * <p>Thread-safety: any thread; keyspace changes are serialized by the engine.
  */
@@ -36,11 +36,20 @@ final class DiskStore implements Store {
   private final SegmentCompactor gc;
   private final TableCache tables;
   private final ReadTransport transport;
+
   /** The store directory's process lock; released by close. */
   private final AutoCloseable dirLock;
 
-  DiskStore(Storage storage, VersionSet versionSet, DiskWrites writes, Flusher flusher, Compactor compactor,
-      SegmentCompactor gc, TableCache tables, ReadTransport transport, AutoCloseable dirLock) {
+  DiskStore(
+      Storage storage,
+      VersionSet versionSet,
+      DiskWrites writes,
+      Flusher flusher,
+      Compactor compactor,
+      SegmentCompactor gc,
+      TableCache tables,
+      ReadTransport transport,
+      AutoCloseable dirLock) {
     this.storage = storage;
     this.versionSet = versionSet;
     this.writes = writes;
@@ -81,14 +90,15 @@ final class DiskStore implements Store {
 
   /**
    * Commits the drop, then forgets the keyspace (writers stalled on its level 0 go on). Not between
-   * commit groups: a leader stalled on the keyspace's level 0 holds the queue until the drop lands. Its
-   * tables go once no version or retained checkpoint names them; its segments at the next open.
+   * commit groups: a leader stalled on the keyspace's level 0 holds the queue until the drop lands.
+   * Its tables go once no version or retained checkpoint names them; its segments at the next open.
    */
   @Override
   public void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline) {
     versionSet.logAndApply(new VersionEdit().dropKeyspace(id));
     catalog.remove(id);
-    gc.forgetDroppedEstimates(); // else a dropped keyspace's tables kept their entries for the store's life
+    gc.forgetDroppedEstimates(); // else a dropped keyspace's tables kept their entries for the
+    // store's life
   }
 
   @Override
@@ -120,7 +130,10 @@ final class DiskStore implements Store {
   }
 
   @Override
-  public Backups.Result backup(CommitPipeline pipeline, Storage target, Storage previous,
+  public Backups.Result backup(
+      CommitPipeline pipeline,
+      Storage target,
+      Storage previous,
       java.util.function.BooleanSupplier stopped) {
     flush(pipeline);
     Manifest t = versionSet.pinCheckpoint(); // it and its files stay while they are copied
@@ -140,14 +153,16 @@ final class DiskStore implements Store {
     for (Manifest.KeyspaceMeta k : committed.keyspaces()) {
       for (io.basaltdb.internal.segment.SegmentState s : k.segments()) {
         try {
-          preallocated += Math.max(0, storage.size(FileNames.segment(k.id(), s.segmentId())) - s.tailOffset());
+          preallocated +=
+              Math.max(0, storage.size(FileNames.segment(k.id(), s.segmentId())) - s.tailOffset());
         } catch (BasaltException e) {
           // replaced and deleted since the manifest was read: nothing preallocated
         }
       }
     }
     try {
-      for (String pooled : CommitLog.pooled(storage)) { // WAL files kept for reuse: space held, not data
+      for (String pooled :
+          CommitLog.pooled(storage)) { // WAL files kept for reuse: space held, not data
         try {
           preallocated += storage.size(pooled);
         } catch (BasaltException e) {
@@ -157,15 +172,17 @@ final class DiskStore implements Store {
     } catch (BasaltException e) {
       // a failing disk: the store reports its failure elsewhere
     }
-    return new FileStats(total, diskBytes(storage, committed), versionSet.checkpointOnlyBytes(), preallocated);
+    return new FileStats(
+        total, diskBytes(storage, committed), versionSet.checkpointOnlyBytes(), preallocated);
   }
 
   /**
-   * The bytes of the store's files as {@code storage} lists them now: manifests, WAL files, and every
-   * table and segment file of each keyspace id {@code current} has handed out (dropped keyspaces'
-   * files until the orphan sweep deletes them). The root's empty LOCK file is not opened: closing any
-   * channel of it would release the process lock. Best effort, for stats: a file deleted while it is
-   * measured (an obsolete table, a covered WAL file) or that cannot be listed or opened counts 0.
+   * The bytes of the store's files as {@code storage} lists them now: manifests, WAL files, and
+   * every table and segment file of each keyspace id {@code current} has handed out (dropped
+   * keyspaces' files until the orphan sweep deletes them). The root's empty LOCK file is not
+   * opened: closing any channel of it would release the process lock. Best effort, for stats: a
+   * file deleted while it is measured (an obsolete table, a covered WAL file) or that cannot be
+   * listed or opened counts 0.
    */
   static long diskBytes(Storage storage, Manifest current) {
     List<String> dirs = new ArrayList<>(List.of(FileNames.MANIFEST_DIR, FileNames.WAL_DIR));
@@ -192,9 +209,9 @@ final class DiskStore implements Store {
   }
 
   /**
-   * Stops the workers (the write cache stays in the WAL, replayed at the next open), syncs and closes
-   * the WAL and every file, releases the directory lock. Throws the WAL's close error, if any, after
-   * closing everything else.
+   * Stops the workers (the write cache stays in the WAL, replayed at the next open), syncs and
+   * closes the WAL and every file, releases the directory lock. Throws the WAL's close error, if
+   * any, after closing everything else.
    */
   @Override
   public void close() {

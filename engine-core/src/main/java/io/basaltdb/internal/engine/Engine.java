@@ -1,5 +1,9 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.BasaltException;
+import io.basaltdb.Options;
+import io.basaltdb.StorageException;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.backup.MemoryBackups;
 import io.basaltdb.internal.engine.base.DiscardListener;
@@ -20,10 +24,6 @@ import io.basaltdb.internal.engine.version.VersionSet;
 import io.basaltdb.internal.engine.version.Versions;
 import io.basaltdb.internal.engine.write.CommitPipeline;
 import io.basaltdb.internal.engine.writecache.Batch;
-import io.basaltdb.BasaltException;
-import io.basaltdb.Options;
-import io.basaltdb.StorageException;
-import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.storage.Storage;
 import java.util.ArrayList;
@@ -35,13 +35,16 @@ import java.util.Map;
  * The store behind the public API: Magma's durable engine (seed 000), or Nitro's in-memory engine
  * (seed 001), as one {@link Store} among components both share. docs/architecture.md ("Engine
  * structure") draws them and the write, read and flush paths:
+ *
  * <ul>
- *   <li>writes: {@link CommitPipeline} (group commit) into the store's {@link io.basaltdb.internal.engine.write.CommitTarget} (WAL and
- *       write cache admission on disk), applied to the active {@link io.basaltdb.internal.engine.writecache.WriteCache};</li>
+ *   <li>writes: {@link CommitPipeline} (group commit) into the store's {@link
+ *       io.basaltdb.internal.engine.write.CommitTarget} (WAL and write cache admission on disk),
+ *       applied to the active {@link io.basaltdb.internal.engine.writecache.WriteCache};
  *   <li>reads: {@link ReadPath} over the current {@link Version} of {@link Versions}; snapshots and
- *       cursors ({@link EngineSnapshot}, {@link EngineCursor} over the {@link io.basaltdb.internal.engine.read.MergingIterator});</li>
- *   <li>keyspaces: {@link KeyspaceCatalog}; file-set changes: the disk store's {@link VersionSet};</li>
- *   <li>opening: {@link StoreOpener}; stats: {@link StatsReport}.</li>
+ *       cursors ({@link EngineSnapshot}, {@link EngineCursor} over the {@link
+ *       io.basaltdb.internal.engine.read.MergingIterator});
+ *   <li>keyspaces: {@link KeyspaceCatalog}; file-set changes: the disk store's {@link VersionSet};
+ *   <li>opening: {@link StoreOpener}; stats: {@link StatsReport}.
  * </ul>
  *
  * <p>Thread-safety: every public method may be called concurrently; keyspace creation and drop are
@@ -50,12 +53,16 @@ import java.util.Map;
  */
 public final class Engine implements AutoCloseable {
   private final Options options;
+
   /** What the write caches reserve together. */
   private final MemoryQuota writeMemory;
+
   /** Null in memory. */
   private final BlockCache blockCache;
+
   /** The aligned buffers reads stage through (null for the in-memory store). */
   private final io.basaltdb.internal.memory.AlignedBuffers readBuffers;
+
   private final KeyspaceCatalog catalog;
   private final Versions versions;
   private final StoreState state;
@@ -64,10 +71,13 @@ public final class Engine implements AutoCloseable {
   private final ReadPath reads;
   private final Store store;
   private final Object keyspaceLock = new Object();
+
   /** Guards {@link #backupsRunning}; close waits on it for running backups to stop. */
   private final Object backupMonitor = new Object();
+
   /** Backups copying the store's files; guarded by {@link #backupMonitor}. */
   private int backupsRunning;
+
   /** The store's JMX bean ({@link Options#jmx}), or null; unregistered by close. */
   private volatile StoreMBean mbean;
 
@@ -85,22 +95,28 @@ public final class Engine implements AutoCloseable {
     store = p.store();
   }
 
-  /** Opens (creating or recovering) a store on {@code storage}; null storage opens an in-memory store. */
+  /**
+   * Opens (creating or recovering) a store on {@code storage}; null storage opens an in-memory
+   * store.
+   */
   public static Engine open(Storage storage, Options options) {
     Options o = options.copy();
     o.validate();
-    Engine e = new Engine(storage == null ? StoreOpener.inMemory(o) : StoreOpener.onDisk(storage, o));
+    Engine e =
+        new Engine(storage == null ? StoreOpener.inMemory(o) : StoreOpener.onDisk(storage, o));
     return withBean(e, o, storage == null ? null : storage.describe(""));
   }
 
   /**
-   * Opens a store on {@code storage} whose batched reads go through the transport {@code transports}
-   * makes rather than the one found on the class path (tests that hold reads back).
+   * Opens a store on {@code storage} whose batched reads go through the transport {@code
+   * transports} makes rather than the one found on the class path (tests that hold reads back).
    */
-  static Engine open(Storage storage, Options options, io.basaltdb.spi.ReadTransport.Provider transports) {
+  static Engine open(
+      Storage storage, Options options, io.basaltdb.spi.ReadTransport.Provider transports) {
     Options o = options.copy();
     o.validate();
-    return withBean(new Engine(StoreOpener.onDisk(storage, o, transports)), o, storage.describe(""));
+    return withBean(
+        new Engine(StoreOpener.onDisk(storage, o, transports)), o, storage.describe(""));
   }
 
   /** Registers {@code e}'s JMX bean if the options ask for one; closes {@code e} if that fails. */
@@ -121,17 +137,19 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * Opens an in-memory store restored from the in-memory store's backup in {@code backup} (see {@link
-   * MemoryBackups}); it serves exactly the backup's writes, and new writes continue from its seqno.
+   * Opens an in-memory store restored from the in-memory store's backup in {@code backup} (see
+   * {@link MemoryBackups}); it serves exactly the backup's writes, and new writes continue from its
+   * seqno.
    */
   public static Engine openInMemory(Options options, Storage backup) {
     return openInMemory(options, backup, true);
   }
 
   /**
-   * As {@link #openInMemory(Options, Storage)}; with {@code bottomUp} false the shards are restored by
-   * putting each item into the skiplist (concurrently per shard) instead of building it bottom-up: the
-   * baseline of seed 001 section 5.2, for the benchmark that compares the two. Not for other use.
+   * As {@link #openInMemory(Options, Storage)}; with {@code bottomUp} false the shards are restored
+   * by putting each item into the skiplist (concurrently per shard) instead of building it
+   * bottom-up: the baseline of seed 001 section 5.2, for the benchmark that compares the two. Not
+   * for other use.
    */
   public static Engine openInMemory(Options options, Storage backup, boolean bottomUp) {
     Options o = options.copy();
@@ -139,12 +157,15 @@ public final class Engine implements AutoCloseable {
     return withBean(new Engine(StoreOpener.inMemory(o, backup, bottomUp)), o, null);
   }
 
-  /** Whether {@code backup} holds an in-memory store's backup, which {@link #openInMemory} restores. */
+  /**
+   * Whether {@code backup} holds an in-memory store's backup, which {@link #openInMemory} restores.
+   */
   public static boolean isMemoryBackup(Storage backup) {
     return MemoryBackups.isMemoryBackup(backup);
   }
 
-  // ---- reads and writes ------------------------------------------------------------------------------
+  // ---- reads and writes
+  // ------------------------------------------------------------------------------
 
   /** The value of {@code key} in keyspace {@code ks}, or null. */
   public byte[] get(int ks, byte[] key) {
@@ -153,7 +174,10 @@ public final class Engine implements AutoCloseable {
     return reads.get(ks, key);
   }
 
-  /** As {@link #get(int, byte[])} into a caller's buffer (see {@link ReadPath#get(int, java.nio.ByteBuffer, java.nio.ByteBuffer)}). */
+  /**
+   * As {@link #get(int, byte[])} into a caller's buffer (see {@link ReadPath#get(int,
+   * java.nio.ByteBuffer, java.nio.ByteBuffer)}).
+   */
   public int get(int ks, java.nio.ByteBuffer key, java.nio.ByteBuffer out) {
     state.checkOpen();
     catalog.checkLive(ks);
@@ -161,8 +185,8 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * The values of {@code keys}, key {@code i} in keyspace {@code ks[i]}, null where absent, the reads of
-   * all of them in flight together (see {@link ReadPath#getAll}).
+   * The values of {@code keys}, key {@code i} in keyspace {@code ks[i]}, null where absent, the
+   * reads of all of them in flight together (see {@link ReadPath#getAll}).
    */
   public List<byte[]> getAll(int[] ks, List<byte[]> keys) {
     state.checkOpen();
@@ -174,8 +198,9 @@ public final class Engine implements AutoCloseable {
     state.checkOpen();
     for (int i = 0; i < batch.count; i++) catalog.checkLive(batch.keyspaces[i]);
     if (!batch.beginWrite()) {
-      throw new io.basaltdb.InvalidArgumentException("the batch is being written by another thread; a batch is in"
-          + " one write at a time. Nothing was written");
+      throw new io.basaltdb.InvalidArgumentException(
+          "the batch is being written by another thread; a batch is in"
+              + " one write at a time. Nothing was written");
     }
     try {
       pipeline.write(batch);
@@ -211,7 +236,10 @@ public final class Engine implements AutoCloseable {
     return scan(ks, from, to, 0);
   }
 
-  /** As {@link #scan(int, byte[], byte[])} reading {@code readAhead} keys' documents together (0: growing, the default). */
+  /**
+   * As {@link #scan(int, byte[], byte[])} reading {@code readAhead} keys' documents together (0:
+   * growing, the default).
+   */
   public EngineCursor scan(int ks, byte[] from, byte[] to, int readAhead) {
     EngineSnapshot s = snapshot();
     try {
@@ -224,8 +252,8 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * The live keys of keyspace {@code ks} as of the last published write (every write acknowledged before
-   * the call is counted); see {@link io.basaltdb.Options#exactItemCounts}.
+   * The live keys of keyspace {@code ks} as of the last published write (every write acknowledged
+   * before the call is counted); see {@link io.basaltdb.Options#exactItemCounts}.
    *
    * @throws UnsupportedOperationException if the store counts no items
    */
@@ -234,8 +262,9 @@ public final class Engine implements AutoCloseable {
     catalog.checkLive(ks);
     ItemCounter items = versions.items;
     if (items == null) {
-      throw new UnsupportedOperationException("the store was opened with Options.exactItemCounts(false), so it"
-          + " keeps no item counts; reopen it with exactItemCounts(true) (the open counts every key once)");
+      throw new UnsupportedOperationException(
+          "the store was opened with Options.exactItemCounts(false), so it"
+              + " keeps no item counts; reopen it with exactItemCounts(true) (the open counts every key once)");
     }
     versions.applyLock.lock(); // the count of whole published groups
     try {
@@ -246,31 +275,39 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * The changes of keyspace {@code ks} with seqnos in {@code [from, to]} as of {@code snap}, or of a
-   * snapshot of the feed's own (released when it closes) if {@code snap} is null; see {@link EngineFeed}.
+   * The changes of keyspace {@code ks} with seqnos in {@code [from, to]} as of {@code snap}, or of
+   * a snapshot of the feed's own (released when it closes) if {@code snap} is null; see {@link
+   * EngineFeed}.
    *
-   * @throws io.basaltdb.InvalidArgumentException if a seqno is negative, or {@code from} is past the
-   *     store's last seqno plus one (the writes a consumer saw there were lost, or rolled back)
-   * @throws io.basaltdb.ChangesPurgedException if deletions with seqnos from {@code from} on may have been
-   *     forgotten (a start of 0 or 1, the whole history, is always allowed)
+   * @throws io.basaltdb.InvalidArgumentException if a seqno is negative, or {@code from} is past
+   *     the store's last seqno plus one (the writes a consumer saw there were lost, or rolled back)
+   * @throws io.basaltdb.ChangesPurgedException if deletions with seqnos from {@code from} on may
+   *     have been forgotten (a start of 0 or 1, the whole history, is always allowed)
    */
   public EngineFeed changes(EngineSnapshot snap, int ks, long from, long to, boolean exact) {
     state.checkOpen();
     catalog.checkLive(ks);
     if (from < 0 || to < 0) {
-      throw new io.basaltdb.InvalidArgumentException("change feed seqnos must not be negative: from " + from + ", to " + to);
+      throw new io.basaltdb.InvalidArgumentException(
+          "change feed seqnos must not be negative: from " + from + ", to " + to);
     }
     store.purgeSeqno(ks); // a store without a change feed refuses before anything else is checked
     long last = versions.lastSeqno;
     if (from > last + 1) {
-      throw new io.basaltdb.InvalidArgumentException("a change feed from seqno " + from + ", but the store's last write"
-          + " has seqno " + last + ": the changes a consumer saw past it are not in this store (lost in a power"
-          + " failure before they were synced, or undone by a rollback); start again from 0");
+      throw new io.basaltdb.InvalidArgumentException(
+          "a change feed from seqno "
+              + from
+              + ", but the store's last write"
+              + " has seqno "
+              + last
+              + ": the changes a consumer saw past it are not in this store (lost in a power"
+              + " failure before they were synced, or undone by a rollback); start again from 0");
     }
     EngineSnapshot s = snap == null ? snapshot() : snap;
     try {
       s.checkUsable();
-      long purge = store.purgeSeqno(ks); // read after the snapshot: at least the purge of its version
+      long purge =
+          store.purgeSeqno(ks); // read after the snapshot: at least the purge of its version
       if (from > 1 && from <= purge) {
         throw new io.basaltdb.ChangesPurgedException(catalog.describe(ks), from, purge);
       }
@@ -281,7 +318,8 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  // ---- keyspaces -------------------------------------------------------------------------------------
+  // ---- keyspaces
+  // -------------------------------------------------------------------------------------
 
   /** The id of a live keyspace, or -1. */
   public int keyspaceId(String name) {
@@ -316,7 +354,8 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  // ---- flushing, compaction, checkpoints ----------------------------------------------------------------
+  // ---- flushing, compaction, checkpoints
+  // ----------------------------------------------------------------
 
   /** Flushes the write cache now and waits for it (tests, and callers that want a short WAL). */
   public void flush() {
@@ -335,13 +374,17 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  /** A checkpoint as the API reports it: id, creation time, the seqno it holds, its keyspaces by name. */
+  /**
+   * A checkpoint as the API reports it: id, creation time, the seqno it holds, its keyspaces by
+   * name.
+   */
   public record CheckpointInfo(long id, long createdMillis, long seqno, List<String> keyspaces) {
     static CheckpointInfo of(Manifest m) {
       List<String> names = new ArrayList<>();
       for (Manifest.KeyspaceMeta k : m.keyspaces()) names.add(k.name());
       Collections.sort(names);
-      return new CheckpointInfo(m.number(), m.createdMillis(), m.flushedSeqno(), List.copyOf(names));
+      return new CheckpointInfo(
+          m.number(), m.createdMillis(), m.flushedSeqno(), List.copyOf(names));
     }
   }
 
@@ -358,8 +401,8 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * Backs the store up into {@code target} (see {@link Backups}); {@code previous}: an earlier complete
-   * backup whose unchanged files the new one shares, or null.
+   * Backs the store up into {@code target} (see {@link Backups}); {@code previous}: an earlier
+   * complete backup whose unchanged files the new one shares, or null.
    */
   public Backups.Result backup(Storage target, Storage previous) {
     synchronized (backupMonitor) {
@@ -376,7 +419,10 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  /** Waits for running backups to stop (they see the store closed at their next step); called by close. */
+  /**
+   * Waits for running backups to stop (they see the store closed at their next step); called by
+   * close.
+   */
   private void awaitBackups() {
     boolean interrupted = false;
     synchronized (backupMonitor) {
@@ -403,27 +449,34 @@ public final class Engine implements AutoCloseable {
     } catch (BasaltException e) {
       throw e;
     } catch (Exception e) {
-      throw new StorageException("releasing the lock of " + storage.describe(FileNames.LOCK) + " failed: " + e, e);
+      throw new StorageException(
+          "releasing the lock of " + storage.describe(FileNames.LOCK) + " failed: " + e, e);
     }
   }
 
-  /** Rolls the closed store in {@code storage} back to checkpoint {@code id} (see {@link Checkpoints}). */
+  /**
+   * Rolls the closed store in {@code storage} back to checkpoint {@code id} (see {@link
+   * Checkpoints}).
+   */
   public static CheckpointInfo rollback(Storage storage, long id) {
     try (AutoCloseable lock = storage.lock(FileNames.LOCK)) {
       return CheckpointInfo.of(Checkpoints.rollback(storage, id));
     } catch (BasaltException e) {
       throw e;
     } catch (Exception e) {
-      throw new StorageException("releasing the lock of " + storage.describe(FileNames.LOCK) + " failed: " + e, e);
+      throw new StorageException(
+          "releasing the lock of " + storage.describe(FileNames.LOCK) + " failed: " + e, e);
     }
   }
 
-  // ---- stats and lifecycle -------------------------------------------------------------------------------
+  // ---- stats and lifecycle
+  // -------------------------------------------------------------------------------
 
   /** Counters and gauges by name, in a stable order (see io.basaltdb.Stats for their meaning). */
   public Map<String, Long> stats() {
     state.checkOpen();
-    return StatsReport.collect(stats, store.fileStats(), versions, catalog, writeMemory, blockCache, readBuffers, options);
+    return StatsReport.collect(
+        stats, store.fileStats(), versions, catalog, writeMemory, blockCache, readBuffers, options);
   }
 
   public boolean isClosed() {
@@ -445,15 +498,16 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
-   * Closes the store: waits for writes in progress, stops the workers (the write cache stays in the WAL,
-   * replayed at the next open), syncs and closes the WAL and every file, frees all memory.
+   * Closes the store: waits for writes in progress, stops the workers (the write cache stays in the
+   * WAL, replayed at the next open), syncs and closes the WAL and every file, frees all memory.
    */
   @Override
   public void close() {
     synchronized (backupMonitor) {
       if (!state.markClosed()) return;
     }
-    awaitBackups(); // a backup copying the files stops at its next step: nothing reads them once close returns
+    awaitBackups(); // a backup copying the files stops at its next step: nothing reads them once
+    // close returns
     StoreMBean bean = mbean;
     if (bean != null) bean.unregister();
     pipeline.close();
@@ -470,7 +524,8 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  // ---- for tests in this package -------------------------------------------------------------------------
+  // ---- for tests in this package
+  // -------------------------------------------------------------------------
 
   Versions versions() {
     return versions;
@@ -498,7 +553,10 @@ public final class Engine implements AutoCloseable {
     ((MemoryStore) store).backupHooks = new MemoryBackups.Hooks(beforeScan, afterScan);
   }
 
-  /** For tests: runs the in-memory store's garbage collection to completion ({@link io.basaltdb.internal.skiplist.SkipList#quiesce}). */
+  /**
+   * For tests: runs the in-memory store's garbage collection to completion ({@link
+   * io.basaltdb.internal.skiplist.SkipList#quiesce}).
+   */
   public void quiesceMemory() {
     state.checkOpen();
     versions.current().active.list.quiesce();

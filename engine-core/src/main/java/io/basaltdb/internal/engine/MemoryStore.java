@@ -1,5 +1,6 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.backup.MemoryBackups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
@@ -10,13 +11,13 @@ import io.basaltdb.internal.engine.write.CommitPipeline;
 import io.basaltdb.internal.engine.write.CommitTarget;
 import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.engine.writecache.WriteCache;
-import io.basaltdb.InvalidArgumentException;
 import java.util.List;
 
 /**
- * Nitro's in-memory engine (seed 001) behind the engine's API: every write lives in the one skiplist,
- * nothing is logged or flushed. A delete removes the key outright once its group is published (no older
- * versions on disk for a tombstone to shadow), and a dropped keyspace's keys go at once.
+ * Nitro's in-memory engine (seed 001) behind the engine's API: every write lives in the one
+ * skiplist, nothing is logged or flushed. A delete removes the key outright once its group is
+ * published (no older versions on disk for a tombstone to shadow), and a dropped keyspace's keys go
+ * at once.
  *
  * <p>Thread-safety: the commit-target methods run on the commit leader; the rest on any thread.
  */
@@ -25,14 +26,19 @@ final class MemoryStore implements Store, CommitTarget {
   private final KeyspaceCatalog catalog;
 
   /** The next keyspace id ("default" is 1). */
-  private final java.util.concurrent.atomic.AtomicInteger nextKeyspaceId = new java.util.concurrent.atomic.AtomicInteger(2);
+  private final java.util.concurrent.atomic.AtomicInteger nextKeyspaceId =
+      new java.util.concurrent.atomic.AtomicInteger(2);
+
   /** The write cache allocator's chunk size: part of the room kept for deletes. */
   private final long chunkSize;
+
   private final io.basaltdb.Options options;
+
   /** Test hooks of the backup ({@link MemoryBackups.Hooks}); set before a backup starts. */
   volatile MemoryBackups.Hooks backupHooks = MemoryBackups.Hooks.NONE;
 
-  MemoryStore(Versions versions, KeyspaceCatalog catalog, long chunkSize, io.basaltdb.Options options) {
+  MemoryStore(
+      Versions versions, KeyspaceCatalog catalog, long chunkSize, io.basaltdb.Options options) {
     this.versions = versions;
     this.catalog = catalog;
     this.chunkSize = chunkSize;
@@ -46,14 +52,19 @@ final class MemoryStore implements Store, CommitTarget {
 
   /**
    * Backs the store up as of every write published before the call (seed 001 section 5, {@link
-   * MemoryBackups}): a snapshot, its seqno and the keyspaces are taken together under the apply lock.
+   * MemoryBackups}): a snapshot, its seqno and the keyspaces are taken together under the apply
+   * lock.
    */
   @Override
-  public Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,
-      io.basaltdb.internal.storage.Storage previous, java.util.function.BooleanSupplier stopped) {
+  public Backups.Result backup(
+      CommitPipeline pipeline,
+      io.basaltdb.internal.storage.Storage target,
+      io.basaltdb.internal.storage.Storage previous,
+      java.util.function.BooleanSupplier stopped) {
     if (previous != null) {
-      throw new InvalidArgumentException("an in-memory store's backups are always full: there is no earlier backup to"
-          + " share files with (incremental backups are for stores on disk)");
+      throw new InvalidArgumentException(
+          "an in-memory store's backups are always full: there is no earlier backup to"
+              + " share files with (incremental backups are for stores on disk)");
     }
     Version v;
     io.basaltdb.internal.skiplist.Snapshot snap;
@@ -74,18 +85,31 @@ final class MemoryStore implements Store, CommitTarget {
       versions.applyLock.unlock();
     }
     try {
-      return MemoryBackups.backup(v.active.list, snap, seqno, keyspaces, nextKeyspaceId.get(), target,
-          options.backupThreads(), options.backupCompression(), options.nonIntrusiveBackup(), stopped, backupHooks);
+      return MemoryBackups.backup(
+          v.active.list,
+          snap,
+          seqno,
+          keyspaces,
+          nextKeyspaceId.get(),
+          target,
+          options.backupThreads(),
+          options.backupCompression(),
+          options.nonIntrusiveBackup(),
+          stopped,
+          backupHooks);
     } finally {
       v.release();
     }
   }
 
-  @Override public boolean makeRoom(Batch head) { return false; }
+  @Override
+  public boolean makeRoom(Batch head) {
+    return false;
+  }
 
   /**
-   * Refuses a group with puts that would leave less than two chunks and twice its size free, so a full
-   * store still takes the deletes that make room again (its message says to delete data).
+   * Refuses a group with puts that would leave less than two chunks and twice its size free, so a
+   * full store still takes the deletes that make room again (its message says to delete data).
    */
   @Override
   public void precheck(List<Batch> group, long estimate) {
@@ -95,27 +119,40 @@ final class MemoryStore implements Store, CommitTarget {
     }
     var q = versions.quota();
     if (puts && q.usedBytes() + 2 * estimate + 2 * chunkSize > q.limit()) {
-      throw new io.basaltdb.MemoryLimitException(whenFull() + " (" + q.usedBytes() + " of " + q.limit()
-          + " bytes in use, a write needs about " + estimate + "; the rest is kept for deletes). Nothing was written");
+      throw new io.basaltdb.MemoryLimitException(
+          whenFull()
+              + " ("
+              + q.usedBytes()
+              + " of "
+              + q.limit()
+              + " bytes in use, a write needs about "
+              + estimate
+              + "; the rest is kept for deletes). Nothing was written");
     }
   }
 
   /** Nothing frees memory here but the caller's deletes: the group is refused. */
-  @Override public boolean freeMemory() {
+  @Override
+  public boolean freeMemory() {
     return false;
   }
 
-  @Override public long pinnedWaitNanos() {
+  @Override
+  public long pinnedWaitNanos() {
     return 0;
   }
 
-  @Override public String whenFull() {
+  @Override
+  public String whenFull() {
     return "the in-memory store is full; delete data or reopen with a larger Options.memoryQuota";
   }
 
-  @Override public void log(List<Batch> group) {}
+  @Override
+  public void log(List<Batch> group) {}
 
-  /** Removes the group's tombstones outright; still under the apply lock, so no snapshot sees them. */
+  /**
+   * Removes the group's tombstones outright; still under the apply lock, so no snapshot sees them.
+   */
   @Override
   public void applied(WriteCache cache, List<Batch> group) {
     for (Batch b : group) {
@@ -127,52 +164,66 @@ final class MemoryStore implements Store, CommitTarget {
     }
   }
 
-  /** Ids are never handed out twice, so a write checked before a drop cannot land in a new keyspace. */
+  /**
+   * Ids are never handed out twice, so a write checked before a drop cannot land in a new keyspace.
+   */
   @Override
   public int createKeyspace(String name, KeyspaceCatalog catalog) {
     return nextKeyspaceId.getAndIncrement();
   }
 
   /**
-   * Forgets the keyspace (later writes to it are skipped), then removes its keys between commit groups,
-   * so no group applied before the removal is left behind.
+   * Forgets the keyspace (later writes to it are skipped), then removes its keys between commit
+   * groups, so no group applied before the removal is left behind.
    */
   @Override
   public void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline) {
     catalog.remove(id);
-    pipeline.runBetweenGroups(() -> {
-      versions.applyLock.lock();
-      try {
-        versions.current().active.removeKeyspace(id);
-      } finally {
-        versions.applyLock.unlock();
-      }
-    });
+    pipeline.runBetweenGroups(
+        () -> {
+          versions.applyLock.lock();
+          try {
+            versions.current().active.removeKeyspace(id);
+          } finally {
+            versions.applyLock.unlock();
+          }
+        });
   }
 
-  /** A delete removes its key at once and nothing is logged, so there is no history for a change feed. */
-  @Override public long purgeSeqno(int ks) {
-    throw new UnsupportedOperationException("an in-memory store keeps no log and forgets deletes at once, so it has"
-        + " no change feed; open a store on disk for one");
+  /**
+   * A delete removes its key at once and nothing is logged, so there is no history for a change
+   * feed.
+   */
+  @Override
+  public long purgeSeqno(int ks) {
+    throw new UnsupportedOperationException(
+        "an in-memory store keeps no log and forgets deletes at once, so it has"
+            + " no change feed; open a store on disk for one");
   }
 
-  @Override public void flush(CommitPipeline pipeline) {}
+  @Override
+  public void flush(CommitPipeline pipeline) {}
 
-  @Override public boolean waitForCompactions(long timeoutMillis) {
+  @Override
+  public boolean waitForCompactions(long timeoutMillis) {
     return true;
   }
 
-  @Override public List<Manifest> checkpoints() {
+  @Override
+  public List<Manifest> checkpoints() {
     return List.of();
   }
 
-  @Override public Manifest checkpoint(CommitPipeline pipeline) {
+  @Override
+  public Manifest checkpoint(CommitPipeline pipeline) {
     throw new InvalidArgumentException("an in-memory store has no checkpoints");
   }
 
-  @Override public FileStats fileStats() {
+  @Override
+  public FileStats fileStats() {
     return new FileStats(Manifest.Counters.ZERO, 0, 0, 0);
   }
 
-  @Override public void close() {}
+  @Override
+  public void close() {}
 }

@@ -1,5 +1,7 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.Options;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
 import io.basaltdb.internal.engine.index.LevelTargets;
@@ -9,17 +11,16 @@ import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.version.Manifest;
 import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.engine.version.Versions;
-import io.basaltdb.Options;
-import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.memory.AlignedBuffers;
 import io.basaltdb.internal.memory.MemoryQuota;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Assembles the store's stats (io.basaltdb.Stats documents each): the engine's counters, the key index
- * accounting the current manifest persists (so it survives reopening and never counts a version twice),
- * memory, block cache and the shape of the current version. Each stat's name matches its counter.
+ * Assembles the store's stats (io.basaltdb.Stats documents each): the engine's counters, the key
+ * index accounting the current manifest persists (so it survives reopening and never counts a
+ * version twice), memory, block cache and the shape of the current version. Each stat's name
+ * matches its counter.
  *
  * <p>Thread-safety: stateless; the sums are racy, which is fine for stats.
  */
@@ -28,18 +29,21 @@ final class StatsReport {
 
   /**
    * The key index bytes compaction still has to rewrite, estimated as RocksDB's {@code
-   * estimate-pending-compaction-bytes} is: level 0's bytes once it holds {@code l0CompactionTrigger}
-   * tables, and for each level >= 1 the bytes over its target times the fan-out plus one (each byte moved
-   * down merges with about that many below); for the store and each keyspace.
+   * estimate-pending-compaction-bytes} is: level 0's bytes once it holds {@code
+   * l0CompactionTrigger} tables, and for each level >= 1 the bytes over its target times the
+   * fan-out plus one (each byte moved down merges with about that many below); for the store and
+   * each keyspace.
    */
-  private static void pendingCompaction(Map<String, Long> m, Version v, KeyspaceCatalog catalog, io.basaltdb.Options o) {
+  private static void pendingCompaction(
+      Map<String, Long> m, Version v, KeyspaceCatalog catalog, io.basaltdb.Options o) {
     long all = 0;
     Map<String, Long> each = new LinkedHashMap<>();
     for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
       if (!catalog.isLive(e.getKey())) continue;
       KeyspaceFiles f = e.getValue();
       long pending = 0;
-      if (f.level(0).size() >= o.l0CompactionTrigger()) for (KeyspaceFiles.Table t : f.level(0)) pending += t.bytes();
+      if (f.level(0).size() >= o.l0CompactionTrigger())
+        for (KeyspaceFiles.Table t : f.level(0)) pending += t.bytes();
       LevelTargets targets = LevelTargets.of(f, o);
       for (int l = 1; l < KeyspaceFiles.MAX_LEVELS - 1; l++) {
         long over = f.levelBytes(l) - targets.target(l);
@@ -52,9 +56,19 @@ final class StatsReport {
     m.putAll(each);
   }
 
-  /** Garbage collection: fragmentation, the delete list, segment compactions, per store and keyspace. */
-  private static void garbage(Map<String, Long> m, EngineStats s, Version v, KeyspaceCatalog catalog) {
-    long stale = 0, total = 0, garbage = 0, pending = 0, records = 0, deleteBytes = 0, deleteLogical = 0;
+  /**
+   * Garbage collection: fragmentation, the delete list, segment compactions, per store and
+   * keyspace.
+   */
+  private static void garbage(
+      Map<String, Long> m, EngineStats s, Version v, KeyspaceCatalog catalog) {
+    long stale = 0,
+        total = 0,
+        garbage = 0,
+        pending = 0,
+        records = 0,
+        deleteBytes = 0,
+        deleteLogical = 0;
     long deleteTables = 0;
     Map<String, Long> perKeyspace = new LinkedHashMap<>();
     for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
@@ -110,8 +124,15 @@ final class StatsReport {
     return whole == 0 ? 0 : Math.round(1000.0 * part / whole);
   }
 
-  static Map<String, Long> collect(EngineStats s, Store.FileStats files, Versions versions, KeyspaceCatalog catalog,
-      MemoryQuota writeMemory, BlockCache cache, AlignedBuffers readBuffers, Options options) {
+  static Map<String, Long> collect(
+      EngineStats s,
+      Store.FileStats files,
+      Versions versions,
+      KeyspaceCatalog catalog,
+      MemoryQuota writeMemory,
+      BlockCache cache,
+      AlignedBuffers readBuffers,
+      Options options) {
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("puts", s.puts.sum());
     m.put("deletes", s.deletes.sum());

@@ -7,9 +7,10 @@ import io.basaltdb.internal.engine.write.CommitPipeline;
 import java.util.List;
 
 /**
- * What the disk store ({@link DiskStore}) and the in-memory store ({@link MemoryStore}) do differently
- * behind the one {@link Engine}: keyspace creation and drop, flushing, compaction, checkpoints, what
- * their files add to the stats, and closing. Reads, writes, snapshots and the catalog are shared.
+ * What the disk store ({@link DiskStore}) and the in-memory store ({@link MemoryStore}) do
+ * differently behind the one {@link Engine}: keyspace creation and drop, flushing, compaction,
+ * checkpoints, what their files add to the stats, and closing. Reads, writes, snapshots and the
+ * catalog are shared.
  *
  * <p>Thread-safety: any thread; keyspace changes are serialized by the engine.
  */
@@ -27,10 +28,10 @@ interface Store {
   boolean waitForCompactions(long timeoutMillis) throws InterruptedException;
 
   /**
-   * The highest seqno of a deletion of keyspace {@code ks} the store no longer remembers (a tombstone
-   * a compaction dropped), or 0: a change feed starting at or below it may miss deletions. Never falls
-   * while the store is open. The in-memory store has no change feed and throws {@link
-   * UnsupportedOperationException}.
+   * The highest seqno of a deletion of keyspace {@code ks} the store no longer remembers (a
+   * tombstone a compaction dropped), or 0: a change feed starting at or below it may miss
+   * deletions. Never falls while the store is open. The in-memory store has no change feed and
+   * throws {@link UnsupportedOperationException}.
    */
   long purgeSeqno(int ks);
 
@@ -41,24 +42,32 @@ interface Store {
   Manifest checkpoint(CommitPipeline pipeline);
 
   /**
-   * Backs the store up into {@code target} as of every write acknowledged before the call: a checkpoint
-   * on disk ({@link Backups#backup}), a snapshot in memory ({@link io.basaltdb.internal.engine.backup.MemoryBackups#backup}); {@code
-   * previous}: an earlier backup to share files with, or null (disk stores only).
+   * Backs the store up into {@code target} as of every write acknowledged before the call: a
+   * checkpoint on disk ({@link Backups#backup}), a snapshot in memory ({@link
+   * io.basaltdb.internal.engine.backup.MemoryBackups#backup}); {@code previous}: an earlier backup
+   * to share files with, or null (disk stores only).
    */
-  Backups.Result backup(CommitPipeline pipeline, io.basaltdb.internal.storage.Storage target,
-      io.basaltdb.internal.storage.Storage previous, java.util.function.BooleanSupplier stopped);
+  Backups.Result backup(
+      CommitPipeline pipeline,
+      io.basaltdb.internal.storage.Storage target,
+      io.basaltdb.internal.storage.Storage previous,
+      java.util.function.BooleanSupplier stopped);
 
   /**
-   * The committed key index accounting summed over keyspaces, the bytes of the store's files, and the
-   * bytes of the files only retained checkpoints hold.
+   * The committed key index accounting summed over keyspaces, the bytes of the store's files, and
+   * the bytes of the files only retained checkpoints hold.
    */
   FileStats fileStats();
 
   /**
-   * The manifest's counters, the bytes of every file, those only checkpoints hold, and the preallocated
-   * space past the segments' tails (part of diskBytes, holding no data yet).
+   * The manifest's counters, the bytes of every file, those only checkpoints hold, and the
+   * preallocated space past the segments' tails (part of diskBytes, holding no data yet).
    */
-  record FileStats(Manifest.Counters counters, long diskBytes, long checkpointOnlyBytes, long preallocatedBytes) {}
+  record FileStats(
+      Manifest.Counters counters,
+      long diskBytes,
+      long checkpointOnlyBytes,
+      long preallocatedBytes) {}
 
   /** Stops the store's workers and closes its files (after the pipeline is closed). */
   void close();

@@ -1,7 +1,7 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.BasaltException;
+import io.basaltdb.internal.engine.base.Notifier;
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,12 +19,13 @@ import javax.management.MBeanServer;
 import javax.management.ObjectName;
 
 /**
- * An open store's statistics over JMX ({@link io.basaltdb.Options#jmx}): one read-only attribute per
- * stat of {@code Basalt.stats()} (counters, gauges and the per-keyspace figures, named as there), plus
- * {@code Health} ({@code OK}, {@code FAILED} or {@code CLOSED}) and {@code Failure} (the failure's
- * message, or empty). Registered as {@code io.basaltdb:type=Store,name=<the store's directory>} (an
- * in-memory store: {@code in-memory-<n>}) while the store is open. The attribute list is read from the
- * stats when a client asks for the bean's info, so keyspaces created later appear on its next look.
+ * An open store's statistics over JMX ({@link io.basaltdb.Options#jmx}): one read-only attribute
+ * per stat of {@code Basalt.stats()} (counters, gauges and the per-keyspace figures, named as
+ * there), plus {@code Health} ({@code OK}, {@code FAILED} or {@code CLOSED}) and {@code Failure}
+ * (the failure's message, or empty). Registered as {@code io.basaltdb:type=Store,name=<the store's
+ * directory>} (an in-memory store: {@code in-memory-<n>}) while the store is open. The attribute
+ * list is read from the stats when a client asks for the bean's info, so keyspaces created later
+ * appear on its next look.
  *
  * <p>Thread-safety: any thread; every read takes a fresh reading of the store's stats.
  */
@@ -47,8 +48,12 @@ final class StoreMBean implements DynamicMBean {
       ManagementFactory.getPlatformMBeanServer().registerMBean(bean, n);
       return bean;
     } catch (JMException e) {
-      throw new BasaltException("cannot register the store's JMX bean (" + e + "); open it with Options.jmx(false)"
-          + " or close the store already registered under that name", e);
+      throw new BasaltException(
+          "cannot register the store's JMX bean ("
+              + e
+              + "); open it with Options.jmx(false)"
+              + " or close the store already registered under that name",
+          e);
     }
   }
 
@@ -76,12 +81,16 @@ final class StoreMBean implements DynamicMBean {
         return f == null ? "" : f.getMessage();
       default:
         Long v = stats().get(attribute);
-        if (v == null) throw new AttributeNotFoundException("no stat named " + attribute + " in " + name);
+        if (v == null)
+          throw new AttributeNotFoundException("no stat named " + attribute + " in " + name);
         return v;
     }
   }
 
-  /** The store's stats, or none once it is closed (a read racing close sees none, never an exception). */
+  /**
+   * The store's stats, or none once it is closed (a read racing close sees none, never an
+   * exception).
+   */
   private Map<String, Long> stats() {
     if (engine.isClosed()) return Map.of();
     try {
@@ -116,23 +125,49 @@ final class StoreMBean implements DynamicMBean {
   }
 
   @Override
-  public Object invoke(String actionName, Object[] params, String[] signature) throws javax.management.ReflectionException {
-    throw new javax.management.ReflectionException(new NoSuchMethodException(actionName),
-        "the store's bean has no operations");
+  public Object invoke(String actionName, Object[] params, String[] signature)
+      throws javax.management.ReflectionException {
+    throw new javax.management.ReflectionException(
+        new NoSuchMethodException(actionName), "the store's bean has no operations");
   }
 
   @Override
   public MBeanInfo getMBeanInfo() {
     List<MBeanAttributeInfo> attrs = new ArrayList<>();
-    attrs.add(new MBeanAttributeInfo("Health", "java.lang.String", "OK, FAILED (writes refused) or CLOSED", true, false, false));
-    attrs.add(new MBeanAttributeInfo("Failure", "java.lang.String", "the failure that stopped writes, or empty", true, false, false));
+    attrs.add(
+        new MBeanAttributeInfo(
+            "Health",
+            "java.lang.String",
+            "OK, FAILED (writes refused) or CLOSED",
+            true,
+            false,
+            false));
+    attrs.add(
+        new MBeanAttributeInfo(
+            "Failure",
+            "java.lang.String",
+            "the failure that stopped writes, or empty",
+            true,
+            false,
+            false));
     {
       for (String stat : stats().keySet()) {
-        attrs.add(new MBeanAttributeInfo(stat, "java.lang.Long", "Basalt stat " + stat + " (see io.basaltdb.Stats)",
-            true, false, false));
+        attrs.add(
+            new MBeanAttributeInfo(
+                stat,
+                "java.lang.Long",
+                "Basalt stat " + stat + " (see io.basaltdb.Stats)",
+                true,
+                false,
+                false));
       }
     }
-    return new MBeanInfo(StoreMBean.class.getName(), "A Basalt store's statistics",
-        attrs.toArray(new MBeanAttributeInfo[0]), null, new MBeanOperationInfo[0], null);
+    return new MBeanInfo(
+        StoreMBean.class.getName(),
+        "A Basalt store's statistics",
+        attrs.toArray(new MBeanAttributeInfo[0]),
+        null,
+        new MBeanOperationInfo[0],
+        null);
   }
 }

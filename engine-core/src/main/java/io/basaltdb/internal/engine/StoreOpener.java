@@ -1,5 +1,7 @@
 package io.basaltdb.internal.engine;
 
+import io.basaltdb.Options;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.engine.backup.MemoryBackupManifest;
 import io.basaltdb.internal.engine.backup.MemoryBackups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
@@ -29,8 +31,6 @@ import io.basaltdb.internal.engine.write.DiskWrites;
 import io.basaltdb.internal.engine.write.Flusher;
 import io.basaltdb.internal.engine.write.WalChain;
 import io.basaltdb.internal.engine.write.WalReplay;
-import io.basaltdb.Options;
-import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.memory.AlignedBuffers;
 import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.memory.SlabAllocator;
@@ -43,11 +43,12 @@ import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 
 /**
- * Builds a store and its components (RocksDB's {@code db_impl_open}): splits the memory quota, and for
- * a disk store takes the directory lock, loads the manifest ({@link Recovery}), checks the WAL files it needs are all
- * there ({@link WalChain}) and replays them ({@link WalReplay}), starts a WAL file named by a manifest before anything is written to it, and starts the
- * workers, wired through {@link WorkerEvents}. If any step fails, everything already built is closed
- * again, in reverse order, and the store stays unlocked.
+ * Builds a store and its components (RocksDB's {@code db_impl_open}): splits the memory quota, and
+ * for a disk store takes the directory lock, loads the manifest ({@link Recovery}), checks the WAL
+ * files it needs are all there ({@link WalChain}) and replays them ({@link WalReplay}), starts a
+ * WAL file named by a manifest before anything is written to it, and starts the workers, wired
+ * through {@link WorkerEvents}. If any step fails, everything already built is closed again, in
+ * reverse order, and the store stays unlocked.
  *
  * <p>Thread-safety: runs on the opening thread; nothing is shared until it returns.
  */
@@ -55,58 +56,76 @@ final class StoreOpener {
   private StoreOpener() {}
 
   /**
-   * Batches whose reads in flight ({@code readQueueDepth} each) the pooled read buffers cover: batched
-   * reads on several threads at once keep more reads in the kernel than one batch does (a transport
-   * with a buffer for each of them lets them), and the device serves more reads per second the more it
-   * has queued.
+   * Batches whose reads in flight ({@code readQueueDepth} each) the pooled read buffers cover:
+   * batched reads on several threads at once keep more reads in the kernel than one batch does (a
+   * transport with a buffer for each of them lets them), and the device serves more reads per
+   * second the more it has queued.
    */
   static final int READ_BUFFER_BATCHES = 4;
 
   /**
-   * Bytes the read buffer pool may grow to: buffers for {@link #READ_BUFFER_BATCHES} batches' reads in
-   * flight and 8 more, at most a quarter of the block cache's share. The pool grows only as reads need
-   * buffers, taking each one's room from the cache, so a small cache serving point gets keeps its room
-   * for the key index's index and filter blocks.
+   * Bytes the read buffer pool may grow to: buffers for {@link #READ_BUFFER_BATCHES} batches' reads
+   * in flight and 8 more, at most a quarter of the block cache's share. The pool grows only as
+   * reads need buffers, taking each one's room from the cache, so a small cache serving point gets
+   * keeps its room for the key index's index and filter blocks.
    */
   static long readBufferLimit(Options options, int bufferBytes) {
-    return Math.min((READ_BUFFER_BATCHES * (long) options.readQueueDepth() + 8L) * bufferBytes,
+    return Math.min(
+        (READ_BUFFER_BATCHES * (long) options.readQueueDepth() + 8L) * bufferBytes,
         options.blockCacheSize() / 4);
   }
 
   /** What the engine is made of. */
-  record Parts(Options options, MemoryQuota writeMemory, BlockCache blockCache, AlignedBuffers readBuffers,
-      KeyspaceCatalog catalog, Versions versions, StoreState state, EngineStats stats, CommitPipeline pipeline,
-      ReadPath reads, Store store) {}
+  record Parts(
+      Options options,
+      MemoryQuota writeMemory,
+      BlockCache blockCache,
+      AlignedBuffers readBuffers,
+      KeyspaceCatalog catalog,
+      Versions versions,
+      StoreState state,
+      EngineStats stats,
+      CommitPipeline pipeline,
+      ReadPath reads,
+      Store store) {}
 
   static Parts inMemory(Options options) {
     return inMemory(options, null);
   }
 
   /**
-   * An in-memory store, empty, or restored from the in-memory store's backup in {@code backup} (seed 001
-   * section 5.2, {@link MemoryBackups}): its keyspaces, its items and its seqno.
+   * An in-memory store, empty, or restored from the in-memory store's backup in {@code backup}
+   * (seed 001 section 5.2, {@link MemoryBackups}): its keyspaces, its items and its seqno.
    */
   static Parts inMemory(Options options, Storage backup) {
     return inMemory(options, backup, true);
   }
 
-  /** As {@link #inMemory(Options, Storage)}; {@code bottomUp} false restores by inserts (the benchmark's baseline). */
+  /**
+   * As {@link #inMemory(Options, Storage)}; {@code bottomUp} false restores by inserts (the
+   * benchmark's baseline).
+   */
   static Parts inMemory(Options options, Storage backup, boolean bottomUp) {
-    MemoryBackups.Opened opened = backup == null ? null : MemoryBackups.open(backup); // before any memory is taken
+    MemoryBackups.Opened opened =
+        backup == null ? null : MemoryBackups.open(backup); // before any memory is taken
     MemoryBackupManifest m = opened == null ? null : opened.manifest();
     MemoryQuota quota = new MemoryQuota(options.memoryQuota());
     KeyspaceCatalog catalog = new KeyspaceCatalog();
     if (m == null) {
       catalog.add(1, "default");
     } else {
-      for (java.util.Map.Entry<Integer, String> k : m.keyspaces().entrySet()) catalog.add(k.getKey(), k.getValue());
+      for (java.util.Map.Entry<Integer, String> k : m.keyspaces().entrySet())
+        catalog.add(k.getKey(), k.getValue());
     }
     long chunk = chunkSize(options.memoryQuota());
-    Versions versions = new Versions("memory-store", quota, chunk, options.maxValueSize(), java.util.Map.of());
+    Versions versions =
+        new Versions("memory-store", quota, chunk, options.maxValueSize(), java.util.Map.of());
     MemoryBackups.Loaded loaded = null;
     if (m != null) {
       try {
-        loaded = MemoryBackups.load(backup, opened, versions.current().active.list, options.backupThreads(), bottomUp);
+        loaded =
+            MemoryBackups.load(
+                backup, opened, versions.current().active.list, options.backupThreads(), bottomUp);
         versions.current().active.loaded(loaded.bytes(), loaded.maxSeqno());
         versions.lastSeqno = Math.max(m.seqno(), loaded.maxSeqno());
       } catch (RuntimeException | Error e) {
@@ -122,48 +141,66 @@ final class StoreOpener {
     EngineStats stats = new EngineStats();
     MemoryStore store = new MemoryStore(versions, catalog, chunk, options);
     if (m != null) store.restoredKeyspaceIds(m.nextKeyspaceId());
-    ReadPath reads = new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
+    ReadPath reads =
+        new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
     if (options.exactItemCounts()) {
       versions.items = new ItemCounter(reads::findRecord, catalog);
       if (loaded != null) {
-        for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet()) versions.items.set(e.getKey(), e.getValue());
+        for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet())
+          versions.items.set(e.getKey(), e.getValue());
       }
     }
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
-    return new Parts(options, quota, null, null, catalog, versions, state, stats, pipeline, reads, store);
+    return new Parts(
+        options, quota, null, null, catalog, versions, state, stats, pipeline, reads, store);
   }
 
   static Parts onDisk(Storage storage, Options options) {
     return onDisk(storage, options, null);
   }
 
-  /** As {@link #onDisk(Storage, Options)}, with the read transport {@code transports} makes if not null. */
+  /**
+   * As {@link #onDisk(Storage, Options)}, with the read transport {@code transports} makes if not
+   * null.
+   */
   static Parts onDisk(Storage storage, Options options, ReadTransport.Provider transports) {
     Deque<AutoCloseable> undo = new ArrayDeque<>(); // closed in reverse if the open fails
     long openStart = System.nanoTime();
     Notifier notifier = new Notifier(options.eventListener(), storage.describe(""));
     try {
-      // The read transport and direct reads stage reads through aligned buffers, each enough for a block
-      // read at any offset, pooled for the reads in flight of a few concurrent batches and a few point
-      // gets beside them, out of the block cache's share (readBufferLimit), or none if neither is used.
+      // The read transport and direct reads stage reads through aligned buffers, each enough for a
+      // block
+      // read at any offset, pooled for the reads in flight of a few concurrent batches and a few
+      // point
+      // gets beside them, out of the block cache's share (readBufferLimit), or none if neither is
+      // used.
       int bufferBytes = AlignedBuffers.bufferFor(options.blockSize() + 1024);
-      AlignedBuffers buffers = new AlignedBuffers(readBufferLimit(options, bufferBytes), bufferBytes);
-      ReadTransport transport = transports != null ? transports.create(options.readQueueDepth(), buffers)
-          : newReadTransport(options.readQueueDepth(), buffers, notifier);
+      AlignedBuffers buffers =
+          new AlignedBuffers(readBufferLimit(options, bufferBytes), bufferBytes);
+      ReadTransport transport =
+          transports != null
+              ? transports.create(options.readQueueDepth(), buffers)
+              : newReadTransport(options.readQueueDepth(), buffers, notifier);
       undo.push(transport::close);
-      if (!options.directReads() && transport instanceof PooledReadTransport) buffers = new AlignedBuffers(0, bufferBytes);
+      if (!options.directReads() && transport instanceof PooledReadTransport)
+        buffers = new AlignedBuffers(0, bufferBytes);
       AlignedBuffers readBuffers = buffers;
       undo.push(readBuffers::close);
       storage.useReadBuffers(readBuffers);
-      // The pool grows as reads need buffers, and each buffer's room is taken from the cache as it is
+      // The pool grows as reads need buffers, and each buffer's room is taken from the cache as it
+      // is
       // made: a store that only makes point gets keeps nearly all of its cache.
       long cacheBytes = options.blockCacheSize();
-      MemoryQuota writeMemory = new MemoryQuota(options.memoryQuota() - options.blockCacheSize()); // never the caches'
+      MemoryQuota writeMemory =
+          new MemoryQuota(options.memoryQuota() - options.blockCacheSize()); // never the caches'
 
       BlockCache blockCache = new BlockCache(cacheBytes);
       undo.push(blockCache);
       readBuffers.onGrow(blockCache::shrink);
-      blockCache.shrink(readBuffers.pooledBytes()); // any made before (none: nothing has read yet); a race counts twice, never not
+      blockCache.shrink(
+          readBuffers
+              .pooledBytes()); // any made before (none: nothing has read yet); a race counts twice,
+      // never not
       AutoCloseable lock = storage.lock(FileNames.LOCK);
       undo.push(() -> unlock(lock));
       TableCache tables = new TableCache(storage, blockCache);
@@ -171,48 +208,84 @@ final class StoreOpener {
       Recovery.State st = Recovery.load(storage, options, tables);
       KeyspaceCatalog catalog = new KeyspaceCatalog();
       for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) catalog.add(k.id(), k.name());
-      // Each write cache has its own allocator, with a chunk in use per arena: chunks of a sixteenth of a
+      // Each write cache has its own allocator, with a chunk in use per arena: chunks of a
+      // sixteenth of a
       // write cache keep what a cache reserves close to what it holds.
-      Versions versions = new Versions("write-cache", writeMemory, chunkSize(options.writeCacheSize()),
-          options.maxValueSize(), st.files);
+      Versions versions =
+          new Versions(
+              "write-cache",
+              writeMemory,
+              chunkSize(options.writeCacheSize()),
+              options.maxValueSize(),
+              st.files);
       undo.push(versions::close);
       versions.lastSeqno = st.manifest.flushedSeqno();
       StoreState state = new StoreState(notifier);
       EngineStats stats = new EngineStats();
-      VersionSet versionSet = new VersionSet(storage, versions, tables, state, stats,
-          options.checkpointRetentionMillis(), options.checkpointIntervalMillis(), options.checkpointSpaceRatio(), st,
-          n -> CommitLog.retire(storage, n));
+      VersionSet versionSet =
+          new VersionSet(
+              storage,
+              versions,
+              tables,
+              state,
+              stats,
+              options.checkpointRetentionMillis(),
+              options.checkpointIntervalMillis(),
+              options.checkpointSpaceRatio(),
+              st,
+              n -> CommitLog.retire(storage, n));
       Wiring events = new Wiring(state);
       versions.onVersionFreed(events::versionFreed);
-      Flusher flusher = new Flusher(options, storage, versions, versionSet, tables, catalog, stats, state, events,
-          st.segmentWriters);
-      Compactor compactor = new Compactor(options, storage, versions, versionSet, tables, catalog, stats, state, events);
-      SegmentCompactor gc = new SegmentCompactor(options, storage, versions, versionSet, tables, catalog, stats, state,
-          events);
+      Flusher flusher =
+          new Flusher(
+              options,
+              storage,
+              versions,
+              versionSet,
+              tables,
+              catalog,
+              stats,
+              state,
+              events,
+              st.segmentWriters);
+      Compactor compactor =
+          new Compactor(
+              options, storage, versions, versionSet, tables, catalog, stats, state, events);
+      SegmentCompactor gc =
+          new SegmentCompactor(
+              options, storage, versions, versionSet, tables, catalog, stats, state, events);
       events.flusher = flusher;
       events.compactor = compactor;
       events.gc = gc;
-      ReadPath reads = new ReadPath(versions, catalog, stats, transport, options.readQueueDepth(), options.clock());
-      // Exact item counts go on from the manifest's (those at its flushed seqno) through the replay;
+      ReadPath reads =
+          new ReadPath(
+              versions, catalog, stats, transport, options.readQueueDepth(), options.clock());
+      // Exact item counts go on from the manifest's (those at its flushed seqno) through the
+      // replay;
       // a store whose counts are not exact counts its keys after the replay.
       boolean counted = options.exactItemCounts() && st.manifest.itemsCounted();
       if (counted) {
         versions.items = new ItemCounter(reads::findRecord, catalog);
-        for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) versions.items.set(k.id(), k.counters().items());
+        for (Manifest.KeyspaceMeta k : st.manifest.keyspaces())
+          versions.items.set(k.id(), k.counters().items());
       }
-      // A deleted WAL file fails the open here rather than losing its writes silently in the replay.
+      // A deleted WAL file fails the open here rather than losing its writes silently in the
+      // replay.
       WalChain.check(storage, st.manifest.walStart(), st.manifest.walHead());
       long replayFrom = versions.lastSeqno;
       WalReplay.replay(storage, options, st.manifest, versions, catalog, stats, flusher);
-      long previous = -1; // the newest WAL file replay still needed: the new session's file is linked from it
+      long previous =
+          -1; // the newest WAL file replay still needed: the new session's file is linked from it
       for (long n : CommitLog.list(storage)) {
         if (n >= st.manifest.walStart()) previous = n;
       }
       if (options.exactItemCounts() && !counted) recountItems(versions, reads, catalog);
-      CommitLog wal = CommitLog.startSession(storage, previous, versionSet.nextFileNumber.getAndIncrement(),
-          versions.lastSeqno);
+      CommitLog wal =
+          CommitLog.startSession(
+              storage, previous, versionSet.nextFileNumber.getAndIncrement(), versions.lastSeqno);
       undo.push(wal::abandon);
-      // The new WAL file is the head before anything is written to it, so a deleted one fails the next
+      // The new WAL file is the head before anything is written to it, so a deleted one fails the
+      // next
       // open. The WAL start moves to the first file present (a new store's, or one written before
       // WAL heads, names none); the chain check vouched for the files it needs.
       VersionEdit head = new VersionEdit().walHead(wal.number());
@@ -225,23 +298,55 @@ final class StoreOpener {
         }
       }
       versionSet.logAndApply(head);
-      DiskWrites writes = new DiskWrites(options, versions, catalog, state, stats,
-          versionSet, wal, events, gc, storage, flusher);
-      CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, writes);
+      DiskWrites writes =
+          new DiskWrites(
+              options,
+              versions,
+              catalog,
+              state,
+              stats,
+              versionSet,
+              wal,
+              events,
+              gc,
+              storage,
+              flusher);
+      CommitPipeline pipeline =
+          new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
       compactor.start();
       gc.start();
-      DiskStore store = new DiskStore(storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock);
+      DiskStore store =
+          new DiskStore(
+              storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock);
       int tableCount = 0, segmentCount = 0;
       for (KeyspaceFiles f : st.files.values()) {
         tableCount += f.tables.size();
         segmentCount += f.segments.size();
       }
-      Notifier.LOG.info("{}: opened in {} ms: manifest {}, {} keyspaces, {} key index tables, {} log segments,"
-          + " flushed up to seqno {}, {} writes replayed from the WAL, last seqno {}", notifier.store(),
-          (System.nanoTime() - openStart) / 1_000_000, st.manifest.number(), catalog.size(), tableCount, segmentCount,
-          replayFrom, versions.lastSeqno - replayFrom, versions.lastSeqno);
-      return new Parts(options, writeMemory, blockCache, readBuffers, catalog, versions, state, stats, pipeline, reads,
+      Notifier.LOG.info(
+          "{}: opened in {} ms: manifest {}, {} keyspaces, {} key index tables, {} log segments,"
+              + " flushed up to seqno {}, {} writes replayed from the WAL, last seqno {}",
+          notifier.store(),
+          (System.nanoTime() - openStart) / 1_000_000,
+          st.manifest.number(),
+          catalog.size(),
+          tableCount,
+          segmentCount,
+          replayFrom,
+          versions.lastSeqno - replayFrom,
+          versions.lastSeqno);
+      return new Parts(
+          options,
+          writeMemory,
+          blockCache,
+          readBuffers,
+          catalog,
+          versions,
+          state,
+          stats,
+          pipeline,
+          reads,
           store);
     } catch (RuntimeException | Error e) {
       while (!undo.isEmpty()) {
@@ -257,9 +362,9 @@ final class StoreOpener {
 
   /**
    * Counts every keyspace's live keys for a store whose counts are not exact (created, or last run,
-   * without {@link Options#exactItemCounts}), after the replay: a merge of its write caches and key index
-   * tables. The manifest's counts become exact, with its flag, at the next flush, which commits the
-   * counts at its switch; a crash before it recounts at the next open.
+   * without {@link Options#exactItemCounts}), after the replay: a merge of its write caches and key
+   * index tables. The manifest's counts become exact, with its flag, at the next flush, which
+   * commits the counts at its switch; a crash before it recounts at the next open.
    */
   private static void recountItems(Versions versions, ReadPath reads, KeyspaceCatalog catalog) {
     ItemCounter items = new ItemCounter(reads::findRecord, catalog);
@@ -275,30 +380,40 @@ final class StoreOpener {
     versions.items = items;
   }
 
-  /** A write cache allocator's chunk size: a 16th of {@code base}, 128 KiB to 4 MiB, in 128 KiB regions. */
+  /**
+   * A write cache allocator's chunk size: a 16th of {@code base}, 128 KiB to 4 MiB, in 128 KiB
+   * regions.
+   */
   private static long chunkSize(long base) {
     long chunk = Math.min(SlabAllocator.DEFAULT_CHUNK_SIZE, Math.max(128 << 10, base / 16));
     return (chunk + (128 << 10) - 1) & -(128L << 10);
   }
 
   /**
-   * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path, started
-   * at the first batch of reads ({@link LazyReadTransport}), or the built-in thread pool.
+   * The read transport of the highest-priority {@link ReadTransport.Provider} on the class path,
+   * started at the first batch of reads ({@link LazyReadTransport}), or the built-in thread pool.
    */
-  private static ReadTransport newReadTransport(int queueDepth, ReadBuffers buffers, Notifier notifier) {
+  private static ReadTransport newReadTransport(
+      int queueDepth, ReadBuffers buffers, Notifier notifier) {
     try {
       ReadTransport.Provider best = null;
-      for (ReadTransport.Provider p : ServiceLoader.load(ReadTransport.Provider.class,
-          StoreOpener.class.getClassLoader())) {
+      for (ReadTransport.Provider p :
+          ServiceLoader.load(ReadTransport.Provider.class, StoreOpener.class.getClassLoader())) {
         if (best == null || p.priority() > best.priority()) best = p;
       }
       if (best != null) return new LazyReadTransport(best, queueDepth, buffers, notifier);
     } catch (RuntimeException | ServiceConfigurationError | LinkageError e) {
       // a provider that cannot load: the built-in transport works everywhere
-      Notifier.LOG.warn("{}: the read transport on the class path could not load ({}); batched reads use the"
-          + " built-in thread pool", notifier.store(), e.toString());
+      Notifier.LOG.warn(
+          "{}: the read transport on the class path could not load ({}); batched reads use the"
+              + " built-in thread pool",
+          notifier.store(),
+          e.toString());
     }
-    Notifier.LOG.debug("{}: batched reads through the built-in thread pool (queue depth {})", notifier.store(), queueDepth);
+    Notifier.LOG.debug(
+        "{}: batched reads through the built-in thread pool (queue depth {})",
+        notifier.store(),
+        queueDepth);
     return new PooledReadTransport(queueDepth);
   }
 
@@ -313,8 +428,13 @@ final class StoreOpener {
   /** The workers' {@link WorkerEvents}, wired once they exist (before any of them starts). */
   private static final class Wiring implements WorkerEvents {
     private final StoreState state;
-    /** Set before the workers start; read by them afterwards (Thread.start orders the writes before). */
+
+    /**
+     * Set before the workers start; read by them afterwards (Thread.start orders the writes
+     * before).
+     */
     Flusher flusher;
+
     Compactor compactor;
     SegmentCompactor gc;
 
@@ -322,23 +442,28 @@ final class StoreOpener {
       this.state = state;
     }
 
-    @Override public void writeCacheSwitched() {
+    @Override
+    public void writeCacheSwitched() {
       flusher.wake();
     }
 
-    @Override public void flushed() {
+    @Override
+    public void flushed() {
       compactor.wake();
       state.progressed();
     }
 
-    @Override public void compacted() {
+    @Override
+    public void compacted() {
       gc.wake();
       state.progressed();
     }
 
-    @Override public void versionFreed() {
+    @Override
+    public void versionFreed() {
       Compactor c = compactor;
-      if (c != null) c.tablesMayBeObsolete(); // deletion happens on a compaction thread, not a reader's
+      if (c != null)
+        c.tablesMayBeObsolete(); // deletion happens on a compaction thread, not a reader's
     }
   }
 }

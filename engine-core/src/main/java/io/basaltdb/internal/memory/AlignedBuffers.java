@@ -8,32 +8,41 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The store's aligned buffers for reads that need them (direct reads, the io_uring transport's
- * staging): buffers of one size ({@link #bufferBytes()}: what a read of a block takes, widened to whole
- * 4 KiB pages) are pooled and reused, up to {@code limit} bytes of them; the limit is part of the store's
- * memory quota (the engine carves it from the block cache's part). A wider read, or a read while every pooled buffer is taken, gets a buffer of its own, freed as
- * soon as it is given back; those are counted too ({@link #bytes()} is every buffer allocated and not
- * yet dropped), and {@link #overflows()} says how often the pool was too small.
+ * staging): buffers of one size ({@link #bufferBytes()}: what a read of a block takes, widened to
+ * whole 4 KiB pages) are pooled and reused, up to {@code limit} bytes of them; the limit is part of
+ * the store's memory quota (the engine carves it from the block cache's part). A wider read, or a
+ * read while every pooled buffer is taken, gets a buffer of its own, freed as soon as it is given
+ * back; those are counted too ({@link #bytes()} is every buffer allocated and not yet dropped), and
+ * {@link #overflows()} says how often the pool was too small.
  *
- * <p>Memory: JDK direct buffers with their address aligned to {@link ReadBuffers#ALIGNMENT}; a dropped
- * buffer is freed by its cleaner once unreachable, which it is once given back (the caller keeps no
- * reference). {@link #close} drops the idle buffers, and those given back later; {@link #taken()}
- * above 0 once no read runs is a leak (the tests check it).
+ * <p>Memory: JDK direct buffers with their address aligned to {@link ReadBuffers#ALIGNMENT}; a
+ * dropped buffer is freed by its cleaner once unreachable, which it is once given back (the caller
+ * keeps no reference). {@link #close} drops the idle buffers, and those given back later; {@link
+ * #taken()} above 0 once no read runs is a leak (the tests check it).
  *
  * <p>Thread-safety: lock-free: a concurrent deque of idle buffers and atomic counts.
  */
 public final class AlignedBuffers implements ReadBuffers {
   private final long limit;
+
   /** Bytes of each pooled buffer: a multiple of the alignment. */
   private final int bufferBytes;
+
   private final ConcurrentLinkedDeque<ByteBuffer> idle = new ConcurrentLinkedDeque<>();
+
   /** Bytes of pooled buffers allocated (idle or taken); at most {@code limit}. */
   private final AtomicLong pooled = new AtomicLong();
+
   /** Bytes of one-off buffers taken and not yet given back. */
   private final AtomicLong oneOff = new AtomicLong();
+
   private final AtomicLong taken = new AtomicLong();
   private final LongAdder overflows = new LongAdder();
   private volatile boolean closed;
-  /** Told the bytes of each pooled buffer once it is allocated: the block cache gives up that room. */
+
+  /**
+   * Told the bytes of each pooled buffer once it is allocated: the block cache gives up that room.
+   */
   private volatile java.util.function.LongConsumer onGrow;
 
   /**
@@ -42,15 +51,16 @@ public final class AlignedBuffers implements ReadBuffers {
    */
   public AlignedBuffers(long limit, int bufferBytes) {
     if (limit < 0) throw new IllegalArgumentException("limit must not be negative: " + limit);
-    if (bufferBytes < 1 || bufferBytes > 1 << 30) throw new IllegalArgumentException("bufferBytes out of range: " + bufferBytes);
+    if (bufferBytes < 1 || bufferBytes > 1 << 30)
+      throw new IllegalArgumentException("bufferBytes out of range: " + bufferBytes);
     this.limit = limit;
     this.bufferBytes = (bufferBytes + ALIGNMENT - 1) & -ALIGNMENT;
   }
 
   /**
-   * The size of a pooled buffer for reads of blocks of up to {@code readBytes}: enough for such a read
-   * at any offset, widened to whole pages (one page more than the read, rounded up, and one for the
-   * unaligned start).
+   * The size of a pooled buffer for reads of blocks of up to {@code readBytes}: enough for such a
+   * read at any offset, widened to whole pages (one page more than the read, rounded up, and one
+   * for the unaligned start).
    */
   public static int bufferFor(int readBytes) {
     return (int) Math.min(1 << 30, (((long) readBytes + ALIGNMENT - 1) & -ALIGNMENT) + ALIGNMENT);
@@ -62,8 +72,8 @@ public final class AlignedBuffers implements ReadBuffers {
   }
 
   /**
-   * Has {@code listener} told the bytes of each buffer the pool adds, once allocated (the pool grows on
-   * demand, up to its limit, and never shrinks while open).
+   * Has {@code listener} told the bytes of each buffer the pool adds, once allocated (the pool
+   * grows on demand, up to its limit, and never shrinks while open).
    */
   public void onGrow(java.util.function.LongConsumer listener) {
     this.onGrow = listener;
@@ -88,7 +98,8 @@ public final class AlignedBuffers implements ReadBuffers {
   @Override
   public ByteBuffer tryTake(int bytes) {
     if (bytes < 0) throw new IllegalArgumentException("bytes must not be negative: " + bytes);
-    if (bytes > bufferBytes || limit < bufferBytes || closed) return oneOff(bytes); // waiting would gain nothing
+    if (bytes > bufferBytes || limit < bufferBytes || closed)
+      return oneOff(bytes); // waiting would gain nothing
     ByteBuffer b = idle.pollFirst();
     if (b != null) {
       taken.incrementAndGet();
@@ -104,7 +115,8 @@ public final class AlignedBuffers implements ReadBuffers {
           throw e;
         }
         java.util.function.LongConsumer grow = onGrow;
-        if (grow != null) grow.accept(bufferBytes); // after: a failed allocation takes nothing from the cache
+        if (grow != null)
+          grow.accept(bufferBytes); // after: a failed allocation takes nothing from the cache
         taken.incrementAndGet();
         return b;
       }
@@ -115,8 +127,10 @@ public final class AlignedBuffers implements ReadBuffers {
   /** A buffer of its own for a read the pool cannot serve, counted while taken. */
   private ByteBuffer oneOff(int bytes) {
     overflows.increment();
-    int capacity = (int) Math.min(Integer.MAX_VALUE & -ALIGNMENT, ((long) bytes + ALIGNMENT - 1) & -ALIGNMENT);
-    if (capacity <= bufferBytes) capacity = bufferBytes + ALIGNMENT; // a one-off never has a pooled buffer's size
+    int capacity =
+        (int) Math.min(Integer.MAX_VALUE & -ALIGNMENT, ((long) bytes + ALIGNMENT - 1) & -ALIGNMENT);
+    if (capacity <= bufferBytes)
+      capacity = bufferBytes + ALIGNMENT; // a one-off never has a pooled buffer's size
     ByteBuffer b = allocate(capacity);
     oneOff.addAndGet(capacity);
     taken.incrementAndGet();
@@ -132,7 +146,8 @@ public final class AlignedBuffers implements ReadBuffers {
       pooled.addAndGet(-bufferBytes);
     } else {
       idle.offerFirst(buffer); // the most recently used first: its cache lines may still be warm
-      if (closed) drop(); // raced with close, which may have drained the idle buffers before this one came
+      if (closed)
+        drop(); // raced with close, which may have drained the idle buffers before this one came
     }
   }
 
@@ -146,7 +161,10 @@ public final class AlignedBuffers implements ReadBuffers {
     return taken.get();
   }
 
-  /** Takes the pool could not serve (a wider read, or every pooled buffer taken and the limit reached). */
+  /**
+   * Takes the pool could not serve (a wider read, or every pooled buffer taken and the limit
+   * reached).
+   */
   public long overflows() {
     return overflows.sum();
   }
@@ -163,6 +181,9 @@ public final class AlignedBuffers implements ReadBuffers {
   }
 
   private static ByteBuffer allocate(int capacity) {
-    return ByteBuffer.allocateDirect(capacity + ALIGNMENT).alignedSlice(ALIGNMENT).limit(capacity).slice();
+    return ByteBuffer.allocateDirect(capacity + ALIGNMENT)
+        .alignedSlice(ALIGNMENT)
+        .limit(capacity)
+        .slice();
   }
 }

@@ -3,16 +3,19 @@ package io.basaltdb.internal.memory;
 import net.openhft.chronicle.core.UnsafeMemory;
 
 /**
- * The single accessor for native memory: every off-heap read, write, CAS, fence, allocation and copy in
- * Basalt goes through here, over Chronicle-Core's {@link UnsafeMemory}. Method names follow the scheme
- * in {@code package-info.java}.
+ * The single accessor for native memory: every off-heap read, write, CAS, fence, allocation and
+ * copy in Basalt goes through here, over Chronicle-Core's {@link UnsafeMemory}. Method names follow
+ * the scheme in {@code package-info.java}.
  *
- * <p>Thread-safety: stateless; each method is as atomic as its name says. In debug mode every access
- * is checked by {@link MemoryDebug} and an invalid one throws {@link IllegalStateException} instead of
- * touching memory.
+ * <p>Thread-safety: stateless; each method is as atomic as its name says. In debug mode every
+ * access is checked by {@link MemoryDebug} and an invalid one throws {@link IllegalStateException}
+ * instead of touching memory.
  */
 public final class Mem {
-  /** Debug mode switch, read once at class load. Static final so the JIT removes the checks when off. */
+  /**
+   * Debug mode switch, read once at class load. Static final so the JIT removes the checks when
+   * off.
+   */
   public static final boolean DEBUG = Boolean.getBoolean("basalt.memory.debug");
 
   private static final UnsafeMemory U = UnsafeMemory.MEMORY;
@@ -21,9 +24,13 @@ public final class Mem {
 
   private Mem() {}
 
-  // ---- raw allocation: only allocators call these -------------------------------------------------
+  // ---- raw allocation: only allocators call these
+  // -------------------------------------------------
 
-  /** Allocates {@code size} bytes with malloc; only {@link Region} calls it, where mmap is unavailable. */
+  /**
+   * Allocates {@code size} bytes with malloc; only {@link Region} calls it, where mmap is
+   * unavailable.
+   */
   static long osAllocate(long size) {
     return U.allocate(size);
   }
@@ -50,12 +57,15 @@ public final class Mem {
     U.freeMemory(a, size);
   }
 
-  /** Blocks of {@code owner} still allocated (debug mode only; empty otherwise), for leak checks. */
+  /**
+   * Blocks of {@code owner} still allocated (debug mode only; empty otherwise), for leak checks.
+   */
   public static int liveBlocksOf(Object owner) {
     return DEBUG ? MemoryDebug.liveBlocksOf(owner).size() : 0;
   }
 
-  // ---- plain ---------------------------------------------------------------------------------------
+  // ---- plain
+  // ---------------------------------------------------------------------------------------
 
   public static long lpLong(long a) {
     if (DEBUG) MemoryDebug.check(a, 8);
@@ -77,7 +87,8 @@ public final class Mem {
     U.writeInt(a, v);
   }
 
-  // ---- volatile and CAS ---------------------------------------------------------------------------
+  // ---- volatile and CAS
+  // ---------------------------------------------------------------------------
 
   public static long lvLong(long a) {
     if (DEBUG) MemoryDebug.check(a, 8);
@@ -89,7 +100,8 @@ public final class Mem {
     return U.compareAndSwapLong(a, expect, update);
   }
 
-  // ---- bulk ----------------------------------------------------------------------------------------
+  // ---- bulk
+  // ----------------------------------------------------------------------------------------
 
   /** Copies {@code len} bytes of {@code src[off..]} to native {@code a}. */
   public static void copyFromArray(byte[] src, int off, long a, int len) {
@@ -103,16 +115,20 @@ public final class Mem {
     copy(null, a, dst, BYTES_BASE + off, len);
   }
 
-  /** Bytes one {@link #copy} step moves: a safepoint can come between steps (as in java.nio.Bits). */
+  /**
+   * Bytes one {@link #copy} step moves: a safepoint can come between steps (as in java.nio.Bits).
+   */
   private static final long COPY_STEP = 1L << 20;
 
   /**
-   * Copies between the heap and native memory with the JDK's {@code Unsafe.copyMemory}, which the JIT
-   * turns into a memcpy. Chronicle's {@code UnsafeMemory.copyMemory} copies between the heap and native
-   * memory in a Java loop on JDK 9 and later (the flusher spent a fifth of its time in it copying 1 KB
-   * values). Large copies go in steps of 1 MiB so that the thread reaches a safepoint in between.
+   * Copies between the heap and native memory with the JDK's {@code Unsafe.copyMemory}, which the
+   * JIT turns into a memcpy. Chronicle's {@code UnsafeMemory.copyMemory} copies between the heap
+   * and native memory in a Java loop on JDK 9 and later (the flusher spent a fifth of its time in
+   * it copying 1 KB values). Large copies go in steps of 1 MiB so that the thread reaches a
+   * safepoint in between.
    */
-  private static void copy(Object srcBase, long srcOffset, Object dstBase, long dstOffset, long len) {
+  private static void copy(
+      Object srcBase, long srcOffset, Object dstBase, long dstOffset, long len) {
     while (len > 0) {
       long n = Math.min(len, COPY_STEP);
       UnsafeMemory.UNSAFE.copyMemory(srcBase, srcOffset, dstBase, dstOffset, n);
@@ -141,13 +157,19 @@ public final class Mem {
     return LITTLE_ENDIAN ? Long.reverseBytes(v) : v;
   }
 
-  /** Four bytes at {@code (base, offset)} in native order, addressed as in {@link #lpLongBE(Object, long)}. */
+  /**
+   * Four bytes at {@code (base, offset)} in native order, addressed as in {@link #lpLongBE(Object,
+   * long)}.
+   */
   public static int lpInt(Object base, long offset) {
     if (DEBUG && base == null) MemoryDebug.check(offset, 4);
     return UnsafeMemory.UNSAFE.getInt(base, offset);
   }
 
-  /** Eight bytes at {@code (base, offset)} in native order, addressed as in {@link #lpLongBE(Object, long)}. */
+  /**
+   * Eight bytes at {@code (base, offset)} in native order, addressed as in {@link #lpLongBE(Object,
+   * long)}.
+   */
   public static long lpLong(Object base, long offset) {
     if (DEBUG && base == null) MemoryDebug.check(offset, 8);
     return UnsafeMemory.UNSAFE.getLong(base, offset);
@@ -165,19 +187,26 @@ public final class Mem {
     return UnsafeMemory.UNSAFE.getByte(base, offset) & 0xFF;
   }
 
-  /** One byte at {@code (base, offset)}, signed, addressed as in {@link #lpLongBE(Object, long)}. */
+  /**
+   * One byte at {@code (base, offset)}, signed, addressed as in {@link #lpLongBE(Object, long)}.
+   */
   public static byte lpByte(Object base, long offset) {
     if (DEBUG && base == null) MemoryDebug.check(offset, 1);
     return UnsafeMemory.UNSAFE.getByte(base, offset);
   }
 
-  /** Four bytes at {@code (base, offset)} as a little-endian int (file formats), addressed as above. */
+  /**
+   * Four bytes at {@code (base, offset)} as a little-endian int (file formats), addressed as above.
+   */
   public static int lpIntLE(Object base, long offset) {
     int v = lpInt(base, offset);
     return LITTLE_ENDIAN ? v : Integer.reverseBytes(v);
   }
 
-  /** Eight bytes at {@code (base, offset)} as a little-endian long (file formats), addressed as above. */
+  /**
+   * Eight bytes at {@code (base, offset)} as a little-endian long (file formats), addressed as
+   * above.
+   */
   public static long lpLongLE(Object base, long offset) {
     long v = lpLong(base, offset);
     return LITTLE_ENDIAN ? v : Long.reverseBytes(v);
@@ -191,17 +220,21 @@ public final class Mem {
 
   /** Bytes {@link #copyToBuffer} moves at a time through a direct buffer's way in. */
   private static final int BUFFER_STEP = 8 * 1024;
+
   /** Each thread's array for {@link #copyToBuffer}'s steps into a direct buffer. */
-  private static final ThreadLocal<byte[]> BUFFER_STAGE = ThreadLocal.withInitial(() -> new byte[BUFFER_STEP]);
+  private static final ThreadLocal<byte[]> BUFFER_STAGE =
+      ThreadLocal.withInitial(() -> new byte[BUFFER_STEP]);
 
   /**
-   * Copies {@code len} bytes at {@code (base, offset)} into {@code dst} from its index {@code at} on,
-   * changing neither its position nor its limit; the caller has checked that they fit and that {@code
-   * dst} is writable. A heap buffer is copied into straight; a direct buffer through the buffer's own
-   * absolute {@code put}, in steps of 8 KiB staged in a per-thread array, so the JDK's checks apply (a
-   * buffer over a closed or unmapped segment throws instead of being written) and nothing is allocated.
+   * Copies {@code len} bytes at {@code (base, offset)} into {@code dst} from its index {@code at}
+   * on, changing neither its position nor its limit; the caller has checked that they fit and that
+   * {@code dst} is writable. A heap buffer is copied into straight; a direct buffer through the
+   * buffer's own absolute {@code put}, in steps of 8 KiB staged in a per-thread array, so the JDK's
+   * checks apply (a buffer over a closed or unmapped segment throws instead of being written) and
+   * nothing is allocated.
    */
-  public static void copyToBuffer(Object base, long offset, java.nio.ByteBuffer dst, int at, int len) {
+  public static void copyToBuffer(
+      Object base, long offset, java.nio.ByteBuffer dst, int at, int len) {
     if (dst.hasArray()) {
       copyToArray(base, offset, dst.array(), dst.arrayOffset() + at, len);
       return;
@@ -216,8 +249,8 @@ public final class Mem {
   }
 
   /**
-   * Unsigned lexicographic order of the {@code len} bytes at {@code (base, offset)} against {@code key}
-   * (negative, zero or positive, as {@link java.util.Arrays#compareUnsigned(byte[], byte[])}).
+   * Unsigned lexicographic order of the {@code len} bytes at {@code (base, offset)} against {@code
+   * key} (negative, zero or positive, as {@link java.util.Arrays#compareUnsigned(byte[], byte[])}).
    */
   public static int compareUnsigned(Object base, long offset, int len, byte[] key) {
     int min = Math.min(len, key.length);

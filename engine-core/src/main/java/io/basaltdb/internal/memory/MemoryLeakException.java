@@ -3,9 +3,9 @@ package io.basaltdb.internal.memory;
 import io.basaltdb.BasaltException;
 
 /**
- * An allocator was closed while blocks were still allocated from it: some owner lost track of memory.
- * In debug mode the message lists the leaked blocks and the cause carries where the first was
- * allocated.
+ * An allocator was closed while blocks were still allocated from it: some owner lost track of
+ * memory. In debug mode the message lists the leaked blocks and the cause carries where the first
+ * was allocated.
  *
  * <p>Thread-safety: immutable.
  */

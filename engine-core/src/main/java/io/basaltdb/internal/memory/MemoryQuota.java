@@ -5,23 +5,30 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * A limit on the bytes that one or more {@link SlabAllocator}s may reserve together. The write cache
- * gives each generation (skiplist) its own allocator over one quota: when a generation is freed its
- * allocator returns whole chunks, whatever size classes its blocks had, so blocks freed in one class
- * can never strand the quota that another class needs (issue 13, item 4).
+ * A limit on the bytes that one or more {@link SlabAllocator}s may reserve together. The write
+ * cache gives each generation (skiplist) its own allocator over one quota: when a generation is
+ * freed its allocator returns whole chunks, whatever size classes its blocks had, so blocks freed
+ * in one class can never strand the quota that another class needs (issue 13, item 4).
  *
- * <p>Thread-safety: all methods may be called from any thread; {@code reserved} is CAS-updated so it
- * never passes the limit, {@code used} is a striped counter, which each allocator's thread caches update in steps of up to
- * {@link SlabAllocator#FLUSH_BYTES}; {@link #usedBytes} adds the steps not yet taken, read racily.
+ * <p>Thread-safety: all methods may be called from any thread; {@code reserved} is CAS-updated so
+ * it never passes the limit, {@code used} is a striped counter, which each allocator's thread
+ * caches update in steps of up to {@link SlabAllocator#FLUSH_BYTES}; {@link #usedBytes} adds the
+ * steps not yet taken, read racily.
  */
 public final class MemoryQuota {
   private final long limit;
+
   /** Bytes reserved by the allocators that share this quota; never above {@link #limit}. */
   private final AtomicLong reserved = new AtomicLong();
+
   /** Bytes of blocks handed out by those allocators; updated with each allocator's own count. */
   final LongAdder used = new LongAdder();
-  /** The open allocators over this quota, whose thread caches hold counts not yet in {@link #used}. */
-  final java.util.concurrent.CopyOnWriteArrayList<SlabAllocator> members = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  /**
+   * The open allocators over this quota, whose thread caches hold counts not yet in {@link #used}.
+   */
+  final java.util.concurrent.CopyOnWriteArrayList<SlabAllocator> members =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
 
   public MemoryQuota(long limit) {
     this.limit = limit;
@@ -35,7 +42,10 @@ public final class MemoryQuota {
     return reserved.get();
   }
 
-  /** Bytes of blocks handed out by the allocators over this quota: exact when none is allocating or freeing. */
+  /**
+   * Bytes of blocks handed out by the allocators over this quota: exact when none is allocating or
+   * freeing.
+   */
   public long usedBytes() {
     long sum = used.sum();
     for (SlabAllocator a : members) sum += a.unflushed();
@@ -57,9 +67,18 @@ public final class MemoryQuota {
     do {
       r = reserved.get();
       if (r + bytes > limit) {
-        throw new MemoryLimitException("allocator " + allocator + " would exceed its memory quota of " + limit
-            + " bytes (reserved " + r + ", used " + used.sum() + ", requested " + bytes
-            + "); close snapshots, let garbage collection catch up, or raise the quota");
+        throw new MemoryLimitException(
+            "allocator "
+                + allocator
+                + " would exceed its memory quota of "
+                + limit
+                + " bytes (reserved "
+                + r
+                + ", used "
+                + used.sum()
+                + ", requested "
+                + bytes
+                + "); close snapshots, let garbage collection catch up, or raise the quota");
       }
     } while (!reserved.compareAndSet(r, r + bytes));
   }

@@ -5,25 +5,27 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * The one reserved range of virtual address space that every allocator's chunks and large blocks come
- * from, so that any off-heap block can be named by a 32-bit reference: its offset from {@link #BASE} in
- * 8-byte units ({@link #ref}, {@link #address}). The skiplist stores such references in its towers,
- * which leaves room next to each one for part of the successor's key (docs/format.md). Pebble's
- * {@code arenaskl} does the same with offsets into one arena.
+ * The one reserved range of virtual address space that every allocator's chunks and large blocks
+ * come from, so that any off-heap block can be named by a 32-bit reference: its offset from {@link
+ * #BASE} in 8-byte units ({@link #ref}, {@link #address}). The skiplist stores such references in
+ * its towers, which leaves room next to each one for part of the successor's key (docs/format.md).
+ * Pebble's {@code arenaskl} does the same with offsets into one arena.
  *
  * <p>The range is reserved once per JVM, lazily, with {@code mmap(MAP_NORESERVE)} and {@code
- * MADV_HUGEPAGE}: it costs address space only, and pages are backed on first touch. Its size is {@code
- * -Dbasalt.memory.region} (bytes, with an optional k/m/g suffix; default and maximum 32g, the most a
- * 32-bit reference in 8-byte units can name). Freed spans go back to the operating system with {@code
- * MADV_DONTNEED} and are reused, coalesced, first fit. Offset 0 is never handed out, so reference 0 is
- * null. Where mmap is unavailable (not Linux) the range is one {@code malloc} of the configured size.
+ * MADV_HUGEPAGE}: it costs address space only, and pages are backed on first touch. Its size is
+ * {@code -Dbasalt.memory.region} (bytes, with an optional k/m/g suffix; default and maximum 32g,
+ * the most a 32-bit reference in 8-byte units can name). Freed spans go back to the operating
+ * system with {@code MADV_DONTNEED} and are reused, coalesced, first fit. Offset 0 is never handed
+ * out, so reference 0 is null. Where mmap is unavailable (not Linux) the range is one {@code
+ * malloc} of the configured size.
  *
- * <p>Thread-safety: {@link #allocate} and {@link #free} are synchronized on the class; {@link #ref} and
- * {@link #address} are pure arithmetic.
+ * <p>Thread-safety: {@link #allocate} and {@link #free} are synchronized on the class; {@link #ref}
+ * and {@link #address} are pure arithmetic.
  */
 public final class Region {
   /** Unit of a reference: blocks are 8-byte aligned. */
   public static final int REF_SHIFT = 3;
+
   public static final long MAX_SIZE = (1L << 32) << REF_SHIFT;
   static final long PAGE = 4096;
   private static final long HUGE_PAGE = 2L << 20;
@@ -34,6 +36,7 @@ public final class Region {
 
   /** First byte of the range (2 MiB-aligned). Reference r names address {@code BASE + (r << 3)}. */
   public static final long BASE;
+
   public static final long SIZE;
   private static final boolean MAPPED;
 
@@ -43,8 +46,11 @@ public final class Region {
     boolean mapped = false;
     if (System.getProperty("os.name", "").startsWith("Linux")) {
       net.openhft.posix.PosixAPI posix = net.openhft.posix.PosixAPI.posix();
-      for (long s = size; s >= (256L << 20) && base == 0; s >>>= 1) { // strict overcommit may refuse
-        long raw = posix.mmap(0, s + HUGE_PAGE, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS_NORESERVE, -1, 0);
+      for (long s = size;
+          s >= (256L << 20) && base == 0;
+          s >>>= 1) { // strict overcommit may refuse
+        long raw =
+            posix.mmap(0, s + HUGE_PAGE, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS_NORESERVE, -1, 0);
         if (raw != -1 && raw != 0) {
           base = (raw + HUGE_PAGE - 1) & -HUGE_PAGE;
           if (base > raw) posix.munmap(raw, base - raw);
@@ -66,8 +72,10 @@ public final class Region {
 
   /** Free spans by start address -> length, coalesced. Guarded by the class monitor. */
   private static final TreeMap<Long, Long> FREE = new TreeMap<>();
+
   /** Everything at or past this offset has never been handed out. Guarded by the class monitor. */
   private static long top = HUGE_PAGE; // offset 0 stays unused: reference 0 is null
+
   /** Bytes currently handed out. Guarded by the class monitor. */
   private static long inUse;
 
@@ -75,9 +83,14 @@ public final class Region {
 
   /** The 32-bit reference of an address inside the range (0 for address 0). */
   public static long ref(long address) {
-    if (Mem.DEBUG && address != 0 && (address - BASE < HUGE_PAGE || address - BASE >= SIZE || (address & 7) != 0)) {
-      throw new IllegalStateException("address 0x" + Long.toHexString(address) + " is not an 8-byte aligned "
-          + "address inside the region");
+    if (Mem.DEBUG
+        && address != 0
+        && (address - BASE < HUGE_PAGE || address - BASE >= SIZE || (address & 7) != 0)) {
+      throw new IllegalStateException(
+          "address 0x"
+              + Long.toHexString(address)
+              + " is not an 8-byte aligned "
+              + "address inside the region");
     }
     return address == 0 ? 0 : (address - BASE) >>> REF_SHIFT;
   }
@@ -88,8 +101,8 @@ public final class Region {
   }
 
   /**
-   * A span of {@code bytes} (rounded up to 4 KiB) aligned to {@code align} (a power of two, at least 4
-   * KiB), zero-filled or holding whatever its previous user left.
+   * A span of {@code bytes} (rounded up to 4 KiB) aligned to {@code align} (a power of two, at
+   * least 4 KiB), zero-filled or holding whatever its previous user left.
    *
    * @throws MemoryLimitException if the range has no such span left
    */
@@ -109,8 +122,14 @@ public final class Region {
     }
     long at = (top + align - 1) & -align;
     if (at + len > SIZE) {
-      throw new MemoryLimitException("the off-heap region of " + SIZE + " bytes is exhausted (" + inUse
-          + " bytes in use, " + len + " requested); raise -Dbasalt.memory.region (at most 32g)");
+      throw new MemoryLimitException(
+          "the off-heap region of "
+              + SIZE
+              + " bytes is exhausted ("
+              + inUse
+              + " bytes in use, "
+              + len
+              + " requested); raise -Dbasalt.memory.region (at most 32g)");
     }
     if (at > top) addFree(top, at - top);
     top = at + len;
@@ -123,12 +142,17 @@ public final class Region {
     long len = roundToPage(bytes);
     long at = address - BASE;
     if (at < HUGE_PAGE || at + len > top || (at & (PAGE - 1)) != 0) {
-      throw new IllegalStateException("free of 0x" + Long.toHexString(address) + " (" + bytes
-          + " bytes), which the region did not hand out");
+      throw new IllegalStateException(
+          "free of 0x"
+              + Long.toHexString(address)
+              + " ("
+              + bytes
+              + " bytes), which the region did not hand out");
     }
     Map.Entry<Long, Long> before = FREE.floorEntry(at);
     Long after = FREE.ceilingKey(at);
-    if ((before != null && before.getKey() + before.getValue() > at) || (after != null && after < at + len)) {
+    if ((before != null && before.getKey() + before.getValue() > at)
+        || (after != null && after < at + len)) {
       throw new IllegalStateException("double free of region span 0x" + Long.toHexString(address));
     }
     if (MAPPED) net.openhft.posix.PosixAPI.posix().madvise(address, len, MADV_DONTNEED);
@@ -176,10 +200,12 @@ public final class Region {
     try {
       v = Long.parseLong(t) * mult;
     } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("-Dbasalt.memory.region=" + s + " is not a size such as 8g or 512m");
+      throw new IllegalArgumentException(
+          "-Dbasalt.memory.region=" + s + " is not a size such as 8g or 512m");
     }
     if (v < (256L << 20) || v > MAX_SIZE) {
-      throw new IllegalArgumentException("-Dbasalt.memory.region=" + s + " must be between 256m and 32g");
+      throw new IllegalArgumentException(
+          "-Dbasalt.memory.region=" + s + " must be between 256m and 32g");
     }
     return v;
   }

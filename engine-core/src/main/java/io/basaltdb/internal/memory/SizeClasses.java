@@ -1,9 +1,9 @@
 package io.basaltdb.internal.memory;
 
 /**
- * The allocator's size classes. Blocks up to {@value #FINE_LIMIT} bytes come in 8-byte steps (a skiplist
- * node wastes at most 7 bytes to rounding); above that, eight classes per power of two (at most 12.5%
- * waste) up to {@value #MAX_SMALL} bytes. Bigger requests bypass the slabs.
+ * The allocator's size classes. Blocks up to {@value #FINE_LIMIT} bytes come in 8-byte steps (a
+ * skiplist node wastes at most 7 bytes to rounding); above that, eight classes per power of two (at
+ * most 12.5% waste) up to {@value #MAX_SMALL} bytes. Bigger requests bypass the slabs.
  *
  * <p>Thread-safety: stateless.
  */

@@ -27,10 +27,11 @@ import net.jpountz.lz4.LZ4Factory;
 import net.jpountz.lz4.LZ4SafeDecompressor;
 
 /**
- * A data block read back from a segment file, checked and decoded (docs/format.md, "Data block"). The
- * constructor verifies the checksum, decompresses, and walks every document, so a Block that exists is
- * well-formed: its documents' seqnos run strictly from the header's first to its last seqno and their
- * encodings fill the payload exactly. Anything else is a {@link CorruptionException}.
+ * A data block read back from a segment file, checked and decoded (docs/format.md, "Data block").
+ * The constructor verifies the checksum, decompresses, and walks every document, so a Block that
+ * exists is well-formed: its documents' seqnos run strictly from the header's first to its last
+ * seqno and their encodings fill the payload exactly. Anything else is a {@link
+ * CorruptionException}.
  *
  * <p>Thread-safety: immutable after construction.
  */
@@ -46,12 +47,13 @@ final class Block {
   private final long[] seqnos;
   private final int[] starts;
   private final String file;
+
   /** Read position of the constructor's {@link #walk}; not used once the block is built. */
   private int cursor;
 
   /**
-   * Length of the block record whose header is {@code b[off, off + BLOCK_HEADER_SIZE)}, or -1 if those
-   * bytes do not start a block. Only the header is checked here.
+   * Length of the block record whose header is {@code b[off, off + BLOCK_HEADER_SIZE)}, or -1 if
+   * those bytes do not start a block. Only the header is checked here.
    */
   static int recordLength(byte[] b, int off) {
     if (b[off + TYPE_OFFSET] != TYPE_BLOCK) {
@@ -62,8 +64,8 @@ final class Block {
   }
 
   /**
-   * Decodes the block record {@code b[off, off + length)} read from {@code file} at {@code fileOffset};
-   * {@code length} must be {@link #recordLength} of its header.
+   * Decodes the block record {@code b[off, off + length)} read from {@code file} at {@code
+   * fileOffset}; {@code length} must be {@link #recordLength} of its header.
    */
   Block(byte[] b, int off, int length, String file, long fileOffset, long segmentId) {
     this.file = file;
@@ -71,7 +73,8 @@ final class Block {
     if (length < BLOCK_HEADER_SIZE || recordLength(b, off) != length) {
       throw corrupt("not a data block");
     }
-    if (SegmentFormat.getInt(b, off + CRC_OFFSET) != SegmentFormat.crc(b, off + CRC_SIZE, off + length)) {
+    if (SegmentFormat.getInt(b, off + CRC_OFFSET)
+        != SegmentFormat.crc(b, off + CRC_SIZE, off + length)) {
       throw corrupt("data block checksum mismatch");
     }
     int flags = b[off + BLOCK_FLAGS_OFFSET];
@@ -80,7 +83,8 @@ final class Block {
     int count = SegmentFormat.getInt(b, off + BLOCK_COUNT_OFFSET);
     firstSeqno = SegmentFormat.getLong(b, off + BLOCK_FIRST_SEQNO_OFFSET);
     lastSeqno = SegmentFormat.getLong(b, off + BLOCK_LAST_SEQNO_OFFSET);
-    if ((flags & ~(BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)) != 0 || flags == (BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)
+    if ((flags & ~(BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)) != 0
+        || flags == (BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)
         || b[off + BLOCK_RESERVED_OFFSET] != 0
         || b[off + BLOCK_RESERVED_OFFSET + 1] != 0
         || SegmentFormat.getInt(b, off + BLOCK_SEGMENT_OFFSET) != (int) segmentId) {
@@ -88,9 +92,13 @@ final class Block {
     }
     boolean lz4 = (flags & BLOCK_FLAG_LZ4) != 0;
     boolean zstd = (flags & BLOCK_FLAG_ZSTD) != 0;
-    if (rawLength < MIN_DOC_SIZE || rawLength > MAX_BLOCK_RAW_SIZE
+    if (rawLength < MIN_DOC_SIZE
+        || rawLength > MAX_BLOCK_RAW_SIZE
         || (lz4 || zstd ? stored >= rawLength : stored != rawLength)
-        || count < 1 || count > rawLength / MIN_DOC_SIZE || firstSeqno < 0 || lastSeqno < firstSeqno) {
+        || count < 1
+        || count > rawLength / MIN_DOC_SIZE
+        || firstSeqno < 0
+        || lastSeqno < firstSeqno) {
       throw corrupt("data block header fields out of range");
     }
     if (lz4) {
@@ -117,7 +125,8 @@ final class Block {
       } finally {
         ZstdContexts.give(ctx);
       }
-      if (n != rawLength) throw corrupt("data block decompresses to " + n + " bytes, header says " + rawLength);
+      if (n != rawLength)
+        throw corrupt("data block decompresses to " + n + " bytes, header says " + rawLength);
     } else {
       data = b;
       base = off + BLOCK_HEADER_SIZE;
@@ -150,7 +159,9 @@ final class Block {
       }
       long keyLength = readVarLong(end, 3);
       long valueLength = readVarLong(end, 4);
-      if (keyLength > MAX_KEY_SIZE || valueLength > MAX_VALUE_SIZE || keyLength + valueLength > end - cursor) {
+      if (keyLength > MAX_KEY_SIZE
+          || valueLength > MAX_VALUE_SIZE
+          || keyLength + valueLength > end - cursor) {
         throw corrupt("document " + i + " lengths overrun the block");
       }
       cursor += (int) (keyLength + valueLength);

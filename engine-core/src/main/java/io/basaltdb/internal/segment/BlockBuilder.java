@@ -16,18 +16,18 @@ import static io.basaltdb.internal.segment.SegmentFormat.DOC_FLAG_TOMBSTONE;
 import static io.basaltdb.internal.segment.SegmentFormat.TYPE_BLOCK;
 import static io.basaltdb.internal.segment.SegmentFormat.TYPE_OFFSET;
 
+import com.github.luben.zstd.Zstd;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
-import com.github.luben.zstd.Zstd;
 import net.jpountz.lz4.LZ4Compressor;
 import net.jpountz.lz4.LZ4Factory;
 
 /**
- * The writer's open data block: packs encoded documents into an uncompressed buffer and seals them into
- * one checksummed block record, LZ4- or zstd-compressed, (docs/format.md, "Data block"). A document is
- * {@code varint seqnoDelta, flags, [varint expiry], varint keyLength, varint valueLength, key, value}; the first document's
- * delta is 0 (its seqno is the header's first seqno), every later one's is the distance to its
- * predecessor, at least 1.
+ * The writer's open data block: packs encoded documents into an uncompressed buffer and seals them
+ * into one checksummed block record, LZ4- or zstd-compressed, (docs/format.md, "Data block"). A
+ * document is {@code varint seqnoDelta, flags, [varint expiry], varint keyLength, varint
+ * valueLength, key, value}; the first document's delta is 0 (its seqno is the header's first
+ * seqno), every later one's is the distance to its predecessor, at least 1.
  *
  * <p>Thread-safety: none; owned by one {@link SegmentWriter}.
  */
@@ -35,14 +35,17 @@ final class BlockBuilder {
   private static final LZ4Compressor LZ4 = LZ4Factory.fastestInstance().fastCompressor();
 
   private final int blockSize;
+
   /** 0: LZ4; else the zstd level. */
   private final int zstdLevel;
+
   private byte[] raw;
   private int length;
   private int count;
   private long firstSeqno;
   private long lastSeqno;
   private long offset;
+
   /** The sealed record; reused between blocks, regrown for big ones. */
   private byte[] record = new byte[0];
 
@@ -70,10 +73,17 @@ final class BlockBuilder {
     return firstSeqno;
   }
 
-  /** Encoded size of a document whose seqno is {@code delta} past its predecessor's (0 if first). */
+  /**
+   * Encoded size of a document whose seqno is {@code delta} past its predecessor's (0 if first).
+   */
   static int encodedSize(long delta, int keyLength, int valueLength, long expiry) {
-    return SegmentFormat.varLongSize(delta) + 1 + (expiry != 0 ? SegmentFormat.varLongSize(expiry) : 0)
-        + SegmentFormat.varLongSize(keyLength) + SegmentFormat.varLongSize(valueLength) + keyLength + valueLength;
+    return SegmentFormat.varLongSize(delta)
+        + 1
+        + (expiry != 0 ? SegmentFormat.varLongSize(expiry) : 0)
+        + SegmentFormat.varLongSize(keyLength)
+        + SegmentFormat.varLongSize(valueLength)
+        + keyLength
+        + valueLength;
   }
 
   /** Encoded size of the document if it were added to this block now. */
@@ -82,12 +92,19 @@ final class BlockBuilder {
   }
 
   /**
-   * Adds a document whose value is {@code value[valueOffset, valueOffset + valueLength)}; the first one of
-   * a block fixes the block's file offset. Seqnos must increase (the writer checks). Returns the
-   * document's encoded size.
+   * Adds a document whose value is {@code value[valueOffset, valueOffset + valueLength)}; the first
+   * one of a block fixes the block's file offset. Seqnos must increase (the writer checks). Returns
+   * the document's encoded size.
    */
-  int add(long blockOffset, long seqno, byte[] key, byte[] value, int valueOffset, int valueLength,
-      boolean tombstone, long expiry) {
+  int add(
+      long blockOffset,
+      long seqno,
+      byte[] key,
+      byte[] value,
+      int valueOffset,
+      int valueLength,
+      boolean tombstone,
+      long expiry) {
     int size = sizeIfAdded(seqno, key.length, valueLength, expiry);
     if (count == 0) {
       offset = blockOffset;
@@ -98,7 +115,10 @@ final class BlockBuilder {
       raw = Arrays.copyOf(raw, Math.max(length + size, raw.length * 2));
     }
     int p = SegmentFormat.putVarLong(raw, length, seqno - lastSeqno);
-    raw[p++] = (byte) ((tombstone ? DOC_FLAG_TOMBSTONE : 0) | (expiry != 0 ? SegmentFormat.DOC_FLAG_EXPIRES : 0));
+    raw[p++] =
+        (byte)
+            ((tombstone ? DOC_FLAG_TOMBSTONE : 0)
+                | (expiry != 0 ? SegmentFormat.DOC_FLAG_EXPIRES : 0));
     if (expiry != 0) p = SegmentFormat.putVarLong(raw, p, expiry);
     p = SegmentFormat.putVarLong(raw, p, key.length);
     p = SegmentFormat.putVarLong(raw, p, valueLength);
@@ -111,12 +131,15 @@ final class BlockBuilder {
   }
 
   /**
-   * Builds the block record (compressed if that makes it smaller) and empties the builder. The returned
-   * buffer is valid until the next call.
+   * Builds the block record (compressed if that makes it smaller) and empties the builder. The
+   * returned buffer is valid until the next call.
    */
   ByteBuffer seal(long segmentId) {
-    int bound = BLOCK_HEADER_SIZE + Math.max(length,
-        zstdLevel > 0 ? (int) Zstd.compressBound(length) : LZ4.maxCompressedLength(length));
+    int bound =
+        BLOCK_HEADER_SIZE
+            + Math.max(
+                length,
+                zstdLevel > 0 ? (int) Zstd.compressBound(length) : LZ4.maxCompressedLength(length));
     if (record.length < bound) {
       record = new byte[bound];
     }
@@ -125,7 +148,9 @@ final class BlockBuilder {
     if (zstdLevel > 0) {
       com.github.luben.zstd.ZstdCompressCtx ctx = ZstdContexts.takeCompress(zstdLevel);
       try {
-        stored = ctx.compressByteArray(record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE, raw, 0, length);
+        stored =
+            ctx.compressByteArray(
+                record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE, raw, 0, length);
       } finally {
         ZstdContexts.give(ctx);
       }

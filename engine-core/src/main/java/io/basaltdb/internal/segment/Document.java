@@ -6,8 +6,8 @@ import java.util.Arrays;
  * One document version read from a log segment: its seqno, key, value and tombstone flag. Equality
  * compares the contents of key and value.
  *
- * <p>Thread-safety: immutable by convention; the arrays are the reader's fresh copies and nobody else
- * holds them.
+ * <p>Thread-safety: immutable by convention; the arrays are the reader's fresh copies and nobody
+ * else holds them.
  *
  * @param seqno the mutation's sequence number, unique in the store
  * @param key the key, up to 64 KiB
@@ -21,15 +21,22 @@ public record Document(long seqno, byte[] key, byte[] value, boolean tombstone, 
     this(seqno, key, value, tombstone, 0);
   }
 
-  /** Whether the document is a deletion at {@code now} (ms since the epoch): a tombstone, or expired at or before it. */
+  /**
+   * Whether the document is a deletion at {@code now} (ms since the epoch): a tombstone, or expired
+   * at or before it.
+   */
   public boolean deletedAt(long now) {
     return tombstone || (expiry != 0 && expiry <= now);
   }
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof Document d && d.seqno == seqno && d.tombstone == tombstone && d.expiry == expiry
-        && Arrays.equals(d.key, key) && Arrays.equals(d.value, value);
+    return o instanceof Document d
+        && d.seqno == seqno
+        && d.tombstone == tombstone
+        && d.expiry == expiry
+        && Arrays.equals(d.key, key)
+        && Arrays.equals(d.value, value);
   }
 
   @Override
@@ -39,7 +46,15 @@ public record Document(long seqno, byte[] key, byte[] value, boolean tombstone, 
 
   @Override
   public String toString() {
-    return "Document[seqno=" + seqno + ", key=" + key.length + " bytes, value=" + value.length + " bytes"
-        + (tombstone ? ", tombstone" : "") + (expiry != 0 ? ", expiry=" + expiry : "") + "]";
+    return "Document[seqno="
+        + seqno
+        + ", key="
+        + key.length
+        + " bytes, value="
+        + value.length
+        + " bytes"
+        + (tombstone ? ", tombstone" : "")
+        + (expiry != 0 ? ", expiry=" + expiry : "")
+        + "]";
   }
 }

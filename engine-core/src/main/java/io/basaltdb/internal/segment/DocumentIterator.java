@@ -11,10 +11,11 @@ import java.util.Iterator;
 import java.util.NoSuchElementException;
 
 /**
- * Walks a segment's documents in seqno order from a starting seqno to the state's last document, for
- * the change feed (seed 000 section 3.4.3): the reader finds the first block through the seqno index,
- * then this reads the file sequentially, block after block, skipping the index pages between them
- * (checked, since their length comes from their header). Reads go through a window of at least 64 KiB.
+ * Walks a segment's documents in seqno order from a starting seqno to the state's last document,
+ * for the change feed (seed 000 section 3.4.3): the reader finds the first block through the seqno
+ * index, then this reads the file sequentially, block after block, skipping the index pages between
+ * them (checked, since their length comes from their header). Reads go through a window of at least
+ * 64 KiB.
  *
  * <p>{@link #hasNext} and {@link #next} throw {@link CorruptionException} on a damaged record.
  *
@@ -26,13 +27,17 @@ public final class DocumentIterator implements Iterator<Document> {
   private final SegmentReader reader;
   private final SegmentState state;
   private final long fromSeqno;
+
   /** Offset of the next record to read. */
   private long pos;
+
   private Block block;
   private int index;
   private long previousLast;
+
   /** A fresh array per refill: raw blocks keep referring to the window they were decoded from. */
   private byte[] window = new byte[0];
+
   private long windowStart;
   private int windowLength;
 
@@ -63,7 +68,10 @@ public final class DocumentIterator implements Iterator<Document> {
     return block.document(index++);
   }
 
-  /** Reads the record at {@link #pos}: a block becomes the current one; a page is checked and skipped. */
+  /**
+   * Reads the record at {@link #pos}: a block becomes the current one; a page is checked and
+   * skipped.
+   */
   private void advance() {
     long room = state.tailOffset() - pos;
     int rel = ensure(Math.min(room, BLOCK_HEADER_SIZE));
@@ -93,7 +101,8 @@ public final class DocumentIterator implements Iterator<Document> {
       }
       rel = ensure(length);
       reader.countRead();
-      IndexPage.decode(window, rel, length, reader.file().name(), pos, state.segmentId(), -1, state.pageSize());
+      IndexPage.decode(
+          window, rel, length, reader.file().name(), pos, state.segmentId(), -1, state.pageSize());
       pos += length;
     } else {
       throw corrupt("not a data block or index page");
@@ -101,8 +110,8 @@ public final class DocumentIterator implements Iterator<Document> {
   }
 
   /**
-   * Makes {@code [pos, pos + n)} available in the window, reading at least 64 KiB (bounded by the tail)
-   * when it is not; returns the position of {@code pos} in the window.
+   * Makes {@code [pos, pos + n)} available in the window, reading at least 64 KiB (bounded by the
+   * tail) when it is not; returns the position of {@code pos} in the window.
    */
   private int ensure(long n) {
     if (pos < windowStart || pos + n > windowStart + windowLength) {

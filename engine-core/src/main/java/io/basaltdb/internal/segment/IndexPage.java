@@ -23,18 +23,21 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
- * One page of a segment's seqno index (docs/format.md, "Index page"): entries {@code (firstSeqno, child
- * offset)} sorted by seqno, where a child is a data block at level 0 and a page one level down above it.
- * The writer keeps one of these per level as the level's in-memory tail page; the reader decodes the
- * pages it descends through. On disk a page takes {@code PAGE_HEADER_SIZE + ENTRY_SIZE * count} bytes,
- * at most the segment's page size.
+ * One page of a segment's seqno index (docs/format.md, "Index page"): entries {@code (firstSeqno,
+ * child offset)} sorted by seqno, where a child is a data block at level 0 and a page one level
+ * down above it. The writer keeps one of these per level as the level's in-memory tail page; the
+ * reader decodes the pages it descends through. On disk a page takes {@code PAGE_HEADER_SIZE +
+ * ENTRY_SIZE * count} bytes, at most the segment's page size.
  *
- * <p>Thread-safety: a tail page is owned by its writer; a decoded page is not changed after decoding.
+ * <p>Thread-safety: a tail page is owned by its writer; a decoded page is not changed after
+ * decoding.
  */
 final class IndexPage {
   final int level;
+
   /** PAGE_FLAG_* of a decoded page; 0 for a tail page. */
   final int flags;
+
   private final long[] seqnos;
   private final long[] children;
   private int count;
@@ -114,7 +117,9 @@ final class IndexPage {
       return -1;
     }
     int n = SegmentFormat.getInt(b, off + PAGE_COUNT_OFFSET);
-    return n < 1 || n > capacity(SegmentOptions.MAX_PAGE_SIZE) ? -1 : PAGE_HEADER_SIZE + ENTRY_SIZE * n;
+    return n < 1 || n > capacity(SegmentOptions.MAX_PAGE_SIZE)
+        ? -1
+        : PAGE_HEADER_SIZE + ENTRY_SIZE * n;
   }
 
   /**
@@ -122,8 +127,15 @@ final class IndexPage {
    * fileOffset}: its checksum, that it is a page of {@code level} (any level if negative) of this
    * segment, and that its entries are sorted and point before the page itself.
    */
-  static IndexPage decode(byte[] b, int off, int avail, String file, long fileOffset, long segmentId,
-      int level, int pageSize) {
+  static IndexPage decode(
+      byte[] b,
+      int off,
+      int avail,
+      String file,
+      long fileOffset,
+      long segmentId,
+      int level,
+      int pageSize) {
     if (avail < PAGE_HEADER_SIZE) {
       throw new CorruptionException(file, fileOffset, "index page truncated");
     }
@@ -131,17 +143,29 @@ final class IndexPage {
     if (length < 0 || length > avail || length > pageSize) {
       throw new CorruptionException(file, fileOffset, "not an index page");
     }
-    if (SegmentFormat.getInt(b, off + CRC_OFFSET) != SegmentFormat.crc(b, off + CRC_SIZE, off + length)) {
+    if (SegmentFormat.getInt(b, off + CRC_OFFSET)
+        != SegmentFormat.crc(b, off + CRC_SIZE, off + length)) {
       throw new CorruptionException(file, fileOffset, "index page checksum mismatch");
     }
     int pageLevel = b[off + PAGE_LEVEL_OFFSET];
     int pageFlags = b[off + PAGE_FLAGS_OFFSET];
     if ((level >= 0 ? pageLevel != level : pageLevel < 0)
         || (pageFlags & ~(PAGE_FLAG_PARTIAL | PAGE_FLAG_CHILD_LAST)) != 0
-        || pageFlags == PAGE_FLAG_CHILD_LAST || b[off + PAGE_RESERVED_OFFSET] != 0
+        || pageFlags == PAGE_FLAG_CHILD_LAST
+        || b[off + PAGE_RESERVED_OFFSET] != 0
         || SegmentFormat.getInt(b, off + PAGE_SEGMENT_OFFSET) != (int) segmentId) {
-      throw new CorruptionException(file, fileOffset, "index page of level " + pageLevel + " flags "
-          + pageFlags + " where a page of level " + level + " of segment " + segmentId + " belongs");
+      throw new CorruptionException(
+          file,
+          fileOffset,
+          "index page of level "
+              + pageLevel
+              + " flags "
+              + pageFlags
+              + " where a page of level "
+              + level
+              + " of segment "
+              + segmentId
+              + " belongs");
     }
     int n = (length - PAGE_HEADER_SIZE) / ENTRY_SIZE;
     long[] seqnos = new long[n];
@@ -150,8 +174,10 @@ final class IndexPage {
       int p = off + PAGE_HEADER_SIZE + ENTRY_SIZE * i;
       seqnos[i] = SegmentFormat.getLong(b, p + ENTRY_SEQNO_OFFSET);
       children[i] = SegmentFormat.getInt(b, p + ENTRY_CHILD_OFFSET) & 0xFFFF_FFFFL;
-      boolean sorted = i == 0 ? seqnos[0] >= 0 && children[0] >= FILE_HEADER_SIZE
-          : seqnos[i] > seqnos[i - 1] && children[i] > children[i - 1];
+      boolean sorted =
+          i == 0
+              ? seqnos[0] >= 0 && children[0] >= FILE_HEADER_SIZE
+              : seqnos[i] > seqnos[i - 1] && children[i] > children[i - 1];
       if (!sorted || children[i] >= fileOffset) {
         throw new CorruptionException(file, fileOffset, "index page entry " + i + " out of order");
       }
@@ -159,16 +185,19 @@ final class IndexPage {
     return new IndexPage(pageLevel, pageFlags, seqnos, children, n);
   }
 
-  // ---- the flat form the block cache holds ----------------------------------------------------------
+  // ---- the flat form the block cache holds
+  // ----------------------------------------------------------
   // Native order, private to this process: int count, int level, int length on disk, int 0, then
-  // long seqno[count] and long child[count]. Read in place through Mem's (base, address) addressing.
+  // long seqno[count] and long child[count]. Read in place through Mem's (base, address)
+  // addressing.
 
   private static final int FLAT_HEADER = 16;
 
   /** This decoded page, {@code length} bytes on disk, as a flat array for the block cache. */
   byte[] flat(int length) {
-    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(FLAT_HEADER + 16 * count)
-        .order(java.nio.ByteOrder.nativeOrder());
+    java.nio.ByteBuffer b =
+        java.nio.ByteBuffer.allocate(FLAT_HEADER + 16 * count)
+            .order(java.nio.ByteOrder.nativeOrder());
     b.putInt(count).putInt(level).putInt(length).putInt(0);
     for (int i = 0; i < count; i++) b.putLong(seqnos[i]);
     for (int i = 0; i < count; i++) b.putLong(children[i]);
@@ -213,7 +242,9 @@ final class IndexPage {
     return lo - 1;
   }
 
-  /** A writable tail page of {@code capacity} holding this decoded page's first {@code n} entries. */
+  /**
+   * A writable tail page of {@code capacity} holding this decoded page's first {@code n} entries.
+   */
   IndexPage toTailPage(int n, int capacity) {
     IndexPage t = new IndexPage(level, capacity);
     for (int i = 0; i < n; i++) {

@@ -6,9 +6,9 @@ import java.nio.ByteOrder;
 import java.util.zip.CRC32C;
 
 /**
- * Byte layout of a log segment file (docs/format.md, "Log segment"): the file header, the record header
- * shared by data blocks and seqno-index pages, limits, and the little-endian, varint and checksum helpers
- * the codecs share. Every integer is little-endian.
+ * Byte layout of a log segment file (docs/format.md, "Log segment"): the file header, the record
+ * header shared by data blocks and seqno-index pages, limits, and the little-endian, varint and
+ * checksum helpers the codecs share. Every integer is little-endian.
  *
  * <pre>
  *  file    = file header (32 bytes) , { block | index page }        up to the checkpointed tail
@@ -42,8 +42,10 @@ final class SegmentFormat {
 
   // Data block header; the (possibly compressed) payload follows.
   static final int BLOCK_FLAGS_OFFSET = 5;
+
   /** Two bytes, zero. */
   static final int BLOCK_RESERVED_OFFSET = 6;
+
   static final int BLOCK_STORED_LENGTH_OFFSET = 8;
   static final int BLOCK_RAW_LENGTH_OFFSET = 12;
   static final int BLOCK_FIRST_SEQNO_OFFSET = 16;
@@ -52,40 +54,56 @@ final class SegmentFormat {
   static final int BLOCK_SEGMENT_OFFSET = 36;
   static final int BLOCK_HEADER_SIZE = 40;
   static final int BLOCK_FLAG_LZ4 = 1;
-  /** Block flag: the payload is a zstd frame (cold segments; never with {@link #BLOCK_FLAG_LZ4}). */
+
+  /**
+   * Block flag: the payload is a zstd frame (cold segments; never with {@link #BLOCK_FLAG_LZ4}).
+   */
   static final int BLOCK_FLAG_ZSTD = 2;
 
   // Seqno-index page header; ENTRY_SIZE-byte entries follow.
   static final int PAGE_LEVEL_OFFSET = 5;
   static final int PAGE_FLAGS_OFFSET = 6;
+
   /** One byte, zero. */
   static final int PAGE_RESERVED_OFFSET = 7;
+
   static final int PAGE_SEGMENT_OFFSET = 8;
   static final int PAGE_COUNT_OFFSET = 12;
   static final int PAGE_HEADER_SIZE = 16;
   static final int ENTRY_SEQNO_OFFSET = 0;
   static final int ENTRY_CHILD_OFFSET = 8;
   static final int ENTRY_SIZE = 12;
-  /** Written by a checkpoint: a version of a level's tail page that a later checkpoint supersedes. */
+
+  /**
+   * Written by a checkpoint: a version of a level's tail page that a later checkpoint supersedes.
+   */
   static final int PAGE_FLAG_PARTIAL = 1;
+
   /** The last entry points to the partial page the same checkpoint wrote one level below. */
   static final int PAGE_FLAG_CHILD_LAST = 2;
 
   // Document inside a block's uncompressed payload: varint seqno delta, flags, varint key length,
   // varint value length, key, value.
   static final int DOC_FLAG_TOMBSTONE = 1;
-  /** The document expires: a varint of its expiry (ms since the epoch, above 0) follows the flags. */
+
+  /**
+   * The document expires: a varint of its expiry (ms since the epoch, above 0) follows the flags.
+   */
   static final int DOC_FLAG_EXPIRES = 2;
+
   /** Smallest encoded document: one byte for each of delta, flags, key length, value length. */
   static final int MIN_DOC_SIZE = 4;
 
   // Limits.
   static final int MAX_KEY_SIZE = 64 << 10;
   static final int MAX_VALUE_SIZE = 20 << 20;
+
   /** No uncompressed block may be larger: one largest document, or blockSize's upper bound. */
   static final int MAX_BLOCK_RAW_SIZE = 32 << 20;
+
   /** Index entries hold 32-bit offsets; a writer refuses appends once its tail reaches this. */
   static final long HARD_SIZE_LIMIT = 3L << 30;
+
   static final int MAX_LEVELS = 32;
   static final int MAX_SEGMENT_ID = Integer.MAX_VALUE;
 
@@ -95,8 +113,10 @@ final class SegmentFormat {
   }
 
   // Little-endian access to byte arrays; callers check bounds first.
-  private static final VarHandle INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
-  private static final VarHandle LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle INT =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle LONG =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
   static int getInt(byte[] b, int off) {
     return (int) INT.get(b, off);

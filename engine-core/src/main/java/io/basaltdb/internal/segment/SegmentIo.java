@@ -19,10 +19,10 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
- * Reading records of a segment file: the file header, a data block or an index page at an offset, each
- * checked before it is returned. Every read is bounded by a {@code limit} the record must end before
- * (the state's tail, or the offset of the page that points to the record), so garbage lengths never
- * make a read run past what the caller trusts.
+ * Reading records of a segment file: the file header, a data block or an index page at an offset,
+ * each checked before it is returned. Every read is bounded by a {@code limit} the record must end
+ * before (the state's tail, or the offset of the page that points to the record), so garbage
+ * lengths never make a read run past what the caller trusts.
  *
  * <p>Thread-safety: stateless; safe for concurrent use (positional reads only).
  */
@@ -53,8 +53,12 @@ final class SegmentIo {
         || SegmentFormat.getInt(b, FH_PAGE_SIZE_OFFSET) != state.pageSize()
         || SegmentFormat.getLong(b, FH_SEGMENT_ID_OFFSET) != state.segmentId()
         || SegmentFormat.getLong(b, FH_START_SEQNO_OFFSET) != state.startSeqno()) {
-      throw new CorruptionException(file.name(), 0, "segment file header does not match the state "
-          + state + " (another segment's file, or an unknown format version)");
+      throw new CorruptionException(
+          file.name(),
+          0,
+          "segment file header does not match the state "
+              + state
+              + " (another segment's file, or an unknown format version)");
     }
   }
 
@@ -73,13 +77,15 @@ final class SegmentIo {
   }
 
   /**
-   * The index page at {@code pos}, which must be a page of {@code level} (any if negative) ending at
-   * or before {@code limit}.
+   * The index page at {@code pos}, which must be a page of {@code level} (any if negative) ending
+   * at or before {@code limit}.
    */
-  static IndexPage readPage(StorageFile file, long pos, long limit, long segmentId, int level, int pageSize) {
+  static IndexPage readPage(
+      StorageFile file, long pos, long limit, long segmentId, int level, int pageSize) {
     int want = (int) Math.min(pageSize, limit - pos);
     if (pos < FILE_HEADER_SIZE || want <= 0) {
-      throw new CorruptionException(file.name(), pos, "index page offset out of range (limit " + limit + ")");
+      throw new CorruptionException(
+          file.name(), pos, "index page offset out of range (limit " + limit + ")");
     }
     byte[] b = new byte[want];
     int got = read(file, pos, b, 0, want);
@@ -87,19 +93,22 @@ final class SegmentIo {
   }
 
   /** As {@link #readPage}, in the flat form the block cache keeps ({@link IndexPage#flat}). */
-  static byte[] readFlatPage(StorageFile file, long pos, long limit, long segmentId, int level, int pageSize) {
+  static byte[] readFlatPage(
+      StorageFile file, long pos, long limit, long segmentId, int level, int pageSize) {
     IndexPage p = readPage(file, pos, limit, segmentId, level, pageSize);
     return p.flat(PAGE_HEADER_SIZE + ENTRY_SIZE * p.count());
   }
 
   /**
    * The data block at {@code pos}, which must end at or before {@code limit}. One read of {@code
-   * BLOCK_HEADER_SIZE + guess} bytes fetches a typical block whole; a bigger one takes a second read.
+   * BLOCK_HEADER_SIZE + guess} bytes fetches a typical block whole; a bigger one takes a second
+   * read.
    */
   static Block readBlock(StorageFile file, long pos, long limit, long segmentId, int guess) {
     long room = limit - pos;
     if (pos < FILE_HEADER_SIZE || room < BLOCK_HEADER_SIZE) {
-      throw new CorruptionException(file.name(), pos, "data block offset out of range (limit " + limit + ")");
+      throw new CorruptionException(
+          file.name(), pos, "data block offset out of range (limit " + limit + ")");
     }
     byte[] b = new byte[(int) Math.min(room, BLOCK_HEADER_SIZE + (long) guess)];
     int got = read(file, pos, b, 0, b.length);
@@ -108,7 +117,8 @@ final class SegmentIo {
     }
     int length = Block.recordLength(b, 0);
     if (length < 0 || length > room) {
-      throw new CorruptionException(file.name(), pos, "not a data block, or one overrunning its limit " + limit);
+      throw new CorruptionException(
+          file.name(), pos, "not a data block, or one overrunning its limit " + limit);
     }
     if (length > got) {
       int had = got;

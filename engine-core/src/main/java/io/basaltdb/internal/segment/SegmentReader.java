@@ -10,31 +10,35 @@ import io.basaltdb.internal.storage.StorageFile;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Reads documents from one checkpointed state of a log segment (seed 000 section 3.4.1: seqno -> this
- * segment's seqno index -> block -> document). The view is immutable: documents appended after the
- * state's checkpoint are not seen, and nothing at or past its tail offset is ever read. The engine makes
- * a new reader after each flush while the writer goes on appending to the same file.
+ * Reads documents from one checkpointed state of a log segment (seed 000 section 3.4.1: seqno ->
+ * this segment's seqno index -> block -> document). The view is immutable: documents appended after
+ * the state's checkpoint are not seen, and nothing at or past its tail offset is ever read. The
+ * engine makes a new reader after each flush while the writer goes on appending to the same file.
  *
- * <p>Every block and page is checked (checksum, type, segment id, bounds, ordering) before use; damage
- * raises {@link CorruptionException}, never a wrong document.
+ * <p>Every block and page is checked (checksum, type, segment id, bounds, ordering) before use;
+ * damage raises {@link CorruptionException}, never a wrong document.
  *
- * <p>Index pages go through the store's {@link BlockCache} when there is one, in {@link IndexPage}'s
- * flat form, keyed by the segment file's cache owner and the page offset: a page never changes once
- * written, so the readers of successive states of one file share the cached pages. Documents read by
- * {@link #read} are cached one by one under the next owner number, keyed by their seqno's distance from
- * the segment's start seqno (a seqno names one document version for good, so a cached copy is never
- * stale); see {@link #cached} for their layout.
+ * <p>Index pages go through the store's {@link BlockCache} when there is one, in {@link
+ * IndexPage}'s flat form, keyed by the segment file's cache owner and the page offset: a page never
+ * changes once written, so the readers of successive states of one file share the cached pages.
+ * Documents read by {@link #read} are cached one by one under the next owner number, keyed by their
+ * seqno's distance from the segment's start seqno (a seqno names one document version for good, so
+ * a cached copy is never stale); see {@link #cached} for their layout.
  *
  * <p>Thread-safety: safe for concurrent reads; each call uses its own buffers.
  */
 public final class SegmentReader {
   private final StorageFile file;
   private final SegmentState state;
-  /** Blocks and pages fetched and checked; bumped by every reading thread (LongAdder spreads them). */
+
+  /**
+   * Blocks and pages fetched and checked; bumped by every reading thread (LongAdder spreads them).
+   */
   private final LongAdder blockReads = new LongAdder();
 
   /** Null: every page and document is read from the file. */
   private final BlockCache cache;
+
   /** Owner of the index pages; {@code cacheOwner + 1} owns the documents. */
   private final long cacheOwner;
 
@@ -44,8 +48,8 @@ public final class SegmentReader {
 
   /**
    * A reader whose index pages and documents go through {@code cache} (null for none) under {@code
-   * cacheOwner} and {@code cacheOwner + 1}, the numbers {@link BlockCache#newOwners newOwners(2)} gave
-   * this segment file.
+   * cacheOwner} and {@code cacheOwner + 1}, the numbers {@link BlockCache#newOwners newOwners(2)}
+   * gave this segment file.
    */
   public SegmentReader(StorageFile file, SegmentState state, BlockCache cache, long cacheOwner) {
     state.validate();
@@ -65,8 +69,8 @@ public final class SegmentReader {
   }
 
   /**
-   * The document with {@code seqno}, or null if this state of the segment has none: the cached copy,
-   * or else read from the file and cached (see {@link #readUncached}).
+   * The document with {@code seqno}, or null if this state of the segment has none: the cached
+   * copy, or else read from the file and cached (see {@link #readUncached}).
    */
   public Document read(long seqno, long hint) {
     Document d = cached(seqno);
@@ -76,13 +80,17 @@ public final class SegmentReader {
     return d;
   }
 
-  /** Bytes a cached document takes before its key: the tombstone flag, the expiry and the key length. */
+  /**
+   * Bytes a cached document takes before its key: the tombstone flag, the expiry and the key
+   * length.
+   */
   private static final int CACHED_HEADER = 13;
 
   /**
-   * The cached copy of the document with {@code seqno}, or null if the cache does not hold it (or this
-   * state of the segment does not). A cached document is its tombstone flag (1 byte), its expiry (8 bytes, little-endian), its key length
-   * (4 bytes, little-endian), its key and its value, checked when it was read from the file.
+   * The cached copy of the document with {@code seqno}, or null if the cache does not hold it (or
+   * this state of the segment does not). A cached document is its tombstone flag (1 byte), its
+   * expiry (8 bytes, little-endian), its key length (4 bytes, little-endian), its key and its
+   * value, checked when it was read from the file.
    */
   public Document cached(long seqno) {
     if (!cachesDocuments(seqno)) return null;
@@ -103,10 +111,11 @@ public final class SegmentReader {
   }
 
   /**
-   * The value of the cached document with {@code seqno} into {@code out}, without making a document: if
-   * the cache holds it and its key is {@code key}, copies its value to {@code out} at its position when it
-   * fits (the limit then set to the value's end; a value that does not fit leaves {@code out} as it was)
-   * and returns the value's length; otherwise returns -2 and the caller reads it as {@link #cached} does.
+   * The value of the cached document with {@code seqno} into {@code out}, without making a
+   * document: if the cache holds it and its key is {@code key}, copies its value to {@code out} at
+   * its position when it fits (the limit then set to the value's end; a value that does not fit
+   * leaves {@code out} as it was) and returns the value's length; otherwise returns -2 and the
+   * caller reads it as {@link #cached} does.
    */
   public int cachedValue(long seqno, byte[] key, java.nio.ByteBuffer out) {
     BlockCache.Block c = cachedDocument(seqno, key);
@@ -125,7 +134,10 @@ public final class SegmentReader {
     }
   }
 
-  /** As {@link #cachedValue(long, byte[], java.nio.ByteBuffer)}, as a new array (null: not cached, or another key). */
+  /**
+   * As {@link #cachedValue(long, byte[], java.nio.ByteBuffer)}, as a new array (null: not cached,
+   * or another key).
+   */
   public byte[] cachedValue(long seqno, byte[] key) {
     BlockCache.Block c = cachedDocument(seqno, key);
     if (c == null) return null;
@@ -139,13 +151,17 @@ public final class SegmentReader {
     }
   }
 
-  /** The cached document with {@code seqno}, pinned, if the cache holds it and its key is {@code key}; else null. */
+  /**
+   * The cached document with {@code seqno}, pinned, if the cache holds it and its key is {@code
+   * key}; else null.
+   */
   private BlockCache.Block cachedDocument(long seqno, byte[] key) {
     if (!cachesDocuments(seqno)) return null;
     BlockCache.Block c = cache.get(cacheOwner + 1, docSlot(seqno), BlockCache.Kind.DOCUMENT);
     if (c == null) return null;
     int keyLength = Mem.lpIntLE(c.base, c.address + 9);
-    if (keyLength != key.length || Mem.compareUnsigned(c.base, c.address + CACHED_HEADER, keyLength, key) != 0) {
+    if (keyLength != key.length
+        || Mem.compareUnsigned(c.base, c.address + CACHED_HEADER, keyLength, key) != 0) {
       c.release();
       return null; // another key: the caller's read reports the inconsistency
     }
@@ -160,7 +176,8 @@ public final class SegmentReader {
   public void remember(Document d) {
     if (!cachesDocuments(d.seqno())) return;
     int size = CACHED_HEADER + d.key().length + d.value().length;
-    if (!cache.admitsSmall(size) || !cache.admitOnSecondRead(cacheOwner + 1, docSlot(d.seqno()))) return;
+    if (!cache.admitsSmall(size) || !cache.admitOnSecondRead(cacheOwner + 1, docSlot(d.seqno())))
+      return;
     byte[] b = new byte[size];
     b[0] = (byte) (d.tombstone() ? 1 : 0);
     for (int i = 0; i < 8; i++) b[1 + i] = (byte) (d.expiry() >>> (8 * i));
@@ -188,20 +205,22 @@ public final class SegmentReader {
   }
 
   /**
-   * The document with {@code seqno} read from the file (never the cache), or null if this state of the
-   * segment has none. A {@code hint} (from {@link SegmentWriter#append}; -1 for none) naming this
-   * segment and a block below the tail is tried first; if that block does not hold the seqno (or is
-   * not a valid block: hints may be stale), the seqno index is searched from the root.
+   * The document with {@code seqno} read from the file (never the cache), or null if this state of
+   * the segment has none. A {@code hint} (from {@link SegmentWriter#append}; -1 for none) naming
+   * this segment and a block below the tail is tried first; if that block does not hold the seqno
+   * (or is not a valid block: hints may be stale), the seqno index is searched from the root.
    */
   public Document readUncached(long seqno, long hint) {
     return readUncached(seqno, hint, null);
   }
 
   /**
-   * As {@link #readUncached(long, long)}, counting in {@code indexReads} (if not null) each read that
-   * had to search the seqno index because the hint was missing, named another segment, or missed.
+   * As {@link #readUncached(long, long)}, counting in {@code indexReads} (if not null) each read
+   * that had to search the seqno index because the hint was missing, named another segment, or
+   * missed.
    */
-  public Document readUncached(long seqno, long hint, java.util.concurrent.atomic.LongAdder indexReads) {
+  public Document readUncached(
+      long seqno, long hint, java.util.concurrent.atomic.LongAdder indexReads) {
     if (!holds(seqno)) {
       return null;
     }
@@ -214,7 +233,8 @@ public final class SegmentReader {
             return d;
           }
         } catch (CorruptionException staleOrDamaged) {
-          // Not trusted either way: the index finds the right block, and reports it if it is damaged.
+          // Not trusted either way: the index finds the right block, and reports it if it is
+          // damaged.
         }
       }
     }
@@ -235,10 +255,10 @@ public final class SegmentReader {
   }
 
   /**
-   * A location hint for {@code seqno} from this segment's seqno index ({@code segmentId << 32 | block
-   * offset}, as {@link SegmentWriter#append} gives), or -1 if this state does not hold it: key index
-   * compaction refreshes hints that name a segment garbage collection replaced (Magma section 8.2).
-   * Reads index pages only (through the block cache), no document block.
+   * A location hint for {@code seqno} from this segment's seqno index ({@code segmentId << 32 |
+   * block offset}, as {@link SegmentWriter#append} gives), or -1 if this state does not hold it:
+   * key index compaction refreshes hints that name a segment garbage collection replaced (Magma
+   * section 8.2). Reads index pages only (through the block cache), no document block.
    */
   public long hintFor(long seqno) {
     if (!holds(seqno)) return -1;
@@ -246,21 +266,24 @@ public final class SegmentReader {
     return leaf == null ? -1 : state.segmentId() << 32 | leaf[0];
   }
 
-  /** Bytes a batched read of the block at {@code off} fetches: what a point read's first read takes. */
+  /**
+   * Bytes a batched read of the block at {@code off} fetches: what a point read's first read takes.
+   */
   public int blockReadSize(long off) {
     return (int) Math.min(state.tailOffset() - off, BLOCK_HEADER_SIZE + (long) state.blockSize());
   }
 
   /**
-   * The document with {@code seqno} from the first {@code got} bytes of {@code b}, read at block offset
-   * {@code off}; null if they do not hold it (a stale hint, a damaged block, or a block longer than the
-   * read), and the caller falls back to {@link #read}, which finds the block by the index and reports
-   * damage.
+   * The document with {@code seqno} from the first {@code got} bytes of {@code b}, read at block
+   * offset {@code off}; null if they do not hold it (a stale hint, a damaged block, or a block
+   * longer than the read), and the caller falls back to {@link #read}, which finds the block by the
+   * index and reports damage.
    */
   public Document findInRead(long off, byte[] b, int got, long seqno) {
     if (got < BLOCK_HEADER_SIZE) return null;
     int length = Block.recordLength(b, 0);
-    if (length < BLOCK_HEADER_SIZE || length > got || length > state.tailOffset() - off) return null;
+    if (length < BLOCK_HEADER_SIZE || length > got || length > state.tailOffset() - off)
+      return null;
     try {
       return new Block(b, 0, length, file.name(), off, state.segmentId()).find(seqno);
     } catch (CorruptionException staleOrDamaged) {
@@ -269,11 +292,11 @@ public final class SegmentReader {
   }
 
   /**
-   * The whole length of the block whose first {@code got} bytes a batched read of block offset {@code
-   * off} put in {@code b}, if the block is longer than that (a document bigger than a block): the caller
-   * reads the rest and calls {@link #findInRead} with all of it. -1 if the bytes hold the whole block,
-   * or are not a block header this segment can hold (then {@link #findInRead} fails and the caller falls
-   * back to a point read, which reports damage).
+   * The whole length of the block whose first {@code got} bytes a batched read of block offset
+   * {@code off} put in {@code b}, if the block is longer than that (a document bigger than a
+   * block): the caller reads the rest and calls {@link #findInRead} with all of it. -1 if the bytes
+   * hold the whole block, or are not a block header this segment can hold (then {@link #findInRead}
+   * fails and the caller falls back to a point read, which reports damage).
    */
   public int longerBlockLength(long off, byte[] b, int got) {
     if (got < BLOCK_HEADER_SIZE) return -1;
@@ -301,9 +324,9 @@ public final class SegmentReader {
   }
 
   /**
-   * Descends the index to the last block whose first seqno is at or below {@code seqno}: returns {@code
-   * {block offset, offset of its leaf page, the leaf entry's seqno}}, or null if every block starts after
-   * {@code seqno}.
+   * Descends the index to the last block whose first seqno is at or below {@code seqno}: returns
+   * {@code {block offset, offset of its leaf page, the leaf entry's seqno}}, or null if every block
+   * starts after {@code seqno}.
    */
   long[] locate(long seqno) {
     long off = state.rootOffset();
@@ -315,8 +338,13 @@ public final class SegmentReader {
         Object b = p.base;
         long a = p.address;
         if (expectFirst >= 0 && IndexPage.flatSeqno(b, a, 0) != expectFirst) {
-          throw new CorruptionException(file.name(), off, "index page starts at seqno "
-              + IndexPage.flatSeqno(b, a, 0) + ", its parent entry says " + expectFirst);
+          throw new CorruptionException(
+              file.name(),
+              off,
+              "index page starts at seqno "
+                  + IndexPage.flatSeqno(b, a, 0)
+                  + ", its parent entry says "
+                  + expectFirst);
         }
         int i = IndexPage.flatFloor(b, a, seqno);
         if (i < 0) {
@@ -335,27 +363,40 @@ public final class SegmentReader {
   }
 
   /**
-   * The index page of {@code level} at {@code off}, ending at or before {@code limit}, in flat form and
-   * pinned (release it): from the cache, or read and checked. A cached page was checked when it was
-   * read; its level and end are checked again here, as this descent expects them.
+   * The index page of {@code level} at {@code off}, ending at or before {@code limit}, in flat form
+   * and pinned (release it): from the cache, or read and checked. A cached page was checked when it
+   * was read; its level and end are checked again here, as this descent expects them.
    */
   private BlockCache.Block page(long off, long limit, int level) {
     if (cache == null) {
       blockReads.increment();
-      return BlockCache.heapBlock(SegmentIo.readFlatPage(file, off, limit, state.segmentId(), level,
-          state.pageSize()), BlockCache.Kind.SEGMENT_PAGE);
+      return BlockCache.heapBlock(
+          SegmentIo.readFlatPage(file, off, limit, state.segmentId(), level, state.pageSize()),
+          BlockCache.Kind.SEGMENT_PAGE);
     }
     BlockCache.Block p = cache.get(cacheOwner, off, BlockCache.Kind.SEGMENT_PAGE);
     if (p == null) {
       blockReads.increment();
-      return cache.put(cacheOwner, off, BlockCache.Kind.SEGMENT_PAGE,
+      return cache.put(
+          cacheOwner,
+          off,
+          BlockCache.Kind.SEGMENT_PAGE,
           SegmentIo.readFlatPage(file, off, limit, state.segmentId(), level, state.pageSize()));
     }
-    if (IndexPage.flatLevel(p.base, p.address) != level || off + IndexPage.flatLength(p.base, p.address) > limit) {
+    if (IndexPage.flatLevel(p.base, p.address) != level
+        || off + IndexPage.flatLength(p.base, p.address) > limit) {
       int l = IndexPage.flatLevel(p.base, p.address);
       p.release();
-      throw new CorruptionException(file.name(), off, "index page of level " + l
-          + " where a page of level " + level + " ending before " + limit + " belongs");
+      throw new CorruptionException(
+          file.name(),
+          off,
+          "index page of level "
+              + l
+              + " where a page of level "
+              + level
+              + " ending before "
+              + limit
+              + " belongs");
     }
     return p;
   }
@@ -364,8 +405,15 @@ public final class SegmentReader {
   private Block indexedBlock(long[] leaf) {
     Block b = readBlock(leaf[0], leaf[1]);
     if (b.firstSeqno != leaf[2] || b.lastSeqno > state.lastSeqno()) {
-      throw new CorruptionException(file.name(), leaf[0], "data block seqnos [" + b.firstSeqno + ", "
-          + b.lastSeqno + "] disagree with its index entry " + leaf[2]);
+      throw new CorruptionException(
+          file.name(),
+          leaf[0],
+          "data block seqnos ["
+              + b.firstSeqno
+              + ", "
+              + b.lastSeqno
+              + "] disagree with its index entry "
+              + leaf[2]);
     }
     return b;
   }

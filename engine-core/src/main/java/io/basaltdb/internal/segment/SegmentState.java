@@ -14,8 +14,8 @@ import java.nio.ByteOrder;
 import java.util.zip.CRC32C;
 
 /**
- * A checkpointed state of one log segment: everything needed to read it ({@link SegmentReader}) or to
- * continue appending after a restart ({@link SegmentWriter#reopen}). The engine keeps it in its
+ * A checkpointed state of one log segment: everything needed to read it ({@link SegmentReader}) or
+ * to continue appending after a restart ({@link SegmentWriter#reopen}). The engine keeps it in its
  * manifest through {@link #encode}/{@link #decode}; the layout is docs/format.md, "Segment state".
  *
  * <p>Thread-safety: immutable.
@@ -34,14 +34,26 @@ import java.util.zip.CRC32C;
  * @param blockSize the writer's target block size, used by readers to size their reads
  * @param pageSize size of a full index page
  */
-public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long tailOffset,
-    long rootOffset, int levels, long documentCount, long documentBytes, long staleBytes,
-    long spineBytes, int blockSize, int pageSize) {
+public record SegmentState(
+    long segmentId,
+    long startSeqno,
+    long lastSeqno,
+    long tailOffset,
+    long rootOffset,
+    int levels,
+    long documentCount,
+    long documentBytes,
+    long staleBytes,
+    long spineBytes,
+    int blockSize,
+    int pageSize) {
 
   static final int VERSION_OFFSET = 0;
   static final int LEVELS_OFFSET = 2;
+
   /** One byte, zero. */
   static final int RESERVED_OFFSET = 3;
+
   static final int SEGMENT_ID_OFFSET = 4;
   static final int PAGE_SIZE_OFFSET = 8;
   static final int BLOCK_SIZE_OFFSET = 12;
@@ -54,8 +66,10 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
   static final int STALE_BYTES_OFFSET = 64;
   static final int SPINE_BYTES_OFFSET = 72;
   static final int CRC_OFFSET = 80;
+
   /** More than any 4 GiB file can hold, small enough that byte-count arithmetic cannot overflow. */
   private static final long MAX_DOCUMENTS = 1L << 40;
+
   /** Bytes {@link #encode} writes. */
   public static final int ENCODED_SIZE = 84;
 
@@ -66,12 +80,18 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
   /** Writes the state's {@link #ENCODED_SIZE} bytes at {@code dst}'s position and advances it. */
   public void encode(ByteBuffer dst) {
     ByteBuffer b = ByteBuffer.allocate(ENCODED_SIZE).order(ByteOrder.LITTLE_ENDIAN);
-    b.putShort(VERSION_OFFSET, (short) FORMAT_VERSION).put(LEVELS_OFFSET, (byte) levels)
-        .putInt(SEGMENT_ID_OFFSET, (int) segmentId).putInt(PAGE_SIZE_OFFSET, pageSize)
-        .putInt(BLOCK_SIZE_OFFSET, blockSize).putLong(START_SEQNO_OFFSET, startSeqno)
-        .putLong(LAST_SEQNO_OFFSET, lastSeqno).putLong(TAIL_OFFSET_OFFSET, tailOffset)
-        .putLong(ROOT_OFFSET_OFFSET, rootOffset).putLong(DOCUMENT_COUNT_OFFSET, documentCount)
-        .putLong(DOCUMENT_BYTES_OFFSET, documentBytes).putLong(STALE_BYTES_OFFSET, staleBytes)
+    b.putShort(VERSION_OFFSET, (short) FORMAT_VERSION)
+        .put(LEVELS_OFFSET, (byte) levels)
+        .putInt(SEGMENT_ID_OFFSET, (int) segmentId)
+        .putInt(PAGE_SIZE_OFFSET, pageSize)
+        .putInt(BLOCK_SIZE_OFFSET, blockSize)
+        .putLong(START_SEQNO_OFFSET, startSeqno)
+        .putLong(LAST_SEQNO_OFFSET, lastSeqno)
+        .putLong(TAIL_OFFSET_OFFSET, tailOffset)
+        .putLong(ROOT_OFFSET_OFFSET, rootOffset)
+        .putLong(DOCUMENT_COUNT_OFFSET, documentCount)
+        .putLong(DOCUMENT_BYTES_OFFSET, documentBytes)
+        .putLong(STALE_BYTES_OFFSET, staleBytes)
         .putLong(SPINE_BYTES_OFFSET, spineBytes);
     CRC32C crc = new CRC32C();
     crc.update(b.array(), 0, CRC_OFFSET);
@@ -85,8 +105,8 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
    */
   public static SegmentState decode(ByteBuffer src) {
     if (src.remaining() < ENCODED_SIZE) {
-      throw new CorruptionException("segment state truncated: " + src.remaining() + " of "
-          + ENCODED_SIZE + " bytes");
+      throw new CorruptionException(
+          "segment state truncated: " + src.remaining() + " of " + ENCODED_SIZE + " bytes");
     }
     byte[] a = new byte[ENCODED_SIZE];
     src.get(a);
@@ -100,11 +120,20 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
     if (version != FORMAT_VERSION || a[RESERVED_OFFSET] != 0) {
       throw new CorruptionException("segment state: unknown format version " + version);
     }
-    SegmentState s = new SegmentState(b.getInt(SEGMENT_ID_OFFSET) & 0xFFFF_FFFFL,
-        b.getLong(START_SEQNO_OFFSET), b.getLong(LAST_SEQNO_OFFSET), b.getLong(TAIL_OFFSET_OFFSET),
-        b.getLong(ROOT_OFFSET_OFFSET), a[LEVELS_OFFSET] & 0xFF, b.getLong(DOCUMENT_COUNT_OFFSET),
-        b.getLong(DOCUMENT_BYTES_OFFSET), b.getLong(STALE_BYTES_OFFSET), b.getLong(SPINE_BYTES_OFFSET),
-        b.getInt(BLOCK_SIZE_OFFSET), b.getInt(PAGE_SIZE_OFFSET));
+    SegmentState s =
+        new SegmentState(
+            b.getInt(SEGMENT_ID_OFFSET) & 0xFFFF_FFFFL,
+            b.getLong(START_SEQNO_OFFSET),
+            b.getLong(LAST_SEQNO_OFFSET),
+            b.getLong(TAIL_OFFSET_OFFSET),
+            b.getLong(ROOT_OFFSET_OFFSET),
+            a[LEVELS_OFFSET] & 0xFF,
+            b.getLong(DOCUMENT_COUNT_OFFSET),
+            b.getLong(DOCUMENT_BYTES_OFFSET),
+            b.getLong(STALE_BYTES_OFFSET),
+            b.getLong(SPINE_BYTES_OFFSET),
+            b.getInt(BLOCK_SIZE_OFFSET),
+            b.getInt(PAGE_SIZE_OFFSET));
     String bad = s.problem();
     if (bad != null) {
       throw new CorruptionException("segment state: " + bad);
@@ -112,7 +141,9 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
     return s;
   }
 
-  /** Throws InvalidArgumentException if the fields break an invariant (a state not from a writer). */
+  /**
+   * Throws InvalidArgumentException if the fields break an invariant (a state not from a writer).
+   */
   void validate() {
     String bad = problem();
     if (bad != null) {
@@ -128,8 +159,10 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
     if (startSeqno < 0 || lastSeqno < startSeqno - 1 || lastSeqno == Long.MAX_VALUE) {
       return "seqno range [" + startSeqno + ", " + lastSeqno + "] is invalid";
     }
-    if (pageSize < SegmentOptions.MIN_PAGE_SIZE || pageSize > SegmentOptions.MAX_PAGE_SIZE
-        || blockSize < SegmentOptions.MIN_BLOCK_SIZE || blockSize > SegmentOptions.MAX_BLOCK_SIZE) {
+    if (pageSize < SegmentOptions.MIN_PAGE_SIZE
+        || pageSize > SegmentOptions.MAX_PAGE_SIZE
+        || blockSize < SegmentOptions.MIN_BLOCK_SIZE
+        || blockSize > SegmentOptions.MAX_BLOCK_SIZE) {
       return "page size " + pageSize + " or block size " + blockSize + " out of range";
     }
     if (tailOffset < FILE_HEADER_SIZE || tailOffset > 0xFFFF_FFFFL) {
@@ -139,17 +172,25 @@ public record SegmentState(long segmentId, long startSeqno, long lastSeqno, long
       return "index levels " + levels + " out of range";
     }
     boolean empty = documentCount == 0;
-    if (empty != (levels == 0) || empty != (rootOffset == 0) || empty != (lastSeqno == startSeqno - 1)) {
+    if (empty != (levels == 0)
+        || empty != (rootOffset == 0)
+        || empty != (lastSeqno == startSeqno - 1)) {
       return "document count, levels, root and last seqno disagree on emptiness";
     }
-    if (!empty && (rootOffset < FILE_HEADER_SIZE + BLOCK_HEADER_SIZE || rootOffset >= tailOffset
-        || documentCount < 0 || documentCount > MAX_DOCUMENTS
-        || documentCount - 1 > lastSeqno - startSeqno)) {
+    if (!empty
+        && (rootOffset < FILE_HEADER_SIZE + BLOCK_HEADER_SIZE
+            || rootOffset >= tailOffset
+            || documentCount < 0
+            || documentCount > MAX_DOCUMENTS
+            || documentCount - 1 > lastSeqno - startSeqno)) {
       return "root offset " + rootOffset + " or document count " + documentCount + " out of range";
     }
     // Written so that no sum can overflow: two huge counts must not add up to a small negative one.
-    if (documentBytes < MIN_DOC_SIZE * documentCount || staleBytes < 0 || spineBytes < 0
-        || staleBytes > tailOffset || spineBytes > tailOffset - staleBytes) {
+    if (documentBytes < MIN_DOC_SIZE * documentCount
+        || staleBytes < 0
+        || spineBytes < 0
+        || staleBytes > tailOffset
+        || spineBytes > tailOffset - staleBytes) {
       return "byte counts out of range";
     }
     return null;

@@ -17,39 +17,45 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Appends documents in seqno order to the tail log segment and maintains its seqno index (Magma, seed
- * 000 section 3: "log-structured storage of documents in seqno order, with a per-segment seqno index").
- * Layout: docs/format.md, "Log segment".
+ * Appends documents in seqno order to the tail log segment and maintains its seqno index (Magma,
+ * seed 000 section 3: "log-structured storage of documents in seqno order, with a per-segment seqno
+ * index"). Layout: docs/format.md, "Log segment".
  *
- * <p>Documents are packed into data blocks of about {@code blockSize} uncompressed bytes. When a block
- * is sealed it is written at the tail, and its entry {@code (firstSeqno, offset)} goes into the in-memory
- * tail page of index level 0. A tail page that fills is written right after the block that filled it
- * and its own entry goes one level up, so blocks and index pages interleave in the file and the index
- * is an append-only B+tree that never rewrites a full page. A {@link #checkpoint} writes the open block
- * and then, bottom-up, one copy of every level's partial tail page, each ending with an entry for the
- * copy just written below it; the top copy is the root. A later checkpoint writes new copies (copy on
- * write); the old ones become dead bytes ({@link SegmentState#staleBytes}).
+ * <p>Documents are packed into data blocks of about {@code blockSize} uncompressed bytes. When a
+ * block is sealed it is written at the tail, and its entry {@code (firstSeqno, offset)} goes into
+ * the in-memory tail page of index level 0. A tail page that fills is written right after the block
+ * that filled it and its own entry goes one level up, so blocks and index pages interleave in the
+ * file and the index is an append-only B+tree that never rewrites a full page. A {@link
+ * #checkpoint} writes the open block and then, bottom-up, one copy of every level's partial tail
+ * page, each ending with an entry for the copy just written below it; the top copy is the root. A
+ * later checkpoint writes new copies (copy on write); the old ones become dead bytes ({@link
+ * SegmentState#staleBytes}).
  *
- * <p>Sealed blocks and full index pages are gathered in a write buffer of {@link #WRITE_BUFFER} bytes and
- * written together, at the latest by {@link #checkpoint}: a flush or a collection job wrote each 4 KiB
- * block with its own {@code pwrite}, a quarter of the flusher's time in the YCSB profile (docs/architecture.md,
- * "Segment writes"). Nothing reads past a checkpoint's tail, so nothing reads the buffer's bytes.
+ * <p>Sealed blocks and full index pages are gathered in a write buffer of {@link #WRITE_BUFFER}
+ * bytes and written together, at the latest by {@link #checkpoint}: a flush or a collection job
+ * wrote each 4 KiB block with its own {@code pwrite}, a quarter of the flusher's time in the YCSB
+ * profile (docs/architecture.md, "Segment writes"). Nothing reads past a checkpoint's tail, so
+ * nothing reads the buffer's bytes.
  *
- * <p>Concurrency: one thread (the engine's flusher) calls every method. {@link SegmentReader}s of earlier
- * checkpoints read the same file meanwhile; they only read below their state's tail, and this writer
- * only writes at or past the tail of its latest checkpoint (or of the state it was reopened from).
+ * <p>Concurrency: one thread (the engine's flusher) calls every method. {@link SegmentReader}s of
+ * earlier checkpoints read the same file meanwhile; they only read below their state's tail, and
+ * this writer only writes at or past the tail of its latest checkpoint (or of the state it was
+ * reopened from).
  *
  * <p>Invariants:
+ *
  * <ol>
- *   <li>The open block, when not empty, is written at {@code block.offset() == tail}; index pages are
- *       written only after a block is sealed. So a document's block offset, its location hint, is known
- *       when it is appended.
- *   <li>Every sealed block has an entry in level 0's tail page or in a written full leaf page; every
- *       written full page at level l has an entry at level l+1 (tail page or a written full page).
+ *   <li>The open block, when not empty, is written at {@code block.offset() == tail}; index pages
+ *       are written only after a block is sealed. So a document's block offset, its location hint,
+ *       is known when it is appended.
+ *   <li>Every sealed block has an entry in level 0's tail page or in a written full leaf page;
+ *       every written full page at level l has an entry at level l+1 (tail page or a written full
+ *       page).
  *   <li>The top level's tail page is never empty; no tail page is ever full between calls.
  *   <li>Children are written before their parents: every entry points to a smaller offset than the
  *       page holding it. Readers check this, so a damaged index cannot loop.
- *   <li>After a failed write the writer refuses everything: the engine reopens from the last checkpoint.
+ *   <li>After a failed write the writer refuses everything: the engine reopens from the last
+ *       checkpoint.
  * </ol>
  */
 public final class SegmentWriter {
@@ -60,6 +66,7 @@ public final class SegmentWriter {
   private final int pageSize;
   private final int pageCapacity;
   private final BlockBuilder block;
+
   /** The tail page of each index level; index = level. */
   private final List<IndexPage> levels = new ArrayList<>();
 
@@ -71,18 +78,23 @@ public final class SegmentWriter {
   private long spineBytes;
   private int lastDocumentSize;
   private SegmentState lastState;
+
   /** Something was appended since {@link #lastState}. */
   private boolean dirty;
+
   private boolean failed;
+
   /** Records written at {@link #pendingAt} on: {@link #tail} counts them. Flushed by checkpoint. */
   private final ByteBuffer pending = ByteBuffer.allocate(WRITE_BUFFER);
+
   /** The file offset of the first byte of {@link #pending}. */
   private long pendingAt;
 
   /** Bytes of sealed blocks and index pages gathered into one file write. */
   static final int WRITE_BUFFER = 128 << 10;
 
-  private SegmentWriter(StorageFile file, long segmentId, long startSeqno, SegmentOptions options, int pageSize) {
+  private SegmentWriter(
+      StorageFile file, long segmentId, long startSeqno, SegmentOptions options, int pageSize) {
     this.file = file;
     this.segmentId = segmentId;
     this.startSeqno = startSeqno;
@@ -92,12 +104,18 @@ public final class SegmentWriter {
     this.block = new BlockBuilder(options.blockSize(), options.zstdLevel());
   }
 
-  /** Starts segment {@code segmentId} in an empty {@code file}: preallocates it, writes its header. */
-  public static SegmentWriter create(StorageFile file, long segmentId, long startSeqno, SegmentOptions options) {
+  /**
+   * Starts segment {@code segmentId} in an empty {@code file}: preallocates it, writes its header.
+   */
+  public static SegmentWriter create(
+      StorageFile file, long segmentId, long startSeqno, SegmentOptions options) {
     options.validate();
-    if (segmentId < 0 || segmentId > MAX_SEGMENT_ID || startSeqno < 0 || startSeqno == Long.MAX_VALUE) {
-      throw new InvalidArgumentException("segment id " + segmentId + " or start seqno " + startSeqno
-          + " out of range");
+    if (segmentId < 0
+        || segmentId > MAX_SEGMENT_ID
+        || startSeqno < 0
+        || startSeqno == Long.MAX_VALUE) {
+      throw new InvalidArgumentException(
+          "segment id " + segmentId + " or start seqno " + startSeqno + " out of range");
     }
     SegmentWriter w = new SegmentWriter(file, segmentId, startSeqno, options, options.pageSize());
     if (options.preallocateBytes() > 0) {
@@ -113,17 +131,19 @@ public final class SegmentWriter {
   /**
    * Continues a segment after a restart from its checkpointed {@code state}: reads the checkpoint's
    * right-most index path back into the tail pages and appends from {@code state.tailOffset()} on,
-   * overwriting whatever was written past it. The segment keeps its page size; other options may change.
+   * overwriting whatever was written past it. The segment keeps its page size; other options may
+   * change.
    */
   public static SegmentWriter reopen(StorageFile file, SegmentState state, SegmentOptions options) {
     options.validate();
     state.validate();
     SegmentIo.checkFileHeader(file, state);
     if (file.size() < state.tailOffset()) {
-      throw new CorruptionException(file.name(), file.size(), "file ends before the checkpointed tail "
-          + state.tailOffset());
+      throw new CorruptionException(
+          file.name(), file.size(), "file ends before the checkpointed tail " + state.tailOffset());
     }
-    SegmentWriter w = new SegmentWriter(file, state.segmentId(), state.startSeqno(), options, state.pageSize());
+    SegmentWriter w =
+        new SegmentWriter(file, state.segmentId(), state.startSeqno(), options, state.pageSize());
     w.tail = state.tailOffset();
     w.lastSeqno = state.lastSeqno();
     w.documentCount = state.documentCount();
@@ -145,10 +165,13 @@ public final class SegmentWriter {
       IndexPage p = SegmentIo.readPage(file, off, limit, segmentId, level, pageSize);
       boolean childLast = (p.flags & PAGE_FLAG_CHILD_LAST) != 0;
       int keep = p.count() - (childLast ? 1 : 0);
-      if ((p.flags & PAGE_FLAG_PARTIAL) == 0 || keep >= pageCapacity || (first >= 0 && p.seqno(0) != first)
-          || (childLast && level == 0) || (keep == 0 && level == pages.length - 1)) {
-        throw new CorruptionException(file.name(), off, "index page is not the checkpoint's tail page of level "
-            + level);
+      if ((p.flags & PAGE_FLAG_PARTIAL) == 0
+          || keep >= pageCapacity
+          || (first >= 0 && p.seqno(0) != first)
+          || (childLast && level == 0)
+          || (keep == 0 && level == pages.length - 1)) {
+        throw new CorruptionException(
+            file.name(), off, "index page is not the checkpoint's tail page of level " + level);
       }
       pages[level] = p.toTailPage(keep, pageCapacity);
       if (childLast) {
@@ -167,39 +190,60 @@ public final class SegmentWriter {
 
   /**
    * Appends a document; its seqno must exceed every earlier one. Returns its location hint {@code
-   * segmentId << 32 | offset of its block}. Throws InvalidArgumentException (nothing appended) for a
-   * seqno out of order, a key over 64 KiB, a value over 20 MiB, or a segment past 3 GiB.
+   * segmentId << 32 | offset of its block}. Throws InvalidArgumentException (nothing appended) for
+   * a seqno out of order, a key over 64 KiB, a value over 20 MiB, or a segment past 3 GiB.
    */
   public long append(long seqno, byte[] key, byte[] value, boolean tombstone) {
     return append(seqno, key, value, tombstone, 0);
   }
 
-  /** As {@link #append(long, byte[], byte[], boolean)}, for a document that expires at {@code expiry} (0: never). */
+  /**
+   * As {@link #append(long, byte[], byte[], boolean)}, for a document that expires at {@code
+   * expiry} (0: never).
+   */
   public long append(long seqno, byte[] key, byte[] value, boolean tombstone, long expiry) {
-    if (value == null) throw new InvalidArgumentException("segment append: the value must be non-null");
+    if (value == null)
+      throw new InvalidArgumentException("segment append: the value must be non-null");
     return append(seqno, key, value, 0, value.length, tombstone, expiry);
   }
 
   /**
-   * As {@link #append(long, byte[], byte[], boolean, long)}, the value being {@code value[valueOffset,
-   * valueOffset + valueLength)}: the flusher appends straight from a write cache entry, without copying
-   * the value out of it first.
+   * As {@link #append(long, byte[], byte[], boolean, long)}, the value being {@code
+   * value[valueOffset, valueOffset + valueLength)}: the flusher appends straight from a write cache
+   * entry, without copying the value out of it first.
    */
-  public long append(long seqno, byte[] key, byte[] value, int valueOffset, int valueLength, boolean tombstone,
+  public long append(
+      long seqno,
+      byte[] key,
+      byte[] value,
+      int valueOffset,
+      int valueLength,
+      boolean tombstone,
       long expiry) {
     checkUsable();
-    if (expiry < 0) throw new InvalidArgumentException("segment append: a negative expiry " + expiry);
-    if (key == null || value == null || key.length > MAX_KEY_SIZE || valueLength > MAX_VALUE_SIZE
-        || valueOffset < 0 || valueLength < 0 || valueOffset > value.length - valueLength) {
-      throw new InvalidArgumentException("segment append: key and value must be non-null, at most "
-          + MAX_KEY_SIZE + " and " + MAX_VALUE_SIZE + " bytes");
+    if (expiry < 0)
+      throw new InvalidArgumentException("segment append: a negative expiry " + expiry);
+    if (key == null
+        || value == null
+        || key.length > MAX_KEY_SIZE
+        || valueLength > MAX_VALUE_SIZE
+        || valueOffset < 0
+        || valueLength < 0
+        || valueOffset > value.length - valueLength) {
+      throw new InvalidArgumentException(
+          "segment append: key and value must be non-null, at most "
+              + MAX_KEY_SIZE
+              + " and "
+              + MAX_VALUE_SIZE
+              + " bytes");
     }
     if (seqno <= lastSeqno || seqno == Long.MAX_VALUE) {
-      throw new InvalidArgumentException("segment append: seqno " + seqno + " is not above the last seqno "
-          + lastSeqno);
+      throw new InvalidArgumentException(
+          "segment append: seqno " + seqno + " is not above the last seqno " + lastSeqno);
     }
     if (tail >= HARD_SIZE_LIMIT) {
-      throw new InvalidArgumentException("segment " + file.name() + " is full (" + tail + " bytes); roll to a new one");
+      throw new InvalidArgumentException(
+          "segment " + file.name() + " is full (" + tail + " bytes); roll to a new one");
     }
     try {
       int size = block.sizeIfAdded(seqno, key.length, valueLength, expiry);
@@ -229,9 +273,9 @@ public final class SegmentWriter {
   }
 
   /**
-   * Writes the open block and the partial tail pages, and returns the state that describes everything
-   * appended so far. Nothing is durable until {@link #sync}. Without appends since the last checkpoint
-   * it writes nothing and returns the same state.
+   * Writes the open block and the partial tail pages, and returns the state that describes
+   * everything appended so far. Nothing is durable until {@link #sync}. Without appends since the
+   * last checkpoint it writes nothing and returns the same state.
    */
   public SegmentState checkpoint() {
     checkUsable();
@@ -269,8 +313,19 @@ public final class SegmentWriter {
   }
 
   private SegmentState state(long root) {
-    return new SegmentState(segmentId, startSeqno, lastSeqno, tail, root, levels.size(), documentCount,
-        documentBytes, staleBytes, spineBytes, options.blockSize(), pageSize);
+    return new SegmentState(
+        segmentId,
+        startSeqno,
+        lastSeqno,
+        tail,
+        root,
+        levels.size(),
+        documentCount,
+        documentBytes,
+        staleBytes,
+        spineBytes,
+        options.blockSize(),
+        pageSize);
   }
 
   /** Writes the open block at the tail and indexes it (invariant 1). */
@@ -294,7 +349,10 @@ public final class SegmentWriter {
     }
   }
 
-  /** Writes a record at the tail (into the write buffer, or the file if it does not fit) and returns its offset. */
+  /**
+   * Writes a record at the tail (into the write buffer, or the file if it does not fit) and returns
+   * its offset.
+   */
   private long write(ByteBuffer record) {
     long off = tail;
     int n = record.remaining();
@@ -321,8 +379,11 @@ public final class SegmentWriter {
 
   private void checkUsable() {
     if (failed) {
-      throw new StorageException("segment " + file.name() + ": an earlier write failed; reopen the segment "
-          + "from its last checkpoint");
+      throw new StorageException(
+          "segment "
+              + file.name()
+              + ": an earlier write failed; reopen the segment "
+              + "from its last checkpoint");
     }
   }
 

@@ -9,10 +9,10 @@ import java.util.function.Supplier;
 
 /**
  * Pools of zstd contexts for cold segments' blocks: a context is native memory (about 100 KiB to
- * decompress, more to compress), and making one per 4 KiB block cost more than decoding it (reads of
- * cold data ran at about half the speed of LZ4 ones). A caller takes a context, uses it alone, and
- * gives it back; at most {@link #KEPT} of each kind are kept, so the native memory they hold stays
- * bounded (a few MiB at most, outside the memory quota; docs/architecture.md says so).
+ * decompress, more to compress), and making one per 4 KiB block cost more than decoding it (reads
+ * of cold data ran at about half the speed of LZ4 ones). A caller takes a context, uses it alone,
+ * and gives it back; at most {@link #KEPT} of each kind are kept, so the native memory they hold
+ * stays bounded (a few MiB at most, outside the memory quota; docs/architecture.md says so).
  *
  * <p>Thread-safety: any thread; a context is used by one thread between take and give.
  */
@@ -51,8 +51,10 @@ final class ZstdContexts {
     }
   }
 
-  private static final Pool<ZstdDecompressCtx> DECOMPRESS = new Pool<>(ZstdDecompressCtx::new, ZstdDecompressCtx::close);
-  private static final Pool<ZstdCompressCtx> COMPRESS = new Pool<>(ZstdCompressCtx::new, ZstdCompressCtx::close);
+  private static final Pool<ZstdDecompressCtx> DECOMPRESS =
+      new Pool<>(ZstdDecompressCtx::new, ZstdDecompressCtx::close);
+  private static final Pool<ZstdCompressCtx> COMPRESS =
+      new Pool<>(ZstdCompressCtx::new, ZstdCompressCtx::close);
 
   static ZstdDecompressCtx takeDecompress() {
     return DECOMPRESS.take();

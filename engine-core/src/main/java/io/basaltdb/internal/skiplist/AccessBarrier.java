@@ -8,48 +8,56 @@ import java.util.function.Consumer;
  * Safe memory reclamation by access barrier and barrier sessions (Nitro, seed 001 section 6).
  *
  * <p>Every operation on the skiplist is an accessor: it enters the barrier, which counts it in the
- * current session, and exits when done. Nodes that have been unlinked are retired in batches: closing
- * the current session hands it the batch and opens a new one. Accessors that enter after the close
- * cannot reach the batch (it was unlinked before the close); accessors counted in the closed session,
- * or in any older one, might. So a batch is freed once its session and every older session have
- * terminated (every accessor counted in them has exited). The free callback receives terminated
- * sessions; {@link GarbageCollector} frees them in sequence order.
+ * current session, and exits when done. Nodes that have been unlinked are retired in batches:
+ * closing the current session hands it the batch and opens a new one. Accessors that enter after
+ * the close cannot reach the batch (it was unlinked before the close); accessors counted in the
+ * closed session, or in any older one, might. So a batch is freed once its session and every older
+ * session have terminated (every accessor counted in them has exited). The free callback receives
+ * terminated sessions; {@link GarbageCollector} frees them in sequence order.
  *
  * <p>Concurrency: a session's live count is striped over padded cells (one per group of threads,
- * chosen by thread id) so that readers on different cores do not bounce one cache line; Nitro's single
- * 32-bit counter becomes several. Closing adds {@link #CLOSED} to every cell; an accessor whose
- * increment returns a value at or above CLOSED raced with the close, undoes its increment and retries
- * in the new session (Nitro's "detect and recover"). A session is terminated when every cell reads
- * exactly CLOSED; whoever brings the last cell there (the closer or the last accessor out) notices, and
- * a CAS makes the notification happen once.
+ * chosen by thread id) so that readers on different cores do not bounce one cache line; Nitro's
+ * single 32-bit counter becomes several. Closing adds {@link #CLOSED} to every cell; an accessor
+ * whose increment returns a value at or above CLOSED raced with the close, undoes its increment and
+ * retries in the new session (Nitro's "detect and recover"). A session is terminated when every
+ * cell reads exactly CLOSED; whoever brings the last cell there (the closer or the last accessor
+ * out) notices, and a CAS makes the notification happen once.
  *
  * <p>Invariants:
+ *
  * <ol>
- *   <li>A cell is never negative, and never above CLOSED + {@link #MAX_ACCESSORS}; either would mean an
- *       exit without an enter, and fails loudly with {@link IllegalStateException}.</li>
- *   <li>Sessions are closed one at a time (under this barrier's monitor) and numbered 0, 1, 2, ... in
- *       the order they close.</li>
+ *   <li>A cell is never negative, and never above CLOSED + {@link #MAX_ACCESSORS}; either would
+ *       mean an exit without an enter, and fails loudly with {@link IllegalStateException}.
+ *   <li>Sessions are closed one at a time (under this barrier's monitor) and numbered 0, 1, 2, ...
+ *       in the order they close.
  * </ol>
  */
 final class AccessBarrier {
   static final long CLOSED = 1L << 40;
   static final long MAX_ACCESSORS = 1L << 31;
-  /** Longs per cell: 128 bytes, two cache lines, against false sharing and adjacent-line prefetch. */
+
+  /**
+   * Longs per cell: 128 bytes, two cache lines, against false sharing and adjacent-line prefetch.
+   */
   private static final int PAD = 16;
 
   private final int stripeMask;
   private final Consumer<Session> onTerminated;
+
   /** The session new accessors join; replaced only under this object's monitor, read racily. */
   private volatile Session current;
 
   AccessBarrier(Consumer<Session> onTerminated) {
-    int stripes = Integer.highestOneBit(Math.max(4, Runtime.getRuntime().availableProcessors() * 2) - 1) << 1;
+    int stripes =
+        Integer.highestOneBit(Math.max(4, Runtime.getRuntime().availableProcessors() * 2) - 1) << 1;
     this.stripeMask = stripes - 1;
     this.onTerminated = onTerminated;
     this.current = new Session(0, stripes);
   }
 
-  /** Joins the current session; the caller must pass the result to {@link #exit} on the same thread. */
+  /**
+   * Joins the current session; the caller must pass the result to {@link #exit} on the same thread.
+   */
   Session enter() {
     int stripe = stripe();
     while (true) {
@@ -74,7 +82,8 @@ final class AccessBarrier {
       }
       return;
     }
-    // below zero, or just below CLOSED (a closed session's cell dropped under it): more exits than enters
+    // below zero, or just below CLOSED (a closed session's cell dropped under it): more exits than
+    // enters
     check(s, v < 0 || v > MAX_ACCESSORS, v);
   }
 
@@ -100,15 +109,20 @@ final class AccessBarrier {
   }
 
   private int stripe() {
-    @SuppressWarnings("deprecation") // Thread.threadId() arrives in JDK 19; getId() is the same value
+    @SuppressWarnings(
+        "deprecation") // Thread.threadId() arrives in JDK 19; getId() is the same value
     long id = Thread.currentThread().getId();
     return (int) ((id * 0x9E3779B97F4A7C15L) >>> 40) & stripeMask;
   }
 
   private static void check(Session s, boolean impossible, long v) {
     if (impossible) {
-      throw new IllegalStateException("access barrier session " + s.seq + " reached the impossible live count "
-          + v + ": an accessor exited without entering, or exited twice");
+      throw new IllegalStateException(
+          "access barrier session "
+              + s.seq
+              + " reached the impossible live count "
+              + v
+              + ": an accessor exited without entering, or exited twice");
     }
   }
 
@@ -117,8 +131,10 @@ final class AccessBarrier {
     final long seq;
     private final AtomicLongArray cells;
     private final AtomicBoolean terminated = new AtomicBoolean();
+
     /** Written by the closer before the session is published as closed; read after termination. */
     long[] batch;
+
     int count;
 
     Session(long seq, int stripes) {

@@ -6,23 +6,25 @@ import java.util.List;
 
 /**
  * The scan side of Nitro's backup (seed 001 sections 5.1 and 6.4): range partitions of the level-0
- * list chosen from a higher level's nodes, and a scan of one partition at a term that does not rely on
- * the term's snapshot being held (the non-intrusive backup releases it).
+ * list chosen from a higher level's nodes, and a scan of one partition at a term that does not rely
+ * on the term's snapshot being held (the non-intrusive backup releases it).
  *
- * <p>Memory safety: a scan enters the access barrier for a batch of keys at a time and leaves between
- * batches (the refresh of a long iterator, section 6.4), so it never holds back reclamation for long.
- * Between batches it keeps the last key it passed as bytes, not a node address, and the next batch
- * seeks past that key: a node it passed may be unlinked and freed meanwhile.
+ * <p>Memory safety: a scan enters the access barrier for a batch of keys at a time and leaves
+ * between batches (the refresh of a long iterator, section 6.4), so it never holds back reclamation
+ * for long. Between batches it keeps the last key it passed as bytes, not a node address, and the
+ * next batch seeks past that key: a node it passed may be unlinked and freed meanwhile.
  *
  * <p>Thread-safety: static methods; any number of scans may run at once, beside writers and the
  * collector.
  */
 final class BackupScan {
   /**
-   * Nodes of the chosen level per range: each stands for about 4^level nodes below it, at random, so a
-   * range's size varies by about 1/sqrt(this) (12%); the walk copies at most 4 times this many keys per range.
+   * Nodes of the chosen level per range: each stands for about 4^level nodes below it, at random,
+   * so a range's size varies by about 1/sqrt(this) (12%); the walk copies at most 4 times this many
+   * keys per range.
    */
   static final int NODES_PER_PART = 64;
+
   /** Keys a scan passes per barrier session. */
   static final int BATCH = 1024;
 
@@ -32,8 +34,8 @@ final class BackupScan {
   private BackupScan() {}
 
   /**
-   * Loads one byte of each cache line of {@code node} after its first (whose header it reads), up to
-   * its value's end: the loads do not depend on one another, so their misses overlap.
+   * Loads one byte of each cache line of {@code node} after its first (whose header it reads), up
+   * to its value's end: the loads do not depend on one another, so their misses overlap.
    */
   private static long touchLines(long node) {
     long end = Node.valueAddr(node) + Node.valueLen(node);
@@ -43,10 +45,10 @@ final class BackupScan {
   }
 
   /**
-   * Up to {@code parts - 1} keys, strictly increasing, that cut the list into {@code parts} ranges of
-   * about as many nodes each: the keys of evenly spaced nodes of the highest level with at least {@link
-   * #NODES_PER_PART} nodes per range (level l has about n/4^l nodes; {@link SkipListStats} counts them).
-   * Fewer keys for a small list; none for one part.
+   * Up to {@code parts - 1} keys, strictly increasing, that cut the list into {@code parts} ranges
+   * of about as many nodes each: the keys of evenly spaced nodes of the highest level with at least
+   * {@link #NODES_PER_PART} nodes per range (level l has about n/4^l nodes; {@link SkipListStats}
+   * counts them). Fewer keys for a small list; none for one part.
    */
   static List<byte[]> splitKeys(SkipList list, int parts) {
     List<byte[]> out = new ArrayList<>();
@@ -58,11 +60,15 @@ final class BackupScan {
     AccessBarrier.Session s = list.barrier.enter();
     try {
       list.checkOpen();
-      long limit = Math.max(levels[level] * 2, 1024); // nodes linked meanwhile: a bound, not an exact count
+      long limit =
+          Math.max(levels[level] * 2, 1024); // nodes linked meanwhile: a bound, not an exact count
       // lv: pairs with the CAS that linked each successor, so its header and key are visible
-      for (long n = Node.ptr(Node.lvNext(list.head, level)); n != 0 && keys.size() < limit; n = Node.ptr(Node.lvNext(n, level))) {
+      for (long n = Node.ptr(Node.lvNext(list.head, level));
+          n != 0 && keys.size() < limit;
+          n = Node.ptr(Node.lvNext(n, level))) {
         byte[] k = SkipList.keyOf(n);
-        if (keys.isEmpty() || java.util.Arrays.compareUnsigned(keys.get(keys.size() - 1), k) < 0) keys.add(k);
+        if (keys.isEmpty() || java.util.Arrays.compareUnsigned(keys.get(keys.size() - 1), k) < 0)
+          keys.add(k);
       }
     } finally {
       list.barrier.exit(s);
@@ -71,23 +77,25 @@ final class BackupScan {
       int at = (int) ((long) keys.size() * i / parts);
       if (at == 0 || at >= keys.size()) continue;
       byte[] k = keys.get(at);
-      if (out.isEmpty() || java.util.Arrays.compareUnsigned(out.get(out.size() - 1), k) < 0) out.add(k);
+      if (out.isEmpty() || java.util.Arrays.compareUnsigned(out.get(out.size() - 1), k) < 0)
+        out.add(k);
     }
     return out;
   }
 
   /**
-   * As {@link #scan} for several ranges at once on the calling thread: range i is {@code [bounds[i],
-   * bounds[i+1])} (a null first or last bound is open), its items handed in key order to {@code
-   * sinks[i]}. The cursors advance in turn, one key each, so their loads do not depend on one another
-   * and the processor overlaps their cache misses: a level-0 walk over nodes scattered in memory waits
-   * on one miss per key, and one cursor alone leaves the memory system idle most of the time (a backup
-   * of 10M random keys scanned about 3x faster from a restored store, whose nodes lie in key order).
-   * Returns each range's item count.
+   * As {@link #scan} for several ranges at once on the calling thread: range i is {@code
+   * [bounds[i], bounds[i+1])} (a null first or last bound is open), its items handed in key order
+   * to {@code sinks[i]}. The cursors advance in turn, one key each, so their loads do not depend on
+   * one another and the processor overlaps their cache misses: a level-0 walk over nodes scattered
+   * in memory waits on one miss per key, and one cursor alone leaves the memory system idle most of
+   * the time (a backup of 10M random keys scanned about 3x faster from a restored store, whose
+   * nodes lie in key order). Returns each range's item count.
    */
   static long[] scanInterleaved(SkipList list, long sn, byte[][] bounds, ItemSink[] sinks) {
     int m = sinks.length;
-    if (bounds.length != m + 1) throw new IllegalArgumentException(bounds.length + " bounds for " + m + " ranges");
+    if (bounds.length != m + 1)
+      throw new IllegalArgumentException(bounds.length + " bounds for " + m + " ranges");
     byte[][] resume = new byte[m][];
     boolean[] past = new boolean[m], done = new boolean[m];
     long[] nodes = new long[m], lasts = new long[m], items = new long[m];
@@ -100,9 +108,12 @@ final class BackupScan {
         for (int c = 0; c < m; c++) {
           if (done[c]) continue;
           byte[] r = resume[c];
-          long node = r == null
-              ? Node.ptr(Node.lvNext(list.head, 0)) // lv: pairs with the CAS that linked the first node
-              : list.findFirstAtOrAfter(r, Mem.ARRAY_BASE, r.length);
+          long node =
+              r == null
+                  ? Node.ptr(
+                      Node.lvNext(
+                          list.head, 0)) // lv: pairs with the CAS that linked the first node
+                  : list.findFirstAtOrAfter(r, Mem.ARRAY_BASE, r.length);
           if (past[c] && node != 0 && Keys.compare(r, Mem.ARRAY_BASE, r.length, node) == 0) {
             node = SkipList.skipVersions(node);
           }
@@ -111,7 +122,8 @@ final class BackupScan {
         }
         long touched = 0;
         for (int step = 0; step < BATCH && active > 0; step++) {
-          // the cursors' next nodes, loaded together so their misses overlap: first each one's first
+          // the cursors' next nodes, loaded together so their misses overlap: first each one's
+          // first
           // line (its header), then the lines after it (its key and value)
           for (int c = 0; c < m; c++) {
             if (!done[c] && nodes[c] != 0) touched += Mem.lpLong(nodes[c]);
@@ -124,10 +136,13 @@ final class BackupScan {
             long node = nodes[c];
             long last = lasts[c];
             while (node != 0 && last != 0 && Keys.sameKey(last, node)) {
-              node = Node.ptr(Node.lvNext(node, 0)); // an older version of the key just passed; lv as below
+              node =
+                  Node.ptr(
+                      Node.lvNext(node, 0)); // an older version of the key just passed; lv as below
             }
             byte[] to = bounds[c + 1];
-            if (node == 0 || (to != null && Keys.compare(to, Mem.ARRAY_BASE, to.length, node) <= 0)) {
+            if (node == 0
+                || (to != null && Keys.compare(to, Mem.ARRAY_BASE, to.length, node) <= 0)) {
               done[c] = true;
               active--;
               continue;
@@ -138,7 +153,8 @@ final class BackupScan {
               items[c]++;
             }
             lasts[c] = node;
-            // lv: pairs with the CAS that linked the successor, so its header and key are visible; it may
+            // lv: pairs with the CAS that linked the successor, so its header and key are visible;
+            // it may
             // be another version of this key, skipped above once its lines are in the cache
             nodes[c] = Node.ptr(Node.lvNext(node, 0));
           }
@@ -146,7 +162,9 @@ final class BackupScan {
         touchSink = touched; // keeps the touching loads
         for (int c = 0; c < m; c++) {
           if (done[c] || lasts[c] == 0) continue;
-          resume[c] = SkipList.keyOf(lasts[c]); // bytes, not the node: it may be freed before the next batch
+          resume[c] =
+              SkipList.keyOf(
+                  lasts[c]); // bytes, not the node: it may be freed before the next batch
           past[c] = true;
         }
       } finally {
@@ -158,9 +176,9 @@ final class BackupScan {
 
   /**
    * Hands {@code sink} every item visible at term {@code sn} with a key in {@code [from, to)} (null
-   * bounds are open), in key order, and returns how many: {@link #scanInterleaved} with one range. The
-   * caller keeps the term's nodes from being collected (its snapshot) or captures what the collector
-   * unlinks ({@link UnlinkCapture}).
+   * bounds are open), in key order, and returns how many: {@link #scanInterleaved} with one range.
+   * The caller keeps the term's nodes from being collected (its snapshot) or captures what the
+   * collector unlinks ({@link UnlinkCapture}).
    */
   static long scan(SkipList list, long sn, byte[] from, byte[] to, ItemSink sink) {
     return scanInterleaved(list, sn, new byte[][] {from, to}, new ItemSink[] {sink})[0];

@@ -1,5 +1,6 @@
 package io.basaltdb.internal.skiplist;
 
+import io.basaltdb.internal.memory.SlabAllocator;
 import java.util.PriorityQueue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -8,27 +9,27 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import io.basaltdb.internal.memory.SlabAllocator;
 import org.jctools.queues.MpscUnboundedArrayQueue;
 
 /**
  * The skiplist's garbage collector and reclaimer (Nitro, seed 001 sections 4 and 6.3).
  *
- * <p>Collection: when a snapshot is released, the oldest snapshots whose reference counts are zero are
- * popped strictly in term order; each one's dead list (nodes killed in its term) is cut into chunks
- * that worker threads unlink. Unlinked nodes go to the worker's retire buffer and, a batch at a time,
- * to a barrier session. Reclamation: terminated sessions arrive on an MPSC queue (from whichever thread
- * saw the termination) and are freed in sequence order, because an accessor of an older, still live
- * session could hold a node retired later.
+ * <p>Collection: when a snapshot is released, the oldest snapshots whose reference counts are zero
+ * are popped strictly in term order; each one's dead list (nodes killed in its term) is cut into
+ * chunks that worker threads unlink. Unlinked nodes go to the worker's retire buffer and, a batch
+ * at a time, to a barrier session. Reclamation: terminated sessions arrive on an MPSC queue (from
+ * whichever thread saw the termination) and are freed in sequence order, because an accessor of an
+ * older, still live session could hold a node retired later.
  *
  * <p>Dead nodes of the current term wait in their writers' dead lists until the next snapshot; when
  * they pile up (more than {@link SkipListConfig#gcBacklog()}), the collector takes and releases an
  * internal snapshot so they can be collected. A periodic tick also hands partially filled retire
  * buffers to sessions so idle writers do not hold memory.
  *
- * <p>Concurrency: popping snapshots happens under the skiplist's snapshotLock; freeing is serialized by
- * {@code freeLock}; retire buffers are guarded by their writer's monitor. Invariant: sessions are freed
- * in increasing sequence number with no gaps ({@code nextFree} is the next one due).
+ * <p>Concurrency: popping snapshots happens under the skiplist's snapshotLock; freeing is
+ * serialized by {@code freeLock}; retire buffers are guarded by their writer's monitor. Invariant:
+ * sessions are freed in increasing sequence number with no gaps ({@code nextFree} is the next one
+ * due).
  */
 final class GarbageCollector {
   private static final int CHUNK = 4096;
@@ -36,28 +37,37 @@ final class GarbageCollector {
 
   private final SkipList list;
   private final ScheduledThreadPoolExecutor executor;
+
   /** Terminated sessions not yet freed; any thread offers, the free task drains. */
-  private final MpscUnboundedArrayQueue<AccessBarrier.Session> terminated = new MpscUnboundedArrayQueue<>(64);
+  private final MpscUnboundedArrayQueue<AccessBarrier.Session> terminated =
+      new MpscUnboundedArrayQueue<>(64);
+
   /** Guards pending and nextFree. */
   private final Object freeLock = new Object();
+
   private final PriorityQueue<AccessBarrier.Session> pending =
       new PriorityQueue<>((a, b) -> Long.compare(a.seq, b.seq));
   private long nextFree;
+
   /** Set while a free task is queued or running; lets many terminations share one task. */
   private final AtomicBoolean freeScheduled = new AtomicBoolean();
+
   private final AtomicBoolean collectScheduled = new AtomicBoolean();
   private final AtomicBoolean autoSnapshotScheduled = new AtomicBoolean();
+
   /** Unlink chunks queued or running; quiesce waits for zero. */
   private final AtomicInteger unlinksInFlight = new AtomicInteger();
+
   /** Retire batch arrays returned after freeing, reused to keep the write path allocation-free. */
   private final ConcurrentLinkedQueue<long[]> batchPool = new ConcurrentLinkedQueue<>();
 
   /**
-   * Non-intrusive backups capturing what the workers unlink (copy on write, under {@link #captureLock}).
-   * Volatile: a chunk reads it after popping its dead list, which happens after the backup registered
-   * (see {@link UnlinkCapture}).
+   * Non-intrusive backups capturing what the workers unlink (copy on write, under {@link
+   * #captureLock}). Volatile: a chunk reads it after popping its dead list, which happens after the
+   * backup registered (see {@link UnlinkCapture}).
    */
   private volatile UnlinkCapture[] captures = new UnlinkCapture[0];
+
   private final Object captureLock = new Object();
 
   private final Runnable freeTask = this::runFree;
@@ -66,11 +76,12 @@ final class GarbageCollector {
 
   GarbageCollector(SkipList list) {
     this.list = list;
-    ThreadFactory tf = r -> {
-      Thread t = new Thread(r, "basalt-skiplist-gc-" + THREADS.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    };
+    ThreadFactory tf =
+        r -> {
+          Thread t = new Thread(r, "basalt-skiplist-gc-" + THREADS.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        };
     this.executor = new ScheduledThreadPoolExecutor(list.config.gcWorkers(), tf);
     executor.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
   }
@@ -80,11 +91,15 @@ final class GarbageCollector {
     executor.scheduleWithFixedDelay(this::tick, ms, ms, TimeUnit.MILLISECONDS);
   }
 
-  // ---- triggers ----------------------------------------------------------------------------------------
+  // ---- triggers
+  // ----------------------------------------------------------------------------------------
 
-  /** Called by a writer after each mutation: asks for an internal snapshot when dead nodes pile up. */
+  /**
+   * Called by a writer after each mutation: asks for an internal snapshot when dead nodes pile up.
+   */
   void afterWrite(Writer w) {
-    if (w.deadCount >= list.config.gcBacklog() && autoSnapshotScheduled.compareAndSet(false, true)) {
+    if (w.deadCount >= list.config.gcBacklog()
+        && autoSnapshotScheduled.compareAndSet(false, true)) {
       submit(autoSnapshotTask, autoSnapshotScheduled);
     }
   }
@@ -108,7 +123,8 @@ final class GarbageCollector {
     return a != null ? a : new long[list.config.retireBatch()];
   }
 
-  // ---- tasks -------------------------------------------------------------------------------------------
+  // ---- tasks
+  // -------------------------------------------------------------------------------------------
 
   private void tick() {
     if (list.closed) return;
@@ -138,7 +154,8 @@ final class GarbageCollector {
 
   private void runCollect() {
     collectScheduled.set(false);
-    unlinksInFlight.incrementAndGet(); // covers the pop: quiesce must not see 0 between pop and queueing
+    unlinksInFlight
+        .incrementAndGet(); // covers the pop: quiesce must not see 0 between pop and queueing
     try {
       queueUnlinks(popCollectable());
     } finally {
@@ -185,7 +202,8 @@ final class GarbageCollector {
           if (list.closed) return; // close() frees these nodes, still linked, in its final walk
           for (int i = from; i < to; i++) {
             for (int c = 0; c < cs.length; c++) {
-              if (sinks[c] != null) cs[c].offer(sinks[c], dead[i]); // before the unlink: a backup's term sees it
+              if (sinks[c] != null)
+                cs[c].offer(sinks[c], dead[i]); // before the unlink: a backup's term sees it
             }
             list.removeNode(w, dead[i]);
           }
@@ -262,7 +280,8 @@ final class GarbageCollector {
     list.allocator.free(node, size, Node.arena(height));
   }
 
-  // ---- synchronous paths -------------------------------------------------------------------------------
+  // ---- synchronous paths
+  // -------------------------------------------------------------------------------
 
   void flushRetireBuffers() {
     for (Writer w : list.writers) {
@@ -282,7 +301,8 @@ final class GarbageCollector {
 
   /** See {@link SkipList#quiesce()}. The caller must not be inside an operation of the list. */
   void quiesce() {
-    new Snapshot(list, list.createSnapshot()).close(); // stitch every dead node of the term just closed
+    new Snapshot(list, list.createSnapshot())
+        .close(); // stitch every dead node of the term just closed
     runCollect();
     while (unlinksInFlight.get() > 0) {
       Thread.onSpinWait();
@@ -310,8 +330,8 @@ final class GarbageCollector {
   /**
    * For close(): waits for operations in flight, stops the workers, then frees every node: retired,
    * pending, and still linked. {@code closed} is already set, so new operations touch no node. With
-   * {@code bulk}, linked nodes are only counted, not freed, and the count (in allocator block bytes) is
-   * returned for {@link SlabAllocator#closeReleasing}.
+   * {@code bulk}, linked nodes are only counted, not freed, and the count (in allocator block
+   * bytes) is returned for {@link SlabAllocator#closeReleasing}.
    */
   long shutdownAndFreeAll(boolean bulk) {
     long upTo;
@@ -327,7 +347,8 @@ final class GarbageCollector {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while stopping the skiplist garbage collector", e);
+      throw new IllegalStateException(
+          "interrupted while stopping the skiplist garbage collector", e);
     }
     flushRetireBuffers();
     synchronized (list.barrier) {

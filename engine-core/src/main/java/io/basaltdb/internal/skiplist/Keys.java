@@ -4,9 +4,9 @@ import io.basaltdb.internal.memory.Mem;
 
 /**
  * Unsigned lexicographic comparison of a search key with a node's key. A search key is addressed as
- * {@code (base, offset, length)}: base null for native memory, otherwise a {@code byte[]} with offset
- * counted from {@link Mem#ARRAY_BASE}, so one loop serves heap and off-heap keys. Eight bytes are
- * compared at a time as big-endian longs.
+ * {@code (base, offset, length)}: base null for native memory, otherwise a {@code byte[]} with
+ * offset counted from {@link Mem#ARRAY_BASE}, so one loop serves heap and off-heap keys. Eight
+ * bytes are compared at a time as big-endian longs.
  *
  * <p>Thread-safety: stateless; the caller holds an access token so the node cannot be freed.
  */
@@ -73,6 +73,8 @@ final class Keys {
   }
 
   static boolean sameKey(long a, long b) {
-    return Node.prefix(a) == Node.prefix(b) && Node.keyLen(a) == Node.keyLen(b) && compareNodes(a, b) == 0;
+    return Node.prefix(a) == Node.prefix(b)
+        && Node.keyLen(a) == Node.keyLen(b)
+        && compareNodes(a, b) == 0;
   }
 }

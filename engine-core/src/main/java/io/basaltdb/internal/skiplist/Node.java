@@ -5,8 +5,8 @@ import io.basaltdb.internal.memory.Region;
 import io.basaltdb.internal.memory.SlabAllocator;
 
 /**
- * Byte layout of an off-heap skiplist node, and the accessors for its fields. The layout is documented
- * in docs/format.md ("Skiplist node"); the constants here mirror it.
+ * Byte layout of an off-heap skiplist node, and the accessors for its fields. The layout is
+ * documented in docs/format.md ("Skiplist node"); the constants here mirror it.
  *
  * <pre>
  *  offset  size  field
@@ -21,30 +21,36 @@ import io.basaltdb.internal.memory.SlabAllocator;
  * </pre>
  *
  * <p>A link (a tower slot) is one 64-bit word, so one CAS swaps all of it:
+ *
  * <pre>
  *  bits 0-31   the successor's {@link Region#ref reference} (offset from the region base in 8-byte
  *              units); 0 is the end of the level
  *  bit  32     this node's "deleted" mark at that level
  *  bits 33-63  the successor's key prefix, top 31 bits ({@code prefix >>> 33})
  * </pre>
- * The successor's prefix travels with the reference to it, so a search that finds the key it looks
- * for sorting before a successor's prefix descends without loading that successor: the node that ends
- * each level's scan, one cache miss per level, is never touched. The prefix is a function of the
- * reference (a node's prefix never changes), so a link is always self-consistent.
  *
- * <p>Thread-safety: bornSn, lengths, height, prefix, key and value are written before the node is published
- * by the CAS that links it and never change afterwards, so plain loads are enough once a reader has
- * reached the node through a volatile load of a next pointer. deadSn, next pointers and the build
- * state are read with volatile loads and changed only by CAS. Accessors are named by access mode, as
- * the package documents.
+ * The successor's prefix travels with the reference to it, so a search that finds the key it looks
+ * for sorting before a successor's prefix descends without loading that successor: the node that
+ * ends each level's scan, one cache miss per level, is never touched. The prefix is a function of
+ * the reference (a node's prefix never changes), so a link is always self-consistent.
+ *
+ * <p>Thread-safety: bornSn, lengths, height, prefix, key and value are written before the node is
+ * published by the CAS that links it and never change afterwards, so plain loads are enough once a
+ * reader has reached the node through a volatile load of a next pointer. deadSn, next pointers and
+ * the build state are read with volatile loads and changed only by CAS. Accessors are named by
+ * access mode, as the package documents.
  */
 final class Node {
   static final int BORN_OFFSET = 0;
   static final int DEAD_OFFSET = 8;
   static final int META_OFFSET = 16;
   static final int VALUE_LEN_OFFSET = 20;
-  /** Most comparisons during a search end on the prefix, on the same cache line as the tower's base. */
+
+  /**
+   * Most comparisons during a search end on the prefix, on the same cache line as the tower's base.
+   */
   static final int PREFIX_OFFSET = 24;
+
   static final int TOWER_OFFSET = 32;
   static final int HEADER_SIZE = TOWER_OFFSET;
 
@@ -54,10 +60,13 @@ final class Node {
   static final int HEIGHT_MASK = 0x3F;
   static final int STATE_SHIFT = 26;
   static final int STATE_MASK = 0x3 << STATE_SHIFT;
+
   /** Tower levels above 0 may still be linked by the inserter. */
   static final int STATE_BUILDING = 0;
+
   /** The inserter has finished with the tower; a remover may unlink and retire the node. */
   static final int STATE_BUILT = 1 << STATE_SHIFT;
+
   /** Marked for removal while still building: the inserter unlinks and retires it when done. */
   static final int STATE_MARKED_EARLY = 2 << STATE_SHIFT;
 
@@ -72,9 +81,10 @@ final class Node {
   }
 
   /**
-   * Nodes at least this tall (1 in 64) come from the allocator's hot arena. Every search moves across
-   * them at levels 3 and up, so packing them together puts those steps on far fewer pages and DRAM
-   * rows than if they sat among the short nodes (about 10% more lookups per second at 10M entries).
+   * Nodes at least this tall (1 in 64) come from the allocator's hot arena. Every search moves
+   * across them at levels 3 and up, so packing them together puts those steps on far fewer pages
+   * and DRAM rows than if they sat among the short nodes (about 10% more lookups per second at 10M
+   * entries).
    */
   static final int HOT_HEIGHT = 4;
 
@@ -97,7 +107,10 @@ final class Node {
     Mem.spLong(node + PREFIX_OFFSET, 0);
   }
 
-  /** As {@link #init} for a node of a bottom-up build ({@link SkipListBuilder}): born in {@code term}, tower finished. */
+  /**
+   * As {@link #init} for a node of a bottom-up build ({@link SkipListBuilder}): born in {@code
+   * term}, tower finished.
+   */
   static void initBuilt(long node, int height, int keyLen, int valueLen, long term) {
     Mem.spLong(node + BORN_OFFSET, term);
     Mem.spLong(node + DEAD_OFFSET, 0);
@@ -123,8 +136,8 @@ final class Node {
   }
 
   /**
-   * deadSn, volatile: it is set concurrently by the CAS of the writer that superseded or deleted the
-   * node; callers say which edge they rely on.
+   * deadSn, volatile: it is set concurrently by the CAS of the writer that superseded or deleted
+   * the node; callers say which edge they rely on.
    */
   static long lvDead(long node) {
     return Mem.lvLong(node + DEAD_OFFSET);
@@ -147,8 +160,8 @@ final class Node {
   }
 
   /**
-   * Moves the build state from {@code from} to {@code to}; the CAS decides which of the inserter and
-   * the remover unlinks a node whose removal raced with the building of its tower.
+   * Moves the build state from {@code from} to {@code to}; the CAS decides which of the inserter
+   * and the remover unlinks a node whose removal raced with the building of its tower.
    */
   static boolean casState(long node, int from, int to) {
     long a = node + META_OFFSET;
@@ -170,9 +183,9 @@ final class Node {
   }
 
   /**
-   * The raw link at {@code level}, mark bit included. Volatile: it pairs with the CAS that linked the
-   * successor (whose fields were written before it) and sees the marks removers set by CAS; callers
-   * say which of these they rely on.
+   * The raw link at {@code level}, mark bit included. Volatile: it pairs with the CAS that linked
+   * the successor (whose fields were written before it) and sees the marks removers set by CAS;
+   * callers say which of these they rely on.
    */
   static long lvNext(long node, int level) {
     return Mem.lvLong(nextAddr(node, level));
@@ -199,7 +212,9 @@ final class Node {
 
   /** An unmarked link to {@code node} (0 for none); reads its immutable prefix. */
   static long link(long node) {
-    return node == 0 ? 0 : (prefix(node) >>> LINK_PREFIX_SHIFT) << LINK_PREFIX_SHIFT | Region.ref(node);
+    return node == 0
+        ? 0
+        : (prefix(node) >>> LINK_PREFIX_SHIFT) << LINK_PREFIX_SHIFT | Region.ref(node);
   }
 
   /** The successor's key prefix carried by a link, as {@code prefix >>> LINK_PREFIX_SHIFT}. */

@@ -13,43 +13,49 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Nitro's lock-free MVCC skiplist (seed 001, sections 2-4 and 6) with its nodes off the Java heap.
  *
  * <h2>Structure</h2>
- * Nodes ({@link Node}) hold key, value, {@code (bornSn, deadSn)} and a tower of links, one 64-bit word
- * per level: the successor's 32-bit reference, bit 32 marking this node deleted at that level, and the
- * top 31 bits of the successor's key prefix, so one CAS swaps all three. Level 0 holds every node;
- * level l about 1/4^l of them (fan-out 4). Keys sort as unsigned bytes; the versions of one key sit
- * together, newest first (the paper orders them by bornSn; newest-first in link order is the same
- * order, and lets a lookup stop at the first version it may see).
+ *
+ * Nodes ({@link Node}) hold key, value, {@code (bornSn, deadSn)} and a tower of links, one 64-bit
+ * word per level: the successor's 32-bit reference, bit 32 marking this node deleted at that level,
+ * and the top 31 bits of the successor's key prefix, so one CAS swaps all three. Level 0 holds
+ * every node; level l about 1/4^l of them (fan-out 4). Keys sort as unsigned bytes; the versions of
+ * one key sit together, newest first (the paper orders them by bornSn; newest-first in link order
+ * is the same order, and lets a lookup stop at the first version it may see).
  *
  * <h2>MVCC</h2>
- * The current term starts at 1. A put links a new version, born in the writer's term, in front of the
- * key's versions and then sets the superseded version's deadSn to that term; a delete sets the current
- * version's deadSn. A reader at snapshot sn takes the first version born at or before sn and sees it if
- * {@code deadSn == 0 || deadSn > sn}. {@link #snapshot()} increments the term (O(1)), waits for writers
- * still inside the old term to leave it (each writer publishes its term in {@link Writer#activeTerm}),
- * and stitches the writers' dead lists onto the new snapshot (section 4). A version born and killed in
- * the same, current term is visible to no snapshot and is unlinked at once.
+ *
+ * The current term starts at 1. A put links a new version, born in the writer's term, in front of
+ * the key's versions and then sets the superseded version's deadSn to that term; a delete sets the
+ * current version's deadSn. A reader at snapshot sn takes the first version born at or before sn
+ * and sees it if {@code deadSn == 0 || deadSn > sn}. {@link #snapshot()} increments the term
+ * (O(1)), waits for writers still inside the old term to leave it (each writer publishes its term
+ * in {@link Writer#activeTerm}), and stitches the writers' dead lists onto the new snapshot
+ * (section 4). A version born and killed in the same, current term is visible to no snapshot and is
+ * unlinked at once.
  *
  * <h2>Concurrency</h2>
- * Insert: level 0 by CAS (the linearization point), then the tower bottom-up. Delete of a node: mark
- * its tower top-down, then unlink it at every level; any traversal that meets a marked node snips it
- * (cooperative unlinking). A tall node removed while its inserter is still building its tower is handed
- * back to the inserter through the node's build state, so a node is retired only when no level can be
- * relinked. Reads of the current state validate that the version they read was still the first one
- * after its predecessor, so a read never returns a value older than one another read already returned.
- * Every operation is an accessor of {@link AccessBarrier}; unlinked nodes are freed only when every
- * accessor that could hold them has left.
+ *
+ * Insert: level 0 by CAS (the linearization point), then the tower bottom-up. Delete of a node:
+ * mark its tower top-down, then unlink it at every level; any traversal that meets a marked node
+ * snips it (cooperative unlinking). A tall node removed while its inserter is still building its
+ * tower is handed back to the inserter through the node's build state, so a node is retired only
+ * when no level can be relinked. Reads of the current state validate that the version they read was
+ * still the first one after its predecessor, so a read never returns a value older than one another
+ * read already returned. Every operation is an accessor of {@link AccessBarrier}; unlinked nodes
+ * are freed only when every accessor that could hold them has left.
  *
  * <h2>Invariants</h2>
+ *
  * <ol>
- *   <li>At every level the list is sorted by key; versions of a key are in the same relative order at
- *       every level (newest first).</li>
+ *   <li>At every level the list is sorted by key; versions of a key are in the same relative order
+ *       at every level (newest first).
  *   <li>Along a key's versions bornSn never increases. A version's deadSn is set once: by its
- *       superseder, to the superseder's bornSn, or by a delete that read it as the newest version; a
- *       delete racing a put may set a larger one, which readers never consult (the version in front
- *       decides for every term at or after its bornSn).</li>
- *   <li>A node is unlinked only after its level-0 next pointer is marked, and is freed only after it
- *       is unreachable at every level and every barrier session up to its retirement has terminated.</li>
- *   <li>A node visible to a live snapshot is never marked.</li>
+ *       superseder, to the superseder's bornSn, or by a delete that read it as the newest version;
+ *       a delete racing a put may set a larger one, which readers never consult (the version in
+ *       front decides for every term at or after its bornSn).
+ *   <li>A node is unlinked only after its level-0 next pointer is marked, and is freed only after
+ *       it is unreachable at every level and every barrier session up to its retirement has
+ *       terminated.
+ *   <li>A node visible to a live snapshot is never marked.
  * </ol>
  *
  * <p>Thread-safety: every public method may be called from any thread, concurrently, except that
@@ -57,7 +63,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class SkipList implements AutoCloseable {
   public static final int MAX_HEIGHT = 32;
-  /** 64 KiB of user key plus room for the engine's keyspace prefix (a store key is prefix + user key). */
+
+  /**
+   * 64 KiB of user key plus room for the engine's keyspace prefix (a store key is prefix + user
+   * key).
+   */
   public static final int MAX_KEY_SIZE = 64 * 1024 + 16;
 
   final SkipListConfig config;
@@ -67,24 +77,39 @@ public final class SkipList implements AutoCloseable {
   final AccessBarrier barrier;
   final GarbageCollector gc;
 
-  /** Current term; incremented only by snapshot creation under snapshotLock. Volatile: see Writer. */
+  /**
+   * Current term; incremented only by snapshot creation under snapshotLock. Volatile: see Writer.
+   */
   private volatile long term = 1;
-  /** Highest tower in use; raised by CAS, never lowered. Read racily: a stale value only costs time. */
+
+  /**
+   * Highest tower in use; raised by CAS, never lowered. Read racily: a stale value only costs time.
+   */
   private final AtomicInteger topHeight = new AtomicInteger(1);
+
   /** Every writer of this list, for snapshot stitching and statistics. */
   final CopyOnWriteArrayList<Writer> writers = new CopyOnWriteArrayList<>();
+
   private final ThreadLocal<Writer> writer = ThreadLocal.withInitial(this::newWriter);
-  /** Counters of writers whose threads have died, folded in by the collector's tick. Guarded by departedLock. */
-  final Writer departed = new Writer(null);
+
   /**
-   * Makes folding a dead writer into {@link #departed} and removing it from {@link #writers} one step
-   * for statistics: without it a sum could read the writer in the list and again in departed.
+   * Counters of writers whose threads have died, folded in by the collector's tick. Guarded by
+   * departedLock.
+   */
+  final Writer departed = new Writer(null);
+
+  /**
+   * Makes folding a dead writer into {@link #departed} and removing it from {@link #writers} one
+   * step for statistics: without it a sum could read the writer in the list and again in departed.
    */
   final Object departedLock = new Object();
+
   /** Guards snapshot creation and the queue of live snapshots. */
   final Object snapshotLock = new Object();
+
   /** Snapshots not yet collected, oldest first. Guarded by snapshotLock. */
   final ArrayDeque<Snapshot.Descriptor> snapshots = new ArrayDeque<>();
+
   /** Set once by close(). Volatile: read by every accessor after entering the barrier. */
   volatile boolean closed;
 
@@ -113,7 +138,8 @@ public final class SkipList implements AutoCloseable {
     return new SkipList(SkipListConfig.defaults());
   }
 
-  // ---- public operations -------------------------------------------------------------------------------
+  // ---- public operations
+  // -------------------------------------------------------------------------------
 
   /** Inserts or replaces {@code key}; the new version is born in the current term. */
   public void put(byte[] key, byte[] value) {
@@ -127,12 +153,16 @@ public final class SkipList implements AutoCloseable {
     checkRange(value, voff, vlen, config.maxValueSize(), "value");
     int height = randomHeight();
     Writer w = writer.get();
-    // One session from allocation to link: close() waits for accessors, so the allocator outlives this
+    // One session from allocation to link: close() waits for accessors, so the allocator outlives
+    // this
     // write and a node is never allocated without being linked (or freed by close with the list).
     AccessBarrier.Session s = barrier.enter();
     try {
       checkOpen();
-      long node = allocateNode(key, koff, klen, value, voff, vlen, height); // may throw MemoryLimitException: nothing is written then
+      long node =
+          allocateNode(
+              key, koff, klen, value, voff, vlen,
+              height); // may throw MemoryLimitException: nothing is written then
       link(w, node, height, key, Mem.ARRAY_BASE + koff, klen, vlen);
     } finally {
       barrier.exit(s);
@@ -141,18 +171,21 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * The first half of a put: allocates a node and copies the key and value into it, but links nothing,
-   * so a caller can take the memory for a whole batch before it commits to the batch (the engine does
-   * this before its WAL write). Hand the node to {@link #putPrepared} or {@link #discardPrepared} while
-   * the list is open: a node prepared and neither linked nor discarded before close is a leak.
+   * The first half of a put: allocates a node and copies the key and value into it, but links
+   * nothing, so a caller can take the memory for a whole batch before it commits to the batch (the
+   * engine does this before its WAL write). Hand the node to {@link #putPrepared} or {@link
+   * #discardPrepared} while the list is open: a node prepared and neither linked nor discarded
+   * before close is a leak.
    *
-   * @throws io.basaltdb.MemoryLimitException if the allocator cannot serve the node; nothing is allocated
+   * @throws io.basaltdb.MemoryLimitException if the allocator cannot serve the node; nothing is
+   *     allocated
    */
   public long prepare(byte[] key, int koff, int klen, byte[] value, int voff, int vlen) {
     checkRange(key, koff, klen, MAX_KEY_SIZE, "key");
     checkRange(value, voff, vlen, config.maxValueSize(), "value");
     int height = randomHeight();
-    // Enter before allocating: close() waits for accessors, so the allocator outlives this allocation.
+    // Enter before allocating: close() waits for accessors, so the allocator outlives this
+    // allocation.
     AccessBarrier.Session s = barrier.enter();
     try {
       checkOpen();
@@ -162,22 +195,36 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
-  /** The second half of a put: links a node from {@link #prepare}; allocates nothing, so cannot run out of memory. */
+  /**
+   * The second half of a put: links a node from {@link #prepare}; allocates nothing, so cannot run
+   * out of memory.
+   */
   public void putPrepared(long node) {
     Writer w = writer.get();
     AccessBarrier.Session s = barrier.enter();
     try {
       checkOpen();
       // the key is read from the node itself
-      link(w, node, Node.height(node), null, Node.keyAddr(node), Node.keyLen(node), Node.valueLen(node));
+      link(
+          w,
+          node,
+          Node.height(node),
+          null,
+          Node.keyAddr(node),
+          Node.keyLen(node),
+          Node.valueLen(node));
     } finally {
       barrier.exit(s);
     }
     gc.afterWrite(w);
   }
 
-  /** A node holding the key and value, not linked. Caller is inside a barrier session on an open list. */
-  private long allocateNode(byte[] key, int koff, int klen, byte[] value, int voff, int vlen, int height) {
+  /**
+   * A node holding the key and value, not linked. Caller is inside a barrier session on an open
+   * list.
+   */
+  private long allocateNode(
+      byte[] key, int koff, int klen, byte[] value, int voff, int vlen, int height) {
     long node = allocator.allocate(Node.size(height, klen, vlen), Node.arena(height));
     Node.init(node, height, klen, vlen);
     long keyAddr = Node.keyAddr(node);
@@ -187,8 +234,12 @@ public final class SkipList implements AutoCloseable {
     return node;
   }
 
-  /** Links {@code node}, whose key is at {@code keyBase + keyOffset}, in a new term. Caller is inside a barrier session. */
-  private void link(Writer w, long node, int height, Object keyBase, long keyOffset, int klen, int vlen) {
+  /**
+   * Links {@code node}, whose key is at {@code keyBase + keyOffset}, in a new term. Caller is
+   * inside a barrier session.
+   */
+  private void link(
+      Writer w, long node, int height, Object keyBase, long keyOffset, int klen, int vlen) {
     long t = enterTerm(w);
     try {
       insert(w, node, height, keyBase, keyOffset, klen, t);
@@ -248,8 +299,8 @@ public final class SkipList implements AutoCloseable {
   /**
    * Copies the current value of {@code key} into {@code out} if it fits, without allocating.
    *
-   * @return the value's length (compare with {@code out.length}: nothing is copied if it is larger), or
-   *     -1 if the key has no current value
+   * @return the value's length (compare with {@code out.length}: nothing is copied if it is
+   *     larger), or -1 if the key has no current value
    */
   public int get(byte[] key, byte[] out) {
     checkKey(key);
@@ -257,8 +308,8 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * As {@link #get(byte[], byte[])} for the key {@code key[0, keyLength)}: the caller's scratch array
-   * may be longer than the key.
+   * As {@link #get(byte[], byte[])} for the key {@code key[0, keyLength)}: the caller's scratch
+   * array may be longer than the key.
    */
   public int get(byte[] key, int keyLength, byte[] out) {
     checkRange(key, 0, keyLength, MAX_KEY_SIZE, "key");
@@ -274,8 +325,8 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * Closes the current term and returns a snapshot of everything written in it and before. The caller
-   * must close the snapshot; until then its versions are kept.
+   * Closes the current term and returns a snapshot of everything written in it and before. The
+   * caller must close the snapshot; until then its versions are kept.
    */
   public Snapshot snapshot() {
     AccessBarrier.Session s = barrier.enter();
@@ -287,17 +338,21 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
-  // ---- backup and restore (seed 001 section 5) ---------------------------------------------------------
+  // ---- backup and restore (seed 001 section 5)
+  // ---------------------------------------------------------
 
-  /** Keys cutting the list into about {@code parts} ranges of equal size (see {@link BackupScan#splitKeys}). */
+  /**
+   * Keys cutting the list into about {@code parts} ranges of equal size (see {@link
+   * BackupScan#splitKeys}).
+   */
   public java.util.List<byte[]> splitKeys(int parts) {
     return BackupScan.splitKeys(this, parts);
   }
 
   /**
-   * Hands {@code sink} every item visible at term {@code sn} with a key in {@code [from, to)}, in key
-   * order, and returns how many; the caller holds the term's snapshot or an {@link UnlinkCapture} of it
-   * (see {@link BackupScan#scan}).
+   * Hands {@code sink} every item visible at term {@code sn} with a key in {@code [from, to)}, in
+   * key order, and returns how many; the caller holds the term's snapshot or an {@link
+   * UnlinkCapture} of it (see {@link BackupScan#scan}).
    */
   public long scan(long sn, byte[] from, byte[] to, ItemSink sink) {
     return BackupScan.scan(this, sn, from, to, sink);
@@ -305,8 +360,8 @@ public final class SkipList implements AutoCloseable {
 
   /**
    * As {@link #scan} for consecutive ranges at once, their cursors advancing in turn so their cache
-   * misses overlap (see {@link BackupScan#scanInterleaved}): range i is {@code [bounds[i], bounds[i+1])},
-   * handed to {@code sinks[i]}. Returns each range's item count.
+   * misses overlap (see {@link BackupScan#scanInterleaved}): range i is {@code [bounds[i],
+   * bounds[i+1])}, handed to {@code sinks[i]}. Returns each range's item count.
    */
   public long[] scanInterleaved(long sn, byte[][] bounds, ItemSink[] sinks) {
     return BackupScan.scanInterleaved(this, sn, bounds, sinks);
@@ -314,10 +369,11 @@ public final class SkipList implements AutoCloseable {
 
   /**
    * Registers a capture (INIT) of the nodes of {@code snapshot}'s term the collector unlinks, each
-   * concurrent worker writing to a sink from {@code sinks}: call {@link UnlinkCapture#activate()}, then
-   * release the snapshot, scan, and {@link UnlinkCapture#terminate()}.
+   * concurrent worker writing to a sink from {@code sinks}: call {@link UnlinkCapture#activate()},
+   * then release the snapshot, scan, and {@link UnlinkCapture#terminate()}.
    */
-  public UnlinkCapture capture(Snapshot snapshot, java.util.function.Supplier<? extends ItemSink> sinks) {
+  public UnlinkCapture capture(
+      Snapshot snapshot, java.util.function.Supplier<? extends ItemSink> sinks) {
     snapshot.checkUsable();
     UnlinkCapture c = new UnlinkCapture(this, snapshot.sn(), sinks);
     gc.register(c);
@@ -331,13 +387,15 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * Joins {@code segments}, which hold consecutive key ranges in this order, into this list, which must be
-   * empty and not in use by any other thread: at each level the last node of a segment links to the
-   * first node of the next segment that has that level, and the head to the first. Publishes the nodes
-   * (the caller hands the list to other threads afterwards, with a happens-before edge of its own).
+   * Joins {@code segments}, which hold consecutive key ranges in this order, into this list, which
+   * must be empty and not in use by any other thread: at each level the last node of a segment
+   * links to the first node of the next segment that has that level, and the head to the first.
+   * Publishes the nodes (the caller hands the list to other threads afterwards, with a
+   * happens-before edge of its own).
    *
    * @throws IllegalStateException if the list is not empty (nothing is changed)
-   * @throws IllegalArgumentException if the segments' key ranges are not in order (nothing is changed)
+   * @throws IllegalArgumentException if the segments' key ranges are not in order (nothing is
+   *     changed)
    */
   public void load(java.util.List<SkipListBuilder.Segment> segments) {
     checkOpen();
@@ -389,10 +447,10 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * Runs garbage collection to completion for everything collectable now: stitches the writers' dead
-   * lists onto an internal snapshot, unlinks every node no live snapshot can see, and frees every
-   * retired node once no accessor can hold it. For tests and orderly shutdown; normal operation does
-   * this in the background.
+   * Runs garbage collection to completion for everything collectable now: stitches the writers'
+   * dead lists onto an internal snapshot, unlinks every node no live snapshot can see, and frees
+   * every retired node once no accessor can hold it. For tests and orderly shutdown; normal
+   * operation does this in the background.
    */
   public void quiesce() {
     checkOpen();
@@ -404,8 +462,9 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * Waits for running operations to finish, stops garbage collection and frees every node. Snapshots
-   * and iterators still open become unusable (their operations throw {@link ClosedException}).
+   * Waits for running operations to finish, stops garbage collection and frees every node.
+   * Snapshots and iterators still open become unusable (their operations throw {@link
+   * ClosedException}).
    */
   @Override
   public void close() {
@@ -413,7 +472,8 @@ public final class SkipList implements AutoCloseable {
       if (closed) return;
       closed = true;
     }
-    // Own allocator and no debug checks: release the linked nodes with the chunks; otherwise free each.
+    // Own allocator and no debug checks: release the linked nodes with the chunks; otherwise free
+    // each.
     boolean bulk = ownsAllocator && !Mem.DEBUG;
     long stillAllocated = gc.shutdownAndFreeAll(bulk);
     if (ownsAllocator) {
@@ -421,7 +481,8 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
-  // ---- internals: terms and snapshots ------------------------------------------------------------------
+  // ---- internals: terms and snapshots
+  // ------------------------------------------------------------------
 
   /** Publishes the writer's term; loops until the published term is still current (see Writer). */
   private long enterTerm(Writer w) {
@@ -442,7 +503,8 @@ public final class SkipList implements AutoCloseable {
       for (Writer w : writers) {
         int spins = 0;
         while (w.activeTerm == sn) { // the writer's last operation in term sn is still running
-          if (++spins < 100) Thread.onSpinWait(); else Thread.yield();
+          if (++spins < 100) Thread.onSpinWait();
+          else Thread.yield();
         }
       }
       long[] dead = new long[16];
@@ -469,14 +531,16 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
-  // ---- internals: search -------------------------------------------------------------------------------
+  // ---- internals: search
+  // -------------------------------------------------------------------------------
 
   /**
    * Fills {@code preds[l]} with the last node whose key sorts before the search key and {@code
    * succs[l]} with the unmarked link from it to the next node, for levels {@code top-1} down to 0,
    * snipping marked nodes on the way. preds are addresses, never marked at the time they were read.
-   * A successor whose link prefix already sorts after the key is not loaded (so not checked for a mark:
-   * linking in front of a marked node is fine, its remover snips it from the new predecessor).
+   * A successor whose link prefix already sorts after the key is not loaded (so not checked for a
+   * mark: linking in front of a marked node is fine, its remover snips it from the new
+   * predecessor).
    */
   private void find(Object kb, long ko, int kl, long[] preds, long[] succs, int top) {
     long kp = Keys.prefix(kb, ko, kl);
@@ -491,7 +555,8 @@ public final class SkipList implements AutoCloseable {
         while ((curr = Node.ptr(link)) != 0) {
           long lp = Node.linkPrefix(link);
           if (kp31 < lp) break; // the successor sorts after the key: no need to load it
-          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's successor
+          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's
+          // successor
           long raw = Node.lvNext(curr, l);
           if (Node.isMarked(raw)) {
             long unmarked = raw & ~Node.MARK;
@@ -513,7 +578,9 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
-  /** The level-0 predecessor of the search key (last node sorting before it), snipping as find does. */
+  /**
+   * The level-0 predecessor of the search key (last node sorting before it), snipping as find does.
+   */
   long findPredecessor(Object kb, long ko, int kl) {
     return descend(kb, ko, kl, false);
   }
@@ -537,7 +604,8 @@ public final class SkipList implements AutoCloseable {
         while ((curr = Node.ptr(link)) != 0) {
           long lp = Node.linkPrefix(link);
           if (kp31 < lp) break; // the successor sorts after the key: descend without loading it
-          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's successor
+          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's
+          // successor
           long raw = Node.lvNext(curr, l);
           if (Node.isMarked(raw)) {
             long unmarked = raw & ~Node.MARK;
@@ -557,7 +625,9 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
-  /** The current version of the key (the node to read) or 0; validated against concurrent writers. */
+  /**
+   * The current version of the key (the node to read) or 0; validated against concurrent writers.
+   */
   private long findCurrent(Object kb, long ko, int kl) {
     long pred = findPredecessor(kb, ko, kl);
     while (true) {
@@ -576,9 +646,11 @@ public final class SkipList implements AutoCloseable {
       if (c < 0) {
         return 0; // at the load of pred.next no version of the key followed pred
       }
-      // lv: pairs with the superseder's casDead, and stays ordered between the two loads of pred.next
+      // lv: pairs with the superseder's casDead, and stays ordered between the two loads of
+      // pred.next
       boolean live = Node.lvDead(v) == 0;
-      // v was the key's newest version when pred.next was loaded; it must still be, or a newer version
+      // v was the key's newest version when pred.next was loaded; it must still be, or a newer
+      // version
       // may already have been returned by another reader
       // lv: after the load of deadSn; a put links its version before it kills the old one
       if (Node.lvNext(pred, 0) == raw) {
@@ -629,7 +701,8 @@ public final class SkipList implements AutoCloseable {
     return v;
   }
 
-  // ---- internals: insert and remove --------------------------------------------------------------------
+  // ---- internals: insert and remove
+  // --------------------------------------------------------------------
 
   private void insert(Writer w, long node, int height, Object kb, long ko, int kl, long t) {
     long[] preds = w.preds;
@@ -642,7 +715,8 @@ public final class SkipList implements AutoCloseable {
       first = Node.ptr(succs[0]);
       hasVersion = first != 0 && Keys.compare(kb, ko, kl, first) == 0;
       if (hasVersion && Node.born(first) > t) {
-        // a writer of a newer term got here first: move to the current term so versions stay ordered
+        // a writer of a newer term got here first: move to the current term so versions stay
+        // ordered
         w.activeTerm = 0;
         t = enterTerm(w);
         continue;
@@ -673,8 +747,8 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * Links levels 1..height-1 while the node is still its key's newest version and not being removed.
-   * Returns the number of levels linked (from level 0 up, without gaps).
+   * Links levels 1..height-1 while the node is still its key's newest version and not being
+   * removed. Returns the number of levels linked (from level 0 up, without gaps).
    */
   private int buildTower(Writer w, long node, int height, Object kb, long ko, int kl) {
     long[] preds = w.preds;
@@ -693,7 +767,8 @@ public final class SkipList implements AutoCloseable {
           break;
         }
         find(kb, ko, kl, preds, succs, height);
-        if (Node.ptr(succs[0]) != node) break build; // a newer version is in front: linking higher could misorder
+        if (Node.ptr(succs[0]) != node)
+          break build; // a newer version is in front: linking higher could misorder
       }
     }
     if (!Node.casState(node, Node.STATE_BUILDING, Node.STATE_BUILT)) {
@@ -707,8 +782,8 @@ public final class SkipList implements AutoCloseable {
   /**
    * Removes {@code old}, just superseded by {@code newer} in the same term. The search that linked
    * {@code newer} already knows old's predecessors: newer itself on the levels newer was linked at,
-   * the search's preds elsewhere. One CAS per level usually suffices; if any fails (a concurrent change
-   * nearby), a full unlinking pass takes over.
+   * the search's preds elsewhere. One CAS per level usually suffices; if any fails (a concurrent
+   * change nearby), a full unlinking pass takes over.
    */
   private void removeSuperseded(Writer w, long old, long newer, int newerLinked, int searched) {
     int height = markTower(old);
@@ -720,7 +795,8 @@ public final class SkipList implements AutoCloseable {
     long oldLink = Node.link(old);
     for (int l = height - 1; l >= 0; l--) {
       // preds/succs are this operation's search results for levels below `searched` only
-      long pred = l < newerLinked ? newer : (l < searched && Node.ptr(succs[l]) == old ? preds[l] : 0);
+      long pred =
+          l < newerLinked ? newer : (l < searched && Node.ptr(succs[l]) == old ? preds[l] : 0);
       // lv: old's successor as last changed by any CAS; the casNext validates the pair
       if (pred == 0 || !Node.casNext(pred, l, oldLink, Node.lvNext(old, l) & ~Node.MARK)) {
         unlinkAllLevels(old);
@@ -761,7 +837,8 @@ public final class SkipList implements AutoCloseable {
       // lv: pairs with a concurrent put's or delete's casDead; re-validated through pred.next below
       if (Node.lvDead(v) != 0) {
         // lv: after the load of deadSn, as in findCurrent
-        if (Node.lvNext(pred, 0) == raw) return false; // the newest version is dead: nothing to delete
+        if (Node.lvNext(pred, 0) == raw)
+          return false; // the newest version is dead: nothing to delete
         continue;
       }
       if (Node.born(v) > t) {
@@ -796,8 +873,8 @@ public final class SkipList implements AutoCloseable {
 
   /**
    * Physically removes a dead node: marks its tower top-down, then unlinks it at every level and
-   * retires it, unless its inserter is still building the tower (then the inserter does both). Exactly
-   * one caller per node: its killer, or the collector of the snapshot it died in.
+   * retires it, unless its inserter is still building the tower (then the inserter does both).
+   * Exactly one caller per node: its killer, or the collector of the snapshot it died in.
    */
   void removeNode(Writer w, long node) {
     int height = markTower(node);
@@ -809,8 +886,8 @@ public final class SkipList implements AutoCloseable {
   }
 
   /**
-   * Snips the marked {@code node} at every level it is linked at. At each level it walks to the last
-   * node before the key, then through the key's versions, snipping every marked one.
+   * Snips the marked {@code node} at every level it is linked at. At each level it walks to the
+   * last node before the key, then through the key's versions, snipping every marked one.
    */
   private void unlinkAllLevels(long node) {
     long kb = Node.keyAddr(node);
@@ -825,7 +902,8 @@ public final class SkipList implements AutoCloseable {
         long link = Node.lvNext(pred, l) & ~Node.MARK;
         long curr;
         while ((curr = Node.ptr(link)) != 0) { // to the last node sorting before the key
-          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's successor
+          // lv: sees a remover's mark CAS on curr, and pairs with the CAS that linked curr's
+          // successor
           long raw = Node.lvNext(curr, l);
           if (Node.isMarked(raw)) {
             long unmarked = raw & ~Node.MARK;
@@ -874,20 +952,22 @@ public final class SkipList implements AutoCloseable {
     }
   }
 
-  // ---- internals: helpers ------------------------------------------------------------------------------
+  // ---- internals: helpers
+  // ------------------------------------------------------------------------------
 
   Writer writer() {
     return writer.get();
   }
 
   /**
-   * Drops the writers of threads that have died once they hold no dead or retired nodes, folding their
-   * counters into {@link #departed}, so thread-per-task callers do not grow the writer list. Called
-   * only from the collector's tick.
+   * Drops the writers of threads that have died once they hold no dead or retired nodes, folding
+   * their counters into {@link #departed}, so thread-per-task callers do not grow the writer list.
+   * Called only from the collector's tick.
    */
   void pruneDeadWriters() {
     for (Writer w : writers) {
-      if (w.owner.isAlive()) continue; // a dead thread's writes happen-before isAlive() returning false
+      if (w.owner.isAlive())
+        continue; // a dead thread's writes happen-before isAlive() returning false
       synchronized (w) {
         if (w.deadCount > 0 || w.retiredCount > 0) continue; // after the next snapshot and flush
       }
@@ -944,22 +1024,34 @@ public final class SkipList implements AutoCloseable {
   static void checkKey(byte[] key) {
     if (key == null) throw new InvalidArgumentException("key must not be null");
     if (key.length > MAX_KEY_SIZE) {
-      throw new InvalidArgumentException("key of " + key.length + " bytes is over the " + MAX_KEY_SIZE + "-byte limit");
+      throw new InvalidArgumentException(
+          "key of " + key.length + " bytes is over the " + MAX_KEY_SIZE + "-byte limit");
     }
   }
 
   private void checkValue(byte[] value) {
-    if (value == null) throw new InvalidArgumentException("value must not be null (use delete to remove a key)");
+    if (value == null)
+      throw new InvalidArgumentException("value must not be null (use delete to remove a key)");
   }
 
   private static void checkRange(byte[] b, int off, int len, int max, String what) {
     if (b == null) throw new InvalidArgumentException(what + " must not be null");
     if (off < 0 || len < 0 || off > b.length - len) {
-      throw new InvalidArgumentException(what + " range [" + off + ", " + off + "+" + len + ") is outside its "
-          + b.length + "-byte array");
+      throw new InvalidArgumentException(
+          what
+              + " range ["
+              + off
+              + ", "
+              + off
+              + "+"
+              + len
+              + ") is outside its "
+              + b.length
+              + "-byte array");
     }
     if (len > max) {
-      throw new InvalidArgumentException(what + " of " + len + " bytes is over the " + max + "-byte limit");
+      throw new InvalidArgumentException(
+          what + " of " + len + " bytes is over the " + max + "-byte limit");
     }
   }
 }

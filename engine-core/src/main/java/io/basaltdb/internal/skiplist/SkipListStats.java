@@ -6,11 +6,11 @@ package io.basaltdb.internal.skiplist;
  *
  * @param items keys with a live current version
  * @param nodes nodes allocated and not yet freed (all versions, including dead ones awaiting GC)
- * @param nodesPerLevel {@code nodesPerLevel[l]}: nodes with a tower above level l (level 0 = all nodes);
- *     used to cut the list into ranges of similar size for backup
+ * @param nodesPerLevel {@code nodesPerLevel[l]}: nodes with a tower above level l (level 0 = all
+ *     nodes); used to cut the list into ranges of similar size for backup
  * @param userBytes key and value bytes held in those nodes
- * @param memoryUsed bytes of the allocator's blocks held by this list (nodes and head); for a shared
- *     allocator, everything the allocator has handed out
+ * @param memoryUsed bytes of the allocator's blocks held by this list (nodes and head); for a
+ *     shared allocator, everything the allocator has handed out
  * @param memoryReserved bytes the allocator has taken from the operating system
  * @param currentTerm the term new versions are born in
  * @param liveSnapshots snapshots created and not yet collected
@@ -43,8 +43,15 @@ public record SkipListStats(
     synchronized (list.snapshotLock) {
       snaps = list.snapshots.size();
     }
-    return new SkipListStats(items, nodes, java.util.Arrays.copyOf(levels, top), userBytes,
-        list.allocator.usedBytes(), list.allocator.reservedBytes(), list.currentTerm(), snaps);
+    return new SkipListStats(
+        items,
+        nodes,
+        java.util.Arrays.copyOf(levels, top),
+        userBytes,
+        list.allocator.usedBytes(),
+        list.allocator.reservedBytes(),
+        list.currentTerm(),
+        snaps);
   }
 
   /** Bytes of memory in use per node beyond its key and value: header, tower, rounding. */
@@ -54,8 +61,22 @@ public record SkipListStats(
 
   @Override
   public String toString() {
-    return "SkipListStats[items=" + items + ", nodes=" + nodes + ", levels=" + java.util.Arrays.toString(nodesPerLevel)
-        + ", userBytes=" + userBytes + ", memoryUsed=" + memoryUsed + ", memoryReserved=" + memoryReserved
-        + ", term=" + currentTerm + ", liveSnapshots=" + liveSnapshots + "]";
+    return "SkipListStats[items="
+        + items
+        + ", nodes="
+        + nodes
+        + ", levels="
+        + java.util.Arrays.toString(nodesPerLevel)
+        + ", userBytes="
+        + userBytes
+        + ", memoryUsed="
+        + memoryUsed
+        + ", memoryReserved="
+        + memoryReserved
+        + ", term="
+        + currentTerm
+        + ", liveSnapshots="
+        + liveSnapshots
+        + "]";
   }
 }

@@ -7,10 +7,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A handle on an immutable snapshot of a {@link SkipList} (Nitro, seed 001 section 3): every read through
- * it sees exactly the versions born at or before its term and not dead at it, however many writes run
- * concurrently. Snapshots are reference counted; each handle holds one reference and gives it back on
- * {@link #close()}. {@link #duplicate()} takes another reference as a new handle.
+ * A handle on an immutable snapshot of a {@link SkipList} (Nitro, seed 001 section 3): every read
+ * through it sees exactly the versions born at or before its term and not dead at it, however many
+ * writes run concurrently. Snapshots are reference counted; each handle holds one reference and
+ * gives it back on {@link #close()}. {@link #duplicate()} takes another reference as a new handle.
  *
  * <p>Thread-safety: a handle may be used from several threads at once; close is idempotent. Using a
  * closed handle, or any handle of a closed skiplist, throws {@link ClosedException}.
@@ -78,17 +78,22 @@ public final class Snapshot implements AutoCloseable {
     return closed.get() || list.closed;
   }
 
-  /** Gives this handle's reference back; the snapshot's versions may be collected once all are back. */
+  /**
+   * Gives this handle's reference back; the snapshot's versions may be collected once all are back.
+   */
   @Override
   public void close() {
-    if (closed.compareAndSet(false, true) && descriptor.refs.decrementAndGet() == 0 && !list.closed) {
+    if (closed.compareAndSet(false, true)
+        && descriptor.refs.decrementAndGet() == 0
+        && !list.closed) {
       list.gc.snapshotReleased();
     }
   }
 
   /** Throws unless this handle and its skiplist are open; call inside the access barrier. */
   void checkUsable() {
-    if (closed.get()) throw new ClosedException("snapshot " + descriptor.sn + " is closed; take a new one");
+    if (closed.get())
+      throw new ClosedException("snapshot " + descriptor.sn + " is closed; take a new one");
     list.checkOpen();
   }
 
@@ -107,10 +112,13 @@ public final class Snapshot implements AutoCloseable {
   /** The shared state of a snapshot: its term, reference count and dead list (section 4). */
   static final class Descriptor {
     final long sn;
+
     /** Handles still open; the snapshot may be collected at zero. */
     final AtomicInteger refs = new AtomicInteger(1);
+
     /** Nodes killed in term sn; immutable after creation. */
     final long[] dead;
+
     final int deadCount;
 
     Descriptor(long sn, long[] dead, int deadCount) {

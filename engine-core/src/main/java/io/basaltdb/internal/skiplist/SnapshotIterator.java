@@ -6,24 +6,26 @@ import io.basaltdb.internal.memory.Mem;
 import java.util.NoSuchElementException;
 
 /**
- * A cursor over the keys visible in one {@link Snapshot}, in key order, both ways (seed 001 section 3.2).
- * It yields the same sequence however many writes run concurrently.
+ * A cursor over the keys visible in one {@link Snapshot}, in key order, both ways (seed 001 section
+ * 3.2). It yields the same sequence however many writes run concurrently.
  *
  * <p>Memory safety without pinning: the iterator enters the access barrier for each call and leaves
- * before returning, so a long or abandoned scan never holds back reclamation (Nitro refreshes the token
- * of a long iterator; here every call is a refresh). Between calls it keeps only the address of its
- * current node, which is visible to the snapshot it holds open and therefore is never unlinked or freed
- * (SkipList invariant 4).
+ * before returning, so a long or abandoned scan never holds back reclamation (Nitro refreshes the
+ * token of a long iterator; here every call is a refresh). Between calls it keeps only the address
+ * of its current node, which is visible to the snapshot it holds open and therefore is never
+ * unlinked or freed (SkipList invariant 4).
  *
- * <p>Thread-safety: not thread-safe; one thread at a time. Using it after {@link #close()}, after its
- * snapshot is closed, or after the skiplist is closed throws {@link ClosedException}.
+ * <p>Thread-safety: not thread-safe; one thread at a time. Using it after {@link #close()}, after
+ * its snapshot is closed, or after the skiplist is closed throws {@link ClosedException}.
  */
 public final class SnapshotIterator implements AutoCloseable {
   private final SkipList list;
   private final Snapshot snapshot;
   private final long sn;
+
   /** The visible version the iterator is on, or 0 when not positioned. */
   private long cur;
+
   private boolean closed;
 
   SnapshotIterator(SkipList list, Snapshot snapshot) {
@@ -141,7 +143,8 @@ public final class SnapshotIterator implements AutoCloseable {
     cur = 0;
   }
 
-  // ---- internals ---------------------------------------------------------------------------------------
+  // ---- internals
+  // ---------------------------------------------------------------------------------------
 
   /** From {@code node}, the newest version of some key, to the first key with a visible version. */
   private void position(long node) {
@@ -192,6 +195,7 @@ public final class SnapshotIterator implements AutoCloseable {
   }
 
   private void requireValid() {
-    if (cur == 0) throw new NoSuchElementException("iterator is not positioned on a key; check valid() first");
+    if (cur == 0)
+      throw new NoSuchElementException("iterator is not positioned on a key; check valid() first");
   }
 }

@@ -5,15 +5,16 @@ import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 
 /**
- * Per-thread state of one skiplist: the term the thread is writing in, its search scratch arrays, its
- * dead list (Nitro section 4) and its retire buffer (section 6), and its statistics counters. Every
- * thread that mutates the skiplist, including garbage collection workers, has one.
+ * Per-thread state of one skiplist: the term the thread is writing in, its search scratch arrays,
+ * its dead list (Nitro section 4) and its retire buffer (section 6), and its statistics counters.
+ * Every thread that mutates the skiplist, including garbage collection workers, has one.
  *
- * <p>Concurrency: {@code activeTerm} is volatile and padded; the snapshot creator reads it to wait for
- * writers still in the term being closed. The dead list and retire buffer are guarded by this object's
- * monitor: the owner appends, the snapshot creator and the collector drain. The scratch arrays belong
- * to the owner alone. Counters are written by the owner with opaque stores ({@code su}, see the
- * package's access modes) and read racily by statistics (a slightly stale sum is fine).
+ * <p>Concurrency: {@code activeTerm} is volatile and padded; the snapshot creator reads it to wait
+ * for writers still in the term being closed. The dead list and retire buffer are guarded by this
+ * object's monitor: the owner appends, the snapshot creator and the collector drain. The scratch
+ * arrays belong to the owner alone. Counters are written by the owner with opaque stores ({@code
+ * su}, see the package's access modes) and read racily by statistics (a slightly stale sum is
+ * fine).
  */
 final class Writer extends WriterActiveTerm {
   static final int ITEMS = 0;
@@ -30,9 +31,12 @@ final class Writer extends WriterActiveTerm {
 
   /** Nodes this writer marked dead, not yet stitched onto a snapshot. Guarded by this. */
   long[] dead = new long[64];
+
   int deadCount;
+
   /** Nodes this writer unlinked, not yet handed to a barrier session. Guarded by this. */
   long[] retired;
+
   int retiredCount;
 
   Writer(Thread owner) {
@@ -41,7 +45,8 @@ final class Writer extends WriterActiveTerm {
 
   /** Adds {@code delta} to a counter; only the owner thread calls this. */
   void count(int counter, long delta) {
-    // lu: the owner is the only writer, so it reads its own last store; su: atomic, so a racy reader
+    // lu: the owner is the only writer, so it reads its own last store; su: atomic, so a racy
+    // reader
     // sees the old sum or the new one, never half of each
     suCounter(counter, luCounter(counter) + delta);
   }

@@ -3,17 +3,18 @@ package io.basaltdb.internal.sstable;
 import java.util.Arrays;
 
 /**
- * Encodes one block (data or index) of sorted entries: each key is stored as the length of the prefix
- * it shares with the previous key plus the rest, except at a restart point every {@code restartInterval}
- * entries, where the full key is stored so a reader can binary-search the restarts (docs/format.md,
- * "Block contents").
+ * Encodes one block (data or index) of sorted entries: each key is stored as the length of the
+ * prefix it shares with the previous key plus the rest, except at a restart point every {@code
+ * restartInterval} entries, where the full key is stored so a reader can binary-search the restarts
+ * (docs/format.md, "Block contents").
  *
  * <pre>
  *   entry:   varint shared | varint unshared | key[shared..] | value
  *   block:   entry* | restart offset (u32 LE)* | restart count (u32 LE)
  * </pre>
  *
- * The value is self-delimiting: a data record ({@link #addRecord}) or a block handle ({@link #addHandle}).
+ * The value is self-delimiting: a data record ({@link #addRecord}) or a block handle ({@link
+ * #addHandle}).
  *
  * <p>Thread-safety: not thread-safe; owned by one {@link TableWriter}.
  */
@@ -22,9 +23,12 @@ final class BlockBuilder {
   private final Output out;
   private int[] restarts = new int[16];
   private int restartCount;
+
   /** Entries added since the last restart point. */
   private int sinceRestart;
+
   private int entries;
+
   /** The previous key; referenced, not copied (the writer hands in keys it owns). */
   private byte[] lastKey;
 
@@ -53,13 +57,23 @@ final class BlockBuilder {
   }
 
   /** Adds a data record; {@code key} sorts after the previous key. */
-  void addRecord(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported, long expiry) {
+  void addRecord(
+      byte[] key,
+      long seqno,
+      int docSize,
+      boolean tombstone,
+      long hint,
+      boolean olderReported,
+      long expiry) {
     addKey(key);
     boolean seqnoInKey = key.length == 8 && bigEndian(key) == seqno;
     out.putVarint(seqnoInKey ? 0 : seqno);
     out.putVarint(docSize);
-    int flags = (tombstone ? Format.FLAG_TOMBSTONE : 0) | (olderReported ? Format.FLAG_OLDER_REPORTED : 0)
-        | (seqnoInKey ? Format.FLAG_SEQNO_IN_KEY : 0) | (expiry != 0 ? Format.FLAG_EXPIRES : 0);
+    int flags =
+        (tombstone ? Format.FLAG_TOMBSTONE : 0)
+            | (olderReported ? Format.FLAG_OLDER_REPORTED : 0)
+            | (seqnoInKey ? Format.FLAG_SEQNO_IN_KEY : 0)
+            | (expiry != 0 ? Format.FLAG_EXPIRES : 0);
     if (hint == -1) {
       out.putByte(flags | Format.FLAG_NO_HINT);
     } else if (hint >= 0 && hint < Long.MAX_VALUE) { // the usual case: a file offset
@@ -79,7 +93,10 @@ final class BlockBuilder {
     return v;
   }
 
-  /** Adds an index entry pointing at the block whose contents are {@code size} bytes at {@code offset}. */
+  /**
+   * Adds an index entry pointing at the block whose contents are {@code size} bytes at {@code
+   * offset}.
+   */
   void addHandle(byte[] key, long offset, int size) {
     addKey(key);
     out.putVarint(offset);

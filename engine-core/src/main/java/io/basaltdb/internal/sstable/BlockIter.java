@@ -4,25 +4,31 @@ import io.basaltdb.internal.memory.Mem;
 import java.util.Arrays;
 
 /**
- * A cursor over the entries of one {@link Block}, decoding each entry's prefix-compressed key and its
- * value (a data record, or a block handle in the index block). Every length and varint read is checked
- * against the entry area, so bad bytes end in a {@code CorruptionException} naming the file offset,
- * never in an out-of-bounds access.
+ * A cursor over the entries of one {@link Block}, decoding each entry's prefix-compressed key and
+ * its value (a data record, or a block handle in the index block). Every length and varint read is
+ * checked against the entry area, so bad bytes end in a {@code CorruptionException} naming the file
+ * offset, never in an out-of-bounds access.
  *
- * <p>Thread-safety: not thread-safe; confined to one thread, as the cursor of one {@link TableIterator}
- * or as a thread's lookup cursor in {@link TableReader#get}. The block it reads is immutable.
+ * <p>Thread-safety: not thread-safe; confined to one thread, as the cursor of one {@link
+ * TableIterator} or as a thread's lookup cursor in {@link TableReader#get}. The block it reads is
+ * immutable.
  */
 final class BlockIter {
   private final boolean index;
   private Block block;
+
   /** The block's contents, as {@code (base, address)} in {@link Mem}'s addressing. */
   private Object base;
+
   private long address;
   private int limit;
+
   /** Offset of the current entry; {@code limit} when not positioned. */
   private int current;
+
   /** Offset of the entry after the current one. */
   private int next;
+
   /** Read cursor of the decoder. */
   private int p;
 
@@ -35,12 +41,16 @@ final class BlockIter {
   boolean tombstone;
   boolean olderReported;
   long hint;
+
   /** The record's expiry (ms since the epoch), 0 for none. */
   long expiry;
+
   long handleOffset;
   int handleSize;
 
-  /** {@code index} selects the value format: block handles (index block) or records (data block). */
+  /**
+   * {@code index} selects the value format: block handles (index block) or records (data block).
+   */
   BlockIter(boolean index) {
     this.index = index;
   }
@@ -59,8 +69,9 @@ final class BlockIter {
   private Block scratch;
 
   /**
-   * As {@link #reset} with {@code Block.trusted(base, address, len, fileOffset, file)}, without making a
-   * block: the cursor's own scratch block is pointed at the contents (a thread's lookup cursor).
+   * As {@link #reset} with {@code Block.trusted(base, address, len, fileOffset, file)}, without
+   * making a block: the cursor's own scratch block is pointed at the contents (a thread's lookup
+   * cursor).
    */
   void resetTrusted(Object base, long address, int len, long fileOffset, String file) {
     if (scratch == null) scratch = Block.scratch();
@@ -123,8 +134,10 @@ final class BlockIter {
     p = pos;
     int shared = readLength();
     int unshared = readLength();
-    if (shared != 0) throw block.corrupt(pos, "restart entry shares " + shared + " bytes with a previous key");
-    if (unshared > limit - p) throw block.corrupt(pos, "key of " + unshared + " bytes overruns the block");
+    if (shared != 0)
+      throw block.corrupt(pos, "restart entry shares " + shared + " bytes with a previous key");
+    if (unshared > limit - p)
+      throw block.corrupt(pos, "key of " + unshared + " bytes overruns the block");
     return Mem.compareUnsigned(base, address + p, unshared, target);
   }
 
@@ -136,10 +149,13 @@ final class BlockIter {
     p = pos;
     int shared = readLength();
     int unshared = readLength();
-    if (restart && shared != 0) throw block.corrupt(pos, "restart entry shares " + shared + " bytes");
-    if (shared > keyLen) throw block.corrupt(pos, "entry shares " + shared + " bytes of a " + keyLen + "-byte key");
+    if (restart && shared != 0)
+      throw block.corrupt(pos, "restart entry shares " + shared + " bytes");
+    if (shared > keyLen)
+      throw block.corrupt(pos, "entry shares " + shared + " bytes of a " + keyLen + "-byte key");
     if (unshared > limit - p || shared + unshared > KeyRecord.MAX_KEY_SIZE) {
-      throw block.corrupt(pos, "key suffix of " + unshared + " bytes overruns the block or the key size limit");
+      throw block.corrupt(
+          pos, "key suffix of " + unshared + " bytes overruns the block or the key size limit");
     }
     int len = shared + unshared;
     if (len > key.length) key = Arrays.copyOf(key, Math.max(len, key.length * 2));
@@ -149,12 +165,14 @@ final class BlockIter {
     if (index) {
       handleOffset = readVarint();
       long size = readVarint();
-      if (handleOffset < 0 || size < 0 || size > Integer.MAX_VALUE) throw block.corrupt(pos, "bad block handle");
+      if (handleOffset < 0 || size < 0 || size > Integer.MAX_VALUE)
+        throw block.corrupt(pos, "bad block handle");
       handleSize = (int) size;
     } else {
       seqno = readVarint();
       long ds = readVarint();
-      if (seqno < 0 || ds < 0 || ds > Integer.MAX_VALUE) throw block.corrupt(pos, "bad seqno or document size");
+      if (seqno < 0 || ds < 0 || ds > Integer.MAX_VALUE)
+        throw block.corrupt(pos, "bad seqno or document size");
       docSize = (int) ds;
       if (limit - p < Format.FLAGS_SIZE) throw block.corrupt(pos, "record overruns the block");
       int flags = Mem.lpUnsignedByte(base, address + p);
@@ -163,12 +181,14 @@ final class BlockIter {
       olderReported = (flags & Format.FLAG_OLDER_REPORTED) != 0;
       p += Format.FLAGS_SIZE;
       if ((flags & Format.FLAG_SEQNO_IN_KEY) != 0) {
-        if (seqno != 0 || keyLen != 8) throw block.corrupt(pos, "a seqno-in-key record with a seqno or a key not of 8 bytes");
+        if (seqno != 0 || keyLen != 8)
+          throw block.corrupt(pos, "a seqno-in-key record with a seqno or a key not of 8 bytes");
         seqno = BlockBuilder.bigEndian(key);
         if (seqno < 0) throw block.corrupt(pos, "a seqno-in-key record with a negative seqno");
       }
       if ((flags & Format.FLAG_NO_HINT) != 0) {
-        if ((flags & Format.FLAG_VARINT_HINT) != 0) throw block.corrupt(pos, "a record both without and with a hint");
+        if ((flags & Format.FLAG_VARINT_HINT) != 0)
+          throw block.corrupt(pos, "a record both without and with a hint");
         hint = -1;
       } else if ((flags & Format.FLAG_VARINT_HINT) != 0) {
         hint = readVarint() - 1;

@@ -3,14 +3,15 @@ package io.basaltdb.internal.sstable;
 import io.basaltdb.CorruptionException;
 
 /**
- * The table's bloom filter: {@code m} bits, {@code k} probes per key at {@code (h1 + i * h2) mod m} for
- * {@code i = 0..k-1} (Kirsch-Mitzenmacher double hashing), where {@code h1} is {@link #hash} of the key
- * and {@code h2} a second mix of {@code h1}. With {@code b} bits per key, {@code k = round(b ln 2)},
- * which gives a false-positive rate of about {@code 0.6185^b}: 0.8% at 10 bits per key.
+ * The table's bloom filter: {@code m} bits, {@code k} probes per key at {@code (h1 + i * h2) mod m}
+ * for {@code i = 0..k-1} (Kirsch-Mitzenmacher double hashing), where {@code h1} is {@link #hash} of
+ * the key and {@code h2} a second mix of {@code h1}. With {@code b} bits per key, {@code k =
+ * round(b ln 2)}, which gives a false-positive rate of about {@code 0.6185^b}: 0.8% at 10 bits per
+ * key.
  *
- * <p>Filter block contents (docs/format.md, "Filter block"): the bit array, {@code m / 8} bytes, bit
- * {@code j} at byte {@code j / 8}, bit {@code j % 8}; then one byte {@code k}. {@link #hash} and the
- * probe sequence are part of the on-disk format: changing them needs a new format version.
+ * <p>Filter block contents (docs/format.md, "Filter block"): the bit array, {@code m / 8} bytes,
+ * bit {@code j} at byte {@code j / 8}, bit {@code j % 8}; then one byte {@code k}. {@link #hash}
+ * and the probe sequence are part of the on-disk format: changing them needs a new format version.
  *
  * <p>Thread-safety: an instance is immutable; the static builder is stateless.
  */
@@ -23,8 +24,11 @@ final class BloomFilter {
   private static final long SEED = 0x5BA5_A17B_100F_11E7L;
   private static final long GOLDEN = 0x9E3779B97F4A7C15L;
 
-  /** The filter block as read: the bit array in {@code [0, numBits / 8)}, then k (and the trailer). */
+  /**
+   * The filter block as read: the bit array in {@code [0, numBits / 8)}, then k (and the trailer).
+   */
   private final byte[] bits;
+
   private final long numBits;
   private final int probes;
 
@@ -35,9 +39,9 @@ final class BloomFilter {
   }
 
   /**
-   * A Murmur3-style 64-bit hash: 8-byte little-endian words mixed into the state as in MurmurHash3's
-   * x64 body, the 0-7 byte tail as one more word, then the length and the fmix64 finalizer. Stable:
-   * it is part of the file format.
+   * A Murmur3-style 64-bit hash: 8-byte little-endian words mixed into the state as in
+   * MurmurHash3's x64 body, the 0-7 byte tail as one more word, then the length and the fmix64
+   * finalizer. Stable: it is part of the file format.
    */
   static long hash(byte[] key) {
     int n = key.length;
@@ -77,7 +81,8 @@ final class BloomFilter {
   static byte[] build(long[] hashes, int count, int bitsPerKey) {
     long wantBits = Math.max(MIN_BITS, (long) count * bitsPerKey);
     long numBytes = (wantBits + 7) / 8;
-    if (numBytes > Integer.MAX_VALUE - 64) throw new IllegalStateException("bloom filter too large: " + numBytes);
+    if (numBytes > Integer.MAX_VALUE - 64)
+      throw new IllegalStateException("bloom filter too large: " + numBytes);
     byte[] block = new byte[(int) numBytes + 1];
     long m = numBytes * 8;
     int k = probes(bitsPerKey);
@@ -96,12 +101,13 @@ final class BloomFilter {
   }
 
   /**
-   * Reads verified filter block contents {@code block[0, len)} found at {@code fileOffset}; bytes after
-   * {@code len} (the trailer) are ignored. Keeps {@code block}, not a copy.
+   * Reads verified filter block contents {@code block[0, len)} found at {@code fileOffset}; bytes
+   * after {@code len} (the trailer) are ignored. Keeps {@code block}, not a copy.
    */
   static BloomFilter parse(byte[] block, int len, long fileOffset, String file) {
     if (len < MIN_BITS / 8 + 1) {
-      throw new CorruptionException(file, fileOffset, "filter block of " + len + " bytes is too short");
+      throw new CorruptionException(
+          file, fileOffset, "filter block of " + len + " bytes is too short");
     }
     int k = block[len - 1] & 0xFF;
     if (k < 1 || k > MAX_PROBES) {
@@ -112,13 +118,14 @@ final class BloomFilter {
 
   /** False only if no key with this {@link #hash} was added. */
   boolean mayContain(long h1) {
-    return mayContain(bits, io.basaltdb.internal.memory.Mem.ARRAY_BASE, (int) (numBits / 8) + 1, h1);
+    return mayContain(
+        bits, io.basaltdb.internal.memory.Mem.ARRAY_BASE, (int) (numBits / 8) + 1, h1);
   }
 
   /**
-   * As {@link #mayContain(long)} for filter block contents (bit array, then k) of {@code len} bytes at
-   * {@code (base, a)} in {@link io.basaltdb.internal.memory.Mem}'s addressing: the block cache's copy.
-   * The contents must have been checked by {@link #parse}.
+   * As {@link #mayContain(long)} for filter block contents (bit array, then k) of {@code len} bytes
+   * at {@code (base, a)} in {@link io.basaltdb.internal.memory.Mem}'s addressing: the block cache's
+   * copy. The contents must have been checked by {@link #parse}.
    */
   static boolean mayContain(Object base, long a, int len, long h1) {
     long m = (long) (len - 1) * 8;
@@ -127,7 +134,8 @@ final class BloomFilter {
     long x = h1;
     for (int j = 0; j < k; j++) {
       long bit = (x & Long.MAX_VALUE) % m;
-      if ((io.basaltdb.internal.memory.Mem.lpUnsignedByte(base, a + (bit >>> 3)) & (1 << (bit & 7))) == 0) {
+      if ((io.basaltdb.internal.memory.Mem.lpUnsignedByte(base, a + (bit >>> 3)) & (1 << (bit & 7)))
+          == 0) {
         return false;
       }
       x += h2;

@@ -5,18 +5,21 @@ import java.util.Arrays;
 
 /**
  * When a table's expiring documents expire (Magma section 7.1; docs/format.md, "Meta block"): the
- * records with an expiry, sorted by it and cut into at most {@link #MAX_BUCKETS} buckets of about equal
- * counts, each with its latest expiry, its record count and the document bytes its records name; and
- * the document bytes of the whole table. A bucket counts as expired once its latest expiry has passed, so
- * {@link #expiredBytes} never overstates and lags by at most one bucket. Written in the meta block of a
- * version-5 table; a table without expiring records has {@link #NONE}.
+ * records with an expiry, sorted by it and cut into at most {@link #MAX_BUCKETS} buckets of about
+ * equal counts, each with its latest expiry, its record count and the document bytes its records
+ * name; and the document bytes of the whole table. A bucket counts as expired once its latest
+ * expiry has passed, so {@link #expiredBytes} never overstates and lags by at most one bucket.
+ * Written in the meta block of a version-5 table; a table without expiring records has {@link
+ * #NONE}.
  *
  * <p>Thread-safety: immutable once built.
  */
 public final class ExpiryHistogram {
   /** Buckets a table keeps at most. */
   static final int MAX_BUCKETS = 32;
-  public static final ExpiryHistogram NONE = new ExpiryHistogram(new long[0], new long[0], new long[0], 0);
+
+  public static final ExpiryHistogram NONE =
+      new ExpiryHistogram(new long[0], new long[0], new long[0], 0);
 
   private final long[] ends;
   private final long[] counts;
@@ -82,7 +85,9 @@ public final class ExpiryHistogram {
     return ends.length == 0 ? Long.MAX_VALUE : ends[0];
   }
 
-  /** Appends {@code varint tableBytes | varint n | n x (varint end, varint count, varint bytes)}. */
+  /**
+   * Appends {@code varint tableBytes | varint n | n x (varint end, varint count, varint bytes)}.
+   */
   void encode(Output out) {
     out.putVarint(tableBytes);
     out.putVarint(ends.length);
@@ -93,11 +98,16 @@ public final class ExpiryHistogram {
     }
   }
 
-  /** Decodes what {@link #encode} wrote at {@code pos[0]} of {@code b[0, end)}; advances {@code pos[0]}. */
+  /**
+   * Decodes what {@link #encode} wrote at {@code pos[0]} of {@code b[0, end)}; advances {@code
+   * pos[0]}.
+   */
   static ExpiryHistogram decode(byte[] b, int end, int[] pos, long fileOffset, String file) {
     long table = readVarint(b, end, pos, fileOffset, file);
     long n = readVarint(b, end, pos, fileOffset, file);
-    if (n < 1 || n > MAX_BUCKETS) throw new CorruptionException(file, fileOffset + pos[0], "an expiry histogram of " + n + " buckets");
+    if (n < 1 || n > MAX_BUCKETS)
+      throw new CorruptionException(
+          file, fileOffset + pos[0], "an expiry histogram of " + n + " buckets");
     long[] ends = new long[(int) n], counts = new long[(int) n], bytes = new long[(int) n];
     for (int i = 0; i < n; i++) {
       ends[i] = readVarint(b, end, pos, fileOffset, file);
@@ -123,6 +133,7 @@ public final class ExpiryHistogram {
         return v;
       }
     }
-    throw new CorruptionException(file, fileOffset + pos[0], "a bad varint in the meta block's expiry histogram");
+    throw new CorruptionException(
+        file, fileOffset + pos[0], "a bad varint in the meta block's expiry histogram");
   }
 }

@@ -31,7 +31,8 @@ final class FlatIndex {
     long keyBytes = 0;
     for (byte[] s : separators) keyBytes += s.length;
     long total = HEADER + 16L * n + 4 + keyBytes;
-    if (total > Integer.MAX_VALUE - 16) throw new IllegalStateException("table index of " + total + " bytes");
+    if (total > Integer.MAX_VALUE - 16)
+      throw new IllegalStateException("table index of " + total + " bytes");
     ByteBuffer b = ByteBuffer.allocate((int) total).order(ByteOrder.nativeOrder());
     b.putInt(n).putInt(0);
     for (int i = 0; i < n; i++) b.putLong(offsets[i]);
@@ -79,7 +80,10 @@ final class FlatIndex {
     return lo;
   }
 
-  /** Unsigned lexicographic order of the {@code len} bytes at {@code (base, at)} against {@code key}. */
+  /**
+   * Unsigned lexicographic order of the {@code len} bytes at {@code (base, at)} against {@code
+   * key}.
+   */
   static int compare(Object base, long at, int len, byte[] key) {
     return Mem.compareUnsigned(base, at, len, key);
   }

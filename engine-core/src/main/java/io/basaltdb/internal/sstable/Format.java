@@ -16,17 +16,23 @@ final class Format {
   private Format() {}
 
   /**
-   * Version written into every footer. 2: a record's hint may be a varint ({@link #FLAG_VARINT_HINT}).
-   * 3: a record may carry {@link #FLAG_OLDER_REPORTED}. 4: {@link #FLAG_SEQNO_IN_KEY} and {@link
-   * #FLAG_NO_HINT}. 5: {@link #FLAG_EXPIRES} and the meta block's expiry histogram, written only by a
-   * table that holds a record with an expiry (every other table is still written as 4, which earlier
-   * builds read). This build reads versions {@link #OLDEST_READABLE_VERSION} to 5 and refuses any other.
+   * Version written into every footer. 2: a record's hint may be a varint ({@link
+   * #FLAG_VARINT_HINT}). 3: a record may carry {@link #FLAG_OLDER_REPORTED}. 4: {@link
+   * #FLAG_SEQNO_IN_KEY} and {@link #FLAG_NO_HINT}. 5: {@link #FLAG_EXPIRES} and the meta block's
+   * expiry histogram, written only by a table that holds a record with an expiry (every other table
+   * is still written as 4, which earlier builds read). This build reads versions {@link
+   * #OLDEST_READABLE_VERSION} to 5 and refuses any other.
    */
   static final int FORMAT_VERSION = 5;
+
   /** The version of a table without an expiring record. */
   static final int VERSION_WITHOUT_EXPIRY = 4;
-  /** The oldest table format this build reads (version 1: every hint is {@link #HINT_SIZE} bytes). */
+
+  /**
+   * The oldest table format this build reads (version 1: every hint is {@link #HINT_SIZE} bytes).
+   */
   static final int OLDEST_READABLE_VERSION = 1;
+
   /** Last 8 bytes of every table file (little-endian). */
   static final long MAGIC = 0xB5A1_7DB5_5EAB_1E01L;
 
@@ -41,27 +47,43 @@ final class Format {
   static final int RESTART_COUNT_SIZE = 4;
 
   // Data block entry value: varint seqno, varint docSize, FLAGS_SIZE flag byte, then the hint: with
-  // FLAG_VARINT_HINT, a varint of hint + 1 (so "no hint", -1, takes one byte); without, HINT_SIZE bytes.
+  // FLAG_VARINT_HINT, a varint of hint + 1 (so "no hint", -1, takes one byte); without, HINT_SIZE
+  // bytes.
   static final int FLAGS_SIZE = 1;
   static final int FLAG_TOMBSTONE = 0x01;
   static final int FLAG_VARINT_HINT = 0x02;
+
   /**
-   * The version of the key this record superseded (the next older one in the tree) is already in the
-   * delete list: a compaction that drops it must not report it again (see {@code KeyRecord#olderReported}).
+   * The version of the key this record superseded (the next older one in the tree) is already in
+   * the delete list: a compaction that drops it must not report it again (see {@code
+   * KeyRecord#olderReported}).
    */
   static final int FLAG_OLDER_REPORTED = 0x04;
+
   /**
-   * The record's seqno is its key, 8 bytes big-endian (a delete list record), and its seqno field is 0:
-   * one byte instead of up to nine.
+   * The record's seqno is its key, 8 bytes big-endian (a delete list record), and its seqno field
+   * is 0: one byte instead of up to nine.
    */
   static final int FLAG_SEQNO_IN_KEY = 0x08;
+
   /** The record has no hint (-1) and no hint field. */
   static final int FLAG_NO_HINT = 0x10;
-  /** Version 5: the record's document expires; a varint of its expiry (ms since the epoch, above 0) follows the hint. */
+
+  /**
+   * Version 5: the record's document expires; a varint of its expiry (ms since the epoch, above 0)
+   * follows the hint.
+   */
   static final int FLAG_EXPIRES = 0x20;
+
   /** Every flag bit this build knows. */
   static final int KNOWN_FLAGS =
-      FLAG_TOMBSTONE | FLAG_VARINT_HINT | FLAG_OLDER_REPORTED | FLAG_SEQNO_IN_KEY | FLAG_NO_HINT | FLAG_EXPIRES;
+      FLAG_TOMBSTONE
+          | FLAG_VARINT_HINT
+          | FLAG_OLDER_REPORTED
+          | FLAG_SEQNO_IN_KEY
+          | FLAG_NO_HINT
+          | FLAG_EXPIRES;
+
   static final int HINT_SIZE = 8;
 
   // Footer, the last FOOTER_SIZE bytes of the file.
@@ -79,7 +101,8 @@ final class Format {
   static final int FOOTER_MAGIC_OFFSET = 68;
   static final int FOOTER_SIZE = 76;
 
-  private static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle INT_LE =
+      MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
   private static final VarHandle LONG_LE =
       MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 

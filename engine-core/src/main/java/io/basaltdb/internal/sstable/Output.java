@@ -3,8 +3,8 @@ package io.basaltdb.internal.sstable;
 import java.util.Arrays;
 
 /**
- * A growable byte array that blocks are encoded into: varints (LEB128, 7 bits per byte, low group first,
- * high bit set on every byte but the last) and little-endian fixed-width integers.
+ * A growable byte array that blocks are encoded into: varints (LEB128, 7 bits per byte, low group
+ * first, high bit set on every byte but the last) and little-endian fixed-width integers.
  *
  * <p>Thread-safety: not thread-safe; owned by one writer.
  */

@@ -3,8 +3,9 @@ package io.basaltdb.internal.sstable;
 import java.util.HexFormat;
 
 /**
- * What a finished table holds, as returned by {@link TableWriter#finish()} and {@link TableReader#info()}:
- * the facts the manifest and compaction picking need without opening the table again.
+ * What a finished table holds, as returned by {@link TableWriter#finish()} and {@link
+ * TableReader#info()}: the facts the manifest and compaction picking need without opening the table
+ * again.
  *
  * <p>Thread-safety: immutable by convention; the key arrays are shared, do not modify them.
  *
@@ -16,16 +17,34 @@ import java.util.HexFormat;
  * @param maxSeqno largest seqno of any record; 0 for an empty table
  */
 public record TableInfo(
-    long fileSize, long entryCount, byte[] smallestKey, byte[] largestKey, long minSeqno, long maxSeqno) {
+    long fileSize,
+    long entryCount,
+    byte[] smallestKey,
+    byte[] largestKey,
+    long minSeqno,
+    long maxSeqno) {
 
   @Override
   public String toString() {
-    return "TableInfo{fileSize=" + fileSize + ", entryCount=" + entryCount + ", smallestKey=" + hex(smallestKey)
-        + ", largestKey=" + hex(largestKey) + ", seqno=[" + minSeqno + ", " + maxSeqno + "]}";
+    return "TableInfo{fileSize="
+        + fileSize
+        + ", entryCount="
+        + entryCount
+        + ", smallestKey="
+        + hex(smallestKey)
+        + ", largestKey="
+        + hex(largestKey)
+        + ", seqno=["
+        + minSeqno
+        + ", "
+        + maxSeqno
+        + "]}";
   }
 
   private static String hex(byte[] k) {
     if (k == null) return "null";
-    return k.length <= 32 ? HexFormat.of().formatHex(k) : HexFormat.of().formatHex(k, 0, 32) + "...";
+    return k.length <= 32
+        ? HexFormat.of().formatHex(k)
+        : HexFormat.of().formatHex(k, 0, 32) + "...";
   }
 }

@@ -5,26 +5,38 @@ import io.basaltdb.InvalidArgumentException;
 import java.util.NoSuchElementException;
 
 /**
- * A forward cursor over the records of one {@link TableReader}, in key order. It holds one data block
- * at a time and reads the next through {@link TableReader#dataBlock} when it runs off the end.
+ * A forward cursor over the records of one {@link TableReader}, in key order. It holds one data
+ * block at a time and reads the next through {@link TableReader#dataBlock} when it runs off the
+ * end.
  *
  * <p>A move that fails (a {@link io.basaltdb.CorruptionException} from a damaged block) leaves the
  * iterator invalid; a later seek may position it again.
  *
- * <p>Thread-safety: not thread-safe; one thread at a time. Several iterators over one reader may run
- * in different threads. Using it after {@link #close()} or after the reader is closed throws
+ * <p>Thread-safety: not thread-safe; one thread at a time. Several iterators over one reader may
+ * run in different threads. Using it after {@link #close()} or after the reader is closed throws
  * {@link ClosedException}.
  */
 public final class TableIterator implements AutoCloseable {
   private final TableReader reader;
   private final BlockIter block = new BlockIter(false);
+
   /** Index of the data block in {@link #block}, or -1 when not positioned. */
   private int blockIndex = -1;
+
   private final boolean fillCache;
-  /** Reads uncached blocks in chunks ({@link TableReader#sequentialIterator()}), or null: one by one. */
+
+  /**
+   * Reads uncached blocks in chunks ({@link TableReader#sequentialIterator()}), or null: one by
+   * one.
+   */
   private final Readahead ahead;
+
   private boolean closed;
-  /** Set when a move ran off the last record (not by a failed move): {@link #seekForward} then stays put. */
+
+  /**
+   * Set when a move ran off the last record (not by a failed move): {@link #seekForward} then stays
+   * put.
+   */
   private boolean exhausted;
 
   TableIterator(TableReader reader, boolean fillCache, Readahead ahead) {
@@ -59,10 +71,11 @@ public final class TableIterator implements AutoCloseable {
   }
 
   /**
-   * Moves forward to the first record whose key is at or after {@code key}, for a cursor probing keys in
-   * ascending order: it stays put when the current record is there already, searches the block it holds
-   * when the key is in it, and reads only the block the key falls in otherwise (never one in between).
-   * An exhausted iterator stays exhausted; an iterator never positioned seeks.
+   * Moves forward to the first record whose key is at or after {@code key}, for a cursor probing
+   * keys in ascending order: it stays put when the current record is there already, searches the
+   * block it holds when the key is in it, and reads only the block the key falls in otherwise
+   * (never one in between). An exhausted iterator stays exhausted; an iterator never positioned
+   * seeks.
    */
   public void seekForward(byte[] key) {
     checkOpen();
@@ -118,7 +131,13 @@ public final class TableIterator implements AutoCloseable {
   public KeyRecord record(KeyRecord out) {
     if (out == null) throw new InvalidArgumentException("output record must not be null");
     checkPositioned();
-    return out.set(block.keyCopy(), block.seqno, block.docSize, block.tombstone, block.hint, block.olderReported,
+    return out.set(
+        block.keyCopy(),
+        block.seqno,
+        block.docSize,
+        block.tombstone,
+        block.hint,
+        block.olderReported,
         block.expiry);
   }
 
@@ -174,8 +193,9 @@ public final class TableIterator implements AutoCloseable {
   }
 
   /**
-   * Makes the iterator invalid after a move failed part-way (a damaged block, a closed file), so that
-   * it never stays on a record before the one asked for; returns {@code e} for the caller to throw.
+   * Makes the iterator invalid after a move failed part-way (a damaged block, a closed file), so
+   * that it never stays on a record before the one asked for; returns {@code e} for the caller to
+   * throw.
    */
   private RuntimeException unposition(RuntimeException e) {
     blockIndex = -1;
@@ -197,14 +217,16 @@ public final class TableIterator implements AutoCloseable {
   }
 
   private void checkOpen() {
-    if (closed) throw new ClosedException("table iterator is closed; create a new one from the reader");
+    if (closed)
+      throw new ClosedException("table iterator is closed; create a new one from the reader");
     reader.checkOpen();
   }
 
   private void checkPositioned() {
     checkOpen();
     if (blockIndex < 0 || !block.valid()) {
-      throw new NoSuchElementException("iterator is not positioned on a record; check valid() first");
+      throw new NoSuchElementException(
+          "iterator is not positioned on a record; check valid() first");
     }
   }
 }

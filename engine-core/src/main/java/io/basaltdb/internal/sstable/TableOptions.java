@@ -3,18 +3,19 @@ package io.basaltdb.internal.sstable;
 import io.basaltdb.InvalidArgumentException;
 
 /**
- * How a {@link TableWriter} lays out a table. None of these needs to be known to read the table back:
- * everything a reader needs is in the file (docs/format.md, "SSTable").
+ * How a {@link TableWriter} lays out a table. None of these needs to be known to read the table
+ * back: everything a reader needs is in the file (docs/format.md, "SSTable").
  *
  * <p>Thread-safety: immutable.
  *
- * @param blockSize target size of a data block's contents in bytes; a block is cut once it reaches this
- *     size, so blocks are slightly larger, and a single entry larger than it gets a block of its own;
- *     default 4096, range 32 to 64 MiB
- * @param restartInterval entries between restart points (entries stored with their full key) in a data
- *     block; larger saves space, smaller makes a lookup scan fewer entries; default 16, range 1 to 1024
- * @param bloomBitsPerKey bits of bloom filter per key; 10 gives about 1% false positives; 0 writes no
- *     filter; default 10, range 0 to 64
+ * @param blockSize target size of a data block's contents in bytes; a block is cut once it reaches
+ *     this size, so blocks are slightly larger, and a single entry larger than it gets a block of
+ *     its own; default 4096, range 32 to 64 MiB
+ * @param restartInterval entries between restart points (entries stored with their full key) in a
+ *     data block; larger saves space, smaller makes a lookup scan fewer entries; default 16, range
+ *     1 to 1024
+ * @param bloomBitsPerKey bits of bloom filter per key; 10 gives about 1% false positives; 0 writes
+ *     no filter; default 10, range 0 to 64
  */
 public record TableOptions(int blockSize, int restartInterval, int bloomBitsPerKey) {
   public static final int MIN_BLOCK_SIZE = 32;
@@ -42,15 +43,26 @@ public record TableOptions(int blockSize, int restartInterval, int bloomBitsPerK
   public void validate() {
     if (blockSize < MIN_BLOCK_SIZE || blockSize > MAX_BLOCK_SIZE) {
       throw new InvalidArgumentException(
-          "blockSize must be between " + MIN_BLOCK_SIZE + " and " + MAX_BLOCK_SIZE + ", was " + blockSize);
+          "blockSize must be between "
+              + MIN_BLOCK_SIZE
+              + " and "
+              + MAX_BLOCK_SIZE
+              + ", was "
+              + blockSize);
     }
     if (restartInterval < 1 || restartInterval > MAX_RESTART_INTERVAL) {
       throw new InvalidArgumentException(
-          "restartInterval must be between 1 and " + MAX_RESTART_INTERVAL + ", was " + restartInterval);
+          "restartInterval must be between 1 and "
+              + MAX_RESTART_INTERVAL
+              + ", was "
+              + restartInterval);
     }
     if (bloomBitsPerKey < 0 || bloomBitsPerKey > MAX_BLOOM_BITS_PER_KEY) {
       throw new InvalidArgumentException(
-          "bloomBitsPerKey must be between 0 and " + MAX_BLOOM_BITS_PER_KEY + ", was " + bloomBitsPerKey);
+          "bloomBitsPerKey must be between 0 and "
+              + MAX_BLOOM_BITS_PER_KEY
+              + ", was "
+              + bloomBitsPerKey);
     }
   }
 }

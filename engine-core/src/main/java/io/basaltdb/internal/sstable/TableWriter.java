@@ -7,17 +7,17 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
- * Writes one SSTable of the key index (seed 000, section 3) from records added in strictly increasing
- * key order. The file is laid out as (docs/format.md, "SSTable"):
+ * Writes one SSTable of the key index (seed 000, section 3) from records added in strictly
+ * increasing key order. The file is laid out as (docs/format.md, "SSTable"):
  *
  * <pre>
  *   data block 0 | ... | data block n-1 | filter block? | meta block | index block | footer
  * </pre>
  *
- * every block followed by a 5-byte trailer (compression type 0, CRC32C of contents and type), so every
- * byte but the footer's is covered by a block checksum, and the footer has its own. The index entry of
- * a data block is written when the next block's first key is known, so it can be the shortest key that
- * separates the two blocks.
+ * every block followed by a 5-byte trailer (compression type 0, CRC32C of contents and type), so
+ * every byte but the footer's is covered by a block checksum, and the footer has its own. The index
+ * entry of a data block is written when the next block's first key is known, so it can be the
+ * shortest key that separates the two blocks.
  *
  * <p>The file must be empty; the writer syncs it in {@link #finish()} but never closes it. After a
  * {@link io.basaltdb.StorageException} the writer is dead: the caller deletes the file.
@@ -29,6 +29,7 @@ public final class TableWriter {
   private final TableOptions options;
   private final BlockBuilder data;
   private final BlockBuilder index;
+
   /** Where the next block goes. */
   private long offset;
 
@@ -37,16 +38,23 @@ public final class TableWriter {
   private long entryCount;
   private long minSeqno = Long.MAX_VALUE;
   private long maxSeqno = Long.MIN_VALUE;
-  /** Document bytes of every record, and the expiries and sizes of the expiring ones (the histogram's input). */
+
+  /**
+   * Document bytes of every record, and the expiries and sizes of the expiring ones (the
+   * histogram's input).
+   */
   private long docBytes;
+
   private long[] expiries = new long[0];
   private int[] expiringSizes = new int[0];
   private int expiring;
+
   /** Key hashes for the filter; null when the table has none. */
   private long[] hashes;
 
   /** A data block was written whose index entry waits for the next key. */
   private boolean pendingIndex;
+
   private long pendingOffset;
   private int pendingSize;
 
@@ -54,14 +62,17 @@ public final class TableWriter {
   private boolean done;
 
   public TableWriter(StorageFile file, TableOptions options) {
-    if (file == null || options == null) throw new InvalidArgumentException("file and options must not be null");
+    if (file == null || options == null)
+      throw new InvalidArgumentException("file and options must not be null");
     options.validate();
     if (file.size() != 0) {
-      throw new InvalidArgumentException("table file " + file.name() + " must be empty, has " + file.size() + " bytes");
+      throw new InvalidArgumentException(
+          "table file " + file.name() + " must be empty, has " + file.size() + " bytes");
     }
     this.file = file;
     this.options = options;
-    this.data = new BlockBuilder(options.restartInterval(), options.blockSize() + options.blockSize() / 4);
+    this.data =
+        new BlockBuilder(options.restartInterval(), options.blockSize() + options.blockSize() / 4);
     this.index = new BlockBuilder(1, 1024);
     this.hashes = options.bloomBitsPerKey() > 0 ? new long[1024] : null;
   }
@@ -75,31 +86,43 @@ public final class TableWriter {
   }
 
   /**
-   * As {@link #add(byte[], long, int, boolean, long)}, with the record's {@link KeyRecord#olderReported}
-   * flag.
+   * As {@link #add(byte[], long, int, boolean, long)}, with the record's {@link
+   * KeyRecord#olderReported} flag.
    */
-  public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
+  public void add(
+      byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
     add(key, seqno, docSize, tombstone, hint, olderReported, 0);
   }
 
   /**
-   * As {@link #add(byte[], long, int, boolean, long, boolean)}, with the record's {@link KeyRecord#expiry}
-   * (0: none; a table with one is written in format version 5, with an {@link ExpiryHistogram}).
+   * As {@link #add(byte[], long, int, boolean, long, boolean)}, with the record's {@link
+   * KeyRecord#expiry} (0: none; a table with one is written in format version 5, with an {@link
+   * ExpiryHistogram}).
    */
-  public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported,
+  public void add(
+      byte[] key,
+      long seqno,
+      int docSize,
+      boolean tombstone,
+      long hint,
+      boolean olderReported,
       long expiry) {
     checkOpen();
     if (expiry < 0) throw new InvalidArgumentException("expiry must not be negative: " + expiry);
     if (key == null) throw new InvalidArgumentException("key must not be null");
     if (key.length > KeyRecord.MAX_KEY_SIZE) {
-      throw new InvalidArgumentException("key of " + key.length + " bytes exceeds " + KeyRecord.MAX_KEY_SIZE);
+      throw new InvalidArgumentException(
+          "key of " + key.length + " bytes exceeds " + KeyRecord.MAX_KEY_SIZE);
     }
     if (seqno < 0 || docSize < 0) {
-      throw new InvalidArgumentException("seqno and docSize must not be negative: " + seqno + ", " + docSize);
+      throw new InvalidArgumentException(
+          "seqno and docSize must not be negative: " + seqno + ", " + docSize);
     }
     if (lastKey != null && KeyRecord.compareKeys(lastKey, key) >= 0) {
-      throw new InvalidArgumentException("keys must be added in strictly increasing order; entry " + entryCount
-          + " is not after the previous key");
+      throw new InvalidArgumentException(
+          "keys must be added in strictly increasing order; entry "
+              + entryCount
+              + " is not after the previous key");
     }
     byte[] k = key.clone();
     if (pendingIndex) {
@@ -139,8 +162,8 @@ public final class TableWriter {
   }
 
   /**
-   * Writes the last data block, the filter, meta and index blocks and the footer, syncs the file and
-   * returns what the table holds. An empty table (no records) is valid.
+   * Writes the last data block, the filter, meta and index blocks and the footer, syncs the file
+   * and returns what the table holds. An empty table (no records) is valid.
    */
   public TableInfo finish() {
     checkOpen();
@@ -158,7 +181,8 @@ public final class TableWriter {
       writeBlock(out);
     }
     Output meta = new Output(64);
-    ExpiryHistogram histogram = expiring == 0 ? null : ExpiryHistogram.build(expiries, expiringSizes, expiring, docBytes);
+    ExpiryHistogram histogram =
+        expiring == 0 ? null : ExpiryHistogram.build(expiries, expiringSizes, expiring, docBytes);
     MetaBlock.encode(meta, smallestKey, lastKey, histogram);
     long metaOffset = offset;
     int metaSize = meta.size();
@@ -168,13 +192,23 @@ public final class TableWriter {
     int indexSize = idx.size();
     writeBlock(idx);
     boolean empty = entryCount == 0;
-    Footer footer = new Footer(filterOffset, filterSize, metaOffset, metaSize, indexOffset, indexSize, entryCount,
-        empty ? 0 : minSeqno, empty ? 0 : maxSeqno,
-        histogram == null ? Format.VERSION_WITHOUT_EXPIRY : Format.FORMAT_VERSION);
+    Footer footer =
+        new Footer(
+            filterOffset,
+            filterSize,
+            metaOffset,
+            metaSize,
+            indexOffset,
+            indexSize,
+            entryCount,
+            empty ? 0 : minSeqno,
+            empty ? 0 : maxSeqno,
+            histogram == null ? Format.VERSION_WITHOUT_EXPIRY : Format.FORMAT_VERSION);
     file.write(offset, ByteBuffer.wrap(footer.encode()));
     offset += Format.FOOTER_SIZE;
     file.sync();
-    return new TableInfo(offset, entryCount, smallestKey, lastKey, footer.minSeqno(), footer.maxSeqno());
+    return new TableInfo(
+        offset, entryCount, smallestKey, lastKey, footer.minSeqno(), footer.maxSeqno());
   }
 
   private void flushDataBlock() {
@@ -199,13 +233,14 @@ public final class TableWriter {
   }
 
   private void checkOpen() {
-    if (done) throw new ClosedException("table writer for " + file.name() + " is finished or failed");
+    if (done)
+      throw new ClosedException("table writer for " + file.name() + " is finished or failed");
   }
 
   /**
-   * A short key {@code s} with {@code a <= s < b} (given {@code a < b}): {@code a} cut after its first
-   * byte that differs from {@code b}, that byte incremented, when this stays below {@code b}; otherwise
-   * {@code a} itself.
+   * A short key {@code s} with {@code a <= s < b} (given {@code a < b}): {@code a} cut after its
+   * first byte that differs from {@code b}, that byte incremented, when this stays below {@code b};
+   * otherwise {@code a} itself.
    */
   static byte[] shortestSeparator(byte[] a, byte[] b) {
     int max = Math.min(a.length, b.length);

@@ -9,15 +9,16 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
 /**
- * The reads of one file that bypass the page cache (O_DIRECT; {@code Options.directReads}): a read is
- * widened to whole {@link Storage#DIRECT_ALIGNMENT}-byte blocks, read into an aligned direct buffer of
- * the calling thread, and the asked bytes copied out. Every read goes to the disk, so a store serves from
- * its own caches and its measured reads are real ones. Writes of the file go through its ordinary channel;
- * the kernel keeps the two coherent (it writes back a range's dirty pages before a direct read of it).
+ * The reads of one file that bypass the page cache (O_DIRECT; {@code Options.directReads}): a read
+ * is widened to whole {@link Storage#DIRECT_ALIGNMENT}-byte blocks, read into an aligned direct
+ * buffer of the calling thread, and the asked bytes copied out. Every read goes to the disk, so a
+ * store serves from its own caches and its measured reads are real ones. Writes of the file go
+ * through its ordinary channel; the kernel keeps the two coherent (it writes back a range's dirty
+ * pages before a direct read of it).
  *
- * <p>Memory: a read stages through an aligned buffer taken from the store's pool for the call ({@link
- * io.basaltdb.spi.ReadBuffers}: counted in its memory quota); until the store gives its pool (a storage
- * used on its own), from a pool of {@value #OWN_POOL} bytes of the storage's own.
+ * <p>Memory: a read stages through an aligned buffer taken from the store's pool for the call
+ * ({@link io.basaltdb.spi.ReadBuffers}: counted in its memory quota); until the store gives its
+ * pool (a storage used on its own), from a pool of {@value #OWN_POOL} bytes of the storage's own.
  *
  * <p>Thread-safety: concurrent reads; an interrupt that closes the channel reopens it, as {@link
  * FileStorageFile} does for its own.
@@ -27,9 +28,12 @@ final class DirectReads {
   static final int OWN_POOL = 256 << 10;
   private static final int MAX_REOPENS = 3;
 
-  /** A storage's source of buffers for its direct reads: the store's pool once given, else its own. */
+  /**
+   * A storage's source of buffers for its direct reads: the store's pool once given, else its own.
+   */
   static final class Buffers {
-    volatile io.basaltdb.spi.ReadBuffers pool = new io.basaltdb.internal.memory.AlignedBuffers(OWN_POOL, 16 << 10);
+    volatile io.basaltdb.spi.ReadBuffers pool =
+        new io.basaltdb.internal.memory.AlignedBuffers(OWN_POOL, 16 << 10);
   }
 
   private final Path path;
@@ -50,13 +54,17 @@ final class DirectReads {
 
   private static FileChannel openChannel(Path path) throws IOException {
     try {
-      return FileChannel.open(path, StandardOpenOption.READ, com.sun.nio.file.ExtendedOpenOption.DIRECT);
+      return FileChannel.open(
+          path, StandardOpenOption.READ, com.sun.nio.file.ExtendedOpenOption.DIRECT);
     } catch (UnsupportedOperationException e) {
       throw new IOException("direct I/O (O_DIRECT) is not supported here: " + e.getMessage(), e);
     }
   }
 
-  /** Whether the file system of {@code dir} takes direct reads; false with the reason in {@code why}. */
+  /**
+   * Whether the file system of {@code dir} takes direct reads; false with the reason in {@code
+   * why}.
+   */
   static String refusal(Path dir) {
     Path probe = dir.resolve(".direct-io-probe");
     try {
@@ -74,7 +82,10 @@ final class DirectReads {
     }
   }
 
-  /** As {@link StorageFile#read}: fills {@code dst} from {@code position} or up to the end of the file. */
+  /**
+   * As {@link StorageFile#read}: fills {@code dst} from {@code position} or up to the end of the
+   * file.
+   */
   int read(long position, ByteBuffer dst) throws IOException {
     int len = dst.remaining();
     if (len == 0) return 0;

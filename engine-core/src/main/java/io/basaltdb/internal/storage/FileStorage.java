@@ -24,29 +24,36 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The real {@link Storage}: files under a root directory, read and written through {@link FileChannel}.
+ * The real {@link Storage}: files under a root directory, read and written through {@link
+ * FileChannel}.
  *
- * <p>Durability: every metadata operation (create, rename, delete, mkdirs) fsyncs the directory whose
- * entries it changed before it returns (opening the directory read-only and calling {@code force}), so
- * a crash afterwards cannot undo it. File contents are durable after {@link StorageFile#sync()}.
+ * <p>Durability: every metadata operation (create, rename, delete, mkdirs) fsyncs the directory
+ * whose entries it changed before it returns (opening the directory read-only and calling {@code
+ * force}), so a crash afterwards cannot undo it. File contents are durable after {@link
+ * StorageFile#sync()}.
  *
  * <p>{@link #list} returns regular files only; subdirectories have fixed names the engine knows.
  *
- * <p>Thread-safety: safe for concurrent use; the object holds only its immutable root and native calls,
- * and the process-wide set of held locks is a concurrent set.
+ * <p>Thread-safety: safe for concurrent use; the object holds only its immutable root and native
+ * calls, and the process-wide set of held locks is a concurrent set.
  */
 public final class FileStorage implements Storage {
   /**
-   * The first {@link NativeFileCalls} provider on the class path, looked up at its first call: binding
-   * engine-io's (jnr-ffi generates its classes) took 150 ms of a store's 550 ms open, and its only call,
-   * {@code fallocate}, comes with the first log segment, on the flusher's thread. A store opened by a
-   * YCSB phase, whose run time counts its open, no longer waits for it.
+   * The first {@link NativeFileCalls} provider on the class path, looked up at its first call:
+   * binding engine-io's (jnr-ffi generates its classes) took 150 ms of a store's 550 ms open, and
+   * its only call, {@code fallocate}, comes with the first log segment, on the flusher's thread. A
+   * store opened by a YCSB phase, whose run time counts its open, no longer waits for it.
    */
   private static final NativeFileCalls NATIVE_CALLS = new LazyNativeCalls();
 
-  /** Looks the provider up once, at the first call; none: {@code allocate} answers false (the fallback). */
+  /**
+   * Looks the provider up once, at the first call; none: {@code allocate} answers false (the
+   * fallback).
+   */
   private static final class LazyNativeCalls implements NativeFileCalls {
-    /** Initialised on first use (class holder idiom: the JVM runs the lookup once, thread-safely). */
+    /**
+     * Initialised on first use (class holder idiom: the JVM runs the lookup once, thread-safely).
+     */
     private static final class Found {
       static final NativeFileCalls CALLS = findNativeCalls();
     }
@@ -63,24 +70,38 @@ public final class FileStorage implements Storage {
   }
 
   /**
-   * Lock files this process holds (real paths), shared by every FileStorage: a concurrent set, added
-   * to before a lock file is opened and removed from after its channel is closed.
+   * Lock files this process holds (real paths), shared by every FileStorage: a concurrent set,
+   * added to before a lock file is opened and removed from after its channel is closed.
    */
   private static final Set<Path> HELD_LOCKS = ConcurrentHashMap.newKeySet();
 
-  /** Directory fsyncs done by this process, for tests that check metadata durability; a LongAdder. */
+  /**
+   * Directory fsyncs done by this process, for tests that check metadata durability; a LongAdder.
+   */
   static final LongAdder DIRECTORY_SYNCS = new LongAdder();
 
   private final Path root;
+
   /** The file system holding root, for {@link #usableSpace}; null if it could not be found. */
   private final java.nio.file.FileStore fileStore;
+
   private final NativeFileCalls nativeCalls;
+
   /** Whether files are read around the page cache (O_DIRECT). */
   private final boolean directReads;
-  /** Whether buffered reads copy from a memory mapping of the file where they can ({@link FileStorageFile}). */
+
+  /**
+   * Whether buffered reads copy from a memory mapping of the file where they can ({@link
+   * FileStorageFile}).
+   */
   private final boolean mappedReads;
-  /** Where direct reads take their aligned buffers: the store's pool once it opens ({@link #useReadBuffers}). */
+
+  /**
+   * Where direct reads take their aligned buffers: the store's pool once it opens ({@link
+   * #useReadBuffers}).
+   */
   private final DirectReads.Buffers buffers = new DirectReads.Buffers();
+
   /** Directories {@link #mkdirs} has made durable through this object: a concurrent set. */
   private final Set<Path> durableDirectories = ConcurrentHashMap.newKeySet();
 
@@ -98,11 +119,11 @@ public final class FileStorage implements Storage {
   }
 
   /**
-   * As {@link #FileStorage(Path)}; with {@code directReads}, every file's reads bypass the page cache
-   * (O_DIRECT, see {@link DirectReads}) and writes stay buffered.
+   * As {@link #FileStorage(Path)}; with {@code directReads}, every file's reads bypass the page
+   * cache (O_DIRECT, see {@link DirectReads}) and writes stay buffered.
    *
-   * @throws io.basaltdb.InvalidArgumentException if direct reads are asked for and the file system of
-   *     {@code root} does not take them (tmpfs, for one)
+   * @throws io.basaltdb.InvalidArgumentException if direct reads are asked for and the file system
+   *     of {@code root} does not take them (tmpfs, for one)
    */
   public FileStorage(Path root, boolean directReads) {
     this(root, NATIVE_CALLS, directReads, true);
@@ -116,7 +137,8 @@ public final class FileStorage implements Storage {
     this(root, NATIVE_CALLS, directReads, mappedReads);
   }
 
-  private FileStorage(Path root, NativeFileCalls nativeCalls, boolean directReads, boolean mappedReads) {
+  private FileStorage(
+      Path root, NativeFileCalls nativeCalls, boolean directReads, boolean mappedReads) {
     this.root = root.toAbsolutePath().normalize();
     this.nativeCalls = nativeCalls;
     this.directReads = directReads;
@@ -125,8 +147,12 @@ public final class FileStorage implements Storage {
     if (directReads) {
       String why = DirectReads.refusal(this.root);
       if (why != null) {
-        throw new io.basaltdb.InvalidArgumentException("directReads: the file system of " + this.root
-            + " does not take direct (O_DIRECT) reads (" + why + "); turn directReads off for it");
+        throw new io.basaltdb.InvalidArgumentException(
+            "directReads: the file system of "
+                + this.root
+                + " does not take direct (O_DIRECT) reads ("
+                + why
+                + "); turn directReads off for it");
       }
     }
     java.nio.file.FileStore fs;
@@ -148,10 +174,15 @@ public final class FileStorage implements Storage {
     }
   }
 
-  /** A provider that cannot load (a missing native library, say) is skipped: the JDK's calls still work. */
+  /**
+   * A provider that cannot load (a missing native library, say) is skipped: the JDK's calls still
+   * work.
+   */
   private static NativeFileCalls findNativeCalls() {
     try {
-      return ServiceLoader.load(NativeFileCalls.class, FileStorage.class.getClassLoader()).findFirst().orElse(null);
+      return ServiceLoader.load(NativeFileCalls.class, FileStorage.class.getClassLoader())
+          .findFirst()
+          .orElse(null);
     } catch (java.util.ServiceConfigurationError | LinkageError e) {
       return null;
     }
@@ -177,9 +208,13 @@ public final class FileStorage implements Storage {
     return directReads;
   }
 
-  /** A file over {@code channel}, with direct reads if this storage has them (closing the channel if they fail to open). */
+  /**
+   * A file over {@code channel}, with direct reads if this storage has them (closing the channel if
+   * they fail to open).
+   */
   private FileStorageFile file(String name, Path path, FileChannel channel) throws IOException {
-    if (!directReads) return new FileStorageFile(name, path, channel, nativeCalls, null, mappedReads);
+    if (!directReads)
+      return new FileStorageFile(name, path, channel, nativeCalls, null, mappedReads);
     try {
       return new FileStorageFile(name, path, channel, nativeCalls, DirectReads.open(path, buffers));
     } catch (IOException | RuntimeException e) {
@@ -192,12 +227,17 @@ public final class FileStorage implements Storage {
   public StorageFile createTemporary(String name) {
     Path path = resolve(name, false);
     try {
-      FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-          StandardOpenOption.READ, StandardOpenOption.WRITE);
+      FileChannel channel =
+          FileChannel.open(
+              path,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.TRUNCATE_EXISTING,
+              StandardOpenOption.READ,
+              StandardOpenOption.WRITE);
       return file(name, path, channel);
     } catch (NoSuchFileException e) {
-      throw new StorageException("create of " + path + " failed: directory " + path.getParent()
-          + " does not exist", e);
+      throw new StorageException(
+          "create of " + path + " failed: directory " + path.getParent() + " does not exist", e);
     } catch (IOException e) {
       throw StorageErrors.failure("create of " + path, e);
     }
@@ -223,13 +263,19 @@ public final class FileStorage implements Storage {
   public StorageFile createUnsynced(String name) {
     Path path = resolve(name, false);
     try {
-      return file(name, path, FileChannel.open(path, StandardOpenOption.CREATE_NEW,
-          StandardOpenOption.READ, StandardOpenOption.WRITE));
+      return file(
+          name,
+          path,
+          FileChannel.open(
+              path,
+              StandardOpenOption.CREATE_NEW,
+              StandardOpenOption.READ,
+              StandardOpenOption.WRITE));
     } catch (FileAlreadyExistsException e) {
       throw new StorageException("create of " + path + " failed: the file already exists", e);
     } catch (NoSuchFileException e) {
-      throw new StorageException("create of " + path + " failed: directory " + path.getParent()
-          + " does not exist", e);
+      throw new StorageException(
+          "create of " + path + " failed: directory " + path.getParent() + " does not exist", e);
     } catch (IOException e) {
       throw StorageErrors.failure("create of " + path, e);
     }
@@ -245,9 +291,12 @@ public final class FileStorage implements Storage {
     Path path = resolve(name, false);
     FileChannel direct;
     try {
-      long block = fileStore == null ? 0 : fileStore.getBlockSize(); // the root's file store, found once
+      long block =
+          fileStore == null ? 0 : fileStore.getBlockSize(); // the root's file store, found once
       if (block <= 0 || DIRECT_ALIGNMENT % block != 0) return file;
-      direct = FileChannel.open(path, StandardOpenOption.WRITE, com.sun.nio.file.ExtendedOpenOption.DIRECT);
+      direct =
+          FileChannel.open(
+              path, StandardOpenOption.WRITE, com.sun.nio.file.ExtendedOpenOption.DIRECT);
     } catch (IOException | UnsupportedOperationException noDirectIo) {
       return file; // the file system takes no direct I/O: written through the page cache
     }
@@ -283,7 +332,8 @@ public final class FileStorage implements Storage {
   public StorageFile open(String name) {
     Path path = resolve(name, false);
     try {
-      return file(name, path, FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE));
+      return file(
+          name, path, FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE));
     } catch (NoSuchFileException e) {
       throw new StorageException("open of " + path + " failed: the file does not exist", e);
     } catch (IOException e) {
@@ -295,7 +345,8 @@ public final class FileStorage implements Storage {
   public boolean exists(String name) {
     Path path = resolve(name, false);
     try {
-      Files.readAttributes(path, java.nio.file.attribute.BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      Files.readAttributes(
+          path, java.nio.file.attribute.BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
       return true;
     } catch (NoSuchFileException e) {
       return false;
@@ -327,7 +378,9 @@ public final class FileStorage implements Storage {
       }
     } catch (IOException e) {
       throw StorageErrors.failure("list of " + path, e);
-    } catch (DirectoryIteratorException e) { // an I/O error while iterating, wrapped unchecked by the JDK
+    } catch (
+        DirectoryIteratorException
+            e) { // an I/O error while iterating, wrapped unchecked by the JDK
       throw StorageErrors.failure("list of " + path, e.getCause());
     }
     names.sort(null);
@@ -360,10 +413,12 @@ public final class FileStorage implements Storage {
     Path source = resolve(from, false);
     Path target = resolve(to, false);
     try {
-      Files.move(source, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      Files.move(
+          source, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
     } catch (NoSuchFileException e) {
-      throw new StorageException("rename of " + source + " to " + target + " failed: "
-          + e.getFile() + " does not exist", e);
+      throw new StorageException(
+          "rename of " + source + " to " + target + " failed: " + e.getFile() + " does not exist",
+          e);
     } catch (IOException e) {
       throw StorageErrors.failure("rename of " + source + " to " + target, e);
     }
@@ -381,7 +436,8 @@ public final class FileStorage implements Storage {
     try {
       Files.createLink(link, existing);
     } catch (UnsupportedOperationException | java.nio.file.FileSystemException e) {
-      // another file system (EXDEV), no links there, or a name taken: the caller copies (and reports a
+      // another file system (EXDEV), no links there, or a name taken: the caller copies (and
+      // reports a
       // name taken when it creates the copy)
       return false;
     } catch (IOException e) {
@@ -394,10 +450,13 @@ public final class FileStorage implements Storage {
   @Override
   public void mkdirs(String dir) {
     Path path = resolve(dir, true);
-    if (durableDirectories.contains(path)) return; // flushes and compactions ask for theirs every time
+    if (durableDirectories.contains(path))
+      return; // flushes and compactions ask for theirs every time
     makeDirectories(path);
-    // A directory already there may be one whose creation crashed before its parent's fsync, and files
-    // synced inside it would vanish with it at a power loss: sync the parent of every level below the
+    // A directory already there may be one whose creation crashed before its parent's fsync, and
+    // files
+    // synced inside it would vanish with it at a power loss: sync the parent of every level below
+    // the
     // root again, so that what mkdirs returns is durable whoever created it: once per directory and
     // FileStorage (a few syncs at open, and at a keyspace's first flush).
     for (Path d = path; !d.equals(root); d = d.getParent()) {
@@ -489,7 +548,8 @@ public final class FileStorage implements Storage {
         lock = channel.tryLock();
       } catch (OverlappingFileLockException e) {
         lock = null; // held by this process through a path HELD_LOCKS does not know (a hard link)
-      } catch (IOException e) { // not "held elsewhere" (tryLock returns null for that): a real failure
+      } catch (
+          IOException e) { // not "held elsewhere" (tryLock returns null for that): a real failure
         closeQuietly(channel);
         throw StorageErrors.failure("lock of " + path, e);
       }
@@ -522,7 +582,11 @@ public final class FileStorage implements Storage {
   }
 
   private StorageException alreadyOpen(Path path) {
-    return new StorageException("the store in " + root + " is already open (lock " + path
-        + " is held by this or another process); close the other store first");
+    return new StorageException(
+        "the store in "
+            + root
+            + " is already open (lock "
+            + path
+            + " is held by this or another process); close the other store first");
   }
 }

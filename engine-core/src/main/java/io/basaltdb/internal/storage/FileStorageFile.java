@@ -16,26 +16,26 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * A file of {@link FileStorage}: a {@link FileChannel} opened for reading and writing.
  *
- * <p>{@link #preallocate} reserves disk blocks through a {@link NativeFileCalls} provider
- * ({@code fallocate(2)} from engine-io) when one is on the class path; without one it only extends the
- * file's length, a sparse extension that reserves no blocks, so a later write below it can still fail
- * with no space left on the device.
+ * <p>{@link #preallocate} reserves disk blocks through a {@link NativeFileCalls} provider ({@code
+ * fallocate(2)} from engine-io) when one is on the class path; without one it only extends the
+ * file's length, a sparse extension that reserves no blocks, so a later write below it can still
+ * fail with no space left on the device.
  *
  * <p>Interrupts: the JDK closes a channel for every user when a thread using it is interrupted. An
  * embedded store cannot let one cancelled caller break its files, so an operation that finds the
  * channel closed by an interrupt (its own or another thread's) reopens the file and retries; the
- * interrupted thread's interrupt status is set again when its operation returns. A use after
- * {@link #close()} throws {@link io.basaltdb.ClosedException}.
+ * interrupted thread's interrupt status is set again when its operation returns. A use after {@link
+ * #close()} throws {@link io.basaltdb.ClosedException}.
  *
- * <p>A failed {@link #sync()} poisons the handle: Linux may drop the dirty pages whose write-back failed
- * and report the error only once, so a later fsync could succeed without the data ever reaching the
- * device. Every later sync therefore fails too, and the store must be reopened (PostgreSQL's
- * "fsyncgate" lesson).
+ * <p>A failed {@link #sync()} poisons the handle: Linux may drop the dirty pages whose write-back
+ * failed and report the error only once, so a later fsync could succeed without the data ever
+ * reaching the device. Every later sync therefore fails too, and the store must be reopened
+ * (PostgreSQL's "fsyncgate" lesson).
  *
  * <p>Thread-safety: positional reads and writes go straight to the channel, which allows them
- * concurrently. {@code channel}, {@code closed} and {@code syncFailure} are volatile so every thread sees
- * a reopen, a close or a failed sync at its next operation; reopening and closing hold this object's
- * monitor, so a reopen never resurrects a closed file or leaks a channel.
+ * concurrently. {@code channel}, {@code closed} and {@code syncFailure} are volatile so every
+ * thread sees a reopen, a close or a failed sync at its next operation; reopening and closing hold
+ * this object's monitor, so a reopen never resurrects a closed file or leaks a channel.
  */
 final class FileStorageFile implements StorageFile {
   /** Reopens after an interrupt closed the channel, per operation, before it gives up. */
@@ -43,27 +43,43 @@ final class FileStorageFile implements StorageFile {
 
   private final String name;
   private final Path path;
+
   /** Reserves disk blocks for preallocate; null when no provider is on the class path. */
   private final NativeFileCalls nativeCalls;
+
   /** Direct (O_DIRECT) reads of the file, or null: reads go through the page cache. */
   private final DirectReads direct;
+
   /** The open channel; replaced under this object's monitor when an interrupt closed it. */
   private volatile FileChannel channel;
+
   /** Set once by close(), under this object's monitor; read by every operation. */
   private volatile boolean closed;
+
   /** The first sync failure, set once by a failing sync(); read by every later sync. */
   private volatile StorageException syncFailure;
+
   /**
-   * The file mapped for reads ({@link Mapping}), made by the first read that finds none and replaced when
-   * the file has grown well past it; null until then, when reads are not mapped, and once closed.
+   * The file mapped for reads ({@link Mapping}), made by the first read that finds none and
+   * replaced when the file has grown well past it; null until then, when reads are not mapped, and
+   * once closed.
    */
   private volatile Mapping mapping;
-  /** Whether reads may go through a mapping: buffered reads, unless turned off or a mapping failed. */
+
+  /**
+   * Whether reads may go through a mapping: buffered reads, unless turned off or a mapping failed.
+   */
   private volatile boolean mapped;
+
   /** Until when ({@link System#nanoTime}) the file is cold: reads skip the mapping. */
   private volatile long coldUntil = System.nanoTime();
-  /** How long the last cold spell lasted; 0 after a window with few slow copies. Written by one judge at a time. */
+
+  /**
+   * How long the last cold spell lasted; 0 after a window with few slow copies. Written by one
+   * judge at a time.
+   */
   private volatile long coldFor;
+
   private final AtomicInteger windowReads = new AtomicInteger();
   private final AtomicInteger slowReads = new AtomicInteger();
   private final LongAdder mappedReads = new LongAdder();
@@ -77,13 +93,26 @@ final class FileStorageFile implements StorageFile {
     this(name, path, channel, nativeCalls, null);
   }
 
-  /** As above; with {@code direct} non-null, reads bypass the page cache through it (see {@link DirectReads}). */
-  FileStorageFile(String name, Path path, FileChannel channel, NativeFileCalls nativeCalls, DirectReads direct) {
+  /**
+   * As above; with {@code direct} non-null, reads bypass the page cache through it (see {@link
+   * DirectReads}).
+   */
+  FileStorageFile(
+      String name,
+      Path path,
+      FileChannel channel,
+      NativeFileCalls nativeCalls,
+      DirectReads direct) {
     this(name, path, channel, nativeCalls, direct, true);
   }
 
   /** As above; {@code mappedReads} false keeps buffered reads off a mapping of the file. */
-  FileStorageFile(String name, Path path, FileChannel channel, NativeFileCalls nativeCalls, DirectReads direct,
+  FileStorageFile(
+      String name,
+      Path path,
+      FileChannel channel,
+      NativeFileCalls nativeCalls,
+      DirectReads direct,
       boolean mappedReads) {
     this.name = name;
     this.path = path;
@@ -118,7 +147,8 @@ final class FileStorageFile implements StorageFile {
         return direct.read(position, dst);
       } catch (IOException e) {
         if (closed) throw StorageErrors.closed(path.toString());
-        throw failure("direct read of " + dst.remaining() + " bytes at offset " + position + " from ", e);
+        throw failure(
+            "direct read of " + dst.remaining() + " bytes at offset " + position + " from ", e);
       }
     }
     if (mapped) {
@@ -127,7 +157,8 @@ final class FileStorageFile implements StorageFile {
     }
     int total = 0;
     try {
-      while (dst.hasRemaining()) { // a positional read may return fewer bytes than asked before the end
+      while (dst
+          .hasRemaining()) { // a positional read may return fewer bytes than asked before the end
         long at = position + total;
         int n = call(ch -> ch.read(dst, at));
         if (n < 0) {
@@ -136,7 +167,8 @@ final class FileStorageFile implements StorageFile {
         total += n;
       }
     } catch (IOException e) {
-      throw failure("read of " + dst.remaining() + " bytes at offset " + (position + total) + " from ", e);
+      throw failure(
+          "read of " + dst.remaining() + " bytes at offset " + (position + total) + " from ", e);
     }
     return total;
   }
@@ -150,36 +182,57 @@ final class FileStorageFile implements StorageFile {
 
   /** Files larger than this are read with pread only: one mapping is one MappedByteBuffer. */
   private static final long MAX_MAPPING = Integer.MAX_VALUE;
-  /** A mapped file is mapped again for a read past its mapping once it has grown by this much (or a quarter). */
+
+  /**
+   * A mapped file is mapped again for a read past its mapping once it has grown by this much (or a
+   * quarter).
+   */
   private static final long REMAP_GROWTH = 1 << 20;
-  /** Mapped reads judged together: if more than {@link #SLOW_PER_WINDOW} of them were slow, the file is cold. */
+
+  /**
+   * Mapped reads judged together: if more than {@link #SLOW_PER_WINDOW} of them were slow, the file
+   * is cold.
+   */
   static final int WINDOW = 1024;
+
   static final int SLOW_PER_WINDOW = 16;
-  /** A copy slower than this (plus a nanosecond a byte) waited for the device: a page fault read a page in. */
+
+  /**
+   * A copy slower than this (plus a nanosecond a byte) waited for the device: a page fault read a
+   * page in.
+   */
   private static final long SLOW_COPY_NANOS = 30_000;
-  /** How long a cold file is read with pread first, doubling each time it is found cold again, up to the most. */
+
+  /**
+   * How long a cold file is read with pread first, doubling each time it is found cold again, up to
+   * the most.
+   */
   static final long COLD_NANOS = 1_000_000_000L;
+
   private static final long MAX_COLD_NANOS = 64 * COLD_NANOS;
 
   /**
-   * Mappings live in this process at most: each takes an entry of the kernel's {@code vm.max_map_count}
-   * (65,530 by default), which the JVM's own threads and heap need too. Beyond it files are read with
-   * pread.
+   * Mappings live in this process at most: each takes an entry of the kernel's {@code
+   * vm.max_map_count} (65,530 by default), which the JVM's own threads and heap need too. Beyond it
+   * files are read with pread.
    */
   static final int MAX_LIVE_MAPPINGS = 16_384;
+
   private static final AtomicInteger LIVE_MAPPINGS = new AtomicInteger();
 
   /**
-   * A read-only mapping of the file's first {@code size} bytes, shared by its readers. Each read holds a
-   * reference while it copies. The thread that drops the mapping (close, truncate, a remap) retires it:
-   * no read acquires it from then on, and that thread waits for the reads holding it to finish before it
-   * unmaps it (copies take microseconds) and, for a truncate, before the file shrinks. So no read touches
-   * unmapped memory or a page past the end of the file, and no reader thread ever unmaps.
+   * A read-only mapping of the file's first {@code size} bytes, shared by its readers. Each read
+   * holds a reference while it copies. The thread that drops the mapping (close, truncate, a remap)
+   * retires it: no read acquires it from then on, and that thread waits for the reads holding it to
+   * finish before it unmaps it (copies take microseconds) and, for a truncate, before the file
+   * shrinks. So no read touches unmapped memory or a page past the end of the file, and no reader
+   * thread ever unmaps.
    */
   private static final class Mapping {
     private static final int RETIRED = 1 << 30;
     final java.nio.MappedByteBuffer buffer;
     final long size;
+
     /** Reads holding the mapping, plus {@link #RETIRED} once it is dropped. */
     private final AtomicInteger refs = new AtomicInteger();
 
@@ -203,7 +256,8 @@ final class FileStorageFile implements StorageFile {
     void retire() {
       refs.getAndAdd(RETIRED);
       for (int spins = 0; refs.get() != RETIRED; spins++) {
-        if (spins < 100) Thread.onSpinWait(); else Thread.yield();
+        if (spins < 100) Thread.onSpinWait();
+        else Thread.yield();
       }
       net.openhft.chronicle.core.UnsafeMemory.UNSAFE.invokeCleaner(buffer);
       LIVE_MAPPINGS.decrementAndGet();
@@ -211,13 +265,14 @@ final class FileStorageFile implements StorageFile {
   }
 
   /**
-   * Copies {@code dst.remaining()} bytes at {@code position} from the mapping: the bytes copied, or -1
-   * having copied nothing (the file is cold, the read is past the mapping, or no mapping could be made),
-   * and the caller reads them another way. The page cache cannot be asked cheaply what it holds
-   * ({@code mincore} costs more than the {@code pread} it would spare), so the copy is timed instead: a
-   * file whose copies often wait for the device is cold, and read another way for a while ({@link
-   * #judge}). A page the device fails to read raises SIGBUS, which the JVM turns into an {@link
-   * InternalError}; it is reported as a {@link StorageException} when it surfaces in the copy.
+   * Copies {@code dst.remaining()} bytes at {@code position} from the mapping: the bytes copied, or
+   * -1 having copied nothing (the file is cold, the read is past the mapping, or no mapping could
+   * be made), and the caller reads them another way. The page cache cannot be asked cheaply what it
+   * holds ({@code mincore} costs more than the {@code pread} it would spare), so the copy is timed
+   * instead: a file whose copies often wait for the device is cold, and read another way for a
+   * while ({@link #judge}). A page the device fails to read raises SIGBUS, which the JVM turns into
+   * an {@link InternalError}; it is reported as a {@link StorageException} when it surfaces in the
+   * copy.
    */
   private int readMapped(long position, ByteBuffer dst) {
     int want = dst.remaining();
@@ -226,12 +281,14 @@ final class FileStorageFile implements StorageFile {
     Mapping m = mapping;
     if (m == null || position > m.size - want) m = remap(m, position, want);
     if (m == null || position > m.size - want || !m.acquire()) return -1;
-    long start = System.nanoTime(); // the copy alone: a page fault, not the mapping's making, is slow
+    long start =
+        System.nanoTime(); // the copy alone: a page fault, not the mapping's making, is slow
     try {
       dst.put(dst.position(), m.buffer, (int) position, want);
       dst.position(dst.position() + want);
     } catch (InternalError e) {
-      throw StorageErrors.failure("mapped read of " + want + " bytes at offset " + position + " from " + path,
+      throw StorageErrors.failure(
+          "mapped read of " + want + " bytes at offset " + position + " from " + path,
           new IOException(e.getMessage(), e));
     } finally {
       m.release();
@@ -242,11 +299,11 @@ final class FileStorageFile implements StorageFile {
   }
 
   /**
-   * Counts a mapped read, slow or not; at the end of each window of {@link #WINDOW} reads, a file with
-   * more than {@link #SLOW_PER_WINDOW} slow ones goes cold for {@link #COLD_NANOS}, twice as long as
-   * last time if it went cold in its last window too. A thread descheduled mid-copy makes a warm file's
-   * copy slow now and then; a file the page cache does not hold makes most of them slow. Counted without
-   * locks: a lost count only moves a window's end.
+   * Counts a mapped read, slow or not; at the end of each window of {@link #WINDOW} reads, a file
+   * with more than {@link #SLOW_PER_WINDOW} slow ones goes cold for {@link #COLD_NANOS}, twice as
+   * long as last time if it went cold in its last window too. A thread descheduled mid-copy makes a
+   * warm file's copy slow now and then; a file the page cache does not hold makes most of them
+   * slow. Counted without locks: a lost count only moves a window's end.
    */
   void judge(boolean slow) {
     if (slow) slowReads.incrementAndGet();
@@ -262,15 +319,16 @@ final class FileStorageFile implements StorageFile {
   }
 
   /**
-   * The mapping a read of {@code want} bytes at {@code position} should use: a new one of the whole file
-   * if there is none or the file has grown well past {@code old} (by {@link #REMAP_GROWTH} or a quarter);
-   * else the current one (null if none). A file that cannot be mapped (over 2 GiB, or a failed mapping)
-   * is read with pread from then on; an interrupt that closed the channel only skips the mapping for
-   * this read.
+   * The mapping a read of {@code want} bytes at {@code position} should use: a new one of the whole
+   * file if there is none or the file has grown well past {@code old} (by {@link #REMAP_GROWTH} or
+   * a quarter); else the current one (null if none). A file that cannot be mapped (over 2 GiB, or a
+   * failed mapping) is read with pread from then on; an interrupt that closed the channel only
+   * skips the mapping for this read.
    */
   private synchronized Mapping remap(Mapping old, long position, long want) {
     Mapping m = mapping;
-    if (m != old || closed || !mapped) return m; // another reader mapped it again, or no mapping at all
+    if (m != old || closed || !mapped)
+      return m; // another reader mapped it again, or no mapping at all
     long size;
     try {
       size = call(FileChannel::size);
@@ -304,7 +362,10 @@ final class FileStorageFile implements StorageFile {
     return next;
   }
 
-  /** Drops the mapping and waits until no read uses it (the file closes or shrinks). Holds the monitor. */
+  /**
+   * Drops the mapping and waits until no read uses it (the file closes or shrinks). Holds the
+   * monitor.
+   */
   private void unmap() {
     Mapping m = mapping;
     mapping = null;
@@ -331,9 +392,14 @@ final class FileStorageFile implements StorageFile {
         long from = at;
         int n;
         try {
-          n = channel.write(src, from); // the common case straight: no lambda, no boxed count (WAL appends)
+          n =
+              channel.write(
+                  src, from); // the common case straight: no lambda, no boxed count (WAL appends)
         } catch (ClosedChannelException e) {
-          n = call(ch -> ch.write(src, from)); // reopens as every call does, and restores an interrupt
+          n =
+              call(
+                  ch ->
+                      ch.write(src, from)); // reopens as every call does, and restores an interrupt
         }
         at += n;
       }
@@ -361,7 +427,8 @@ final class FileStorageFile implements StorageFile {
       if (size < current) {
         synchronized (this) { // no read maps the file again between the two
           Mapping m = mapping;
-          if (m != null && m.size > size) unmap(); // waits for the reads using it: a page past the end would fault
+          if (m != null && m.size > size)
+            unmap(); // waits for the reads using it: a page past the end would fault
           call(ch -> ch.truncate(size));
         }
       } else if (size > current) {
@@ -396,16 +463,20 @@ final class FileStorageFile implements StorageFile {
       throw StorageErrors.syncRefused(path.toString(), earlier);
     }
     try {
-      // fdatasync: it also writes the metadata a later read needs (the length, allocated and converted
-      // extents), but not timestamps; a commit's fsync took 194 us against 118 us here (fio, 104 KiB
+      // fdatasync: it also writes the metadata a later read needs (the length, allocated and
+      // converted
+      // extents), but not timestamps; a commit's fsync took 194 us against 118 us here (fio, 104
+      // KiB
       // appends). The directory entries are made durable separately (FileStorage.syncDirectory).
-      call(ch -> {
-        ch.force(false);
-        return null;
-      });
+      call(
+          ch -> {
+            ch.force(false);
+            return null;
+          });
     } catch (IOException e) {
       RuntimeException failed = failure("sync of ", e);
-      if (failed instanceof StorageException storageFailure) { // a racing close is no write-back failure
+      if (failed
+          instanceof StorageException storageFailure) { // a racing close is no write-back failure
         syncFailure = storageFailure;
       }
       throw failed;
@@ -438,7 +509,9 @@ final class FileStorageFile implements StorageFile {
     return path.toString();
   }
 
-  /** Extends the file to {@code size} with zeros by writing its last byte (the hole reads as zeros). */
+  /**
+   * Extends the file to {@code size} with zeros by writing its last byte (the hole reads as zeros).
+   */
   private void extend(long size) throws IOException {
     ByteBuffer zero = ByteBuffer.allocate(1);
     while (zero.hasRemaining()) {
@@ -447,9 +520,10 @@ final class FileStorageFile implements StorageFile {
   }
 
   /**
-   * Runs {@code c} on the channel. If an interrupt closed the channel (this thread's, now or earlier,
-   * or another user's), reopens the file and runs it again with this thread's interrupt status
-   * cleared, and sets the status again before returning. A file closed by {@link #close()} stays closed.
+   * Runs {@code c} on the channel. If an interrupt closed the channel (this thread's, now or
+   * earlier, or another user's), reopens the file and runs it again with this thread's interrupt
+   * status cleared, and sets the status again before returning. A file closed by {@link #close()}
+   * stays closed.
    */
   private <T> T call(ChannelCall<T> c) throws IOException {
     boolean interrupted = false;
@@ -465,7 +539,8 @@ final class FileStorageFile implements StorageFile {
           if (closed || reopens == MAX_REOPENS) {
             throw e;
           }
-          interrupted |= Thread.interrupted(); // retry uninterrupted; the status comes back at the end
+          interrupted |=
+              Thread.interrupted(); // retry uninterrupted; the status comes back at the end
           reopen(ch);
         }
       }
@@ -476,7 +551,10 @@ final class FileStorageFile implements StorageFile {
     }
   }
 
-  /** Replaces {@code failed} with a fresh channel on the same file, unless another thread already did. */
+  /**
+   * Replaces {@code failed} with a fresh channel on the same file, unless another thread already
+   * did.
+   */
   private synchronized void reopen(FileChannel failed) throws IOException {
     if (closed) {
       throw new ClosedChannelException();
@@ -497,8 +575,13 @@ final class FileStorageFile implements StorageFile {
       if (closed) { // closed by close(), maybe by another thread while this operation ran
         return StorageErrors.closed(path.toString());
       }
-      return new StorageException(what + path + " failed: interrupts kept closing the file ("
-          + MAX_REOPENS + " reopens); stop interrupting threads that use the store", e);
+      return new StorageException(
+          what
+              + path
+              + " failed: interrupts kept closing the file ("
+              + MAX_REOPENS
+              + " reopens); stop interrupting threads that use the store",
+          e);
     }
     return StorageErrors.failure(what + path, e);
   }

@@ -7,36 +7,44 @@ import java.util.List;
 import java.util.Random;
 
 /**
- * The contents of one {@link MemStorage} file (an inode: a rename moves it, open handles keep it): the
- * durable image (what the device holds), the writes and truncates since the last sync, and the current
- * view (what reads see: the page cache).
+ * The contents of one {@link MemStorage} file (an inode: a rename moves it, open handles keep it):
+ * the durable image (what the device holds), the writes and truncates since the last sync, and the
+ * current view (what reads see: the page cache).
  *
- * <p>Write-back model (what a power loss or a failed sync leaves on the device, see {@link #writeBack}):
- * either the device wrote the unsynced operations back in order up to some point, the last one it
- * reached possibly cut short at any byte; or it wrote back any subset of them in any order, and each
- * write it reached may itself be torn into a subset of its {@link #SECTOR}-byte sectors (aligned to
- * file offsets, as the page cache writes them back), with the file's new size reaching the device even
- * where the data did not (the lost sectors then read as their old bytes, zeros past the old end).
+ * <p>Write-back model (what a power loss or a failed sync leaves on the device, see {@link
+ * #writeBack}): either the device wrote the unsynced operations back in order up to some point, the
+ * last one it reached possibly cut short at any byte; or it wrote back any subset of them in any
+ * order, and each write it reached may itself be torn into a subset of its {@link #SECTOR}-byte
+ * sectors (aligned to file offsets, as the page cache writes them back), with the file's new size
+ * reaching the device even where the data did not (the lost sectors then read as their old bytes,
+ * zeros past the old end).
  *
  * <p>Concurrency: not thread-safe; every access holds the owning MemStorage's monitor.
  *
  * <p>Invariants:
+ *
  * <ol>
- *   <li>{@code current} equals {@code durable} with every operation of {@code pending} applied in order,
- *       except for the bytes of writes lost by a failed sync ({@link #failSync}): the device never got
- *       them, the current view keeps them until they are overwritten or a crash.</li>
- *   <li>A pending write owns its byte array (a copy of the caller's buffer); nothing else changes it
- *       except {@link #flipByte}.</li>
- *   <li>Bytes of an image at and past its size are zero.</li>
+ *   <li>{@code current} equals {@code durable} with every operation of {@code pending} applied in
+ *       order, except for the bytes of writes lost by a failed sync ({@link #failSync}): the device
+ *       never got them, the current view keeps them until they are overwritten or a crash.
+ *   <li>A pending write owns its byte array (a copy of the caller's buffer); nothing else changes
+ *       it except {@link #flipByte}.
+ *   <li>Bytes of an image at and past its size are zero.
  * </ol>
  */
 final class MemFile {
   /** Largest file size the in-memory storage supports (array index limit, with headroom). */
   static final long MAX_SIZE = Integer.MAX_VALUE - 64;
-  /** Unit of a torn reordered write-back: a write keeps or loses whole sectors of this many bytes. */
+
+  /**
+   * Unit of a torn reordered write-back: a write keeps or loses whole sectors of this many bytes.
+   */
   static final int SECTOR = 512;
 
-  /** One unsynced operation: a write of {@code bytes} at {@code position}, or a truncate to {@code size}. */
+  /**
+   * One unsynced operation: a write of {@code bytes} at {@code position}, or a truncate to {@code
+   * size}.
+   */
   private record Pending(long position, byte[] bytes, long size) {
     boolean isWrite() {
       return bytes != null;
@@ -93,14 +101,16 @@ final class MemFile {
   }
 
   /**
-   * A sync that failed: the device got a random part of the unsynced operations before the error, and
-   * will never get the rest (Linux marks the failed pages clean), yet reads still see them.
+   * A sync that failed: the device got a random part of the unsynced operations before the error,
+   * and will never get the rest (Linux marks the failed pages clean), yet reads still see them.
    */
   void failSync(Random random) {
     writeBack(MemStorage.CrashMode.RANDOM, random);
   }
 
-  /** Applies to the durable image what {@code mode} says reached the device, and forgets the rest. */
+  /**
+   * Applies to the durable image what {@code mode} says reached the device, and forgets the rest.
+   */
   private void writeBack(MemStorage.CrashMode mode, Random random) {
     int n = pending.size();
     if (mode == MemStorage.CrashMode.KEEP_ALL) {
@@ -161,9 +171,9 @@ final class MemFile {
   }
 
   /**
-   * Inverts the byte at {@code offset} in the durable image, in every pending write covering it, and in
-   * the current view where that byte came from one of them (not from a truncate's zeros); returns false
-   * if the offset is in neither image.
+   * Inverts the byte at {@code offset} in the durable image, in every pending write covering it,
+   * and in the current view where that byte came from one of them (not from a truncate's zeros);
+   * returns false if the offset is in neither image.
    */
   boolean flipByte(long offset) {
     if (offset >= current.size && offset >= durable.size) {
@@ -178,7 +188,8 @@ final class MemFile {
         p.bytes[(int) (offset - p.position)] ^= (byte) 0xFF;
       }
       if (!decided && (covers || (!p.isWrite() && p.size <= offset))) {
-        flipCurrent = covers && offset < current.size; // the newest operation that set the byte decides
+        flipCurrent =
+            covers && offset < current.size; // the newest operation that set the byte decides
         decided = true;
       }
     }

@@ -7,21 +7,24 @@ import java.nio.ByteBuffer;
 /**
  * A handle on a {@link MemStorage} file. It names the file's contents ({@link MemFile}), not its
  * name, so it survives a rename or delete of the name as a POSIX descriptor does; it dies at close
- * (later uses throw {@link io.basaltdb.ClosedException}) and at a simulated crash (StorageException, as
- * for a process that lost its files). Like FileStorage's handles, it refuses every sync after a failed
- * one.
+ * (later uses throw {@link io.basaltdb.ClosedException}) and at a simulated crash
+ * (StorageException, as for a process that lost its files). Like FileStorage's handles, it refuses
+ * every sync after a failed one.
  *
- * <p>Concurrency: every operation holds the storage's monitor; {@code closed} and {@code syncFailure}
- * are guarded by it too.
+ * <p>Concurrency: every operation holds the storage's monitor; {@code closed} and {@code
+ * syncFailure} are guarded by it too.
  */
 final class MemStorageFile implements StorageFile {
   private final MemStorage storage;
   private final String name;
   private final MemFile file;
+
   /** The storage's crash epoch when this handle was opened; the handle is dead once they differ. */
   private final long epoch;
+
   /** Guarded by storage. */
   private boolean closed;
+
   /** The first failed sync, after which every sync fails; guarded by storage. */
   private StorageException syncFailure;
 
@@ -128,7 +131,8 @@ final class MemStorageFile implements StorageFile {
       throw StorageErrors.closed(storage.describe(name));
     }
     if (epoch != storage.epoch()) {
-      throw new StorageException("file " + storage.describe(name) + " was closed by a simulated crash; reopen it");
+      throw new StorageException(
+          "file " + storage.describe(name) + " was closed by a simulated crash; reopen it");
     }
   }
 
@@ -138,8 +142,14 @@ final class MemStorageFile implements StorageFile {
       throw new InvalidArgumentException("negative file position or size: " + position);
     }
     if (length >= 0 && position + length > MemFile.MAX_SIZE) {
-      throw new StorageException("growing " + storage.describe(name) + " to " + (position + length)
-          + " bytes failed: in-memory files are limited to " + MemFile.MAX_SIZE + " bytes");
+      throw new StorageException(
+          "growing "
+              + storage.describe(name)
+              + " to "
+              + (position + length)
+              + " bytes failed: in-memory files are limited to "
+              + MemFile.MAX_SIZE
+              + " bytes");
     }
   }
 }

@@ -7,9 +7,9 @@ import java.io.IOException;
 
 /**
  * The rules both {@link Storage} implementations share: which names are valid, and how a failure
- * becomes an exception whose message names the operation and the file and says what to do: a
- * {@link StorageException} (a full disk says "free space"), or a {@link ClosedException} for a
- * file used after its close.
+ * becomes an exception whose message names the operation and the file and says what to do: a {@link
+ * StorageException} (a full disk says "free space"), or a {@link ClosedException} for a file used
+ * after its close.
  *
  * <p>Thread-safety: stateless.
  */
@@ -20,9 +20,9 @@ final class StorageErrors {
   private StorageErrors() {}
 
   /**
-   * Checks a file name relative to the root: non-empty segments separated by {@code /}, no leading or
-   * trailing separator, no "." or ".." segment, no backslash or NUL. {@code allowRoot} admits "" (the
-   * root directory, for {@link Storage#list} and {@link Storage#mkdirs}).
+   * Checks a file name relative to the root: non-empty segments separated by {@code /}, no leading
+   * or trailing separator, no "." or ".." segment, no backslash or NUL. {@code allowRoot} admits ""
+   * (the root directory, for {@link Storage#list} and {@link Storage#mkdirs}).
    */
   static String checkName(String name, boolean allowRoot) {
     if (name == null) {
@@ -39,8 +39,10 @@ final class StorageErrors {
     }
     for (String segment : name.split("/", -1)) {
       if (segment.isEmpty() || segment.equals(".") || segment.equals("..")) {
-        throw new InvalidArgumentException("storage name '" + name
-            + "' must be relative segments separated by '/', without empty, '.' or '..' segments");
+        throw new InvalidArgumentException(
+            "storage name '"
+                + name
+                + "' must be relative segments separated by '/', without empty, '.' or '..' segments");
       }
     }
     return name;
@@ -64,8 +66,8 @@ final class StorageErrors {
   }
 
   /**
-   * The exception for a failed operation; {@code what} names the operation and the file, e.g. "write of
-   * 4096 bytes at offset 0 to /data/wal/000001.log".
+   * The exception for a failed operation; {@code what} names the operation and the file, e.g.
+   * "write of 4096 bytes at offset 0 to /data/wal/000001.log".
    */
   static StorageException failure(String what, IOException cause) {
     if (isNoSpace(cause)) {
@@ -76,8 +78,8 @@ final class StorageErrors {
 
   /** The ENOSPC message, shared by the real and the in-memory storage (whose cause may be null). */
   static StorageException noSpace(String what, Throwable cause) {
-    return new StorageException(what + " failed: no space left on device; free space, then reopen the store",
-        cause);
+    return new StorageException(
+        what + " failed: no space left on device; free space, then reopen the store", cause);
   }
 
   /** A file used after its close: nothing was read or written. */
@@ -86,12 +88,17 @@ final class StorageErrors {
   }
 
   /**
-   * A sync refused because an earlier sync of the same handle failed: the data whose write-back failed
-   * may be gone from the page cache's dirty set, so no later sync can make it durable.
+   * A sync refused because an earlier sync of the same handle failed: the data whose write-back
+   * failed may be gone from the page cache's dirty set, so no later sync can make it durable.
    */
   static StorageException syncRefused(String file, StorageException earlier) {
-    return new StorageException("sync of " + file + " refused: an earlier sync of this handle failed ("
-        + earlier.getMessage() + "), and the data it did not write may be lost without a later error;"
-        + " close and reopen the store, which recovers every acknowledged write", earlier);
+    return new StorageException(
+        "sync of "
+            + file
+            + " refused: an earlier sync of this handle failed ("
+            + earlier.getMessage()
+            + "), and the data it did not write may be lost without a later error;"
+            + " close and reopen the store, which recovers every acknowledged write",
+        earlier);
   }
 }

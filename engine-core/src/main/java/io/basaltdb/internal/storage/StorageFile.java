@@ -4,8 +4,8 @@ import io.basaltdb.spi.ReadTarget;
 import java.nio.ByteBuffer;
 
 /**
- * An open file of a {@link Storage}: positional reads and writes, size, truncate, sync. Every operation
- * after {@link #close()} throws {@link io.basaltdb.ClosedException}.
+ * An open file of a {@link Storage}: positional reads and writes, size, truncate, sync. Every
+ * operation after {@link #close()} throws {@link io.basaltdb.ClosedException}.
  *
  * <p>Thread-safety: positional reads may run concurrently with each other and with writes to other
  * ranges; writes, truncate and sync are issued by one thread at a time (the file's owner).
@@ -15,8 +15,8 @@ public interface StorageFile extends ReadTarget, AutoCloseable {
   String name();
 
   /**
-   * Reads into {@code dst} from {@code position} until {@code dst} is full or the file ends; returns the
-   * number of bytes read (less than requested only at the end of the file).
+   * Reads into {@code dst} from {@code position} until {@code dst} is full or the file ends;
+   * returns the number of bytes read (less than requested only at the end of the file).
    */
   @Override
   int read(long position, ByteBuffer dst);
@@ -31,8 +31,8 @@ public interface StorageFile extends ReadTarget, AutoCloseable {
   void truncate(long size);
 
   /**
-   * Reserves space up to {@code size} bytes so later writes below it do not fail for lack of space where
-   * the platform allows; never shrinks the file and never changes bytes already written.
+   * Reserves space up to {@code size} bytes so later writes below it do not fail for lack of space
+   * where the platform allows; never shrinks the file and never changes bytes already written.
    */
   void preallocate(long size);
 

@@ -9,12 +9,12 @@ import java.util.zip.CRC32C;
 /**
  * Reads the records of a write-ahead log file from offset 0 and finds where its valid prefix ends.
  *
- * <p>A record is valid when its header fits in the file, its length is 1 to {@link LogWriter#MAX_PAYLOAD},
- * its payload fits in the file and its CRC32C matches. Reading stops at the first record that is not:
- * {@link Stop#END} if nothing at all follows the last valid record, else {@link Stop#TORN} with the
- * reason. Whether TORN is a torn tail (the last log file after a crash: truncate it at {@link
- * #stopOffset()}) or corruption (any other file) is for the caller to decide; the reader never returns a
- * payload that failed its checksum.
+ * <p>A record is valid when its header fits in the file, its length is 1 to {@link
+ * LogWriter#MAX_PAYLOAD}, its payload fits in the file and its CRC32C matches. Reading stops at the
+ * first record that is not: {@link Stop#END} if nothing at all follows the last valid record, else
+ * {@link Stop#TORN} with the reason. Whether TORN is a torn tail (the last log file after a crash:
+ * truncate it at {@link #stopOffset()}) or corruption (any other file) is for the caller to decide;
+ * the reader never returns a payload that failed its checksum.
  *
  * <p>The reader sees the file as long as it was when the reader was made. I/O failures surface as
  * StorageException from {@link #next()}.
@@ -35,12 +35,15 @@ public final class LogReader {
   private final StorageFile file;
   private final long fileSize;
   private final CRC32C crc = new CRC32C();
+
   /** Read-ahead: bytes [windowStart, windowStart + window.limit()) of the file. */
   private final ByteBuffer window = ByteBuffer.allocate(WINDOW).order(ByteOrder.LITTLE_ENDIAN);
+
   private long windowStart;
 
   /** Offset of the next record to read. */
   private long position;
+
   private long recordOffset = -1;
   private ByteBuffer payload;
   private Stop stop;
@@ -78,8 +81,12 @@ public final class LogReader {
       return stopped(Stop.TORN, "length 0");
     }
     if (length < 0 || length > LogFormat.MAX_PAYLOAD) {
-      return stopped(Stop.TORN, "length " + Integer.toUnsignedLong(length) + " exceeds the maximum of "
-          + LogFormat.MAX_PAYLOAD);
+      return stopped(
+          Stop.TORN,
+          "length "
+              + Integer.toUnsignedLong(length)
+              + " exceeds the maximum of "
+              + LogFormat.MAX_PAYLOAD);
     }
     if (length > remaining - LogFormat.HEADER_SIZE) {
       return stopped(Stop.TORN, "record of " + length + " bytes extends past end of file");
@@ -92,18 +99,20 @@ public final class LogReader {
       return stopped(Stop.TORN, "checksum mismatch in record of " + length + " bytes");
     }
     recordOffset = position;
-    payload = body.asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN); // asReadOnlyBuffer resets the order
+    payload =
+        body.asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN); // asReadOnlyBuffer resets the order
     position += LogFormat.HEADER_SIZE + length;
     return true;
   }
 
   /**
-   * The current record's payload, read-only and little-endian; valid until the next call of
-   * {@link #next()}.
+   * The current record's payload, read-only and little-endian; valid until the next call of {@link
+   * #next()}.
    */
   public ByteBuffer payload() {
     if (payload == null) {
-      throw new IllegalStateException("no current record: call next() and check that it returned true");
+      throw new IllegalStateException(
+          "no current record: call next() and check that it returned true");
     }
     return payload;
   }
@@ -111,7 +120,8 @@ public final class LogReader {
   /** File offset of the current record's header. */
   public long recordOffset() {
     if (payload == null) {
-      throw new IllegalStateException("no current record: call next() and check that it returned true");
+      throw new IllegalStateException(
+          "no current record: call next() and check that it returned true");
     }
     return recordOffset;
   }
@@ -128,7 +138,10 @@ public final class LogReader {
     return position;
   }
 
-  /** What was wrong at {@link #stopOffset()} ("checksum mismatch ...", "length 0", ...; "end of file" at END). */
+  /**
+   * What was wrong at {@link #stopOffset()} ("checksum mismatch ...", "length 0", ...; "end of
+   * file" at END).
+   */
   public String stopReason() {
     requireStopped();
     return stopReason;
@@ -142,13 +155,15 @@ public final class LogReader {
 
   private void requireStopped() {
     if (stop == null) {
-      throw new IllegalStateException("the reader has not stopped yet: call next() until it returns false");
+      throw new IllegalStateException(
+          "the reader has not stopped yet: call next() until it returns false");
     }
   }
 
   /**
-   * Bytes [at, at + length) of the file, in the read-ahead window when they fit in one, else in a buffer
-   * of their own; null if the file has fewer bytes than that (it shrank since the reader was made).
+   * Bytes [at, at + length) of the file, in the read-ahead window when they fit in one, else in a
+   * buffer of their own; null if the file has fewer bytes than that (it shrank since the reader was
+   * made).
    */
   private ByteBuffer bytes(long at, int length) {
     if (length > WINDOW) {
@@ -179,18 +194,21 @@ public final class LogReader {
       return null;
     }
     int length = (int) (total - LogFormat.HEADER_SIZE);
-    ByteBuffer frame = ByteBuffer.allocate(LogFormat.HEADER_SIZE + length).order(ByteOrder.LITTLE_ENDIAN);
-    if (file.read(offset, frame) != frame.capacity() || frame.getInt(LogFormat.LENGTH_OFFSET) != length) {
+    ByteBuffer frame =
+        ByteBuffer.allocate(LogFormat.HEADER_SIZE + length).order(ByteOrder.LITTLE_ENDIAN);
+    if (file.read(offset, frame) != frame.capacity()
+        || frame.getInt(LogFormat.LENGTH_OFFSET) != length) {
       return null; // the file shrank or changed since frameLengthAt looked
     }
-    ByteBuffer payload = frame.position(LogFormat.HEADER_SIZE).slice().order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer payload =
+        frame.position(LogFormat.HEADER_SIZE).slice().order(ByteOrder.LITTLE_ENDIAN);
     int storedCrc = frame.getInt(LogFormat.CRC_OFFSET);
     return LogFormat.checksum(new CRC32C(), length, payload) == storedCrc ? payload : null;
   }
 
   /**
-   * The total length (header and payload) of the frame at {@code offset} if its length field is valid
-   * (1 to {@link LogWriter#MAX_PAYLOAD}) and the frame fits in the file, else -1.
+   * The total length (header and payload) of the frame at {@code offset} if its length field is
+   * valid (1 to {@link LogWriter#MAX_PAYLOAD}) and the frame fits in the file, else -1.
    */
   public static long frameLengthAt(StorageFile file, long offset) {
     long size = file.size();
@@ -202,7 +220,9 @@ public final class LogReader {
       return -1;
     }
     int length = field.getInt(0);
-    if (length <= 0 || length > LogFormat.MAX_PAYLOAD || length > size - offset - LogFormat.HEADER_SIZE) {
+    if (length <= 0
+        || length > LogFormat.MAX_PAYLOAD
+        || length > size - offset - LogFormat.HEADER_SIZE) {
       return -1;
     }
     return LogFormat.HEADER_SIZE + (long) length;

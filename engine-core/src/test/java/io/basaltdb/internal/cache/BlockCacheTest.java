@@ -29,7 +29,10 @@ class BlockCacheTest {
     assertEquals(size, b.size);
     byte[] want = contents(owner, offset, size);
     for (int i = 0; i < size; i++) {
-      assertEquals(want[i], (byte) Mem.lpUnsignedByte(b.base, b.address + i), "byte " + i + " of " + owner + "/" + offset);
+      assertEquals(
+          want[i],
+          (byte) Mem.lpUnsignedByte(b.base, b.address + i),
+          "byte " + i + " of " + owner + "/" + offset);
     }
   }
 
@@ -83,7 +86,8 @@ class BlockCacheTest {
     long one = size + BlockCache.OVERHEAD;
     try (BlockCache c = new BlockCache(6 * one)) {
       long o = c.newOwner();
-      BlockCache.Block pinned = c.put(o, 0, Kind.TABLE_DATA, contents(o, 0, size)); // the oldest, held
+      BlockCache.Block pinned =
+          c.put(o, 0, Kind.TABLE_DATA, contents(o, 0, size)); // the oldest, held
       for (int i = 1; i < 6; i++) c.put(o, i, Kind.TABLE_DATA, contents(o, i, size)).release();
       assertEquals(6, c.entries());
       c.shrink(3 * one);
@@ -116,10 +120,12 @@ class BlockCacheTest {
       BlockCache.Block held = c.put(o, 0, Kind.TABLE_FILTER, contents(o, 0, size));
       BlockCache.Block again = c.get(o, 0, Kind.SEGMENT_PAGE);
       assertSame(held, again);
-      // 0 was read, so the first eviction that reaches it gives it a second chance; the next takes it
+      // 0 was read, so the first eviction that reaches it gives it a second chance; the next takes
+      // it
       for (int i = 1; i <= 4; i++) c.put(o, i, Kind.TABLE_FILTER, contents(o, i, size)).release();
       assertNull(c.get(o, 0, Kind.SEGMENT_PAGE), "evicted from the cache");
-      assertHolds(held, o, 0, size); // still pinned twice: its memory is not freed (debug mode would throw)
+      assertHolds(
+          held, o, 0, size); // still pinned twice: its memory is not freed (debug mode would throw)
       long withHeld = c.bytes();
       held.release();
       assertHolds(again, o, 0, size);
@@ -154,11 +160,13 @@ class BlockCacheTest {
       assertFalse(c.admitOnSecondRead(owner, 4096), "first read");
       assertFalse(c.admitOnSecondRead(owner, 8192), "another block's first read");
       assertTrue(c.admitOnSecondRead(owner, 4096), "second read");
-      assertFalse(c.admitOnSecondRead(owner, 4096), "admitted once; after an eviction it starts over");
+      assertFalse(
+          c.admitOnSecondRead(owner, 4096), "admitted once; after an eviction it starts over");
       assertTrue(c.admitOnSecondRead(owner, 4096));
       assertFalse(c.admitOnSecondRead(c.newOwner(), 8192), "same offset, another file");
       assertEquals(4, c.declined());
-      // The window is about one slot per KiB: of 10,000 blocks read once each, far fewer than all are
+      // The window is about one slot per KiB: of 10,000 blocks read once each, far fewer than all
+      // are
       // remembered by the time each is read again (a read-once stream caches little)...
       int admitted = 0;
       for (int round = 0; round < 2; round++) {
@@ -249,31 +257,35 @@ class BlockCacheTest {
     AtomicReference<Throwable> error = new AtomicReference<>();
     List<Thread> threads = new ArrayList<>();
     for (int t = 0; t < 4; t++) {
-      threads.add(new Thread(() -> {
-        ThreadLocalRandom r = ThreadLocalRandom.current();
-        try {
-          for (int i = 0; i < 20_000 && error.get() == null; i++) {
-            long o = owners[r.nextInt(owners.length)];
-            long off = r.nextInt(200);
-            int size = 64 + (int) (off * 13 % 2000);
-            BlockCache.Block b = c.get(o, off, Kind.SEGMENT_PAGE, () -> contents(o, off, size));
-            try {
-              assertEquals(size, b.size);
-              byte[] want = contents(o, off, size);
-              for (int j = 0; j < size; j += 97) {
-                if ((byte) Mem.lpUnsignedByte(b.base, b.address + j) != want[j]) {
-                  throw new AssertionError("block " + o + "/" + off + " holds foreign bytes at " + j);
+      threads.add(
+          new Thread(
+              () -> {
+                ThreadLocalRandom r = ThreadLocalRandom.current();
+                try {
+                  for (int i = 0; i < 20_000 && error.get() == null; i++) {
+                    long o = owners[r.nextInt(owners.length)];
+                    long off = r.nextInt(200);
+                    int size = 64 + (int) (off * 13 % 2000);
+                    BlockCache.Block b =
+                        c.get(o, off, Kind.SEGMENT_PAGE, () -> contents(o, off, size));
+                    try {
+                      assertEquals(size, b.size);
+                      byte[] want = contents(o, off, size);
+                      for (int j = 0; j < size; j += 97) {
+                        if ((byte) Mem.lpUnsignedByte(b.base, b.address + j) != want[j]) {
+                          throw new AssertionError(
+                              "block " + o + "/" + off + " holds foreign bytes at " + j);
+                        }
+                      }
+                      if (r.nextInt(50) == 0) c.removeOwner(o);
+                    } finally {
+                      b.release();
+                    }
+                  }
+                } catch (Throwable e) {
+                  error.compareAndSet(null, e);
                 }
-              }
-              if (r.nextInt(50) == 0) c.removeOwner(o);
-            } finally {
-              b.release();
-            }
-          }
-        } catch (Throwable e) {
-          error.compareAndSet(null, e);
-        }
-      }));
+              }));
     }
     for (Thread t : threads) t.start();
     for (Thread t : threads) t.join();
@@ -309,6 +321,7 @@ class BlockCacheTest {
         }
       }
     }
-    for (java.util.Map.Entry<Long, BlockCache.Block> e : model.entrySet()) assertSame(e.getValue(), m.get(e.getKey()));
+    for (java.util.Map.Entry<Long, BlockCache.Block> e : model.entrySet())
+      assertSame(e.getValue(), m.get(e.getKey()));
   }
 }

@@ -1,8 +1,5 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.read.EngineCursor;
-import io.basaltdb.internal.engine.read.PooledReadTransport;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -16,6 +13,9 @@ import io.basaltdb.Keyspace;
 import io.basaltdb.Options;
 import io.basaltdb.StorageException;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.engine.read.EngineCursor;
+import io.basaltdb.internal.engine.read.PooledReadTransport;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.FileStorage;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.spi.ReadTarget;
@@ -31,28 +31,33 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Batched gets: the default read transport keeps a batch's reads in flight together; getAll agrees with get. */
+/**
+ * Batched gets: the default read transport keeps a batch's reads in flight together; getAll agrees
+ * with get.
+ */
 class BatchedReadTest {
-  @TempDir
-  Path dir;
+  @TempDir Path dir;
 
   @Test
   void pooledTransport_hasEveryReadOfABatchInFlightAtOnce() {
     int n = 8;
     CountDownLatch inside = new CountDownLatch(n);
-    ReadTarget target = (position, dst) -> {
-      inside.countDown();
-      try { // returns only once all n reads are inside at the same time
-        if (!inside.await(10, TimeUnit.SECONDS)) throw new StorageException("reads ran one after another");
-      } catch (InterruptedException e) {
-        throw new StorageException("interrupted");
-      }
-      dst.put((byte) position);
-      return 1;
-    };
+    ReadTarget target =
+        (position, dst) -> {
+          inside.countDown();
+          try { // returns only once all n reads are inside at the same time
+            if (!inside.await(10, TimeUnit.SECONDS))
+              throw new StorageException("reads ran one after another");
+          } catch (InterruptedException e) {
+            throw new StorageException("interrupted");
+          }
+          dst.put((byte) position);
+          return 1;
+        };
     try (PooledReadTransport t = new PooledReadTransport(n)) {
       List<ReadTransport.Read> reads = new ArrayList<>();
-      for (int i = 0; i < n; i++) reads.add(new ReadTransport.Read(target, i, ByteBuffer.allocate(1)));
+      for (int i = 0; i < n; i++)
+        reads.add(new ReadTransport.Read(target, i, ByteBuffer.allocate(1)));
       t.submit(reads);
       for (int i = 0; i < n; i++) {
         assertEquals(1, reads.get(i).result().join());
@@ -64,12 +69,15 @@ class BatchedReadTest {
   @Test
   void pooledTransport_failedRead_completesItsResultExceptionally() {
     StorageException boom = new StorageException("read of /x failed: injected");
-    ReadTarget bad = (position, dst) -> {
-      throw boom;
-    };
+    ReadTarget bad =
+        (position, dst) -> {
+          throw boom;
+        };
     try (PooledReadTransport t = new PooledReadTransport(2)) {
-      List<ReadTransport.Read> reads = List.of(new ReadTransport.Read(bad, 0, ByteBuffer.allocate(1)),
-          new ReadTransport.Read(bad, 1, ByteBuffer.allocate(1)));
+      List<ReadTransport.Read> reads =
+          List.of(
+              new ReadTransport.Read(bad, 0, ByteBuffer.allocate(1)),
+              new ReadTransport.Read(bad, 1, ByteBuffer.allocate(1)));
       t.submit(reads);
       for (ReadTransport.Read r : reads) {
         CompletionException e = assertThrows(CompletionException.class, () -> r.result().join());
@@ -80,7 +88,8 @@ class BatchedReadTest {
 
   @Test
   void getAll_onDisk_readsEachBlockOnce_andAgreesWithGet() {
-    Options o = Options.defaults().memoryQuota(64L << 20).syncMode(SyncMode.NONE).writeCacheSize(4L << 20);
+    Options o =
+        Options.defaults().memoryQuota(64L << 20).syncMode(SyncMode.NONE).writeCacheSize(4L << 20);
     try (Engine e = Engine.open(new FileStorage(dir), o)) {
       int n = 2000;
       for (int i = 0; i < n; i++) {
@@ -91,7 +100,8 @@ class BatchedReadTest {
       e.flush();
       for (int i = 0; i < n; i += 3) { // some deleted, some rewritten and still in the write cache
         Batch b = new Batch(1);
-        if (i % 2 == 0) b.add(1, Batch.DELETE, key(i), null); else b.add(1, Batch.PUT, key(i), "fresh".getBytes());
+        if (i % 2 == 0) b.add(1, Batch.DELETE, key(i), null);
+        else b.add(1, Batch.PUT, key(i), "fresh".getBytes());
         e.write(b);
       }
       List<byte[]> keys = new ArrayList<>();
@@ -106,18 +116,23 @@ class BatchedReadTest {
         if (i % 3 != 0) assertArrayEquals(value(i), got.get(i));
       }
       assertNull(got.get(n));
-      assertTrue(reads > 0 && reads < n / 10, "one read per distinct 4 KiB block, not per key: " + reads);
-      // The page cache holds the files just written: reads are copies from their mappings, made on this
-      // thread, until one is slow enough to look like a page fault (a file's first read maps it, and a
+      assertTrue(
+          reads > 0 && reads < n / 10, "one read per distinct 4 KiB block, not per key: " + reads);
+      // The page cache holds the files just written: reads are copies from their mappings, made on
+      // this
+      // thread, until one is slow enough to look like a page fault (a file's first read maps it,
+      // and a
       // fresh JVM interprets): the rest of that round goes to the transport.
-      assertTrue(delta(before, after, "batchedReads") >= reads, "the batch's reads are counted: " + after);
+      assertTrue(
+          delta(before, after, "batchedReads") >= reads, "the batch's reads are counted: " + after);
       assertTrue(delta(before, after, "batchedReadsInPlace") > 0, "reads made in place: " + after);
     }
   }
 
   @Test
   void getAll_onDisk_withoutMappedReads_handsItsReadsToTheTransport() {
-    Options o = Options.defaults().memoryQuota(64L << 20).syncMode(SyncMode.NONE).writeCacheSize(4L << 20);
+    Options o =
+        Options.defaults().memoryQuota(64L << 20).syncMode(SyncMode.NONE).writeCacheSize(4L << 20);
     try (Engine e = Engine.open(new FileStorage(dir, false, false), o)) {
       for (int i = 0; i < 500; i++) put(e, 1, key(i), value(i));
       e.flush();
@@ -127,15 +142,24 @@ class BatchedReadTest {
       List<byte[]> got = e.getAll(ids(1, keys.size()), keys);
       Map<String, Long> after = e.stats();
       for (int i = 0; i < keys.size(); i++) assertArrayEquals(value(i * 50), got.get(i));
-      assertTrue(delta(before, after, "batchedReadRounds") > 0, "the reads went to the transport: " + after);
-      assertEquals(0, delta(before, after, "batchedReadsInPlace"), "none was made in place: " + after);
+      assertTrue(
+          delta(before, after, "batchedReadRounds") > 0,
+          "the reads went to the transport: " + after);
+      assertEquals(
+          0, delta(before, after, "batchedReadsInPlace"), "none was made in place: " + after);
     }
   }
 
   /** Options for a key index of several levels of small tables with small blocks. */
   private static Options leveled() {
-    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10).blockSize(512)
-        .l0CompactionTrigger(2).level1Bytes(16 << 10).levelMultiplier(4).tableTargetBytes(16 << 10);
+    return Options.defaults()
+        .memoryQuota(16L << 20)
+        .writeCacheSize(256 << 10)
+        .blockSize(512)
+        .l0CompactionTrigger(2)
+        .level1Bytes(16 << 10)
+        .levelMultiplier(4)
+        .tableTargetBytes(16 << 10);
   }
 
   @Test
@@ -146,7 +170,8 @@ class BatchedReadTest {
       for (int i = 0; i < n; i++) put(e, 1, key(i), value(i));
       e.flush();
       assertTrue(e.waitForCompactions(30_000));
-      for (int i = 0; i < n; i += 10) put(e, 1, key(i), ("newer-" + i).getBytes()); // newer records above older ones
+      for (int i = 0; i < n; i += 10)
+        put(e, 1, key(i), ("newer-" + i).getBytes()); // newer records above older ones
       e.flush();
       assertTrue(e.waitForCompactions(30_000)); // no background reads while the test counts reads
       assertTrue(e.stats().get("tables") > 3, "several tables: " + e.stats());
@@ -160,23 +185,26 @@ class BatchedReadTest {
       reads.stop();
       for (int j = 0; j < keys.size() - 1; j++) {
         int i = j * 5;
-        assertArrayEquals(i % 10 == 0 ? ("newer-" + i).getBytes() : value(i), got.get(j), "key " + i);
+        assertArrayEquals(
+            i % 10 == 0 ? ("newer-" + i).getBytes() : value(i), got.get(j), "key " + i);
       }
       assertNull(got.get(keys.size() - 1));
-      assertTrue(delta(before, after, "indexBlockReads") > 10, "the key index blocks were cold: " + after);
+      assertTrue(
+          delta(before, after, "indexBlockReads") > 10, "the key index blocks were cold: " + after);
       reads.assertAllThroughTheTransport(before, after);
       for (byte[] k : keys) assertArrayEquals(e.get(1, k), e.getAll(ids(1, 1), List.of(k)).get(0));
     }
   }
 
   /**
-   * Magma's coroutines: a key's next read goes out as soon as its last one completes, while the batch's
-   * other reads are still in flight, and a batch never has more than readQueueDepth reads in flight.
-   * The transport holds every read until the test completes it, one at a time, each once the batch has
-   * done all it can.
+   * Magma's coroutines: a key's next read goes out as soon as its last one completes, while the
+   * batch's other reads are still in flight, and a batch never has more than readQueueDepth reads
+   * in flight. The transport holds every read until the test completes it, one at a time, each once
+   * the batch has done all it can.
    */
   @Test
-  void getAll_sendsAKeysNextReadWhileOthersAreInFlight_andKeepsAtMostReadQueueDepthInFlight() throws Exception {
+  void getAll_sendsAKeysNextReadWhileOthersAreInFlight_andKeepsAtMostReadQueueDepthInFlight()
+      throws Exception {
     MemStorage storage = new MemStorage(1);
     HeldReads held = new HeldReads();
     try (Engine e = Engine.open(storage, leveled().readQueueDepth(4), held.provider())) {
@@ -187,18 +215,21 @@ class BatchedReadTest {
       List<byte[]> keys = new ArrayList<>();
       for (int i = 0; i < n; i += 97) keys.add(key(i)); // 21 keys, most in blocks of their own
       List<byte[]> got = held.run(() -> e.getAll(ids(1, keys.size()), keys), false);
-      for (int j = 0; j < keys.size(); j++) assertArrayEquals(value(j * 97), got.get(j), "key " + j * 97);
-      assertTrue(held.submitted.get() > keys.size(), "key index blocks and documents: " + held.submitted);
+      for (int j = 0; j < keys.size(); j++)
+        assertArrayEquals(value(j * 97), got.get(j), "key " + j * 97);
+      assertTrue(
+          held.submitted.get() > keys.size(), "key index blocks and documents: " + held.submitted);
       assertEquals(4, held.maxInFlight.get(), "up to readQueueDepth reads in flight, never more");
-      assertTrue(held.whileOthersInFlight.get() > 0, "reads handed over while others were in flight");
+      assertTrue(
+          held.whileOthersInFlight.get() > 0, "reads handed over while others were in flight");
     }
   }
 
   /**
-   * A block a batch has read lately (its last 8 x readQueueDepth reads: all of them here) is not read
-   * again for a key that reaches it later: keys written one after
-   * another share document blocks but not key index blocks, and the reads complete newest first, so
-   * some keys reach their document's block after another key's read of it has completed.
+   * A block a batch has read lately (its last 8 x readQueueDepth reads: all of them here) is not
+   * read again for a key that reaches it later: keys written one after another share document
+   * blocks but not key index blocks, and the reads complete newest first, so some keys reach their
+   * document's block after another key's read of it has completed.
    */
   @Test
   void getAll_readsEachBlockOnce_evenForKeysThatReachItAfterItsReadCompleted() throws Exception {
@@ -206,30 +237,41 @@ class BatchedReadTest {
     HeldReads held = new HeldReads();
     try (Engine e = Engine.open(storage, leveled().readQueueDepth(4), held.provider())) {
       int n = 2000;
-      for (int i = 0; i < n; i++) put(e, 1, key(i * 7919 % n), value(i * 7919 % n)); // log order is not key order
+      for (int i = 0; i < n; i++)
+        put(e, 1, key(i * 7919 % n), value(i * 7919 % n)); // log order is not key order
       e.flush();
       assertTrue(e.waitForCompactions(30_000));
       List<byte[]> keys = new ArrayList<>();
-      for (int i = 500; i < 520; i++) keys.add(key(i * 7919 % n)); // neighbours in the log, not in the key index
+      for (int i = 500; i < 520; i++)
+        keys.add(key(i * 7919 % n)); // neighbours in the log, not in the key index
       List<byte[]> got = held.run(() -> e.getAll(ids(1, keys.size()), keys), true);
-      for (int j = 0; j < keys.size(); j++) assertArrayEquals(value((500 + j) * 7919 % n), got.get(j), "key " + j);
-      assertEquals(held.blocks.size(), held.submitted.get(), "no block read twice: " + held.submitted + " reads of "
-          + held.blocks.size() + " blocks");
-      assertTrue(held.blocks.size() < 2 * keys.size(), "documents share blocks: " + held.blocks.size());
+      for (int j = 0; j < keys.size(); j++)
+        assertArrayEquals(value((500 + j) * 7919 % n), got.get(j), "key " + j);
+      assertEquals(
+          held.blocks.size(),
+          held.submitted.get(),
+          "no block read twice: " + held.submitted + " reads of " + held.blocks.size() + " blocks");
+      assertTrue(
+          held.blocks.size() < 2 * keys.size(), "documents share blocks: " + held.blocks.size());
     }
   }
 
   /** A transport that holds every read until the test performs it, counting what is in flight. */
   private static final class HeldReads implements ReadTransport {
-    final java.util.concurrent.ConcurrentLinkedDeque<Read> pending = new java.util.concurrent.ConcurrentLinkedDeque<>();
+    final java.util.concurrent.ConcurrentLinkedDeque<Read> pending =
+        new java.util.concurrent.ConcurrentLinkedDeque<>();
+
     /** Every block read, by file and offset. */
-    final java.util.Set<Map.Entry<ReadTarget, Long>> blocks = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    final java.util.Set<Map.Entry<ReadTarget, Long>> blocks =
+        java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     /**
      * Runs {@code batch} on a thread of its own, completing its reads one at a time, each once the
-     * batch waits (the oldest first, or with {@code newestFirst} the newest), and returns its result.
+     * batch waits (the oldest first, or with {@code newestFirst} the newest), and returns its
+     * result.
      */
-    <T> T run(java.util.function.Supplier<T> batch, boolean newestFirst) throws InterruptedException {
+    <T> T run(java.util.function.Supplier<T> batch, boolean newestFirst)
+        throws InterruptedException {
       List<T> result = new ArrayList<>();
       Thread t = new Thread(() -> result.add(batch.get()));
       t.start();
@@ -237,12 +279,17 @@ class BatchedReadTest {
       while (t.isAlive()) {
         assertTrue(System.nanoTime() < deadline, "the batch finishes");
         Thread.State st = t.getState();
-        if (st != Thread.State.WAITING && st != Thread.State.TIMED_WAITING) { Thread.onSpinWait(); continue; }
+        if (st != Thread.State.WAITING && st != Thread.State.TIMED_WAITING) {
+          Thread.onSpinWait();
+          continue;
+        }
         Read r = newestFirst ? pending.pollLast() : pending.pollFirst();
         if (r != null) { // the batch waits: complete one of its reads
           inFlight.decrementAndGet();
           r.readNow();
-          long woken = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(50); // it may run and wait again unseen
+          long woken =
+              System.nanoTime()
+                  + TimeUnit.MILLISECONDS.toNanos(50); // it may run and wait again unseen
           while (t.getState() == st && System.nanoTime() < woken) Thread.onSpinWait();
         }
       }
@@ -250,10 +297,15 @@ class BatchedReadTest {
       assertEquals(1, result.size(), "the batch returned");
       return result.get(0);
     }
-    final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
-    final java.util.concurrent.atomic.AtomicInteger maxInFlight = new java.util.concurrent.atomic.AtomicInteger();
-    final java.util.concurrent.atomic.AtomicInteger submitted = new java.util.concurrent.atomic.AtomicInteger();
-    final java.util.concurrent.atomic.AtomicInteger whileOthersInFlight = new java.util.concurrent.atomic.AtomicInteger();
+
+    final java.util.concurrent.atomic.AtomicInteger inFlight =
+        new java.util.concurrent.atomic.AtomicInteger();
+    final java.util.concurrent.atomic.AtomicInteger maxInFlight =
+        new java.util.concurrent.atomic.AtomicInteger();
+    final java.util.concurrent.atomic.AtomicInteger submitted =
+        new java.util.concurrent.atomic.AtomicInteger();
+    final java.util.concurrent.atomic.AtomicInteger whileOthersInFlight =
+        new java.util.concurrent.atomic.AtomicInteger();
 
     ReadTransport.Provider provider() {
       return new ReadTransport.Provider() {
@@ -305,9 +357,13 @@ class BatchedReadTest {
       Map<String, Long> after = e.stats();
       reads.stop();
       for (int i = 0; i < n; i++) assertArrayEquals(big(i), got.get(i), "key " + i);
-      assertEquals(0, delta(before, after, "hintMisses"), "every document read at its hinted block");
-      reads.assertAllThroughTheTransport(before, after); // the rest of each long block too, in a later round
-      assertTrue(delta(before, after, "documentReads") >= 2 * n, "a first read and the rest, per document: " + after);
+      assertEquals(
+          0, delta(before, after, "hintMisses"), "every document read at its hinted block");
+      reads.assertAllThroughTheTransport(
+          before, after); // the rest of each long block too, in a later round
+      assertTrue(
+          delta(before, after, "documentReads") >= 2 * n,
+          "a first read and the rest, per document: " + after);
     }
   }
 
@@ -316,12 +372,14 @@ class BatchedReadTest {
     MemStorage storage = new MemStorage(1);
     try (Engine e = Engine.open(storage, leveled())) {
       int n = 3000;
-      for (int i = 0; i < n; i++) put(e, 1, key((i * 7919) % n), i % 50 == 0 ? big(i) : value(i)); // scattered in the log
+      for (int i = 0; i < n; i++)
+        put(e, 1, key((i * 7919) % n), i % 50 == 0 ? big(i) : value(i)); // scattered in the log
       e.flush();
       assertTrue(e.waitForCompactions(30_000));
       for (int i = 0; i < n; i += 9) { // the write cache over the files: fresh values and deletions
         Batch b = new Batch(1);
-        if (i % 2 == 0) b.add(1, Batch.DELETE, key(i), null); else b.add(1, Batch.PUT, key(i), "fresh".getBytes());
+        if (i % 2 == 0) b.add(1, Batch.DELETE, key(i), null);
+        else b.add(1, Batch.PUT, key(i), "fresh".getBytes());
         e.write(b);
       }
       List<String> plain = scan(e, key(100), key(700), 1);
@@ -332,7 +390,9 @@ class BatchedReadTest {
       assertEquals(plain, batched);
       assertEquals(plain, scan(e, key(100), key(700), 0), "the default, growing read-ahead");
       assertEquals(plain.subList(0, 5), scan(e, key(100), null, 0).subList(0, 5));
-      assertEquals(delta(before, after, "documentReads"), delta(before, after, "batchedReads"),
+      assertEquals(
+          delta(before, after, "documentReads"),
+          delta(before, after, "batchedReads"),
           "every document read went through the transport (the key index blocks the scan reads as it goes)");
     }
   }
@@ -346,19 +406,29 @@ class BatchedReadTest {
       assertTrue(e.waitForCompactions(30_000));
       try (EngineCursor c = e.scan(1, null, null, 50)) {
         assertTrue(c.next());
-        storage.setFaultInjector((op, name) ->
-            op == MemStorage.Op.READ && name.endsWith(".seg") ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
-        for (int i = 1; i < 50; i++) assertTrue(c.next()); // the rest of the first refill, read before the fault
+        storage.setFaultInjector(
+            (op, name) ->
+                op == MemStorage.Op.READ && name.endsWith(".seg")
+                    ? MemStorage.Fault.IO_ERROR
+                    : MemStorage.Fault.NONE);
+        for (int i = 1; i < 50; i++)
+          assertTrue(c.next()); // the rest of the first refill, read before the fault
         assertThrows(StorageException.class, c::next, "the next refill's document reads fail");
         storage.setFaultInjector(null);
-        assertThrows(StorageException.class, c::next, "the keys taken ahead are not skipped: the cursor stays failed");
+        assertThrows(
+            StorageException.class,
+            c::next,
+            "the keys taken ahead are not skipped: the cursor stays failed");
       }
       List<String> all = scan(e, null, null, 50); // a new cursor reads everything again
       assertEquals(500, all.size());
     }
   }
 
-  /** The keys and values of {@code [from, to)} as strings, scanned with {@code readAhead} (0: the default). */
+  /**
+   * The keys and values of {@code [from, to)} as strings, scanned with {@code readAhead} (0: the
+   * default).
+   */
   private static List<String> scan(Engine e, byte[] from, byte[] to, int readAhead) {
     List<String> out = new ArrayList<>();
     try (EngineCursor c = e.scan(1, from, to, readAhead)) {
@@ -370,16 +440,20 @@ class BatchedReadTest {
   /** Counts the reads of a {@link MemStorage} on the calling thread and on others until stopped. */
   private static final class ReadThreads {
     final Thread caller = Thread.currentThread();
-    final java.util.concurrent.atomic.AtomicLong onCaller = new java.util.concurrent.atomic.AtomicLong();
-    final java.util.concurrent.atomic.AtomicLong elsewhere = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong onCaller =
+        new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong elsewhere =
+        new java.util.concurrent.atomic.AtomicLong();
     private final MemStorage storage;
 
     ReadThreads(MemStorage storage) {
       this.storage = storage;
-      storage.setFaultInjector((op, name) -> {
-        if (op == MemStorage.Op.READ) (Thread.currentThread() == caller ? onCaller : elsewhere).incrementAndGet();
-        return MemStorage.Fault.NONE;
-      });
+      storage.setFaultInjector(
+          (op, name) -> {
+            if (op == MemStorage.Op.READ)
+              (Thread.currentThread() == caller ? onCaller : elsewhere).incrementAndGet();
+            return MemStorage.Fault.NONE;
+          });
     }
 
     void stop() {
@@ -387,18 +461,25 @@ class BatchedReadTest {
     }
 
     /**
-     * Every read was one the transport made: the built-in pool makes the first read of a hand-over of
-     * several on the caller's thread, and the rest on its own; a point read would be one more.
+     * Every read was one the transport made: the built-in pool makes the first read of a hand-over
+     * of several on the caller's thread, and the rest on its own; a point read would be one more.
      */
     void assertAllThroughTheTransport(Map<String, Long> before, Map<String, Long> after) {
-      assertTrue(onCaller.get() <= delta(before, after, "batchedReadRounds"), "the caller read at most one block per hand-over");
-      assertEquals(delta(before, after, "batchedReads"), onCaller.get() + elsewhere.get(), "one read per distinct block of a round");
+      assertTrue(
+          onCaller.get() <= delta(before, after, "batchedReadRounds"),
+          "the caller read at most one block per hand-over");
+      assertEquals(
+          delta(before, after, "batchedReads"),
+          onCaller.get() + elsewhere.get(),
+          "one read per distinct block of a round");
     }
   }
 
   @Test
   void getAll_acrossKeyspaces_keepsEveryKeyInItsKeyspace() {
-    try (Basalt db = Basalt.open(dir.resolve("one"), Options.defaults().syncMode(SyncMode.NONE).blockSize(512));
+    try (Basalt db =
+            Basalt.open(
+                dir.resolve("one"), Options.defaults().syncMode(SyncMode.NONE).blockSize(512));
         Basalt other = Basalt.open(dir.resolve("other"), Options.defaults())) {
       Keyspace a = db.createKeyspace("a");
       Keyspace b = db.createKeyspace("b");
@@ -419,13 +500,22 @@ class BatchedReadTest {
       }
       List<byte[]> got = db.getAll(spaces, keys);
       for (int j = 0; j < keys.size(); j++) {
-        assertArrayEquals(spaces.get(j).get(keys.get(j)), got.get(j), spaces.get(j).name() + " " + new String(keys.get(j)));
+        assertArrayEquals(
+            spaces.get(j).get(keys.get(j)),
+            got.get(j),
+            spaces.get(j).name() + " " + new String(keys.get(j)));
       }
-      assertArrayEquals("a7-cached".getBytes(), db.getAll(List.of(a, b), List.of(key(7), key(7))).get(0));
+      assertArrayEquals(
+          "a7-cached".getBytes(), db.getAll(List.of(a, b), List.of(key(7), key(7))).get(0));
       assertNull(db.getAll(List.of(b), List.of(key(8))).get(0));
-      assertThrows(InvalidArgumentException.class, () -> db.getAll(List.of(a), List.of(key(1), key(2))));
-      assertThrows(InvalidArgumentException.class, () -> db.getAll(List.of(other.createKeyspace("a")), List.of(key(1))));
-      assertThrows(InvalidArgumentException.class, () -> db.getAll(java.util.Arrays.asList(a, null), List.of(key(1), key(2))));
+      assertThrows(
+          InvalidArgumentException.class, () -> db.getAll(List.of(a), List.of(key(1), key(2))));
+      assertThrows(
+          InvalidArgumentException.class,
+          () -> db.getAll(List.of(other.createKeyspace("a")), List.of(key(1))));
+      assertThrows(
+          InvalidArgumentException.class,
+          () -> db.getAll(java.util.Arrays.asList(a, null), List.of(key(1), key(2))));
       assertTrue(db.stats().get("batchedReads") > 0);
     }
   }

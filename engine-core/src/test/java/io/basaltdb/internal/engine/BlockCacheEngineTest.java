@@ -1,6 +1,5 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.memory.Mem;
 import io.basaltdb.internal.storage.MemStorage;
 import java.util.Map;
@@ -18,8 +18,14 @@ class BlockCacheEngineTest {
   private static final int KEYS = 4000;
 
   private static Options options() {
-    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10).blockSize(512)
-        .l0CompactionTrigger(2).level1Bytes(16 << 10).levelMultiplier(4).tableTargetBytes(16 << 10);
+    return Options.defaults()
+        .memoryQuota(16L << 20)
+        .writeCacheSize(256 << 10)
+        .blockSize(512)
+        .l0CompactionTrigger(2)
+        .level1Bytes(16 << 10)
+        .levelMultiplier(4)
+        .tableTargetBytes(16 << 10);
   }
 
   private static void load(Engine e) {
@@ -35,7 +41,8 @@ class BlockCacheEngineTest {
   }
 
   private static void getAll(Engine e) {
-    for (int i = 0; i < KEYS; i += 7) assertArrayEquals(("v" + i).getBytes(), e.get(1, ("key-" + i).getBytes()), "key-" + i);
+    for (int i = 0; i < KEYS; i += 7)
+      assertArrayEquals(("v" + i).getBytes(), e.get(1, ("key-" + i).getBytes()), "key-" + i);
   }
 
   @Test
@@ -45,34 +52,49 @@ class BlockCacheEngineTest {
     load(e);
     Map<String, Long> s = e.stats();
     assertTrue(s.get("tables") > 1, "several tables: " + s);
-    assertTrue(s.get("blockCacheIndexBytes") > 0 && s.get("blockCacheFilterBytes") > 0, s.toString());
-    assertEquals(s.get("memoryQuota"), s.get("writeCacheQuota") + s.get("blockCacheCapacity"),
+    assertTrue(
+        s.get("blockCacheIndexBytes") > 0 && s.get("blockCacheFilterBytes") > 0, s.toString());
+    assertEquals(
+        s.get("memoryQuota"),
+        s.get("writeCacheQuota") + s.get("blockCacheCapacity"),
         "the write cache and the block cache split the quota");
     assertEquals(8L << 20, s.get("blockCacheCapacity"), "default: half the quota");
-    assertTrue(s.get("memoryInUse") >= s.get("blockCacheBytes") + s.get("writeCacheMemory") - 1, s.toString());
-    assertEquals(0, s.get("indexBlockReads") + s.get("documentReads"), "compaction's reads are not counted: " + s);
+    assertTrue(
+        s.get("memoryInUse") >= s.get("blockCacheBytes") + s.get("writeCacheMemory") - 1,
+        s.toString());
+    assertEquals(
+        0,
+        s.get("indexBlockReads") + s.get("documentReads"),
+        "compaction's reads are not counted: " + s);
     long misses = s.get("blockCacheMisses");
     getAll(e);
     s = e.stats();
-    assertEquals(misses, s.get("blockCacheMisses") - s.get("indexBlockReads") - s.get("blockCacheDocumentMisses"),
+    assertEquals(
+        misses,
+        s.get("blockCacheMisses") - s.get("indexBlockReads") - s.get("blockCacheDocumentMisses"),
         "index and filter blocks: tables start cached, and everything fits");
     assertEquals(KEYS / 7 + 1, s.get("documentReads"), "each document read once: " + s);
     assertEquals(0, s.get("blockCacheDocumentBytes"), "a document read once is not cached: " + s);
     getAll(e); // the second read of a document or data block caches it
     s = e.stats();
     assertEquals(2 * (KEYS / 7 + 1), s.get("documentReads"), "each document read again: " + s);
-    assertTrue(s.get("blockCacheDataBytes") > 0 && s.get("blockCacheDocumentBytes") > 0, s.toString());
+    assertTrue(
+        s.get("blockCacheDataBytes") > 0 && s.get("blockCacheDocumentBytes") > 0, s.toString());
     long reads = s.get("documentReads");
     long dataReads = s.get("indexBlockReads");
     long hits = s.get("blockCacheDocumentHits");
     misses = s.get("blockCacheMisses");
-    getAll(e); // a third time: key index data blocks and documents come from the cache, nothing from the files
+    getAll(
+        e); // a third time: key index data blocks and documents come from the cache, nothing from
+    // the files
     s = e.stats();
     assertEquals(reads, s.get("documentReads"));
     assertEquals(dataReads, s.get("indexBlockReads"));
     assertEquals(misses, s.get("blockCacheMisses"));
     assertEquals(hits + KEYS / 7 + 1, s.get("blockCacheDocumentHits"));
-    assertTrue(s.get("blockCacheHits") > KEYS / 7, "every probed table's filter and index came from the cache");
+    assertTrue(
+        s.get("blockCacheHits") > KEYS / 7,
+        "every probed table's filter and index came from the cache");
     BlockCacheHandle h = new BlockCacheHandle(e);
     e.close();
     assertEquals(0, h.cache.bytes(), "every cached byte freed at close");
@@ -80,9 +102,9 @@ class BlockCacheEngineTest {
   }
 
   /**
-   * Gets of uniformly random keys over documents far bigger than the cache: almost no document is read
-   * twice while the cache could still hold it, so few are cached (none pushes out the key index's
-   * blocks), while a small hot set read over and over is cached and hits.
+   * Gets of uniformly random keys over documents far bigger than the cache: almost no document is
+   * read twice while the cache could still hold it, so few are cached (none pushes out the key
+   * index's blocks), while a small hot set read over and over is cached and hits.
    */
   @Test
   void randomGetsOverDataFarBiggerThanTheCache_cacheFewDocuments_butAHotSetIsCached() {
@@ -106,14 +128,20 @@ class BlockCacheEngineTest {
       }
       Map<String, Long> s = e.stats();
       long docMisses = s.get("blockCacheDocumentMisses");
-      assertTrue(s.get("blockCacheDeclined") > docMisses * 8 / 10, "most documents read once are turned away: " + s);
-      assertTrue(s.get("blockCacheEvictions") < docMisses / 5, "few blocks were cached, so few evicted: " + s);
+      assertTrue(
+          s.get("blockCacheDeclined") > docMisses * 8 / 10,
+          "most documents read once are turned away: " + s);
+      assertTrue(
+          s.get("blockCacheEvictions") < docMisses / 5,
+          "few blocks were cached, so few evicted: " + s);
       long hits = s.get("blockCacheDocumentHits");
       for (int round = 0; round < 10; round++) {
         for (int i = 0; i < 50; i++) e.get(1, ("key-" + i).getBytes());
       }
       s = e.stats();
-      assertTrue(s.get("blockCacheDocumentHits") - hits >= 50 * 8, "the hot set hits from its third read on: " + s);
+      assertTrue(
+          s.get("blockCacheDocumentHits") - hits >= 50 * 8,
+          "the hot set hits from its third read on: " + s);
     }
   }
 
@@ -127,15 +155,27 @@ class BlockCacheEngineTest {
       getAll(e);
       Map<String, Long> s = e.stats();
       assertEquals(0, s.get("blockCacheBytes"));
-      assertTrue(s.get("blockCacheMisses") >= 2L * (KEYS / 7), "an index and a key index block read per get at least: " + s);
-      double readsPerGet = (double) (s.get("blockCacheMisses") - s.get("blockCacheDocumentMisses")
-          + s.get("documentReads")) / s.get("gets"); // io.basaltdb.Stats.readsPerGet
-      // A filter the cache does not hold is not read: the key index block it would spare answers as well.
-      assertEquals(3.0, readsPerGet, 0.01, "an index, a key index block and a document per get, no filter: " + s);
+      assertTrue(
+          s.get("blockCacheMisses") >= 2L * (KEYS / 7),
+          "an index and a key index block read per get at least: " + s);
+      double readsPerGet =
+          (double)
+                  (s.get("blockCacheMisses")
+                      - s.get("blockCacheDocumentMisses")
+                      + s.get("documentReads"))
+              / s.get("gets"); // io.basaltdb.Stats.readsPerGet
+      // A filter the cache does not hold is not read: the key index block it would spare answers as
+      // well.
+      assertEquals(
+          3.0,
+          readsPerGet,
+          0.01,
+          "an index, a key index block and a document per get, no filter: " + s);
       getAll(e);
       assertEquals(2L * (KEYS / 7 + 1), e.stats().get("documentReads"), "no document cached");
     }
-    try (Engine e = Engine.open(storage, options().blockCacheSize(4 << 10))) { // a few blocks at a time
+    try (Engine e =
+        Engine.open(storage, options().blockCacheSize(4 << 10))) { // a few blocks at a time
       getAll(e);
       getAll(e);
       Map<String, Long> s = e.stats();
@@ -150,19 +190,30 @@ class BlockCacheEngineTest {
     try (Engine e = Engine.open(storage, options())) {
       load(e);
     }
-    for (long cacheSize : new long[] {-1, 0}) { // the default cache holds every filter; none without a cache
+    for (long cacheSize :
+        new long[] {-1, 0}) { // the default cache holds every filter; none without a cache
       try (Engine e = Engine.open(storage, options().blockCacheSize(cacheSize))) {
         Map<String, Long> before = e.stats();
-        for (int i = 0; i < KEYS; i += 7) assertEquals(null, e.get(1, ("key-" + i + "x").getBytes()), "absent");
+        for (int i = 0; i < KEYS; i += 7)
+          assertEquals(null, e.get(1, ("key-" + i + "x").getBytes()), "absent");
         Map<String, Long> after = e.stats();
         long dataReads = after.get("indexBlockReads") - before.get("indexBlockReads");
-        long filterMisses = after.get("blockCacheMisses") - before.get("blockCacheMisses") - dataReads
-            - (after.get("blockCacheDocumentMisses") - before.get("blockCacheDocumentMisses"));
+        long filterMisses =
+            after.get("blockCacheMisses")
+                - before.get("blockCacheMisses")
+                - dataReads
+                - (after.get("blockCacheDocumentMisses") - before.get("blockCacheDocumentMisses"));
         if (cacheSize < 0) {
-          assertTrue(dataReads < KEYS / 7 / 20, "cached filters turn nearly every absent key away: " + dataReads);
+          assertTrue(
+              dataReads < KEYS / 7 / 20,
+              "cached filters turn nearly every absent key away: " + dataReads);
         } else {
-          assertTrue(dataReads > KEYS / 7 * 9 / 10, "no filter read back: each absent key's data block answers: " + dataReads);
-          assertTrue(filterMisses <= after.get("gets") - before.get("gets"), "an index block per get, no filter: " + after);
+          assertTrue(
+              dataReads > KEYS / 7 * 9 / 10,
+              "no filter read back: each absent key's data block answers: " + dataReads);
+          assertTrue(
+              filterMisses <= after.get("gets") - before.get("gets"),
+              "an index block per get, no filter: " + after);
         }
       }
     }
@@ -171,8 +222,10 @@ class BlockCacheEngineTest {
   @Test
   void aCacheThatLeavesTheWriteCacheNoRoom_isRefused() {
     MemStorage storage = new MemStorage(3);
-    InvalidArgumentException ex = assertThrows(InvalidArgumentException.class,
-        () -> Engine.open(storage, options().blockCacheSize(16L << 20)));
+    InvalidArgumentException ex =
+        assertThrows(
+            InvalidArgumentException.class,
+            () -> Engine.open(storage, options().blockCacheSize(16L << 20)));
     assertTrue(ex.getMessage().contains("blockCacheSize"), ex.getMessage());
   }
 

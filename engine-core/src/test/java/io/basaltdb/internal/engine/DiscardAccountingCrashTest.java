@@ -1,10 +1,5 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.base.DiscardListener;
-import io.basaltdb.internal.engine.gc.SegmentCompactor;
-import io.basaltdb.internal.engine.version.Manifest;
-import io.basaltdb.internal.engine.write.Flusher;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -12,6 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.basaltdb.BasaltException;
 import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.engine.base.DiscardListener;
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.write.Flusher;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.testing.NoLeakedAllocatorsExtension;
 import java.util.ArrayList;
@@ -25,26 +25,29 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The {@link DiscardListener} contract across crashes and reruns. Each seed runs a store with
- * tiny key index levels (so compactions run all the time) through {@link #ROUNDS} rounds on one
- * {@link MemStorage}: open, write to two keyspaces, then either close cleanly or crash (after a random
- * number of file mutations; during recovery; or, armed from inside the listener, a few mutations into
- * the manifest commit that follows its calls: before that commit's rename or just after it), dropping
- * a random share of the unsynced data. Garbage collection runs all the while (threshold 0.2, 64 KiB
- * segments), so crashes land in segment and delete list compactions too. Checked, per keyspace:
+ * The {@link DiscardListener} contract across crashes and reruns. Each seed runs a store with tiny
+ * key index levels (so compactions run all the time) through {@link #ROUNDS} rounds on one {@link
+ * MemStorage}: open, write to two keyspaces, then either close cleanly or crash (after a random
+ * number of file mutations; during recovery; or, armed from inside the listener, a few mutations
+ * into the manifest commit that follows its calls: before that commit's rename or just after it),
+ * dropping a random share of the unsynced data. Garbage collection runs all the while (threshold
+ * 0.2, 64 KiB segments), so crashes land in segment and delete list compactions too. Checked, per
+ * keyspace:
+ *
  * <ol>
  *   <li>after every crash on the files alone, and after every recovery on the open store: the
- *       persisted {@code flushedVersions} = records in the tables + {@code discardedVersions}, and the
- *       same for bytes, and discarded = the segments' garbage + collected ({@link DiscardAccounting}).
- *       A count made twice or never breaks it (a compaction rerun after a crash must not add its
- *       garbage again), and so does a counter bumped outside the commit that drops the versions, at a
- *       crash in between;</li>
- *   <li>the listener's calls since it was installed never name a (keyspace, seqno) twice;</li>
+ *       persisted {@code flushedVersions} = records in the tables + {@code discardedVersions}, and
+ *       the same for bytes, and discarded = the segments' garbage + collected ({@link
+ *       DiscardAccounting}). A count made twice or never breaks it (a compaction rerun after a
+ *       crash must not add its garbage again), and so does a counter bumped outside the commit that
+ *       drops the versions, at a crash in between;
+ *   <li>the listener's calls since it was installed never name a (keyspace, seqno) twice;
  *   <li>the calls made before the newest durable manifest are exactly its discarded delta since the
- *       listener was installed, and their versions are gone from its tables; calls after it (a crash
- *       between the calls and the commit) name versions still in its tables; after a clean close there
- *       are none such.</li>
+ *       listener was installed, and their versions are gone from its tables; calls after it (a
+ *       crash between the calls and the commit) name versions still in its tables; after a clean
+ *       close there are none such.
  * </ol>
+ *
  * Compaction threads make crash points vary between runs of a seed, but a failing seed usually
  * reproduces with {@code -Dbasalt.discard.seed=S}; {@code basalt.discard.seeds} sets the number of
  * seeds (default 24).
@@ -56,44 +59,62 @@ class DiscardAccountingCrashTest {
   static final int OPS = 500;
 
   /**
-   * Garbage collection runs too (a low threshold), so crashes land in its jobs and its commits. A seed's
-   * two low bits pick who else reports superseded versions: 0, the flushes ({@link
+   * Garbage collection runs too (a low threshold), so crashes land in its jobs and its commits. A
+   * seed's two low bits pick who else reports superseded versions: 0, the flushes ({@link
    * Options#flushLookups}); 3, the flushes from the item-count lookups of the writes ({@link
-   * Options#exactItemCounts}); 2, every level-0 merge ({@link Options#l0RevealRatio}, with a base level
-   * large enough for level 0 to tier); 1, only the merges that drop them. Crashes then land in those
-   * commits, and later compactions must not report those versions again. Bit 2 picks the key index
-   * layout: set, guards so dense that every kind of guard job runs ({@link Options#keyIndexGuards}).
+   * Options#exactItemCounts}); 2, every level-0 merge ({@link Options#l0RevealRatio}, with a base
+   * level large enough for level 0 to tier); 1, only the merges that drop them. Crashes then land
+   * in those commits, and later compactions must not report those versions again. Bit 2 picks the
+   * key index layout: set, guards so dense that every kind of guard job runs ({@link
+   * Options#keyIndexGuards}).
    */
   static Options options(CompactionTest.Reporting reporting, boolean guards) {
-    Options o = CompactionTest.tinyLevels().segmentSize(64 << 10).syncMode(SyncMode.NONE).fragmentationThreshold(0.2)
-        .flushLookups(reporting == CompactionTest.Reporting.LOOKUPS)
-        .exactItemCounts(reporting == CompactionTest.Reporting.COUNTS)
-        .l0RevealRatio(reporting == CompactionTest.Reporting.REVEALS ? 1 << 20 : 0);
+    Options o =
+        CompactionTest.tinyLevels()
+            .segmentSize(64 << 10)
+            .syncMode(SyncMode.NONE)
+            .fragmentationThreshold(0.2)
+            .flushLookups(reporting == CompactionTest.Reporting.LOOKUPS)
+            .exactItemCounts(reporting == CompactionTest.Reporting.COUNTS)
+            .l0RevealRatio(reporting == CompactionTest.Reporting.REVEALS ? 1 << 20 : 0);
     // Under guards the pushes reveal too, and the tiny levels make many of them.
-    if (reporting == CompactionTest.Reporting.REVEALS && !guards) o.level1Bytes(1 << 20).tableTargetBytes(16 << 10).l0BaseRatio(4);
+    if (reporting == CompactionTest.Reporting.REVEALS && !guards)
+      o.level1Bytes(1 << 20).tableTargetBytes(16 << 10).l0BaseRatio(4);
     if (guards) o.keyIndexGuards(true).guardLastLevelBits(2).guardBitsStep(1).guardMaxTables(3);
     return o;
   }
 
   static CompactionTest.Reporting reporting(long seed) {
     int bits = (int) (seed & 3);
-    return bits == 1 ? CompactionTest.Reporting.DROPS : bits == 2 ? CompactionTest.Reporting.REVEALS
-        : bits == 3 ? CompactionTest.Reporting.COUNTS : CompactionTest.Reporting.LOOKUPS;
+    return bits == 1
+        ? CompactionTest.Reporting.DROPS
+        : bits == 2
+            ? CompactionTest.Reporting.REVEALS
+            : bits == 3 ? CompactionTest.Reporting.COUNTS : CompactionTest.Reporting.LOOKUPS;
   }
 
   /** Who reports in the seed running, and its layout ({@link #options}). */
   private CompactionTest.Reporting reporting;
+
   private boolean guards;
 
   /** How a round ends. */
-  private enum Ending { CLEAN_CLOSE, AFTER_MUTATIONS, IN_COMMIT, IN_RECOVERY }
+  private enum Ending {
+    CLEAN_CLOSE,
+    AFTER_MUTATIONS,
+    IN_COMMIT,
+    IN_RECOVERY
+  }
 
   /** Rounds that crashed between the listener's calls and their commit, across the seeds. */
   private int crashesBetweenCallsAndCommit;
+
   /** Segment compactions the rounds' stores committed, across the seeds. */
   private long gcRuns;
+
   /** Versions revealing level-0 merges reported, across the seeds. */
   private long revealed;
+
   /** Guard pushes and in-place merges, across the seeds. */
   private long guardJobs;
 
@@ -110,7 +131,8 @@ class DiscardAccountingCrashTest {
         try {
           runSeed(seed);
         } catch (Throwable t) {
-          throw new AssertionError("seed " + seed + " (replay: -Dbasalt.discard.seed=" + seed + "): " + t, t);
+          throw new AssertionError(
+              "seed " + seed + " (replay: -Dbasalt.discard.seed=" + seed + "): " + t, t);
         }
       }
     } finally {
@@ -118,23 +140,31 @@ class DiscardAccountingCrashTest {
       Flusher.parallelLookups = 1024;
     }
     if (only == null) {
-      assertTrue(crashesBetweenCallsAndCommit > 0, "no crash landed between the listener's calls and the commit");
+      assertTrue(
+          crashesBetweenCallsAndCommit > 0,
+          "no crash landed between the listener's calls and the commit");
       assertTrue(gcRuns > 0, "garbage collection never ran");
       assertTrue(revealed > 0, "no level-0 merge revealed a version");
       assertTrue(guardJobs > 0, "no guard job ran");
     }
   }
 
-  /** The listener: every call with the number of the manifest current then (the commit makes it +1). */
+  /**
+   * The listener: every call with the number of the manifest current then (the commit makes it +1).
+   */
   private static final class Recorder implements DiscardListener {
     final Engine engine;
     final MemStorage storage;
+
     /** Guarded by the engine's manifest lock (the calls hold it); read by the test after close. */
     final List<long[]> calls = new ArrayList<>();
+
     final Set<List<Long>> named = new HashSet<>();
     String duplicate;
+
     /** Arms the storage's halt at this call (1-based; 0: never), that many mutations ahead. */
     final int crashAtCall;
+
     final int mutationsAhead;
 
     Recorder(Engine engine, MemStorage storage, int crashAtCall, int mutationsAhead) {
@@ -148,9 +178,15 @@ class DiscardAccountingCrashTest {
     public void discarded(int keyspace, long seqno, int docSize) {
       calls.add(new long[] {keyspace, seqno, docSize, engine.versionSet().manifest().number()});
       if (!named.add(List.of((long) keyspace, seqno)) && duplicate == null) {
-        duplicate = "keyspace #" + keyspace + " seqno " + seqno + " named twice since the listener was installed";
+        duplicate =
+            "keyspace #"
+                + keyspace
+                + " seqno "
+                + seqno
+                + " named twice since the listener was installed";
       }
-      // The commit writes MANIFEST-n.tmp in 4 mutations (delete, create, write, sync), then renames it:
+      // The commit writes MANIFEST-n.tmp in 4 mutations (delete, create, write, sync), then renames
+      // it:
       // halting 0 to 4 mutations ahead fails the commit, 5 or more lets it land first.
       if (calls.size() == crashAtCall) storage.crashAfterMutations(mutationsAhead);
     }
@@ -188,9 +224,13 @@ class DiscardAccountingCrashTest {
     Manifest base;
     Recorder rec;
     try {
-      if (ending != Ending.IN_RECOVERY) checkOpen(e); // the recovered store, replayed flushes included
-      rec = new Recorder(e, storage, ending == Ending.IN_COMMIT ? 1 + rnd.nextInt(300) : 0, rnd.nextInt(10));
-      synchronized (e.versionSet().lock) { // no compaction commits between reading the base and installing
+      if (ending != Ending.IN_RECOVERY)
+        checkOpen(e); // the recovered store, replayed flushes included
+      rec =
+          new Recorder(
+              e, storage, ending == Ending.IN_COMMIT ? 1 + rnd.nextInt(300) : 0, rnd.nextInt(10));
+      synchronized (
+          e.versionSet().lock) { // no compaction commits between reading the base and installing
         base = e.versionSet().manifest();
         e.setDiscardListener(rec);
       }
@@ -202,7 +242,8 @@ class DiscardAccountingCrashTest {
           if (e.waitForCompactions(10_000)) checkStats(e); // nothing changes the manifest meanwhile
         }
       } else {
-        storage.crashAfterMutations(rnd.nextInt(3)); // if it has not crashed yet: now, with compaction going
+        storage.crashAfterMutations(
+            rnd.nextInt(3)); // if it has not crashed yet: now, with compaction going
       }
     } finally {
       gcRuns += e.stats().get("gcRuns");
@@ -257,7 +298,10 @@ class DiscardAccountingCrashTest {
     assertNull(DiscardAccounting.check(c.getKey(), c.getValue()), "after recovery");
   }
 
-  /** With compaction idle: the stats are the manifest's totals, and liveDataBytes what the tables reference. */
+  /**
+   * With compaction idle: the stats are the manifest's totals, and liveDataBytes what the tables
+   * reference.
+   */
   private static void checkStats(Engine e) {
     var c = DiscardAccounting.census(e);
     Map<String, Long> st = e.stats();
@@ -278,7 +322,11 @@ class DiscardAccountingCrashTest {
   }
 
   /** Invariants 2 and 3: {@code durable} is the newest manifest on disk after the round. */
-  private void checkCalls(Recorder rec, Manifest base, Manifest durable, Map<Integer, DiscardAccounting.Census> census,
+  private void checkCalls(
+      Recorder rec,
+      Manifest base,
+      Manifest durable,
+      Map<Integer, DiscardAccounting.Census> census,
       boolean clean) {
     assertNull(rec.duplicate);
     Map<Integer, long[]> committed = new HashMap<>(); // keyspace -> (versions, bytes)
@@ -291,10 +339,25 @@ class DiscardAccountingCrashTest {
         long[] sum = committed.computeIfAbsent(ks, k -> new long[2]);
         sum[0]++;
         sum[1] += call[2];
-        assertTrue(!inTables, "keyspace #" + ks + " seqno " + seqno + " discarded by a durable commit, still in a table");
+        assertTrue(
+            !inTables,
+            "keyspace #"
+                + ks
+                + " seqno "
+                + seqno
+                + " discarded by a durable commit, still in a table");
       } else {
-        assertEquals(durable.number(), call[3], "calls after the last durable commit belong to the one that failed");
-        assertTrue(inTables, "keyspace #" + ks + " seqno " + seqno + " lost its commit, yet is gone from the tables");
+        assertEquals(
+            durable.number(),
+            call[3],
+            "calls after the last durable commit belong to the one that failed");
+        assertTrue(
+            inTables,
+            "keyspace #"
+                + ks
+                + " seqno "
+                + seqno
+                + " lost its commit, yet is gone from the tables");
         lost++;
       }
     }
@@ -306,9 +369,16 @@ class DiscardAccountingCrashTest {
         if (b.id() == k.id()) before = b.counters();
       }
       long[] sum = committed.getOrDefault(k.id(), new long[2]);
-      assertEquals(sum[0], k.counters().discardedVersions() - before.discardedVersions(),
-          "keyspace #" + k.id() + ": listener calls with a durable commit vs the persisted discarded delta");
-      assertEquals(sum[1], k.counters().discardedBytes() - before.discardedBytes(), "keyspace #" + k.id() + " bytes");
+      assertEquals(
+          sum[0],
+          k.counters().discardedVersions() - before.discardedVersions(),
+          "keyspace #"
+              + k.id()
+              + ": listener calls with a durable commit vs the persisted discarded delta");
+      assertEquals(
+          sum[1],
+          k.counters().discardedBytes() - before.discardedBytes(),
+          "keyspace #" + k.id() + " bytes");
     }
   }
 }

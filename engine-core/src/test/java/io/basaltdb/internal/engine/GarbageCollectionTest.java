@@ -1,12 +1,5 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.gc.SegmentCompactor;
-import io.basaltdb.internal.engine.read.EngineCursor;
-import io.basaltdb.internal.engine.read.EngineFeed;
-import io.basaltdb.internal.engine.read.EngineSnapshot;
-import io.basaltdb.internal.engine.version.KeyspaceFiles;
-import io.basaltdb.internal.engine.write.Flusher;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -14,6 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.read.EngineCursor;
+import io.basaltdb.internal.engine.read.EngineFeed;
+import io.basaltdb.internal.engine.read.EngineSnapshot;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.write.Flusher;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.testing.NoLeakedAllocatorsExtension;
 import java.util.ArrayList;
@@ -36,7 +36,10 @@ class GarbageCollectionTest {
 
   /** Tiny segments and levels: compactions and garbage collection run all the time. */
   static Options gcOptions() {
-    return CompactionTest.tinyLevels().segmentSize(64 << 10).fragmentationThreshold(0.3).checkpointIntervalMillis(0)
+    return CompactionTest.tinyLevels()
+        .segmentSize(64 << 10)
+        .fragmentationThreshold(0.3)
+        .checkpointIntervalMillis(0)
         .checkpointRetentionMillis(0);
   }
 
@@ -50,8 +53,14 @@ class GarbageCollectionTest {
     return String.format("key-%06d", i).getBytes();
   }
 
-  /** Writes every key {@code rounds} times in a shuffled order; returns the last round written per key. */
-  /** Six rounds of updates with collection off, flushed and compacted: garbage for a test to collect. */
+  /**
+   * Writes every key {@code rounds} times in a shuffled order; returns the last round written per
+   * key.
+   */
+  /**
+   * Six rounds of updates with collection off, flushed and compacted: garbage for a test to
+   * collect.
+   */
   private static Map<Integer, Integer> withGarbage(MemStorage storage, long seed) throws Exception {
     try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) {
       Map<Integer, Integer> last = update(e, 6, 0, seed);
@@ -83,7 +92,8 @@ class GarbageCollectionTest {
 
   static void checkAll(Engine e, Map<Integer, Integer> last) {
     for (Map.Entry<Integer, Integer> x : last.entrySet()) {
-      assertArrayEquals(value(x.getKey(), x.getValue()), e.get(1, key(x.getKey())), "key " + x.getKey());
+      assertArrayEquals(
+          value(x.getKey(), x.getValue()), e.get(1, key(x.getKey())), "key " + x.getKey());
     }
   }
 
@@ -112,37 +122,51 @@ class GarbageCollectionTest {
       assertNull(e.state().failure());
       assertTrue(s.get("gcRuns") > 0, "segment compactions ran: " + s);
       assertTrue(s.get("gcDocumentsDropped") > 0);
-      // 12 rounds of 1500 x ~210 bytes: without collection the log would hold ~3.8 MB for ~0.3 MB live.
+      // 12 rounds of 1500 x ~210 bytes: without collection the log would hold ~3.8 MB for ~0.3 MB
+      // live.
       long live = (long) KEYS * 230;
-      assertTrue(s.get("segmentBytes") < 3 * live, "segment bytes " + s.get("segmentBytes") + " for ~" + live + " live");
-      // waitForCompactions includes the quiet pass, which collects down to half the threshold (0.15)
-      assertTrue(s.get("fragmentationPermille") <= 200, "fragmentation " + s.get("fragmentationPermille"));
+      assertTrue(
+          s.get("segmentBytes") < 3 * live,
+          "segment bytes " + s.get("segmentBytes") + " for ~" + live + " live");
+      // waitForCompactions includes the quiet pass, which collects down to half the threshold
+      // (0.15)
+      assertTrue(
+          s.get("fragmentationPermille") <= 200, "fragmentation " + s.get("fragmentationPermille"));
       checkAll(e, last);
-      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(
+          DiscardAccounting.check(
+              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
     }
     try (Engine e = Engine.open(storage, gcOptions().flushLookups(lookups))) {
       checkAll(e, last);
-      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(
+          DiscardAccounting.check(
+              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
     }
   }
 
   /**
-   * With {@link io.basaltdb.Options#flushLookups}, the flush that writes a key's new version reports the
-   * version it supersedes (a put, not a tombstone) as garbage in its own commit, before any compaction;
-   * the compactions that later drop those versions do not report them again, and a tombstone is reported
-   * where it is dropped. Without, the flush reports nothing.
+   * With {@link io.basaltdb.Options#flushLookups}, the flush that writes a key's new version
+   * reports the version it supersedes (a put, not a tombstone) as garbage in its own commit, before
+   * any compaction; the compactions that later drop those versions do not report them again, and a
+   * tombstone is reported where it is dropped. Without, the flush reports nothing.
    */
   @org.junit.jupiter.params.ParameterizedTest(name = "flushLookups={0}")
   @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
   void theFlushOfAnUpdate_reportsTheVersionItSupersedes_once(boolean lookups) throws Exception {
     MemStorage storage = new MemStorage(11);
     // No automatic compaction until the end: level 0 takes many tables before it merges.
-    Options o = gcOptions().fragmentationThreshold(1.0).flushLookups(lookups).l0CompactionTrigger(30)
-        .l0StopWritesTrigger(60);
+    Options o =
+        gcOptions()
+            .fragmentationThreshold(1.0)
+            .flushLookups(lookups)
+            .l0CompactionTrigger(30)
+            .l0StopWritesTrigger(60);
     try (Engine e = Engine.open(storage, o)) {
       List<long[]> calls = java.util.Collections.synchronizedList(new ArrayList<>());
       e.setDiscardListener((ks, seqno, size) -> calls.add(new long[] {seqno, size}));
-      Map<Long, Integer> superseded = new HashMap<>(); // seqno -> document size expected in the reports
+      Map<Long, Integer> superseded =
+          new HashMap<>(); // seqno -> document size expected in the reports
       Map<Integer, Long> seqnoOf = new HashMap<>();
       Batch b = new Batch(100);
       for (int k = 0; k < 100; k++) b.add(1, Batch.PUT, key(k), value(k, 0));
@@ -160,7 +184,10 @@ class GarbageCollectionTest {
       superseded.put(seqnoOf.get(60), 0);
       e.flush();
       Map<String, Long> s = e.stats();
-      assertEquals(0, s.get("compactions") - before.get("compactions"), "no compaction between the flushes: " + s);
+      assertEquals(
+          0,
+          s.get("compactions") - before.get("compactions"),
+          "no compaction between the flushes: " + s);
       if (!lookups) {
         assertEquals(0L, s.get("flushStaleReported"), s.toString());
         assertEquals(0, calls.size(), "nothing reported before a compaction");
@@ -168,12 +195,17 @@ class GarbageCollectionTest {
       }
       assertEquals(51L, s.get("flushStaleReported"), s.toString());
       assertEquals(51, calls.size());
-      for (long[] c : calls) assertTrue(superseded.containsKey(c[0]), "reported seqno " + c[0] + " was not superseded");
+      for (long[] c : calls)
+        assertTrue(superseded.containsKey(c[0]), "reported seqno " + c[0] + " was not superseded");
       assertEquals(51L, s.get("discardedVersions"), s.toString());
       assertEquals(51L, s.get("deleteListRecords"), s.toString());
-      assertTrue(s.get("segmentGarbageBytes") > 0 && s.get("pendingGarbageBytes") == 0, s.toString());
-      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
-      // The quiet store merges level 0 to the bottom: the superseded versions go from the tables without a second report; the
+      assertTrue(
+          s.get("segmentGarbageBytes") > 0 && s.get("pendingGarbageBytes") == 0, s.toString());
+      assertNull(
+          DiscardAccounting.check(
+              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      // The quiet store merges level 0 to the bottom: the superseded versions go from the tables
+      // without a second report; the
       // tombstone, dropped at the bottom, is reported once.
       assertTrue(e.waitForCompactions(60_000));
       Set<Long> named = new HashSet<>();
@@ -181,9 +213,12 @@ class GarbageCollectionTest {
       Set<Long> expected = new HashSet<>(superseded.keySet());
       expected.add(tombstone);
       assertEquals(expected, named);
-      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(
+          DiscardAccounting.check(
+              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
       for (int k = 0; k < 100; k++) {
-        if (k == 60) assertNull(e.get(1, key(k))); else assertArrayEquals(value(k, k < 50 ? 1 : 0), e.get(1, key(k)));
+        if (k == 60) assertNull(e.get(1, key(k)));
+        else assertArrayEquals(value(k, k < 50 ? 1 : 0), e.get(1, key(k)));
       }
     }
   }
@@ -192,7 +227,8 @@ class GarbageCollectionTest {
   void segmentCompaction_neverReadsTheKeyIndex() throws Exception {
     MemStorage storage = new MemStorage(5);
     Map<Integer, Integer> last;
-    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // collection off
+    try (Engine e =
+        Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // collection off
       last = update(e, 8, 0, 2);
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
@@ -200,7 +236,8 @@ class GarbageCollectionTest {
       assertTrue(e.stats().get("fragmentationPermille") > 300, "garbage built up: " + e.stats());
     }
     try (Engine e = Engine.open(storage, gcOptions())) {
-      // Opening reads nothing of the key index's data; collection starts at once. Count the key index
+      // Opening reads nothing of the key index's data; collection starts at once. Count the key
+      // index
       // tables' reads from before it can have done anything to after it is done.
       long before = keyIndexReads(e);
       assertTrue(e.waitForCompactions(60_000));
@@ -215,31 +252,47 @@ class GarbageCollectionTest {
   void aFullDisk_failsCollectionCleanly_andCollectionResumesWhenSpaceReturns() throws Exception {
     MemStorage storage = new MemStorage(13);
     Map<Integer, Integer> last = withGarbage(storage, 5);
-    java.util.concurrent.atomic.AtomicBoolean full = new java.util.concurrent.atomic.AtomicBoolean();
-    storage.setFaultInjector((op, name) -> full.get() && (op == MemStorage.Op.WRITE || op == MemStorage.Op.PREALLOCATE
-        || op == MemStorage.Op.CREATE) && !name.startsWith("manifest/") ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
+    java.util.concurrent.atomic.AtomicBoolean full =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    storage.setFaultInjector(
+        (op, name) ->
+            full.get()
+                    && (op == MemStorage.Op.WRITE
+                        || op == MemStorage.Op.PREALLOCATE
+                        || op == MemStorage.Op.CREATE)
+                    && !name.startsWith("manifest/")
+                ? MemStorage.Fault.NO_SPACE
+                : MemStorage.Fault.NONE);
     try (Engine e = Engine.open(storage, gcOptions())) {
       full.set(true); // after the open, which writes a WAL file; collection starts at once
       long deadline = System.currentTimeMillis() + 10_000;
-      while (e.stats().get("gcFailures") == 0 && System.currentTimeMillis() < deadline) Thread.sleep(10);
+      while (e.stats().get("gcFailures") == 0 && System.currentTimeMillis() < deadline)
+        Thread.sleep(10);
       assertTrue(e.stats().get("gcFailures") > 0, "collection tried and failed: " + e.stats());
-      // While the disk stays full, no rewritten segment lands and the job keeps retrying (segments that
+      // While the disk stays full, no rewritten segment lands and the job keeps retrying (segments
+      // that
       // are all garbage are still dropped: that needs no space, and frees some).
       long written = e.stats().get("gcBytesWritten"), failures = e.stats().get("gcFailures");
       Thread.sleep(1_500);
       assertEquals(written, e.stats().get("gcBytesWritten"));
       assertTrue(e.stats().get("gcFailures") > failures, "retried: " + e.stats());
-      assertNull(e.state().failure(), "a collection that cannot write its output does not fail the store");
+      assertNull(
+          e.state().failure(), "a collection that cannot write its output does not fail the store");
       checkAll(e, last);
       full.set(false); // space returns: collection goes on by itself
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("gcRuns") > 0, "collection resumed: " + e.stats());
       assertTrue(e.stats().get("fragmentationPermille") <= 400, "garbage collected: " + e.stats());
       checkAll(e, last);
-      full.set(true); // full again: a write is refused having written nothing (the store then wants a reopen)
+      full.set(
+          true); // full again: a write is refused having written nothing (the store then wants a
+      // reopen)
       Batch b = new Batch(1);
       b.add(1, Batch.PUT, key(0), "refused".getBytes());
-      assertThrows(io.basaltdb.StorageException.class, () -> e.write(b), "a write to a full disk is refused");
+      assertThrows(
+          io.basaltdb.StorageException.class,
+          () -> e.write(b),
+          "a write to a full disk is refused");
       checkAll(e, last);
     } catch (io.basaltdb.StorageException closeFailure) {
       // the refused WAL write failed the store; closing it may fail too
@@ -249,14 +302,17 @@ class GarbageCollectionTest {
       checkAll(e, last);
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("fragmentationPermille") <= 400, "garbage collected: " + e.stats());
-      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(
+          DiscardAccounting.check(
+              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
     }
   }
 
   @Test
   void aCheckpointHoldsTheSegmentsCollectionReplaced_andRollsBackToThem() throws Exception {
     MemStorage storage = new MemStorage(17);
-    Options o = gcOptions().checkpointIntervalMillis(3_600_000).checkpointRetentionMillis(3_600_000);
+    Options o =
+        gcOptions().checkpointIntervalMillis(3_600_000).checkpointRetentionMillis(3_600_000);
     Map<Integer, Integer> atCheckpoint;
     Engine.CheckpointInfo cp;
     try (Engine e = Engine.open(storage, o)) {
@@ -266,17 +322,24 @@ class GarbageCollectionTest {
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("gcRuns") > 0);
-      assertTrue(e.stats().get("checkpointOnlyBytes") > 0, "the checkpoint holds replaced segments: " + e.stats());
+      assertTrue(
+          e.stats().get("checkpointOnlyBytes") > 0,
+          "the checkpoint holds replaced segments: " + e.stats());
     }
     Engine.rollback(storage, cp.id());
     try (Engine e = Engine.open(storage, o)) {
       checkAll(e, atCheckpoint);
-      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
-      Map<Integer, Integer> after = update(e, 4, 20, 8); // collection goes on from the rolled-back state
+      assertNull(
+          DiscardAccounting.check(
+              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      Map<Integer, Integer> after =
+          update(e, 4, 20, 8); // collection goes on from the rolled-back state
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
       checkAll(e, after);
-      assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(
+          DiscardAccounting.check(
+              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
     }
   }
 
@@ -290,18 +353,23 @@ class GarbageCollectionTest {
   }
 
   @Test
-  void aNearlyFullDisk_refusesPuts_letsDeletesUseHalfTheReserve_keepsTheRestForCollection_andWritesResume() throws Exception {
+  void
+      aNearlyFullDisk_refusesPuts_letsDeletesUseHalfTheReserve_keepsTheRestForCollection_andWritesResume()
+          throws Exception {
     MemStorage storage = new MemStorage(17);
     Map<Integer, Integer> last = withGarbage(storage, 11);
     long reserve = 512 << 10;
     assertEquals(Long.MAX_VALUE, storage.usableSpace(), "no capacity: no limit");
-    // Three quarters of the reserve free: puts are refused, deletes may use the upper half of the reserve.
+    // Three quarters of the reserve free: puts are refused, deletes may use the upper half of the
+    // reserve.
     storage.setCapacity(storage.usedBytes() + reserve * 3 / 4);
     Batch b = new Batch(1);
     b.add(1, Batch.PUT, key(0), "refused".getBytes());
-    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0).diskReserveBytes(reserve))) {
+    try (Engine e =
+        Engine.open(storage, gcOptions().fragmentationThreshold(1.0).diskReserveBytes(reserve))) {
       // No collection in this open, so nothing frees space before the write.
-      io.basaltdb.StorageException refused = assertThrows(io.basaltdb.StorageException.class, () -> e.write(b));
+      io.basaltdb.StorageException refused =
+          assertThrows(io.basaltdb.StorageException.class, () -> e.write(b));
       assertTrue(refused.getMessage().contains("diskReserveBytes"), refused.getMessage());
       assertNull(e.state().failure(), "a refused write does not fail the store");
       assertTrue(e.stats().get("diskFullRefusals") > 0);
@@ -312,19 +380,27 @@ class GarbageCollectionTest {
       assertNull(e.get(1, key(1)));
       last.remove(1);
       storage.setCapacity(storage.usedBytes() + reserve / 2 - 1);
-      io.basaltdb.StorageException floor = assertThrows(io.basaltdb.StorageException.class, () -> e.write(delete));
-      assertTrue(floor.getMessage().contains("diskReserveBytes"), "below half the reserve deletes wait too: " + floor);
+      io.basaltdb.StorageException floor =
+          assertThrows(io.basaltdb.StorageException.class, () -> e.write(delete));
+      assertTrue(
+          floor.getMessage().contains("diskReserveBytes"),
+          "below half the reserve deletes wait too: " + floor);
     }
     try (Engine e = Engine.open(storage, gcOptions().diskReserveBytes(reserve))) {
-      // The open itself may free some space (it empties the pool of recycled WAL files), so wait for
+      // The open itself may free some space (it empties the pool of recycled WAL files), so wait
+      // for
       // collection to have run too; a segment that is all garbage is dropped without rewriting it.
       long deadline = System.currentTimeMillis() + 20_000;
-      while ((storage.usableSpace() < reserve || e.stats().get("gcRuns") == 0) && System.currentTimeMillis() < deadline) {
+      while ((storage.usableSpace() < reserve || e.stats().get("gcRuns") == 0)
+          && System.currentTimeMillis() < deadline) {
         Thread.sleep(20);
       }
       Map<String, Long> s = e.stats();
-      assertTrue(s.get("gcBytesReclaimed") > 0, "collection reclaimed segments in the reserve: " + s);
-      assertTrue(storage.usableSpace() >= reserve, "collection freed space: " + storage.usableSpace() + " " + s);
+      assertTrue(
+          s.get("gcBytesReclaimed") > 0, "collection reclaimed segments in the reserve: " + s);
+      assertTrue(
+          storage.usableSpace() >= reserve,
+          "collection freed space: " + storage.usableSpace() + " " + s);
       e.write(b); // room again: writes go on
       last.remove(0);
       assertNull(e.get(1, key(1)), "the delete made under the reserve stayed");
@@ -335,11 +411,21 @@ class GarbageCollectionTest {
 
   /** A compressible value: zstd shrinks it well, LZ4 less. */
   static byte[] textValue(int key, int round) {
-    return ("{\"id\":" + key + ",\"round\":" + round + ",\"tags\":[\"alpha\",\"beta\",\"gamma\"],\"note\":\"value of key "
-        + key + "\"}").repeat(3).getBytes();
+    return ("{\"id\":"
+            + key
+            + ",\"round\":"
+            + round
+            + ",\"tags\":[\"alpha\",\"beta\",\"gamma\"],\"note\":\"value of key "
+            + key
+            + "\"}")
+        .repeat(3)
+        .getBytes();
   }
 
-  /** Writes every key in round 0, a quarter of them (every fourth) in later rounds, with {@link #textValue}. */
+  /**
+   * Writes every key in round 0, a quarter of them (every fourth) in later rounds, with {@link
+   * #textValue}.
+   */
   private static void writeText(Engine e, int round, Map<Integer, Integer> last) {
     for (int start = 0; start < KEYS; start += 50) {
       Batch b = new Batch(50);
@@ -368,14 +454,18 @@ class GarbageCollectionTest {
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
       Map<String, Long> s = e.stats();
-      assertTrue(s.get("gcColdSegments") > 0 && s.get("gcColdBytesWritten") > 0, "cold outputs in zstd: " + s);
+      assertTrue(
+          s.get("gcColdSegments") > 0 && s.get("gcColdBytesWritten") > 0,
+          "cold outputs in zstd: " + s);
       assertTrue(s.get("gcRuns") >= s.get("gcColdSegments"));
     }
     try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) {
       for (Map.Entry<Integer, Integer> x : last.entrySet()) {
-        assertArrayEquals(textValue(x.getKey(), x.getValue()), e.get(1, key(x.getKey())), "key " + x.getKey());
+        assertArrayEquals(
+            textValue(x.getKey(), x.getValue()), e.get(1, key(x.getKey())), "key " + x.getKey());
       }
-      try (EngineFeed f = e.changes(null, 1, 0, Long.MAX_VALUE, true)) { // the zstd blocks in seqno order
+      try (EngineFeed f =
+          e.changes(null, 1, 0, Long.MAX_VALUE, true)) { // the zstd blocks in seqno order
         int n = 0;
         while (f.next()) n++;
         assertEquals(KEYS, n);
@@ -395,12 +485,15 @@ class GarbageCollectionTest {
   }
 
   @Test
-  void hintsNamingReplacedSegments_areFollowedThroughTheSeqnoIndexByBatchedReads_andRefreshedByCompaction() throws Exception {
+  void
+      hintsNamingReplacedSegments_areFollowedThroughTheSeqnoIndexByBatchedReads_andRefreshedByCompaction()
+          throws Exception {
     MemStorage storage = new MemStorage(21);
     Map<Integer, Integer> last;
     try (Engine e = Engine.open(storage, gcOptions())) {
       last = update(e, 1, 0, 7);
-      // Half the keys updated again and again: collection moves the other half's only versions, whose
+      // Half the keys updated again and again: collection moves the other half's only versions,
+      // whose
       // newest records then name the segments it replaced.
       for (int round = 1; round < 6; round++) {
         for (int start = 0; start < KEYS / 2; start += 50) {
@@ -416,20 +509,28 @@ class GarbageCollectionTest {
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("gcRuns") > 0, "collection ran: " + e.stats());
     }
-    try (Engine e = Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // no collection from here
-      assertTrue(hints(e, 0)[0] > 0, "collection moved documents whose records name the old segments");
-      // A batched read of every key, the cache cold: the documents behind stale hints are found in the
-      // seqno index and read through the transport with the rest, not one by one on the caller's thread.
+    try (Engine e =
+        Engine.open(storage, gcOptions().fragmentationThreshold(1.0))) { // no collection from here
+      assertTrue(
+          hints(e, 0)[0] > 0, "collection moved documents whose records name the old segments");
+      // A batched read of every key, the cache cold: the documents behind stale hints are found in
+      // the
+      // seqno index and read through the transport with the rest, not one by one on the caller's
+      // thread.
       List<byte[]> keys = new ArrayList<>();
       for (int k = 0; k < KEYS; k++) keys.add(key(k));
       Thread caller = Thread.currentThread();
-      java.util.concurrent.atomic.AtomicLong onCaller = new java.util.concurrent.atomic.AtomicLong();
-      java.util.concurrent.atomic.AtomicLong elsewhere = new java.util.concurrent.atomic.AtomicLong();
+      java.util.concurrent.atomic.AtomicLong onCaller =
+          new java.util.concurrent.atomic.AtomicLong();
+      java.util.concurrent.atomic.AtomicLong elsewhere =
+          new java.util.concurrent.atomic.AtomicLong();
       Map<String, Long> before = e.stats();
-      storage.setFaultInjector((op, name) -> {
-        if (op == MemStorage.Op.READ && name.endsWith(".seg")) (Thread.currentThread() == caller ? onCaller : elsewhere).incrementAndGet();
-        return MemStorage.Fault.NONE;
-      });
+      storage.setFaultInjector(
+          (op, name) -> {
+            if (op == MemStorage.Op.READ && name.endsWith(".seg"))
+              (Thread.currentThread() == caller ? onCaller : elsewhere).incrementAndGet();
+            return MemStorage.Fault.NONE;
+          });
       List<byte[]> got;
       try {
         int[] ks = new int[KEYS];
@@ -439,17 +540,29 @@ class GarbageCollectionTest {
         storage.setFaultInjector(null);
       }
       Map<String, Long> after = e.stats();
-      for (int k = 0; k < KEYS; k++) assertArrayEquals(value(k, last.get(k)), got.get(k), "key " + k);
-      assertTrue(after.get("hintMisses") - before.get("hintMisses") > 0, "stale hints met: " + after);
+      for (int k = 0; k < KEYS; k++)
+        assertArrayEquals(value(k, last.get(k)), got.get(k), "key " + k);
+      assertTrue(
+          after.get("hintMisses") - before.get("hintMisses") > 0, "stale hints met: " + after);
       long rounds = after.get("batchedReadRounds") - before.get("batchedReadRounds");
-      assertTrue(onCaller.get() <= rounds, "segment reads on the caller: " + onCaller + ", at most one per hand-over (" + rounds + ")");
-      assertTrue(elsewhere.get() > onCaller.get(), "the transport made the segment reads: " + elsewhere + " against " + onCaller);
+      assertTrue(
+          onCaller.get() <= rounds,
+          "segment reads on the caller: "
+              + onCaller
+              + ", at most one per hand-over ("
+              + rounds
+              + ")");
+      assertTrue(
+          elsewhere.get() > onCaller.get(),
+          "the transport made the segment reads: " + elsewhere + " against " + onCaller);
       checkAll(e, last); // a cold block cache: every document read from its segment
       long stale = e.stats().get("hintMisses");
       assertTrue(stale > 0, "reads found moved documents through the seqno index: " + e.stats());
       long newer = 0;
-      for (KeyspaceFiles.Table t : e.versions().current().files(1).tables) newer = Math.max(newer, t.fileNumber());
-      // Keys between every two existing ones: merging them down rewrites the tables they fall between.
+      for (KeyspaceFiles.Table t : e.versions().current().files(1).tables)
+        newer = Math.max(newer, t.fileNumber());
+      // Keys between every two existing ones: merging them down rewrites the tables they fall
+      // between.
       for (int start = 0; start < KEYS; start += 50) {
         Batch b = new Batch(50);
         for (int i = start; i < Math.min(KEYS, start + 50); i++) {
@@ -461,15 +574,17 @@ class GarbageCollectionTest {
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("hintsRefreshed") > 0, "hints were refreshed: " + e.stats());
       long[] rewritten = hints(e, newer + 1);
-      assertTrue(rewritten[1] > KEYS, "the tables written since hold the old keys too: " + rewritten[1]);
-      assertEquals(0, rewritten[0], "a table written after the collection names a replaced segment");
+      assertTrue(
+          rewritten[1] > KEYS, "the tables written since hold the old keys too: " + rewritten[1]);
+      assertEquals(
+          0, rewritten[0], "a table written after the collection names a replaced segment");
       checkAll(e, last);
     }
   }
 
   /**
-   * In the tables numbered {@code fromFile} or above: {records whose hint names a segment not in the
-   * store, records whose hint names a live segment}; each of the latter must name the block the
+   * In the tables numbered {@code fromFile} or above: {records whose hint names a segment not in
+   * the store, records whose hint names a live segment}; each of the latter must name the block the
    * segment's seqno index finds.
    */
   private static long[] hints(Engine e, long fromFile) {
@@ -504,11 +619,13 @@ class GarbageCollectionTest {
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
       long runs = e.stats().get("gcRuns");
-      try (EngineSnapshot snap = e.snapshot(); EngineCursor cursor = e.scan(1, null, null)) {
+      try (EngineSnapshot snap = e.snapshot();
+          EngineCursor cursor = e.scan(1, null, null)) {
         Map<Integer, Integer> after = update(e, 8, 3, 4);
         e.flush();
         assertTrue(e.waitForCompactions(60_000));
-        assertTrue(e.stats().get("gcRuns") > runs, "segments were compacted while the snapshot was open");
+        assertTrue(
+            e.stats().get("gcRuns") > runs, "segments were compacted while the snapshot was open");
         for (Map.Entry<Integer, Integer> x : before.entrySet()) {
           assertArrayEquals(value(x.getKey(), x.getValue()), snap.get(1, key(x.getKey())));
         }

@@ -1,14 +1,14 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.gc.SegmentCompactor;
-import io.basaltdb.internal.engine.version.KeyspaceFiles;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.BasaltException;
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.testing.NoLeakedAllocatorsExtension;
 import java.util.HashMap;
@@ -20,20 +20,24 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * A crash at every storage operation of garbage collection. A store is built with garbage and
  * collection off; then, for k = 0, 1, 2, ..., it is opened with collection on and the storage halts
- * after k more mutations (in the open, a delete list compaction, a segment compaction, its commit, the
- * deletion of the replaced segments), followed by a power loss that keeps a random share of what was
- * not synced. After each: the files' accounting holds (discarded = garbage + collected: nothing counted
- * twice or lost), every key reads the value last written (no stale version reappears, nothing is lost),
- * and the reopened store then collects what the crash interrupted. k runs until a clean run's number
- * of mutations.
+ * after k more mutations (in the open, a delete list compaction, a segment compaction, its commit,
+ * the deletion of the replaced segments), followed by a power loss that keeps a random share of
+ * what was not synced. After each: the files' accounting holds (discarded = garbage + collected:
+ * nothing counted twice or lost), every key reads the value last written (no stale version
+ * reappears, nothing is lost), and the reopened store then collects what the crash interrupted. k
+ * runs until a clean run's number of mutations.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class GcCrashTest {
   static final int KEYS = 200;
 
   static Options off() {
-    return CompactionTest.tinyLevels().segmentSize(64 << 10).compactionThreads(1).fragmentationThreshold(1.0)
-        .checkpointIntervalMillis(0).checkpointRetentionMillis(0);
+    return CompactionTest.tinyLevels()
+        .segmentSize(64 << 10)
+        .compactionThreads(1)
+        .fragmentationThreshold(1.0)
+        .checkpointIntervalMillis(0)
+        .checkpointRetentionMillis(0);
   }
 
   /** Collection on, and flushes reporting what they supersede (their commits crash too). */
@@ -76,7 +80,8 @@ class GcCrashTest {
   }
 
   @Test
-  void aCrashAtEveryStorageOperationOfCollection_losesNothing_andCollectionCatchesUp() throws Exception {
+  void aCrashAtEveryStorageOperationOfCollection_losesNothing_andCollectionCatchesUp()
+      throws Exception {
     Map<String, byte[]> model = new HashMap<>();
     MemStorage clean = build(1, model);
     long before = clean.mutationCount();
@@ -93,14 +98,18 @@ class GcCrashTest {
       long start = storage.mutationCount();
       storage.crashAfterMutations(k);
       try (Engine e = Engine.open(storage, on())) {
-        long deadline = System.currentTimeMillis() + 10_000; // until the halt, or collection is done
-        while (storage.mutationCount() - start < k && !e.waitForCompactions(10) && System.currentTimeMillis() < deadline) {
+        long deadline =
+            System.currentTimeMillis() + 10_000; // until the halt, or collection is done
+        while (storage.mutationCount() - start < k
+            && !e.waitForCompactions(10)
+            && System.currentTimeMillis() < deadline) {
           Thread.onSpinWait();
         }
       } catch (BasaltException halted) {
         // the open, a flush or the close met the halt
       }
-      if (storage.mutationCount() - start == k) crashes++; // the halt was reached (runs vary a little)
+      if (storage.mutationCount() - start == k)
+        crashes++; // the halt was reached (runs vary a little)
       storage.crash(MemStorage.CrashMode.RANDOM);
       try {
         assertNull(DiscardAccounting.checkStore(storage), "the files after the crash");
@@ -108,10 +117,14 @@ class GcCrashTest {
           check(e, m);
           assertTrue(e.waitForCompactions(30_000));
           check(e, m);
-          assertNull(DiscardAccounting.check(e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+          assertNull(
+              DiscardAccounting.check(
+                  e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
           // nothing is left to collect but garbage in the tail segment, which is never rewritten
           KeyspaceFiles f = e.versions().current().files(1);
-          assertNull(SegmentCompactor.pick(f, 0.1, on().segmentSize(), 0), "collection caught up: " + e.stats());
+          assertNull(
+              SegmentCompactor.pick(f, 0.1, on().segmentSize(), 0),
+              "collection caught up: " + e.stats());
         }
       } catch (Throwable t) {
         throw new AssertionError("crash after " + k + " mutations: " + t, t);

@@ -1,12 +1,12 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.FileStorage;
 import io.basaltdb.internal.storage.MemStorage;
 import java.nio.file.Path;
@@ -52,11 +52,13 @@ class MemorySplitTest {
   @Test
   void largestAcceptedCache_leavesTheWriteCacheRoomForPlainWrites() {
     long max = 15L << 20;
-    while (!accepted(Options.defaults().memoryQuota(16L << 20).writeCacheSize(1 << 20).blockCacheSize(max))) {
+    while (!accepted(
+        Options.defaults().memoryQuota(16L << 20).writeCacheSize(1 << 20).blockCacheSize(max))) {
       max -= 64 << 10;
     }
     assertTrue(max >= 8L << 20, "validation leaves a useful range: " + max);
-    Options o = Options.defaults().memoryQuota(16L << 20).writeCacheSize(1 << 20).blockCacheSize(max);
+    Options o =
+        Options.defaults().memoryQuota(16L << 20).writeCacheSize(1 << 20).blockCacheSize(max);
     try (Engine e = Engine.open(new MemStorage(12), o)) {
       byte[] v = new byte[1000];
       for (int i = 0; i < 5000; i++) put(e, i, v);

@@ -3,9 +3,10 @@ package io.basaltdb.internal.engine;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
 
 /**
- * Sets how long a store must go without a flush to count as quiet ({@link SegmentCompactor#quietNanos}),
- * for tests outside this package: {@code waitForCompactions} waits for a quiet store's passes, so tests
- * shorten it; a test that needs level 0 left alone lengthens it.
+ * Sets how long a store must go without a flush to count as quiet ({@link
+ * SegmentCompactor#quietNanos}), for tests outside this package: {@code waitForCompactions} waits
+ * for a quiet store's passes, so tests shorten it; a test that needs level 0 left alone lengthens
+ * it.
  */
 public final class QuietTime {
   private QuietTime() {}
@@ -20,11 +21,13 @@ public final class QuietTime {
   }
 
   /**
-   * A test class's quiet time of 200 ms for each test, the default restored after it ({@code
-   * @ExtendWith(QuietTime.Short.class)}): {@code waitForCompactions} waits for a quiet store's passes.
+   * A test class's quiet time of 200 ms for each test, the default restored after it
+   * ({@code @ExtendWith(QuietTime.Short.class)}): {@code waitForCompactions} waits for a quiet
+   * store's passes.
    */
-  public static final class Short implements org.junit.jupiter.api.extension.BeforeEachCallback,
-      org.junit.jupiter.api.extension.AfterEachCallback {
+  public static final class Short
+      implements org.junit.jupiter.api.extension.BeforeEachCallback,
+          org.junit.jupiter.api.extension.AfterEachCallback {
     @Override
     public void beforeEach(org.junit.jupiter.api.extension.ExtensionContext context) {
       set(200_000_000L);

@@ -1,7 +1,5 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.version.KeyspaceFiles;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.testing.NoLeakedAllocatorsExtension;
 import java.util.Random;
@@ -26,28 +26,37 @@ class SegmentSizingTest {
   @Test
   void segmentLimit_isTheRatioOfTheLog_betweenTwoMiBAndSegmentSize() {
     Options o = Options.defaults(); // 64 MiB segments, ratio 1/16
-    assertEquals(2 * MIB, KeyspaceFiles.segmentLimit(o, 0), "an empty log: the smallest derived size");
+    assertEquals(
+        2 * MIB, KeyspaceFiles.segmentLimit(o, 0), "an empty log: the smallest derived size");
     assertEquals(2 * MIB, KeyspaceFiles.segmentLimit(o, 20 * MIB));
     assertEquals(8 * MIB, KeyspaceFiles.segmentLimit(o, 128 * MIB));
     assertEquals(64 * MIB, KeyspaceFiles.segmentLimit(o, 1L << 30));
     assertEquals(64 * MIB, KeyspaceFiles.segmentLimit(o, 100L << 30), "never above segmentSize");
-    assertEquals(64 * MIB, KeyspaceFiles.segmentLimit(o.copy().segmentSizeRatio(0), 0), "ratio 0: fixed size");
-    assertEquals(256 << 10, KeyspaceFiles.segmentLimit(o.copy().segmentSize(256 << 10), 0),
+    assertEquals(
+        64 * MIB,
+        KeyspaceFiles.segmentLimit(o.copy().segmentSizeRatio(0), 0),
+        "ratio 0: fixed size");
+    assertEquals(
+        256 << 10,
+        KeyspaceFiles.segmentLimit(o.copy().segmentSize(256 << 10), 0),
         "a segmentSize below 2 MiB stays the size");
     assertEquals(32 * MIB, KeyspaceFiles.segmentLimit(o.copy().segmentSizeRatio(0.5), 64 * MIB));
   }
 
   @Test
   void segmentSizeRatio_isValidated() {
-    assertThrows(InvalidArgumentException.class, () -> Options.defaults().segmentSizeRatio(-0.1).validate());
-    assertThrows(InvalidArgumentException.class, () -> Options.defaults().segmentSizeRatio(1.5).validate());
+    assertThrows(
+        InvalidArgumentException.class, () -> Options.defaults().segmentSizeRatio(-0.1).validate());
+    assertThrows(
+        InvalidArgumentException.class, () -> Options.defaults().segmentSizeRatio(1.5).validate());
     Options.defaults().segmentSizeRatio(0).validate();
     assertEquals(0.25, Options.defaults().set("segmentSizeRatio", "0.25").segmentSizeRatio());
   }
 
   @Test
   void aSmallLog_isCutIntoSegmentsOfTheDerivedSize() {
-    // 12 MiB of incompressible documents into 8 MiB segments: at ratio 1/16 every tail closes at the 2 MiB
+    // 12 MiB of incompressible documents into 8 MiB segments: at ratio 1/16 every tail closes at
+    // the 2 MiB
     // floor (the log stays under 32 MiB), at ratio 0 at 8 MiB.
     long derived = segmentsAfterWriting(Options.defaults().segmentSizeRatio(1.0 / 16));
     long fixed = segmentsAfterWriting(Options.defaults().segmentSizeRatio(0));
@@ -57,8 +66,12 @@ class SegmentSizingTest {
 
   /** Writes 3,072 documents of 4 KiB, flushing every 256, and returns the segment count. */
   private static long segmentsAfterWriting(Options o) {
-    o.memoryQuota(64 * MIB).writeCacheSize(4 * MIB).segmentSize(8 * MIB).fragmentationThreshold(1.0)
-        .checkpointIntervalMillis(0).checkpointRetentionMillis(0);
+    o.memoryQuota(64 * MIB)
+        .writeCacheSize(4 * MIB)
+        .segmentSize(8 * MIB)
+        .fragmentationThreshold(1.0)
+        .checkpointIntervalMillis(0)
+        .checkpointRetentionMillis(0);
     Random r = new Random(7);
     byte[][] values = new byte[3072][];
     try (Engine e = Engine.open(new MemStorage(3), o)) {

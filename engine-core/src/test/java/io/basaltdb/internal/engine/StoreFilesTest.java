@@ -1,8 +1,5 @@
 package io.basaltdb.internal.engine;
 
-import io.basaltdb.internal.engine.version.FileNames;
-import io.basaltdb.internal.engine.version.Manifest;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -12,6 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.basaltdb.CorruptionException;
 import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.version.Manifest;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.FileStorage;
 import io.basaltdb.internal.storage.MemStorage;
 import java.io.IOException;
@@ -30,8 +30,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What a store's files must survive: a deleted WAL file fails the open naming it (issue 13 item 5:
- * it used to serve stale data silently), and a store written in the previous manifest format (a test
- * resource written by an older build) opens, serves its data, and is written in the current format.
+ * it used to serve stale data silently), and a store written in the previous manifest format (a
+ * test resource written by an older build) opens, serves its data, and is written in the current
+ * format.
  */
 class StoreFilesTest {
   private static byte[] b(String s) {
@@ -39,12 +40,15 @@ class StoreFilesTest {
   }
 
   private static Options options() {
-    return Options.defaults().memoryQuota(16L << 20).writeCacheSize(256 << 10).syncMode(SyncMode.SYNC);
+    return Options.defaults()
+        .memoryQuota(16L << 20)
+        .writeCacheSize(256 << 10)
+        .syncMode(SyncMode.SYNC);
   }
 
   /**
-   * 1,200 keys with deletes in three sessions, the first flushed, so the store has several WAL files
-   * (each open starts one); the last writes are only in the newest.
+   * 1,200 keys with deletes in three sessions, the first flushed, so the store has several WAL
+   * files (each open starts one); the last writes are only in the newest.
    */
   private static Map<String, byte[]> populate(MemStorage storage) {
     Map<String, byte[]> model = new HashMap<>();
@@ -75,10 +79,17 @@ class StoreFilesTest {
     MemStorage storage = new MemStorage(8);
     populate(storage);
     List<String> wal = storage.list(FileNames.WAL_DIR);
-    String newest = FileNames.WAL_DIR + "/" + wal.stream().filter(n -> FileNames.walNumber(n) >= 0).sorted().reduce((a, c) -> c)
-        .orElseThrow();
+    String newest =
+        FileNames.WAL_DIR
+            + "/"
+            + wal.stream()
+                .filter(n -> FileNames.walNumber(n) >= 0)
+                .sorted()
+                .reduce((a, c) -> c)
+                .orElseThrow();
     storage.delete(newest);
-    CorruptionException e = assertThrows(CorruptionException.class, () -> Engine.open(storage, options()));
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> Engine.open(storage, options()));
     assertTrue(e.getMessage().contains(storage.describe(newest)), e.getMessage());
   }
 
@@ -86,7 +97,11 @@ class StoreFilesTest {
   void everyWalFileDeletedInTurn_failsTheOpenNamingItOrLosesNothing() {
     MemStorage pristine = new MemStorage(8);
     Map<String, byte[]> model = populate(pristine);
-    List<String> logs = pristine.list(FileNames.WAL_DIR).stream().filter(n -> FileNames.walNumber(n) >= 0).sorted().toList();
+    List<String> logs =
+        pristine.list(FileNames.WAL_DIR).stream()
+            .filter(n -> FileNames.walNumber(n) >= 0)
+            .sorted()
+            .toList();
     assertTrue(logs.size() >= 2, "several WAL files: " + logs);
     for (String log : logs) {
       MemStorage storage = new MemStorage(8);
@@ -94,7 +109,8 @@ class StoreFilesTest {
       storage.delete(FileNames.WAL_DIR + "/" + log);
       try (Engine e = Engine.open(storage, options())) {
         for (Map.Entry<String, byte[]> kv : model.entrySet()) { // opened: then nothing was lost
-          assertArrayEquals(kv.getValue(), e.get(1, b(kv.getKey())), log + " deleted, key " + kv.getKey());
+          assertArrayEquals(
+              kv.getValue(), e.get(1, b(kv.getKey())), log + " deleted, key " + kv.getKey());
         }
       } catch (CorruptionException expected) {
         // Every file is named: the manifest names the newest (walHead) and the first to replay
@@ -105,10 +121,13 @@ class StoreFilesTest {
   }
 
   @Test
-  void storeWrittenInFormat2_opensServesItsDataAndMovesToTheCurrentFormat(@TempDir Path dir) throws Exception {
+  void storeWrittenInFormat2_opensServesItsDataAndMovesToTheCurrentFormat(@TempDir Path dir)
+      throws Exception {
     copyResource("/stores/format2", dir);
     FileStorage storage = new FileStorage(dir);
-    for (int round = 0; round < 2; round++) { // as written, then after this build rewrote its manifest
+    for (int round = 0;
+        round < 2;
+        round++) { // as written, then after this build rewrote its manifest
       try (Engine e = Engine.open(storage, options())) {
         assertEquals(List.of("default", "users"), e.keyspaceNames());
         int users = e.keyspaceId("users");
@@ -122,11 +141,17 @@ class StoreFilesTest {
         if (round == 0) e.flush();
       }
     }
-    Manifest newest = Manifest.read(storage, storage.list(FileNames.MANIFEST_DIR).stream()
-        .mapToLong(FileNames::manifestNumber).max().orElseThrow());
+    Manifest newest =
+        Manifest.read(
+            storage,
+            storage.list(FileNames.MANIFEST_DIR).stream()
+                .mapToLong(FileNames::manifestNumber)
+                .max()
+                .orElseThrow());
     assertTrue(newest.walHead() > 0, "written by this build: names its WAL head");
     byte[] raw = Files.readAllBytes(dir.resolve(FileNames.manifest(newest.number())));
-    assertEquals(Manifest.FORMAT_VERSION, raw[8], "the manifest is rewritten in the current format");
+    assertEquals(
+        Manifest.FORMAT_VERSION, raw[8], "the manifest is rewritten in the current format");
   }
 
   @Test
@@ -140,22 +165,31 @@ class StoreFilesTest {
       e.flush();
       assertTrue(e.versions().current().files.containsKey(second));
       e.dropKeyspace("second");
-      assertTrue(!e.versions().current().files.containsKey(second), "the drop edit removed its files from the version");
-      assertNull(e.versionSet().manifest().keyspaces().stream().filter(k -> k.id() == second).findAny().orElse(null));
+      assertTrue(
+          !e.versions().current().files.containsKey(second),
+          "the drop edit removed its files from the version");
+      assertNull(
+          e.versionSet().manifest().keyspaces().stream()
+              .filter(k -> k.id() == second)
+              .findAny()
+              .orElse(null));
     }
   }
 
-  private static void copyResource(String resource, Path to) throws URISyntaxException, IOException {
+  private static void copyResource(String resource, Path to)
+      throws URISyntaxException, IOException {
     Path from = Path.of(StoreFilesTest.class.getResource(resource).toURI());
     try (Stream<Path> files = Files.walk(from)) {
-      files.forEach(p -> {
-        try {
-          Path target = to.resolve(from.relativize(p).toString());
-          if (Files.isDirectory(p)) Files.createDirectories(target); else Files.copy(p, target);
-        } catch (IOException ex) {
-          throw new UncheckedIOException(ex);
-        }
-      });
+      files.forEach(
+          p -> {
+            try {
+              Path target = to.resolve(from.relativize(p).toString());
+              if (Files.isDirectory(p)) Files.createDirectories(target);
+              else Files.copy(p, target);
+            } catch (IOException ex) {
+              throw new UncheckedIOException(ex);
+            }
+          });
     }
   }
 }

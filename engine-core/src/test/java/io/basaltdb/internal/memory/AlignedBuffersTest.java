@@ -21,10 +21,12 @@ class AlignedBuffersTest {
       assertEquals(0, buffer % ReadBuffers.ALIGNMENT);
       for (int skip = 0; skip < ReadBuffers.ALIGNMENT; skip += 511) {
         int span = (skip + len + ReadBuffers.ALIGNMENT - 1) & -ReadBuffers.ALIGNMENT;
-        assertTrue(span <= buffer, len + " bytes " + skip + " into a page span " + span + " > " + buffer);
+        assertTrue(
+            span <= buffer, len + " bytes " + skip + " into a page span " + span + " > " + buffer);
       }
     }
-    assertEquals(12 << 10, AlignedBuffers.bufferFor(4096 + 1024), "a 4 KiB block's read: three pages");
+    assertEquals(
+        12 << 10, AlignedBuffers.bufferFor(4096 + 1024), "a 4 KiB block's read: three pages");
   }
 
   @Test
@@ -89,7 +91,8 @@ class AlignedBuffersTest {
     assertEquals(2L * B, p.pooledBytes());
     assertEquals(0, p.overflows(), "a refusal is not an overflow");
     ByteBuffer wide = p.tryTake(B + 1);
-    assertTrue(wide != null && wide.capacity() >= B + 1, "no pooled buffer would fit: one of its own");
+    assertTrue(
+        wide != null && wide.capacity() >= B + 1, "no pooled buffer would fit: one of its own");
     assertEquals(1, p.overflows());
     p.give(a);
     assertSame(a, p.tryTake(B), "a buffer given back is there for the next");
@@ -98,7 +101,8 @@ class AlignedBuffersTest {
     p.give(wide);
     assertEquals(0, p.taken());
     p.close();
-    AlignedBuffers none = new AlignedBuffers(0, B); // no pool (a store without a block cache): never wait for one
+    AlignedBuffers none =
+        new AlignedBuffers(0, B); // no pool (a store without a block cache): never wait for one
     ByteBuffer own = none.tryTake(10);
     assertTrue(own != null && own.capacity() >= 10);
     none.give(own);
@@ -109,18 +113,22 @@ class AlignedBuffersTest {
   void buffersGivenBackAfterClose_areDropped_andConcurrentUseKeepsCountsExact() throws Exception {
     AlignedBuffers p = new AlignedBuffers(4L * B, B);
     List<Thread> threads = new ArrayList<>();
-    java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.atomic.AtomicReference<Throwable> failed =
+        new java.util.concurrent.atomic.AtomicReference<>();
     for (int t = 0; t < 4; t++) {
-      Thread th = new Thread(() -> {
-        long mark = Thread.currentThread().getId() << 32;
-        for (int i = 0; i < 20_000; i++) {
-          ByteBuffer x = p.take(i % 7 == 0 ? B * 2 : 4096);
-          x.putLong(0, mark | i);
-          Thread.yield();
-          if (x.getLong(0) != (mark | i)) throw new AssertionError("a buffer was handed to two threads at once");
-          p.give(x);
-        }
-      });
+      Thread th =
+          new Thread(
+              () -> {
+                long mark = Thread.currentThread().getId() << 32;
+                for (int i = 0; i < 20_000; i++) {
+                  ByteBuffer x = p.take(i % 7 == 0 ? B * 2 : 4096);
+                  x.putLong(0, mark | i);
+                  Thread.yield();
+                  if (x.getLong(0) != (mark | i))
+                    throw new AssertionError("a buffer was handed to two threads at once");
+                  p.give(x);
+                }
+              });
       th.setUncaughtExceptionHandler((x, e) -> failed.compareAndSet(null, e));
       threads.add(th);
     }

@@ -19,7 +19,10 @@ class MemCopyTest {
         Mem.copyFromArray(src, 3, a + 1, len);
         byte[] back = new byte[len + 9];
         Mem.copyToArray(a + 1, back, 4, len);
-        assertArrayEquals(Arrays.copyOfRange(src, 3, 3 + len), Arrays.copyOfRange(back, 4, 4 + len), "length " + len);
+        assertArrayEquals(
+            Arrays.copyOfRange(src, 3, 3 + len),
+            Arrays.copyOfRange(back, 4, 4 + len),
+            "length " + len);
         // The (base, offset) forms, on the heap and in native memory.
         byte[] heap = new byte[len + 2];
         Mem.copyFromArray(src, 1, heap, Mem.ARRAY_BASE + 2, len);

@@ -48,7 +48,10 @@ class RegionTest {
     Region.free(a, Region.PAGE);
     Region.free(b, Region.PAGE);
     try {
-      if (b == a + Region.PAGE) { // neighbours (no other test allocated in between): one span of two pages
+      if (b
+          == a
+              + Region
+                  .PAGE) { // neighbours (no other test allocated in between): one span of two pages
         long ab = Region.allocate(2 * Region.PAGE, Region.PAGE);
         assertEquals(a, ab, "two freed neighbours serve a two-page request");
         assertEquals(0, read(ab), "freed pages go back to the OS and come back zeroed");

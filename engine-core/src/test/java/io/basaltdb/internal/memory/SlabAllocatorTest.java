@@ -26,7 +26,8 @@ class SlabAllocatorTest {
     }
     assertEquals(SizeClasses.MAX_SMALL, prev);
     for (long s = 1; s <= SizeClasses.FINE_LIMIT; s++) {
-      assertTrue(SizeClasses.sizeOf(SizeClasses.classOf(s)) - s < 8, "fine classes waste under 8 bytes");
+      assertTrue(
+          SizeClasses.sizeOf(SizeClasses.classOf(s)) - s < 8, "fine classes waste under 8 bytes");
     }
   }
 
@@ -86,7 +87,10 @@ class SlabAllocatorTest {
     a.closeReleasing(still); // no MemoryLeakException: exactly these bytes were still allocated
     SlabAllocator b = new SlabAllocator("t", 4 << 20, 1 << 20);
     b.allocate(200_041);
-    assertThrows(MemoryLeakException.class, () -> b.closeReleasing(200_041 - 7), "one byte short of a block is a leak");
+    assertThrows(
+        MemoryLeakException.class,
+        () -> b.closeReleasing(200_041 - 7),
+        "one byte short of a block is a leak");
   }
 
   @Test
@@ -95,48 +99,53 @@ class SlabAllocatorTest {
       Thread[] threads = new Thread[3];
       for (int t = 0; t < threads.length; t++) {
         long seed = t;
-        threads[t] = new Thread(() -> {
-          SplittableRandom r = new SplittableRandom(seed);
-          List<long[]> live = new ArrayList<>();
-          for (int i = 0; i < 50_000; i++) {
-            if (live.isEmpty() || r.nextInt(3) > 0) {
-              long size = 1 + r.nextInt(r.nextBoolean() ? 200 : 20_000);
-              live.add(new long[] {a.allocate(size), size});
-            } else {
-              long[] b = live.remove(r.nextInt(live.size()));
-              a.free(b[0], b[1]);
-            }
-          }
-          for (int i = 0; i < live.size() / 2; i++) {
-            long[] b = live.get(i);
-            a.free(b[0], b[1]);
-          }
-          for (int i = live.size() / 2; i < live.size(); i++) {
-            long[] b = live.get(i);
-            a.free(b[0], b[1]); // free the rest too, from this thread
-          }
-        });
+        threads[t] =
+            new Thread(
+                () -> {
+                  SplittableRandom r = new SplittableRandom(seed);
+                  List<long[]> live = new ArrayList<>();
+                  for (int i = 0; i < 50_000; i++) {
+                    if (live.isEmpty() || r.nextInt(3) > 0) {
+                      long size = 1 + r.nextInt(r.nextBoolean() ? 200 : 20_000);
+                      live.add(new long[] {a.allocate(size), size});
+                    } else {
+                      long[] b = live.remove(r.nextInt(live.size()));
+                      a.free(b[0], b[1]);
+                    }
+                  }
+                  for (int i = 0; i < live.size() / 2; i++) {
+                    long[] b = live.get(i);
+                    a.free(b[0], b[1]);
+                  }
+                  for (int i = live.size() / 2; i < live.size(); i++) {
+                    long[] b = live.get(i);
+                    a.free(b[0], b[1]); // free the rest too, from this thread
+                  }
+                });
         threads[t].start();
       }
       for (Thread t : threads) t.join();
       SlabAllocator.Stats s = a.stats();
       assertEquals(0, s.used());
-      assertEquals(s.reserved(), s.used() + s.freeBlocks() + s.unbumped() + s.waste(), s.toString());
+      assertEquals(
+          s.reserved(), s.used() + s.freeBlocks() + s.unbumped() + s.waste(), s.toString());
       a.trimDeadThreads();
       SlabAllocator.Stats after = a.stats();
-      assertEquals(after.reserved(), after.used() + after.freeBlocks() + after.unbumped() + after.waste());
+      assertEquals(
+          after.reserved(), after.used() + after.freeBlocks() + after.unbumped() + after.waste());
     }
   }
 
   /**
-   * Threads count their used bytes in their caches and add them to the shared counters in steps: the
-   * allocator's and the quota's counts are still exact once the threads are done (and after their caches
-   * are trimmed), whichever thread allocated or freed, below or across a step.
+   * Threads count their used bytes in their caches and add them to the shared counters in steps:
+   * the allocator's and the quota's counts are still exact once the threads are done (and after
+   * their caches are trimmed), whichever thread allocated or freed, below or across a step.
    */
   @Test
   void usedBytes_isExactOnceThreadsAreDone_thoughEachCountsInSteps() throws Exception {
     MemoryQuota quota = new MemoryQuota(1L << 30);
-    try (SlabAllocator a = new SlabAllocator("a", quota, 1 << 20); SlabAllocator b = new SlabAllocator("b", quota, 1 << 20)) {
+    try (SlabAllocator a = new SlabAllocator("a", quota, 1 << 20);
+        SlabAllocator b = new SlabAllocator("b", quota, 1 << 20)) {
       int[] perThread = {10, 3_000}; // 640 bytes, under one step; 192 KB, across several
       List<long[]> kept = java.util.Collections.synchronizedList(new ArrayList<>());
       long[] expectedA = new long[1], expectedB = new long[1];
@@ -145,15 +154,18 @@ class SlabAllocatorTest {
         int n = perThread[t % 2];
         SlabAllocator on = t < 2 ? a : b;
         long[] expected = t < 2 ? expectedA : expectedB;
-        threads[t] = new Thread(() -> {
-          List<Long> mine = new ArrayList<>();
-          for (int i = 0; i < n; i++) mine.add(on.allocate(64));
-          for (int i = 0; i < n / 3; i++) on.free(mine.remove(mine.size() - 1), 64); // some freed by their allocator
-          for (long block : mine) kept.add(new long[] {block, on == a ? 0 : 1});
-          synchronized (expected) {
-            expected[0] += mine.size() * 64L;
-          }
-        });
+        threads[t] =
+            new Thread(
+                () -> {
+                  List<Long> mine = new ArrayList<>();
+                  for (int i = 0; i < n; i++) mine.add(on.allocate(64));
+                  for (int i = 0; i < n / 3; i++)
+                    on.free(mine.remove(mine.size() - 1), 64); // some freed by their allocator
+                  for (long block : mine) kept.add(new long[] {block, on == a ? 0 : 1});
+                  synchronized (expected) {
+                    expected[0] += mine.size() * 64L;
+                  }
+                });
         threads[t].start();
       }
       for (Thread t : threads) t.join();
@@ -181,9 +193,11 @@ class SlabAllocatorTest {
       long[] blocks = new long[1000];
       for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(64);
       long reserved = a.reservedBytes();
-      Thread t = new Thread(() -> {
-        for (long b : blocks) a.free(b, 64);
-      });
+      Thread t =
+          new Thread(
+              () -> {
+                for (long b : blocks) a.free(b, 64);
+              });
       t.start();
       t.join();
       a.trimDeadThreads(); // the freeing thread died: its cache goes to the global stacks
@@ -208,7 +222,8 @@ class SlabAllocatorTest {
       }
       assertEquals(1 << 20, a.reservedBytes(), "every thread bumped through the same region");
       SlabAllocator.Stats s = a.stats();
-      assertEquals(s.reserved(), s.used() + s.freeBlocks() + s.unbumped() + s.waste(), s.toString());
+      assertEquals(
+          s.reserved(), s.used() + s.freeBlocks() + s.unbumped() + s.waste(), s.toString());
       for (long b : blocks) a.free(b, 100);
     }
   }
@@ -219,26 +234,36 @@ class SlabAllocatorTest {
     // them all in its own cache, the second thread would need 2.6 MiB more and exceed the quota.
     try (SlabAllocator a = new SlabAllocator("t", 4 << 20, 1 << 20)) {
       long[] blocks = new long[24];
-      Thread first = new Thread(() -> {
-        for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(100_000);
-        for (long b : blocks) a.free(b, 100_000);
-      });
+      Thread first =
+          new Thread(
+              () -> {
+                for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(100_000);
+                for (long b : blocks) a.free(b, 100_000);
+              });
       first.start();
       first.join();
       long reserved = a.reservedBytes();
-      java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
-      Thread second = new Thread(() -> {
-        try {
-          for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(100_000);
-        } catch (Throwable e) {
-          failed.set(e);
-        }
-      });
+      java.util.concurrent.atomic.AtomicReference<Throwable> failed =
+          new java.util.concurrent.atomic.AtomicReference<>();
+      Thread second =
+          new Thread(
+              () -> {
+                try {
+                  for (int i = 0; i < blocks.length; i++) blocks[i] = a.allocate(100_000);
+                } catch (Throwable e) {
+                  failed.set(e);
+                }
+              });
       second.start();
       second.join();
-      if (failed.get() != null) throw new AssertionError("the second thread could not allocate", failed.get());
-      assertTrue(a.reservedBytes() <= reserved + (1 << 20),
-          "the second thread reused the first one's blocks: reserved " + reserved + " then " + a.reservedBytes());
+      if (failed.get() != null)
+        throw new AssertionError("the second thread could not allocate", failed.get());
+      assertTrue(
+          a.reservedBytes() <= reserved + (1 << 20),
+          "the second thread reused the first one's blocks: reserved "
+              + reserved
+              + " then "
+              + a.reservedBytes());
       for (long b : blocks) a.free(b, 100_000);
     }
   }
@@ -253,7 +278,8 @@ class SlabAllocatorTest {
     assertThrows(ClosedException.class, () -> a.allocate(8));
   }
 
-  // ---- debug mode (the suite runs with -Dbasalt.memory.debug=true) -------------------------------------
+  // ---- debug mode (the suite runs with -Dbasalt.memory.debug=true)
+  // -------------------------------------
 
   @Test
   void debug_doubleFree_isCaught() {
@@ -262,7 +288,10 @@ class SlabAllocatorTest {
       long x = a.allocate(32);
       a.free(x, 32);
       IllegalStateException e = assertThrows(IllegalStateException.class, () -> a.free(x, 32));
-      assertTrue(e.getMessage().contains("invalid native access") || e.getMessage().contains("double free"), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("invalid native access")
+              || e.getMessage().contains("double free"),
+          e.getMessage());
     }
   }
 
@@ -284,7 +313,8 @@ class SlabAllocatorTest {
     SlabAllocator a = new SlabAllocator("leaky", 1 << 20, 256 << 10);
     a.allocate(24);
     MemoryLeakException e = assertThrows(MemoryLeakException.class, a::close);
-    assertTrue(e.getMessage().contains("leaky") && e.getMessage().contains("size 24"), e.getMessage());
+    assertTrue(
+        e.getMessage().contains("leaky") && e.getMessage().contains("size 24"), e.getMessage());
     boolean sawTest = false;
     for (StackTraceElement f : e.getCause().getStackTrace()) {
       sawTest |= f.getMethodName().equals("debug_leak_isReportedWithItsAllocationSite");
@@ -315,7 +345,8 @@ class SlabAllocatorTest {
       long next = a.allocate(160);
       assertTrue(next != freedHot, "a cold allocation reused a hot block");
       coldBlocks.add(next);
-      assertEquals(freedHot, a.allocate(160, SlabAllocator.HOT_ARENA), "the hot arena reuses its own block");
+      assertEquals(
+          freedHot, a.allocate(160, SlabAllocator.HOT_ARENA), "the hot arena reuses its own block");
       hotBlocks.add(freedHot);
       SlabAllocator.Stats st = a.stats();
       assertEquals(st.reserved(), st.used() + st.freeBlocks() + st.unbumped() + st.waste());
@@ -328,9 +359,10 @@ class SlabAllocatorTest {
   }
 
   /**
-   * Issue 13 item 4: blocks freed in one size class never serve another, so an owner whose sizes change
-   * gives each generation its own allocator over a shared quota; closing one returns its chunks, whatever
-   * classes they were carved into, and the next generation can reserve them for any class.
+   * Issue 13 item 4: blocks freed in one size class never serve another, so an owner whose sizes
+   * change gives each generation its own allocator over a shared quota; closing one returns its
+   * chunks, whatever classes they were carved into, and the next generation can reserve them for
+   * any class.
    */
   @Test
   void sharedQuota_closingOneAllocatorFreesItsChunksForAnotherOfOtherClasses() {
@@ -348,7 +380,8 @@ class SlabAllocatorTest {
     assertEquals(0, quota.usedBytes());
     assertEquals(4L << 20, quota.reservedBytes(), "free 1152-byte blocks still hold the quota");
     try (SlabAllocator other = new SlabAllocator("gen1b", quota, 1 << 20)) {
-      assertThrows(MemoryLimitException.class, () -> other.allocate(64), "another class finds no chunk");
+      assertThrows(
+          MemoryLimitException.class, () -> other.allocate(64), "another class finds no chunk");
     }
     big.close();
     assertEquals(0, quota.reservedBytes());
@@ -371,8 +404,12 @@ class SlabAllocatorTest {
       long x = a.allocate(100);
       long y = b.allocate(200 << 10); // large: 200 KiB of pages
       assertEquals((1L << 20) + (200 << 10), quota.reservedBytes());
-      assertThrows(MemoryLimitException.class, () -> b.allocate(100), "a second chunk would pass the shared quota");
-      assertEquals((1L << 20) + (200 << 10), quota.reservedBytes(), "a refused chunk reserves nothing");
+      assertThrows(
+          MemoryLimitException.class,
+          () -> b.allocate(100),
+          "a second chunk would pass the shared quota");
+      assertEquals(
+          (1L << 20) + (200 << 10), quota.reservedBytes(), "a refused chunk reserves nothing");
       b.free(y, 200 << 10);
       long z = b.allocate(100);
       assertEquals(2L << 20, quota.reservedBytes());

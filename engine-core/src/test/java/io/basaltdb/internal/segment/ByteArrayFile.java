@@ -5,9 +5,9 @@ import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
- * A StorageFile over a growable byte array, for the segment tests that build many damaged copies of one
- * file image cheaply ({@link #ByteArrayFile(byte[])}, {@link #flip} with any bit mask). Crash tests use
- * MemStorage instead.
+ * A StorageFile over a growable byte array, for the segment tests that build many damaged copies of
+ * one file image cheaply ({@link #ByteArrayFile(byte[])}, {@link #flip} with any bit mask). Crash
+ * tests use MemStorage instead.
  *
  * <p>Thread-safety: every method is synchronized.
  */

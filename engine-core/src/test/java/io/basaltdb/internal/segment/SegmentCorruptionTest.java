@@ -21,12 +21,15 @@ class SegmentCorruptionTest {
   private static final long SEED = Long.getLong("basalt.test.seed", System.nanoTime());
 
   static {
-    System.out.println("SegmentCorruptionTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
+    System.out.println(
+        "SegmentCorruptionTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
   }
 
   /** A segment with several blocks, a two-level index and stale checkpoint pages. */
   static SegmentState build(ByteArrayFile file, TestDocs t, int docs) {
-    SegmentWriter w = SegmentWriter.create(file, 6, 1, SegmentOptions.defaults().withBlockSize(300).withPageSize(64));
+    SegmentWriter w =
+        SegmentWriter.create(
+            file, 6, 1, SegmentOptions.defaults().withBlockSize(300).withPageSize(64));
     for (int i = 0; i < docs; i++) {
       Document d = t.next();
       t.append(w, new Document(d.seqno(), d.key(), t.bytes(t.random.nextInt(120)), d.tombstone()));
@@ -37,7 +40,10 @@ class SegmentCorruptionTest {
     return w.checkpoint();
   }
 
-  /** Reads every seqno with and without its hint and iterates from the start; returns corruptions seen. */
+  /**
+   * Reads every seqno with and without its hint and iterates from the start; returns corruptions
+   * seen.
+   */
   private static int readAll(SegmentReader r, TestDocs t, String what) {
     return readAll(r, t, what, false);
   }
@@ -89,7 +95,8 @@ class SegmentCorruptionTest {
     byte[] bytes = pristine.contents();
     try (BlockCache cache = new BlockCache(1 << 20)) {
       for (BlockCache c : java.util.Arrays.asList(null, cache)) {
-        // Through a cache, each seqno is also read past it: the copy a damaged block left in the cache
+        // Through a cache, each seqno is also read past it: the copy a damaged block left in the
+        // cache
         // must be right too.
         java.util.function.Function<ByteArrayFile, SegmentReader> open =
             f -> c == null ? new SegmentReader(f, s) : new SegmentReader(f, s, c, c.newOwners(2));
@@ -131,12 +138,15 @@ class SegmentCorruptionTest {
     SegmentState s = build(f, t, 100);
     f.truncate(s.tailOffset() - 100);
     SegmentReader r = new SegmentReader(f, s);
-    assertThrows(CorruptionException.class, () -> r.read(t.docs.firstKey(), -1)); // the root is gone
-    assertThrows(CorruptionException.class, () -> {
-      for (DocumentIterator it = r.iterator(0); it.hasNext(); ) {
-        it.next();
-      }
-    });
+    assertThrows(
+        CorruptionException.class, () -> r.read(t.docs.firstKey(), -1)); // the root is gone
+    assertThrows(
+        CorruptionException.class,
+        () -> {
+          for (DocumentIterator it = r.iterator(0); it.hasNext(); ) {
+            it.next();
+          }
+        });
   }
 
   /**
@@ -152,8 +162,10 @@ class SegmentCorruptionTest {
     byte[] bytes = pristine.contents();
     List<long[]> records = new ArrayList<>(); // {offset, length}
     for (int p = SegmentFormat.FILE_HEADER_SIZE; p < s.tailOffset(); ) {
-      int n = bytes[p + SegmentFormat.TYPE_OFFSET] == SegmentFormat.TYPE_BLOCK ? Block.recordLength(bytes, p)
-          : IndexPage.recordLength(bytes, p);
+      int n =
+          bytes[p + SegmentFormat.TYPE_OFFSET] == SegmentFormat.TYPE_BLOCK
+              ? Block.recordLength(bytes, p)
+              : IndexPage.recordLength(bytes, p);
       assertTrue(n > 0);
       records.add(new long[] {p, n});
       p += n;

@@ -16,17 +16,18 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /**
- * Checkpoint / crash / reopen / append cycles on {@link MemStorage}, whose crashes lose, reorder and
- * tear the writes made since the last sync. The engine's protocol is modelled: a state is durable once
- * {@code checkpoint()} and {@code sync()} have returned; after a crash the writer reopens from the last
- * durable state (or, for a rollback, an older one).
+ * Checkpoint / crash / reopen / append cycles on {@link MemStorage}, whose crashes lose, reorder
+ * and tear the writes made since the last sync. The engine's protocol is modelled: a state is
+ * durable once {@code checkpoint()} and {@code sync()} have returned; after a crash the writer
+ * reopens from the last durable state (or, for a rollback, an older one).
  */
 class SegmentCrashTest {
   private static final long SEED = Long.getLong("basalt.test.seed", System.nanoTime());
   private static final String NAME = "segment-000009.log";
 
   static {
-    System.out.println("SegmentCrashTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
+    System.out.println(
+        "SegmentCrashTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
   }
 
   /** A durable checkpoint and the model's contents at it. */
@@ -39,18 +40,23 @@ class SegmentCrashTest {
 
   @Test
   void crashCycles_twoLevels() {
-    crashCycles(SegmentOptions.defaults().withMaxSegmentSize(1 << 20).withBlockSize(256).withPageSize(256), SEED + 1);
+    crashCycles(
+        SegmentOptions.defaults().withMaxSegmentSize(1 << 20).withBlockSize(256).withPageSize(256),
+        SEED + 1);
   }
 
   @Test
   void crashCycles_deepTree() {
-    crashCycles(SegmentOptions.defaults().withMaxSegmentSize(1 << 20).withBlockSize(64).withPageSize(64), SEED + 2);
+    crashCycles(
+        SegmentOptions.defaults().withMaxSegmentSize(1 << 20).withBlockSize(64).withPageSize(64),
+        SEED + 2);
   }
 
   /**
-   * Random appends, checkpoints (synced or not), crashes and clean restarts, sometimes back to an older
-   * checkpoint (a rollback). After every checkpoint the segment must read exactly the model; hints
-   * given out before a crash, now stale, must still find the documents re-appended at those seqnos.
+   * Random appends, checkpoints (synced or not), crashes and clean restarts, sometimes back to an
+   * older checkpoint (a rollback). After every checkpoint the segment must read exactly the model;
+   * hints given out before a crash, now stale, must still find the documents re-appended at those
+   * seqnos.
    */
   private void crashCycles(SegmentOptions options, long seed) {
     MemStorage storage = new MemStorage(seed);
@@ -73,27 +79,31 @@ class SegmentCrashTest {
         }
         SegmentReader r = new SegmentReader(storage.open(NAME), s);
         t.checkAllReads(r);
-        staleHints.forEach((seqno, hint) -> {
-          if (t.docs.containsKey(seqno)) {
-            assertEquals(t.docs.get(seqno), r.read(seqno, hint), "stale hint of seqno " + seqno);
-          }
-        });
+        staleHints.forEach(
+            (seqno, hint) -> {
+              if (t.docs.containsKey(seqno)) {
+                assertEquals(
+                    t.docs.get(seqno), r.read(seqno, hint), "stale hint of seqno " + seqno);
+              }
+            });
       } else {
         int back = action == 9 ? t.random.nextInt(Math.min(5, durable.size())) : 0;
         Durable d = durable.get(durable.size() - 1 - back);
         durable.removeIf(c -> c.state().tailOffset() > d.state().tailOffset());
-        t.hints.forEach((seqno, hint) -> {
-          if (seqno > d.state().lastSeqno()) {
-            staleHints.put(seqno, hint);
-          }
-        });
+        t.hints.forEach(
+            (seqno, hint) -> {
+              if (seqno > d.state().lastSeqno()) {
+                staleHints.put(seqno, hint);
+              }
+            });
         if (t.random.nextInt(4) != 0) {
           storage.crash(CrashMode.values()[t.random.nextInt(CrashMode.values().length)]);
           crashes++;
         }
         t.docs.clear();
         t.docs.putAll(d.docs());
-        t.nextSeqno = d.state().lastSeqno() + 1; // the WAL replays the same seqnos, new contents here
+        t.nextSeqno =
+            d.state().lastSeqno() + 1; // the WAL replays the same seqnos, new contents here
         w = SegmentWriter.reopen(storage.open(NAME), d.state(), options);
         assertEquals(d.state(), w.checkpoint(), "nothing appended since the restart");
       }
@@ -112,12 +122,13 @@ class SegmentCrashTest {
 
   /**
    * The storage halts after n mutating operations, for every n of a short script (a crash at each
-   * write, sync and preallocate), then crashes randomly. The last state whose sync returned must read
-   * back whole, and the writer reopened from it must go on appending.
+   * write, sync and preallocate), then crashes randomly. The last state whose sync returned must
+   * read back whole, and the writer reopened from it must go on appending.
    */
   @Test
   void crashAtEveryMutation_recoversTheLastSyncedState() {
-    SegmentOptions o = SegmentOptions.defaults().withMaxSegmentSize(64 << 10).withBlockSize(200).withPageSize(64);
+    SegmentOptions o =
+        SegmentOptions.defaults().withMaxSegmentSize(64 << 10).withBlockSize(200).withPageSize(64);
     int points = 0;
     for (long n = 0; ; n++) {
       MemStorage storage = new MemStorage(SEED + n);
@@ -127,8 +138,10 @@ class SegmentCrashTest {
       boolean finished = false;
       try {
         SegmentWriter w = SegmentWriter.create(storage.create(NAME), 1, 1, o);
-        // Sealed blocks reach the file together at each checkpoint (SegmentWriter.WRITE_BUFFER): about two
-        // mutations a round (the write and the sync), so enough rounds for more than 50 crash points.
+        // Sealed blocks reach the file together at each checkpoint (SegmentWriter.WRITE_BUFFER):
+        // about two
+        // mutations a round (the write and the sync), so enough rounds for more than 50 crash
+        // points.
         for (int round = 0; round < 30; round++) {
           t.appendRandom(w, 12);
           SegmentState s = w.checkpoint();

@@ -27,23 +27,27 @@ class SegmentReadWriteTest {
   private static final long SEED = Long.getLong("basalt.test.seed", System.nanoTime());
 
   static {
-    System.out.println("SegmentReadWriteTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
+    System.out.println(
+        "SegmentReadWriteTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
   }
 
   /**
    * Sealed blocks and index pages are gathered and written together, at the latest at a checkpoint:
-   * 200 documents of 1 KiB (about 50 blocks) take a few file writes, not one per block, and read back.
+   * 200 documents of 1 KiB (about 50 blocks) take a few file writes, not one per block, and read
+   * back.
    */
   @Test
   void blocks_areWrittenTogether_andReadBackAfterTheCheckpoint() {
-    io.basaltdb.internal.storage.MemStorage storage = new io.basaltdb.internal.storage.MemStorage(5);
+    io.basaltdb.internal.storage.MemStorage storage =
+        new io.basaltdb.internal.storage.MemStorage(5);
     io.basaltdb.internal.storage.StorageFile file = storage.create("s.log");
     SegmentWriter w = SegmentWriter.create(file, 3, 1, SegmentOptions.defaults());
     AtomicLong writes = new AtomicLong();
-    storage.setFaultInjector((op, name) -> {
-      if (op == io.basaltdb.internal.storage.MemStorage.Op.WRITE) writes.incrementAndGet();
-      return io.basaltdb.internal.storage.MemStorage.Fault.NONE;
-    });
+    storage.setFaultInjector(
+        (op, name) -> {
+          if (op == io.basaltdb.internal.storage.MemStorage.Op.WRITE) writes.incrementAndGet();
+          return io.basaltdb.internal.storage.MemStorage.Fault.NONE;
+        });
     SplittableRandom r = new SplittableRandom(11);
     byte[][] values = new byte[200][];
     for (int i = 0; i < values.length; i++) {
@@ -51,12 +55,14 @@ class SegmentReadWriteTest {
       r.nextBytes(values[i]);
       w.append(i + 1, ("k" + i).getBytes(), values[i], false);
     }
-    assertTrue(writes.get() <= 1, "blocks wait for the buffer to fill: " + writes.get() + " writes");
+    assertTrue(
+        writes.get() <= 1, "blocks wait for the buffer to fill: " + writes.get() + " writes");
     SegmentState st = w.checkpoint();
     assertTrue(writes.get() <= 4, "about 220 KB in 128 KiB writes: " + writes.get() + " writes");
     w.sync();
     SegmentReader reader = new SegmentReader(file, st);
-    for (int i = 0; i < values.length; i++) assertArrayEquals(values[i], reader.read(i + 1, -1).value());
+    for (int i = 0; i < values.length; i++)
+      assertArrayEquals(values[i], reader.read(i + 1, -1).value());
   }
 
   @Test
@@ -92,9 +98,13 @@ class SegmentReadWriteTest {
     SegmentWriter w = SegmentWriter.create(file, 9, 1, SegmentOptions.defaults());
     byte[] entry = "headerVALUEtrailing".getBytes();
     long hint = w.append(1, "k".getBytes(), entry, 6, 5, false, 1234L);
-    assertEquals(SegmentFormat.varLongSize(0) + 1 + SegmentFormat.varLongSize(1234) + 1 + 1 + 1 + 5, w.lastDocumentSize());
-    assertThrows(InvalidArgumentException.class, () -> w.append(2, "k".getBytes(), entry, 15, 5, false, 0));
-    assertThrows(InvalidArgumentException.class, () -> w.append(2, "k".getBytes(), entry, -1, 2, false, 0));
+    assertEquals(
+        SegmentFormat.varLongSize(0) + 1 + SegmentFormat.varLongSize(1234) + 1 + 1 + 1 + 5,
+        w.lastDocumentSize());
+    assertThrows(
+        InvalidArgumentException.class, () -> w.append(2, "k".getBytes(), entry, 15, 5, false, 0));
+    assertThrows(
+        InvalidArgumentException.class, () -> w.append(2, "k".getBytes(), entry, -1, 2, false, 0));
     SegmentState s = w.checkpoint();
     Document d = new SegmentReader(file, s).read(1, hint);
     assertArrayEquals("VALUE".getBytes(), d.value());
@@ -111,10 +121,12 @@ class SegmentReadWriteTest {
     t.appendRandom(w, 400);
     SegmentState s1 = w.checkpoint();
     assertTrue(s1.levels() >= 3, "a deep index: " + s1);
-    try (io.basaltdb.internal.cache.BlockCache cache = new io.basaltdb.internal.cache.BlockCache(1 << 20)) {
+    try (io.basaltdb.internal.cache.BlockCache cache =
+        new io.basaltdb.internal.cache.BlockCache(1 << 20)) {
       long owner = cache.newOwners(2);
       SegmentReader r = new SegmentReader(file, s1, cache, owner);
-      t.checkAllReads(r); // with and without hints: every page once from the file, then from the cache
+      t.checkAllReads(
+          r); // with and without hints: every page once from the file, then from the cache
       long seqno = t.docs.firstKey() + 7;
       long before = r.blockReads();
       r.readUncached(seqno, -1);
@@ -126,7 +138,9 @@ class SegmentReadWriteTest {
       long before2 = r2.blockReads();
       r2.readUncached(seqno, -1);
       assertTrue(cache.hits() > hits, "the next state's reader finds the old pages in the cache");
-      assertTrue(r2.blockReads() - before2 < 1 + r2.state().levels(), "fewer reads than a descent from disk");
+      assertTrue(
+          r2.blockReads() - before2 < 1 + r2.state().levels(),
+          "fewer reads than a descent from disk");
       t.checkAllReads(r2);
     }
   }
@@ -134,16 +148,23 @@ class SegmentReadWriteTest {
   @Test
   void documents_areCachedOneByOne_sharedByLaterStates_andNeverSeenByAnotherSegment() {
     ByteArrayFile file = new ByteArrayFile();
-    SegmentWriter w = SegmentWriter.create(file, 3, 1, SegmentOptions.defaults().withBlockSize(256));
+    SegmentWriter w =
+        SegmentWriter.create(file, 3, 1, SegmentOptions.defaults().withBlockSize(256));
     TestDocs t = new TestDocs(SEED + 3, 1);
     t.appendRandom(w, 100);
     SegmentState s1 = w.checkpoint();
     ByteArrayFile other = new ByteArrayFile(); // another segment, whose seqnos overlap this one's
-    SegmentWriter w2 = SegmentWriter.create(other, 4, 1, SegmentOptions.defaults().withBlockSize(256));
+    SegmentWriter w2 =
+        SegmentWriter.create(other, 4, 1, SegmentOptions.defaults().withBlockSize(256));
     TestDocs t2 = new TestDocs(SEED + 4, 1);
     t2.appendRandom(w2, 100);
-    long seqno = t.docs.keySet().stream().filter(q -> q > 10 && t2.docs.containsKey(q)).findFirst().orElseThrow();
-    try (io.basaltdb.internal.cache.BlockCache cache = new io.basaltdb.internal.cache.BlockCache(1 << 20)) {
+    long seqno =
+        t.docs.keySet().stream()
+            .filter(q -> q > 10 && t2.docs.containsKey(q))
+            .findFirst()
+            .orElseThrow();
+    try (io.basaltdb.internal.cache.BlockCache cache =
+        new io.basaltdb.internal.cache.BlockCache(1 << 20)) {
       long owner = cache.newOwners(2);
       SegmentReader r = new SegmentReader(file, s1, cache, owner);
       assertNull(r.cached(seqno));
@@ -155,16 +176,19 @@ class SegmentReadWriteTest {
       assertEquals(d, r.read(seqno, t.hints.get(seqno)), "the cached copy");
       assertEquals(d, r.cached(seqno));
       assertEquals(reads, r.blockReads(), "nothing read from the file");
-      assertTrue(cache.bytes(io.basaltdb.internal.cache.BlockCache.Kind.DOCUMENT) > d.value().length);
+      assertTrue(
+          cache.bytes(io.basaltdb.internal.cache.BlockCache.Kind.DOCUMENT) > d.value().length);
       assertTrue(cache.hits(io.basaltdb.internal.cache.BlockCache.Kind.DOCUMENT) >= 2);
 
       t.appendRandom(w, 20);
       SegmentReader r2 = new SegmentReader(file, w.checkpoint(), cache, owner);
-      assertEquals(d, r2.cached(seqno), "a later state of the same file shares the cached documents");
+      assertEquals(
+          d, r2.cached(seqno), "a later state of the same file shares the cached documents");
       long later = t.docs.lastKey();
       assertNull(r.cached(later), "a state never answers for seqnos past its own");
 
-      // The other segment file (its own owners) has a document of the same seqno: never this one's copy.
+      // The other segment file (its own owners) has a document of the same seqno: never this one's
+      // copy.
       SegmentReader o = new SegmentReader(other, w2.checkpoint(), cache, cache.newOwners(2));
       assertNull(o.cached(seqno));
       assertEquals(t2.docs.get(seqno), o.read(seqno, -1));
@@ -224,10 +248,17 @@ class SegmentReadWriteTest {
     for (Map.Entry<Long, Long> e : t.hints.entrySet()) {
       long hint = e.getValue();
       assertEquals(3, hint >>> 32);
-      assertTrue((hint & 0xFFFF_FFFFL) >= SegmentFormat.FILE_HEADER_SIZE && (hint & 0xFFFF_FFFFL) < s.tailOffset());
+      assertTrue(
+          (hint & 0xFFFF_FFFFL) >= SegmentFormat.FILE_HEADER_SIZE
+              && (hint & 0xFFFF_FFFFL) < s.tailOffset());
       Document d = t.docs.get(e.getKey());
-      assertEquals(d, r.read(d.seqno(), SegmentFormat.hint(4, hint & 0xFFFF_FFFFL)), "another segment's hint");
-      assertEquals(d, r.read(d.seqno(), SegmentFormat.hint(3, t.random.nextLong(s.tailOffset() + 100))),
+      assertEquals(
+          d,
+          r.read(d.seqno(), SegmentFormat.hint(4, hint & 0xFFFF_FFFFL)),
+          "another segment's hint");
+      assertEquals(
+          d,
+          r.read(d.seqno(), SegmentFormat.hint(3, t.random.nextLong(s.tailOffset() + 100))),
           "a hint into the middle of anything");
     }
     // Another block's hint: the block is valid but lacks the seqno, so the index is used.
@@ -271,13 +302,16 @@ class SegmentReadWriteTest {
     long size = file.size();
     assertSame(s2, w.checkpoint());
     assertEquals(size, file.size());
-    assertEquals(new Document(100, new byte[] {1}, new byte[] {2}, false), new SegmentReader(file, s2).read(100, -1));
+    assertEquals(
+        new Document(100, new byte[] {1}, new byte[] {2}, false),
+        new SegmentReader(file, s2).read(100, -1));
   }
 
   @Test
   void iterator_fromVariousSeqnos() {
     ByteArrayFile file = new ByteArrayFile();
-    SegmentWriter w = SegmentWriter.create(file, 2, 50, SegmentOptions.defaults().withPageSize(256));
+    SegmentWriter w =
+        SegmentWriter.create(file, 2, 50, SegmentOptions.defaults().withPageSize(256));
     TestDocs t = new TestDocs(SEED + 4, 50);
     for (int round = 0; round < 8; round++) {
       t.appendRandom(w, 150);
@@ -287,8 +321,17 @@ class SegmentReadWriteTest {
   }
 
   private void checkIterators(SegmentReader r, NavigableMap<Long, Document> model) {
-    List<Long> starts = new ArrayList<>(List.of(Long.MIN_VALUE, 0L, r.state().startSeqno(),
-        model.firstKey(), model.firstKey() + 1, model.lastKey(), model.lastKey() + 1, Long.MAX_VALUE));
+    List<Long> starts =
+        new ArrayList<>(
+            List.of(
+                Long.MIN_VALUE,
+                0L,
+                r.state().startSeqno(),
+                model.firstKey(),
+                model.firstKey() + 1,
+                model.lastKey(),
+                model.lastKey() + 1,
+                Long.MAX_VALUE));
     for (int i = 0; i < 20; i++) {
       starts.add(model.firstKey() + (model.lastKey() - model.firstKey()) * i / 20 + i % 3);
     }
@@ -327,20 +370,24 @@ class SegmentReadWriteTest {
     ConcurrentLinkedQueue<Throwable> errors = new ConcurrentLinkedQueue<>();
     for (int i = 0; i < 3; i++) {
       long seed = SEED + 10 + i;
-      Thread th = new Thread(() -> {
-        SplittableRandom rnd = new SplittableRandom(seed);
-        try {
-          while (!done.get()) {
-            SegmentReader r = current.get();
-            long q = r.state().startSeqno() + rnd.nextLong(r.state().lastSeqno() - r.state().startSeqno() + 1);
-            Document d = r.read(q, rnd.nextBoolean() ? hints.getOrDefault(q, -1L) : -1);
-            assertEquals(model.get(q), d, "seqno " + q);
-            reads.incrementAndGet();
-          }
-        } catch (Throwable e) {
-          errors.add(e);
-        }
-      });
+      Thread th =
+          new Thread(
+              () -> {
+                SplittableRandom rnd = new SplittableRandom(seed);
+                try {
+                  while (!done.get()) {
+                    SegmentReader r = current.get();
+                    long q =
+                        r.state().startSeqno()
+                            + rnd.nextLong(r.state().lastSeqno() - r.state().startSeqno() + 1);
+                    Document d = r.read(q, rnd.nextBoolean() ? hints.getOrDefault(q, -1L) : -1);
+                    assertEquals(model.get(q), d, "seqno " + q);
+                    reads.incrementAndGet();
+                  }
+                } catch (Throwable e) {
+                  errors.add(e);
+                }
+              });
       th.start();
       readers.add(th);
     }
@@ -350,7 +397,8 @@ class SegmentReadWriteTest {
         hints.put(d.seqno(), t.append(w, d));
         model.put(d.seqno(), d);
       }
-      current.set(new SegmentReader(file, w.checkpoint())); // published after the model holds its documents
+      current.set(
+          new SegmentReader(file, w.checkpoint())); // published after the model holds its documents
     }
     done.set(true);
     for (Thread th : readers) {
@@ -380,23 +428,34 @@ class SegmentReadWriteTest {
     t.append(w2, new Document(1, new byte[0], noise, false));
     SegmentState s2 = w2.checkpoint();
     byte[] c = random.contents();
-    assertEquals(0, c[SegmentFormat.FILE_HEADER_SIZE + SegmentFormat.BLOCK_FLAGS_OFFSET], "stored raw");
+    assertEquals(
+        0, c[SegmentFormat.FILE_HEADER_SIZE + SegmentFormat.BLOCK_FLAGS_OFFSET], "stored raw");
     assertEquals(t.docs.get(1L), new SegmentReader(random, s2).read(1, t.hints.get(1L)));
   }
 
   @Test
   void append_refusesBadArguments_andLeavesTheSegmentUnchanged() {
     SegmentWriter w = SegmentWriter.create(new ByteArrayFile(), 0, 10, SegmentOptions.defaults());
-    assertThrows(InvalidArgumentException.class, () -> w.append(9, new byte[1], new byte[1], false));
+    assertThrows(
+        InvalidArgumentException.class, () -> w.append(9, new byte[1], new byte[1], false));
     w.append(10, new byte[1], new byte[1], false);
-    assertThrows(InvalidArgumentException.class, () -> w.append(10, new byte[1], new byte[1], false));
-    assertThrows(InvalidArgumentException.class, () -> w.append(11, new byte[(64 << 10) + 1], new byte[0], false));
-    assertThrows(InvalidArgumentException.class, () -> w.append(11, new byte[0], new byte[(20 << 20) + 1], false));
+    assertThrows(
+        InvalidArgumentException.class, () -> w.append(10, new byte[1], new byte[1], false));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> w.append(11, new byte[(64 << 10) + 1], new byte[0], false));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> w.append(11, new byte[0], new byte[(20 << 20) + 1], false));
     assertThrows(InvalidArgumentException.class, () -> w.append(11, null, new byte[0], false));
     w.append(11, new byte[64 << 10], new byte[0], false);
     assertEquals(2, w.checkpoint().documentCount());
-    assertThrows(InvalidArgumentException.class, () -> SegmentWriter.create(new ByteArrayFile(), -1, 0, SegmentOptions.defaults()));
-    assertThrows(InvalidArgumentException.class, () -> SegmentWriter.create(new ByteArrayFile(), 1L << 31, 0, SegmentOptions.defaults()));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> SegmentWriter.create(new ByteArrayFile(), -1, 0, SegmentOptions.defaults()));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> SegmentWriter.create(new ByteArrayFile(), 1L << 31, 0, SegmentOptions.defaults()));
   }
 
   @Test
@@ -407,8 +466,11 @@ class SegmentReadWriteTest {
     assertEquals(d.maxSegmentSize(), d.preallocateBytes());
     assertEquals(8 << 20, d.withMaxSegmentSize(8 << 20).preallocateBytes());
     assertThrows(InvalidArgumentException.class, () -> d.withBlockSize(10).validate());
-    assertThrows(InvalidArgumentException.class, () -> d.withMaxSegmentSize((1L << 30) + 1).validate());
-    assertThrows(InvalidArgumentException.class, () -> d.withPreallocateBytes(d.maxSegmentSize() + 1).validate());
+    assertThrows(
+        InvalidArgumentException.class, () -> d.withMaxSegmentSize((1L << 30) + 1).validate());
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> d.withPreallocateBytes(d.maxSegmentSize() + 1).validate());
     assertThrows(InvalidArgumentException.class, () -> d.withPageSize(32).validate());
     ByteArrayFile file = new ByteArrayFile();
     SegmentWriter w = SegmentWriter.create(file, 0, 0, d.withMaxSegmentSize(1 << 20));

@@ -12,11 +12,7 @@ import io.basaltdb.StorageException;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.internal.storage.StorageFile;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.NavigableMap;
-import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 /** Reopening a segment writer from a checkpoint, write failures, and the encoded segment state. */
@@ -24,12 +20,14 @@ class SegmentRecoveryTest {
   private static final long SEED = Long.getLong("basalt.test.seed", System.nanoTime());
 
   static {
-    System.out.println("SegmentRecoveryTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
+    System.out.println(
+        "SegmentRecoveryTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
   }
 
   @Test
   void reopen_restoresTheExactTailPages() {
-    // Two writers append the same documents; one restarts after every checkpoint. Same bytes result.
+    // Two writers append the same documents; one restarts after every checkpoint. Same bytes
+    // result.
     SegmentOptions o = SegmentOptions.defaults().withBlockSize(100).withPageSize(64);
     ByteArrayFile a = new ByteArrayFile();
     ByteArrayFile b = new ByteArrayFile();
@@ -53,7 +51,9 @@ class SegmentRecoveryTest {
 
   @Test
   void staleBytes_countSupersededCheckpointPages() {
-    SegmentWriter w = SegmentWriter.create(new ByteArrayFile(), 0, 1, SegmentOptions.defaults().withPageSize(128));
+    SegmentWriter w =
+        SegmentWriter.create(
+            new ByteArrayFile(), 0, 1, SegmentOptions.defaults().withPageSize(128));
     SegmentState prev = w.checkpoint();
     for (int i = 1; i <= 100; i++) {
       w.append(i, new byte[] {(byte) i}, new byte[10], false);
@@ -73,25 +73,34 @@ class SegmentRecoveryTest {
     w.append(1, new byte[3], new byte[300], false);
     SegmentState s = w.checkpoint();
     ByteArrayFile other = new ByteArrayFile();
-    SegmentWriter.create(other, 2, 1, SegmentOptions.defaults()).append(1, new byte[3], new byte[300], false);
-    assertThrows(CorruptionException.class, () -> SegmentWriter.reopen(other, s, SegmentOptions.defaults()));
+    SegmentWriter.create(other, 2, 1, SegmentOptions.defaults())
+        .append(1, new byte[3], new byte[300], false);
+    assertThrows(
+        CorruptionException.class, () -> SegmentWriter.reopen(other, s, SegmentOptions.defaults()));
     file.truncate(s.tailOffset() - 1);
-    assertThrows(CorruptionException.class, () -> SegmentWriter.reopen(file, s, SegmentOptions.defaults()));
+    assertThrows(
+        CorruptionException.class, () -> SegmentWriter.reopen(file, s, SegmentOptions.defaults()));
   }
 
   @Test
   void failedWrite_poisonsTheWriter_untilReopened() {
     MemStorage storage = new MemStorage(SEED);
     StorageFile file = storage.create("s.log");
-    SegmentWriter w = SegmentWriter.create(file, 0, 1, SegmentOptions.defaults().withMaxSegmentSize(1 << 20));
+    SegmentWriter w =
+        SegmentWriter.create(file, 0, 1, SegmentOptions.defaults().withMaxSegmentSize(1 << 20));
     w.append(1, new byte[1], new byte[100], false);
     SegmentState s = w.checkpoint();
-    storage.setFaultInjector((op, name) -> op == MemStorage.Op.WRITE ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
-    // Sealed blocks wait in the writer's buffer: the failed write surfaces at the latest at the checkpoint.
-    assertThrows(StorageException.class, () -> {
-      w.append(2, new byte[1], new byte[10_000], false);
-      w.checkpoint();
-    });
+    storage.setFaultInjector(
+        (op, name) ->
+            op == MemStorage.Op.WRITE ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
+    // Sealed blocks wait in the writer's buffer: the failed write surfaces at the latest at the
+    // checkpoint.
+    assertThrows(
+        StorageException.class,
+        () -> {
+          w.append(2, new byte[1], new byte[10_000], false);
+          w.checkpoint();
+        });
     storage.setFaultInjector(null);
     assertThrows(StorageException.class, () -> w.append(3, new byte[1], new byte[1], false));
     assertThrows(StorageException.class, w::checkpoint);
@@ -123,16 +132,30 @@ class SegmentRecoveryTest {
         assertThrows(CorruptionException.class, () -> SegmentState.decode(damaged), "byte " + i);
         e[i] ^= 0x10;
       }
-      assertThrows(CorruptionException.class, () -> SegmentState.decode(ByteBuffer.wrap(e, 0, e.length - 1)));
+      assertThrows(
+          CorruptionException.class,
+          () -> SegmentState.decode(ByteBuffer.wrap(e, 0, e.length - 1)));
     }
   }
 
   @Test
   void state_withByteCountsWhoseSumOverflows_isRefused() {
-    SegmentState s = SegmentWriter.create(new ByteArrayFile(), 1, 1, SegmentOptions.defaults()).checkpoint();
-    SegmentState bad = new SegmentState(s.segmentId(), s.startSeqno(), s.lastSeqno(), s.tailOffset(),
-        s.rootOffset(), s.levels(), s.documentCount(), s.documentBytes(), Long.MAX_VALUE, Long.MAX_VALUE,
-        s.blockSize(), s.pageSize());
+    SegmentState s =
+        SegmentWriter.create(new ByteArrayFile(), 1, 1, SegmentOptions.defaults()).checkpoint();
+    SegmentState bad =
+        new SegmentState(
+            s.segmentId(),
+            s.startSeqno(),
+            s.lastSeqno(),
+            s.tailOffset(),
+            s.rootOffset(),
+            s.levels(),
+            s.documentCount(),
+            s.documentBytes(),
+            Long.MAX_VALUE,
+            Long.MAX_VALUE,
+            s.blockSize(),
+            s.pageSize());
     assertThrows(InvalidArgumentException.class, () -> new SegmentReader(new ByteArrayFile(), bad));
     assertThrows(CorruptionException.class, () -> SegmentState.decode(encoded(bad)));
   }

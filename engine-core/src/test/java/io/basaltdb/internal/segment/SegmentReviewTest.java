@@ -1,7 +1,5 @@
 package io.basaltdb.internal.segment;
 
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 import io.basaltdb.CorruptionException;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -11,7 +9,8 @@ class SegmentReviewTest {
   private static final long SEED = Long.getLong("basalt.test.seed", System.nanoTime());
 
   static {
-    System.out.println("SegmentReviewTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
+    System.out.println(
+        "SegmentReviewTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
   }
 
   private static SegmentState build(ByteArrayFile file, TestDocs t, int docs) {
@@ -22,7 +21,10 @@ class SegmentReviewTest {
     return SegmentCorruptionTest.readAll(r, t, what, true);
   }
 
-  /** Reopen a damaged file: a CorruptionException, or a writer that continues to a fully readable segment. */
+  /**
+   * Reopen a damaged file: a CorruptionException, or a writer that continues to a fully readable
+   * segment.
+   */
   @Test
   void everyFlippedByte_reopenEitherFailsOrContinuesCorrectly() {
     ByteArrayFile pristine = new ByteArrayFile();

@@ -9,8 +9,9 @@ import java.util.SplittableRandom;
 import java.util.TreeMap;
 
 /**
- * Random documents and a model of a segment's contents (seqno -> document, plus the hint each got), for
- * the segment tests. Sizes mix empty values, small and block-sized ones, compressible and random bytes.
+ * Random documents and a model of a segment's contents (seqno -> document, plus the hint each got),
+ * for the segment tests. Sizes mix empty values, small and block-sized ones, compressible and
+ * random bytes.
  *
  * <p>Thread-safety: none; one per test.
  */
@@ -30,13 +31,14 @@ final class TestDocs {
     nextSeqno += random.nextInt(3);
     long seqno = nextSeqno++;
     int keyLength = random.nextInt(8) == 0 ? 0 : 1 + random.nextInt(40);
-    int valueLength = switch (random.nextInt(6)) {
-      case 0 -> 0;
-      case 1 -> 1 + random.nextInt(10);
-      case 2, 3 -> random.nextInt(300);
-      case 4 -> random.nextInt(2000);
-      default -> 3000 + random.nextInt(6000);
-    };
+    int valueLength =
+        switch (random.nextInt(6)) {
+          case 0 -> 0;
+          case 1 -> 1 + random.nextInt(10);
+          case 2, 3 -> random.nextInt(300);
+          case 4 -> random.nextInt(2000);
+          default -> 3000 + random.nextInt(6000);
+        };
     return new Document(seqno, bytes(keyLength), bytes(valueLength), random.nextInt(10) == 0);
   }
 
@@ -70,8 +72,11 @@ final class TestDocs {
     }
   }
 
-  /** Reads every seqno from {@code first - 2} to {@code last + 2} both with its hint and without. */
-  static void checkAllReads(SegmentReader r, NavigableMap<Long, Document> model, Map<Long, Long> hints) {
+  /**
+   * Reads every seqno from {@code first - 2} to {@code last + 2} both with its hint and without.
+   */
+  static void checkAllReads(
+      SegmentReader r, NavigableMap<Long, Document> model, Map<Long, Long> hints) {
     SegmentState s = r.state();
     for (long q = s.startSeqno() - 2; q <= s.lastSeqno() + 2; q++) {
       Document expected = q <= s.lastSeqno() ? model.get(q) : null;

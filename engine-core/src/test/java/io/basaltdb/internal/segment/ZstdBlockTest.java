@@ -15,16 +15,31 @@ import java.util.Random;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
-/** Segments whose data blocks are zstd-compressed (cold segments): they read back, and damage is corruption. */
+/**
+ * Segments whose data blocks are zstd-compressed (cold segments): they read back, and damage is
+ * corruption.
+ */
 class ZstdBlockTest {
-  /** Compressible documents (text with repeats) into a writer at {@code level}; the model and hints. */
-  static SegmentState write(ByteArrayFile file, int level, NavigableMap<Long, Document> model, Map<Long, Long> hints) {
-    SegmentWriter w = SegmentWriter.create(file, 9, 100, SegmentOptions.defaults().withZstdLevel(level));
+  /**
+   * Compressible documents (text with repeats) into a writer at {@code level}; the model and hints.
+   */
+  static SegmentState write(
+      ByteArrayFile file, int level, NavigableMap<Long, Document> model, Map<Long, Long> hints) {
+    SegmentWriter w =
+        SegmentWriter.create(file, 9, 100, SegmentOptions.defaults().withZstdLevel(level));
     Random r = new Random(level);
     for (long q = 100; q < 1100; q++) {
       byte[] key = ("user:" + (q * 7919 % 5000)).getBytes();
-      byte[] value = ("{\"name\":\"person-" + r.nextInt(100) + "\",\"city\":\"town-" + r.nextInt(20)
-          + "\",\"visits\":" + r.nextInt(1000) + "}").repeat(1 + r.nextInt(6)).getBytes();
+      byte[] value =
+          ("{\"name\":\"person-"
+                  + r.nextInt(100)
+                  + "\",\"city\":\"town-"
+                  + r.nextInt(20)
+                  + "\",\"visits\":"
+                  + r.nextInt(1000)
+                  + "}")
+              .repeat(1 + r.nextInt(6))
+              .getBytes();
       boolean tombstone = q % 50 == 0;
       Document d = new Document(q, key, tombstone ? new byte[0] : value, tombstone);
       hints.put(q, w.append(q, d.key(), d.value(), d.tombstone()));
@@ -65,7 +80,9 @@ class ZstdBlockTest {
     assertEquals(1100, q);
     ByteArrayFile lz4 = new ByteArrayFile();
     SegmentState l = write(lz4, 0, new TreeMap<>(), new HashMap<>());
-    assertTrue(s.tailOffset() < l.tailOffset(), "zstd " + s.tailOffset() + " bytes, LZ4 " + l.tailOffset());
+    assertTrue(
+        s.tailOffset() < l.tailOffset(),
+        "zstd " + s.tailOffset() + " bytes, LZ4 " + l.tailOffset());
   }
 
   @Test
@@ -79,17 +96,21 @@ class ZstdBlockTest {
     assertEquals(SegmentFormat.TYPE_BLOCK, bytes[p + SegmentFormat.TYPE_OFFSET]);
     assertEquals(SegmentFormat.BLOCK_FLAG_ZSTD, bytes[p + SegmentFormat.BLOCK_FLAGS_OFFSET]);
     int end = p + Block.recordLength(bytes, p);
-    for (int i = p + SegmentFormat.BLOCK_HEADER_SIZE; i < end; i += 3) bytes[i] ^= 0x5A; // scramble the frame
+    for (int i = p + SegmentFormat.BLOCK_HEADER_SIZE; i < end; i += 3)
+      bytes[i] ^= 0x5A; // scramble the frame
     SegmentFormat.putInt(bytes, p, SegmentFormat.crc(bytes, p + SegmentFormat.CRC_SIZE, end));
     SegmentReader r = new SegmentReader(new ByteArrayFile(bytes), s);
-    CorruptionException e = assertThrows(CorruptionException.class, () -> r.read(100, hints.get(100L)));
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> r.read(100, hints.get(100L)));
     assertNotNull(e.getMessage());
     // Both codec flags at once is corruption too.
     byte[] both = file.contents();
-    both[p + SegmentFormat.BLOCK_FLAGS_OFFSET] = SegmentFormat.BLOCK_FLAG_ZSTD | SegmentFormat.BLOCK_FLAG_LZ4;
+    both[p + SegmentFormat.BLOCK_FLAGS_OFFSET] =
+        SegmentFormat.BLOCK_FLAG_ZSTD | SegmentFormat.BLOCK_FLAG_LZ4;
     SegmentFormat.putInt(both, p, SegmentFormat.crc(both, p + SegmentFormat.CRC_SIZE, end));
     SegmentReader r2 = new SegmentReader(new ByteArrayFile(both), s);
-    CorruptionException flagged = assertThrows(CorruptionException.class, () -> r2.read(100, hints.get(100L)));
+    CorruptionException flagged =
+        assertThrows(CorruptionException.class, () -> r2.read(100, hints.get(100L)));
     assertTrue(flagged.getMessage().contains("unknown flags"), flagged.getMessage());
     // Blocks after the damaged one still read.
     assertArrayEquals(model.get(1099L).value(), r.read(1099, hints.get(1099L)).value());
@@ -97,7 +118,11 @@ class ZstdBlockTest {
 
   @Test
   void aZstdLevelOutOfRange_isRefused() {
-    assertThrows(InvalidArgumentException.class, () -> SegmentOptions.defaults().withZstdLevel(23).validate());
-    assertThrows(InvalidArgumentException.class, () -> SegmentOptions.defaults().withZstdLevel(-1).validate());
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> SegmentOptions.defaults().withZstdLevel(23).validate());
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> SegmentOptions.defaults().withZstdLevel(-1).validate());
   }
 }

@@ -13,11 +13,13 @@ import org.junit.jupiter.api.Test;
 /** The access barrier of Nitro section 6: deterministic interleavings first, then threads. */
 class AccessBarrierTest {
   private final List<AccessBarrier.Session> terminated = new ArrayList<>();
-  private final AccessBarrier barrier = new AccessBarrier(s -> {
-    synchronized (terminated) {
-      terminated.add(s);
-    }
-  });
+  private final AccessBarrier barrier =
+      new AccessBarrier(
+          s -> {
+            synchronized (terminated) {
+              terminated.add(s);
+            }
+          });
 
   @Test
   void closedSession_terminatesOnlyWhenItsLastAccessorExits() {
@@ -69,13 +71,15 @@ class AccessBarrierTest {
     CountDownLatch done = new CountDownLatch(threads);
     List<Thread> ts = new ArrayList<>();
     for (int t = 0; t < threads; t++) {
-      Thread th = new Thread(() -> {
-        for (int i = 0; i < 200_000; i++) {
-          AccessBarrier.Session s = barrier.enter();
-          barrier.exit(s);
-        }
-        done.countDown();
-      });
+      Thread th =
+          new Thread(
+              () -> {
+                for (int i = 0; i < 200_000; i++) {
+                  AccessBarrier.Session s = barrier.enter();
+                  barrier.exit(s);
+                }
+                done.countDown();
+              });
       ts.add(th);
       th.start();
     }

@@ -2,7 +2,6 @@ package io.basaltdb.internal.skiplist;
 
 import static io.basaltdb.internal.skiplist.SkipListTest.b;
 import static io.basaltdb.internal.skiplist.SkipListTest.s;
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -16,10 +15,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The skiplist's side of Nitro's backup and restore (seed 001 section 5): split keys cut the list into
- * ranges of about equal size, a scan at a term sees exactly that term's items, a list built bottom-up
- * from segments behaves as one built by puts (reads, later writes, snapshots, collection, and every node
- * freed at close), and a capture hands over exactly the nodes of its term the collector unlinks.
+ * The skiplist's side of Nitro's backup and restore (seed 001 section 5): split keys cut the list
+ * into ranges of about equal size, a scan at a term sees exactly that term's items, a list built
+ * bottom-up from segments behaves as one built by puts (reads, later writes, snapshots, collection,
+ * and every node freed at close), and a capture hands over exactly the nodes of its term the
+ * collector unlinks.
  */
 class SkipListBackupTest {
   private SkipList list;
@@ -58,17 +58,27 @@ class SkipListBackupTest {
     int n = 20_000;
     for (int i = 0; i < n; i++) list.put(b(key(i)), b("old" + i));
     try (Snapshot snap = list.snapshot()) {
-      for (int i = 0; i < n; i += 2) list.put(b(key(i)), b("new" + i)); // after the snapshot: not in it
+      for (int i = 0; i < n; i += 2)
+        list.put(b(key(i)), b("new" + i)); // after the snapshot: not in it
       for (int i = 1; i < n; i += 10) list.delete(b(key(i)));
       List<byte[]> splits = list.splitKeys(4);
       assertEquals(3, splits.size());
       List<String> all = new ArrayList<>();
       for (int r = 0; r <= splits.size(); r++) {
         Collect c = new Collect();
-        long items = list.scan(snap.sn(), r == 0 ? null : splits.get(r - 1), r == splits.size() ? null : splits.get(r), c);
+        long items =
+            list.scan(
+                snap.sn(),
+                r == 0 ? null : splits.get(r - 1),
+                r == splits.size() ? null : splits.get(r),
+                c);
         assertEquals(c.keys.size(), items);
-        assertTrue(items > n / 4 * 0.6 && items < n / 4 * 1.5, "range " + r + " holds " + items + " of " + n);
-        for (int i = 0; i < c.keys.size(); i++) assertEquals("old" + c.keys.get(i).substring(3).replaceFirst("^0+(?=.)", ""), c.values.get(i));
+        assertTrue(
+            items > n / 4 * 0.6 && items < n / 4 * 1.5,
+            "range " + r + " holds " + items + " of " + n);
+        for (int i = 0; i < c.keys.size(); i++)
+          assertEquals(
+              "old" + c.keys.get(i).substring(3).replaceFirst("^0+(?=.)", ""), c.values.get(i));
         all.addAll(c.keys);
       }
       List<String> expected = new ArrayList<>();
@@ -84,9 +94,13 @@ class SkipListBackupTest {
       for (int r = 0; r < sinks.length; r++) {
         assertEquals(sinks[r].keys.size(), counts[r]);
         interleaved.addAll(sinks[r].keys);
-        for (int i = 0; i < sinks[r].keys.size(); i++) assertTrue(sinks[r].values.get(i).startsWith("old"));
+        for (int i = 0; i < sinks[r].keys.size(); i++)
+          assertTrue(sinks[r].values.get(i).startsWith("old"));
       }
-      assertEquals(expected, interleaved, "interleaved cursors: every key once, each in its range, in order");
+      assertEquals(
+          expected,
+          interleaved,
+          "interleaved cursors: every key once, each in its range, in order");
     }
     assertTrue(list.splitKeys(1).isEmpty());
   }
@@ -103,7 +117,10 @@ class SkipListBackupTest {
       }
       if (p == 1) {
         byte[] k = b(key(0));
-        assertThrows(IllegalArgumentException.class, () -> builder.add(k, 0, k.length, k, 0, 1), "out of order");
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> builder.add(k, 0, k.length, k, 0, 1),
+            "out of order");
       }
       segments.add(builder.finish());
     }
@@ -112,15 +129,20 @@ class SkipListBackupTest {
     SkipListStats stats = list.stats();
     assertEquals(n, stats.items());
     assertEquals(n, stats.nodes());
-    assertTrue(stats.nodesPerLevel().length > 3 && stats.nodesPerLevel()[1] > n / 8 && stats.nodesPerLevel()[1] < n / 2,
+    assertTrue(
+        stats.nodesPerLevel().length > 3
+            && stats.nodesPerLevel()[1] > n / 8
+            && stats.nodesPerLevel()[1] < n / 2,
         "towers of height 2 and more for about a quarter of the nodes: " + stats);
     for (int i = 0; i < n; i += 7) assertEquals("v" + i, s(list.get(b(key(i)))));
     assertNull(list.get(b("key")));
-    try (Snapshot snap = list.snapshot(); SnapshotIterator it = snap.iterator()) {
+    try (Snapshot snap = list.snapshot();
+        SnapshotIterator it = snap.iterator()) {
       for (int i = 0; i < n; i++) list.put(b(key(i)), b("w" + i)); // supersede every built node
       for (int i = 0; i < n; i += 3) list.delete(b(key(i)));
       int count = 0;
-      for (it.seekFirst(); it.valid(); it.next()) assertEquals(key(count), s(it.key()), "the snapshot's key " + count++);
+      for (it.seekFirst(); it.valid(); it.next())
+        assertEquals(key(count), s(it.key()), "the snapshot's key " + count++);
       assertEquals(n, count);
       assertEquals("v5", s(snap.get(b(key(5)))));
     }
@@ -131,7 +153,10 @@ class SkipListBackupTest {
     assertNull(list.get(b(key(3))));
     SkipListBuilder late = list.builder();
     late.add(b("z"), 0, 1, b("z"), 0, 1);
-    assertThrows(IllegalStateException.class, () -> list.load(List.of(late.finish())), "load needs an empty list");
+    assertThrows(
+        IllegalStateException.class,
+        () -> list.load(List.of(late.finish())),
+        "load needs an empty list");
     late.discard(); // its node goes back: close finds no leak
   }
 
@@ -157,17 +182,21 @@ class SkipListBackupTest {
     Snapshot snap = list.snapshot();
     long sn = snap.sn();
     List<Collect> sinks = new ArrayList<>();
-    UnlinkCapture capture = list.capture(snap, () -> {
-      Collect c = new Collect();
-      synchronized (sinks) {
-        sinks.add(c);
-      }
-      return c;
-    });
+    UnlinkCapture capture =
+        list.capture(
+            snap,
+            () -> {
+              Collect c = new Collect();
+              synchronized (sinks) {
+                sinks.add(c);
+              }
+              return c;
+            });
     capture.activate();
     snap.close();
     for (int i = 0; i < n; i++) {
-      if (i % 4 == 0) list.delete(b(key(i))); else if (i % 4 == 1) list.put(b(key(i)), b("new" + i));
+      if (i % 4 == 0) list.delete(b(key(i)));
+      else if (i % 4 == 1) list.put(b(key(i)), b("new" + i));
     }
     list.put(b(key(n)), b("born after"));
     list.quiesce();
@@ -176,12 +205,15 @@ class SkipListBackupTest {
     List<ItemSink> used = capture.terminate();
     assertEquals(sinks.size(), used.size());
     java.util.TreeMap<String, String> union = new java.util.TreeMap<>();
-    for (int i = 0; i < scanned.keys.size(); i++) union.put(scanned.keys.get(i), scanned.values.get(i));
+    for (int i = 0; i < scanned.keys.size(); i++)
+      union.put(scanned.keys.get(i), scanned.values.get(i));
     int caught = 0;
     for (Collect c : sinks) {
       for (int i = 0; i < c.keys.size(); i++) {
         String before = union.put(c.keys.get(i), c.values.get(i));
-        assertTrue(before == null || before.equals(c.values.get(i)), "a delta item differs from the scanned one");
+        assertTrue(
+            before == null || before.equals(c.values.get(i)),
+            "a delta item differs from the scanned one");
         caught++;
       }
     }

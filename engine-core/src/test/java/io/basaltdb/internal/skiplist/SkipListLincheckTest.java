@@ -23,19 +23,20 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Linearizability of {@link SkipList} against a {@link TreeMap} model, with Lincheck 3.7 in
- * model-checking and stress mode. See {@link ModelChecked} for how the off-heap skiplist is fitted to the
- * model checker and what it does and does not explore.
+ * model-checking and stress mode. See {@link ModelChecked} for how the off-heap skiplist is fitted
+ * to the model checker and what it does and does not explore.
  *
- * <p>JVM flags: none beyond the suite's. On JDK 17 Lincheck attaches its agent at run time by itself
- * (Byte Buddy, through a helper process since self-attach is off by default).
+ * <p>JVM flags: none beyond the suite's. On JDK 17 Lincheck attaches its agent at run time by
+ * itself (Byte Buddy, through a helper process since self-attach is off by default).
  */
 class SkipListLincheckTest {
 
-  // ---- the operations, shared by both modes --------------------------------------------------------
+  // ---- the operations, shared by both modes
+  // --------------------------------------------------------
 
   /**
-   * The operations under test. Keys 1..4 and values 1..5 travel as one-byte arrays; results are converted
-   * to Integer/Boolean/String so Lincheck can compare them with the model's.
+   * The operations under test. Keys 1..4 and values 1..5 travel as one-byte arrays; results are
+   * converted to Integer/Boolean/String so Lincheck can compare them with the model's.
    */
   @Param(name = "key", gen = IntGen.class, conf = "1:4")
   @Param(name = "value", gen = IntGen.class, conf = "1:5")
@@ -66,7 +67,8 @@ class SkipListLincheckTest {
     @Operation
     public String scan() {
       StringBuilder sb = new StringBuilder();
-      try (Snapshot s = list.snapshot(); SnapshotIterator it = s.iterator()) {
+      try (Snapshot s = list.snapshot();
+          SnapshotIterator it = s.iterator()) {
         for (it.seekFirst(); it.valid(); it.next()) {
           sb.append(it.key()[0]).append('=').append(it.value()[0]).append(';');
         }
@@ -100,63 +102,71 @@ class SkipListLincheckTest {
     }
   }
 
-  // ---- model checking --------------------------------------------------------------------------------
+  // ---- model checking
+  // --------------------------------------------------------------------------------
 
   /**
-   * Model-checking target. Lincheck creates one instance per invocation (outside the analyzed code) and
-   * calls the {@code @Validate} function after each one, which closes the skiplist, so native memory and
-   * collector threads do not pile up, and every invocation ends with close()'s leak check. (The JUnit
-   * class is a separate class so that JUnit's own instance creates no skiplist.)
+   * Model-checking target. Lincheck creates one instance per invocation (outside the analyzed code)
+   * and calls the {@code @Validate} function after each one, which closes the skiplist, so native
+   * memory and collector threads do not pile up, and every invocation ends with close()'s leak
+   * check. (The JUnit class is a separate class so that JUnit's own instance creates no skiplist.)
    *
    * <p>How the skiplist is fitted to the model checker:
+   *
    * <ul>
    *   <li>Native memory: every off-heap access goes through {@link Mem}, whose methods are declared
-   *       atomic ({@code treatAsAtomic}): each is one indivisible step with a switch point before it,
-   *       i.e. the model checker interleaves the threads at every off-heap load, store and CAS. Without
-   *       this, Lincheck 3.7 inspects the raw address-only {@code Unsafe} calls beneath and fails in its
-   *       own code ("Failed to determine unsafe object access location", "Failed to find field
-   *       descriptor by offset 0 in java.lang.Long"). The debug-mode checks inside Mem run too, but
-   *       unanalyzed: analyzed, {@code MemoryDebug}'s global map (whose entries hold allocation stack
-   *       traces) is a static that Lincheck snapshots by walking everything reachable from it, which
-   *       took longer than the invocation timeout.</li>
-   *   <li>{@link SlabAllocator#allocate}/{@code free} are atomic too: the allocator has its own tests,
-   *       and Lincheck would otherwise also snapshot and restore its global static state (the count of
-   *       open allocators) after every invocation.</li>
+   *       atomic ({@code treatAsAtomic}): each is one indivisible step with a switch point before
+   *       it, i.e. the model checker interleaves the threads at every off-heap load, store and CAS.
+   *       Without this, Lincheck 3.7 inspects the raw address-only {@code Unsafe} calls beneath and
+   *       fails in its own code ("Failed to determine unsafe object access location", "Failed to
+   *       find field descriptor by offset 0 in java.lang.Long"). The debug-mode checks inside Mem
+   *       run too, but unanalyzed: analyzed, {@code MemoryDebug}'s global map (whose entries hold
+   *       allocation stack traces) is a static that Lincheck snapshots by walking everything
+   *       reachable from it, which took longer than the invocation timeout.
+   *   <li>{@link SlabAllocator#allocate}/{@code free} are atomic too: the allocator has its own
+   *       tests, and Lincheck would otherwise also snapshot and restore its global static state
+   *       (the count of open allocators) after every invocation.
    *   <li>The garbage collector's worker thread is started by the constructor, outside the analyzed
-   *       code, so Lincheck cannot schedule it; and analyzed threads do not really take Java monitors
-   *       (Lincheck emulates them), so an unscheduled thread running collector tasks during the parallel
-   *       part would race on monitor-guarded state and break the model checker's assumptions. So the
-   *       collector is kept idle while threads are analyzed: the periodic tick is an hour away, the
-   *       backlog and retire batch are never reached, and a gate task occupies the single worker so
-   *       that collection requested by {@link Snapshot#close()} queues until the validation function
-   *       opens the gate and closes the list (unanalyzed). Submitting to the executor is one atomic step
-   *       with real locks. Model checking therefore explores the operations, snapshot creation with its
-   *       wait for writers, iteration, in-term unlinking and the access barrier, but not concurrent
-   *       collection; {@link Stressed} runs the real collector.</li>
+   *       code, so Lincheck cannot schedule it; and analyzed threads do not really take Java
+   *       monitors (Lincheck emulates them), so an unscheduled thread running collector tasks
+   *       during the parallel part would race on monitor-guarded state and break the model
+   *       checker's assumptions. So the collector is kept idle while threads are analyzed: the
+   *       periodic tick is an hour away, the backlog and retire batch are never reached, and a gate
+   *       task occupies the single worker so that collection requested by {@link Snapshot#close()}
+   *       queues until the validation function opens the gate and closes the list (unanalyzed).
+   *       Submitting to the executor is one atomic step with real locks. Model checking therefore
+   *       explores the operations, snapshot creation with its wait for writers, iteration, in-term
+   *       unlinking and the access barrier, but not concurrent collection; {@link Stressed} runs
+   *       the real collector.
    * </ul>
    */
   public static class ModelChecked extends Ops {
     /** The default retire batch (4,096 nodes) is never filled by a scenario of a few operations. */
-    static final SkipListConfig CONFIG = SkipListConfig.defaults()
-        .withMemoryQuota(2L << 20)
-        .withGcIntervalMillis(3_600_000L)
-        .withGcBacklog(1 << 20);
+    static final SkipListConfig CONFIG =
+        SkipListConfig.defaults()
+            .withMemoryQuota(2L << 20)
+            .withGcIntervalMillis(3_600_000L)
+            .withGcBacklog(1 << 20);
 
     private final CountDownLatch gate = new CountDownLatch(1);
 
     public ModelChecked() {
       super(CONFIG);
       CountDownLatch started = new CountDownLatch(1);
-      collectorExecutor(list).execute(() -> {
-        started.countDown();
-        try {
-          gate.await();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-      });
-      // Wait until the worker is inside the gate task: from then on it holds no lock of the executor's
-      // queue, so an analyzed thread that submits collection never blocks on the unscheduled worker.
+      collectorExecutor(list)
+          .execute(
+              () -> {
+                started.countDown();
+                try {
+                  gate.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+              });
+      // Wait until the worker is inside the gate task: from then on it holds no lock of the
+      // executor's
+      // queue, so an analyzed thread that submits collection never blocks on the unscheduled
+      // worker.
       try {
         started.await();
       } catch (InterruptedException e) {
@@ -183,7 +193,8 @@ class SkipListLincheckTest {
       f.setAccessible(true);
       return (ScheduledThreadPoolExecutor) f.get(list.gc);
     } catch (ReflectiveOperationException e) {
-      throw new AssertionError("cannot reach the skiplist collector's executor; update this test", e);
+      throw new AssertionError(
+          "cannot reach the skiplist collector's executor; update this test", e);
     }
   }
 
@@ -195,9 +206,9 @@ class SkipListLincheckTest {
 
   /**
    * Regression scenario, checked before the random ones: a delete or get of key 2 races with the
-   * insertion of the smaller key 1 right in front of it. This is the first violation this test found:
-   * {@code SkipList.remove} and {@code findCurrent} re-read {@code pred.next} after the search and take a
-   * newly inserted smaller key for "key absent".
+   * insertion of the smaller key 1 right in front of it. This is the first violation this test
+   * found: {@code SkipList.remove} and {@code findCurrent} re-read {@code pred.next} after the
+   * search and take a newly inserted smaller key for "key absent".
    */
   private static ExecutionScenario smallerKeyInsertedBefore(String op) {
     return new ExecutionScenario(
@@ -222,8 +233,14 @@ class SkipListLincheckTest {
         .addCustomScenario(smallerKeyInsertedBefore("delete"))
         .addCustomScenario(smallerKeyInsertedBefore("get"))
         .addGuarantee(forClasses(n -> isClass(n, Mem.class)).allMethods().treatAsAtomic())
-        .addGuarantee(forClasses(n -> isClass(n, SlabAllocator.class)).methods("allocate", "free").treatAsAtomic())
-        .addGuarantee(forClasses(n -> isClass(n, ScheduledThreadPoolExecutor.class)).methods("execute").treatAsAtomic())
+        .addGuarantee(
+            forClasses(n -> isClass(n, SlabAllocator.class))
+                .methods("allocate", "free")
+                .treatAsAtomic())
+        .addGuarantee(
+            forClasses(n -> isClass(n, ScheduledThreadPoolExecutor.class))
+                .methods("execute")
+                .treatAsAtomic())
         .addGuarantee(forClasses(n -> isClass(n, ModelChecked.class)).methods("shutdown").ignore())
         .sequentialSpecification(Model.class)
         .iterations(scaled(8))
@@ -235,19 +252,21 @@ class SkipListLincheckTest {
         .check(ModelChecked.class);
   }
 
-  // ---- stress ---------------------------------------------------------------------------------------
+  // ---- stress
+  // ---------------------------------------------------------------------------------------
 
   /**
    * Stress target: real threads, and a collector configured to work all the time (tick every
-   * millisecond, internal snapshot at the first dead node, retire batches of one node) so collection,
-   * unlinking and reclamation run during the scenarios.
+   * millisecond, internal snapshot at the first dead node, retire batches of one node) so
+   * collection, unlinking and reclamation run during the scenarios.
    */
   public static class Stressed extends Ops {
-    static final SkipListConfig CONFIG = SkipListConfig.defaults()
-        .withMemoryQuota(2L << 20)
-        .withGcIntervalMillis(1)
-        .withGcBacklog(1)
-        .withRetireBatch(1);
+    static final SkipListConfig CONFIG =
+        SkipListConfig.defaults()
+            .withMemoryQuota(2L << 20)
+            .withGcIntervalMillis(1)
+            .withGcBacklog(1)
+            .withRetireBatch(1);
 
     public Stressed() {
       super(CONFIG);
@@ -260,8 +279,8 @@ class SkipListLincheckTest {
   }
 
   /**
-   * {@code n} iterations divided by {@code -Dbasalt.lincheck.divisor} (default 1, at least 2 left): the
-   * JDK 25 rerun in .ci/run runs fewer, the full count runs on JDK 17.
+   * {@code n} iterations divided by {@code -Dbasalt.lincheck.divisor} (default 1, at least 2 left):
+   * the JDK 25 rerun in .ci/run runs fewer, the full count runs on JDK 17.
    */
   static int scaled(int n) {
     return Math.max(2, n / Math.max(1, Integer.getInteger("basalt.lincheck.divisor", 1)));

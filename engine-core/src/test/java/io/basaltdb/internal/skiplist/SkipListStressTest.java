@@ -17,13 +17,13 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Randomized multi-threaded stress: writers, readers holding snapshots, the garbage collector and
- * memory reclamation all run at once. Checks that every snapshot is stable (two scans and point reads
- * agree), that each snapshot is a consistent cut of every writer's history, that the final state
- * matches the model, and that no byte leaks.
+ * memory reclamation all run at once. Checks that every snapshot is stable (two scans and point
+ * reads agree), that each snapshot is a consistent cut of every writer's history, that the final
+ * state matches the model, and that no byte leaks.
  *
- * <p>Replay: the seed is printed; {@code -Dbasalt.stress.seed=N} reruns the same operation sequences
- * (thread interleavings differ). {@code -Dbasalt.stress.ops=N} sets operations per writer; bin/stress
- * runs long settings.
+ * <p>Replay: the seed is printed; {@code -Dbasalt.stress.seed=N} reruns the same operation
+ * sequences (thread interleavings differ). {@code -Dbasalt.stress.ops=N} sets operations per
+ * writer; bin/stress runs long settings.
  */
 class SkipListStressTest {
   private static final int WRITERS = 2;
@@ -44,8 +44,13 @@ class SkipListStressTest {
     int ops = Integer.getInteger("basalt.stress.ops", 60_000);
     String replay = " (replay: -Dbasalt.stress.seed=" + seed + " -Dbasalt.stress.ops=" + ops + ")";
     System.out.println("SkipListStressTest seed=" + seed + " ops=" + ops);
-    SkipListConfig config = SkipListConfig.defaults().withMemoryQuota(256L << 20)
-        .withGcBacklog(512).withGcIntervalMillis(5).withRetireBatch(64).withGcWorkers(2);
+    SkipListConfig config =
+        SkipListConfig.defaults()
+            .withMemoryQuota(256L << 20)
+            .withGcBacklog(512)
+            .withGcIntervalMillis(5)
+            .withRetireBatch(64)
+            .withGcWorkers(2);
     SkipList list = new SkipList(config);
     try {
       Op[][] histories = new Op[WRITERS][ops];
@@ -55,57 +60,70 @@ class SkipListStressTest {
       List<Thread> threads = new ArrayList<>();
       for (int w = 0; w < WRITERS; w++) {
         int id = w;
-        threads.add(new Thread(() -> {
-          try {
-            SplittableRandom r = new SplittableRandom(seed * 31 + id);
-            for (int i = 0; i < ops; i++) {
-              if (r.nextInt(10) == 0) { // a key every writer races on
-                histories[id][i] = SHARED;
-                byte[] k = sharedKey(r.nextInt(SHARED_KEYS));
-                if (r.nextInt(4) == 0) list.delete(k);
-                else list.put(k, value(id, i, r.nextInt(40)));
-                continue;
-              }
-              int k = r.nextInt(KEYS_PER_WRITER);
-              boolean delete = r.nextInt(10) < 3;
-              histories[id][i] = new Op(k, delete);
-              if (delete) list.delete(key(id, k));
-              else list.put(key(id, k), value(id, i, r.nextInt(40)));
-            }
-          } catch (Throwable t) {
-            failures.add(t);
-          }
-        }, "writer-" + w));
+        threads.add(
+            new Thread(
+                () -> {
+                  try {
+                    SplittableRandom r = new SplittableRandom(seed * 31 + id);
+                    for (int i = 0; i < ops; i++) {
+                      if (r.nextInt(10) == 0) { // a key every writer races on
+                        histories[id][i] = SHARED;
+                        byte[] k = sharedKey(r.nextInt(SHARED_KEYS));
+                        if (r.nextInt(4) == 0) list.delete(k);
+                        else list.put(k, value(id, i, r.nextInt(40)));
+                        continue;
+                      }
+                      int k = r.nextInt(KEYS_PER_WRITER);
+                      boolean delete = r.nextInt(10) < 3;
+                      histories[id][i] = new Op(k, delete);
+                      if (delete) list.delete(key(id, k));
+                      else list.put(key(id, k), value(id, i, r.nextInt(40)));
+                    }
+                  } catch (Throwable t) {
+                    failures.add(t);
+                  }
+                },
+                "writer-" + w));
       }
       for (int rd = 0; rd < READERS; rd++) {
         int id = rd;
-        threads.add(new Thread(() -> {
-          SplittableRandom r = new SplittableRandom(seed * 17 + id);
-          try {
-            while (writing.get()) {
-              try (Snapshot snap = list.snapshot()) {
-                TreeMap<String, byte[]> first = scan(snap);
-                for (int i = 0; i < 20; i++) { // point reads agree with the scan
-                  int w = r.nextInt(WRITERS);
-                  int k = r.nextInt(KEYS_PER_WRITER);
-                  byte[] got = snap.get(key(w, k));
-                  byte[] want = first.get(keyString(w, k));
-                  if (!Arrays.equals(got, want)) {
-                    throw new AssertionError("snapshot " + snap.sn() + " get(" + keyString(w, k) + ") disagrees with its scan");
+        threads.add(
+            new Thread(
+                () -> {
+                  SplittableRandom r = new SplittableRandom(seed * 17 + id);
+                  try {
+                    while (writing.get()) {
+                      try (Snapshot snap = list.snapshot()) {
+                        TreeMap<String, byte[]> first = scan(snap);
+                        for (int i = 0; i < 20; i++) { // point reads agree with the scan
+                          int w = r.nextInt(WRITERS);
+                          int k = r.nextInt(KEYS_PER_WRITER);
+                          byte[] got = snap.get(key(w, k));
+                          byte[] want = first.get(keyString(w, k));
+                          if (!Arrays.equals(got, want)) {
+                            throw new AssertionError(
+                                "snapshot "
+                                    + snap.sn()
+                                    + " get("
+                                    + keyString(w, k)
+                                    + ") disagrees with its scan");
+                          }
+                        }
+                        if (r.nextInt(4) == 0)
+                          Thread.sleep(1); // let writers and GC move on under the snapshot
+                        TreeMap<String, byte[]> second = scan(snap);
+                        if (!sameContents(first, second)) {
+                          throw new AssertionError(
+                              "snapshot " + snap.sn() + " changed between two scans");
+                        }
+                        scans.add(first);
+                      }
+                    }
+                  } catch (Throwable t) {
+                    failures.add(t);
                   }
-                }
-                if (r.nextInt(4) == 0) Thread.sleep(1); // let writers and GC move on under the snapshot
-                TreeMap<String, byte[]> second = scan(snap);
-                if (!sameContents(first, second)) {
-                  throw new AssertionError("snapshot " + snap.sn() + " changed between two scans");
-                }
-                scans.add(first);
-              }
-            }
-          } catch (Throwable t) {
-            failures.add(t);
-          }
-        }, "reader-" + rd));
+                },
+                "reader-" + rd));
       }
       for (Thread t : threads) t.start();
       for (int w = 0; w < WRITERS; w++) threads.get(w).join();
@@ -127,10 +145,13 @@ class SkipListStressTest {
         for (Map.Entry<Integer, Integer> e : state.entrySet()) {
           model.put(keyString(w, e.getKey()), null);
           byte[] got = list.get(key(w, e.getKey()));
-          assertTrue(got != null && ByteBuffer.wrap(got).getInt(4) == e.getValue(), "final value of " + keyString(w, e.getKey()) + replay);
+          assertTrue(
+              got != null && ByteBuffer.wrap(got).getInt(4) == e.getValue(),
+              "final value of " + keyString(w, e.getKey()) + replay);
         }
         for (int k = 0; k < KEYS_PER_WRITER; k++) {
-          if (!state.containsKey(k)) assertEquals(null, list.get(key(w, k)), "deleted " + keyString(w, k) + replay);
+          if (!state.containsKey(k))
+            assertEquals(null, list.get(key(w, k)), "deleted " + keyString(w, k) + replay);
         }
       }
       for (int k = 0; k < SHARED_KEYS; k++) { // a shared key holds a value some writer put there
@@ -139,7 +160,8 @@ class SkipListStressTest {
           ByteBuffer v = ByteBuffer.wrap(got);
           int w = v.getInt(0);
           int op = v.getInt(4);
-          assertTrue(w >= 0 && w < WRITERS && histories[w][op] == SHARED, "shared key " + k + replay);
+          assertTrue(
+              w >= 0 && w < WRITERS && histories[w][op] == SHARED, "shared key " + k + replay);
           model.put("s-" + k, null);
         }
       }
@@ -172,11 +194,13 @@ class SkipListStressTest {
   }
 
   /**
-   * A snapshot must show, for each writer, the state after some prefix of its operations. The prefix
-   * ends after the newest op the snapshot shows; it may include later puts that later deletes in the
-   * prefix undid, so every end point is tried until the state gains a put that no later op removes.
+   * A snapshot must show, for each writer, the state after some prefix of its operations. The
+   * prefix ends after the newest op the snapshot shows; it may include later puts that later
+   * deletes in the prefix undid, so every end point is tried until the state gains a put that no
+   * later op removes.
    */
-  private static void checkConsistentCut(TreeMap<String, byte[]> scan, Op[][] histories, String replay) {
+  private static void checkConsistentCut(
+      TreeMap<String, byte[]> scan, Op[][] histories, String replay) {
     for (int w = 0; w < WRITERS; w++) {
       Map<Integer, Integer> shown = new TreeMap<>();
       int newest = -1;
@@ -199,7 +223,13 @@ class SkipListStressTest {
         found = foreign == 0 && state.equals(shown);
       }
       if (!found) {
-        fail("snapshot is not a consistent cut of writer " + w + "'s history (newest op shown " + newest + ")" + replay);
+        fail(
+            "snapshot is not a consistent cut of writer "
+                + w
+                + "'s history (newest op shown "
+                + newest
+                + ")"
+                + replay);
       }
     }
   }

@@ -68,7 +68,8 @@ class SkipListTest {
     assertEquals("v9999", s(list.get(b("key"))));
     assertEquals(1, list.stats().items());
     list.quiesce();
-    assertEquals(1, list.stats().nodes(), "superseded versions of the current term are unlinked at once");
+    assertEquals(
+        1, list.stats().nodes(), "superseded versions of the current term are unlinked at once");
   }
 
   @Test
@@ -123,7 +124,8 @@ class SkipListTest {
 
   @Test
   void valueOverConfiguredMaximum_isRefused() {
-    try (SkipList small = new SkipList(SkipListConfig.defaults().withMemoryQuota(8L << 20).withMaxValueSize(100))) {
+    try (SkipList small =
+        new SkipList(SkipListConfig.defaults().withMemoryQuota(8L << 20).withMaxValueSize(100))) {
       small.put(b("k"), new byte[100]);
       assertThrows(InvalidArgumentException.class, () -> small.put(b("k"), new byte[101]));
       assertEquals(100, small.get(b("k")).length);
@@ -167,7 +169,8 @@ class SkipListTest {
     list.put(new byte[] {0x01}, b("01"));
     list.put(new byte[] {0x7F}, b("7f"));
     list.put(new byte[] {0x01, 0x00}, b("0100"));
-    try (Snapshot snap = list.snapshot(); SnapshotIterator it = snap.iterator()) {
+    try (Snapshot snap = list.snapshot();
+        SnapshotIterator it = snap.iterator()) {
       List<String> seen = new ArrayList<>();
       for (it.seekFirst(); it.valid(); it.next()) seen.add(s(it.value()));
       assertEquals(List.of("01", "0100", "7f", "ff"), seen);
@@ -178,7 +181,8 @@ class SkipListTest {
   void iterator_seekNextPrevLast_skipDeletedAndNewer() {
     for (int i = 0; i < 100; i++) list.put(key(i), b("v" + i));
     for (int i = 0; i < 100; i += 3) list.delete(key(i));
-    try (Snapshot snap = list.snapshot(); SnapshotIterator it = snap.iterator()) {
+    try (Snapshot snap = list.snapshot();
+        SnapshotIterator it = snap.iterator()) {
       for (int i = 0; i < 100; i++) list.put(key(i), b("new")); // after the snapshot: invisible
       list.put(key(1000), b("later"));
       List<Integer> forward = new ArrayList<>();
@@ -236,7 +240,8 @@ class SkipListTest {
   @Test
   void snapshotIsAnIncrementOfTheTerm() {
     long t = list.currentTerm();
-    try (Snapshot a = list.snapshot(); Snapshot c = list.snapshot()) {
+    try (Snapshot a = list.snapshot();
+        Snapshot c = list.snapshot()) {
       assertEquals(t, a.sn());
       assertEquals(t + 1, c.sn());
       assertEquals(t + 2, list.currentTerm());
@@ -265,18 +270,24 @@ class SkipListTest {
     assertEquals(20_000, st.nodes());
     assertEquals(20_000, st.nodesPerLevel()[0]);
     long l1 = st.nodesPerLevel()[1];
-    assertTrue(l1 > 20_000 / 4 * 0.8 && l1 < 20_000 / 4 * 1.2, "about a quarter of the nodes reach level 1: " + l1);
+    assertTrue(
+        l1 > 20_000 / 4 * 0.8 && l1 < 20_000 / 4 * 1.2,
+        "about a quarter of the nodes reach level 1: " + l1);
     assertTrue(st.metadataBytesPerNode() <= 48, "metadata per node: " + st.metadataBytesPerNode());
   }
 
   @Test
   void openIteratorMidScan_doesNotPinReclamation() {
     for (int i = 0; i < 100; i++) list.put(key(i), b("v" + i));
-    try (Snapshot snap = list.snapshot(); SnapshotIterator it = snap.iterator()) {
+    try (Snapshot snap = list.snapshot();
+        SnapshotIterator it = snap.iterator()) {
       it.seek(key(50));
-      for (int i = 0; i < 20_000; i++) list.put(b("hot"), b("x" + i)); // each supersedes the last at once
+      for (int i = 0; i < 20_000; i++)
+        list.put(b("hot"), b("x" + i)); // each supersedes the last at once
       list.quiesce();
-      assertTrue(list.stats().nodes() < 200, "versions superseded during the scan were freed: " + list.stats());
+      assertTrue(
+          list.stats().nodes() < 200,
+          "versions superseded during the scan were freed: " + list.stats());
       assertEquals("v50", s(it.value()));
       it.next();
       assertEquals("v51", s(it.value()));
@@ -286,21 +297,25 @@ class SkipListTest {
   @Test
   void closeDuringConcurrentPuts_neitherCrashesNorLeaks() throws Exception {
     SkipList racing = new SkipList(SkipListConfig.defaults().withMemoryQuota(64L << 20));
-    java.util.concurrent.atomic.AtomicReference<Throwable> unexpected = new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.concurrent.atomic.AtomicReference<Throwable> unexpected =
+        new java.util.concurrent.atomic.AtomicReference<>();
     java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(2);
     Thread[] writers = new Thread[2];
     for (int t = 0; t < writers.length; t++) {
       int id = t;
-      writers[t] = new Thread(() -> {
-        started.countDown();
-        try {
-          for (int i = 0; ; i++) racing.put(key(id * 1_000_000 + i % 500), new byte[50 + i % 200]);
-        } catch (ClosedException expected) {
-          // the list closed under us: the write was refused, nothing half-done
-        } catch (Throwable e) {
-          unexpected.set(e);
-        }
-      });
+      writers[t] =
+          new Thread(
+              () -> {
+                started.countDown();
+                try {
+                  for (int i = 0; ; i++)
+                    racing.put(key(id * 1_000_000 + i % 500), new byte[50 + i % 200]);
+                } catch (ClosedException expected) {
+                  // the list closed under us: the write was refused, nothing half-done
+                } catch (Throwable e) {
+                  unexpected.set(e);
+                }
+              });
       writers[t].start();
     }
     started.await();
@@ -312,7 +327,9 @@ class SkipListTest {
 
   @Test
   void writersOfDeadThreads_arePruned_countersKept() throws Exception {
-    try (SkipList l = new SkipList(SkipListConfig.defaults().withMemoryQuota(16L << 20).withGcIntervalMillis(2))) {
+    try (SkipList l =
+        new SkipList(
+            SkipListConfig.defaults().withMemoryQuota(16L << 20).withGcIntervalMillis(2))) {
       for (int t = 0; t < 20; t++) {
         int id = t;
         Thread th = new Thread(() -> l.put(key(id), b("v")));
@@ -321,7 +338,8 @@ class SkipListTest {
       }
       long deadline = System.nanoTime() + 5_000_000_000L;
       while (l.writers.size() > 2 && System.nanoTime() < deadline) Thread.sleep(5);
-      assertTrue(l.writers.size() <= 2, "writers of finished threads were dropped: " + l.writers.size());
+      assertTrue(
+          l.writers.size() <= 2, "writers of finished threads were dropped: " + l.writers.size());
       assertEquals(20, l.stats().items());
       assertEquals(20, l.stats().nodes());
     }
@@ -329,9 +347,12 @@ class SkipListTest {
 
   @Test
   void statsDuringPruning_countEachDeadWriterOnce() throws Exception {
-    // The collector folds a dead thread's counters into the list's and drops its writer; a stats() sum
+    // The collector folds a dead thread's counters into the list's and drops its writer; a stats()
+    // sum
     // running at that moment once read the writer in the list and again in the folded counters.
-    try (SkipList l = new SkipList(SkipListConfig.defaults().withMemoryQuota(16L << 20).withGcIntervalMillis(1))) {
+    try (SkipList l =
+        new SkipList(
+            SkipListConfig.defaults().withMemoryQuota(16L << 20).withGcIntervalMillis(1))) {
       for (int t = 0; t < 300; t++) {
         int id = t;
         Thread th = new Thread(() -> l.put(key(id), b("v")));

@@ -9,7 +9,10 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-/** The bloom filter's false-positive rate, its absence of false negatives, and the stability of its hash. */
+/**
+ * The bloom filter's false-positive rate, its absence of false negatives, and the stability of its
+ * hash.
+ */
 class BloomFilterTest {
   @Test
   void falsePositiveRate_at10BitsPerKey_isBelow2Percent() {
@@ -70,7 +73,9 @@ class BloomFilterTest {
   void hash_isStable() {
     assertEquals(0xbcb1d07bdf199599L, BloomFilter.hash(new byte[0]));
     assertEquals(0x91ec3a37fc89a2daL, BloomFilter.hash("a".getBytes(StandardCharsets.UTF_8)));
-    assertEquals(0xb1df5f9f3b2dcfc5L, BloomFilter.hash("0123456789abcdef!".getBytes(StandardCharsets.UTF_8)));
+    assertEquals(
+        0xb1df5f9f3b2dcfc5L,
+        BloomFilter.hash("0123456789abcdef!".getBytes(StandardCharsets.UTF_8)));
     assertEquals(7, BloomFilter.probes(10));
     assertEquals(1, BloomFilter.probes(1));
     assertEquals(30, BloomFilter.probes(64));

@@ -10,7 +10,10 @@ import java.util.List;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-/** A table iterator that reads ahead: the same records as one that reads block by block, in few reads. */
+/**
+ * A table iterator that reads ahead: the same records as one that reads block by block, in few
+ * reads.
+ */
 class ReadaheadTest {
   private static final TableOptions OPTIONS = new TableOptions(256, 4, 10);
 
@@ -18,13 +21,17 @@ class ReadaheadTest {
   void aWholeScan_readsChunks_notBlocks_andYieldsEveryRecord() {
     TableModel m = TableModel.random(new SplittableRandom(5), 20_000, 24);
     byte[] bytes = m.tableBytes(OPTIONS);
-    try (TableReader t = TableReader.open(TableModel.file(bytes), "t.sst"); TableIterator it = t.sequentialIterator()) {
+    try (TableReader t = TableReader.open(TableModel.file(bytes), "t.sst");
+        TableIterator it = t.sequentialIterator()) {
       assertTrue(t.blockCount() > 1000, "a table of many blocks: " + t.blockCount());
       it.seekFirst();
       assertRest(it, m.map.values(), "scan with readahead");
-      // chunks double from 32 KiB to 256 KiB: the whole data region in about bytes / 256 KiB + 3 reads
+      // chunks double from 32 KiB to 256 KiB: the whole data region in about bytes / 256 KiB + 3
+      // reads
       int most = bytes.length / Readahead.MAX + 4;
-      assertTrue(it.chunkReads() <= most, it.chunkReads() + " reads for " + t.blockCount() + " blocks, expected at most " + most);
+      assertTrue(
+          it.chunkReads() <= most,
+          it.chunkReads() + " reads for " + t.blockCount() + " blocks, expected at most " + most);
       try (TableIterator plain = t.iterator(false)) {
         assertEquals(-1, plain.chunkReads(), "a plain iterator reads block by block");
       }
@@ -43,7 +50,10 @@ class ReadaheadTest {
       KeyRecord a = new KeyRecord();
       KeyRecord b = new KeyRecord();
       for (int i = 0; i < 300; i++) { // jumps back and forth: each refill starts small again
-        byte[] key = r.nextBoolean() ? keys.get(r.nextInt(keys.size())) : TableModel.bytes(r, 1 + r.nextInt(6));
+        byte[] key =
+            r.nextBoolean()
+                ? keys.get(r.nextInt(keys.size()))
+                : TableModel.bytes(r, 1 + r.nextInt(6));
         ahead.seek(key);
         plain.seek(key);
         for (int step = 0; step < 3 && plain.valid(); step++) {
@@ -55,7 +65,9 @@ class ReadaheadTest {
       }
       ahead.seekFirst();
       plain.seekFirst();
-      for (int i = 0; i < keys.size(); i += 1 + r.nextInt(40)) { // ascending probes, as a revealing merge makes
+      for (int i = 0;
+          i < keys.size();
+          i += 1 + r.nextInt(40)) { // ascending probes, as a revealing merge makes
         ahead.seekForward(keys.get(i));
         plain.seekForward(keys.get(i));
         assertTrue(ahead.valid() && plain.valid());

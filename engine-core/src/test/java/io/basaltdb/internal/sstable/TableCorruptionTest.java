@@ -8,20 +8,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.storage.StorageFile;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
-import io.basaltdb.internal.storage.StorageFile;
 import org.junit.jupiter.api.Test;
 
 /**
  * Damages a small table one byte at a time and checks that every read either throws {@link
- * CorruptionException} or gives exactly the right answer. Since every byte of a table is covered by a
- * CRC32C (which catches any error within 32 consecutive bits) or compared against the magic number,
- * every damaged copy must also be detected by at least one of the reads.
+ * CorruptionException} or gives exactly the right answer. Since every byte of a table is covered by
+ * a CRC32C (which catches any error within 32 consecutive bits) or compared against the magic
+ * number, every damaged copy must also be detected by at least one of the reads.
  */
 class TableCorruptionTest {
   private static final TableOptions OPTIONS = new TableOptions(128, 4, 10);
@@ -40,11 +40,20 @@ class TableCorruptionTest {
           byte[] bad = good.clone();
           bad[pos] ^= (byte) mask;
           int detected = readAll(bad, m, absent);
-          assertTrue(detected > 0, "flip of byte " + pos + " with mask " + mask + " of " + good.length + " went unnoticed");
+          assertTrue(
+              detected > 0,
+              "flip of byte "
+                  + pos
+                  + " with mask "
+                  + mask
+                  + " of "
+                  + good.length
+                  + " went unnoticed");
         }
       }
     } catch (AssertionError | RuntimeException e) {
-      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+      throw new AssertionError(
+          "failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
     }
   }
 
@@ -54,12 +63,16 @@ class TableCorruptionTest {
     byte[] good = m.tableBytes(OPTIONS);
     for (int len = 0; len < good.length; len++) {
       byte[] cut = Arrays.copyOf(good, len);
-      assertThrows(CorruptionException.class, () -> TableReader.open(TableModel.file(cut), "t.sst"),
+      assertThrows(
+          CorruptionException.class,
+          () -> TableReader.open(TableModel.file(cut), "t.sst"),
           "truncated to " + len);
     }
     byte[] longer = Arrays.copyOf(good, good.length + 1);
-    CorruptionException e = assertThrows(CorruptionException.class,
-        () -> TableReader.open(TableModel.file(longer), "dir/t.sst"));
+    CorruptionException e =
+        assertThrows(
+            CorruptionException.class,
+            () -> TableReader.open(TableModel.file(longer), "dir/t.sst"));
     assertTrue(e.getMessage().contains("dir/t.sst"), e.getMessage());
   }
 
@@ -79,33 +92,40 @@ class TableCorruptionTest {
       long[] last = blocks.get(good.blockCount() - 1); // the data block holding the largest key
       bad[(int) last[0]] ^= 0x40;
     }
-    try (TableReader t = TableReader.open(TableModel.file(bad), "t.sst"); TableIterator it = t.iterator()) {
+    try (TableReader t = TableReader.open(TableModel.file(bad), "t.sst");
+        TableIterator it = t.iterator()) {
       it.seekFirst();
       assertTrue(it.valid());
       assertThrows(CorruptionException.class, () -> it.seek(m.map.lastKey()));
       assertFalse(it.valid(), "a failed seek must not leave the iterator on the record it was on");
       it.seekFirst();
       assertTrue(it.valid(), "a later seek positions it again");
-      assertThrows(CorruptionException.class, () -> {
-        while (it.valid()) it.next();
-      });
+      assertThrows(
+          CorruptionException.class,
+          () -> {
+            while (it.valid()) it.next();
+          });
       assertFalse(it.valid(), "a failed next must not leave the iterator on the record it was on");
     }
   }
 
   /**
-   * Footers and index entries that name blocks of nearly 2 GiB, in a sparse file that big: the block
-   * plus its trailer does not fit in an int. Must be CorruptionException at a real offset, never a
-   * negative array size or offset.
+   * Footers and index entries that name blocks of nearly 2 GiB, in a sparse file that big: the
+   * block plus its trailer does not fit in an int. Must be CorruptionException at a real offset,
+   * never a negative array size or offset.
    */
   @Test
   void blockSizesNear2GiB_areCorruptionAtTheirOffset() {
-    // A footer whose index block is Integer.MAX_VALUE - 2 bytes: one array cannot hold it and its trailer.
+    // A footer whose index block is Integer.MAX_VALUE - 2 bytes: one array cannot hold it and its
+    // trailer.
     long indexSize = Integer.MAX_VALUE - 2;
     long footerOffset = Format.TRAILER_SIZE + indexSize + Format.TRAILER_SIZE;
-    byte[] footer = new Footer(0, 0, 0, 0, Format.TRAILER_SIZE, (int) indexSize, 0, 0, 0, 4).encode();
-    CorruptionException e = assertThrows(CorruptionException.class,
-        () -> TableReader.open(new SparseFile(footerOffset, footer), "big.sst"));
+    byte[] footer =
+        new Footer(0, 0, 0, 0, Format.TRAILER_SIZE, (int) indexSize, 0, 0, 0, 4).encode();
+    CorruptionException e =
+        assertThrows(
+            CorruptionException.class,
+            () -> TableReader.open(new SparseFile(footerOffset, footer), "big.sst"));
     assertTrue(e.getMessage().contains("big.sst at offset " + Format.TRAILER_SIZE), e.getMessage());
 
     // An index whose one entry names a data block of Integer.MAX_VALUE - 2 bytes at offset 0.
@@ -119,7 +139,10 @@ class TableCorruptionTest {
     long indexOffset = metaOffset + meta.size() + Format.TRAILER_SIZE;
     Footer f = new Footer(0, 0, metaOffset, meta.size(), indexOffset, idx.size(), 1, 0, 0, 4);
     byte[] tail = concat(withTrailer(meta), withTrailer(idx), f.encode());
-    e = assertThrows(CorruptionException.class, () -> TableReader.open(new SparseFile(metaOffset, tail), "big.sst"));
+    e =
+        assertThrows(
+            CorruptionException.class,
+            () -> TableReader.open(new SparseFile(metaOffset, tail), "big.sst"));
     assertTrue(e.getMessage().contains("big.sst at offset " + indexOffset), e.getMessage());
   }
 
@@ -137,7 +160,10 @@ class TableCorruptionTest {
     return out.toByteArray();
   }
 
-  /** A read-only file of zeros up to {@code tailOffset}, then {@code tail}; nothing is allocated for the zeros. */
+  /**
+   * A read-only file of zeros up to {@code tailOffset}, then {@code tail}; nothing is allocated for
+   * the zeros.
+   */
   private static final class SparseFile implements StorageFile {
     private final long tailOffset;
     private final byte[] tail;
@@ -147,11 +173,13 @@ class TableCorruptionTest {
       this.tail = tail;
     }
 
-    @Override public String name() {
+    @Override
+    public String name() {
       return "big.sst";
     }
 
-    @Override public int read(long position, ByteBuffer dst) {
+    @Override
+    public int read(long position, ByteBuffer dst) {
       int n = (int) Math.max(0, Math.min(dst.remaining(), size() - position));
       for (int i = 0; i < n; i++) {
         long at = position + i;
@@ -160,23 +188,29 @@ class TableCorruptionTest {
       return n;
     }
 
-    @Override public long size() {
+    @Override
+    public long size() {
       return tailOffset + tail.length;
     }
 
-    @Override public void write(long position, ByteBuffer src) {
+    @Override
+    public void write(long position, ByteBuffer src) {
       throw new UnsupportedOperationException();
     }
 
-    @Override public void truncate(long size) {
+    @Override
+    public void truncate(long size) {
       throw new UnsupportedOperationException();
     }
 
-    @Override public void preallocate(long size) {}
+    @Override
+    public void preallocate(long size) {}
 
-    @Override public void sync() {}
+    @Override
+    public void sync() {}
 
-    @Override public void close() {}
+    @Override
+    public void close() {}
   }
 
   private static int readAll(byte[] contents, TableModel m, SplittableRandom r) {
@@ -197,8 +231,8 @@ class TableCorruptionTest {
   }
 
   /**
-   * Opens {@code contents} and runs every read, asserting each answer that is not a corruption is right;
-   * returns how many operations reported corruption.
+   * Opens {@code contents} and runs every read, asserting each answer that is not a corruption is
+   * right; returns how many operations reported corruption.
    */
   private static int readAll(byte[] contents, TableModel m, List<byte[]> absent) {
     TableReader t;
@@ -214,9 +248,9 @@ class TableCorruptionTest {
   }
 
   /**
-   * Gets every key of {@code m} and of {@code absent}, then scans (filling the reader's block cache if
-   * {@code fillCache}), asserting each answer that is not a corruption is right; returns how many
-   * operations reported corruption.
+   * Gets every key of {@code m} and of {@code absent}, then scans (filling the reader's block cache
+   * if {@code fillCache}), asserting each answer that is not a corruption is right; returns how
+   * many operations reported corruption.
    */
   static int probeAll(TableReader t, TableModel m, List<byte[]> absent, boolean fillCache) {
     int detected = 0;
@@ -242,7 +276,8 @@ class TableCorruptionTest {
     } catch (CorruptionException e) {
       detected++;
     }
-    try (TableIterator it = t.sequentialIterator()) { // blocks cut from chunks: checked all the same
+    try (TableIterator it =
+        t.sequentialIterator()) { // blocks cut from chunks: checked all the same
       it.seekFirst();
       assertRest(it, m.map.values(), "scan with readahead");
     } catch (CorruptionException e) {

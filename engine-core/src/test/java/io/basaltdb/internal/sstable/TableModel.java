@@ -30,18 +30,29 @@ final class TableModel {
   static TableModel random(SplittableRandom r, int n, int maxKeyLen) {
     TableModel m = new TableModel();
     byte[][] prefixes = new byte[8][];
-    for (int i = 0; i < prefixes.length; i++) prefixes[i] = bytes(r, r.nextInt(Math.min(maxKeyLen, 40) + 1));
+    for (int i = 0; i < prefixes.length; i++)
+      prefixes[i] = bytes(r, r.nextInt(Math.min(maxKeyLen, 40) + 1));
     while (m.map.size() < n) {
       byte[] k = randomKey(r, prefixes, maxKeyLen);
-      m.put(k, r.nextLong(0, Long.MAX_VALUE), r.nextInt(0, Integer.MAX_VALUE), r.nextInt(4) == 0, r.nextLong());
+      m.put(
+          k,
+          r.nextLong(0, Long.MAX_VALUE),
+          r.nextInt(0, Integer.MAX_VALUE),
+          r.nextInt(4) == 0,
+          r.nextLong());
     }
     return m;
   }
 
   /** Byte values at the edges of the unsigned order, where separator and comparison bugs hide. */
-  private static final byte[] EDGE_BYTES = {0x00, 0x01, 0x7F, (byte) 0x80, (byte) 0xFE, (byte) 0xFF};
+  private static final byte[] EDGE_BYTES = {
+    0x00, 0x01, 0x7F, (byte) 0x80, (byte) 0xFE, (byte) 0xFF
+  };
 
-  /** A key that often starts with one of {@code prefixes}, with few distinct byte values so keys collide on prefixes. */
+  /**
+   * A key that often starts with one of {@code prefixes}, with few distinct byte values so keys
+   * collide on prefixes.
+   */
   static byte[] randomKey(SplittableRandom r, byte[][] prefixes, int maxKeyLen) {
     byte[] prefix = r.nextBoolean() ? prefixes[r.nextInt(prefixes.length)] : new byte[0];
     int len = Math.min(maxKeyLen, prefix.length + r.nextInt(r.nextInt(8) == 0 ? 64 : 6));
@@ -49,7 +60,8 @@ final class TableModel {
     int p = Math.min(prefix.length, len);
     System.arraycopy(prefix, 0, k, 0, p);
     boolean small = r.nextBoolean();
-    for (int i = p; i < len; i++) k[i] = small ? EDGE_BYTES[r.nextInt(EDGE_BYTES.length)] : (byte) r.nextInt(256);
+    for (int i = p; i < len; i++)
+      k[i] = small ? EDGE_BYTES[r.nextInt(EDGE_BYTES.length)] : (byte) r.nextInt(256);
     return k;
   }
 
@@ -61,7 +73,8 @@ final class TableModel {
 
   TableInfo write(StorageFile file, TableOptions options) {
     TableWriter w = new TableWriter(file, options);
-    for (KeyRecord rec : map.values()) w.add(rec.key, rec.seqno, rec.docSize, rec.tombstone, rec.hint);
+    for (KeyRecord rec : map.values())
+      w.add(rec.key, rec.seqno, rec.docSize, rec.tombstone, rec.hint);
     return w.finish();
   }
 
@@ -94,7 +107,8 @@ final class TableModel {
     try {
       f.size();
       return false;
-    } catch (StorageException | ClosedException e) { // the storage may report a closed handle either way
+    } catch (StorageException
+        | ClosedException e) { // the storage may report a closed handle either way
       return true;
     }
   }
@@ -107,12 +121,16 @@ final class TableModel {
     assertEquals(want.hint, got.hint, ctx);
   }
 
-  /** Asserts that the iterator, from its current position, yields exactly {@code expected}'s records. */
+  /**
+   * Asserts that the iterator, from its current position, yields exactly {@code expected}'s
+   * records.
+   */
   static void assertRest(TableIterator it, Iterable<KeyRecord> expected, String ctx) {
     KeyRecord got = new KeyRecord();
     int i = 0;
     for (KeyRecord want : expected) {
-      if (!it.valid()) throw new AssertionError(ctx + ": iterator ended at record " + i + ", expected " + want);
+      if (!it.valid())
+        throw new AssertionError(ctx + ": iterator ended at record " + i + ", expected " + want);
       assertRecord(want, it.record(got), ctx + " record " + i);
       it.next();
       i++;

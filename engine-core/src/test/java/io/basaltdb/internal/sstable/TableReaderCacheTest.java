@@ -25,17 +25,44 @@ class TableReaderCacheTest {
     return f;
   }
 
-  /** A StorageFile whose close fails (FileStorageFile.close throws StorageException on an IOException). */
+  /**
+   * A StorageFile whose close fails (FileStorageFile.close throws StorageException on an
+   * IOException).
+   */
   private static StorageFile failingClose(StorageFile f) {
     return new StorageFile() {
-      public String name() { return f.name(); }
-      public int read(long p, ByteBuffer d) { return f.read(p, d); }
-      public void write(long p, ByteBuffer s) { f.write(p, s); }
-      public long size() { return f.size(); }
-      public void truncate(long s) { f.truncate(s); }
-      public void preallocate(long s) { f.preallocate(s); }
-      public void sync() { f.sync(); }
-      public void close() { f.close(); throw new StorageException("close failed"); }
+      public String name() {
+        return f.name();
+      }
+
+      public int read(long p, ByteBuffer d) {
+        return f.read(p, d);
+      }
+
+      public void write(long p, ByteBuffer s) {
+        f.write(p, s);
+      }
+
+      public long size() {
+        return f.size();
+      }
+
+      public void truncate(long s) {
+        f.truncate(s);
+      }
+
+      public void preallocate(long s) {
+        f.preallocate(s);
+      }
+
+      public void sync() {
+        f.sync();
+      }
+
+      public void close() {
+        f.close();
+        throw new StorageException("close failed");
+      }
     };
   }
 

@@ -8,18 +8,18 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.internal.storage.StorageFile;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
-import io.basaltdb.internal.storage.MemStorage;
-import io.basaltdb.internal.storage.StorageFile;
 import org.junit.jupiter.api.Test;
 
 /**
- * Writes random tables under several option sets and checks every read path against a sorted-map model:
- * info, full iteration, get of every present key and of absent neighbours, and seek at and around every
- * key and every block boundary. Replay a failure with {@code -Dbasalt.sstable.seed=N}.
+ * Writes random tables under several option sets and checks every read path against a sorted-map
+ * model: info, full iteration, get of every present key and of absent neighbours, and seek at and
+ * around every key and every block boundary. Replay a failure with {@code -Dbasalt.sstable.seed=N}.
  */
 class TableRoundTripTest {
   private static final TableOptions[] OPTION_SETS = {
@@ -46,7 +46,8 @@ class TableRoundTripTest {
         }
       }
     } catch (AssertionError | RuntimeException e) {
-      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+      throw new AssertionError(
+          "failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
     }
   }
 
@@ -58,24 +59,31 @@ class TableRoundTripTest {
       byte[] base = TableModel.bytes(r, KeyRecord.MAX_KEY_SIZE);
       TableModel m = new TableModel();
       for (int i = 0; i < 40; i++) {
-        int len = r.nextInt(4) == 0 ? KeyRecord.MAX_KEY_SIZE : r.nextInt(KeyRecord.MAX_KEY_SIZE - 1000, KeyRecord.MAX_KEY_SIZE);
+        int len =
+            r.nextInt(4) == 0
+                ? KeyRecord.MAX_KEY_SIZE
+                : r.nextInt(KeyRecord.MAX_KEY_SIZE - 1000, KeyRecord.MAX_KEY_SIZE);
         byte[] k = Arrays.copyOf(base, len);
         k[len - 1 - r.nextInt(3)] = (byte) r.nextInt(256); // differ only near the end
         m.put(k, i, i, false, i);
       }
       m.put(new byte[0], 1, 2, true, 3);
       m.put(new byte[] {(byte) 0xFF}, 4, 5, false, 6);
-      for (TableOptions o : new TableOptions[] {TableOptions.defaults(), new TableOptions(32, 2, 10)}) {
+      for (TableOptions o :
+          new TableOptions[] {TableOptions.defaults(), new TableOptions(32, 2, 10)}) {
         checkTable(m, o, r, "long keys " + o);
       }
     } catch (AssertionError | RuntimeException e) {
-      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+      throw new AssertionError(
+          "failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
     }
   }
 
   @Test
   void everyHint_roundTrips_theUsualOnesAsVarints_andNoHintInOneByte() {
-    long[] hints = {-1, 0, 1, 127, 128, 64L << 20, Long.MAX_VALUE - 1, Long.MAX_VALUE, -2, Long.MIN_VALUE};
+    long[] hints = {
+      -1, 0, 1, 127, 128, 64L << 20, Long.MAX_VALUE - 1, Long.MAX_VALUE, -2, Long.MIN_VALUE
+    };
     TableModel m = new TableModel();
     for (int i = 0; i < hints.length; i++) m.put(new byte[] {(byte) i}, i, i, i % 2 == 0, hints[i]);
     checkTable(m, TableOptions.defaults(), new SplittableRandom(3), "hints");
@@ -108,7 +116,8 @@ class TableRoundTripTest {
     byte[] shortKey = {1, 2, 3};
     same.put(shortKey, 0x010203, 5, true, 7); // not 8 bytes: the seqno is stored
     checkTable(same, TableOptions.defaults(), new SplittableRandom(4), "seqno in key");
-    checkTable(other, new TableOptions(64, 2, 10), new SplittableRandom(5), "8-byte keys, other seqnos");
+    checkTable(
+        other, new TableOptions(64, 2, 10), new SplittableRandom(5), "8-byte keys, other seqnos");
     MemStorage storage = new MemStorage(0);
     long small = same.write(storage.create("a.sst"), TableOptions.defaults()).fileSize();
     long big = other.write(storage.create("b.sst"), TableOptions.defaults()).fileSize();
@@ -120,7 +129,8 @@ class TableRoundTripTest {
     long seed = seed();
     try {
       SplittableRandom r = new SplittableRandom(seed);
-      for (TableOptions o : new TableOptions[] {TableOptions.defaults(), new TableOptions(64, 2, 0)}) {
+      for (TableOptions o :
+          new TableOptions[] {TableOptions.defaults(), new TableOptions(64, 2, 0)}) {
         TableModel m = TableModel.random(r, 1500, 12);
         MemStorage storage = new MemStorage(0);
         m.write(storage.create("t.sst"), o);
@@ -135,7 +145,8 @@ class TableRoundTripTest {
           TableIterator it = t.iterator();
           boolean first = true;
           for (byte[] p : probes) {
-            if (first) it.seek(p); else it.seekForward(p);
+            if (first) it.seek(p);
+            else it.seekForward(p);
             first = false;
             java.util.Map.Entry<byte[], KeyRecord> want = m.ceiling(p);
             if (want == null) {
@@ -144,15 +155,20 @@ class TableRoundTripTest {
             }
             assertTrue(it.valid(), "a ceiling exists for " + Arrays.toString(p));
             assertArrayEquals(want.getKey(), it.key(), "ceiling of " + Arrays.toString(p));
-            assertEquals(Integer.signum(KeyRecord.compareKeys(want.getKey(), p)), Integer.signum(it.compareKey(p)));
+            assertEquals(
+                Integer.signum(KeyRecord.compareKeys(want.getKey(), p)),
+                Integer.signum(it.compareKey(p)));
             assertEquals(want.getValue().seqno, it.seqno());
           }
           // Forward probes read each block at most once.
-          assertTrue(t.blockReads() - readsBefore <= t.blockCount(), "blocks read: " + (t.blockReads() - readsBefore));
+          assertTrue(
+              t.blockReads() - readsBefore <= t.blockCount(),
+              "blocks read: " + (t.blockReads() - readsBefore));
         }
       }
     } catch (AssertionError | RuntimeException e) {
-      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+      throw new AssertionError(
+          "failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
     }
   }
 
@@ -191,7 +207,8 @@ class TableRoundTripTest {
   static void checkTable(TableModel m, TableOptions o, SplittableRandom r, String ctx) {
     MemStorage storage = new MemStorage(0);
     TableInfo written = m.write(storage.create("t.sst"), o);
-    storage.crash(MemStorage.CrashMode.KEEP_NONE); // finish() synced: the table survives a power loss
+    storage.crash(
+        MemStorage.CrashMode.KEEP_NONE); // finish() synced: the table survives a power loss
     StorageFile f = storage.open("t.sst");
     List<KeyRecord> all = new ArrayList<>(m.map.values());
     try (TableReader t = TableReader.open(f, storage.describe("t.sst"))) {
@@ -209,7 +226,9 @@ class TableRoundTripTest {
         assertEquals(written.maxSeqno(), info.maxSeqno(), ctx);
       }
       if (all.size() > 50 && o.blockSize() <= 128) {
-        assertTrue(t.blockCount() > all.size() / 20, ctx + ": small blocks give many blocks, got " + t.blockCount());
+        assertTrue(
+            t.blockCount() > all.size() / 20,
+            ctx + ": small blocks give many blocks, got " + t.blockCount());
       }
       // Full scan.
       TableIterator it = t.iterator();
@@ -235,7 +254,8 @@ class TableRoundTripTest {
         if (k.length > 0) probes.add(Arrays.copyOf(k, k.length - 1));
         if (i + 1 < all.size()) probes.add(TableWriter.shortestSeparator(k, all.get(i + 1).key));
       }
-      for (int i = 0; i < 200; i++) probes.add(TableModel.randomKey(r, new byte[][] {new byte[0]}, 12));
+      for (int i = 0; i < 200; i++)
+        probes.add(TableModel.randomKey(r, new byte[][] {new byte[0]}, 12));
       for (int i = 0; i < probes.size(); i++) {
         byte[] p = probes.get(i);
         String pc = ctx + " probe " + i;

@@ -10,9 +10,9 @@ import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
 /**
- * Damages bytes inside blocks and the footer and then recomputes their checksums, so the damage gets
- * past the CRC32C and reaches the structural checks. Answers may then be wrong (the checksum was
- * forged), but the only exception any read may throw is {@link CorruptionException}: never an
+ * Damages bytes inside blocks and the footer and then recomputes their checksums, so the damage
+ * gets past the CRC32C and reaches the structural checks. Answers may then be wrong (the checksum
+ * was forged), but the only exception any read may throw is {@link CorruptionException}: never an
  * out-of-bounds access, a negative array size or a runaway loop.
  */
 class TableStructureFuzzTest {
@@ -34,7 +34,8 @@ class TableStructureFuzzTest {
           for (int mask : new int[] {0x01, 0x80, r.nextInt(1, 256)}) {
             byte[] bad = good.clone();
             bad[pos] ^= (byte) mask;
-            Format.putIntLE(bad, off + size + Format.TRAILER_CRC_OFFSET, Format.crc(bad, off, size + 1));
+            Format.putIntLE(
+                bad, off + size + Format.TRAILER_CRC_OFFSET, Format.crc(bad, off, size + 1));
             corruptions += readEverything(bad, probes);
           }
         }
@@ -44,29 +45,41 @@ class TableStructureFuzzTest {
         for (int bit = 0; bit < 8; bit++) {
           byte[] bad = good.clone();
           bad[pos] ^= (byte) (1 << bit);
-          Format.putIntLE(bad, footer + Format.FOOTER_CRC_OFFSET, Format.crc(bad, footer, Format.FOOTER_CRC_OFFSET));
+          Format.putIntLE(
+              bad,
+              footer + Format.FOOTER_CRC_OFFSET,
+              Format.crc(bad, footer, Format.FOOTER_CRC_OFFSET));
           corruptions += readEverything(bad, probes);
         }
       }
-      System.out.println("TableStructureFuzzTest: " + corruptions + " structural corruptions reported, seed " + seed);
+      System.out.println(
+          "TableStructureFuzzTest: "
+              + corruptions
+              + " structural corruptions reported, seed "
+              + seed);
     } catch (AssertionError | RuntimeException e) {
-      throw new AssertionError("failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
+      throw new AssertionError(
+          "failed with seed " + seed + " (replay: -Dbasalt.sstable.seed=" + seed + ")", e);
     }
   }
 
   /** {offset, content size} of every block of a valid table, found from its footer and index. */
   static List<long[]> blocks(byte[] table) {
     int footerOffset = table.length - Format.FOOTER_SIZE;
-    Footer f = Footer.decode(Arrays.copyOfRange(table, footerOffset, table.length), footerOffset, "t");
+    Footer f =
+        Footer.decode(Arrays.copyOfRange(table, footerOffset, table.length), footerOffset, "t");
     List<long[]> out = new ArrayList<>();
-    byte[] index = Arrays.copyOfRange(table, (int) f.indexOffset(), (int) f.indexOffset() + f.indexSize());
+    byte[] index =
+        Arrays.copyOfRange(table, (int) f.indexOffset(), (int) f.indexOffset() + f.indexSize());
     BlockIter it = new BlockIter(true);
     it.reset(Block.parse(index, index.length, f.indexOffset(), "t"));
-    for (it.seekToFirst(); it.valid(); it.next()) out.add(new long[] {it.handleOffset, it.handleSize});
+    for (it.seekToFirst(); it.valid(); it.next())
+      out.add(new long[] {it.handleOffset, it.handleSize});
     if (f.hasFilter()) out.add(new long[] {f.filterOffset(), f.filterSize()});
     out.add(new long[] {f.metaOffset(), f.metaSize()});
     out.add(new long[] {f.indexOffset(), f.indexSize()});
-    long covered = out.stream().mapToLong(b -> b[1] + Format.TRAILER_SIZE).sum() + Format.FOOTER_SIZE;
+    long covered =
+        out.stream().mapToLong(b -> b[1] + Format.TRAILER_SIZE).sum() + Format.FOOTER_SIZE;
     assertEquals(table.length, covered, "blocks and footer tile the file");
     return out;
   }

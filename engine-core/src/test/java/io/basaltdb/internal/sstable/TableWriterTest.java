@@ -12,6 +12,7 @@ import io.basaltdb.ClosedException;
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.StorageException;
 import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.internal.storage.StorageFile;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.NoSuchElementException;
@@ -19,7 +20,6 @@ import java.util.SplittableRandom;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import io.basaltdb.internal.storage.StorageFile;
 import org.junit.jupiter.api.Test;
 
 /** Argument checks, lifecycle, separators, block-read accounting and concurrent readers. */
@@ -47,10 +47,12 @@ class TableWriterTest {
     TableWriter w = new TableWriter(f, TableOptions.defaults());
     for (int i = 0; i < 3000; i++) {
       byte[] k = String.format("k%06d", i).getBytes(UTF_8);
-      if (i % 3 == 0) w.add(k, i, 10, i % 2 == 0, i); else w.add(k, i, 10, i % 2 == 0, i, i % 3 == 1);
+      if (i % 3 == 0) w.add(k, i, 10, i % 2 == 0, i);
+      else w.add(k, i, 10, i % 2 == 0, i, i % 3 == 1);
     }
     w.finish();
-    try (TableReader r = TableReader.open(f, "t.sst"); TableIterator it = r.iterator()) {
+    try (TableReader r = TableReader.open(f, "t.sst");
+        TableIterator it = r.iterator()) {
       int i = 0;
       for (it.seekFirst(); it.valid(); it.next(), i++) {
         assertEquals(i % 3 == 1, it.olderReported(), "record " + i);
@@ -71,7 +73,9 @@ class TableWriterTest {
   void add_refusesBadArguments() {
     TableWriter w = new TableWriter(TableModel.newFile(), TableOptions.defaults());
     assertThrows(InvalidArgumentException.class, () -> w.add(null, 1, 1, false, 1));
-    assertThrows(InvalidArgumentException.class, () -> w.add(new byte[KeyRecord.MAX_KEY_SIZE + 1], 1, 1, false, 1));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> w.add(new byte[KeyRecord.MAX_KEY_SIZE + 1], 1, 1, false, 1));
     assertThrows(InvalidArgumentException.class, () -> w.add(b("a"), -1, 1, false, 1));
     assertThrows(InvalidArgumentException.class, () -> w.add(b("a"), 1, -1, false, 1));
     w.add(new byte[KeyRecord.MAX_KEY_SIZE], Long.MAX_VALUE, Integer.MAX_VALUE, true, -1);
@@ -80,12 +84,21 @@ class TableWriterTest {
 
   @Test
   void writer_refusesNonEmptyFileAndBadOptions() {
-    assertThrows(InvalidArgumentException.class,
+    assertThrows(
+        InvalidArgumentException.class,
         () -> new TableWriter(TableModel.file(new byte[1]), TableOptions.defaults()));
-    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(31, 16, 10)));
-    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 0, 10)));
-    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 16, -1)));
-    assertThrows(InvalidArgumentException.class, () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 16, 65)));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> new TableWriter(TableModel.newFile(), new TableOptions(31, 16, 10)));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 0, 10)));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 16, -1)));
+    assertThrows(
+        InvalidArgumentException.class,
+        () -> new TableWriter(TableModel.newFile(), new TableOptions(4096, 16, 65)));
     TableOptions.defaults().validate();
     assertEquals(new TableOptions(4096, 16, 10), TableOptions.defaults());
   }
@@ -104,9 +117,12 @@ class TableWriterTest {
     MemStorage storage = new MemStorage(0);
     StorageFile f = storage.create("t.sst");
     TableWriter w = new TableWriter(f, new TableOptions(64, 4, 10));
-    storage.setFaultInjector((op, name) -> op == MemStorage.Op.WRITE ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
+    storage.setFaultInjector(
+        (op, name) ->
+            op == MemStorage.Op.WRITE ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
     byte[] big = new byte[100];
-    assertThrows(StorageException.class, () -> w.add(big, 1, 1, false, 1)); // fills a block: written at once
+    assertThrows(
+        StorageException.class, () -> w.add(big, 1, 1, false, 1)); // fills a block: written at once
     storage.setFaultInjector(null);
     assertThrows(ClosedException.class, () -> w.add(b("z"), 1, 1, false, 1));
     assertThrows(ClosedException.class, w::finish);
@@ -117,7 +133,8 @@ class TableWriterTest {
     MemStorage storage = new MemStorage(0);
     TableWriter w = new TableWriter(storage.create("t.sst"), TableOptions.defaults());
     w.add(b("a"), 1, 1, false, 1);
-    storage.setFaultInjector((op, name) -> op == MemStorage.Op.SYNC ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
+    storage.setFaultInjector(
+        (op, name) -> op == MemStorage.Op.SYNC ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
     assertThrows(StorageException.class, w::finish);
     assertThrows(ClosedException.class, w::finish);
   }
@@ -126,11 +143,15 @@ class TableWriterTest {
   void shortestSeparator_isBetweenItsArguments() {
     assertArrayEquals(b("abd"), TableWriter.shortestSeparator(b("abcxyz"), b("abzz")));
     assertArrayEquals(b("abc"), TableWriter.shortestSeparator(b("abc"), b("abcd"))); // prefix
-    assertArrayEquals(b("abcxyz"), TableWriter.shortestSeparator(b("abcxyz"), b("abdz"))); // c+1 == d
+    assertArrayEquals(
+        b("abcxyz"), TableWriter.shortestSeparator(b("abcxyz"), b("abdz"))); // c+1 == d
     byte[] ax = {'a', (byte) 0xFF, 'x'};
-    assertArrayEquals(ax, TableWriter.shortestSeparator(ax, new byte[] {'b'})); // 'a' + 1 is not below 'b'
-    assertArrayEquals(new byte[] {(byte) 0xFF, 2},
-        TableWriter.shortestSeparator(new byte[] {(byte) 0xFF, 1, 9}, new byte[] {(byte) 0xFF, 5})); // unsigned
+    assertArrayEquals(
+        ax, TableWriter.shortestSeparator(ax, new byte[] {'b'})); // 'a' + 1 is not below 'b'
+    assertArrayEquals(
+        new byte[] {(byte) 0xFF, 2},
+        TableWriter.shortestSeparator(
+            new byte[] {(byte) 0xFF, 1, 9}, new byte[] {(byte) 0xFF, 5})); // unsigned
     SplittableRandom r = new SplittableRandom(TableRoundTripTest.seed());
     for (int i = 0; i < 10_000; i++) {
       byte[] x = TableModel.bytes(r, r.nextInt(6));
@@ -160,7 +181,8 @@ class TableWriterTest {
         if (t.mayContain(absent)) maybe++;
         assertFalse(t.get(absent, out));
       }
-      assertEquals(maybe, t.blockReads(), "a get reads a block only when the filter passes the key");
+      assertEquals(
+          maybe, t.blockReads(), "a get reads a block only when the filter passes the key");
       assertTrue(maybe < 50, "filter passed " + maybe + " of 1000 absent keys");
       assertFalse(t.get(b("a"), out)); // below the smallest key
       assertFalse(t.get(b("z"), out)); // above the largest key
@@ -201,8 +223,8 @@ class TableWriterTest {
 
   /**
    * get reuses one cursor per thread across every table: lookups that alternate between tables with
-   * long and short keys, and a lookup that fails on a damaged block, must not leave state behind that
-   * changes the next answer.
+   * long and short keys, and a lookup that fails on a damaged block, must not leave state behind
+   * that changes the next answer.
    */
   @Test
   void get_alternatingTablesAndAFailedGet_eachAnswerRight() {
@@ -215,7 +237,8 @@ class TableWriterTest {
     shortKeys.write(sf, new TableOptions(64, 2, 0));
     byte[] damaged = TableModel.contents(sf);
     damaged[0] ^= 1; // the first data block
-    try (TableReader l = TableReader.open(lf, "long"); TableReader s = TableReader.open(sf, "short");
+    try (TableReader l = TableReader.open(lf, "long");
+        TableReader s = TableReader.open(sf, "short");
         TableReader d = TableReader.open(TableModel.file(damaged), "damaged")) {
       List<KeyRecord> ls = new ArrayList<>(longKeys.map.values());
       List<KeyRecord> ss = new ArrayList<>(shortKeys.map.values());
@@ -224,12 +247,15 @@ class TableWriterTest {
         KeyRecord wl = ls.get(i);
         assertTrue(l.get(wl.key, out));
         TableModel.assertRecord(wl, out, "long " + i);
-        assertThrows(io.basaltdb.CorruptionException.class, () -> d.get(shortKeys.map.firstKey(), out));
+        assertThrows(
+            io.basaltdb.CorruptionException.class, () -> d.get(shortKeys.map.firstKey(), out));
         KeyRecord ws = ss.get(i);
         assertTrue(s.get(ws.key, out));
         TableModel.assertRecord(ws, out, "short " + i);
-        byte[] absent = java.util.Arrays.copyOf(ws.key, ws.key.length + 1); // sorts right after ws.key
-        assertEquals(shortKeys.map.containsKey(absent), s.get(absent, out), "short " + i + " + 1 byte");
+        byte[] absent =
+            java.util.Arrays.copyOf(ws.key, ws.key.length + 1); // sorts right after ws.key
+        assertEquals(
+            shortKeys.map.containsKey(absent), s.get(absent, out), "short " + i + " + 1 byte");
       }
     }
   }
@@ -246,18 +272,20 @@ class TableWriterTest {
       List<Future<?>> futures = new ArrayList<>();
       for (int thread = 0; thread < 4; thread++) {
         int id = thread;
-        futures.add(pool.submit(() -> {
-          KeyRecord out = new KeyRecord();
-          for (int i = id; i < all.size(); i += 4) {
-            assertTrue(t.get(all.get(i).key, out));
-            TableModel.assertRecord(all.get(i), out, "thread " + id);
-          }
-          try (TableIterator it = t.iterator()) {
-            it.seekFirst();
-            TableModel.assertRest(it, all, "thread " + id);
-          }
-          return null;
-        }));
+        futures.add(
+            pool.submit(
+                () -> {
+                  KeyRecord out = new KeyRecord();
+                  for (int i = id; i < all.size(); i += 4) {
+                    assertTrue(t.get(all.get(i).key, out));
+                    TableModel.assertRecord(all.get(i), out, "thread " + id);
+                  }
+                  try (TableIterator it = t.iterator()) {
+                    it.seekFirst();
+                    TableModel.assertRest(it, all, "thread " + id);
+                  }
+                  return null;
+                }));
       }
       for (Future<?> fu : futures) fu.get();
     } finally {

@@ -13,10 +13,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link FileStorage#lock} must keep the kernel's lock for the first holder while it refuses a second
- * one in the same process: POSIX record locks belong to the process, and closing any descriptor of
- * the file drops all of them, so the refusal must not open (and close) the lock file again. Checked
- * in /proc/locks (Linux), the only place that shows what another process would see.
+ * {@link FileStorage#lock} must keep the kernel's lock for the first holder while it refuses a
+ * second one in the same process: POSIX record locks belong to the process, and closing any
+ * descriptor of the file drops all of them, so the refusal must not open (and close) the lock file
+ * again. Checked in /proc/locks (Linux), the only place that shows what another process would see.
  */
 class FileStorageLockTest {
   @TempDir Path dir;
@@ -30,10 +30,13 @@ class FileStorageLockTest {
       inode = (Long) Files.getAttribute(dir.resolve("LOCK"), "unix:ino");
       assertTrue(kernelLockHeld(inode), "the first lock is not in /proc/locks");
 
-      StorageException e = assertThrows(StorageException.class, () -> new FileStorage(dir).lock("LOCK"));
+      StorageException e =
+          assertThrows(StorageException.class, () -> new FileStorage(dir).lock("LOCK"));
       assertTrue(e.getMessage().contains("already open"), e.getMessage());
-      assertTrue(kernelLockHeld(inode), "refusing the second lock released the first holder's lock in the"
-          + " kernel: another process could now open the same store");
+      assertTrue(
+          kernelLockHeld(inode),
+          "refusing the second lock released the first holder's lock in the"
+              + " kernel: another process could now open the same store");
     }
     assertFalse(kernelLockHeld(inode), "closing the holder did not release the lock");
     try (AutoCloseable again = storage.lock("LOCK")) { // released for good: it can be taken again

@@ -16,7 +16,9 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The storage contract against real files in a temporary directory, and what only FileStorage does. */
+/**
+ * The storage contract against real files in a temporary directory, and what only FileStorage does.
+ */
 class FileStorageTest extends StorageContractTest {
   @TempDir Path dir;
   private int storages;
@@ -55,23 +57,32 @@ class FileStorageTest extends StorageContractTest {
   void failures_nameTheOperationAndTheAbsolutePath() {
     FileStorage s = new FileStorage(dir);
     StorageException e = assertThrows(StorageException.class, () -> s.open("nope"));
-    assertTrue(e.getMessage().startsWith("open of " + dir.toAbsolutePath().resolve("nope")), e.getMessage());
+    assertTrue(
+        e.getMessage().startsWith("open of " + dir.toAbsolutePath().resolve("nope")),
+        e.getMessage());
   }
 
   @Test
   void noSpaceLeftOnDevice_saysWhatToDo() {
     IOException enospc = new IOException("No space left on device");
-    StorageException e = StorageErrors.failure("write of 10 bytes at offset 0 to /x/wal/1.log",
-        new IOException("wrapped", enospc));
-    assertEquals("write of 10 bytes at offset 0 to /x/wal/1.log failed: no space left on device; "
-        + "free space, then reopen the store", e.getMessage());
+    StorageException e =
+        StorageErrors.failure(
+            "write of 10 bytes at offset 0 to /x/wal/1.log", new IOException("wrapped", enospc));
+    assertEquals(
+        "write of 10 bytes at offset 0 to /x/wal/1.log failed: no space left on device; "
+            + "free space, then reopen the store",
+        e.getMessage());
     assertSame(enospc, e.getCause().getCause());
-    StorageException other = StorageErrors.failure("sync of /x", new IOException("Input/output error"));
-    assertTrue(other.getMessage().startsWith("sync of /x failed: ") && other.getMessage().contains("Input/output error"));
+    StorageException other =
+        StorageErrors.failure("sync of /x", new IOException("Input/output error"));
+    assertTrue(
+        other.getMessage().startsWith("sync of /x failed: ")
+            && other.getMessage().contains("Input/output error"));
   }
 
   /** A FileStorageFile over a channel that moves at most {@code maxTransfer} bytes per call. */
-  private FileStorageFile scripted(String name, int maxTransfer, ScriptedChannel[] channel) throws IOException {
+  private FileStorageFile scripted(String name, int maxTransfer, ScriptedChannel[] channel)
+      throws IOException {
     Path path = dir.resolve(name);
     channel[0] = new ScriptedChannel(path, maxTransfer);
     return new FileStorageFile(name, path, channel[0]);
@@ -84,7 +95,8 @@ class FileStorageTest extends StorageContractTest {
     new Random(5).nextBytes(data);
     try (FileStorageFile f = scripted("short-io", 7, channel)) {
       f.write(0, ByteBuffer.wrap(data));
-      assertEquals((data.length + 6) / 7, channel[0].writes, "the write loop went on after short writes");
+      assertEquals(
+          (data.length + 6) / 7, channel[0].writes, "the write loop went on after short writes");
       ByteBuffer back = ByteBuffer.allocate(data.length + 50);
       assertEquals(data.length, f.read(0, back), "reads loop to the end of the file, then stop");
       assertArrayEquals(data, Arrays.copyOf(back.array(), data.length));
@@ -96,9 +108,14 @@ class FileStorageTest extends StorageContractTest {
     ScriptedChannel[] channel = new ScriptedChannel[1];
     try (FileStorageFile f = scripted("full", 1 << 20, channel)) {
       channel[0].writeErrors.add(new IOException("No space left on device"));
-      StorageException e = assertThrows(StorageException.class, () -> f.write(0, ByteBuffer.allocate(10)));
-      assertEquals("write of 10 bytes at offset 0 to " + dir.resolve("full") + " failed: no space left on device;"
-          + " free space, then reopen the store", e.getMessage());
+      StorageException e =
+          assertThrows(StorageException.class, () -> f.write(0, ByteBuffer.allocate(10)));
+      assertEquals(
+          "write of 10 bytes at offset 0 to "
+              + dir.resolve("full")
+              + " failed: no space left on device;"
+              + " free space, then reopen the store",
+          e.getMessage());
       f.write(0, ByteBuffer.allocate(10)); // the disk has room again
       assertEquals(10, f.size());
     }
@@ -112,21 +129,26 @@ class FileStorageTest extends StorageContractTest {
       channel[0].forceErrors.add(new IOException("Input/output error"));
       StorageException first = assertThrows(StorageException.class, f::sync);
       assertTrue(first.getMessage().contains("Input/output error"), first.getMessage());
-      // Linux may have dropped the failed pages and report the error once: a second fsync would succeed.
+      // Linux may have dropped the failed pages and report the error once: a second fsync would
+      // succeed.
       StorageException again = assertThrows(StorageException.class, f::sync);
-      assertTrue(again.getMessage().contains("refused: an earlier sync of this handle failed")
-          && again.getMessage().contains("reopen the store"), again.getMessage());
+      assertTrue(
+          again.getMessage().contains("refused: an earlier sync of this handle failed")
+              && again.getMessage().contains("reopen the store"),
+          again.getMessage());
       assertSame(first, again.getCause());
     }
   }
 
   @Test
-  void interruptedOperations_reopenTheFile_keepTheInterruptStatus_andLoseNothing() throws Exception {
+  void interruptedOperations_reopenTheFile_keepTheInterruptStatus_andLoseNothing()
+      throws Exception {
     FileStorage s = new FileStorage(dir);
     try (StorageFile f = s.create("f")) {
       f.write(0, ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}));
       ByteBuffer got = ByteBuffer.allocate(8);
-      Thread.currentThread().interrupt(); // the JDK closes the channel when an interrupted thread uses it
+      Thread.currentThread()
+          .interrupt(); // the JDK closes the channel when an interrupted thread uses it
       try {
         assertEquals(8, f.read(0, got));
         assertTrue(Thread.currentThread().isInterrupted(), "the caller's interrupt status is kept");
@@ -138,10 +160,12 @@ class FileStorageTest extends StorageContractTest {
       }
       assertArrayEquals(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, got.array());
       assertEquals(9, f.size(), "the other threads' and later uses see the reopened file");
-      Thread other = new Thread(() -> {
-        Thread.currentThread().interrupt();
-        f.read(0, ByteBuffer.allocate(4)); // closes the channel under this thread too
-      });
+      Thread other =
+          new Thread(
+              () -> {
+                Thread.currentThread().interrupt();
+                f.read(0, ByteBuffer.allocate(4)); // closes the channel under this thread too
+              });
       other.start();
       other.join();
       ByteBuffer again = ByteBuffer.allocate(9);
@@ -157,24 +181,26 @@ class FileStorageTest extends StorageContractTest {
   void preallocate_usesTheNativeCalls_andFallsBackWhenTheyCannot() throws IOException {
     java.util.List<String> calls = new java.util.ArrayList<>();
     boolean[] supported = {true};
-    io.basaltdb.spi.NativeFileCalls fake = new io.basaltdb.spi.NativeFileCalls() {
-      @Override
-      public String name() {
-        return "fake";
-      }
+    io.basaltdb.spi.NativeFileCalls fake =
+        new io.basaltdb.spi.NativeFileCalls() {
+          @Override
+          public String name() {
+            return "fake";
+          }
 
-      @Override
-      public boolean allocate(Path file, long length) throws IOException {
-        calls.add(file.getFileName() + ":" + length);
-        if (length == 666) throw new IOException("No space left on device");
-        if (!supported[0]) return false;
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
-            java.nio.file.StandardOpenOption.WRITE)) {
-          ch.write(ByteBuffer.wrap(new byte[] {7}), length - 1); // marks that the provider did it
-        }
-        return true;
-      }
-    };
+          @Override
+          public boolean allocate(Path file, long length) throws IOException {
+            calls.add(file.getFileName() + ":" + length);
+            if (length == 666) throw new IOException("No space left on device");
+            if (!supported[0]) return false;
+            try (java.nio.channels.FileChannel ch =
+                java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+              ch.write(
+                  ByteBuffer.wrap(new byte[] {7}), length - 1); // marks that the provider did it
+            }
+            return true;
+          }
+        };
     FileStorage s = new FileStorage(dir, fake);
     try (StorageFile f = s.create("seg")) {
       f.preallocate(4096);
@@ -185,7 +211,9 @@ class FileStorageTest extends StorageContractTest {
       assertEquals(8192, f.size());
       assertEquals(0, Files.readAllBytes(dir.resolve("seg"))[8191]);
       StorageException e = assertThrows(StorageException.class, () -> f.preallocate(666));
-      assertTrue(e.getMessage().contains("no space left on device") && e.getMessage().contains("seg"), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("no space left on device") && e.getMessage().contains("seg"),
+          e.getMessage());
     }
   }
 
@@ -193,15 +221,20 @@ class FileStorageTest extends StorageContractTest {
   void mkdirs_ofDirectoriesAlreadyThere_syncsTheirParents_inCaseTheirCreatorCrashedBeforeItDid()
       throws IOException {
     FileStorage storage = new FileStorage(dir.resolve("store"));
-    // What a run that crashed between its mkdir and the parent's fsync leaves: entries not yet durable.
+    // What a run that crashed between its mkdir and the parent's fsync leaves: entries not yet
+    // durable.
     Files.createDirectories(dir.resolve("store/keyspaces/1"));
     long before = FileStorage.DIRECTORY_SYNCS.sum();
     storage.mkdirs("keyspaces/1");
-    assertTrue(FileStorage.DIRECTORY_SYNCS.sum() - before >= 2,
+    assertTrue(
+        FileStorage.DIRECTORY_SYNCS.sum() - before >= 2,
         "mkdirs found the directories and returned without making their entries durable");
   }
 
-  /** The calls backups use: a durable hard link (or false where there can be none), unsynced creation, read-only opens. */
+  /**
+   * The calls backups use: a durable hard link (or false where there can be none), unsynced
+   * creation, read-only opens.
+   */
   @Test
   void linksUnsyncedCreatesAndReadOnlyOpens() throws IOException {
     FileStorage a = new FileStorage(dir.resolve("a")), b = new FileStorage(dir.resolve("b"));
@@ -213,7 +246,8 @@ class FileStorageTest extends StorageContractTest {
     b.mkdirs("e");
     assertTrue(b.link(a, "d/f", "e/g"));
     assertTrue(Files.isSameFile(dir.resolve("a/d/f"), dir.resolve("b/e/g")));
-    assertEquals(false, b.link(a, "d/f", "e/g"), "a name taken: no link, the caller copies and reports it");
+    assertEquals(
+        false, b.link(a, "d/f", "e/g"), "a name taken: no link, the caller copies and reports it");
     assertEquals(false, b.link(new MemStorage(1), "d/f", "e/h"), "no link across storage kinds");
     assertEquals(false, Files.exists(dir.resolve("b/e/h")));
 
@@ -229,14 +263,18 @@ class FileStorageTest extends StorageContractTest {
     ByteBuffer got = ByteBuffer.allocate(3);
     assertEquals(3, r.read(0, got));
     assertArrayEquals(new byte[] {1, 2, 3}, got.array());
-    assertThrows(java.nio.channels.NonWritableChannelException.class, () -> r.write(0, ByteBuffer.wrap(new byte[] {7})));
+    assertThrows(
+        java.nio.channels.NonWritableChannelException.class,
+        () -> r.write(0, ByteBuffer.wrap(new byte[] {7})));
     r.close();
     assertThrows(StorageException.class, () -> b.openForReading("e/missing"));
   }
+
   /**
    * A file made for direct writes takes aligned writes from aligned direct buffers through O_DIRECT
    * where the file system allows (the test's directory is probed), and everything else through the
-   * page cache: a heap buffer, an unaligned offset or length, an interrupted writer. It reads back as written.
+   * page cache: a heap buffer, an unaligned offset or length, an interrupted writer. It reads back
+   * as written.
    */
   @Test
   void directWrites_bypassThePageCacheWhereAligned_andEverythingElseStillLands() throws Exception {
@@ -244,8 +282,11 @@ class FileStorageTest extends StorageContractTest {
     boolean directIo;
     Path probe = dir.resolve("probe");
     Files.write(probe, new byte[0]);
-    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(probe, java.nio.file.StandardOpenOption.WRITE,
-        com.sun.nio.file.ExtendedOpenOption.DIRECT)) {
+    try (java.nio.channels.FileChannel ch =
+        java.nio.channels.FileChannel.open(
+            probe,
+            java.nio.file.StandardOpenOption.WRITE,
+            com.sun.nio.file.ExtendedOpenOption.DIRECT)) {
       directIo = true;
     } catch (IOException | UnsupportedOperationException e) {
       directIo = false;
@@ -255,7 +296,8 @@ class FileStorageTest extends StorageContractTest {
     new Random(11).nextBytes(expected);
     ByteBuffer aligned = ByteBuffer.allocateDirect(4 * a + a).alignedSlice(a).limit(4 * a).slice();
     try (StorageFile f = s.createUnsyncedDirect("d")) {
-      assertEquals(directIo, f instanceof DirectWriteFile, "direct where the file system takes O_DIRECT");
+      assertEquals(
+          directIo, f instanceof DirectWriteFile, "direct where the file system takes O_DIRECT");
       aligned.put(expected, 0, 4 * a).flip();
       f.write(0, aligned); // aligned: O_DIRECT
       assertEquals(0, aligned.remaining());
@@ -265,7 +307,8 @@ class FileStorageTest extends StorageContractTest {
       f.write(5 * a, aligned); // an unaligned length: the page cache
       aligned.clear();
       aligned.put(expected, 6 * a, 2 * a).flip();
-      Thread.currentThread().interrupt(); // the JDK closes the direct channel: the rest goes through the other
+      Thread.currentThread()
+          .interrupt(); // the JDK closes the direct channel: the rest goes through the other
       try {
         f.write(6 * a, aligned);
         assertTrue(Thread.currentThread().isInterrupted(), "the interrupt status is kept");
@@ -285,10 +328,11 @@ class FileStorageTest extends StorageContractTest {
     assertArrayEquals(expected, Files.readAllBytes(dir.resolve("d")));
     assertThrows(StorageException.class, () -> s.createUnsyncedDirect("d"), "an existing name");
   }
+
   /**
-   * With direct reads, every read bypasses the page cache through an O_DIRECT channel, widened to whole
-   * blocks: any offset and length reads what was written, including bytes written through the page cache
-   * a moment before and reads across the end of the file.
+   * With direct reads, every read bypasses the page cache through an O_DIRECT channel, widened to
+   * whole blocks: any offset and length reads what was written, including bytes written through the
+   * page cache a moment before and reads across the end of the file.
    */
   @Test
   void directReads_readWhatWasWritten_atAnyOffsetAndLength() throws Exception {
@@ -303,7 +347,8 @@ class FileStorageTest extends StorageContractTest {
       Random r = new Random(4);
       for (int i = 0; i < 300; i++) {
         int at = r.nextInt(data.length), len = 1 + r.nextInt(i % 10 == 0 ? 2_000_000 : 10_000);
-        ByteBuffer dst = r.nextBoolean() ? ByteBuffer.allocate(len + 3) : ByteBuffer.allocateDirect(len + 3);
+        ByteBuffer dst =
+            r.nextBoolean() ? ByteBuffer.allocate(len + 3) : ByteBuffer.allocateDirect(len + 3);
         dst.position(3);
         int expected = Math.min(len, data.length - at);
         assertEquals(expected, f.read(at, dst), "read of " + len + " at " + at);

@@ -18,10 +18,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Buffered reads through a memory mapping of the file ({@code Options.mappedReads}): the same bytes and
- * the same short reads at the end as {@code pread}, a file grown or truncated under its mapping, a cold
- * file read another way, and a close racing readers, which must end in {@link ClosedException}, never in
- * a read of unmapped memory.
+ * Buffered reads through a memory mapping of the file ({@code Options.mappedReads}): the same bytes
+ * and the same short reads at the end as {@code pread}, a file grown or truncated under its
+ * mapping, a cold file read another way, and a close racing readers, which must end in {@link
+ * ClosedException}, never in a read of unmapped memory.
  */
 class MappedReadsTest {
   @TempDir Path dir;
@@ -49,23 +49,34 @@ class MappedReadsTest {
   @Test
   void mappedReads_returnWhatPreadReturns_atAnyOffset_includingShortReadsAtTheEnd() {
     byte[] data = random(300_000, 1);
-    try (FileStorageFile mapped = written(new FileStorage(dir.resolve("m"), false, true), "f", data);
-        FileStorageFile plain = written(new FileStorage(dir.resolve("p"), false, false), "f", data)) {
+    try (FileStorageFile mapped =
+            written(new FileStorage(dir.resolve("m"), false, true), "f", data);
+        FileStorageFile plain =
+            written(new FileStorage(dir.resolve("p"), false, false), "f", data)) {
       Random r = new Random(2);
       for (int i = 0; i < 2_000; i++) {
         long pos = r.nextInt(data.length + 100);
         int len = 1 + r.nextInt(i % 10 == 0 ? 70_000 : 5_000);
-        byte[] want = Arrays.copyOfRange(data, (int) Math.min(pos, data.length), (int) Math.min(pos + len, data.length));
+        byte[] want =
+            Arrays.copyOfRange(
+                data, (int) Math.min(pos, data.length), (int) Math.min(pos + len, data.length));
         assertArrayEquals(want, read(mapped, pos, len), "mapped read at " + pos + " of " + len);
         assertArrayEquals(want, read(plain, pos, len), "pread at " + pos + " of " + len);
       }
-      assertTrue(mapped.mappedReads() > 1_500, "most reads came from the mapping: " + mapped.mappedReads());
+      assertTrue(
+          mapped.mappedReads() > 1_500,
+          "most reads came from the mapping: " + mapped.mappedReads());
       assertEquals(0, plain.mappedReads(), "mappedReads(false) never maps");
       ByteBuffer into = ByteBuffer.allocate(100);
       into.position(10);
-      assertEquals(90, mapped.readInPlace(5_000, into), "in place: from the buffer's position to its limit");
-      assertArrayEquals(Arrays.copyOfRange(data, 5_000, 5_090), Arrays.copyOfRange(into.array(), 10, 100));
-      assertEquals(-1, plain.readInPlace(5_000, ByteBuffer.allocate(100)), "a file that does not map reads nothing in place");
+      assertEquals(
+          90, mapped.readInPlace(5_000, into), "in place: from the buffer's position to its limit");
+      assertArrayEquals(
+          Arrays.copyOfRange(data, 5_000, 5_090), Arrays.copyOfRange(into.array(), 10, 100));
+      assertEquals(
+          -1,
+          plain.readInPlace(5_000, ByteBuffer.allocate(100)),
+          "a file that does not map reads nothing in place");
     }
   }
 
@@ -78,13 +89,20 @@ class MappedReadsTest {
       long before = f.mappedReads();
       byte[] more = random(3 << 20, 4);
       f.write(first.length, ByteBuffer.wrap(more)); // grows far past the mapping: mapped again
-      assertArrayEquals(Arrays.copyOfRange(more, (2 << 20), (2 << 20) + 8_192), read(f, first.length + (2 << 20), 8_192));
-      assertEquals(before + 1, f.mappedReads(), "the grown file is mapped again and read from the mapping");
-      f.write(10, ByteBuffer.wrap(new byte[] {1, 2, 3})); // a write below the mapping shows through it
+      assertArrayEquals(
+          Arrays.copyOfRange(more, (2 << 20), (2 << 20) + 8_192),
+          read(f, first.length + (2 << 20), 8_192));
+      assertEquals(
+          before + 1, f.mappedReads(), "the grown file is mapped again and read from the mapping");
+      f.write(
+          10, ByteBuffer.wrap(new byte[] {1, 2, 3})); // a write below the mapping shows through it
       assertArrayEquals(new byte[] {1, 2, 3}, read(f, 10, 3));
       f.truncate(50_000);
       assertEquals(0, read(f, 60_000, 100).length, "past the new end: nothing, as pread");
-      assertArrayEquals(Arrays.copyOfRange(first, 49_000, 50_000), read(f, 49_000, 4_096), "a short read at the new end");
+      assertArrayEquals(
+          Arrays.copyOfRange(first, 49_000, 50_000),
+          read(f, 49_000, 4_096),
+          "a short read at the new end");
     }
   }
 
@@ -94,14 +112,21 @@ class MappedReadsTest {
     try (FileStorageFile f = written(new FileStorage(dir, false, true), "f", data)) {
       assertArrayEquals(Arrays.copyOfRange(data, 0, 4_096), read(f, 0, 4_096));
       long mappedBefore = f.mappedReads();
-      for (int i = 0; i < FileStorageFile.WINDOW; i++) f.judge(i <= FileStorageFile.SLOW_PER_WINDOW); // one too many slow copies
-      assertEquals(1, f.coldSpells(), "a window with more than " + FileStorageFile.SLOW_PER_WINDOW + " slow copies: cold");
-      assertEquals(-1, f.readInPlace(0, ByteBuffer.allocate(4_096)), "a cold file reads nothing in place");
-      assertArrayEquals(Arrays.copyOfRange(data, 8_000, 12_096), read(f, 8_000, 4_096), "and a read uses pread");
+      for (int i = 0; i < FileStorageFile.WINDOW; i++)
+        f.judge(i <= FileStorageFile.SLOW_PER_WINDOW); // one too many slow copies
+      assertEquals(
+          1,
+          f.coldSpells(),
+          "a window with more than " + FileStorageFile.SLOW_PER_WINDOW + " slow copies: cold");
+      assertEquals(
+          -1, f.readInPlace(0, ByteBuffer.allocate(4_096)), "a cold file reads nothing in place");
+      assertArrayEquals(
+          Arrays.copyOfRange(data, 8_000, 12_096), read(f, 8_000, 4_096), "and a read uses pread");
       assertEquals(mappedBefore, f.mappedReads(), "not through the mapping");
     }
     try (FileStorageFile g = written(new FileStorage(dir.resolve("g"), false, true), "g", data)) {
-      for (int i = 0; i < FileStorageFile.WINDOW; i++) g.judge(i < FileStorageFile.SLOW_PER_WINDOW); // a descheduled copy now and then
+      for (int i = 0; i < FileStorageFile.WINDOW; i++)
+        g.judge(i < FileStorageFile.SLOW_PER_WINDOW); // a descheduled copy now and then
       assertEquals(0, g.coldSpells(), "a few slow copies in a window leave the file warm");
       assertEquals(4_096, g.readInPlace(0, ByteBuffer.allocate(4_096)));
     }
@@ -111,32 +136,36 @@ class MappedReadsTest {
   void aCloseRacingReaders_endsEachReadInItsBytesOrClosedException() throws Exception {
     byte[] data = random(1 << 20, 6);
     for (int round = 0; round < 20; round++) {
-      FileStorageFile f = written(new FileStorage(dir.resolve("r" + round), false, true), "f", data);
+      FileStorageFile f =
+          written(new FileStorage(dir.resolve("r" + round), false, true), "f", data);
       CountDownLatch started = new CountDownLatch(3);
       AtomicReference<Throwable> failure = new AtomicReference<>();
       List<Thread> readers = new ArrayList<>();
       for (int t = 0; t < 3; t++) {
         long seed = round * 10L + t;
-        Thread th = new Thread(() -> {
-          Random r = new Random(seed);
-          started.countDown();
-          try {
-            while (true) {
-              int pos = r.nextInt(data.length - 8_192);
-              ByteBuffer b = ByteBuffer.allocate(8_192);
-              boolean inPlace = r.nextBoolean();
-              int n = inPlace ? f.readInPlace(pos, b) : f.read(pos, b);
-              if (n == -1 && inPlace) continue;
-              if (n != 8_192 || !Arrays.equals(b.array(), 0, n, data, pos, pos + n)) {
-                throw new AssertionError("read at " + pos + " returned " + n + " bytes, or the wrong ones");
-              }
-            }
-          } catch (ClosedException expected) {
-            // the close won
-          } catch (Throwable e) {
-            failure.set(e);
-          }
-        });
+        Thread th =
+            new Thread(
+                () -> {
+                  Random r = new Random(seed);
+                  started.countDown();
+                  try {
+                    while (true) {
+                      int pos = r.nextInt(data.length - 8_192);
+                      ByteBuffer b = ByteBuffer.allocate(8_192);
+                      boolean inPlace = r.nextBoolean();
+                      int n = inPlace ? f.readInPlace(pos, b) : f.read(pos, b);
+                      if (n == -1 && inPlace) continue;
+                      if (n != 8_192 || !Arrays.equals(b.array(), 0, n, data, pos, pos + n)) {
+                        throw new AssertionError(
+                            "read at " + pos + " returned " + n + " bytes, or the wrong ones");
+                      }
+                    }
+                  } catch (ClosedException expected) {
+                    // the close won
+                  } catch (Throwable e) {
+                    failure.set(e);
+                  }
+                });
         th.start();
         readers.add(th);
       }
@@ -154,26 +183,38 @@ class MappedReadsTest {
   void aTruncateRacingReaders_waitsForTheirCopies_andLaterReadsSeeTheNewEnd() throws Exception {
     byte[] data = random(4 << 20, 7);
     for (int round = 0; round < 10; round++) {
-      FileStorageFile f = written(new FileStorage(dir.resolve("t" + round), false, true), "f", data);
-      assertArrayEquals(Arrays.copyOfRange(data, 3 << 20, (3 << 20) + 100), read(f, 3 << 20, 100)); // mapped
+      FileStorageFile f =
+          written(new FileStorage(dir.resolve("t" + round), false, true), "f", data);
+      assertArrayEquals(
+          Arrays.copyOfRange(data, 3 << 20, (3 << 20) + 100), read(f, 3 << 20, 100)); // mapped
       AtomicReference<Throwable> failure = new AtomicReference<>();
-      java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+      java.util.concurrent.atomic.AtomicBoolean stop =
+          new java.util.concurrent.atomic.AtomicBoolean();
       List<Thread> readers = new ArrayList<>();
       for (int t = 0; t < 2; t++) {
-        Thread th = new Thread(() -> {
-          Random r = new Random();
-          try {
-            while (!stop.get()) {
-              int pos = (3 << 20) + r.nextInt(1 << 19);
-              byte[] got = read(f, pos, 8_192);
-              if (got.length != 0 && (got.length != 8_192 || !Arrays.equals(got, 0, 8_192, data, pos, pos + 8_192))) {
-                throw new AssertionError("read at " + pos + " returned " + got.length + " bytes, or the wrong ones");
-              }
-            }
-          } catch (Throwable e) {
-            failure.set(e);
-          }
-        });
+        Thread th =
+            new Thread(
+                () -> {
+                  Random r = new Random();
+                  try {
+                    while (!stop.get()) {
+                      int pos = (3 << 20) + r.nextInt(1 << 19);
+                      byte[] got = read(f, pos, 8_192);
+                      if (got.length != 0
+                          && (got.length != 8_192
+                              || !Arrays.equals(got, 0, 8_192, data, pos, pos + 8_192))) {
+                        throw new AssertionError(
+                            "read at "
+                                + pos
+                                + " returned "
+                                + got.length
+                                + " bytes, or the wrong ones");
+                      }
+                    }
+                  } catch (Throwable e) {
+                    failure.set(e);
+                  }
+                });
         th.start();
         readers.add(th);
       }
@@ -184,7 +225,8 @@ class MappedReadsTest {
       for (Thread th : readers) th.join(10_000);
       if (failure.get() != null) throw new AssertionError("round " + round, failure.get());
       assertEquals(0, read(f, 3 << 20, 100).length, "past the new end: nothing");
-      assertArrayEquals(Arrays.copyOfRange(data, 1_000, 2_000), read(f, 1_000, 1_000), "below it: the bytes");
+      assertArrayEquals(
+          Arrays.copyOfRange(data, 1_000, 2_000), read(f, 1_000, 1_000), "below it: the bytes");
       f.close();
     }
   }
@@ -202,7 +244,8 @@ class MappedReadsTest {
       long before = f.mappedReads();
       assertArrayEquals(Arrays.copyOfRange(data, 50_000, 54_096), read(f, 50_000, 4_096));
       assertEquals(before + 1, f.mappedReads(), "the interrupt did not turn mapped reads off");
-      assertEquals(0, read(f, 1L << 40, 100).length, "a read far past the end reads nothing, as pread");
+      assertEquals(
+          0, read(f, 1L << 40, 100).length, "a read far past the end reads nothing, as pread");
     }
   }
 }

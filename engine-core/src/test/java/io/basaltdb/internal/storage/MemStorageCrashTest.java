@@ -79,10 +79,14 @@ class MemStorageCrashTest {
       torn += (after.length - 10) % 8 != 0 ? 1 : 0;
       assertEquals(after.length, s.durableSize("f"), "a crash's result is what is on the device");
     }
-    assertTrue(kept > 0 && dropped > 0 && torn > 0, "kept=" + kept + " dropped=" + dropped + " torn=" + torn);
+    assertTrue(
+        kept > 0 && dropped > 0 && torn > 0,
+        "kept=" + kept + " dropped=" + dropped + " torn=" + torn);
   }
 
-  /** True if some 8-byte chunk of the unsynced appends is lost (zeros) while a later one is kept. */
+  /**
+   * True if some 8-byte chunk of the unsynced appends is lost (zeros) while a later one is kept.
+   */
   private static boolean hasHole(byte[] after, int from, int chunks) {
     boolean lost = false;
     for (int i = 0; i < chunks && from + 8 * i < after.length; i++) {
@@ -97,7 +101,8 @@ class MemStorageCrashTest {
 
   @Test
   void random_neighbouringSeeds_crashDifferently() {
-    // Tests sweep crash points with new MemStorage(seed + n); java.util.Random's first draws are nearly
+    // Tests sweep crash points with new MemStorage(seed + n); java.util.Random's first draws are
+    // nearly
     // the same for neighbouring seeds, so without mixing every point got in-order write-back.
     int reordered = 0;
     for (long seed = 1; seed <= 64; seed++) {
@@ -112,7 +117,9 @@ class MemStorageCrashTest {
       s.crash();
       reordered += hasHole(s.contents("f"), 0, 6) ? 1 : 0;
     }
-    assertTrue(reordered > 5, "only " + reordered + " of 64 neighbouring seeds lost a write but kept a later one");
+    assertTrue(
+        reordered > 5,
+        "only " + reordered + " of 64 neighbouring seeds lost a write but kept a later one");
   }
 
   @Test
@@ -147,7 +154,8 @@ class MemStorageCrashTest {
         sizeWithoutData++; // the size update reached the device, the last sector's data did not
       }
     }
-    assertTrue(holes > 0 && sizeWithoutData > 0, "holes=" + holes + " sizeWithoutData=" + sizeWithoutData);
+    assertTrue(
+        holes > 0 && sizeWithoutData > 0, "holes=" + holes + " sizeWithoutData=" + sizeWithoutData);
   }
 
   @Test
@@ -166,8 +174,14 @@ class MemStorageCrashTest {
     MemStorage s = withUnsyncedChanges(3);
     StorageFile old = s.open("f");
     s.crash(CrashMode.KEEP_NONE);
-    List<Runnable> uses = List.of(() -> old.read(0, ByteBuffer.allocate(1)), () -> old.write(0, bytes("x")),
-        old::size, () -> old.truncate(0), () -> old.preallocate(100), old::sync);
+    List<Runnable> uses =
+        List.of(
+            () -> old.read(0, ByteBuffer.allocate(1)),
+            () -> old.write(0, bytes("x")),
+            old::size,
+            () -> old.truncate(0),
+            () -> old.preallocate(100),
+            old::sync);
     for (Runnable use : uses) {
       StorageException e = assertThrows(StorageException.class, use::run);
       assertTrue(e.getMessage().contains("closed by a simulated crash"), e.getMessage());
@@ -197,7 +211,8 @@ class MemStorageCrashTest {
     assertEquals(List.of("1.log"), s.list("wal"));
     assertEquals(List.of("MANIFEST"), s.list(""));
     assertFalse(s.exists("gone"));
-    assertEquals(0, s.contents("MANIFEST").length, "the rename survived, the unsynced write did not");
+    assertEquals(
+        0, s.contents("MANIFEST").length, "the rename survived, the unsynced write did not");
   }
 
   @Test

@@ -15,9 +15,9 @@ import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.api.Test;
 
 /** Injected faults and crash points of {@link MemStorage}. */
 class MemStorageFaultTest {
@@ -51,8 +51,17 @@ class MemStorageFaultTest {
   }
 
   private static String state(MemStorage s) {
-    return s.list("") + " " + s.list("d") + " " + s.exists("e") + " " + new String(s.contents("f"))
-        + " durable=" + s.durableSize("f") + " mutations=" + s.mutationCount();
+    return s.list("")
+        + " "
+        + s.list("d")
+        + " "
+        + s.exists("e")
+        + " "
+        + new String(s.contents("f"))
+        + " durable="
+        + s.durableSize("f")
+        + " mutations="
+        + s.mutationCount();
   }
 
   @ParameterizedTest
@@ -63,15 +72,26 @@ class MemStorageFaultTest {
       StorageFile f = s.open("f");
       String before = state(s);
       List<String> seen = new ArrayList<>();
-      s.setFaultInjector((o, name) -> {
-        seen.add(o + " " + name);
-        return o == op ? fault : Fault.NONE;
-      });
-      StorageException e = assertThrows(StorageException.class, () -> perform(op, s, f), op + " " + fault);
-      assertTrue(e.getMessage().contains(s.describe(op == Op.RENAME ? "d/f" : op == Op.MKDIRS ? "e/f"
-          : op == Op.CREATE ? "g" : op == Op.LIST ? "" : "f")), e.getMessage());
+      s.setFaultInjector(
+          (o, name) -> {
+            seen.add(o + " " + name);
+            return o == op ? fault : Fault.NONE;
+          });
+      StorageException e =
+          assertThrows(StorageException.class, () -> perform(op, s, f), op + " " + fault);
+      assertTrue(
+          e.getMessage()
+              .contains(
+                  s.describe(
+                      op == Op.RENAME
+                          ? "d/f"
+                          : op == Op.MKDIRS
+                              ? "e/f"
+                              : op == Op.CREATE ? "g" : op == Op.LIST ? "" : "f")),
+          e.getMessage());
       if (fault == Fault.NO_SPACE) {
-        assertTrue(e.getMessage().contains("no space left on device; free space, then reopen the store"),
+        assertTrue(
+            e.getMessage().contains("no space left on device; free space, then reopen the store"),
             e.getMessage());
       } else {
         assertTrue(e.getMessage().contains("injected I/O error"), e.getMessage());
@@ -97,7 +117,8 @@ class MemStorageFaultTest {
     assertEquals(500, s.usableSpace());
     a.write(0, ByteBuffer.wrap(new byte[1000])); // overwriting takes no new space
     StorageFile b = s.create("b");
-    StorageException full = assertThrows(StorageException.class, () -> b.write(0, ByteBuffer.wrap(new byte[600])));
+    StorageException full =
+        assertThrows(StorageException.class, () -> b.write(0, ByteBuffer.wrap(new byte[600])));
     assertTrue(full.getMessage().contains("no space left"), full.getMessage());
     assertEquals(0, b.size(), "nothing of the refused write landed");
     assertThrows(StorageException.class, () -> b.preallocate(501));
@@ -123,17 +144,24 @@ class MemStorageFaultTest {
       StorageException e = assertThrows(StorageException.class, f::sync);
       assertTrue(e.getMessage().contains("injected I/O error"), e.getMessage());
       s.setFaultInjector(null);
-      assertEquals("abcd", new String(s.contents("f")), "reads still see the data, as the page cache keeps it");
+      assertEquals(
+          "abcd",
+          new String(s.contents("f")),
+          "reads still see the data, as the page cache keeps it");
       StorageException again = assertThrows(StorageException.class, f::sync);
-      assertTrue(again.getMessage().contains("refused: an earlier sync of this handle failed"), again.getMessage());
+      assertTrue(
+          again.getMessage().contains("refused: an earlier sync of this handle failed"),
+          again.getMessage());
       try (StorageFile other = s.open("f")) {
-        other.sync(); // succeeds, as on Linux, but cannot bring back what the failed write-back dropped
+        other.sync(); // succeeds, as on Linux, but cannot bring back what the failed write-back
+        // dropped
       }
       f.close();
       s.crash(CrashMode.KEEP_ALL);
       String after = new String(s.contents("f"));
       // "abc\0": the size update reached the device, the byte did not
-      assertTrue(List.of("abc", "abc\0", "abcd").contains(after), "seed=" + seed + " after=" + after);
+      assertTrue(
+          List.of("abc", "abc\0", "abcd").contains(after), "seed=" + seed + " after=" + after);
       lost += after.equals("abcd") ? 0 : 1;
       kept += after.equals("abcd") ? 1 : 0;
     }
@@ -155,15 +183,24 @@ class MemStorageFaultTest {
     assertEquals(base + 3, s.mutationCount());
     StorageException halt = assertThrows(StorageException.class, () -> s.mkdirs("x"));
     assertTrue(halt.getMessage().contains("simulated crash"), halt.getMessage());
-    for (Runnable any : List.<Runnable>of(() -> f.read(0, ByteBuffer.allocate(1)), f::size, () -> s.list(""),
-        () -> s.exists("f"), () -> s.open("f"), f::sync)) {
+    for (Runnable any :
+        List.<Runnable>of(
+            () -> f.read(0, ByteBuffer.allocate(1)),
+            f::size,
+            () -> s.list(""),
+            () -> s.exists("f"),
+            () -> s.open("f"),
+            f::sync)) {
       StorageException e = assertThrows(StorageException.class, any::run);
       assertTrue(e.getMessage().contains("simulated crash"), e.getMessage());
     }
     assertEquals(base + 3, s.mutationCount());
     s.crash(CrashMode.KEEP_NONE);
     try (StorageFile g = s.open("f")) {
-      assertEquals("a", StorageContractTest.readAll(g), "the synced byte survived, the unsynced one did not");
+      assertEquals(
+          "a",
+          StorageContractTest.readAll(g),
+          "the synced byte survived, the unsynced one did not");
       g.write(1, bytes("c")); // no halt any more
     }
     assertTrue(!s.exists("x"));
@@ -185,22 +222,24 @@ class MemStorageFaultTest {
     MemStorage s = new MemStorage(4);
     StorageFile f = s.create("f");
     AtomicReference<Throwable> failure = new AtomicReference<>();
-    Thread reader = new Thread(() -> {
-      try (StorageFile r = s.open("f")) {
-        ByteBuffer dst = ByteBuffer.allocate(64);
-        for (int i = 0; i < 20_000; i++) {
-          dst.clear();
-          int n = r.read(0, dst);
-          for (int j = 0; j < n; j++) {
-            if (dst.get(j) != (byte) j) {
-              throw new AssertionError("byte " + j + " = " + dst.get(j));
-            }
-          }
-        }
-      } catch (Throwable t) {
-        failure.set(t);
-      }
-    });
+    Thread reader =
+        new Thread(
+            () -> {
+              try (StorageFile r = s.open("f")) {
+                ByteBuffer dst = ByteBuffer.allocate(64);
+                for (int i = 0; i < 20_000; i++) {
+                  dst.clear();
+                  int n = r.read(0, dst);
+                  for (int j = 0; j < n; j++) {
+                    if (dst.get(j) != (byte) j) {
+                      throw new AssertionError("byte " + j + " = " + dst.get(j));
+                    }
+                  }
+                }
+              } catch (Throwable t) {
+                failure.set(t);
+              }
+            });
     reader.start();
     for (int i = 0; i < 20_000; i++) {
       f.write(i % 64, ByteBuffer.wrap(new byte[] {(byte) (i % 64)}));

@@ -13,25 +13,30 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 
 /**
- * A real {@link FileChannel} whose positional reads and writes move at most {@code maxTransfer} bytes per
- * call (as a kernel may), and whose next writes or forces fail with scripted IOExceptions, so the tests
- * can drive {@link FileStorageFile}'s loops and error paths that a healthy disk never takes.
+ * A real {@link FileChannel} whose positional reads and writes move at most {@code maxTransfer}
+ * bytes per call (as a kernel may), and whose next writes or forces fail with scripted
+ * IOExceptions, so the tests can drive {@link FileStorageFile}'s loops and error paths that a
+ * healthy disk never takes.
  *
  * <p>Thread-safety: one test thread.
  */
 final class ScriptedChannel extends FileChannel {
   private final FileChannel real;
   private final int maxTransfer;
+
   /** Errors the next write calls throw, in order; then writes go through. */
   final Deque<IOException> writeErrors = new ArrayDeque<>();
+
   /** Errors the next force calls throw, in order; then forces go through. */
   final Deque<IOException> forceErrors = new ArrayDeque<>();
+
   int reads;
   int writes;
 
   ScriptedChannel(Path path, int maxTransfer) throws IOException {
-    this.real = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.READ,
-        StandardOpenOption.WRITE);
+    this.real =
+        FileChannel.open(
+            path, StandardOpenOption.CREATE, StandardOpenOption.READ, StandardOpenOption.WRITE);
     this.maxTransfer = maxTransfer;
   }
 

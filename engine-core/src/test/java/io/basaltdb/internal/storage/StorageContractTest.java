@@ -143,7 +143,8 @@ abstract class StorageContractTest {
   void rename_replacesTheTarget_andMovesAcrossDirectories() {
     Storage s = storage();
     s.mkdirs("d");
-    try (StorageFile a = s.create("a"); StorageFile b = s.create("b")) {
+    try (StorageFile a = s.create("a");
+        StorageFile b = s.create("b")) {
       a.write(0, bytes("new"));
       b.write(0, bytes("old"));
     }
@@ -222,11 +223,19 @@ abstract class StorageContractTest {
     StorageFile f = s.create("f");
     f.close();
     f.close(); // idempotent
-    List<Runnable> uses = List.of(() -> f.read(0, ByteBuffer.allocate(1)), () -> f.write(0, bytes("x")),
-        f::size, () -> f.truncate(0), () -> f.preallocate(10), f::sync);
+    List<Runnable> uses =
+        List.of(
+            () -> f.read(0, ByteBuffer.allocate(1)),
+            () -> f.write(0, bytes("x")),
+            f::size,
+            () -> f.truncate(0),
+            () -> f.preallocate(10),
+            f::sync);
     for (Runnable use : uses) {
       ClosedException e = assertThrows(ClosedException.class, use::run);
-      assertTrue(e.getMessage().contains("is closed") && e.getMessage().contains(s.describe("f")), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("is closed") && e.getMessage().contains(s.describe("f")),
+          e.getMessage());
     }
   }
 

@@ -15,8 +15,8 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /**
- * The log under failure: a failed flush changes nothing and can be retried, and a crash at any of the
- * workload's mutation points loses no synced record and yields no wrong one.
+ * The log under failure: a failed flush changes nothing and can be retried, and a crash at any of
+ * the workload's mutation points loses no synced record and yields no wrong one.
  */
 class LogCrashTest {
   @Test
@@ -29,10 +29,15 @@ class LogCrashTest {
       writer.add(ByteBuffer.wrap(new byte[] {2, 2}));
       writer.add(ByteBuffer.wrap(new byte[] {3, 3, 3}));
       int pending = writer.pending();
-      storage.setFaultInjector((op, name) -> op == MemStorage.Op.WRITE ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
-      StorageException e = org.junit.jupiter.api.Assertions.assertThrows(StorageException.class, writer::flush);
+      storage.setFaultInjector(
+          (op, name) ->
+              op == MemStorage.Op.WRITE ? MemStorage.Fault.NO_SPACE : MemStorage.Fault.NONE);
+      StorageException e =
+          org.junit.jupiter.api.Assertions.assertThrows(StorageException.class, writer::flush);
       assertTrue(e.getMessage().contains("still ends at offset " + end), e.getMessage());
-      assertTrue(e.getMessage().contains("no space left on device; free space, then reopen the store"), e.getMessage());
+      assertTrue(
+          e.getMessage().contains("no space left on device; free space, then reopen the store"),
+          e.getMessage());
       assertEquals(end, writer.offset());
       assertEquals(pending, writer.pending());
       assertEquals(end, file.size());
@@ -46,7 +51,8 @@ class LogCrashTest {
   }
 
   /** Appends records, flushing and sometimes syncing; returns how many records were synced. */
-  private static int workload(MemStorage storage, List<byte[]> records, Random random, int[] synced) {
+  private static int workload(
+      MemStorage storage, List<byte[]> records, Random random, int[] synced) {
     storage.mkdirs("wal");
     try (StorageFile file = storage.create("wal/1.log")) {
       LogWriter writer = new LogWriter(file, 0);

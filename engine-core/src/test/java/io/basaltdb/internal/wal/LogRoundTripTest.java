@@ -72,12 +72,13 @@ class LogRoundTripTest {
   void flush_writesEverythingAddedWithOneWrite() {
     MemStorage storage = new MemStorage(1);
     AtomicInteger writes = new AtomicInteger();
-    storage.setFaultInjector((op, name) -> {
-      if (op == MemStorage.Op.WRITE) {
-        writes.incrementAndGet();
-      }
-      return MemStorage.Fault.NONE;
-    });
+    storage.setFaultInjector(
+        (op, name) -> {
+          if (op == MemStorage.Op.WRITE) {
+            writes.incrementAndGet();
+          }
+          return MemStorage.Fault.NONE;
+        });
     try (StorageFile file = storage.create("1.log")) {
       LogWriter writer = new LogWriter(file, 0);
       ByteBuffer payload = ByteBuffer.wrap(new byte[100]);
@@ -208,9 +209,11 @@ class LogRoundTripTest {
     try (StorageFile file = storage.create("1.log")) {
       LogWriter writer = new LogWriter(file, 0);
       writer.add(12, out -> out.putInt(0x01020304).putLong(-2L));
-      assertThrows(IllegalStateException.class, () -> writer.add(8, out -> out.putInt(1)), "4 of 8 bytes");
-      assertThrows(java.nio.BufferOverflowException.class, () -> writer.add(2, out -> out.putInt(1)));
-      assertThrows(io.basaltdb.InvalidArgumentException.class, () -> writer.add(0, out -> { }));
+      assertThrows(
+          IllegalStateException.class, () -> writer.add(8, out -> out.putInt(1)), "4 of 8 bytes");
+      assertThrows(
+          java.nio.BufferOverflowException.class, () -> writer.add(2, out -> out.putInt(1)));
+      assertThrows(io.basaltdb.InvalidArgumentException.class, () -> writer.add(0, out -> {}));
       assertEquals(20, writer.pending(), "a failed add leaves no bytes behind");
       writer.add(ByteBuffer.wrap(new byte[] {9}));
       writer.flush();

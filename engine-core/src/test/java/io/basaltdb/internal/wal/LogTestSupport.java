@@ -27,7 +27,12 @@ final class LogTestSupport {
   }
 
   /** What a reader returned: the records, their offsets, and where and why it stopped. */
-  record Result(List<byte[]> records, List<Long> offsets, LogReader.Stop stop, long stopOffset, String reason) {}
+  record Result(
+      List<byte[]> records,
+      List<Long> offsets,
+      LogReader.Stop stop,
+      long stopOffset,
+      String reason) {}
 
   static Result readAll(StorageFile file) {
     LogReader reader = new LogReader(file);
@@ -46,12 +51,16 @@ final class LogTestSupport {
   /** Asserts that {@code actual} are the first records of {@code expected}, byte for byte. */
   static void assertPrefix(List<byte[]> expected, List<byte[]> actual, String where) {
     for (int i = 0; i < actual.size(); i++) {
-      assertEquals(true, i < expected.size() && Arrays.equals(expected.get(i), actual.get(i)),
+      assertEquals(
+          true,
+          i < expected.size() && Arrays.equals(expected.get(i), actual.get(i)),
           where + ": record " + i + " differs from what was written");
     }
   }
 
-  /** Writes {@code records} with a flush after each {@code perFlush} of them; returns their offsets. */
+  /**
+   * Writes {@code records} with a flush after each {@code perFlush} of them; returns their offsets.
+   */
   static List<Long> write(LogWriter writer, List<byte[]> records, int perFlush) {
     List<Long> offsets = new ArrayList<>();
     long at = writer.offset();

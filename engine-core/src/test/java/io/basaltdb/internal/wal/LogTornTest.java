@@ -12,7 +12,9 @@ import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 
-/** A damaged log never yields a wrong record: the reader stops at the first bad one and says where. */
+/**
+ * A damaged log never yields a wrong record: the reader stops at the first bad one and says where.
+ */
 class LogTornTest {
   private static List<byte[]> records(Random random, int count, int max) {
     List<byte[]> records = new ArrayList<>();
@@ -141,18 +143,24 @@ class LogTornTest {
         assertEquals(null, LogReader.recordAt(file, bad), "offset " + bad);
       }
       ByteBuffer header = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
-      for (int length : new int[] {0, -1, Integer.MIN_VALUE, LogWriter.MAX_PAYLOAD + 1, LogWriter.MAX_PAYLOAD, 4}) {
+      for (int length :
+          new int[] {
+            0, -1, Integer.MIN_VALUE, LogWriter.MAX_PAYLOAD + 1, LogWriter.MAX_PAYLOAD, 4
+          }) {
         header.putInt(0, length);
         file.write(end, header.rewind());
         String where = "length " + length;
-        assertEquals(-1, LogReader.frameLengthAt(file, end), where); // 8 bytes of file: no payload fits
+        assertEquals(
+            -1, LogReader.frameLengthAt(file, end), where); // 8 bytes of file: no payload fits
         assertEquals(null, LogReader.recordAt(file, end), where);
         LogTestSupport.Result r = LogTestSupport.readAll(file);
         assertEquals(1, r.records().size(), where);
         assertEquals(LogReader.Stop.TORN, r.stop(), where);
         assertEquals(end, r.stopOffset(), where);
       }
-      file.write(end + 8, ByteBuffer.wrap(new byte[] {9, 9, 9, 9})); // the payload fits, the checksum does not
+      file.write(
+          end + 8,
+          ByteBuffer.wrap(new byte[] {9, 9, 9, 9})); // the payload fits, the checksum does not
       assertEquals(12, LogReader.frameLengthAt(file, end));
       assertEquals(null, LogReader.recordAt(file, end));
       assertTrue(LogTestSupport.readAll(file).reason().startsWith("checksum mismatch"));

@@ -28,23 +28,26 @@ import site.ycsb.DBException;
 import site.ycsb.Status;
 
 /**
- * RocksDB JNI as a YCSB binding set up like Basalt, for {@code bin/compare}: the peer measured side by
- * side, not a published binding (it lives in engine-jmh, outside engine-ycsb's jar). Records are stored
- * in Basalt's binding's field format ({@link Fields}); a table is a key prefix ({@code table + '\0'}).
+ * RocksDB JNI as a YCSB binding set up like Basalt, for {@code bin/compare}: the peer measured side
+ * by side, not a published binding (it lives in engine-jmh, outside engine-ycsb's jar). Records are
+ * stored in Basalt's binding's field format ({@link Fields}); a table is a key prefix ({@code table
+ * + '\0'}).
  *
- * <p>The same budget as Basalt's {@code basalt.memory} (property {@code rocksdb.memory}, default 256m):
- * two write buffers of a quarter each and an LRU block cache of half, with the index and filter blocks
- * in it (as Basalt charges its own to its quota); leveled compaction, 10 bits/key bloom filters, LZ4. The
- * same durability as {@code basalt.sync} ({@code rocksdb.sync}, default periodic): {@code sync} fsyncs the
- * WAL before each acknowledgement, {@code periodic} every 100 ms from a background thread, {@code none}
- * never. {@code rocksdb.directreads=true} reads table files with O_DIRECT ({@code use_direct_reads}, as
- * Basalt's {@code directReads} option: neither engine then reads through the page cache; default false).
- * {@code rocksdb.mmapreads=true} reads table files through memory mappings ({@code allow_mmap_reads}, as
- * Basalt's default {@code mappedReads}; RocksDB's default is false, and bin/compare keeps it).
- * {@code rocksdb.dir} is the directory (default {@code rocksdb-ycsb-data}). Updates merge fields
- * under the same striped locks as Basalt's binding.
+ * <p>The same budget as Basalt's {@code basalt.memory} (property {@code rocksdb.memory}, default
+ * 256m): two write buffers of a quarter each and an LRU block cache of half, with the index and
+ * filter blocks in it (as Basalt charges its own to its quota); leveled compaction, 10 bits/key
+ * bloom filters, LZ4. The same durability as {@code basalt.sync} ({@code rocksdb.sync}, default
+ * periodic): {@code sync} fsyncs the WAL before each acknowledgement, {@code periodic} every 100 ms
+ * from a background thread, {@code none} never. {@code rocksdb.directreads=true} reads table files
+ * with O_DIRECT ({@code use_direct_reads}, as Basalt's {@code directReads} option: neither engine
+ * then reads through the page cache; default false). {@code rocksdb.mmapreads=true} reads table
+ * files through memory mappings ({@code allow_mmap_reads}, as Basalt's default {@code mappedReads};
+ * RocksDB's default is false, and bin/compare keeps it). {@code rocksdb.dir} is the directory
+ * (default {@code rocksdb-ycsb-data}). Updates merge fields under the same striped locks as
+ * Basalt's binding.
  *
- * <p>Thread-safety: one instance per YCSB thread; all share one database, closed by the last cleanup.
+ * <p>Thread-safety: one instance per YCSB thread; all share one database, closed by the last
+ * cleanup.
  */
 public final class RocksDbClient extends DB {
   private static Shared shared;
@@ -57,7 +60,11 @@ public final class RocksDbClient extends DB {
   }
 
   /** The database and what must be closed with it. */
-  private record Shared(RocksDB db, org.rocksdb.Options options, LRUCache cache, WriteOptions write,
+  private record Shared(
+      RocksDB db,
+      org.rocksdb.Options options,
+      LRUCache cache,
+      WriteOptions write,
       ScheduledExecutorService syncer) {
     void close() {
       if (syncer != null) syncer.shutdownNow();
@@ -106,30 +113,47 @@ public final class RocksDbClient extends DB {
     try {
       Files.createDirectories(dir);
       LRUCache cache = new LRUCache(memory / 2);
-      BlockBasedTableConfig table = new BlockBasedTableConfig().setFilterPolicy(new BloomFilter(10, false))
-          .setBlockCache(cache).setCacheIndexAndFilterBlocks(true)
-          .setCacheIndexAndFilterBlocksWithHighPriority(true).setPinL0FilterAndIndexBlocksInCache(true);
-      org.rocksdb.Options options = new org.rocksdb.Options().setCreateIfMissing(true)
-          .setCompressionType(CompressionType.LZ4_COMPRESSION).setWriteBufferSize(memory / 4)
-          .setMaxWriteBufferNumber(2).setMaxBackgroundJobs(3).setTableFormatConfig(table)
-          .setUseDirectReads(Boolean.parseBoolean(p.getProperty("rocksdb.directreads", "false").trim()))
-          .setAllowMmapReads(Boolean.parseBoolean(p.getProperty("rocksdb.mmapreads", "false").trim()));
+      BlockBasedTableConfig table =
+          new BlockBasedTableConfig()
+              .setFilterPolicy(new BloomFilter(10, false))
+              .setBlockCache(cache)
+              .setCacheIndexAndFilterBlocks(true)
+              .setCacheIndexAndFilterBlocksWithHighPriority(true)
+              .setPinL0FilterAndIndexBlocksInCache(true);
+      org.rocksdb.Options options =
+          new org.rocksdb.Options()
+              .setCreateIfMissing(true)
+              .setCompressionType(CompressionType.LZ4_COMPRESSION)
+              .setWriteBufferSize(memory / 4)
+              .setMaxWriteBufferNumber(2)
+              .setMaxBackgroundJobs(3)
+              .setTableFormatConfig(table)
+              .setUseDirectReads(
+                  Boolean.parseBoolean(p.getProperty("rocksdb.directreads", "false").trim()))
+              .setAllowMmapReads(
+                  Boolean.parseBoolean(p.getProperty("rocksdb.mmapreads", "false").trim()));
       RocksDB db = RocksDB.open(options, dir.toString());
       WriteOptions write = new WriteOptions().setSync(sync.equals("sync"));
       ScheduledExecutorService syncer = null;
       if (sync.equals("periodic")) {
-        syncer = Executors.newSingleThreadScheduledExecutor(r -> {
-          Thread t = new Thread(r, "rocksdb-wal-sync");
-          t.setDaemon(true);
-          return t;
-        });
-        syncer.scheduleWithFixedDelay(() -> {
-          try {
-            db.flushWal(true);
-          } catch (RocksDBException e) {
-            System.err.println("rocksdb: periodic WAL sync failed: " + e);
-          }
-        }, 100, 100, TimeUnit.MILLISECONDS);
+        syncer =
+            Executors.newSingleThreadScheduledExecutor(
+                r -> {
+                  Thread t = new Thread(r, "rocksdb-wal-sync");
+                  t.setDaemon(true);
+                  return t;
+                });
+        syncer.scheduleWithFixedDelay(
+            () -> {
+              try {
+                db.flushWal(true);
+              } catch (RocksDBException e) {
+                System.err.println("rocksdb: periodic WAL sync failed: " + e);
+              }
+            },
+            100,
+            100,
+            TimeUnit.MILLISECONDS);
       }
       return new Shared(db, options, cache, write, syncer);
     } catch (RocksDBException | java.io.IOException e) {
@@ -146,7 +170,8 @@ public final class RocksDbClient extends DB {
   }
 
   @Override
-  public Status read(String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
+  public Status read(
+      String table, String key, Set<String> fields, Map<String, ByteIterator> result) {
     try {
       byte[] v = s.db.get(key(table, key));
       if (v == null) return Status.NOT_FOUND;
@@ -158,14 +183,19 @@ public final class RocksDbClient extends DB {
   }
 
   @Override
-  public Status scan(String table, String startkey, int recordcount, Set<String> fields,
+  public Status scan(
+      String table,
+      String startkey,
+      int recordcount,
+      Set<String> fields,
       Vector<HashMap<String, ByteIterator>> result) {
     byte[] prefix = key(table, "");
     try (RocksIterator it = s.db.newIterator()) {
       it.seek(key(table, startkey));
       for (int i = 0; i < recordcount && it.isValid(); i++, it.next()) {
         byte[] k = it.key();
-        if (k.length < prefix.length || !Arrays.equals(k, 0, prefix.length, prefix, 0, prefix.length)) break;
+        if (k.length < prefix.length
+            || !Arrays.equals(k, 0, prefix.length, prefix, 0, prefix.length)) break;
         HashMap<String, ByteIterator> row = new HashMap<>();
         Fields.decode(it.value(), fields, row);
         result.add(row);

@@ -15,8 +15,9 @@ import net.jpountz.lz4.LZ4Factory;
 import net.jpountz.lz4.LZ4SafeDecompressor;
 
 /**
- * The files of an in-memory store's backup, shards and deltas alike (docs/format.md, "In-memory backup
- * files"): a sequence of blocks, each a header and a payload of items, and nothing after the last block.
+ * The files of an in-memory store's backup, shards and deltas alike (docs/format.md, "In-memory
+ * backup files"): a sequence of blocks, each a header and a payload of items, and nothing after the
+ * last block.
  *
  * <pre>
  *  block header (17 bytes, little-endian)
@@ -27,8 +28,9 @@ import net.jpountz.lz4.LZ4SafeDecompressor;
  *  13  u32  CRC-32C of header bytes 0-12 and the stored payload
  *  payload: items, each varint key length, varint entry length, store key, write cache entry
  * </pre>
- * A block holds about {@link #BLOCK} raw bytes (one larger item makes a block of its own). Items carry no
- * lifetime metadata (bornSn, deadSn): a restore recreates it (seed 001 section 5.1).
+ *
+ * A block holds about {@link #BLOCK} raw bytes (one larger item makes a block of its own). Items
+ * carry no lifetime metadata (bornSn, deadSn): a restore recreates it (seed 001 section 5.1).
  *
  * <p>Thread-safety: a writer or a reader belongs to one thread at a time.
  */
@@ -37,10 +39,13 @@ final class BackupBlocks {
   static final int BLOCK = 64 * 1024;
   static final byte RAW = 0;
   static final byte LZ4_BLOCK = 1;
+
   /** Bytes gathered before one write to the file: large sequential writes. */
   private static final int WRITE_BUFFER = 1 << 20;
+
   private static final LZ4Compressor COMPRESSOR = LZ4Factory.fastestInstance().fastCompressor();
-  private static final LZ4SafeDecompressor DECOMPRESSOR = LZ4Factory.fastestInstance().safeDecompressor();
+  private static final LZ4SafeDecompressor DECOMPRESSOR =
+      LZ4Factory.fastestInstance().safeDecompressor();
 
   private BackupBlocks() {}
 
@@ -48,41 +53,56 @@ final class BackupBlocks {
   static final long SYNC_STEP = 64L << 20;
 
   /**
-   * Syncs files in the background while the backup goes on writing them, {@link #SYNC_STEP} at a time: the
-   * disk writes back during the scan (a backup far below the kernel's dirty threshold would otherwise
-   * leave the disk idle until the syncs at the end, and a large one would fill the page cache with dirty
-   * pages). Syncs are advisory for durability: the backup syncs every file again before its marker.
+   * Syncs files in the background while the backup goes on writing them, {@link #SYNC_STEP} at a
+   * time: the disk writes back during the scan (a backup far below the kernel's dirty threshold
+   * would otherwise leave the disk idle until the syncs at the end, and a large one would fill the
+   * page cache with dirty pages). Syncs are advisory for durability: the backup syncs every file
+   * again before its marker.
    *
-   * <p>It also writes for the writers that hand it their full buffers ({@link #write}), on threads of its
-   * own, so a scan goes on filling its next buffer while the last one goes to the file.
+   * <p>It also writes for the writers that hand it their full buffers ({@link #write}), on threads
+   * of its own, so a scan goes on filling its next buffer while the last one goes to the file.
    *
    * <p>Thread-safety: any writer may request; one thread syncs, a file at a time.
    */
   static final class Syncer implements AutoCloseable {
-    private final java.util.concurrent.ExecutorService thread = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
-      Thread t = new Thread(r, "basalt-backup-sync");
-      t.setDaemon(true);
-      return t;
-    });
+    private final java.util.concurrent.ExecutorService thread =
+        java.util.concurrent.Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "basalt-backup-sync");
+              t.setDaemon(true);
+              return t;
+            });
     private final java.util.concurrent.ExecutorService writes;
 
     /** A syncer whose {@code writeThreads} threads write the buffers handed to {@link #write}. */
     Syncer(int writeThreads) {
-      writes = java.util.concurrent.Executors.newFixedThreadPool(Math.max(1, writeThreads), r -> {
-        Thread t = new Thread(r, "basalt-backup-write");
-        t.setDaemon(true);
-        return t;
-      });
+      writes =
+          java.util.concurrent.Executors.newFixedThreadPool(
+              Math.max(1, writeThreads),
+              r -> {
+                Thread t = new Thread(r, "basalt-backup-write");
+                t.setDaemon(true);
+                return t;
+              });
     }
 
-    /** Writes all of {@code buf} to {@code f} at {@code offset} on a write thread; the caller must not touch buf until the future is done. */
+    /**
+     * Writes all of {@code buf} to {@code f} at {@code offset} on a write thread; the caller must
+     * not touch buf until the future is done.
+     */
     java.util.concurrent.Future<?> write(StorageFile f, long offset, ByteBuffer buf) {
       return writes.submit(() -> f.write(offset, buf));
     }
-    /** Files with a sync queued or running; guarded by itself. A writer waits here before it closes its file. */
+
+    /**
+     * Files with a sync queued or running; guarded by itself. A writer waits here before it closes
+     * its file.
+     */
     private final java.util.Map<StorageFile, Integer> pending = new java.util.HashMap<>();
+
     /** The first failure of a background sync; reported by {@link #close}. */
-    private final java.util.concurrent.atomic.AtomicReference<RuntimeException> failure = new java.util.concurrent.atomic.AtomicReference<>();
+    private final java.util.concurrent.atomic.AtomicReference<RuntimeException> failure =
+        new java.util.concurrent.atomic.AtomicReference<>();
 
     /** Queues a sync of {@code f} unless one is queued already. */
     void request(StorageFile f) {
@@ -90,18 +110,19 @@ final class BackupBlocks {
         if (pending.containsKey(f)) return;
         pending.put(f, 1);
       }
-      thread.execute(() -> {
-        try {
-          f.sync();
-        } catch (RuntimeException e) {
-          failure.compareAndSet(null, e);
-        } finally {
-          synchronized (pending) {
-            pending.remove(f);
-            pending.notifyAll();
-          }
-        }
-      });
+      thread.execute(
+          () -> {
+            try {
+              f.sync();
+            } catch (RuntimeException e) {
+              failure.compareAndSet(null, e);
+            } finally {
+              synchronized (pending) {
+                pending.remove(f);
+                pending.notifyAll();
+              }
+            }
+          });
     }
 
     /** Waits until no sync of {@code f} is queued or running (before it is closed). */
@@ -119,7 +140,10 @@ final class BackupBlocks {
       if (interrupted) Thread.currentThread().interrupt();
     }
 
-    /** Stops the thread once its syncs are done; throws the first failure of one (at the first close only). */
+    /**
+     * Stops the thread once its syncs are done; throws the first failure of one (at the first close
+     * only).
+     */
     @Override
     public void close() {
       writes.shutdown();
@@ -150,15 +174,24 @@ final class BackupBlocks {
     private final byte[] header = new byte[HEADER];
     private final CRC32C blockCrc = new CRC32C();
     private final CRC32C fileCrc = new CRC32C();
-    /** The buffer being filled; with a syncer, the other one ({@code spare}) may be in a write meanwhile. */
+
+    /**
+     * The buffer being filled; with a syncer, the other one ({@code spare}) may be in a write
+     * meanwhile.
+     */
     private ByteBuffer pending = writeBuffer();
+
     private ByteBuffer spare;
+
     /** The write of {@code spare} under way (syncer only), or null. */
     private java.util.concurrent.Future<?> inFlight;
+
     private long offset;
     private long items;
+
     /** Background syncs of this file (null: none), and the offset of the last request. */
     private final Syncer syncer;
+
     private long syncRequestedAt;
 
     Writer(Storage storage, String name, boolean lz4, BooleanSupplier stopped) {
@@ -170,14 +203,18 @@ final class BackupBlocks {
       this.lz4 = lz4;
       this.stopped = stopped;
       this.syncer = syncer;
-      // with a syncer (a scan's shard): whole aligned buffers bypass the page cache where the storage can
+      // with a syncer (a scan's shard): whole aligned buffers bypass the page cache where the
+      // storage can
       this.out = syncer != null ? storage.createUnsyncedDirect(name) : storage.createUnsynced(name);
     }
 
     /** A buffer of {@link #WRITE_BUFFER} bytes aligned for a direct write. */
     private static ByteBuffer writeBuffer() {
       int a = Storage.DIRECT_ALIGNMENT;
-      return ByteBuffer.allocateDirect(WRITE_BUFFER + a).alignedSlice(a).limit(WRITE_BUFFER).slice();
+      return ByteBuffer.allocateDirect(WRITE_BUFFER + a)
+          .alignedSlice(a)
+          .limit(WRITE_BUFFER)
+          .slice();
     }
 
     @Override
@@ -244,7 +281,10 @@ final class BackupBlocks {
       }
     }
 
-    /** As {@link #awaitWrite}, for a file being abandoned: its failure is the backup's failure already. */
+    /**
+     * As {@link #awaitWrite}, for a file being abandoned: its failure is the backup's failure
+     * already.
+     */
     private void awaitQuietly() {
       try {
         awaitWrite();
@@ -255,8 +295,9 @@ final class BackupBlocks {
 
     private void endBlock() {
       if (stopped.getAsBoolean()) {
-        throw new ClosedException("the store was closed during the backup, which is abandoned (what it wrote is"
-            + " deleted, or left without its marker)");
+        throw new ClosedException(
+            "the store was closed during the backup, which is abandoned (what it wrote is"
+                + " deleted, or left without its marker)");
       }
       byte[] payload = raw;
       int stored = rawLength;
@@ -327,15 +368,22 @@ final class BackupBlocks {
    * Reads the backup file {@code name}, of {@code size} bytes and CRC-32C {@code crc} as the marker
    * recorded, handing each item to {@code consumer}; returns how many there were.
    *
-   * @throws CorruptionException naming the file, on a damaged block, a bad length, a file whose size or
-   *     checksum is not the recorded one, or bytes after the last block
+   * @throws CorruptionException naming the file, on a damaged block, a bad length, a file whose
+   *     size or checksum is not the recorded one, or bytes after the last block
    */
   static long read(Storage storage, String name, long size, int crc, ItemConsumer consumer) {
     StorageFile in = storage.openForReading(name);
     try {
       long actual = in.size();
       if (actual != size) {
-        throw corrupt(storage, name, "has " + actual + " bytes where the backup recorded " + size + " (truncated or overwritten)");
+        throw corrupt(
+            storage,
+            name,
+            "has "
+                + actual
+                + " bytes where the backup recorded "
+                + size
+                + " (truncated or overwritten)");
       }
       Reader r = new Reader(in, size);
       CRC32C blockCrc = new CRC32C();
@@ -348,8 +396,12 @@ final class BackupBlocks {
         int stored = getInt(w, h), rawLength = getInt(w, h + 4), blockItems = getInt(w, h + 8);
         byte codec = w[h + 12];
         int expected = getInt(w, h + 13);
-        if (stored < 0 || rawLength < 0 || blockItems < 0 || stored > size - blockAt - HEADER
-            || (codec != RAW && codec != LZ4_BLOCK) || (codec == RAW && stored != rawLength)) {
+        if (stored < 0
+            || rawLength < 0
+            || blockItems < 0
+            || stored > size - blockAt - HEADER
+            || (codec != RAW && codec != LZ4_BLOCK)
+            || (codec == RAW && stored != rawLength)) {
           throw corrupt(storage, name, "has a bad block header at offset " + blockAt);
         }
         blockCrc.reset();
@@ -369,44 +421,69 @@ final class BackupBlocks {
           try {
             n = DECOMPRESSOR.decompress(w, p, stored, raw, 0, rawLength);
           } catch (LZ4Exception e) {
-            throw corrupt(storage, name, "has a block at offset " + blockAt + " that does not decompress: " + e.getMessage());
+            throw corrupt(
+                storage,
+                name,
+                "has a block at offset "
+                    + blockAt
+                    + " that does not decompress: "
+                    + e.getMessage());
           }
-          if (n != rawLength) throw corrupt(storage, name, "has a block at offset " + blockAt + " of the wrong raw length");
+          if (n != rawLength)
+            throw corrupt(
+                storage, name, "has a block at offset " + blockAt + " of the wrong raw length");
           payload = raw;
           from = 0;
         }
         int end = from + rawLength, at = from;
         for (int i = 0; i < blockItems; i++) {
           long kl = varint(payload, at, end);
-          if (kl < 0) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
+          if (kl < 0)
+            throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
           at += varintSize(kl);
           long el = varint(payload, at, end);
-          if (el < 0) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
+          if (el < 0)
+            throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
           at += varintSize(el);
-          if (kl + el > end - at) throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
+          if (kl + el > end - at)
+            throw corrupt(storage, name, "has a bad item in its block at offset " + blockAt);
           int k = at;
           at += (int) kl;
           consumer.item(payload, k, (int) kl, at, (int) el);
           at += (int) el;
         }
-        if (at != end) throw corrupt(storage, name, "has a block at offset " + blockAt + " with bytes after its items");
+        if (at != end)
+          throw corrupt(
+              storage, name, "has a block at offset " + blockAt + " with bytes after its items");
         r.skip(stored);
         items += blockItems;
       }
-      if (r.crc() != crc) throw corrupt(storage, name, "fails its checksum (CRC-32C " + Integer.toHexString(r.crc()) + ", recorded " + Integer.toHexString(crc) + ")");
+      if (r.crc() != crc)
+        throw corrupt(
+            storage,
+            name,
+            "fails its checksum (CRC-32C "
+                + Integer.toHexString(r.crc())
+                + ", recorded "
+                + Integer.toHexString(crc)
+                + ")");
       return items;
     } finally {
       in.close();
     }
   }
 
-  /** A window over a file read front to back in large reads, with the CRC-32C of what it has passed. */
+  /**
+   * A window over a file read front to back in large reads, with the CRC-32C of what it has passed.
+   */
   private static final class Reader {
     private final StorageFile in;
     private final long size;
     private byte[] buf = new byte[1 << 20];
+
     /** Window: buf[at, limit) holds the file's bytes from {@code position()}. */
     int at;
+
     private int limit;
     private long fileOffset; // file offset of buf[limit]
     private final CRC32C crc = new CRC32C();
@@ -423,7 +500,8 @@ final class BackupBlocks {
     /** Makes {@code n} bytes available from {@link #at}; returns the buffer. */
     byte[] need(int n, Storage storage, String name) {
       if (limit - at >= n) return buf;
-      if (position() + n > size) throw corrupt(storage, name, "ends inside a block at offset " + position());
+      if (position() + n > size)
+        throw corrupt(storage, name, "ends inside a block at offset " + position());
       System.arraycopy(buf, at, buf, 0, limit - at);
       limit -= at;
       at = 0;
@@ -431,7 +509,11 @@ final class BackupBlocks {
       while (limit < n) {
         int want = (int) Math.min(buf.length - limit, size - fileOffset);
         int got = in.read(fileOffset, ByteBuffer.wrap(buf, limit, want));
-        if (got <= 0) throw corrupt(storage, name, "ends at offset " + fileOffset + ", before its recorded " + size + " bytes");
+        if (got <= 0)
+          throw corrupt(
+              storage,
+              name,
+              "ends at offset " + fileOffset + ", before its recorded " + size + " bytes");
         limit += got;
         fileOffset += got;
       }
@@ -449,8 +531,12 @@ final class BackupBlocks {
   }
 
   static CorruptionException corrupt(Storage storage, String name, String what) {
-    return new CorruptionException("the backup file " + storage.describe(name) + " " + what
-        + "; the backup cannot be restored (docs/operations.md, \"Backup\")");
+    return new CorruptionException(
+        "the backup file "
+            + storage.describe(name)
+            + " "
+            + what
+            + "; the backup cannot be restored (docs/operations.md, \"Backup\")");
   }
 
   /** Bytes an item takes in a block. */
@@ -496,6 +582,9 @@ final class BackupBlocks {
   }
 
   private static int getInt(byte[] b, int at) {
-    return (b[at] & 0xFF) | (b[at + 1] & 0xFF) << 8 | (b[at + 2] & 0xFF) << 16 | (b[at + 3] & 0xFF) << 24;
+    return (b[at] & 0xFF)
+        | (b[at + 1] & 0xFF) << 8
+        | (b[at + 2] & 0xFF) << 16
+        | (b[at + 3] & 0xFF) << 24;
   }
 }

@@ -12,12 +12,18 @@ import java.util.Map;
 import java.util.zip.CRC32C;
 
 /**
- * An in-memory store's backup manifest, {@code memory/MANIFEST}, and its byte layout (docs/format.md,
- * "Backup directory"): the seqno, the keyspaces, the shards in key order and the delta files, with a
- * CRC-32C. Thread-safety: immutable.
+ * An in-memory store's backup manifest, {@code memory/MANIFEST}, and its byte layout
+ * (docs/format.md, "Backup directory"): the seqno, the keyspaces, the shards in key order and the
+ * delta files, with a CRC-32C. Thread-safety: immutable.
  */
-public record MemoryBackupManifest(long seqno, long createdMillis, int nextKeyspaceId, boolean lz4,
-    Map<Integer, String> keyspaces, List<MemoryBackupManifest.FileRef> shards, List<MemoryBackupManifest.FileRef> deltas) {
+public record MemoryBackupManifest(
+    long seqno,
+    long createdMillis,
+    int nextKeyspaceId,
+    boolean lz4,
+    Map<Integer, String> keyspaces,
+    List<MemoryBackupManifest.FileRef> shards,
+    List<MemoryBackupManifest.FileRef> deltas) {
   private static final long MAGIC = 0x42534C544D454D31L; // "BSLTMEM1"
   private static final int VERSION = 1;
 
@@ -27,8 +33,13 @@ public record MemoryBackupManifest(long seqno, long createdMillis, int nextKeysp
   byte[] encode() {
     ByteBuffer b = ByteBuffer.allocate(1024).order(ByteOrder.LITTLE_ENDIAN);
     b = ensure(b, 41);
-    b.putLong(MAGIC).putInt(VERSION).putLong(seqno).putLong(createdMillis).putInt(nextKeyspaceId)
-        .put((byte) (lz4 ? 1 : 0)).putInt(keyspaces.size());
+    b.putLong(MAGIC)
+        .putInt(VERSION)
+        .putLong(seqno)
+        .putLong(createdMillis)
+        .putInt(nextKeyspaceId)
+        .put((byte) (lz4 ? 1 : 0))
+        .putInt(keyspaces.size());
     for (Map.Entry<Integer, String> k : new java.util.TreeMap<>(keyspaces).entrySet()) {
       byte[] name = k.getValue().getBytes(StandardCharsets.UTF_8);
       b = ensure(b, 6 + name.length);
@@ -52,7 +63,9 @@ public record MemoryBackupManifest(long seqno, long createdMillis, int nextKeysp
 
   private static ByteBuffer ensure(ByteBuffer b, int n) {
     if (b.remaining() >= n) return b;
-    ByteBuffer bigger = ByteBuffer.allocate(Math.max(b.capacity() * 2, b.position() + n)).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer bigger =
+        ByteBuffer.allocate(Math.max(b.capacity() * 2, b.position() + n))
+            .order(ByteOrder.LITTLE_ENDIAN);
     bigger.put(b.array(), 0, b.position());
     return bigger;
   }
@@ -63,19 +76,23 @@ public record MemoryBackupManifest(long seqno, long createdMillis, int nextKeysp
     CRC32C crc = new CRC32C();
     crc.update(bytes, 0, bytes.length - 4);
     ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-    if ((int) crc.getValue() != b.getInt(bytes.length - 4)) throw BackupBlocks.corrupt(backup, name, "fails its checksum");
+    if ((int) crc.getValue() != b.getInt(bytes.length - 4))
+      throw BackupBlocks.corrupt(backup, name, "fails its checksum");
     b.limit(bytes.length - 4);
     try {
-      if (b.getLong() != MAGIC) throw BackupBlocks.corrupt(backup, name, "is not an in-memory backup manifest");
+      if (b.getLong() != MAGIC)
+        throw BackupBlocks.corrupt(backup, name, "is not an in-memory backup manifest");
       int version = b.getInt();
       if (version != VERSION) {
-        throw BackupBlocks.corrupt(backup, name, "has format " + version + "; this build reads format " + VERSION);
+        throw BackupBlocks.corrupt(
+            backup, name, "has format " + version + "; this build reads format " + VERSION);
       }
       long seqno = b.getLong(), created = b.getLong();
       int nextId = b.getInt();
       boolean lz4 = b.get() != 0;
       int n = b.getInt();
-      if (n < 0 || n > b.remaining() / 6) throw BackupBlocks.corrupt(backup, name, "lists " + n + " keyspaces");
+      if (n < 0 || n > b.remaining() / 6)
+        throw BackupBlocks.corrupt(backup, name, "lists " + n + " keyspaces");
       Map<Integer, String> keyspaces = new HashMap<>();
       for (int i = 0; i < n; i++) {
         int id = b.getInt();
@@ -86,7 +103,8 @@ public record MemoryBackupManifest(long seqno, long createdMillis, int nextKeysp
       List<List<FileRef>> lists = new ArrayList<>();
       for (int l = 0; l < 2; l++) {
         int count = b.getInt();
-        if (count < 0 || count > b.remaining() / 10) throw BackupBlocks.corrupt(backup, name, "lists " + count + " files");
+        if (count < 0 || count > b.remaining() / 10)
+          throw BackupBlocks.corrupt(backup, name, "lists " + count + " files");
         List<FileRef> files = new ArrayList<>();
         for (int i = 0; i < count; i++) {
           byte[] s = new byte[Short.toUnsignedInt(b.getShort())];
@@ -95,8 +113,10 @@ public record MemoryBackupManifest(long seqno, long createdMillis, int nextKeysp
         }
         lists.add(List.copyOf(files));
       }
-      if (b.hasRemaining()) throw BackupBlocks.corrupt(backup, name, "has " + b.remaining() + " trailing bytes");
-      return new MemoryBackupManifest(seqno, created, nextId, lz4, Map.copyOf(keyspaces), lists.get(0), lists.get(1));
+      if (b.hasRemaining())
+        throw BackupBlocks.corrupt(backup, name, "has " + b.remaining() + " trailing bytes");
+      return new MemoryBackupManifest(
+          seqno, created, nextId, lz4, Map.copyOf(keyspaces), lists.get(0), lists.get(1));
     } catch (java.nio.BufferUnderflowException e) {
       throw BackupBlocks.corrupt(backup, name, "ends early");
     }

@@ -12,8 +12,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * The live keyspaces (Magma's vBuckets; RocksDB's column families): name to id and back. The stores
  * decide what creating and dropping mean (a manifest edit on disk); the catalog only records it.
  *
- * <p>Thread-safety: mutations come from one thread at a time (the store serializes them); reads take
- * no lock (concurrent maps: a reader sees a keyspace before or after a change, never half of it).
+ * <p>Thread-safety: mutations come from one thread at a time (the store serializes them); reads
+ * take no lock (concurrent maps: a reader sees a keyspace before or after a change, never half of
+ * it).
  */
 public final class KeyspaceCatalog {
   private final Map<String, Integer> idsByName = new ConcurrentHashMap<>();
@@ -68,16 +69,19 @@ public final class KeyspaceCatalog {
 
   public void checkLive(int id) {
     if (!isLive(id)) {
-      throw new ClosedException("keyspace #" + id + " was dropped or never existed in this store; get a new handle");
+      throw new ClosedException(
+          "keyspace #" + id + " was dropped or never existed in this store; get a new handle");
     }
   }
 
   /** Refuses a name in use, or one that is empty or too long. */
   public void checkNew(String name) {
     if (name == null || name.isEmpty() || name.length() > 255) {
-      throw new InvalidArgumentException("keyspace name must be 1 to 255 characters, was "
-          + (name == null ? "null" : "'" + name + "'"));
+      throw new InvalidArgumentException(
+          "keyspace name must be 1 to 255 characters, was "
+              + (name == null ? "null" : "'" + name + "'"));
     }
-    if (idsByName.containsKey(name)) throw new InvalidArgumentException("keyspace '" + name + "' already exists");
+    if (idsByName.containsKey(name))
+      throw new InvalidArgumentException("keyspace '" + name + "' already exists");
   }
 }

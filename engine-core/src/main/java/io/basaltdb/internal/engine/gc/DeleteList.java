@@ -1,12 +1,12 @@
 package io.basaltdb.internal.engine.gc;
 
+import io.basaltdb.Options;
 import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.version.Manifest;
 import io.basaltdb.internal.engine.version.TableCache;
 import io.basaltdb.internal.engine.version.VersionEdit;
 import io.basaltdb.internal.engine.writecache.WriteCache;
-import io.basaltdb.Options;
 import io.basaltdb.internal.sstable.TableInfo;
 import io.basaltdb.internal.sstable.TableIterator;
 import io.basaltdb.internal.sstable.TableOptions;
@@ -20,12 +20,12 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * A keyspace's delete list (Magma section 4): the stale seqnos of its log segments and their document
- * sizes, kept as an LSM of tables in the key index's table format. A record's key is its seqno as 8
- * big-endian bytes (so key order is seqno order); its entry carries the seqno and the document size, no
- * bloom filter and no hint. A key index compaction writes its discards as one level-0 table (in the
- * edit that drops the versions); {@link SegmentCompactor} merges level 0 into level 1 and merges the
- * delete list with a segment's documents to rewrite it.
+ * A keyspace's delete list (Magma section 4): the stale seqnos of its log segments and their
+ * document sizes, kept as an LSM of tables in the key index's table format. A record's key is its
+ * seqno as 8 big-endian bytes (so key order is seqno order); its entry carries the seqno and the
+ * document size, no bloom filter and no hint. A key index compaction writes its discards as one
+ * level-0 table (in the edit that drops the versions); {@link SegmentCompactor} merges level 0 into
+ * level 1 and merges the delete list with a segment's documents to rewrite it.
  *
  * <p>Thread-safety: an {@link Output} or a {@link Cursor} belongs to one thread.
  */
@@ -33,13 +33,21 @@ public final class DeleteList {
   private DeleteList() {}
 
   /**
-   * Writes {@code n} stale versions, given as (seqno, document size) pairs in {@code pairs} in any order,
-   * sorted by seqno as a level-0 delete list table of keyspace {@code ks} into {@code edit}, with the
-   * garbage they add to their segments ({@link VersionEdit#discards}); returns the table (none if
-   * {@code n} is 0), named by nothing until the edit commits.
+   * Writes {@code n} stale versions, given as (seqno, document size) pairs in {@code pairs} in any
+   * order, sorted by seqno as a level-0 delete list table of keyspace {@code ks} into {@code edit},
+   * with the garbage they add to their segments ({@link VersionEdit#discards}); returns the table
+   * (none if {@code n} is 0), named by nothing until the edit commits.
    */
-  public static List<KeyspaceFiles.DeleteTable> writeLevel0(Storage storage, TableCache tables, AtomicLong fileNumbers,
-      Options options, int ks, long[] pairs, int n, VersionEdit edit, LongAdder bytesWritten) {
+  public static List<KeyspaceFiles.DeleteTable> writeLevel0(
+      Storage storage,
+      TableCache tables,
+      AtomicLong fileNumbers,
+      Options options,
+      int ks,
+      long[] pairs,
+      int n,
+      VersionEdit edit,
+      LongAdder bytesWritten) {
     if (n == 0) return List.of();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = pairs[2 * i];
@@ -50,7 +58,8 @@ public final class DeleteList {
       sorted[j] = seqnos[order[j]];
       sizes[j] = (int) pairs[2 * order[j] + 1];
     }
-    Output out = new Output(storage, tables, fileNumbers, options, ks, 0, -1, Long.MAX_VALUE, bytesWritten);
+    Output out =
+        new Output(storage, tables, fileNumbers, options, ks, 0, -1, Long.MAX_VALUE, bytesWritten);
     List<KeyspaceFiles.DeleteTable> written;
     try {
       for (int j = 0; j < n; j++) out.add(sorted[j], sizes[j]);
@@ -75,9 +84,9 @@ public final class DeleteList {
   }
 
   /**
-   * Writes records in ascending seqno order into new delete list tables of one keyspace and level, cut
-   * at {@code targetBytes}; each finished table is synced and opened, named by nothing until an edit
-   * commits it.
+   * Writes records in ascending seqno order into new delete list tables of one keyspace and level,
+   * cut at {@code targetBytes}; each finished table is synced and opened, named by nothing until an
+   * edit commits it.
    */
   public static final class Output {
     private final Storage storage;
@@ -99,8 +108,16 @@ public final class DeleteList {
     private long maxSeqno;
 
     /** {@code addedIn}: -1 for a table whose commit sets it, else the inputs' largest. */
-    Output(Storage storage, TableCache tables, AtomicLong fileNumbers, Options options, int keyspace, int level,
-        long addedIn, long targetBytes, LongAdder bytesWritten) {
+    Output(
+        Storage storage,
+        TableCache tables,
+        AtomicLong fileNumbers,
+        Options options,
+        int keyspace,
+        int level,
+        long addedIn,
+        long targetBytes,
+        LongAdder bytesWritten) {
       this.storage = storage;
       this.tables = tables;
       this.fileNumbers = fileNumbers;
@@ -117,7 +134,10 @@ public final class DeleteList {
         fileNumber = fileNumbers.getAndIncrement();
         storage.mkdirs(FileNames.deleteDir(keyspace));
         file = storage.create(FileNames.deleteTable(keyspace, fileNumber));
-        writer = new TableWriter(file, TableOptions.defaults().withBlockSize(options.blockSize()).withBloomBitsPerKey(0));
+        writer =
+            new TableWriter(
+                file,
+                TableOptions.defaults().withBlockSize(options.blockSize()).withBloomBitsPerKey(0));
         records = 0;
         logicalBytes = 0;
         minSeqno = seqno;
@@ -137,8 +157,11 @@ public final class DeleteList {
       file = null;
       bytesWritten.add(info.fileSize());
       String name = FileNames.deleteTable(keyspace, fileNumber);
-      finished.add(new KeyspaceFiles.DeleteTable(new Manifest.DeleteTableMeta(fileNumber, level, addedIn, records,
-          logicalBytes, minSeqno, maxSeqno), tables.openTable(name)));
+      finished.add(
+          new KeyspaceFiles.DeleteTable(
+              new Manifest.DeleteTableMeta(
+                  fileNumber, level, addedIn, records, logicalBytes, minSeqno, maxSeqno),
+              tables.openTable(name)));
     }
 
     List<KeyspaceFiles.DeleteTable> finish() {
@@ -159,7 +182,8 @@ public final class DeleteList {
       }
     }
 
-    public static void discard(Storage storage, TableCache tables, int keyspace, List<KeyspaceFiles.DeleteTable> written) {
+    public static void discard(
+        Storage storage, TableCache tables, int keyspace, List<KeyspaceFiles.DeleteTable> written) {
       for (KeyspaceFiles.DeleteTable t : written) {
         tables.close(t.reader());
         storage.delete(FileNames.deleteTable(keyspace, t.meta().fileNumber()));
@@ -168,11 +192,13 @@ public final class DeleteList {
   }
 
   /**
-   * The records of several delete list tables merged in seqno order, from {@code fromSeqno} to {@code
-   * toSeqno}; a seqno two tables hold is returned once. Each record comes with the table it came from.
+   * The records of several delete list tables merged in seqno order, from {@code fromSeqno} to
+   * {@code toSeqno}; a seqno two tables hold is returned once. Each record comes with the table it
+   * came from.
    */
   public static final class Cursor implements AutoCloseable {
-    private final PriorityQueue<Source> heap = new PriorityQueue<>((a, b) -> Long.compare(a.it.seqno(), b.it.seqno()));
+    private final PriorityQueue<Source> heap =
+        new PriorityQueue<>((a, b) -> Long.compare(a.it.seqno(), b.it.seqno()));
     private final List<Source> all = new ArrayList<>();
     private final long toSeqno;
     private long seqno = -1;

@@ -1,5 +1,8 @@
 package io.basaltdb.internal.engine.gc;
 
+import io.basaltdb.BasaltException;
+import io.basaltdb.Options;
+import io.basaltdb.StorageException;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.base.WorkerEvents;
@@ -13,9 +16,6 @@ import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.engine.version.VersionEdit;
 import io.basaltdb.internal.engine.version.VersionSet;
 import io.basaltdb.internal.engine.version.Versions;
-import io.basaltdb.BasaltException;
-import io.basaltdb.Options;
-import io.basaltdb.StorageException;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.segment.DocumentIterator;
 import io.basaltdb.internal.segment.SegmentReader;
@@ -28,73 +28,81 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Magma's garbage collection (section 4), on one background thread: it compacts each keyspace's delete
- * list and rewrites its most fragmented log segments, never looking at the key index.
+ * Magma's garbage collection (section 4), on one background thread: it compacts each keyspace's
+ * delete list and rewrites its most fragmented log segments, never looking at the key index.
  *
  * <p><b>Fragmentation.</b> A segment's garbage is the document bytes of its versions the key index
- * dropped ({@link Manifest.SegmentGarbage}, counted in the manifest that drops them). Its stale bytes
- * are its superseded index pages plus that share of the rest of its file; its fragmentation is stale
- * bytes over file bytes, and a keyspace's is the sum of its segments' stale bytes over theirs.
+ * dropped ({@link Manifest.SegmentGarbage}, counted in the manifest that drops them). Its stale
+ * bytes are its superseded index pages plus that share of the rest of its file; its fragmentation
+ * is stale bytes over file bytes, and a keyspace's is the sum of its segments' stale bytes over
+ * theirs.
  *
  * <p><b>Segment compaction.</b> When a keyspace's fragmentation passes {@link
  * Options#fragmentationThreshold}, the most fragmented segment (never the tail, which the flusher
- * appends to) is picked, with fragmented neighbours while their live bytes fit one segment, so small
- * segments merge instead of producing smaller ones. Their documents stream, in seqno order, against the
- * delete list's records in their seqno range: a document whose seqno the delete list holds is dropped,
- * every other one is copied with its seqno into one new segment with its own seqno index. The edit
- * replaces the inputs by the output, which inherits their garbage less what was dropped (so versions
- * discarded while the job ran stay counted), and removes the delete list tables wholly inside the
- * range. Key index records keep their seqnos; a location hint naming a replaced segment misses and the
- * read falls back to the new segment's seqno index. Replaced segments are deleted once no version or
- * checkpoint names them, so snapshots and cursors keep reading them.
+ * appends to) is picked, with fragmented neighbours while their live bytes fit one segment, so
+ * small segments merge instead of producing smaller ones. Their documents stream, in seqno order,
+ * against the delete list's records in their seqno range: a document whose seqno the delete list
+ * holds is dropped, every other one is copied with its seqno into one new segment with its own
+ * seqno index. The edit replaces the inputs by the output, which inherits their garbage less what
+ * was dropped (so versions discarded while the job ran stay counted), and removes the delete list
+ * tables wholly inside the range. Key index records keep their seqnos; a location hint naming a
+ * replaced segment misses and the read falls back to the new segment's seqno index. Replaced
+ * segments are deleted once no version or checkpoint names them, so snapshots and cursors keep
+ * reading them.
  *
- * <p><b>Quiet collection.</b> Once no flush has happened for two seconds, segments are collected down
- * to half the threshold (at least 0.1): the store settles lower when writes stop, and the rewriting
- * that costs is not spent while they flow. {@link #awaitIdle} waits for that pass too.
+ * <p><b>Quiet collection.</b> Once no flush has happened for two seconds, segments are collected
+ * down to half the threshold (at least 0.1): the store settles lower when writes stop, and the
+ * rewriting that costs is not spent while they flow. {@link #awaitIdle} waits for that pass too.
  *
  * <p><b>Delete list compaction.</b> Level 0 (one table per key index compaction, or per flush with
  * flush lookups) is tiered: 8 tables of about one size merge into one level-0 table ({@link
- * #deleteListJob}). It is merged into level 1
- * (one sorted run, cut into tables) when it holds half of level 1's logical size (the document bytes
- * its records describe, the unit of the log it sits on); at 20 tables of sizes too far apart to tier,
- * its smaller half merges into one level-0 table. The merge drops records
- * a segment compaction consumed: those in the range of a segment whose {@code gcBase} is at or after
- * the record's table's {@code addedIn}, and those outside every segment's range (segments dropped
- * whole because every document was garbage; those are dropped without being read).
+ * #deleteListJob}). It is merged into level 1 (one sorted run, cut into tables) when it holds half
+ * of level 1's logical size (the document bytes its records describe, the unit of the log it sits
+ * on); at 20 tables of sizes too far apart to tier, its smaller half merges into one level-0 table.
+ * The merge drops records a segment compaction consumed: those in the range of a segment whose
+ * {@code gcBase} is at or after the record's table's {@code addedIn}, and those outside every
+ * segment's range (segments dropped whole because every document was garbage; those are dropped
+ * without being read).
  *
  * <p><b>Flow control.</b> {@link #pressure} tells the commit leader to slow or stop writers while
  * collection falls behind (Magma stalls writers on the delete list's level 0). A job that fails to
- * write its output (a full disk) commits nothing and is tried again a second later; the store goes on,
- * and writers are not held meanwhile (they would wait for nothing: a write then succeeds or is refused
- * by the full disk itself, having written nothing).
+ * write its output (a full disk) commits nothing and is tried again a second later; the store goes
+ * on, and writers are not held meanwhile (they would wait for nothing: a write then succeeds or is
+ * refused by the full disk itself, having written nothing).
  *
  * <p>Concurrency: one thread runs both jobs, so no two jobs remove the same segment or delete list
- * table; key index compactions only add delete list tables and garbage, and the flusher only appends
- * to the tail. A job pins the version it read (its inputs stay on disk) and commits through the {@link
- * VersionSet}; a stop abandons a job and deletes its output.
+ * table; key index compactions only add delete list tables and garbage, and the flusher only
+ * appends to the tail. A job pins the version it read (its inputs stay on disk) and commits through
+ * the {@link VersionSet}; a stop abandons a job and deletes its output.
  */
 public final class SegmentCompactor {
   /** Level-0 delete list tables that trigger their merge into level 1 regardless of size. */
   static final int DELETE_L0_TRIGGER = 16;
+
   /**
-   * Level-0 delete list tables at which the smaller half merge into one level-0 table whatever their
-   * sizes: below the 24 at which {@link #pressure} slows writers, so tables of mixed sizes (a key index
-   * compaction's discards vary from a few to millions) that never make a tier do not slow them.
+   * Level-0 delete list tables at which the smaller half merge into one level-0 table whatever
+   * their sizes: below the 24 at which {@link #pressure} slows writers, so tables of mixed sizes (a
+   * key index compaction's discards vary from a few to millions) that never make a tier do not slow
+   * them.
    */
   static final int DELETE_L0_FULL = 20;
+
   /**
-   * Level-0 delete list tables within 4x the records of the smallest that merge into one level-0 table.
-   * Eight, so the tiers a stream of flushes' tables makes (8, 64, 512 flushes' worth) stay well below
-   * {@link #DELETE_L0_FULL} tables.
+   * Level-0 delete list tables within 4x the records of the smallest that merge into one level-0
+   * table. Eight, so the tiers a stream of flushes' tables makes (8, 64, 512 flushes' worth) stay
+   * well below {@link #DELETE_L0_FULL} tables.
    */
   static final int DELETE_TIER_FANIN = 8;
+
   /** Delete list tables of level 1 are cut at this size. */
   static final long DELETE_TABLE_BYTES = 4L << 20;
+
   /**
-   * No flush for this long (2 s): the store is quiet, and collection goes down to half the threshold.
-   * Tests that wait for collection hundreds of times shorten it.
+   * No flush for this long (2 s): the store is quiet, and collection goes down to half the
+   * threshold. Tests that wait for collection hundreds of times shorten it.
    */
   public static volatile long quietNanos = 2_000_000_000L;
+
   /** A segment below this fragmentation is never worth rewriting. */
   static final double MIN_SEGMENT_FRAGMENTATION = 0.2;
 
@@ -109,13 +117,23 @@ public final class SegmentCompactor {
   private final WorkerEvents events;
   private final Thread thread;
   private final Object signal = new Object();
+
   /** Guarded by signal. */
   private boolean stopping;
+
   /** Guarded by signal: a job is running, or was found at the last look. */
   private boolean busy = true;
 
-  public SegmentCompactor(Options options, Storage storage, Versions versions, VersionSet versionSet, TableCache tables,
-      KeyspaceCatalog catalog, EngineStats stats, StoreState state, WorkerEvents events) {
+  public SegmentCompactor(
+      Options options,
+      Storage storage,
+      Versions versions,
+      VersionSet versionSet,
+      TableCache tables,
+      KeyspaceCatalog catalog,
+      EngineStats stats,
+      StoreState state,
+      WorkerEvents events) {
     this.options = options;
     this.storage = storage;
     this.versions = versions;
@@ -207,12 +225,16 @@ public final class SegmentCompactor {
   }
 
   /** What a look for work found. */
-  private enum Look { WORKED, NOTHING, LATER }
+  private enum Look {
+    WORKED,
+    NOTHING,
+    LATER
+  }
 
   /**
    * Runs one job if one is due. At the threshold while writes flow; once no flush has happened for
-   * {@link #quietNanos}, down to half of it (the store settles lower when it is quiet). LATER: only the
-   * quiet pass has work, and the store is not quiet yet.
+   * {@link #quietNanos}, down to half of it (the store settles lower when it is quiet). LATER: only
+   * the quiet pass has work, and the store is not quiet yet.
    */
   private Look runOnce() {
     boolean quiet = stats.quietFor(quietNanos);
@@ -221,8 +243,10 @@ public final class SegmentCompactor {
     boolean later = false;
     VersionSet.Pinned pinned = versionSet.pinFiles();
     try {
-      // Delete list merges first, in every keyspace: they are short, and a keyspace whose segments keep
-      // the thread busy must not hold another's delete list level 0 until flow control slows writers.
+      // Delete list merges first, in every keyspace: they are short, and a keyspace whose segments
+      // keep
+      // the thread busy must not hold another's delete list level 0 until flow control slows
+      // writers.
       for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
         int ks = e.getKey();
         KeyspaceFiles f = e.getValue();
@@ -242,7 +266,8 @@ public final class SegmentCompactor {
         List<KeyspaceFiles.Segment> pick = pick(f, threshold, limit, pending);
         if (pick == null && threshold < 1.0) {
           List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, limit, pending);
-          if (quiet) pick = quietPick; else later |= quietPick != null;
+          if (quiet) pick = quietPick;
+          else later |= quietPick != null;
         }
         if (pick != null) {
           compactSegments(ks, f, pick, pinned.manifestNumber());
@@ -255,7 +280,10 @@ public final class SegmentCompactor {
     }
   }
 
-  /** After a keyspace drop: forgets the shadowed-garbage estimates of tables no keyspace has any more. */
+  /**
+   * After a keyspace drop: forgets the shadowed-garbage estimates of tables no keyspace has any
+   * more.
+   */
   public void forgetDroppedEstimates() {
     VersionSet.Pinned pinned = versionSet.pinFiles();
     try {
@@ -270,30 +298,38 @@ public final class SegmentCompactor {
     }
   }
 
-  // ---- flow control ----------------------------------------------------------------------------------
+  // ---- flow control
+  // ----------------------------------------------------------------------------------
 
   /** No pressure: writers go on. */
   static final int PRESSURE_NONE = 0;
+
   /** Collection is falling behind: writers are slowed. */
   public static final int PRESSURE_SLOW = 1;
+
   /** Collection fell far behind: writers wait for it. */
   public static final int PRESSURE_STOP = 2;
 
   /** The last job could not write its output (a full disk); cleared by the next commit. */
   private volatile boolean failing;
+
   /** The files the last {@link #pressure} answer was computed for, and the answer. */
   private volatile Object pressureOf;
+
   private volatile int pressure;
 
   /**
-   * How far behind garbage collection is in {@code v}, for the commit leader: writers are slowed when a
-   * live keyspace's delete list has 1.5x {@link #DELETE_L0_TRIGGER} level-0 tables, or its fragmentation
-   * is a quarter of the way from the threshold to 1, and stopped at 2x the tables, or half way (space
-   * amplification 2.7 and 4 at the default threshold); fragmentation counts only while a segment
-   * compaction is possible, so a keyspace whose garbage sits in its tail never stops writers.
+   * How far behind garbage collection is in {@code v}, for the commit leader: writers are slowed
+   * when a live keyspace's delete list has 1.5x {@link #DELETE_L0_TRIGGER} level-0 tables, or its
+   * fragmentation is a quarter of the way from the threshold to 1, and stopped at 2x the tables, or
+   * half way (space amplification 2.7 and 4 at the default threshold); fragmentation counts only
+   * while a segment compaction is possible, so a keyspace whose garbage sits in its tail never
+   * stops writers.
    */
   public int pressure(Version v) {
-    if (failing) return PRESSURE_NONE; // waiting would not help: writes go on, or fail on the full disk themselves
+    if (failing)
+      return PRESSURE_NONE; // waiting would not help: writes go on, or fail on the full disk
+    // themselves
     if (pressureOf == v.files) return pressure;
     int p = PRESSURE_NONE;
     double t = options.fragmentationThreshold();
@@ -316,9 +352,13 @@ public final class SegmentCompactor {
     return p;
   }
 
-  // ---- fragmentation ---------------------------------------------------------------------------------
+  // ---- fragmentation
+  // ---------------------------------------------------------------------------------
 
-  /** Estimated stale bytes of {@code s}: superseded index pages, and its garbage's share of the rest. */
+  /**
+   * Estimated stale bytes of {@code s}: superseded index pages, and its garbage's share of the
+   * rest.
+   */
   static long staleBytes(SegmentState s, Manifest.SegmentGarbage g) {
     long index = s.staleBytes();
     if (g == null || g.bytes() <= 0 || s.documentBytes() <= 0) return index;
@@ -330,7 +370,10 @@ public final class SegmentCompactor {
     return s.tailOffset() == 0 ? 0 : (double) staleBytes(s, g) / s.tailOffset();
   }
 
-  /** Garbage level 0 still hides from the delete list, estimated ({@link io.basaltdb.internal.engine.version.ShadowedBytes}). */
+  /**
+   * Garbage level 0 still hides from the delete list, estimated ({@link
+   * io.basaltdb.internal.engine.version.ShadowedBytes}).
+   */
   private long pendingGarbage(KeyspaceFiles f) {
     long[] st = staleAndTotal(f);
     return stats.shadowed.pending(f, st[1] - st[0]);
@@ -352,7 +395,8 @@ public final class SegmentCompactor {
    * grown by the more fragmented neighbour while that is fragmented too, the live bytes fit {@code
    * segmentSize} and the bytes read stay within two of it.
    */
-  public static List<KeyspaceFiles.Segment> pick(KeyspaceFiles f, double threshold, long segmentSize, long pending) {
+  public static List<KeyspaceFiles.Segment> pick(
+      KeyspaceFiles f, double threshold, long segmentSize, long pending) {
     int n = f.segments.size() - 1; // the last one is the tail
     if (n <= 0 || threshold >= 1.0) return null;
     long[] st = staleAndTotal(f);
@@ -381,21 +425,25 @@ public final class SegmentCompactor {
       if (liveBytes + live[next] > segmentSize || bytes + tail > limit) break;
       liveBytes += live[next];
       bytes += tail;
-      if (next == left) lo = left; else hi = right;
+      if (next == left) lo = left;
+      else hi = right;
     }
     return new ArrayList<>(f.segments.subList(lo, hi + 1));
   }
 
-  // ---- segment compaction ----------------------------------------------------------------------------
+  // ---- segment compaction
+  // ----------------------------------------------------------------------------
 
-  private void compactSegments(int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs, long gcBase) {
+  private void compactSegments(
+      int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs, long gcBase) {
     long t0 = System.nanoTime();
     long start = inputs.get(0).state().startSeqno();
     long end = inputs.get(inputs.size() - 1).state().lastSeqno();
     long inputBytes = 0, liveEstimate = 0;
     for (KeyspaceFiles.Segment s : inputs) {
       inputBytes += s.state().tailOffset();
-      liveEstimate += s.state().tailOffset() - staleBytes(s.state(), f.garbage.get(s.state().segmentId()));
+      liveEstimate +=
+          s.state().tailOffset() - staleBytes(s.state(), f.garbage.get(s.state().segmentId()));
     }
     if (allGarbage(f, inputs)) { // every document is stale: drop the segments without reading them
       long bytes = 0, count = 0;
@@ -419,12 +467,22 @@ public final class SegmentCompactor {
       file = storage.create(name);
       tables.track(file);
       long prealloc = Math.min(options.segmentSize(), Math.max(0, liveEstimate));
-      // Cold inputs (none written for coldSegmentMillis) make a zstd output; it keeps their newest age.
+      // Cold inputs (none written for coldSegmentMillis) make a zstd output; it keeps their newest
+      // age.
       long written = 0;
-      for (KeyspaceFiles.Segment s : inputs) written = Math.max(written, stats.segmentWrittenMillis(s.state().segmentId()));
-      boolean cold = options.coldSegmentMillis() > 0 && System.currentTimeMillis() - written >= options.coldSegmentMillis();
-      w = SegmentWriter.create(file, number, start, SegmentTail.segmentOptions(options).withPreallocateBytes(prealloc)
-          .withZstdLevel(cold ? options.coldZstdLevel() : 0));
+      for (KeyspaceFiles.Segment s : inputs)
+        written = Math.max(written, stats.segmentWrittenMillis(s.state().segmentId()));
+      boolean cold =
+          options.coldSegmentMillis() > 0
+              && System.currentTimeMillis() - written >= options.coldSegmentMillis();
+      w =
+          SegmentWriter.create(
+              file,
+              number,
+              start,
+              SegmentTail.segmentOptions(options)
+                  .withPreallocateBytes(prealloc)
+                  .withZstdLevel(cold ? options.coldZstdLevel() : 0));
       try (DeleteList.Cursor stale = new DeleteList.Cursor(f.deletes, start, end)) {
         boolean more = stale.next();
         for (KeyspaceFiles.Segment s : inputs) {
@@ -450,11 +508,14 @@ public final class SegmentCompactor {
         SegmentState st = w.checkpoint();
         w.sync();
         stats.segmentWrittenMillis.put(number, written);
-        output = new KeyspaceFiles.Segment(st, new SegmentReader(file, st, tables.blockCache(),
-            tables.blockCache().newOwners(2)));
+        output =
+            new KeyspaceFiles.Segment(
+                st,
+                new SegmentReader(file, st, tables.blockCache(), tables.blockCache().newOwners(2)));
       }
     } catch (StorageException e) {
-      // The disk is full, or refused the new segment: nothing was committed, the inputs stay as they
+      // The disk is full, or refused the new segment: nothing was committed, the inputs stay as
+      // they
       // are; the job runs again later (stats gcFailures).
       abandon(file, name);
       stats.gcFailures.increment();
@@ -465,8 +526,20 @@ public final class SegmentCompactor {
       abandon(file, name);
       throw e;
     }
-    if (output == null) abandon(file, name); // every document was garbage: nothing replaces the inputs
-    if (!commitReplacement(ks, f, inputs, output, removedBytes, removedCount, gcBase, inputBytes, start, end, t0,
+    if (output == null)
+      abandon(file, name); // every document was garbage: nothing replaces the inputs
+    if (!commitReplacement(
+        ks,
+        f,
+        inputs,
+        output,
+        removedBytes,
+        removedCount,
+        gcBase,
+        inputBytes,
+        start,
+        end,
+        t0,
         w.zstdLevel() > 0)) {
       if (output != null) abandon(file, name);
     } else if (output != null && w.zstdLevel() > 0) {
@@ -489,9 +562,19 @@ public final class SegmentCompactor {
    * removed, and the delete list tables wholly inside {@code [start, end]}; false if the job was
    * abandoned (keyspace dropped, store failed, stopping).
    */
-  private boolean commitReplacement(int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> inputs,
-      KeyspaceFiles.Segment output, long removedBytes, long removedCount, long gcBase, long bytesRead, long start,
-      long end, long startNanos, boolean cold) {
+  private boolean commitReplacement(
+      int ks,
+      KeyspaceFiles f,
+      List<KeyspaceFiles.Segment> inputs,
+      KeyspaceFiles.Segment output,
+      long removedBytes,
+      long removedCount,
+      long gcBase,
+      long bytesRead,
+      long start,
+      long end,
+      long startNanos,
+      boolean cold) {
     VersionEdit edit = new VersionEdit();
     List<Long> ids = new ArrayList<>();
     long inputBytes = 0;
@@ -499,12 +582,20 @@ public final class SegmentCompactor {
       ids.add(s.state().segmentId());
       inputBytes += s.state().tailOffset();
     }
-    edit.replaceSegments(ks, new VersionEdit.SegmentReplacement(ids, output == null ? -1 : output.state().segmentId(),
-        removedBytes, removedCount, gcBase));
+    edit.replaceSegments(
+        ks,
+        new VersionEdit.SegmentReplacement(
+            ids,
+            output == null ? -1 : output.state().segmentId(),
+            removedBytes,
+            removedCount,
+            gcBase));
     if (output != null) edit.putSegment(ks, output);
     edit.addCounters(ks, Manifest.Counters.collected(removedCount, removedBytes));
-    for (KeyspaceFiles.DeleteTable d : f.deletes) { // every record inside the range was merged (or all stale)
-      if (d.meta().minSeqno() >= start && d.meta().maxSeqno() <= end) edit.removeDeleteTable(ks, d.meta().fileNumber());
+    for (KeyspaceFiles.DeleteTable d :
+        f.deletes) { // every record inside the range was merged (or all stale)
+      if (d.meta().minSeqno() >= start && d.meta().maxSeqno() <= end)
+        edit.removeDeleteTable(ks, d.meta().fileNumber());
     }
     if (!catalog.isLive(ks) || state.failure() != null || stopping()) return false;
     versionSet.logAndApply(edit);
@@ -517,8 +608,18 @@ public final class SegmentCompactor {
     stats.gcDocumentsDropped.add(removedCount);
     long inputs0 = 0;
     for (KeyspaceFiles.Segment s : inputs) inputs0 += s.state().tailOffset();
-    state.notifier().collected(new io.basaltdb.EventListener.CollectionInfo(catalog.describe(ks), inputs.size(),
-        bytesRead, written, Math.max(0, inputs0 - written), removedCount, cold, System.nanoTime() - startNanos));
+    state
+        .notifier()
+        .collected(
+            new io.basaltdb.EventListener.CollectionInfo(
+                catalog.describe(ks),
+                inputs.size(),
+                bytesRead,
+                written,
+                Math.max(0, inputs0 - written),
+                removedCount,
+                cold,
+                System.nanoTime() - startNanos));
     events.compacted();
     return true;
   }
@@ -545,16 +646,17 @@ public final class SegmentCompactor {
     }
   }
 
-  // ---- delete list compaction ------------------------------------------------------------------------
+  // ---- delete list compaction
+  // ------------------------------------------------------------------------
 
   /**
    * The delete list tables to merge now, or null: every table, into level 1, once level 0's logical
-   * bytes reach half of level 1's (and an eighth of the log's); else the smaller half of level 0 into
-   * one level-0 table once it holds {@link #DELETE_L0_FULL} tables; else, once {@link
+   * bytes reach half of level 1's (and an eighth of the log's); else the smaller half of level 0
+   * into one level-0 table once it holds {@link #DELETE_L0_FULL} tables; else, once {@link
    * #DELETE_TIER_FANIN} level-0 tables are within 4x the records of the smallest, those, into one
-   * level-0 table. Level 0 is tiered as the key index's is: a flush writes a
-   * small table of the versions it superseded, and merging each batch of them into level 1 would
-   * rewrite level 1 every few flushes.
+   * level-0 table. Level 0 is tiered as the key index's is: a flush writes a small table of the
+   * versions it superseded, and merging each batch of them into level 1 would rewrite level 1 every
+   * few flushes.
    */
   static List<KeyspaceFiles.DeleteTable> deleteListJob(KeyspaceFiles f) {
     List<KeyspaceFiles.DeleteTable> l0 = new ArrayList<>();
@@ -574,14 +676,18 @@ public final class SegmentCompactor {
     if (l0.size() < DELETE_TIER_FANIN) return null;
     l0.sort((a, b) -> Long.compare(a.meta().records(), b.meta().records()));
     if (l0.size() >= DELETE_L0_FULL) {
-      // Too many tables of sizes too far apart to tier (key index compactions' discards vary from a few
-      // versions to millions): the smaller half merge into one level-0 table. Rewriting level 1 here
+      // Too many tables of sizes too far apart to tier (key index compactions' discards vary from a
+      // few
+      // versions to millions): the smaller half merge into one level-0 table. Rewriting level 1
+      // here
       // instead, whatever level 0's share of it, rewrote a delete list of hundreds of MiB every few
       // dozen compactions at 10M keys.
       return l0.subList(0, l0.size() / 2);
     }
-    // The smallest run of sorted sizes that has DELETE_TIER_FANIN tables within 4x of its first: one odd
-    // small table (a compaction that dropped a few versions) must not keep the flushes' tables from tiering.
+    // The smallest run of sorted sizes that has DELETE_TIER_FANIN tables within 4x of its first:
+    // one odd
+    // small table (a compaction that dropped a few versions) must not keep the flushes' tables from
+    // tiering.
     for (int start = 0; start + DELETE_TIER_FANIN <= l0.size(); start++) {
       long limit = 4 * Math.max(1, l0.get(start).meta().records());
       int end = start;
@@ -591,15 +697,28 @@ public final class SegmentCompactor {
     return null;
   }
 
-  /** Merges {@code inputs} (all of {@code f}'s delete list tables for level 1, some of level 0's for 0). */
-  private void compactDeleteList(int ks, KeyspaceFiles f, List<KeyspaceFiles.DeleteTable> inputs, int level) {
+  /**
+   * Merges {@code inputs} (all of {@code f}'s delete list tables for level 1, some of level 0's for
+   * 0).
+   */
+  private void compactDeleteList(
+      int ks, KeyspaceFiles f, List<KeyspaceFiles.DeleteTable> inputs, int level) {
     long addedIn = 0, read = 0;
     for (KeyspaceFiles.DeleteTable d : inputs) {
       addedIn = Math.max(addedIn, d.meta().addedIn());
       read += d.reader().info().fileSize();
     }
-    DeleteList.Output out = new DeleteList.Output(storage, tables, versionSet.nextFileNumber, options, ks, level, addedIn,
-        level == 0 ? Long.MAX_VALUE : DELETE_TABLE_BYTES, stats.deleteListBytesWritten);
+    DeleteList.Output out =
+        new DeleteList.Output(
+            storage,
+            tables,
+            versionSet.nextFileNumber,
+            options,
+            ks,
+            level,
+            addedIn,
+            level == 0 ? Long.MAX_VALUE : DELETE_TABLE_BYTES,
+            stats.deleteListBytesWritten);
     List<KeyspaceFiles.DeleteTable> written;
     long[] starts = new long[f.segments.size()];
     for (int i = 0; i < starts.length; i++) starts[i] = f.segments.get(i).state().startSeqno();
@@ -611,11 +730,13 @@ public final class SegmentCompactor {
         while (at + 1 < starts.length && starts[at + 1] <= q) at++;
         if (at < 0) continue; // below every segment: its segment was rewritten away
         SegmentState seg = f.segments.get(at).state();
-        // Past the segment's last document, before the next segment: a dropped segment's range, whose
+        // Past the segment's last document, before the next segment: a dropped segment's range,
+        // whose
         // documents are gone (a record is committed after its segment state holds its seqno).
         if (q > seg.lastSeqno()) continue;
         Manifest.SegmentGarbage g = f.garbage.get(seg.segmentId());
-        if (g != null && g.gcBase() >= c.table().addedIn()) continue; // consumed by a segment compaction
+        if (g != null && g.gcBase() >= c.table().addedIn())
+          continue; // consumed by a segment compaction
         out.add(q, c.docSize());
         if (++records % 4096 == 0 && stopping()) {
           out.abandon();

@@ -1,28 +1,33 @@
 package io.basaltdb.internal.engine.index;
 
-import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
 
 /**
- * The size targets of one keyspace's levels 1 to {@link KeyspaceFiles#MAX_LEVELS}{@code - 1}, and its
- * base level, the one level 0 compacts into. Derived from the levels' sizes at every pick, so the base
- * level moves as the keyspace grows or shrinks. Immutable.
+ * The size targets of one keyspace's levels 1 to {@link KeyspaceFiles#MAX_LEVELS}{@code - 1}, and
+ * its base level, the one level 0 compacts into. Derived from the levels' sizes at every pick, so
+ * the base level moves as the keyspace grows or shrinks. Immutable.
  *
- * <p>Dynamic targets follow RocksDB's {@code level_compaction_dynamic_level_bytes}: the last level aims
- * at the size of the largest level (usually itself; after a shrink or a switch from static targets a
- * level above may be larger), each level above at a {@code levelMultiplier}th of the one below. The
- * levels whose target falls below {@code level1Bytes / levelMultiplier} get target 0: they should be
- * empty, and any tables they hold are drained down first. The base level is the shallowest level with a
- * nonzero target (so its target is below about {@code level1Bytes}), or the shallowest non-empty level
- * if that is shallower, since level 0 must not skip over data (invariant 1 of {@link CompactionPicker}); an
- * empty keyspace's base level is the last. A keyspace so big that even level 1's target would exceed
- * {@code level1Bytes} gets the static targets.
+ * <p>Dynamic targets follow RocksDB's {@code level_compaction_dynamic_level_bytes}: the last level
+ * aims at the size of the largest level (usually itself; after a shrink or a switch from static
+ * targets a level above may be larger), each level above at a {@code levelMultiplier}th of the one
+ * below. The levels whose target falls below {@code level1Bytes / levelMultiplier} get target 0:
+ * they should be empty, and any tables they hold are drained down first. The base level is the
+ * shallowest level with a nonzero target (so its target is below about {@code level1Bytes}), or the
+ * shallowest non-empty level if that is shallower, since level 0 must not skip over data (invariant
+ * 1 of {@link CompactionPicker}); an empty keyspace's base level is the last. A keyspace so big
+ * that even level 1's target would exceed {@code level1Bytes} gets the static targets.
  */
 public final class LevelTargets {
-  /** The score of a non-empty level whose target is 0: above any size-based score, below a stalled level 0. */
+  /**
+   * The score of a non-empty level whose target is 0: above any size-based score, below a stalled
+   * level 0.
+   */
   static final double DRAIN_SCORE = 1e12;
+
   /** The level level-0 jobs write. */
   public final int base;
+
   /** Target bytes by level; 0 for a level that should be empty. Index 0 is unused. */
   private final long[] bytes;
 

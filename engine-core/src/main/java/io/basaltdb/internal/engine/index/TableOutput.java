@@ -1,9 +1,9 @@
 package io.basaltdb.internal.engine.index;
 
+import io.basaltdb.Options;
 import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.version.TableCache;
-import io.basaltdb.Options;
 import io.basaltdb.internal.sstable.TableInfo;
 import io.basaltdb.internal.sstable.TableOptions;
 import io.basaltdb.internal.sstable.TableWriter;
@@ -16,9 +16,10 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Writes key index records, in key order, into new tables of one keyspace and level, cutting a new
- * table when one reaches {@code targetBytes} of data (a flush writes one table; a compaction cuts at
- * {@link Options#tableTargetBytes}). Each finished table is synced, opened through the {@link
- * TableCache} and returned; nothing names it until a {@link io.basaltdb.internal.engine.version.VersionEdit} commits it.
+ * table when one reaches {@code targetBytes} of data (a flush writes one table; a compaction cuts
+ * at {@link Options#tableTargetBytes}). Each finished table is synced, opened through the {@link
+ * TableCache} and returned; nothing names it until a {@link
+ * io.basaltdb.internal.engine.version.VersionEdit} commits it.
  *
  * <p>Thread-safety: one thread (a flush or a compaction job).
  */
@@ -32,18 +33,29 @@ public final class TableOutput {
   private final long targetBytes;
   private final LongAdder bytesWritten;
   private final List<KeyspaceFiles.Table> finished = new ArrayList<>();
+
   /** File numbers of the finished tables holding a tombstone. */
   private final List<Long> withTombstones = new ArrayList<>();
+
   private boolean tombstoneInTable;
   private TableWriter writer;
   private StorageFile file;
   private long fileNumber;
+
   /** Records and their document bytes written so far. */
   public long records;
+
   public long docBytes;
 
-  public TableOutput(Storage storage, TableCache tables, AtomicLong fileNumbers, Options options, int keyspace, int level,
-      long targetBytes, LongAdder bytesWritten) {
+  public TableOutput(
+      Storage storage,
+      TableCache tables,
+      AtomicLong fileNumbers,
+      Options options,
+      int keyspace,
+      int level,
+      long targetBytes,
+      LongAdder bytesWritten) {
     this.storage = storage;
     this.tables = tables;
     this.fileNumbers = fileNumbers;
@@ -58,19 +70,37 @@ public final class TableOutput {
     add(key, seqno, docSize, tombstone, hint, false);
   }
 
-  /** As {@link #add(byte[], long, int, boolean, long)}, with the record's {@code olderReported} flag. */
-  public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
+  /**
+   * As {@link #add(byte[], long, int, boolean, long)}, with the record's {@code olderReported}
+   * flag.
+   */
+  public void add(
+      byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported) {
     add(key, seqno, docSize, tombstone, hint, olderReported, 0);
   }
 
-  /** As {@link #add(byte[], long, int, boolean, long, boolean)}, for a record that expires at {@code expiry} (0: never). */
-  public void add(byte[] key, long seqno, int docSize, boolean tombstone, long hint, boolean olderReported, long expiry) {
+  /**
+   * As {@link #add(byte[], long, int, boolean, long, boolean)}, for a record that expires at {@code
+   * expiry} (0: never).
+   */
+  public void add(
+      byte[] key,
+      long seqno,
+      int docSize,
+      boolean tombstone,
+      long hint,
+      boolean olderReported,
+      long expiry) {
     if (writer == null) {
       fileNumber = fileNumbers.getAndIncrement();
       storage.mkdirs(FileNames.indexDir(keyspace));
       file = storage.create(FileNames.table(keyspace, fileNumber));
-      writer = new TableWriter(file, TableOptions.defaults().withBlockSize(options.blockSize())
-          .withBloomBitsPerKey(options.bloomBitsPerKey()));
+      writer =
+          new TableWriter(
+              file,
+              TableOptions.defaults()
+                  .withBlockSize(options.blockSize())
+                  .withBloomBitsPerKey(options.bloomBitsPerKey()));
     }
     writer.add(key, seqno, docSize, tombstone, hint, olderReported, expiry);
     tombstoneInTable |= tombstone;
@@ -79,7 +109,9 @@ public final class TableOutput {
     if (writer.dataSize() >= targetBytes) cutTable();
   }
 
-  /** Finishes the table being written, if any: the next record starts a new one (a guard boundary). */
+  /**
+   * Finishes the table being written, if any: the next record starts a new one (a guard boundary).
+   */
   void cutTable() {
     if (writer == null) return;
     TableInfo info = writer.finish();
@@ -87,7 +119,8 @@ public final class TableOutput {
     writer = null;
     file = null;
     bytesWritten.add(info.fileSize());
-    finished.add(new KeyspaceFiles.Table(fileNumber, level, tables.openTable(keyspace, fileNumber)));
+    finished.add(
+        new KeyspaceFiles.Table(fileNumber, level, tables.openTable(keyspace, fileNumber)));
     if (tombstoneInTable) withTombstones.add(fileNumber);
     tombstoneInTable = false;
   }
@@ -117,7 +150,8 @@ public final class TableOutput {
   }
 
   /** Closes and deletes tables that were written but will never be committed. */
-  static void discard(Storage storage, TableCache tables, int keyspace, List<KeyspaceFiles.Table> written) {
+  static void discard(
+      Storage storage, TableCache tables, int keyspace, List<KeyspaceFiles.Table> written) {
     for (KeyspaceFiles.Table t : written) {
       tables.close(t.reader());
       storage.delete(FileNames.table(keyspace, t.fileNumber()));

@@ -1,7 +1,7 @@
 package io.basaltdb.internal.engine.read;
 
-import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.ClosedException;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -10,12 +10,12 @@ import java.util.List;
  * A range scan over one keyspace of an {@link EngineSnapshot} (Magma section 3.3): a {@link
  * MergingIterator} over the active write cache, the immutable one and the key index tables, which
  * hides deleted keys and older versions. Values of keys found in the tables are read from the log
- * segments with read-ahead: the cursor takes the next keys from the merge, up to its read-ahead, and
- * reads their documents together through the read transport ({@link ReadPath#readDocuments}), so a scan
- * over data on disk has many reads in flight instead of one after another. By default the read-ahead
- * starts at 1 and doubles with each refill up to {@value #MAX_READ_AHEAD} (a cursor that stops after
- * a key or two reads no more than it needs); a fixed read-ahead ({@code Keyspace.scan(from, to, n)})
- * suits a caller that knows how many keys it will take.
+ * segments with read-ahead: the cursor takes the next keys from the merge, up to its read-ahead,
+ * and reads their documents together through the read transport ({@link ReadPath#readDocuments}),
+ * so a scan over data on disk has many reads in flight instead of one after another. By default the
+ * read-ahead starts at 1 and doubles with each refill up to {@value #MAX_READ_AHEAD} (a cursor that
+ * stops after a key or two reads no more than it needs); a fixed read-ahead ({@code
+ * Keyspace.scan(from, to, n)}) suits a caller that knows how many keys it will take.
  *
  * <p>Thread-safety: one thread at a time. Use after close, or after the snapshot or store closed,
  * throws {@link ClosedException}.
@@ -27,17 +27,32 @@ public final class EngineCursor implements AutoCloseable {
   private final boolean ownsSnapshot;
   private final List<MergingIterator.Source> sources = new ArrayList<>();
   private final MergingIterator merge;
+
   /** The read-ahead a cursor grows to by default. */
   public static final int MAX_READ_AHEAD = 32;
-  /** Keys taken from the merge at most per refill; doubles up to {@code maxAhead} if {@code growing}. */
+
+  /**
+   * Keys taken from the merge at most per refill; doubles up to {@code maxAhead} if {@code
+   * growing}.
+   */
   private int ahead;
+
   private final int maxAhead;
   private final boolean growing;
-  /** Keys and values taken from the merge ahead of the cursor: {@code [at, count)} not yet returned. */
+
+  /**
+   * Keys and values taken from the merge ahead of the cursor: {@code [at, count)} not yet returned.
+   */
   private byte[][] keys = new byte[1][];
+
   private byte[][] values = new byte[1][];
-  /** Of a refill's keys, those read from the files: their keys, seqnos, hints and slots in {@code keys}. */
+
+  /**
+   * Of a refill's keys, those read from the files: their keys, seqnos, hints and slots in {@code
+   * keys}.
+   */
   private byte[][] fileKeys = new byte[1][];
+
   private long[] seqnos = new long[1];
   private long[] hints = new long[1];
   private int[] slots = new int[1];
@@ -47,9 +62,11 @@ public final class EngineCursor implements AutoCloseable {
   private byte[] value;
   private boolean closed;
   private boolean exhausted;
+
   /**
-   * What failed a refill (a damaged or unreadable block): the cursor throws it from then on, as the keys
-   * it had taken ahead cannot be returned without their values and must not be skipped silently.
+   * What failed a refill (a damaged or unreadable block): the cursor throws it from then on, as the
+   * keys it had taken ahead cannot be returned without their values and must not be skipped
+   * silently.
    */
   private RuntimeException failure;
 
@@ -59,7 +76,8 @@ public final class EngineCursor implements AutoCloseable {
   }
 
   /** As above with a fixed read-ahead of {@code readAhead} keys (0: the default, growing one). */
-  public EngineCursor(EngineSnapshot snap, int ks, byte[] from, byte[] to, boolean ownsSnapshot, int readAhead) {
+  public EngineCursor(
+      EngineSnapshot snap, int ks, byte[] from, byte[] to, boolean ownsSnapshot, int readAhead) {
     this.growing = readAhead == 0;
     this.ahead = growing ? 1 : readAhead;
     this.maxAhead = growing ? MAX_READ_AHEAD : readAhead;
@@ -70,7 +88,8 @@ public final class EngineCursor implements AutoCloseable {
     byte[] start = from == null ? new byte[0] : from;
     try {
       sources.add(new MergeSources.CacheSource(snap.active.iterator(), ks, start));
-      if (snap.immutable != null) sources.add(new MergeSources.CacheSource(snap.immutable.iterator(), ks, start));
+      if (snap.immutable != null)
+        sources.add(new MergeSources.CacheSource(snap.immutable.iterator(), ks, start));
       // A scan caches what it reads, as gets do.
       MergeSources.addIndexSources(snap.version.files(ks), start, this.to, true, sources);
     } catch (RuntimeException e) {
@@ -81,14 +100,18 @@ public final class EngineCursor implements AutoCloseable {
     merge = new MergingIterator(sources, true, null, snap.now);
   }
 
-  /** Moves to the next key; false at the end of the range. The first call moves to the first key. */
+  /**
+   * Moves to the next key; false at the end of the range. The first call moves to the first key.
+   */
   public boolean next() {
     check();
     if (failure != null) throw failure;
     if (at == count && !exhausted) {
       try {
         refill();
-      } catch (RuntimeException e) { // the keys taken ahead have no values: none of them is returned, ever
+      } catch (
+          RuntimeException
+              e) { // the keys taken ahead have no values: none of them is returned, ever
         at = 0;
         count = 0;
         exhausted = true;
@@ -108,7 +131,10 @@ public final class EngineCursor implements AutoCloseable {
     return false;
   }
 
-  /** Takes up to {@code ahead} keys from the merge and reads the values the write caches do not hold, together. */
+  /**
+   * Takes up to {@code ahead} keys from the merge and reads the values the write caches do not
+   * hold, together.
+   */
   private void refill() {
     at = 0;
     count = 0;
@@ -153,13 +179,15 @@ public final class EngineCursor implements AutoCloseable {
   /** The current key (a copy owned by the caller). */
   public byte[] key() {
     check();
-    if (key == null) throw new IllegalStateException("the cursor is not on a key; call next() first");
+    if (key == null)
+      throw new IllegalStateException("the cursor is not on a key; call next() first");
     return key.clone();
   }
 
   public byte[] value() {
     check();
-    if (key == null) throw new IllegalStateException("the cursor is not on a key; call next() first");
+    if (key == null)
+      throw new IllegalStateException("the cursor is not on a key; call next() first");
     return value.clone();
   }
 

@@ -1,10 +1,10 @@
 package io.basaltdb.internal.engine.read;
 
+import io.basaltdb.ClosedException;
 import io.basaltdb.internal.engine.gc.DeleteList;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.writecache.WriteCache;
-import io.basaltdb.ClosedException;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.segment.DocumentIterator;
 import io.basaltdb.internal.skiplist.Snapshot;
@@ -15,33 +15,35 @@ import java.util.Arrays;
 import java.util.List;
 
 /**
- * One keyspace's changes with seqnos in {@code [from, to]} of an {@link EngineSnapshot}, in seqno order
- * (Magma section 3.4.3, with section 4's merge against the delete list): first the log segments of the
- * snapshot's version from the one holding {@code from} on (each found by start seqno, then its seqno
- * index), every document the delete list names skipped (a version the key index dropped: superseded, or
- * a tombstone that reached the bottom); then the write caches' entries in the range, sorted by seqno.
- * The segments hold the flushed seqnos and the caches the rest, so the two parts follow each other.
+ * One keyspace's changes with seqnos in {@code [from, to]} of an {@link EngineSnapshot}, in seqno
+ * order (Magma section 3.4.3, with section 4's merge against the delete list): first the log
+ * segments of the snapshot's version from the one holding {@code from} on (each found by start
+ * seqno, then its seqno index), every document the delete list names skipped (a version the key
+ * index dropped: superseded, or a tombstone that reached the bottom); then the write caches'
+ * entries in the range, sorted by seqno. The segments hold the flushed seqnos and the caches the
+ * rest, so the two parts follow each other.
  *
  * <p><b>What appears.</b> Every key whose newest version in the snapshot has a seqno in the range
  * appears with that version (a deletion as a deletion): the delete list names only versions the key
- * index dropped, which a newest version is not, and collection removes only what the delete list names.
- * A put whose expiry has passed at the snapshot's instant appears as a deletion at its seqno. The one
- * exception, a tombstone (or an expired put) the key index dropped at the bottom, is what the keyspace's purge
- * seqno tells the caller about ({@link io.basaltdb.ChangesPurgedException}). A version superseded by a
- * newer one may also appear while the delete list does not name it yet (until a key index compaction
- * drops it, or a flush lookup or revealing merge reports it); with {@code exact}, each document of the
- * segments is checked against the key's newest version in the snapshot (write caches, then the key
- * index: bloom filters, one data block), and only newest versions appear. The write caches' part is
- * exact either way: a cache holds one version per key for a snapshot, and a key the active cache holds
- * hides its immutable cache entry.
+ * index dropped, which a newest version is not, and collection removes only what the delete list
+ * names. A put whose expiry has passed at the snapshot's instant appears as a deletion at its
+ * seqno. The one exception, a tombstone (or an expired put) the key index dropped at the bottom, is
+ * what the keyspace's purge seqno tells the caller about ({@link
+ * io.basaltdb.ChangesPurgedException}). A version superseded by a newer one may also appear while
+ * the delete list does not name it yet (until a key index compaction drops it, or a flush lookup or
+ * revealing merge reports it); with {@code exact}, each document of the segments is checked against
+ * the key's newest version in the snapshot (write caches, then the key index: bloom filters, one
+ * data block), and only newest versions appear. The write caches' part is exact either way: a cache
+ * holds one version per key for a snapshot, and a key the active cache holds hides its immutable
+ * cache entry.
  *
- * <p><b>Stability.</b> The snapshot pins its version, whose segments and delete list tables stay on disk
- * and readable while flushes, compactions and collection replace them, so a feed gives the same changes
- * whatever runs beside it. The caches' part holds each entry's key and seqno in the heap (a write cache
- * at most) and reads the value from the snapshot when it gets there.
+ * <p><b>Stability.</b> The snapshot pins its version, whose segments and delete list tables stay on
+ * disk and readable while flushes, compactions and collection replace them, so a feed gives the
+ * same changes whatever runs beside it. The caches' part holds each entry's key and seqno in the
+ * heap (a write cache at most) and reads the value from the snapshot when it gets there.
  *
- * <p>Thread-safety: one thread at a time. Use after close, or after the snapshot or store closed, throws
- * {@link ClosedException}.
+ * <p>Thread-safety: one thread at a time. Use after close, or after the snapshot or store closed,
+ * throws {@link ClosedException}.
  */
 public final class EngineFeed implements AutoCloseable {
   private final EngineSnapshot snap;
@@ -55,13 +57,19 @@ public final class EngineFeed implements AutoCloseable {
 
   /** The next segment to open; {@code files.segments.size()} once the segments are done. */
   private int nextSegment;
+
   private DocumentIterator docs;
-  /** The delete list over the range, read alongside the segments; null once the segments are done. */
+
+  /**
+   * The delete list over the range, read alongside the segments; null once the segments are done.
+   */
   private DeleteList.Cursor stale;
+
   private boolean staleMore;
 
   /** The caches' entries in the range, sorted by seqno; null until the segments are done. */
   private long[] cacheSeqnos;
+
   private byte[][] cacheKeys;
   private boolean[] cacheImmutable;
   private int cachePos;
@@ -77,7 +85,14 @@ public final class EngineFeed implements AutoCloseable {
   private final long purgeSeqno;
 
   /** {@code to} is capped at the snapshot's seqno; an empty range yields nothing. */
-  public EngineFeed(EngineSnapshot snap, int ks, long from, long to, boolean exact, boolean ownsSnapshot, long purgeSeqno,
+  public EngineFeed(
+      EngineSnapshot snap,
+      int ks,
+      long from,
+      long to,
+      boolean exact,
+      boolean ownsSnapshot,
+      long purgeSeqno,
       EngineStats stats) {
     this.snap = snap;
     this.purgeSeqno = purgeSeqno;
@@ -108,7 +123,9 @@ public final class EngineFeed implements AutoCloseable {
     return to;
   }
 
-  /** The keyspace's purge seqno when the feed was opened: deletions at or below it may not appear. */
+  /**
+   * The keyspace's purge seqno when the feed was opened: deletions at or below it may not appear.
+   */
   public long purgeSeqno() {
     return purgeSeqno;
   }
@@ -153,13 +170,16 @@ public final class EngineFeed implements AutoCloseable {
         stats.changesSkippedExact.increment();
         continue;
       }
-      boolean deleted = d.deletedAt(snap.now); // an expiry is reported as a deletion at its put's seqno
+      boolean deleted =
+          d.deletedAt(snap.now); // an expiry is reported as a deletion at its put's seqno
       set(d.seqno(), d.key(), deleted ? null : d.value(), deleted);
       return true;
     }
   }
 
-  /** Opens the next segment that holds seqnos of the range; false (segments done) if none is left. */
+  /**
+   * Opens the next segment that holds seqnos of the range; false (segments done) if none is left.
+   */
   private boolean openNextSegment() {
     while (nextSegment < files.segments.size()) {
       KeyspaceFiles.Segment s = files.segments.get(nextSegment++);
@@ -177,9 +197,9 @@ public final class EngineFeed implements AutoCloseable {
   }
 
   /**
-   * Whether the segments' version {@code seqno} of {@code key} is its newest in the snapshot: no cache
-   * holds the key (a cache's versions are newer than every flushed one), and its newest key index
-   * record has that seqno (a key with no record had its deletion dropped at the bottom).
+   * Whether the segments' version {@code seqno} of {@code key} is its newest in the snapshot: no
+   * cache holds the key (a cache's versions are newer than every flushed one), and its newest key
+   * index record has that seqno (a key with no record had its deletion dropped at the bottom).
    */
   private boolean newestInSnapshot(byte[] key, long seqno) {
     byte[] sk = WriteCache.storeKey(ks, key);
@@ -189,8 +209,9 @@ public final class EngineFeed implements AutoCloseable {
   }
 
   /**
-   * Collects the caches' entries in the range: each key's version in the active cache's snapshot, and in
-   * the immutable cache's where the active one does not hold the key; then sorts them by seqno.
+   * Collects the caches' entries in the range: each key's version in the active cache's snapshot,
+   * and in the immutable cache's where the active one does not hold the key; then sorts them by
+   * seqno.
    */
   private void loadCaches() {
     List<byte[]> keys = new ArrayList<>();
@@ -203,7 +224,8 @@ public final class EngineFeed implements AutoCloseable {
     }
     int n = keys.size();
     long[] unsorted = Arrays.copyOf(seqnos[0], n);
-    int[] order = WriteCache.seqnoOrder(unsorted); // distinct seqnos, a write cache's span: a primitive sort
+    int[] order =
+        WriteCache.seqnoOrder(unsorted); // distinct seqnos, a write cache's span: a primitive sort
     cacheSeqnos = new long[n];
     cacheKeys = new byte[n][];
     cacheImmutable = new boolean[n];
@@ -221,7 +243,8 @@ public final class EngineFeed implements AutoCloseable {
         if (WriteCache.keyspaceOf(sk) != ks) break;
         long s = WriteCache.seqnoOf(it.value());
         if (s < from || s > to) continue;
-        if (immutable && snap.active.get(sk) != null) continue; // the active cache's version is newer
+        if (immutable && snap.active.get(sk) != null)
+          continue; // the active cache's version is newer
         if (keys.size() == seqnos[0].length) seqnos[0] = Arrays.copyOf(seqnos[0], 2 * keys.size());
         seqnos[0][keys.size()] = s;
         keys.add(sk);
@@ -236,7 +259,8 @@ public final class EngineFeed implements AutoCloseable {
     cacheKeys[i] = null;
     byte[] e = (cacheImmutable[i] ? snap.immutable : snap.active).get(sk);
     if (e == null || WriteCache.seqnoOf(e) != cacheSeqnos[i]) {
-      throw new IllegalStateException("write cache snapshot changed under a change feed at seqno " + cacheSeqnos[i]);
+      throw new IllegalStateException(
+          "write cache snapshot changed under a change feed at seqno " + cacheSeqnos[i]);
     }
     boolean tomb = WriteCache.isDeleted(e, snap.now);
     set(cacheSeqnos[i], WriteCache.userKey(sk), tomb ? null : WriteCache.valueOf(e), tomb);
@@ -244,7 +268,8 @@ public final class EngineFeed implements AutoCloseable {
   }
 
   private void set(long s, byte[] k, byte[] v, boolean del) {
-    if (s <= seqno) throw new IllegalStateException("change feed out of seqno order: " + s + " after " + seqno);
+    if (s <= seqno)
+      throw new IllegalStateException("change feed out of seqno order: " + s + " after " + seqno);
     seqno = s;
     key = k;
     value = v;
@@ -276,7 +301,8 @@ public final class EngineFeed implements AutoCloseable {
 
   private void onChange() {
     check();
-    if (key == null) throw new IllegalStateException("the change feed is not on a change; call next() first");
+    if (key == null)
+      throw new IllegalStateException("the change feed is not on a change; call next() first");
   }
 
   private void check() {

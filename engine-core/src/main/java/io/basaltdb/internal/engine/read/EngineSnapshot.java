@@ -1,21 +1,22 @@
 package io.basaltdb.internal.engine.read;
 
+import io.basaltdb.ClosedException;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.engine.writecache.WriteCache;
-import io.basaltdb.ClosedException;
 import io.basaltdb.internal.skiplist.Snapshot;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A consistent view of the whole store at one seqno: a Nitro snapshot of the active write cache (taken
- * under the apply lock, so it holds exactly the groups applied up to {@link #seqno()}), one of the
- * immutable cache if there is one, and the pinned {@link Version}'s tables and segments. Later flushes
- * do not disturb it: the version keeps the skiplists it names alive.
+ * A consistent view of the whole store at one seqno: a Nitro snapshot of the active write cache
+ * (taken under the apply lock, so it holds exactly the groups applied up to {@link #seqno()}), one
+ * of the immutable cache if there is one, and the pinned {@link Version}'s tables and segments.
+ * Later flushes do not disturb it: the version keeps the skiplists it names alive.
  *
  * <p>Thread-safety: gets may run from several threads at once; each cursor belongs to one thread.
- * Close is idempotent; use after close (of the snapshot or the store) throws {@link ClosedException}.
+ * Close is idempotent; use after close (of the snapshot or the store) throws {@link
+ * ClosedException}.
  */
 public final class EngineSnapshot implements AutoCloseable {
   final ReadPath reads;
@@ -25,11 +26,14 @@ public final class EngineSnapshot implements AutoCloseable {
   private final long seqno;
   final Snapshot active;
   final Snapshot immutable;
+
   /** The instant this snapshot judges expiries at: when it was taken, so its reads stay stable. */
   final long now;
+
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  public EngineSnapshot(ReadPath reads, KeyspaceCatalog catalog, StoreState state, Version version, long seqno) {
+  public EngineSnapshot(
+      ReadPath reads, KeyspaceCatalog catalog, StoreState state, Version version, long seqno) {
     this.reads = reads;
     this.catalog = catalog;
     this.state = state;
@@ -71,7 +75,8 @@ public final class EngineSnapshot implements AutoCloseable {
   }
 
   public void checkUsable() {
-    if (closed.get()) throw new ClosedException("the snapshot at seqno " + seqno + " is closed; take a new one");
+    if (closed.get())
+      throw new ClosedException("the snapshot at seqno " + seqno + " is closed; take a new one");
     state.checkOpen();
   }
 

@@ -8,9 +8,9 @@ import java.util.List;
 /**
  * A provider's read transport, started at the first batch of reads instead of at open. Starting
  * engine-io's io_uring transport (netty's classes, its native library, a ring and an event loop
- * thread) took 120 ms of a store's 550 ms open, and only batched gets and scans use it: a store that
- * makes point reads and writes, or a YCSB phase whose run time counts its open, never pays for it.
- * A provider that fails to start then leaves the store on the built-in pool, as at open before.
+ * thread) took 120 ms of a store's 550 ms open, and only batched gets and scans use it: a store
+ * that makes point reads and writes, or a YCSB phase whose run time counts its open, never pays for
+ * it. A provider that fails to start then leaves the store on the built-in pool, as at open before.
  *
  * <p>Thread-safety: {@link #submit} from any thread; the first one starts the transport under this
  * object's monitor, later ones read it through a volatile field.
@@ -20,12 +20,15 @@ public final class LazyReadTransport implements ReadTransport {
   private final int queueDepth;
   private final ReadBuffers buffers;
   private final Notifier notifier;
+
   /** The started transport; written once under the monitor, read racily (volatile). */
   private volatile ReadTransport started;
+
   /** Set by close, under the monitor: a batch after it starts nothing. */
   private boolean closed;
 
-  public LazyReadTransport(ReadTransport.Provider provider, int queueDepth, ReadBuffers buffers, Notifier notifier) {
+  public LazyReadTransport(
+      ReadTransport.Provider provider, int queueDepth, ReadBuffers buffers, Notifier notifier) {
     this.provider = provider;
     this.queueDepth = queueDepth;
     this.buffers = buffers;
@@ -42,8 +45,11 @@ public final class LazyReadTransport implements ReadTransport {
   public void submit(List<Read> reads) {
     ReadTransport t = started;
     if (t == null) t = start();
-    if (t == null) { // closed before any batch: the reads fail, as the contract says, rather than the call
-      io.basaltdb.ClosedException closed = new io.basaltdb.ClosedException("the store is closed; open it again");
+    if (t
+        == null) { // closed before any batch: the reads fail, as the contract says, rather than the
+      // call
+      io.basaltdb.ClosedException closed =
+          new io.basaltdb.ClosedException("the store is closed; open it again");
       for (Read r : reads) r.result().completeExceptionally(closed);
       return;
     }
@@ -57,11 +63,18 @@ public final class LazyReadTransport implements ReadTransport {
     ReadTransport t;
     try {
       t = provider.create(queueDepth, buffers);
-      Notifier.LOG.info("{}: batched reads through {} (queue depth {})", notifier.store(), t.getClass().getName(), queueDepth);
+      Notifier.LOG.info(
+          "{}: batched reads through {} (queue depth {})",
+          notifier.store(),
+          t.getClass().getName(),
+          queueDepth);
     } catch (RuntimeException | LinkageError e) {
       // a provider that cannot start: the built-in transport works everywhere
-      Notifier.LOG.warn("{}: the read transport on the class path could not start ({}); batched reads use the"
-          + " built-in thread pool", notifier.store(), e.toString());
+      Notifier.LOG.warn(
+          "{}: the read transport on the class path could not start ({}); batched reads use the"
+              + " built-in thread pool",
+          notifier.store(),
+          e.toString());
       t = new PooledReadTransport(queueDepth);
     }
     started = t;

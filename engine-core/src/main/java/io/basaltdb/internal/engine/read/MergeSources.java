@@ -9,8 +9,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The {@link MergingIterator.Source}s of the store: one keyspace of a write cache snapshot, a key index
- * table, and a guarded key index level.
+ * The {@link MergingIterator.Source}s of the store: one keyspace of a write cache snapshot, a key
+ * index table, and a guarded key index level.
  *
  * <p>Thread-safety: one thread at a time, as the iterators they wrap.
  */
@@ -44,23 +44,28 @@ public final class MergeSources {
       entry = null;
     }
 
-    @Override public boolean valid() {
+    @Override
+    public boolean valid() {
       return key != null;
     }
 
-    @Override public byte[] key() {
+    @Override
+    public byte[] key() {
       return key;
     }
 
-    @Override public long seqno() {
+    @Override
+    public long seqno() {
       return WriteCache.seqnoOf(entry);
     }
 
-    @Override public boolean tombstone() {
+    @Override
+    public boolean tombstone() {
       return WriteCache.isTombstone(entry);
     }
 
-    @Override public long expiry() {
+    @Override
+    public long expiry() {
       return WriteCache.expiryOf(entry);
     }
 
@@ -69,31 +74,38 @@ public final class MergeSources {
       return WriteCache.valueOf(entry);
     }
 
-    @Override public void next() {
+    @Override
+    public void next() {
       it.next();
       load();
     }
 
-    @Override public void close() {
+    @Override
+    public void close() {
       it.close();
     }
   }
 
   /**
-   * Adds to {@code out} a source per key index table of {@code files} from key {@code from} on (level 0's
-   * tables and each leveled level's), or one per guarded level ({@link LevelSource}, which opens one
-   * guard at a time and stops at {@code to}, null for none). {@code fillCache}: the tables' data blocks
-   * go into the block cache, as a read's do. A source made before a failure stays in {@code out} for the
-   * caller to close.
+   * Adds to {@code out} a source per key index table of {@code files} from key {@code from} on
+   * (level 0's tables and each leveled level's), or one per guarded level ({@link LevelSource},
+   * which opens one guard at a time and stops at {@code to}, null for none). {@code fillCache}: the
+   * tables' data blocks go into the block cache, as a read's do. A source made before a failure
+   * stays in {@code out} for the caller to close.
    */
-  static void addIndexSources(KeyspaceFiles files, byte[] from, byte[] to, boolean fillCache,
+  static void addIndexSources(
+      KeyspaceFiles files,
+      byte[] from,
+      byte[] to,
+      boolean fillCache,
       java.util.List<MergingIterator.Source> out) {
     for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
       if (l > 0 && files.guarded()) {
         if (!files.level(l).isEmpty()) out.add(new LevelSource(files, l, from, to));
         continue;
       }
-      for (KeyspaceFiles.Table t : files.level(l)) out.add(new TableSource(t.reader().iterator(fillCache), from));
+      for (KeyspaceFiles.Table t : files.level(l))
+        out.add(new TableSource(t.reader().iterator(fillCache), from));
     }
   }
 
@@ -105,12 +117,14 @@ public final class MergeSources {
   /** A key index table's records, from a key on (or from its first). */
   public static final class TableSource implements IndexSource {
     private final TableIterator it;
+
     /** The current key, copied once per position; null when exhausted. */
     private byte[] key;
 
     public TableSource(TableIterator it, byte[] from) {
       this.it = it;
-      if (from == null) it.seekFirst(); else it.seek(from);
+      if (from == null) it.seekFirst();
+      else it.seek(from);
       load();
     }
 
@@ -118,23 +132,28 @@ public final class MergeSources {
       key = it.valid() ? it.key() : null;
     }
 
-    @Override public boolean valid() {
+    @Override
+    public boolean valid() {
       return key != null;
     }
 
-    @Override public byte[] key() {
+    @Override
+    public byte[] key() {
       return key;
     }
 
-    @Override public long seqno() {
+    @Override
+    public long seqno() {
       return it.seqno();
     }
 
-    @Override public boolean tombstone() {
+    @Override
+    public boolean tombstone() {
       return it.tombstone();
     }
 
-    @Override public long expiry() {
+    @Override
+    public long expiry() {
       return it.expiry();
     }
 
@@ -142,7 +161,8 @@ public final class MergeSources {
       return it.docSize();
     }
 
-    @Override public long hint() {
+    @Override
+    public long hint() {
       return it.hint();
     }
 
@@ -150,27 +170,34 @@ public final class MergeSources {
       return it.olderReported();
     }
 
-    @Override public void next() {
+    @Override
+    public void next() {
       it.next();
       load();
     }
 
-    @Override public void close() {
+    @Override
+    public void close() {
       it.close();
     }
   }
 
   /**
-   * One guarded level of a key index ({@link io.basaltdb.internal.engine.version.Guards}), from a key on: the newest version of each key
-   * (tombstones included), guard by guard. Only the current guard's tables are open, merged by an inner
-   * {@link MergingIterator}; the next non-empty guard's open once it is exhausted. A cursor thus seeks
-   * the tables of one guard per level, not every table of the level.
+   * One guarded level of a key index ({@link io.basaltdb.internal.engine.version.Guards}), from a
+   * key on: the newest version of each key (tombstones included), guard by guard. Only the current
+   * guard's tables are open, merged by an inner {@link MergingIterator}; the next non-empty guard's
+   * open once it is exhausted. A cursor thus seeks the tables of one guard per level, not every
+   * table of the level.
    */
   static final class LevelSource implements IndexSource {
     private final KeyspaceFiles files;
     private final int level;
-    /** The cursor's exclusive upper bound, or null: guards starting at or above it are never opened. */
+
+    /**
+     * The cursor's exclusive upper bound, or null: guards starting at or above it are never opened.
+     */
     private final byte[] to;
+
     private int guard;
     private MergingIterator merge;
     private TableSource current;
@@ -184,18 +211,23 @@ public final class MergeSources {
     }
 
     /**
-     * Opens guard {@code guard} (from {@code from}, or its first key) and moves to its first version,
-     * skipping empty guards; on a failure nothing stays open and the source is exhausted.
+     * Opens guard {@code guard} (from {@code from}, or its first key) and moves to its first
+     * version, skipping empty guards; on a failure nothing stays open and the source is exhausted.
      */
     private void open(byte[] from) {
       current = null;
       while (guard < files.guardCount(level)) {
-        if (guard > 0 && to != null && java.util.Arrays.compareUnsigned(files.guards.key(level, guard), to) >= 0) break;
+        if (guard > 0
+            && to != null
+            && java.util.Arrays.compareUnsigned(files.guards.key(level, guard), to) >= 0) break;
         java.util.List<KeyspaceFiles.Table> tables = files.guardTables(level, guard);
         java.util.List<TableSource> sources = new java.util.ArrayList<>();
         try {
-          for (KeyspaceFiles.Table t : tables) sources.add(new TableSource(t.reader().iterator(true), from));
-          merge = new MergingIterator(sources, false, null, 0); // tombstones kept: the outer merge judges
+          for (KeyspaceFiles.Table t : tables)
+            sources.add(new TableSource(t.reader().iterator(true), from));
+          merge =
+              new MergingIterator(
+                  sources, false, null, 0); // tombstones kept: the outer merge judges
           if (merge.next()) {
             current = (TableSource) merge.current();
             return;
@@ -212,31 +244,38 @@ public final class MergeSources {
       }
     }
 
-    @Override public boolean valid() {
+    @Override
+    public boolean valid() {
       return current != null;
     }
 
-    @Override public byte[] key() {
+    @Override
+    public byte[] key() {
       return current.key();
     }
 
-    @Override public long seqno() {
+    @Override
+    public long seqno() {
       return current.seqno();
     }
 
-    @Override public boolean tombstone() {
+    @Override
+    public boolean tombstone() {
       return current.tombstone();
     }
 
-    @Override public long expiry() {
+    @Override
+    public long expiry() {
       return current.expiry();
     }
 
-    @Override public long hint() {
+    @Override
+    public long hint() {
       return current.hint();
     }
 
-    @Override public void next() {
+    @Override
+    public void next() {
       if (merge == null) return; // exhausted, or a failed open
       boolean more;
       try {
@@ -255,7 +294,8 @@ public final class MergeSources {
       open(null);
     }
 
-    @Override public void close() {
+    @Override
+    public void close() {
       if (merge != null) merge.close();
       merge = null;
       current = null;

@@ -6,19 +6,22 @@ import java.util.PriorityQueue;
 
 /**
  * Merges sorted sources into one stream of keys, newest version first (LevelDB's {@code
- * table/merger.h}): a heap over the sources, ordered by key, then by seqno descending, then by source
- * position. The rules of which version a reader sees are written here once and serve cursors and
- * compaction alike (garbage collection and the change feed will use them too):
+ * table/merger.h}): a heap over the sources, ordered by key, then by seqno descending, then by
+ * source position. The rules of which version a reader sees are written here once and serve cursors
+ * and compaction alike (garbage collection and the change feed will use them too):
+ *
  * <ol>
- *   <li>Newest wins: of the versions of one key, the one with the highest seqno is the key's version;
- *       each older one is shadowed and handed to {@link Discards} (compaction counts it as garbage).</li>
- *   <li>Tombstones: a version whose expiry has passed at the merge's {@code now} counts as one (an expiry is
- *       a deletion nobody wrote; Magma section 7.1). With {@code dropTombstones}, a key whose newest
- *       version is a tombstone is skipped,
- *       and the tombstone handed to {@link Discards} as well (a cursor hides deleted keys; a compaction
- *       into the bottom of the tree has nothing older left for the tombstone to hide). Without it the
- *       tombstone is the key's version (a compaction above data that it must still shadow).</li>
+ *   <li>Newest wins: of the versions of one key, the one with the highest seqno is the key's
+ *       version; each older one is shadowed and handed to {@link Discards} (compaction counts it as
+ *       garbage).
+ *   <li>Tombstones: a version whose expiry has passed at the merge's {@code now} counts as one (an
+ *       expiry is a deletion nobody wrote; Magma section 7.1). With {@code dropTombstones}, a key
+ *       whose newest version is a tombstone is skipped, and the tombstone handed to {@link
+ *       Discards} as well (a cursor hides deleted keys; a compaction into the bottom of the tree
+ *       has nothing older left for the tombstone to hide). Without it the tombstone is the key's
+ *       version (a compaction above data that it must still shadow).
  * </ol>
+ *
  * After {@link #next()} returns true, {@link #current()} is the source positioned on the key's
  * version; read what is needed from it before the next call.
  *
@@ -48,7 +51,8 @@ public final class MergingIterator implements AutoCloseable {
 
   /**
    * Receives each version the merge skips, with its source positioned on it. For each key, {@link
-   * #newest} comes first, then the older versions newest first, then (a tombstone dropped) the newest.
+   * #newest} comes first, then the older versions newest first, then (a tombstone dropped) the
+   * newest.
    */
   public interface Discards {
     void discarded(Source positioned);
@@ -61,12 +65,17 @@ public final class MergingIterator implements AutoCloseable {
   private final PriorityQueue<Source> heap;
   private final boolean dropTombstones;
   private final Discards discards;
+
   /** The instant expiries are judged at (ms since the epoch); 0: nothing has expired. */
   private final long now;
-  /** The source positioned on the current key's version, not yet advanced; null before and after. */
+
+  /**
+   * The source positioned on the current key's version, not yet advanced; null before and after.
+   */
   private Source current;
 
-  public MergingIterator(List<? extends Source> sources, boolean dropTombstones, Discards discards, long now) {
+  public MergingIterator(
+      List<? extends Source> sources, boolean dropTombstones, Discards discards, long now) {
     this.now = now;
     this.sources = sources;
     this.dropTombstones = dropTombstones;
@@ -117,7 +126,10 @@ public final class MergingIterator implements AutoCloseable {
     }
   }
 
-  /** Whether {@code s}'s current version is a deletion at {@code now}: a tombstone, or expired at or before it. */
+  /**
+   * Whether {@code s}'s current version is a deletion at {@code now}: a tombstone, or expired at or
+   * before it.
+   */
   public static boolean deleted(Source s, long now) {
     if (s.tombstone()) return true;
     long e = s.expiry();

@@ -1,5 +1,7 @@
 package io.basaltdb.internal.engine.read;
 
+import io.basaltdb.BasaltException;
+import io.basaltdb.StorageException;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
@@ -7,8 +9,6 @@ import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.engine.version.Versions;
 import io.basaltdb.internal.engine.writecache.Lookup;
 import io.basaltdb.internal.engine.writecache.WriteCache;
-import io.basaltdb.BasaltException;
-import io.basaltdb.StorageException;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.sstable.KeyRecord;
 import io.basaltdb.internal.sstable.TableReader;
@@ -23,10 +23,11 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.LinkedBlockingQueue;
 
 /**
- * Magma's read path (seed 000 section 3.3): the active write cache, the immutable one, the key index
- * tables newest first (range and bloom filter before any I/O), then the log segment the record's seqno
- * names. Batched gets keep up to {@code readQueueDepth} reads in flight through the read transport, each
- * key's next read handed over as soon as its last one completes (Magma's coroutines, section 6).
+ * Magma's read path (seed 000 section 3.3): the active write cache, the immutable one, the key
+ * index tables newest first (range and bloom filter before any I/O), then the log segment the
+ * record's seqno names. Batched gets keep up to {@code readQueueDepth} reads in flight through the
+ * read transport, each key's next read handed over as soon as its last one completes (Magma's
+ * coroutines, section 6).
  *
  * <p>Thread-safety: any number of threads; readers pin a version and take no lock.
  */
@@ -34,16 +35,25 @@ public final class ReadPath {
   private final Versions versions;
   private final KeyspaceCatalog catalog;
   private final EngineStats stats;
+
   /** Reads the documents of batched gets; null for the in-memory store, which has no files. */
   private final ReadTransport transport;
+
   /** Reads a batch keeps in flight at most ({@code Options.readQueueDepth}). */
   private final int window;
+
   /** Judges document expiry ({@link io.basaltdb.Options#clock}). */
   private final java.util.function.LongSupplier clock;
 
-  public ReadPath(Versions versions, KeyspaceCatalog catalog, EngineStats stats, ReadTransport transport, int window,
+  public ReadPath(
+      Versions versions,
+      KeyspaceCatalog catalog,
+      EngineStats stats,
+      ReadTransport transport,
+      int window,
       java.util.function.LongSupplier clock) {
-    if (window < 1) throw new IllegalArgumentException("readQueueDepth must be at least 1: " + window);
+    if (window < 1)
+      throw new IllegalArgumentException("readQueueDepth must be at least 1: " + window);
     this.window = window;
     this.clock = clock;
     this.versions = versions;
@@ -57,29 +67,38 @@ public final class ReadPath {
     return clock.getAsLong();
   }
 
-  /** The value of a write cache entry read at {@code now}: null for a tombstone or an expired value. */
+  /**
+   * The value of a write cache entry read at {@code now}: null for a tombstone or an expired value.
+   */
   static byte[] valueAt(byte[] entry, long now) {
     return WriteCache.isDeleted(entry, now) ? null : WriteCache.valueOf(entry);
   }
 
-  /** The value of {@code key} in keyspace {@code ks}, or null; sees whole batches. Allocates only the value. */
+  /**
+   * The value of {@code key} in keyspace {@code ks}, or null; sees whole batches. Allocates only
+   * the value.
+   */
   public byte[] get(int ks, byte[] key) {
     stats.gets.increment();
     Lookup l = Lookup.get();
     Version v = versions.acquire();
     try {
       switch (locate(v, ks, key, l)) {
-        case IN_WRITE_CACHE: {
-          byte[] e = l.entry;
-          return Arrays.copyOfRange(e, WriteCache.valueOffset(e), l.entryLength);
-        }
-        case IN_FILES: {
-          KeyRecord rec = l.record;
-          KeyspaceFiles files = v.files(ks);
-          KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
-          byte[] value = s == null ? null : s.reader().cachedValue(rec.seqno, key);
-          return value != null ? value : readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
-        }
+        case IN_WRITE_CACHE:
+          {
+            byte[] e = l.entry;
+            return Arrays.copyOfRange(e, WriteCache.valueOffset(e), l.entryLength);
+          }
+        case IN_FILES:
+          {
+            KeyRecord rec = l.record;
+            KeyspaceFiles files = v.files(ks);
+            KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+            byte[] value = s == null ? null : s.reader().cachedValue(rec.seqno, key);
+            return value != null
+                ? value
+                : readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
+          }
         default:
           return null;
       }
@@ -91,10 +110,10 @@ public final class ReadPath {
   }
 
   /**
-   * As {@link #get(int, byte[])} into the caller's buffer: the value's length, or -1 if absent; the value
-   * is copied to {@code out} at its position (its limit then set to the value's end) only if it fits.
-   * Allocates nothing for a value served by a write cache or the block cache (see {@link Lookup}); a
-   * document read from its file is read as {@link #get(int, byte[])} reads it.
+   * As {@link #get(int, byte[])} into the caller's buffer: the value's length, or -1 if absent; the
+   * value is copied to {@code out} at its position (its limit then set to the value's end) only if
+   * it fits. Allocates nothing for a value served by a write cache or the block cache (see {@link
+   * Lookup}); a document read from its file is read as {@link #get(int, byte[])} reads it.
    */
   public int get(int ks, ByteBuffer keyBuffer, ByteBuffer out) {
     stats.gets.increment();
@@ -103,20 +122,22 @@ public final class ReadPath {
     Version v = versions.acquire();
     try {
       switch (locate(v, ks, key, l)) {
-        case IN_WRITE_CACHE: {
-          byte[] e = l.entry;
-          int off = WriteCache.valueOffset(e);
-          return Lookup.copyOut(e, off, l.entryLength - off, out);
-        }
-        case IN_FILES: {
-          KeyRecord rec = l.record;
-          KeyspaceFiles files = v.files(ks);
-          KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
-          int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
-          if (n != -2) return n;
-          byte[] value = readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
-          return Lookup.copyOut(value, 0, value.length, out);
-        }
+        case IN_WRITE_CACHE:
+          {
+            byte[] e = l.entry;
+            int off = WriteCache.valueOffset(e);
+            return Lookup.copyOut(e, off, l.entryLength - off, out);
+          }
+        case IN_FILES:
+          {
+            KeyRecord rec = l.record;
+            KeyspaceFiles files = v.files(ks);
+            KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+            int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
+            if (n != -2) return n;
+            byte[] value = readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
+            return Lookup.copyOut(value, 0, value.length, out);
+          }
         default:
           return -1;
       }
@@ -129,13 +150,15 @@ public final class ReadPath {
 
   /** Where {@link #locate} found a key's live value. */
   private static final int ABSENT = 0;
+
   private static final int IN_WRITE_CACHE = 1;
   private static final int IN_FILES = 2;
 
   /**
-   * Finds the live value of {@code key} as of now: in a write cache (its entry in {@code l.entry}), in the
-   * files (its key index record in {@code l.record}), or absent (deleted, expired, or never written). The
-   * get that calls it uses {@code l} from start to end and nothing it calls uses {@code l} again.
+   * Finds the live value of {@code key} as of now: in a write cache (its entry in {@code l.entry}),
+   * in the files (its key index record in {@code l.record}), or absent (deleted, expired, or never
+   * written). The get that calls it uses {@code l} from start to end and nothing it calls uses
+   * {@code l} again.
    */
   private int locate(Version v, int ks, byte[] key, Lookup l) {
     boolean found = v.active.get(ks, key, l);
@@ -169,8 +192,8 @@ public final class ReadPath {
   }
 
   /**
-   * The value of {@code key} in the tables of {@code files}, or null; expiries judged at {@code now} (-1:
-   * the clock, read only if the record expires).
+   * The value of {@code key} in the tables of {@code files}, or null; expiries judged at {@code
+   * now} (-1: the clock, read only if the record expires).
    */
   byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key, long now) {
     KeyRecord rec = new KeyRecord();
@@ -188,11 +211,13 @@ public final class ReadPath {
       if (lookup(files.table(0, i), key, hash, rec)) return true;
     }
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
-      if (files.guarded()) { // the key's guard: its tables newest first (an empty guard costs nothing)
+      if (files
+          .guarded()) { // the key's guard: its tables newest first (an empty guard costs nothing)
         int g = files.guardOf(l, key);
         for (int i = 0, n = files.guardTableCount(l, g); i < n; i++) {
           KeyspaceFiles.Table t = files.guardTable(l, g, i);
-          if (t.holdsInRange(key) && lookup(t, key, hash, rec)) return true; // counted, as leveled, in range only
+          if (t.holdsInRange(key) && lookup(t, key, hash, rec))
+            return true; // counted, as leveled, in range only
         }
         continue;
       }
@@ -204,32 +229,41 @@ public final class ReadPath {
 
   private boolean lookup(KeyspaceFiles.Table t, byte[] key, long hash, KeyRecord rec) {
     stats.tableLookups.increment();
-    if (!t.reader().mayContainIfFilterCached(key, hash)) return false; // key range and a cached bloom filter: no I/O
-    return t.reader().getChecked(key, rec); // a data block from the cache, or read (a TABLE_DATA miss)
+    if (!t.reader().mayContainIfFilterCached(key, hash))
+      return false; // key range and a cached bloom filter: no I/O
+    return t.reader()
+        .getChecked(key, rec); // a data block from the cache, or read (a TABLE_DATA miss)
   }
 
   /** The document a key index record names: from the block cache, or read (counted) and cached. */
   Document readDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
-    return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses);
-  }
-
-  /** As {@link #readDocument} for a get that has just missed the block cache for it: read, counted, cached. */
-  private Document readMissedDocument(KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
-    return files.document(key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses, false);
+    return files.document(
+        key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses);
   }
 
   /**
-   * The values of {@code keys} (null where absent), in order (Magma's batched reads, seed 000 section 6),
-   * key {@code i} in keyspace {@code ks[i]}. Every key is first looked up in the write caches; the rest go
-   * through the key index and then to their documents as Magma's coroutines do: each key's next read (a
-   * key index data block the block cache misses, then its document's block from the record's location
-   * hint, then, for a document bigger than a block, the rest of its block) goes to the read transport as
-   * soon as its last one completes, and the batch keeps up to {@code readQueueDepth} reads in flight, one
-   * per distinct block (a block a key needs while another key's read of it is in flight is not read
-   * again). A key whose hint is missing or names a segment collection replaced has its block found in
-   * the seqno index (index pages through the block cache) and read as a hinted one; a key whose block
-   * turns out not to hold it is read as a point read does (which checks and reports damage). Sees whole batches as {@link #get} does; a consistent view
-   * across the keys needs a snapshot.
+   * As {@link #readDocument} for a get that has just missed the block cache for it: read, counted,
+   * cached.
+   */
+  private Document readMissedDocument(
+      KeyspaceFiles files, int ks, byte[] key, long seqno, long hint) {
+    return files.document(
+        key, seqno, hint, () -> catalog.describe(ks), stats.documentReads, stats.hintMisses, false);
+  }
+
+  /**
+   * The values of {@code keys} (null where absent), in order (Magma's batched reads, seed 000
+   * section 6), key {@code i} in keyspace {@code ks[i]}. Every key is first looked up in the write
+   * caches; the rest go through the key index and then to their documents as Magma's coroutines do:
+   * each key's next read (a key index data block the block cache misses, then its document's block
+   * from the record's location hint, then, for a document bigger than a block, the rest of its
+   * block) goes to the read transport as soon as its last one completes, and the batch keeps up to
+   * {@code readQueueDepth} reads in flight, one per distinct block (a block a key needs while
+   * another key's read of it is in flight is not read again). A key whose hint is missing or names
+   * a segment collection replaced has its block found in the seqno index (index pages through the
+   * block cache) and read as a hinted one; a key whose block turns out not to hold it is read as a
+   * point read does (which checks and reports damage). Sees whole batches as {@link #get} does; a
+   * consistent view across the keys needs a snapshot.
    */
   public List<byte[]> getAll(int[] ks, List<byte[]> keys) {
     int n = keys.size();
@@ -258,7 +292,8 @@ public final class ReadPath {
    * {@code seqnos[i]}, with location hint {@code hints[i]}, read together as {@link #getAll} reads
    * documents. The caller pins the version that {@code files} belongs to.
    */
-  byte[][] readDocuments(KeyspaceFiles files, int ks, byte[][] keys, long[] seqnos, long[] hints, int n) {
+  byte[][] readDocuments(
+      KeyspaceFiles files, int ks, byte[][] keys, long[] seqnos, long[] hints, int n) {
     byte[][] out = new byte[n][];
     List<BatchedGet> waiting = new ArrayList<>(n);
     for (int i = 0; i < n; i++) {
@@ -273,21 +308,23 @@ public final class ReadPath {
   }
 
   /**
-   * Runs batched lookups to their ends: each key goes as far as it can without I/O, then waits for its
-   * read; as reads complete, the keys that waited for them go on, and the reads they need next go out
-   * with the next hand-over, while the rest stay in flight.
+   * Runs batched lookups to their ends: each key goes as far as it can without I/O, then waits for
+   * its read; as reads complete, the keys that waited for them go on, and the reads they need next
+   * go out with the next hand-over, while the rest stay in flight.
    */
   private void run(List<BatchedGet> keys, long now, byte[][] out) {
     if (keys.isEmpty()) return;
     Reads r = new Reads();
     for (BatchedGet g : keys) advance(g, r, now, out);
     while (true) {
-      for (BatchedGet g; (g = r.ready.poll()) != null; ) { // keys whose block a completed read of the batch holds
+      for (BatchedGet g;
+          (g = r.ready.poll()) != null; ) { // keys whose block a completed read of the batch holds
         take(g, g.fetch, r, out);
         if (!g.done && g.fetch == null) advance(g, r, now, out);
       }
       r.submit();
-      if (r.inFlight.isEmpty()) return; // nothing waits (submit sends on whatever waited while room was)
+      if (r.inFlight.isEmpty())
+        return; // nothing waits (submit sends on whatever waited while room was)
       for (Fetch f = r.next(); f != null; f = r.completed.poll()) {
         r.inFlight.remove(f.id);
         r.recent.put(f.id, f);
@@ -306,24 +343,42 @@ public final class ReadPath {
     final byte[] key;
     final KeyspaceFiles files;
     final KeyRecord record = new KeyRecord();
-    /** The key index tables that may hold the key, in {@link #findRecord}'s order; made on first use. */
+
+    /**
+     * The key index tables that may hold the key, in {@link #findRecord}'s order; made on first
+     * use.
+     */
     List<KeyspaceFiles.Table> tables;
+
     long hash;
+
     /** The next table to probe in {@code tables}. */
     int probe;
+
     /** The key's record is in {@code record}; its document is next. */
     boolean found;
+
     /** Its document's block is being read. */
     boolean inDocument;
+
     boolean done;
-    /** The read this key waits for, and what it reads: a key index data block or a document block. */
+
+    /**
+     * The read this key waits for, and what it reads: a key index data block or a document block.
+     */
     Fetch fetch;
+
     KeyspaceFiles.Table table;
     TableReader.BlockSpan span;
     KeyspaceFiles.Segment segment;
     long blockOffset;
-    /** A document block longer than its first read: all of it, and how much of it the first read brought. */
+
+    /**
+     * A document block longer than its first read: all of it, and how much of it the first read
+     * brought.
+     */
     byte[] longBlock;
+
     int longHave;
 
     BatchedGet(int index, int ks, byte[] key, KeyspaceFiles files) {
@@ -335,22 +390,29 @@ public final class ReadPath {
   }
 
   /**
-   * One read of a batch, shared by the keys that need the same block while it is waiting or in flight,
-   * and what was made of it. Its buffer is allocated when it is handed over, so a big batch holds buffers
-   * for the reads in flight only.
+   * One read of a batch, shared by the keys that need the same block while it is waiting or in
+   * flight, and what was made of it. Its buffer is allocated when it is handed over, so a big batch
+   * holds buffers for the reads in flight only.
    */
   private static final class Fetch {
-    /** Identifies the block: a {@link FetchKey}, or the key itself for the rest of its long block. */
+    /**
+     * Identifies the block: a {@link FetchKey}, or the key itself for the rest of its long block.
+     */
     final Object id;
+
     final io.basaltdb.spi.ReadTarget target;
     final long offset;
     final int size;
+
     /** The destination, if the key that needs the read brings its own. */
     final ByteBuffer dst;
+
     /** The read, once handed over. */
     ReadTransport.Read read;
+
     /** The key index block, checked and parsed once for all the keys that wait for it. */
     TableReader.FetchedBlock table;
+
     final List<BatchedGet> waiters = new ArrayList<>(1);
 
     Fetch(Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
@@ -362,40 +424,54 @@ public final class ReadPath {
     }
   }
 
-  /** An in-place read slower than this waited for the device: the rest of its round goes to the transport. */
+  /**
+   * An in-place read slower than this waited for the device: the rest of its round goes to the
+   * transport.
+   */
   private static final long SLOW_IN_PLACE_NANOS = 50_000;
 
   /** Identifies a read within a batch: the same block asked for by several keys is read once. */
   private record FetchKey(Object reader, long offset) {}
 
   /**
-   * The reads of one batch: those waiting to be handed over (in the order keys asked for them), those in
-   * flight (at most {@code readQueueDepth}), and those completed that the batch has not taken yet.
-   * Owned by the batch's thread, but for {@code completed}, which the transport's threads add to.
+   * The reads of one batch: those waiting to be handed over (in the order keys asked for them),
+   * those in flight (at most {@code readQueueDepth}), and those completed that the batch has not
+   * taken yet. Owned by the batch's thread, but for {@code completed}, which the transport's
+   * threads add to.
    */
   private final class Reads {
     final LinkedHashMap<Object, Fetch> waiting = new LinkedHashMap<>();
     final Map<Object, Fetch> inFlight = new java.util.HashMap<>();
     final LinkedBlockingQueue<Fetch> completed = new LinkedBlockingQueue<>();
+
     /**
      * The batch's last completed reads, eight times its window, by block: a key that needs one of
      * those blocks after its read has been taken is given it, not read again (rounds read a block
-     * once for the keys that reached it together; keys of a pipelined batch reach it at their own pace).
+     * once for the keys that reached it together; keys of a pipelined batch reach it at their own
+     * pace).
      */
-    final Map<Object, Fetch> recent = new LinkedHashMap<>(16, 0.75f, false) {
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<Object, Fetch> eldest) {
-        return size() > 8 * window;
-      }
-    };
+    final Map<Object, Fetch> recent =
+        new LinkedHashMap<>(16, 0.75f, false) {
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<Object, Fetch> eldest) {
+            return size() > 8 * window;
+          }
+        };
+
     /** Keys given a completed read of {@code recent}, to take next. */
     final java.util.ArrayDeque<BatchedGet> ready = new java.util.ArrayDeque<>();
 
     /**
-     * Makes {@code g} wait for the read {@code id} names: one completed lately (then {@code g} is ready),
-     * the one waiting or in flight, else a new one; returns whether it made a new one.
+     * Makes {@code g} wait for the read {@code id} names: one completed lately (then {@code g} is
+     * ready), the one waiting or in flight, else a new one; returns whether it made a new one.
      */
-    boolean await(BatchedGet g, Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
+    boolean await(
+        BatchedGet g,
+        Object id,
+        io.basaltdb.spi.ReadTarget target,
+        long offset,
+        int size,
+        ByteBuffer dst) {
       Fetch done = recent.get(id);
       if (done != null) {
         g.fetch = done;
@@ -418,13 +494,14 @@ public final class ReadPath {
     }
 
     /**
-     * Hands over the waiting reads there is room for: each batch keeps up to {@code window} in flight.
-     * A read whose bytes the page cache holds is made here, on the batch's thread, from the file's
-     * mapping ({@link io.basaltdb.spi.ReadTarget#readInPlace}): a copy, with no hand-off to the
-     * transport and back. It completes at once, and counts against the window until the batch takes it,
-     * so a batch holds buffers for {@code window} reads at most. A copy that took long enough to have
-     * waited for the device (a page fault read its page) sends the rest of the round to the transport,
-     * so a batch over data the page cache does not hold waits for one fault per round, not one per read.
+     * Hands over the waiting reads there is room for: each batch keeps up to {@code window} in
+     * flight. A read whose bytes the page cache holds is made here, on the batch's thread, from the
+     * file's mapping ({@link io.basaltdb.spi.ReadTarget#readInPlace}): a copy, with no hand-off to
+     * the transport and back. It completes at once, and counts against the window until the batch
+     * takes it, so a batch holds buffers for {@code window} reads at most. A copy that took long
+     * enough to have waited for the device (a page fault read its page) sends the rest of the round
+     * to the transport, so a batch over data the page cache does not hold waits for one fault per
+     * round, not one per read.
      */
     void submit() {
       int room = window - inFlight.size();
@@ -435,7 +512,9 @@ public final class ReadPath {
       for (var it = waiting.values().iterator(); it.hasNext() && reads.size() + inPlace < room; ) {
         Fetch f = it.next();
         it.remove();
-        f.read = new ReadTransport.Read(f.target, f.offset, f.dst != null ? f.dst : ByteBuffer.allocate(f.size));
+        f.read =
+            new ReadTransport.Read(
+                f.target, f.offset, f.dst != null ? f.dst : ByteBuffer.allocate(f.size));
         inFlight.put(f.id, f);
         f.read.result().whenComplete((n, t) -> completed.add(f));
         if (tryInPlace) {
@@ -443,7 +522,8 @@ public final class ReadPath {
           int got;
           try {
             got = f.target.readInPlace(f.offset, f.read.dst().duplicate());
-          } catch (RuntimeException | Error e) { // reported by the key that waits for it, as a transport's failure is
+          } catch (RuntimeException
+              | Error e) { // reported by the key that waits for it, as a transport's failure is
             f.read.result().completeExceptionally(e);
             inPlace++;
             continue;
@@ -464,7 +544,9 @@ public final class ReadPath {
       transport.submit(reads);
     }
 
-    /** The next completed read, waiting for one (not interruptibly, as a point read's I/O is not). */
+    /**
+     * The next completed read, waiting for one (not interruptibly, as a point read's I/O is not).
+     */
     Fetch next() {
       boolean interrupted = false;
       try {
@@ -482,9 +564,10 @@ public final class ReadPath {
   }
 
   /**
-   * Takes {@code g} as far as it goes without a read: through the key index tables (bloom filters and
-   * cached blocks) to its record, and to its document if the cache holds it. Returns true when the key
-   * is done (its value in {@code out}); false when it waits for a read ({@link Reads#await}).
+   * Takes {@code g} as far as it goes without a read: through the key index tables (bloom filters
+   * and cached blocks) to its record, and to its document if the cache holds it. Returns true when
+   * the key is done (its value in {@code out}); false when it waits for a read ({@link
+   * Reads#await}).
    */
   private boolean advance(BatchedGet g, Reads r, long now, byte[][] out) {
     if (!g.found) {
@@ -496,13 +579,20 @@ public final class ReadPath {
         if (g.probe == g.tables.size()) return finish(g, null, out);
         KeyspaceFiles.Table t = g.tables.get(g.probe);
         stats.tableLookups.increment();
-        if (!t.reader().mayContainIfFilterCached(g.key, g.hash)) continue; // key range, a cached filter: no I/O
+        if (!t.reader().mayContainIfFilterCached(g.key, g.hash))
+          continue; // key range, a cached filter: no I/O
         TableReader.BlockSpan span = t.reader().dataBlockFor(g.key);
         int found = span == null ? 0 : t.reader().getCached(g.key, g.record, span);
         if (found == TableReader.NOT_CACHED) {
           g.table = t;
           g.span = span;
-          r.await(g, new FetchKey(t.reader(), span.offset()), t.reader().file(), span.offset(), span.readSize(), null);
+          r.await(
+              g,
+              new FetchKey(t.reader(), span.offset()),
+              t.reader().file(),
+              span.offset(),
+              span.readSize(),
+              null);
           return false;
         }
         g.found = found == 1;
@@ -516,29 +606,42 @@ public final class ReadPath {
     if (hit != null) return finish(g, hit, out);
     long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);
     boolean stale = false;
-    if (off < 0 && s != null) { // no hint, or one naming a segment collection replaced: the seqno index names the block
+    if (off < 0
+        && s != null) { // no hint, or one naming a segment collection replaced: the seqno index
+      // names the block
       long found = s.reader().hintFor(rec.seqno); // index pages, through the block cache
       if (found >= 0) {
         stale = true;
-        rec.hint = found; // this key's own copy of its record: a fallback read (take) starts from the block found
+        rec.hint =
+            found; // this key's own copy of its record: a fallback read (take) starts from the
+        // block found
         off = s.reader().hintedBlock(rec.seqno, found);
       }
     }
-    if (off < 0) return finish(g, readDocument(g.files, g.ks, g.key, rec.seqno, rec.hint).value(), out);
+    if (off < 0)
+      return finish(g, readDocument(g.files, g.ks, g.key, rec.seqno, rec.hint).value(), out);
     g.inDocument = true;
     g.segment = s;
     g.blockOffset = off;
-    if (r.await(g, new FetchKey(s.reader(), off), s.reader().file(), off, s.reader().blockReadSize(off), null)) {
+    if (r.await(
+        g,
+        new FetchKey(s.reader(), off),
+        s.reader().file(),
+        off,
+        s.reader().blockReadSize(off),
+        null)) {
       stats.documentReads.increment();
-      if (stale) stats.hintMisses.increment(); // as a point read counts it: a document read the index had to place
+      if (stale)
+        stats.hintMisses
+            .increment(); // as a point read counts it: a document read the index had to place
     }
     return false;
   }
 
   /**
-   * Takes the read {@code f} that {@code g} waited for: a key index block (searched for the key: its
-   * record, or on to the next table) or a document block (the value; or, for a block longer than the
-   * read, a read of the rest; or a point read if the block does not hold the document).
+   * Takes the read {@code f} that {@code g} waited for: a key index block (searched for the key:
+   * its record, or on to the next table) or a document block (the value; or, for a block longer
+   * than the read, a read of the rest; or a point read if the block does not hold the document).
    */
   private void take(BatchedGet g, Fetch f, Reads r, byte[][] out) {
     g.fetch = null;
@@ -556,7 +659,13 @@ public final class ReadPath {
     if (whole > 0) { // a document bigger than a block: read the rest of its block
       g.longBlock = Arrays.copyOf(b, whole);
       g.longHave = have;
-      if (r.await(g, g, reader.file(), g.blockOffset + have, whole - have, ByteBuffer.wrap(g.longBlock, have, whole - have))) {
+      if (r.await(
+          g,
+          g,
+          reader.file(),
+          g.blockOffset + have,
+          whole - have,
+          ByteBuffer.wrap(g.longBlock, have, whole - have))) {
         stats.documentReads.increment(); // always: the key is the rest read's own id
       }
       return;
@@ -564,7 +673,9 @@ public final class ReadPath {
     KeyRecord rec = g.record;
     Document d = reader.findInRead(g.blockOffset, b, have, rec.seqno);
     if (d == null || !Arrays.equals(d.key(), g.key)) {
-      d = readDocument(g.files, g.ks, g.key, rec.seqno, rec.hint); // checks and reports as a point read does
+      d =
+          readDocument(
+              g.files, g.ks, g.key, rec.seqno, rec.hint); // checks and reports as a point read does
     } else {
       reader.remember(d);
     }
@@ -578,9 +689,9 @@ public final class ReadPath {
   }
 
   /**
-   * The tables of {@code files} that may hold {@code key}, in the order {@link #findRecord} probes them
-   * (level 0 newest first, then per level the one candidate, or under guards the key's guard's tables
-   * whose range holds it): the first to hold the key holds its newest record.
+   * The tables of {@code files} that may hold {@code key}, in the order {@link #findRecord} probes
+   * them (level 0 newest first, then per level the one candidate, or under guards the key's guard's
+   * tables whose range holds it): the first to hold the key holds its newest record.
    */
   private static List<KeyspaceFiles.Table> candidateTables(KeyspaceFiles files, byte[] key) {
     List<KeyspaceFiles.Table> out = new ArrayList<>();

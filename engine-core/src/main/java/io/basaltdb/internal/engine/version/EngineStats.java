@@ -6,9 +6,10 @@ import java.util.concurrent.atomic.LongAdder;
  * The engine's counters. {@link LongAdder}s stripe their cells, so hot counters bumped by many
  * threads do not share a cache line (the padding JCTools does by hand).
  *
- * Each field is named as the stat it feeds (see StatsReport).
+ * <p>Each field is named as the stat it feeds (see StatsReport).
  *
- * <p>Thread-safety: every counter may be bumped from any thread; a read is a racy sum, fine for stats.
+ * <p>Thread-safety: every counter may be bumped from any thread; a read is a racy sum, fine for
+ * stats.
  */
 public final class EngineStats {
   public final LongAdder puts = new LongAdder();
@@ -19,15 +20,25 @@ public final class EngineStats {
   public final LongAdder userBytesWritten = new LongAdder();
   public final LongAdder walBytesWritten = new LongAdder();
   public final LongAdder walSyncs = new LongAdder();
-  /** Batches that skipped the WAL ({@link io.basaltdb.Options#walSkipBytes}) and the WAL bytes they would have taken. */
+
+  /**
+   * Batches that skipped the WAL ({@link io.basaltdb.Options#walSkipBytes}) and the WAL bytes they
+   * would have taken.
+   */
   public final LongAdder walSkippedBatches = new LongAdder();
+
   public final LongAdder walSkippedBytes = new LongAdder();
   public final LongAdder segmentBytesWritten = new LongAdder();
   public final LongAdder indexBytesWritten = new LongAdder();
   public final LongAdder manifestBytesWritten = new LongAdder();
   public final LongAdder flushes = new LongAdder();
-  /** When the last flush (or the open) happened; written by the flusher, read by the background workers. */
+
+  /**
+   * When the last flush (or the open) happened; written by the flusher, read by the background
+   * workers.
+   */
   private volatile long lastFlushNanos = System.nanoTime();
+
   public final LongAdder stallNanos = new LongAdder();
   public final LongAdder stalls = new LongAdder();
   public final LongAdder slowdownNanos = new LongAdder();
@@ -35,53 +46,100 @@ public final class EngineStats {
   public final LongAdder tableLookups = new LongAdder();
   public final LongAdder documentReads = new LongAdder();
   public final LongAdder batchedGets = new LongAdder();
-  /** Reads batched gets handed to the read transport (key index and document blocks), and the rounds they took. */
+
+  /**
+   * Reads batched gets handed to the read transport (key index and document blocks), and the rounds
+   * they took.
+   */
   public final LongAdder batchedReads = new LongAdder();
+
   public final LongAdder batchedReadRounds = new LongAdder();
+
   /** Reads of batches made in place, from a mapping of the file, not handed to the transport. */
   public final LongAdder batchedReadsInPlace = new LongAdder();
+
   public final LongAdder compactions = new LongAdder();
   public final LongAdder trivialMoves = new LongAdder();
-  /** Under key index guards: guard keys committed, guards pushed into the next level, last-level guards merged in place. */
+
+  /**
+   * Under key index guards: guard keys committed, guards pushed into the next level, last-level
+   * guards merged in place.
+   */
   public final LongAdder guardsAdded = new LongAdder();
+
   public final LongAdder guardPushes = new LongAdder();
   public final LongAdder guardMerges = new LongAdder();
+
   /** Key index compactions that merged level-0 tables into one level-0 table. */
   public final LongAdder l0Merges = new LongAdder();
-  /** Superseded versions level 0 hides from the delete list, estimated (not a counter; see its class). */
-  public final ShadowedBytes shadowed = new ShadowedBytes();
+
   /**
-   * Key index tables that compaction wrote with at least one tombstone, by file number (in memory only:
-   * tables found at open are not listed). A quiet guarded store merges a last-level guard whose newer
-   * tables hold tombstones, so deletes reach the bottom ({@link io.basaltdb.internal.engine.index.CompactionPicker}).
+   * Superseded versions level 0 hides from the delete list, estimated (not a counter; see its
+   * class).
    */
-  public final java.util.Set<Long> tablesWithTombstones = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  public final ShadowedBytes shadowed = new ShadowedBytes();
+
+  /**
+   * Key index tables that compaction wrote with at least one tombstone, by file number (in memory
+   * only: tables found at open are not listed). A quiet guarded store merges a last-level guard
+   * whose newer tables hold tombstones, so deletes reach the bottom ({@link
+   * io.basaltdb.internal.engine.index.CompactionPicker}).
+   */
+  public final java.util.Set<Long> tablesWithTombstones =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   /** Location hints key index compaction rewrote because they named a replaced segment. */
   public final LongAdder hintsRefreshed = new LongAdder();
-  /** Document reads that searched a segment's seqno index: the record's hint was missing, stale or wrong. */
+
+  /**
+   * Document reads that searched a segment's seqno index: the record's hint was missing, stale or
+   * wrong.
+   */
   public final LongAdder hintMisses = new LongAdder();
+
   /** Expired key index records compaction turned into tombstones or dropped (Magma section 7.1). */
   public final LongAdder expiredRecordsCompacted = new LongAdder();
+
   /** Compactions the expiry check started ({@link io.basaltdb.Options#expiryCheckMillis}). */
   public final LongAdder expiryCompactions = new LongAdder();
-  /** Superseded versions flushes sent to the delete list ({@link io.basaltdb.Options#flushLookups}). */
+
+  /**
+   * Superseded versions flushes sent to the delete list ({@link io.basaltdb.Options#flushLookups}).
+   */
   public final LongAdder flushStaleReported = new LongAdder();
-  /** Superseded versions revealing level-0 merges sent to the delete list (see {@link io.basaltdb.internal.engine.index.Compactor}). */
+
+  /**
+   * Superseded versions revealing level-0 merges sent to the delete list (see {@link
+   * io.basaltdb.internal.engine.index.Compactor}).
+   */
   public final LongAdder l0MergeStaleReported = new LongAdder();
+
   public final LongAdder compactionBytesRead = new LongAdder();
   public final LongAdder compactionBytesWritten = new LongAdder();
   public final LongAdder l0Stalls = new LongAdder();
+
   /** Writes refused because free disk space was below diskReserveBytes (each refused writer). */
   public final LongAdder diskFullRefusals = new LongAdder();
+
   public final LongAdder l0StallNanos = new LongAdder();
   public final LongAdder obsoleteDeleteFailures = new LongAdder();
   public final LongAdder checkpointsDroppedForSpace = new LongAdder();
-  /** Delete list tables written: by key index compactions (their discards) and delete list compactions. */
+
+  /**
+   * Delete list tables written: by key index compactions (their discards) and delete list
+   * compactions.
+   */
   public final LongAdder deleteListBytesWritten = new LongAdder();
+
   public final LongAdder deleteListBytesRead = new LongAdder();
   public final LongAdder deleteListCompactions = new LongAdder();
-  /** Segment compactions (garbage collection runs), the segment bytes they read, wrote and reclaimed. */
+
+  /**
+   * Segment compactions (garbage collection runs), the segment bytes they read, wrote and
+   * reclaimed.
+   */
   public final LongAdder gcRuns = new LongAdder();
+
   public final LongAdder gcBytesRead = new LongAdder();
   public final LongAdder gcBytesWritten = new LongAdder();
   public final LongAdder gcBytesReclaimed = new LongAdder();
@@ -91,14 +149,20 @@ public final class EngineStats {
   public final LongAdder gcSlowdownNanos = new LongAdder();
   public final LongAdder gcStalls = new LongAdder();
   public final LongAdder gcStallNanos = new LongAdder();
+
   /**
-   * When a flush or collection last wrote each segment, by id, in ms since the epoch (in memory only:
-   * segments found at the open count as written at {@link #openMillis}); {@link io.basaltdb.Options#coldSegmentMillis}.
+   * When a flush or collection last wrote each segment, by id, in ms since the epoch (in memory
+   * only: segments found at the open count as written at {@link #openMillis}); {@link
+   * io.basaltdb.Options#coldSegmentMillis}.
    */
-  public final java.util.Map<Long, Long> segmentWrittenMillis = new java.util.concurrent.ConcurrentHashMap<>();
+  public final java.util.Map<Long, Long> segmentWrittenMillis =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   final long openMillis = System.currentTimeMillis();
+
   /** Segments garbage collection wrote with zstd (cold), and their bytes. */
   public final LongAdder gcColdSegments = new LongAdder();
+
   public final LongAdder gcColdBytesWritten = new LongAdder();
 
   /** When segment {@code id} was last written. */
@@ -106,8 +170,12 @@ public final class EngineStats {
     return segmentWrittenMillis.getOrDefault(id, openMillis);
   }
 
-  /** Change feeds opened, changes they returned, and documents they skipped as stale (delete list, exact check). */
+  /**
+   * Change feeds opened, changes they returned, and documents they skipped as stale (delete list,
+   * exact check).
+   */
   public final LongAdder changeFeeds = new LongAdder();
+
   public final LongAdder changesReturned = new LongAdder();
   public final LongAdder changesSkippedStale = new LongAdder();
   public final LongAdder changesSkippedExact = new LongAdder();
@@ -119,9 +187,9 @@ public final class EngineStats {
   }
 
   /**
-   * Whether no flush has happened for {@code nanos} (the store is quiet: key index compaction merges
-   * level 0 into the base level and garbage collection collects lower). Volatile read: a stale answer
-   * only delays or hastens a quiet pass by one look.
+   * Whether no flush has happened for {@code nanos} (the store is quiet: key index compaction
+   * merges level 0 into the base level and garbage collection collects lower). Volatile read: a
+   * stale answer only delays or hastens a quiet pass by one look.
    */
   public boolean quietFor(long nanos) {
     return System.nanoTime() - lastFlushNanos >= nanos;

@@ -4,6 +4,7 @@ package io.basaltdb.internal.engine.version;
  * Every path of a store, built and parsed in one place (LevelDB's {@code db/filename.h}). Paths are
  * relative to the store's directory and use '/'; the {@link io.basaltdb.internal.storage.Storage}
  * seam resolves them. Layout (docs/format.md, "Directory layout"):
+ *
  * <pre>
  *   LOCK                                  the process lock
  *   manifest/MANIFEST-{number:012}        one per committed manifest (checkpoints); .tmp while written
@@ -12,6 +13,7 @@ package io.basaltdb.internal.engine.version;
  *   keyspaces/{id}/log/{number:012}.seg   log segments
  *   keyspaces/{id}/deletes/{number:012}.sst delete list tables (garbage collection)
  * </pre>
+ *
  * File numbers come from one counter shared by WAL files, tables and segments.
  *
  * <p>Thread-safety: stateless.
@@ -41,12 +43,17 @@ public final class FileNames {
     return manifest(number) + TMP;
   }
 
-  /** Whether a name listed in {@link #MANIFEST_DIR} is a manifest commit that crashed before its rename. */
+  /**
+   * Whether a name listed in {@link #MANIFEST_DIR} is a manifest commit that crashed before its
+   * rename.
+   */
   static boolean isManifestTemp(String name) {
     return name.startsWith(MANIFEST_PREFIX) && name.endsWith(TMP);
   }
 
-  /** The manifest number of a name listed in {@link #MANIFEST_DIR}, or -1 if it is not a manifest's. */
+  /**
+   * The manifest number of a name listed in {@link #MANIFEST_DIR}, or -1 if it is not a manifest's.
+   */
   public static long manifestNumber(String name) {
     if (!name.startsWith(MANIFEST_PREFIX) || name.endsWith(TMP)) return -1;
     return parse(name.substring(MANIFEST_PREFIX.length()));
@@ -105,7 +112,10 @@ public final class FileNames {
     return logDir(keyspace) + "/" + digits(fileNumber) + ".seg";
   }
 
-  /** The file number of a name listed in an index or log directory (digits before the first dot), or 0. */
+  /**
+   * The file number of a name listed in an index or log directory (digits before the first dot), or
+   * 0.
+   */
   static long dataFileNumber(String name) {
     int dot = name.indexOf('.');
     long n = parse(dot < 0 ? name : name.substring(0, dot));
@@ -116,8 +126,11 @@ public final class FileNames {
    * {@code n} in 12 digits, zero-padded (as {@code %012d}, without the formatter: the obsolete-file
    * sweep names every file of every live version at each commit).
    */
-  /** The directory of an in-memory store's backup files (docs/format.md, "In-memory backup files"). */
+  /**
+   * The directory of an in-memory store's backup files (docs/format.md, "In-memory backup files").
+   */
   public static final String MEMORY_BACKUP_DIR = "memory";
+
   /** The manifest of an in-memory store's backup: its seqno, keyspaces, shards and delta files. */
   public static final String MEMORY_BACKUP_MANIFEST = MEMORY_BACKUP_DIR + "/MANIFEST";
 

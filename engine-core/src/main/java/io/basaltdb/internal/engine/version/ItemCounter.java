@@ -11,23 +11,26 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Exact item counts (Magma section 7.2; {@link io.basaltdb.Options#exactItemCounts}): per keyspace, how
- * many keys have a live newest version. Each write is looked up before it is applied, to tell an insert
- * from an update and a delete of a live key from one of an absent key: the commit group's earlier
- * writes, the active write cache, the immutable one, then the key index (range and bloom filter first,
- * so a new key costs no I/O; an existing key one data block, usually cached). The commit leader counts a
- * group before its WAL write and adds the counts under the apply lock as it publishes the group; WAL
- * replay counts each replayed batch the same way, from the counts the manifest holds. A write cache
- * switch notes the counts at its seqno ({@link WriteCache#itemsAtSwitch}), and the flush of that cache
- * commits them with its files, so the manifest's counts are always those at its flushed seqno
- * ({@link Manifest.Counters#items}). A key whose newest version has an expiry is not counted (its expiry
- * is a delete nobody writes, which no lookup would see happen); docs/architecture.md, "Document expiry".
+ * Exact item counts (Magma section 7.2; {@link io.basaltdb.Options#exactItemCounts}): per keyspace,
+ * how many keys have a live newest version. Each write is looked up before it is applied, to tell
+ * an insert from an update and a delete of a live key from one of an absent key: the commit group's
+ * earlier writes, the active write cache, the immutable one, then the key index (range and bloom
+ * filter first, so a new key costs no I/O; an existing key one data block, usually cached). The
+ * commit leader counts a group before its WAL write and adds the counts under the apply lock as it
+ * publishes the group; WAL replay counts each replayed batch the same way, from the counts the
+ * manifest holds. A write cache switch notes the counts at its seqno ({@link
+ * WriteCache#itemsAtSwitch}), and the flush of that cache commits them with its files, so the
+ * manifest's counts are always those at its flushed seqno ({@link Manifest.Counters#items}). A key
+ * whose newest version has an expiry is not counted (its expiry is a delete nobody writes, which no
+ * lookup would see happen); docs/architecture.md, "Document expiry".
  *
- * <p>Thread-safety: {@link #deltas} is called by one thread at a time (the commit leader, or replay);
- * the counts are written under the apply lock and read by anyone.
+ * <p>Thread-safety: {@link #deltas} is called by one thread at a time (the commit leader, or
+ * replay); the counts are written under the apply lock and read by anyone.
  */
 public final class ItemCounter {
-  /** Finds the newest key index record of a key in a version's files ({@code ReadPath#findRecord}). */
+  /**
+   * Finds the newest key index record of a key in a version's files ({@code ReadPath#findRecord}).
+   */
   @FunctionalInterface
   public interface RecordFinder {
     boolean find(KeyspaceFiles files, byte[] key, KeyRecord rec);
@@ -35,6 +38,7 @@ public final class ItemCounter {
 
   private final RecordFinder reads;
   private final KeyspaceCatalog catalog;
+
   /** The live counts as of the last published seqno, by keyspace id (absent: 0). */
   private final Map<Integer, Long> counts = new ConcurrentHashMap<>();
 
@@ -59,29 +63,32 @@ public final class ItemCounter {
   }
 
   /**
-   * What counting a group found: how it changes each keyspace's live keys, and for each write (by batch
-   * and operation; null for a write to a keyspace no longer live) what is below the active write cache
-   * for its key, which the write's entry keeps for the flush ({@link WriteCache.Below}).
+   * What counting a group found: how it changes each keyspace's live keys, and for each write (by
+   * batch and operation; null for a write to a keyspace no longer live) what is below the active
+   * write cache for its key, which the write's entry keeps for the flush ({@link
+   * WriteCache.Below}).
    */
   public record Counted(Map<Integer, Long> deltas, WriteCache.Below[][] below) {}
 
   /** Adds a group's deltas; caller holds the apply lock, just before it publishes the group. */
   public void add(Counted c) {
-    for (Map.Entry<Integer, Long> d : c.deltas().entrySet()) counts.merge(d.getKey(), d.getValue(), Long::sum);
+    for (Map.Entry<Integer, Long> d : c.deltas().entrySet())
+      counts.merge(d.getKey(), d.getValue(), Long::sum);
   }
 
   /**
-   * How the group's writes, in order, change each keyspace's live count, given {@code v}, which holds
-   * every write published before the group (the leader's current version: a flush or compaction
-   * installed since moves versions between its sources, but does not change which is the newest).
-   * Writes to keyspaces no longer live are skipped, as the apply skips them.
+   * How the group's writes, in order, change each keyspace's live count, given {@code v}, which
+   * holds every write published before the group (the leader's current version: a flush or
+   * compaction installed since moves versions between its sources, but does not change which is the
+   * newest). Writes to keyspaces no longer live are skipped, as the apply skips them.
    */
   public Counted deltas(Version v, List<Batch> group) {
     Map<Integer, Long> out = new HashMap<>(4);
     WriteCache.Below[][] below = new WriteCache.Below[group.size()][];
     int ops = 0;
     for (Batch b : group) ops += b.count;
-    Map<ByteBuffer, State> written = ops > 1 ? new HashMap<>(ops * 2) : null; // the group's earlier writes
+    Map<ByteBuffer, State> written =
+        ops > 1 ? new HashMap<>(ops * 2) : null; // the group's earlier writes
     KeyRecord rec = new KeyRecord();
     for (int g = 0; g < group.size(); g++) {
       Batch b = group.get(g);
@@ -111,9 +118,10 @@ public final class ItemCounter {
   private record State(boolean live, WriteCache.Below below) {}
 
   /**
-   * {@code key}'s newest version in {@code v}: in the active cache (what is below the cache is what its
-   * entry says), the immutable one (below the active cache is that entry, whose document size is not
-   * known before its flush: unknown, left to compaction to report), or the key index (its record).
+   * {@code key}'s newest version in {@code v}: in the active cache (what is below the cache is what
+   * its entry says), the immutable one (below the active cache is that entry, whose document size
+   * is not known before its flush: unknown, left to compaction to report), or the key index (its
+   * record).
    */
   private State stateIn(Version v, int ks, byte[] key, KeyRecord rec) {
     byte[] e = v.active.get(ks, key);
@@ -121,8 +129,12 @@ public final class ItemCounter {
     e = v.immutable == null ? null : v.immutable.get(ks, key);
     if (e != null) return new State(counted(e), WriteCache.Below.UNKNOWN);
     if (!reads.find(v.files(ks), key, rec)) return new State(false, WriteCache.Below.NONE);
-    // A version with an expiry is below as a tombstone is: its report is left to the compaction that drops
-    // it (at the bottom once it has expired, or under a newer version), so it is never reported twice.
-    return new State(!rec.tombstone && rec.expiry == 0, WriteCache.Below.of(rec.tombstone || rec.expiry != 0, rec.seqno, rec.docSize));
+    // A version with an expiry is below as a tombstone is: its report is left to the compaction
+    // that drops
+    // it (at the bottom once it has expired, or under a newer version), so it is never reported
+    // twice.
+    return new State(
+        !rec.tombstone && rec.expiry == 0,
+        WriteCache.Below.of(rec.tombstone || rec.expiry != 0, rec.seqno, rec.docSize));
   }
 }

@@ -15,12 +15,15 @@ import java.util.zip.CRC32C;
  * The store's manifest (Magma section 5): every keyspace with its live key index tables and log
  * segments (each segment's checkpointed state, tail offset included) and its key index accounting
  * ({@link Counters}), the seqno up to which the files hold every write, the first WAL file recovery
- * must replay, and the WAL head: the WAL file current when it was committed, which recovery checks is
- * present (a deleted WAL file fails the open instead of losing writes silently). Each commit writes a new numbered file (to a temporary name, fsynced, renamed, directory
- * fsynced), so a manifest under its final name is always complete; older ones stay for {@link
- * io.basaltdb.Options#checkpointRetentionMillis} as checkpoints. The byte layout is in docs/format.md ("Manifest").
+ * must replay, and the WAL head: the WAL file current when it was committed, which recovery checks
+ * is present (a deleted WAL file fails the open instead of losing writes silently). Each commit
+ * writes a new numbered file (to a temporary name, fsynced, renamed, directory fsynced), so a
+ * manifest under its final name is always complete; older ones stay for {@link
+ * io.basaltdb.Options#checkpointRetentionMillis} as checkpoints. The byte layout is in
+ * docs/format.md ("Manifest").
  *
- * <p>Thread-safety: immutable value; {@link #write} is called only by {@link VersionSet}, under its lock.
+ * <p>Thread-safety: immutable value; {@link #write} is called only by {@link VersionSet}, under its
+ * lock.
  */
 public record Manifest(
     long number,
@@ -34,28 +37,51 @@ public record Manifest(
     int flags) {
 
   static final long MAGIC = 0x42534c544d414e31L; // "BSLTMAN1"
+
   /**
-   * 2: per-keyspace {@link Counters}. 3: {@code walHead}. 4: per-keyspace delete list tables and segment
-   * garbage. 5: the flags word and, with {@link #FLAG_GUARDS}, each keyspace's guard keys. 6: each
-   * keyspace's purge seqno and item count ({@link #FLAG_ITEM_COUNTS}); every store writes it. Versions 2
-   * to 5 are still read (walHead 0; no delete list, no garbage; a purge seqno of the flushed seqno, item
-   * counts not exact).
+   * 2: per-keyspace {@link Counters}. 3: {@code walHead}. 4: per-keyspace delete list tables and
+   * segment garbage. 5: the flags word and, with {@link #FLAG_GUARDS}, each keyspace's guard keys.
+   * 6: each keyspace's purge seqno and item count ({@link #FLAG_ITEM_COUNTS}); every store writes
+   * it. Versions 2 to 5 are still read (walHead 0; no delete list, no garbage; a purge seqno of the
+   * flushed seqno, item counts not exact).
    */
   public static final int FORMAT_VERSION = 6;
-  /** {@link #flags} bit: the key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards}; formats 5 and 6). */
-  static final int FLAG_GUARDS = 1;
+
   /**
-   * {@link #flags} bit (format 6): every keyspace's {@link Counters#items} is its exact count of live
-   * keys as of {@link #flushedSeqno} ({@link io.basaltdb.Options#exactItemCounts}).
+   * {@link #flags} bit: the key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards};
+   * formats 5 and 6).
+   */
+  static final int FLAG_GUARDS = 1;
+
+  /**
+   * {@link #flags} bit (format 6): every keyspace's {@link Counters#items} is its exact count of
+   * live keys as of {@link #flushedSeqno} ({@link io.basaltdb.Options#exactItemCounts}).
    */
   public static final int FLAG_ITEM_COUNTS = 2;
+
   /** The oldest format this build reads. */
   static final int OLDEST_READABLE_VERSION = 2;
 
   /** A manifest of a store without key index guards. */
-  public Manifest(long number, long createdMillis, long flushedSeqno, long nextFileNumber, long walStart, long walHead,
-      int nextKeyspaceId, List<KeyspaceMeta> keyspaces) {
-    this(number, createdMillis, flushedSeqno, nextFileNumber, walStart, walHead, nextKeyspaceId, keyspaces, 0);
+  public Manifest(
+      long number,
+      long createdMillis,
+      long flushedSeqno,
+      long nextFileNumber,
+      long walStart,
+      long walHead,
+      int nextKeyspaceId,
+      List<KeyspaceMeta> keyspaces) {
+    this(
+        number,
+        createdMillis,
+        flushedSeqno,
+        nextFileNumber,
+        walStart,
+        walHead,
+        nextKeyspaceId,
+        keyspaces,
+        0);
   }
 
   /** Whether the store's key index keeps guards (fixed when the store is created). */
@@ -69,25 +95,52 @@ public record Manifest(
   }
 
   /**
-   * One keyspace: tables newest first, segments by start seqno, its counters as of these tables, its
-   * delete list's tables (level 0 newest first, then level 1 by seqno), the garbage of its segments
-   * (only segments with garbage or a garbage collection behind them are listed), its guards, and its
-   * purge seqno: the highest seqno of a deletion whose tombstone a key index compaction has dropped (0:
-   * none), so a change feed from at or below it may miss deletions ({@link io.basaltdb.ChangeFeed}).
+   * One keyspace: tables newest first, segments by start seqno, its counters as of these tables,
+   * its delete list's tables (level 0 newest first, then level 1 by seqno), the garbage of its
+   * segments (only segments with garbage or a garbage collection behind them are listed), its
+   * guards, and its purge seqno: the highest seqno of a deletion whose tombstone a key index
+   * compaction has dropped (0: none), so a change feed from at or below it may miss deletions
+   * ({@link io.basaltdb.ChangeFeed}).
    */
-  public record KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
-      List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage, Guards guards, long purgeSeqno) {
-    public KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
-        List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage, Guards guards) {
+  public record KeyspaceMeta(
+      int id,
+      String name,
+      List<TableMeta> tables,
+      List<SegmentState> segments,
+      Counters counters,
+      List<DeleteTableMeta> deletes,
+      List<SegmentGarbage> garbage,
+      Guards guards,
+      long purgeSeqno) {
+    public KeyspaceMeta(
+        int id,
+        String name,
+        List<TableMeta> tables,
+        List<SegmentState> segments,
+        Counters counters,
+        List<DeleteTableMeta> deletes,
+        List<SegmentGarbage> garbage,
+        Guards guards) {
       this(id, name, tables, segments, counters, deletes, garbage, guards, 0);
     }
 
-    public KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters) {
+    public KeyspaceMeta(
+        int id,
+        String name,
+        List<TableMeta> tables,
+        List<SegmentState> segments,
+        Counters counters) {
       this(id, name, tables, segments, counters, List.of(), List.of());
     }
 
-    public KeyspaceMeta(int id, String name, List<TableMeta> tables, List<SegmentState> segments, Counters counters,
-        List<DeleteTableMeta> deletes, List<SegmentGarbage> garbage) {
+    public KeyspaceMeta(
+        int id,
+        String name,
+        List<TableMeta> tables,
+        List<SegmentState> segments,
+        Counters counters,
+        List<DeleteTableMeta> deletes,
+        List<SegmentGarbage> garbage) {
       this(id, name, tables, segments, counters, deletes, garbage, Guards.EMPTY);
     }
 
@@ -101,13 +154,19 @@ public record Manifest(
   }
 
   /**
-   * A delete list table (Magma section 4): records of stale seqnos and their document sizes, sorted by
-   * seqno. {@code addedIn}: every record of the table has been in some table of every manifest numbered
-   * {@code addedIn} or above (so a segment compaction that started from such a manifest consumed it).
-   * {@code logicalBytes}: the document sizes its records sum to. Level 0: one table per key index
-   * compaction, overlapping; level 1: one sorted run.
+   * A delete list table (Magma section 4): records of stale seqnos and their document sizes, sorted
+   * by seqno. {@code addedIn}: every record of the table has been in some table of every manifest
+   * numbered {@code addedIn} or above (so a segment compaction that started from such a manifest
+   * consumed it). {@code logicalBytes}: the document sizes its records sum to. Level 0: one table
+   * per key index compaction, overlapping; level 1: one sorted run.
    */
-  public record DeleteTableMeta(long fileNumber, int level, long addedIn, long records, long logicalBytes, long minSeqno,
+  public record DeleteTableMeta(
+      long fileNumber,
+      int level,
+      long addedIn,
+      long records,
+      long logicalBytes,
+      long minSeqno,
       long maxSeqno) {
     static final int ENCODED_SIZE = 52;
 
@@ -117,10 +176,10 @@ public record Manifest(
   }
 
   /**
-   * The garbage of one segment: the document bytes and count of its versions the key index dropped and
-   * no segment compaction has removed yet. {@code gcBase}: the manifest number the segment compaction
-   * that wrote the segment started from (0 for a segment a flush wrote); delete list records of tables
-   * with {@code addedIn <= gcBase} in its seqno range were consumed by it.
+   * The garbage of one segment: the document bytes and count of its versions the key index dropped
+   * and no segment compaction has removed yet. {@code gcBase}: the manifest number the segment
+   * compaction that wrote the segment started from (0 for a segment a flush wrote); delete list
+   * records of tables with {@code addedIn <= gcBase} in its seqno range were consumed by it.
    */
   public record SegmentGarbage(long segmentId, long bytes, long count, long gcBase) {
     static final int ENCODED_SIZE = 32;
@@ -128,33 +187,58 @@ public record Manifest(
 
   /**
    * A keyspace's key index accounting since it was created, committed in the same manifest as the
-   * tables it describes, so a crash can neither lose nor repeat a change: the records (and the document
-   * sizes they carry) that flushes wrote into the key index, and those compactions dropped from it.
+   * tables it describes, so a crash can neither lose nor repeat a change: the records (and the
+   * document sizes they carry) that flushes wrote into the key index, and those compactions dropped
+   * from it.
    *
    * <p>Invariants (per keyspace, in every committed manifest):
+   *
    * <ol>
    *   <li>{@code flushedVersions} = the entry counts of the manifest's tables summed + {@code
-   *       discardedVersions}; the same for {@code flushedBytes}, the tables' document sizes and {@code
-   *       discardedBytes}. Each discarded version is counted by exactly one committed compaction.</li>
-   *   <li>{@code flushedBytes - discardedBytes} is the document bytes the tables reference.</li>
+   *       discardedVersions}; the same for {@code flushedBytes}, the tables' document sizes and
+   *       {@code discardedBytes}. Each discarded version is counted by exactly one committed
+   *       compaction.
+   *   <li>{@code flushedBytes - discardedBytes} is the document bytes the tables reference.
    *   <li>{@code discardedVersions} = the garbage counts of the keyspace's segments summed + {@code
-   *       collectedVersions} (discarded versions segment compactions removed); the same for bytes. Each
-   *       discarded version is garbage of one segment until one compaction removes it.</li>
+   *       collectedVersions} (discarded versions segment compactions removed); the same for bytes.
+   *       Each discarded version is garbage of one segment until one compaction removes it.
    * </ol>
    */
-  public record Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes,
-      long collectedVersions, long collectedBytes, long items) {
+  public record Counters(
+      long flushedVersions,
+      long flushedBytes,
+      long discardedVersions,
+      long discardedBytes,
+      long collectedVersions,
+      long collectedBytes,
+      long items) {
     public static final Counters ZERO = new Counters(0, 0, 0, 0, 0, 0, 0);
-    /** Bytes in format 6; formats 4 and 5 hold the first six (48 bytes), 2 and 3 the first four (32 bytes). */
+
+    /**
+     * Bytes in format 6; formats 4 and 5 hold the first six (48 bytes), 2 and 3 the first four (32
+     * bytes).
+     */
     static final int ENCODED_SIZE = 56;
 
     Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes) {
       this(flushedVersions, flushedBytes, discardedVersions, discardedBytes, 0, 0, 0);
     }
 
-    Counters(long flushedVersions, long flushedBytes, long discardedVersions, long discardedBytes,
-        long collectedVersions, long collectedBytes) {
-      this(flushedVersions, flushedBytes, discardedVersions, discardedBytes, collectedVersions, collectedBytes, 0);
+    Counters(
+        long flushedVersions,
+        long flushedBytes,
+        long discardedVersions,
+        long discardedBytes,
+        long collectedVersions,
+        long collectedBytes) {
+      this(
+          flushedVersions,
+          flushedBytes,
+          discardedVersions,
+          discardedBytes,
+          collectedVersions,
+          collectedBytes,
+          0);
     }
 
     /** A change of the live key count ({@link io.basaltdb.Options#exactItemCounts}). */
@@ -176,15 +260,25 @@ public record Manifest(
     }
 
     public Counters plus(Counters d) {
-      return new Counters(flushedVersions + d.flushedVersions, flushedBytes + d.flushedBytes,
-          discardedVersions + d.discardedVersions, discardedBytes + d.discardedBytes,
-          collectedVersions + d.collectedVersions, collectedBytes + d.collectedBytes, items + d.items);
+      return new Counters(
+          flushedVersions + d.flushedVersions,
+          flushedBytes + d.flushedBytes,
+          discardedVersions + d.discardedVersions,
+          discardedBytes + d.discardedBytes,
+          collectedVersions + d.collectedVersions,
+          collectedBytes + d.collectedBytes,
+          items + d.items);
     }
 
     Counters minus(Counters d) {
-      return new Counters(flushedVersions - d.flushedVersions, flushedBytes - d.flushedBytes,
-          discardedVersions - d.discardedVersions, discardedBytes - d.discardedBytes,
-          collectedVersions - d.collectedVersions, collectedBytes - d.collectedBytes, items - d.items);
+      return new Counters(
+          flushedVersions - d.flushedVersions,
+          flushedBytes - d.flushedBytes,
+          discardedVersions - d.discardedVersions,
+          discardedBytes - d.discardedBytes,
+          collectedVersions - d.collectedVersions,
+          collectedBytes - d.collectedBytes,
+          items - d.items);
     }
 
     /** Document bytes the keyspace's tables reference (older versions and tombstones included). */
@@ -201,7 +295,11 @@ public record Manifest(
     b = ensure(b, 72);
     boolean guarded = guardedKeyIndex();
     b.putLong(MAGIC).putInt(FORMAT_VERSION).putInt(flags);
-    b.putLong(number).putLong(createdMillis).putLong(flushedSeqno).putLong(nextFileNumber).putLong(walStart);
+    b.putLong(number)
+        .putLong(createdMillis)
+        .putLong(flushedSeqno)
+        .putLong(nextFileNumber)
+        .putLong(walStart);
     b.putLong(walHead);
     b.putInt(nextKeyspaceId).putInt(keyspaces.size());
     for (KeyspaceMeta k : keyspaces) {
@@ -209,8 +307,13 @@ public record Manifest(
       b = ensure(b, 16 + name.length + Counters.ENCODED_SIZE + k.tables.size() * 12);
       b.putInt(k.id).putInt(name.length).put(name);
       Counters c = k.counters;
-      b.putLong(c.flushedVersions).putLong(c.flushedBytes).putLong(c.discardedVersions).putLong(c.discardedBytes)
-          .putLong(c.collectedVersions).putLong(c.collectedBytes).putLong(c.items);
+      b.putLong(c.flushedVersions)
+          .putLong(c.flushedBytes)
+          .putLong(c.discardedVersions)
+          .putLong(c.discardedBytes)
+          .putLong(c.collectedVersions)
+          .putLong(c.collectedBytes)
+          .putLong(c.items);
       b.putInt(k.tables.size());
       for (TableMeta t : k.tables) b.putLong(t.fileNumber).putInt(t.level);
       b.putInt(k.segments.size());
@@ -221,14 +324,25 @@ public record Manifest(
         s.encode(b);
         b.putInt(at, b.position() - at - 4);
       }
-      b = ensure(b, 8 + k.deletes.size() * DeleteTableMeta.ENCODED_SIZE + k.garbage.size() * SegmentGarbage.ENCODED_SIZE);
+      b =
+          ensure(
+              b,
+              8
+                  + k.deletes.size() * DeleteTableMeta.ENCODED_SIZE
+                  + k.garbage.size() * SegmentGarbage.ENCODED_SIZE);
       b.putInt(k.deletes.size());
       for (DeleteTableMeta d : k.deletes) {
-        b.putLong(d.fileNumber).putInt(d.level).putLong(d.addedIn).putLong(d.records).putLong(d.logicalBytes)
-            .putLong(d.minSeqno).putLong(d.maxSeqno);
+        b.putLong(d.fileNumber)
+            .putInt(d.level)
+            .putLong(d.addedIn)
+            .putLong(d.records)
+            .putLong(d.logicalBytes)
+            .putLong(d.minSeqno)
+            .putLong(d.maxSeqno);
       }
       b.putInt(k.garbage.size());
-      for (SegmentGarbage g : k.garbage) b.putLong(g.segmentId).putLong(g.bytes).putLong(g.count).putLong(g.gcBase);
+      for (SegmentGarbage g : k.garbage)
+        b.putLong(g.segmentId).putLong(g.bytes).putLong(g.count).putLong(g.gcBase);
       b = ensure(b, 8);
       b.putLong(k.purgeSeqno);
       if (guarded) {
@@ -256,14 +370,17 @@ public record Manifest(
 
   private static ByteBuffer ensure(ByteBuffer b, int more) {
     if (b.remaining() >= more) return b;
-    ByteBuffer n = ByteBuffer.allocate(Math.max(b.capacity() * 2, b.position() + more)).order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer n =
+        ByteBuffer.allocate(Math.max(b.capacity() * 2, b.position() + more))
+            .order(ByteOrder.LITTLE_ENDIAN);
     b.flip();
     n.put(b);
     return n;
   }
 
   static Manifest decode(byte[] data, String file) {
-    if (data.length < 68) throw new CorruptionException(file, 0, "manifest of " + data.length + " bytes is too short");
+    if (data.length < 68)
+      throw new CorruptionException(file, 0, "manifest of " + data.length + " bytes is too short");
     CRC32C crc = new CRC32C();
     crc.update(data, 0, data.length - 4);
     ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN);
@@ -271,16 +388,27 @@ public record Manifest(
       throw new CorruptionException(file, data.length - 4, "manifest checksum mismatch");
     }
     try {
-      if (b.getLong() != MAGIC) throw new CorruptionException(file, 0, "not a Basalt manifest (bad magic)");
+      if (b.getLong() != MAGIC)
+        throw new CorruptionException(file, 0, "not a Basalt manifest (bad magic)");
       int version = b.getInt();
       if (version < OLDEST_READABLE_VERSION || version > FORMAT_VERSION) {
-        throw new CorruptionException("manifest " + file + " has format version " + version + "; this build reads versions "
-            + OLDEST_READABLE_VERSION + " to " + FORMAT_VERSION + ". Open the store with a matching Basalt release");
+        throw new CorruptionException(
+            "manifest "
+                + file
+                + " has format version "
+                + version
+                + "; this build reads versions "
+                + OLDEST_READABLE_VERSION
+                + " to "
+                + FORMAT_VERSION
+                + ". Open the store with a matching Basalt release");
       }
       int flags = b.getInt();
-      if ((flags & ~(FLAG_GUARDS | FLAG_ITEM_COUNTS)) != 0 || (version == 5 && flags != FLAG_GUARDS)
+      if ((flags & ~(FLAG_GUARDS | FLAG_ITEM_COUNTS)) != 0
+          || (version == 5 && flags != FLAG_GUARDS)
           || (version < 5 && flags != 0)) {
-        throw new CorruptionException(file, 12, "manifest format " + version + " with flags " + flags);
+        throw new CorruptionException(
+            file, 12, "manifest format " + version + " with flags " + flags);
       }
       long number = b.getLong();
       long created = b.getLong();
@@ -295,8 +423,15 @@ public record Manifest(
         int id = b.getInt();
         byte[] name = new byte[b.getInt()];
         b.get(name);
-        Counters counters = new Counters(b.getLong(), b.getLong(), b.getLong(), b.getLong(),
-            version >= 4 ? b.getLong() : 0, version >= 4 ? b.getLong() : 0, version >= 6 ? b.getLong() : 0);
+        Counters counters =
+            new Counters(
+                b.getLong(),
+                b.getLong(),
+                b.getLong(),
+                b.getLong(),
+                version >= 4 ? b.getLong() : 0,
+                version >= 4 ? b.getLong() : 0,
+                version >= 6 ? b.getLong() : 0);
         int nt = b.getInt();
         List<TableMeta> tables = new ArrayList<>();
         for (int t = 0; t < nt; t++) tables.add(new TableMeta(b.getLong(), b.getInt()));
@@ -313,22 +448,42 @@ public record Manifest(
         if (version >= 4) {
           int nd = b.getInt();
           for (int d = 0; d < nd; d++) {
-            deletes.add(new DeleteTableMeta(b.getLong(), b.getInt(), b.getLong(), b.getLong(), b.getLong(), b.getLong(),
-                b.getLong()));
+            deletes.add(
+                new DeleteTableMeta(
+                    b.getLong(),
+                    b.getInt(),
+                    b.getLong(),
+                    b.getLong(),
+                    b.getLong(),
+                    b.getLong(),
+                    b.getLong()));
           }
           int ng = b.getInt();
-          for (int g = 0; g < ng; g++) garbage.add(new SegmentGarbage(b.getLong(), b.getLong(), b.getLong(), b.getLong()));
+          for (int g = 0; g < ng; g++)
+            garbage.add(new SegmentGarbage(b.getLong(), b.getLong(), b.getLong(), b.getLong()));
         }
-        // Before version 6 no purge seqno was kept, but compactions dropped tombstones all the same: any
+        // Before version 6 no purge seqno was kept, but compactions dropped tombstones all the
+        // same: any
         // deletion up to the flushed seqno may be gone.
         long purgeSeqno = version >= 6 ? b.getLong() : flushed;
-        if (purgeSeqno < 0) throw new CorruptionException(file, b.position() - 8, "purge seqno " + purgeSeqno);
+        if (purgeSeqno < 0)
+          throw new CorruptionException(file, b.position() - 8, "purge seqno " + purgeSeqno);
         Guards guards = Guards.EMPTY;
         if ((flags & FLAG_GUARDS) != 0) guards = decodeGuards(b, file);
-        ks.add(new KeyspaceMeta(id, new String(name, StandardCharsets.UTF_8), tables, segs, counters, deletes, garbage,
-            guards, purgeSeqno));
+        ks.add(
+            new KeyspaceMeta(
+                id,
+                new String(name, StandardCharsets.UTF_8),
+                tables,
+                segs,
+                counters,
+                deletes,
+                garbage,
+                guards,
+                purgeSeqno));
       }
-      if (b.remaining() != 4) throw new CorruptionException(file, b.position(), "trailing bytes in manifest");
+      if (b.remaining() != 4)
+        throw new CorruptionException(file, b.position(), "trailing bytes in manifest");
       return new Manifest(number, created, flushed, nextFile, walStart, walHead, nextKs, ks, flags);
     } catch (RuntimeException e) {
       if (e instanceof CorruptionException) throw e;
@@ -336,13 +491,17 @@ public record Manifest(
     }
   }
 
-  /** One keyspace's guard keys (formats 5 and 6, with {@link #FLAG_GUARDS}): per level 1 to 6, a count, then each key's length and bytes. */
+  /**
+   * One keyspace's guard keys (formats 5 and 6, with {@link #FLAG_GUARDS}): per level 1 to 6, a
+   * count, then each key's length and bytes.
+   */
   private static Guards decodeGuards(ByteBuffer b, String file) {
     List<List<byte[]>> levels = new ArrayList<>();
     levels.add(List.of());
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
       int n = b.getInt();
-      if (n < 0 || n > b.remaining() / 4) throw new CorruptionException(file, b.position(), "guard count " + n);
+      if (n < 0 || n > b.remaining() / 4)
+        throw new CorruptionException(file, b.position(), "guard count " + n);
       List<byte[]> keys = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         int len = b.getInt();
@@ -363,9 +522,9 @@ public record Manifest(
   }
 
   /**
-   * Writes this manifest durably: temporary file (replacing a leftover one; its name needs no directory
-   * sync, {@link Storage#createTemporary}), fsync, rename, directory fsync (by the storage). Only {@link
-   * VersionSet} calls this. Returns the bytes written.
+   * Writes this manifest durably: temporary file (replacing a leftover one; its name needs no
+   * directory sync, {@link Storage#createTemporary}), fsync, rename, directory fsync (by the
+   * storage). Only {@link VersionSet} calls this. Returns the bytes written.
    */
   int write(Storage storage) {
     String name = FileNames.manifest(number);
@@ -384,7 +543,8 @@ public record Manifest(
     String path = FileNames.manifest(number);
     try (StorageFile f = storage.open(path)) {
       long size = f.size();
-      if (size > (1L << 30)) throw new CorruptionException(storage.describe(path), 0, "manifest of " + size + " bytes");
+      if (size > (1L << 30))
+        throw new CorruptionException(storage.describe(path), 0, "manifest of " + size + " bytes");
       ByteBuffer buf = ByteBuffer.allocate((int) size);
       f.read(0, buf);
       return decode(buf.array(), storage.describe(path));
@@ -400,7 +560,9 @@ public record Manifest(
     return out;
   }
 
-  /** Names of every data file {@code m} names: key index tables, delete list tables, log segments. */
+  /**
+   * Names of every data file {@code m} names: key index tables, delete list tables, log segments.
+   */
   static java.util.Set<String> fileNames(Manifest m) {
     java.util.Set<String> out = new java.util.HashSet<>();
     for (KeyspaceMeta k : m.keyspaces()) {

@@ -15,11 +15,12 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * Opening a store (Magma section 5): load the newest valid manifest, open the files it names, delete
- * files no retained manifest names (a flush or compaction that crashed before its manifest, or an
- * obsolete file whose unsynced deletion a crash undid: {@code Storage#deleteGarbage}), the WAL is then
- * replayed from the manifest's walStart by {@link io.basaltdb.internal.engine.write.WalReplay}. A missing file fails the open with a
- * {@link CorruptionException} naming it.
+ * Opening a store (Magma section 5): load the newest valid manifest, open the files it names,
+ * delete files no retained manifest names (a flush or compaction that crashed before its manifest,
+ * or an obsolete file whose unsynced deletion a crash undid: {@code Storage#deleteGarbage}), the
+ * WAL is then replayed from the manifest's walStart by {@link
+ * io.basaltdb.internal.engine.write.WalReplay}. A missing file fails the open with a {@link
+ * CorruptionException} naming it.
  *
  * <p>Thread-safety: runs on the opening thread before the store is shared.
  */
@@ -31,16 +32,19 @@ public final class Recovery {
     public Manifest manifest;
     public final Map<Integer, KeyspaceFiles> files = new HashMap<>();
     public final Map<Integer, SegmentTail> segmentWriters = new HashMap<>();
+
     /** Retained manifests (checkpoints): number to creation time. */
     final TreeMap<Long, Long> checkpoints = new TreeMap<>();
+
     /** Names of the data files each retained manifest names. */
     final Map<Long, Set<String>> checkpointFiles = new HashMap<>();
+
     long nextFileNumber;
   }
 
   /**
-   * Loads the newest valid manifest (creating a store's first one), deletes orphans, opens the files it
-   * names through {@code tables} (which closes them all if this throws).
+   * Loads the newest valid manifest (creating a store's first one), deletes orphans, opens the
+   * files it names through {@code tables} (which closes them all if this throws).
    */
   public static State load(Storage storage, Options options, TableCache tables) {
     storage.mkdirs(FileNames.MANIFEST_DIR);
@@ -50,8 +54,11 @@ public final class Recovery {
     try {
       loadManifests(storage, st);
       if (st.manifest == null) {
-        Manifest m = VersionSet.createStore(storage, (options.keyIndexGuards() ? Manifest.FLAG_GUARDS : 0)
-            | (options.exactItemCounts() ? Manifest.FLAG_ITEM_COUNTS : 0));
+        Manifest m =
+            VersionSet.createStore(
+                storage,
+                (options.keyIndexGuards() ? Manifest.FLAG_GUARDS : 0)
+                    | (options.exactItemCounts() ? Manifest.FLAG_ITEM_COUNTS : 0));
         st.manifest = m;
         st.checkpoints.put(1L, m.createdMillis());
         st.checkpointFiles.put(1L, Set.of());
@@ -78,7 +85,8 @@ public final class Recovery {
     List<Long> numbers = new ArrayList<>();
     for (String name : storage.list(FileNames.MANIFEST_DIR)) {
       if (FileNames.isManifestTemp(name)) {
-        storage.delete(FileNames.MANIFEST_DIR + "/" + name); // a commit that crashed before its rename
+        storage.delete(
+            FileNames.MANIFEST_DIR + "/" + name); // a commit that crashed before its rename
       } else if (FileNames.manifestNumber(name) >= 0) {
         numbers.add(FileNames.manifestNumber(name));
       }
@@ -90,14 +98,16 @@ public final class Recovery {
         Manifest m = Manifest.read(storage, numbers.get(i));
         if (st.manifest == null) st.manifest = m;
         if (m.flushedSeqno() > st.manifest.flushedSeqno()) {
-          // From before a rollback whose clean-up a crash cut short (see Checkpoints): not a state to offer.
+          // From before a rollback whose clean-up a crash cut short (see Checkpoints): not a state
+          // to offer.
           storage.delete(FileNames.manifest(m.number()));
           continue;
         }
         st.checkpoints.put(m.number(), m.createdMillis());
         st.checkpointFiles.put(m.number(), Manifest.fileNames(m));
       } catch (CorruptionException e) {
-        // An older valid manifest may still recover the store: the WAL seqno check below fails the open
+        // An older valid manifest may still recover the store: the WAL seqno check below fails the
+        // open
         // if the WAL it needs is gone.
         if (newestError == null && st.manifest == null) newestError = e;
       }
@@ -105,10 +115,13 @@ public final class Recovery {
     if (st.manifest == null && newestError != null) throw newestError;
   }
 
-  private static void openKeyspace(Options options, TableCache tables, Manifest.KeyspaceMeta k, State st) {
+  private static void openKeyspace(
+      Options options, TableCache tables, Manifest.KeyspaceMeta k, State st) {
     List<KeyspaceFiles.Table> ts = new ArrayList<>();
     for (Manifest.TableMeta t : k.tables()) {
-      ts.add(new KeyspaceFiles.Table(t.fileNumber(), t.level(), tables.openTable(k.id(), t.fileNumber())));
+      ts.add(
+          new KeyspaceFiles.Table(
+              t.fileNumber(), t.level(), tables.openTable(k.id(), t.fileNumber())));
     }
     List<KeyspaceFiles.Segment> segments = new ArrayList<>();
     for (int i = 0; i < k.segments().size(); i++) {
@@ -116,36 +129,60 @@ public final class Recovery {
       StorageFile f = tables.openExisting(FileNames.segment(k.id(), s.segmentId()));
       tables.track(f);
       long owner = tables.blockCache().newOwners(2); // index pages, documents
-      segments.add(new KeyspaceFiles.Segment(s, new SegmentReader(f, s, tables.blockCache(), owner)));
+      segments.add(
+          new KeyspaceFiles.Segment(s, new SegmentReader(f, s, tables.blockCache(), owner)));
       if (i == k.segments().size() - 1 && s.tailOffset() < options.segmentSize()) {
-        st.segmentWriters.put(k.id(), new SegmentTail(SegmentWriter.reopen(f, s, SegmentTail.segmentOptions(options)), f,
-            owner));
+        st.segmentWriters.put(
+            k.id(),
+            new SegmentTail(
+                SegmentWriter.reopen(f, s, SegmentTail.segmentOptions(options)), f, owner));
       }
     }
     List<KeyspaceFiles.DeleteTable> deletes = new ArrayList<>();
     for (Manifest.DeleteTableMeta d : k.deletes()) {
-      deletes.add(new KeyspaceFiles.DeleteTable(d, tables.openTable(FileNames.deleteTable(k.id(), d.fileNumber()))));
+      deletes.add(
+          new KeyspaceFiles.DeleteTable(
+              d, tables.openTable(FileNames.deleteTable(k.id(), d.fileNumber()))));
     }
     try {
-      st.files.put(k.id(), new KeyspaceFiles(ts, segments, deletes, k.garbage(),
-          st.manifest.guardedKeyIndex() ? k.guards() : null));
+      st.files.put(
+          k.id(),
+          new KeyspaceFiles(
+              ts,
+              segments,
+              deletes,
+              k.garbage(),
+              st.manifest.guardedKeyIndex() ? k.guards() : null));
     } catch (IllegalStateException e) { // overlapping tables of a level, a table across a guard key
-      throw new io.basaltdb.CorruptionException("manifest " + st.manifest.number() + " lists the key index of keyspace '"
-          + k.name() + "' inconsistently: " + e.getMessage() + ". Restore the store from a backup");
+      throw new io.basaltdb.CorruptionException(
+          "manifest "
+              + st.manifest.number()
+              + " lists the key index of keyspace '"
+              + k.name()
+              + "' inconsistently: "
+              + e.getMessage()
+              + ". Restore the store from a backup");
     }
   }
 
   /**
-   * Refuses, before any file is written (a crashed commit's temporary manifest may be gone), to open a store with the other key index layout than the one
-   * it was created with: reads and compaction would follow the store's, and a benchmark or a deployment
-   * would then measure or run what it did not ask for.
+   * Refuses, before any file is written (a crashed commit's temporary manifest may be gone), to
+   * open a store with the other key index layout than the one it was created with: reads and
+   * compaction would follow the store's, and a benchmark or a deployment would then measure or run
+   * what it did not ask for.
    */
   private static void checkLayout(Manifest m, Options options) {
     if (m.guardedKeyIndex() == options.keyIndexGuards()) return;
     boolean was = m.guardedKeyIndex();
-    throw new io.basaltdb.InvalidArgumentException("the store was created with Options.keyIndexGuards(" + was
-        + "): its key index " + (was ? "keeps guards (manifest format 5)" : "is leveled") + ". Open it with"
-        + " keyIndexGuards(" + was + "); a store keeps the key index layout it was created with");
+    throw new io.basaltdb.InvalidArgumentException(
+        "the store was created with Options.keyIndexGuards("
+            + was
+            + "): its key index "
+            + (was ? "keeps guards (manifest format 5)" : "is leveled")
+            + ". Open it with"
+            + " keyIndexGuards("
+            + was
+            + "); a store keeps the key index layout it was created with");
   }
 
   /** Deletes table, delete list table and segment files that no retained manifest names. */

@@ -10,9 +10,13 @@ import io.basaltdb.internal.storage.StorageFile;
  * owner (for its index pages); recovery reopens it.
  */
 public record SegmentTail(SegmentWriter writer, StorageFile file, long cacheOwner) {
-  /** The segment options the store's {@code options} give: block size, segment size, preallocation. */
+  /**
+   * The segment options the store's {@code options} give: block size, segment size, preallocation.
+   */
   public static SegmentOptions segmentOptions(Options o) {
-    return SegmentOptions.defaults().withBlockSize(o.blockSize()).withMaxSegmentSize(o.segmentSize())
+    return SegmentOptions.defaults()
+        .withBlockSize(o.blockSize())
+        .withMaxSegmentSize(o.segmentSize())
         .withPreallocateBytes(o.segmentSize());
   }
 }

@@ -10,15 +10,17 @@ import java.util.LinkedHashSet;
 import java.util.Set;
 
 /**
- * The files a disk store holds open: key index table readers and log segment files (a segment's file is
- * shared by its writer and its readers). Opens tables (their index and filter blocks go to the block
- * cache), and closes every file at the store's close; a deleted table's reader is closed on its own.
+ * The files a disk store holds open: key index table readers and log segment files (a segment's
+ * file is shared by its writer and its readers). Opens tables (their index and filter blocks go to
+ * the block cache), and closes every file at the store's close; a deleted table's reader is closed
+ * on its own.
  *
  * <p>Thread-safety: any thread; the set of open files is guarded by this object's monitor.
  */
 public final class TableCache {
   private final Storage storage;
   private final BlockCache blockCache;
+
   /** Guarded by this. */
   private final Set<AutoCloseable> open = new LinkedHashSet<>();
 
@@ -31,7 +33,10 @@ public final class TableCache {
     return blockCache;
   }
 
-  /** Opens table {@code fileNumber} of keyspace {@code ks}; it stays open until closed here or at close. */
+  /**
+   * Opens table {@code fileNumber} of keyspace {@code ks}; it stays open until closed here or at
+   * close.
+   */
   public TableReader openTable(int ks, long fileNumber) {
     return openTable(FileNames.table(ks, fileNumber));
   }
@@ -39,8 +44,10 @@ public final class TableCache {
   /** Opens a file a manifest names, failing with a corruption message if it is missing. */
   StorageFile openExisting(String name) {
     if (!storage.exists(name)) {
-      throw new CorruptionException("the manifest names " + storage.describe(name)
-          + ", which is missing; restore the store from a backup");
+      throw new CorruptionException(
+          "the manifest names "
+              + storage.describe(name)
+              + ", which is missing; restore the store from a backup");
     }
     return storage.open(name);
   }
@@ -49,7 +56,9 @@ public final class TableCache {
     open.add(file);
   }
 
-  /** Opens a table by its path (a delete list table); it stays open until closed here or at close. */
+  /**
+   * Opens a table by its path (a delete list table); it stays open until closed here or at close.
+   */
   public TableReader openTable(String name) {
     StorageFile f = openExisting(name);
     TableReader reader;
@@ -71,11 +80,16 @@ public final class TableCache {
     try {
       file.close();
     } catch (Exception e) {
-      throw e instanceof RuntimeException r ? r : new io.basaltdb.BasaltException("close failed: " + e, e);
+      throw e instanceof RuntimeException r
+          ? r
+          : new io.basaltdb.BasaltException("close failed: " + e, e);
     }
   }
 
-  /** Closes every file still open; errors are swallowed (the store's first error is the one reported). */
+  /**
+   * Closes every file still open; errors are swallowed (the store's first error is the one
+   * reported).
+   */
   public void closeAll() {
     java.util.List<AutoCloseable> all;
     synchronized (this) {

@@ -17,19 +17,20 @@ import java.util.Set;
  * number), log segments put (a new segment, or a new checkpointed state of one, replacing the state
  * with the same id) and removed (by id; a put and a remove of other ids in one edit is a segment
  * replacement, as segment compaction will commit it), and a delta of the keyspace's {@link
- * Manifest.Counters}. Store-wide it holds the flushed seqno, the WAL start, the WAL head (the WAL file
- * current at the commit), keyspaces created and dropped, and whether the immutable write cache is now
- * flushed.
+ * Manifest.Counters}. Store-wide it holds the flushed seqno, the WAL start, the WAL head (the WAL
+ * file current at the commit), keyspaces created and dropped, and whether the immutable write cache
+ * is now flushed.
  *
  * <p>Garbage collection (Magma section 4) adds, per keyspace: delete list tables added (a key index
- * compaction's discards, or a delete list compaction's output) and removed; the seqnos and sizes of the
- * versions a key index compaction discarded, which become the garbage of the segments holding them when
- * the edit applies (so garbage is counted in the same manifest that drops the versions: exactly once);
- * and a segment replacement (a segment compaction), whose output inherits the inputs' garbage less what
- * the compaction removed.
+ * compaction's discards, or a delete list compaction's output) and removed; the seqnos and sizes of
+ * the versions a key index compaction discarded, which become the garbage of the segments holding
+ * them when the edit applies (so garbage is counted in the same manifest that drops the versions:
+ * exactly once); and a segment replacement (a segment compaction), whose output inherits the
+ * inputs' garbage less what the compaction removed.
  *
- * <p>Added tables and put segments carry their open readers when an edit is built by a running store,
- * so the new version can read them; offline edits (rollback, a new store) carry metadata only.
+ * <p>Added tables and put segments carry their open readers when an edit is built by a running
+ * store, so the new version can read them; offline edits (rollback, a new store) carry metadata
+ * only.
  *
  * <p>Thread-safety: built by one thread, then handed to the VersionSet; not shared.
  */
@@ -38,62 +39,83 @@ public final class VersionEdit {
   static final class Change {
     /** Added tables, level-0 ones newest first. */
     final List<Manifest.TableMeta> addedTables = new ArrayList<>();
+
     final Map<Long, KeyspaceFiles.Table> openedTables = new LinkedHashMap<>();
     final Set<Long> removedTables = new HashSet<>();
     final List<SegmentState> putSegments = new ArrayList<>();
     final Map<Long, KeyspaceFiles.Segment> openedSegments = new LinkedHashMap<>();
     final Set<Long> removedSegments = new HashSet<>();
     Manifest.Counters delta = Manifest.Counters.ZERO;
+
     /** Added delete list tables; level-0 ones newest first, {@code addedIn} set when applied. */
     final List<Manifest.DeleteTableMeta> addedDeletes = new ArrayList<>();
+
     final Map<Long, KeyspaceFiles.DeleteTable> openedDeletes = new LinkedHashMap<>();
     final Set<Long> removedDeletes = new HashSet<>();
+
     /** Seqnos a key index compaction discarded, ascending, and their document sizes. */
     long[] discardSeqnos = new long[0];
+
     int[] discardSizes = new int[0];
+
     /** A segment compaction, or null. */
     SegmentReplacement replacement;
+
     /** A rollback's delete list and garbage, replacing the current ones; null otherwise. */
     List<Manifest.DeleteTableMeta> restoredDeletes;
+
     List<Manifest.SegmentGarbage> restoredGarbage;
+
     /** Guard keys a compaction added, by level. */
     final Map<Integer, List<byte[]>> addedGuards = new LinkedHashMap<>();
+
     /** A rollback's guards, replacing the current ones; null otherwise. */
     Guards restoredGuards;
-    /** The highest seqno of a tombstone a compaction dropped (0: none): the purge seqno rises to it. */
+
+    /**
+     * The highest seqno of a tombstone a compaction dropped (0: none): the purge seqno rises to it.
+     */
     long purgedSeqno;
+
     /** A rollback's purge seqno, replacing the current one; -1 otherwise. */
     long restoredPurgeSeqno = -1;
   }
 
   /**
-   * Segments {@code inputs} (adjacent, none the tail) replaced by {@code output} (-1: every document was
-   * garbage), which removed {@code removedBytes} and {@code removedCount} of their garbage and started
-   * from manifest {@code gcBase}.
+   * Segments {@code inputs} (adjacent, none the tail) replaced by {@code output} (-1: every
+   * document was garbage), which removed {@code removedBytes} and {@code removedCount} of their
+   * garbage and started from manifest {@code gcBase}.
    */
-  public record SegmentReplacement(List<Long> inputs, long output, long removedBytes, long removedCount, long gcBase) {}
+  public record SegmentReplacement(
+      List<Long> inputs, long output, long removedBytes, long removedCount, long gcBase) {}
 
   final Map<Integer, Change> changes = new LinkedHashMap<>();
   final Map<Integer, String> created = new LinkedHashMap<>();
   final Set<Integer> dropped = new HashSet<>();
+
   /** Absolute values, or -1 to keep the current ones. */
   long flushedSeqno = -1;
+
   long walStart = -1;
   long walHead = -1;
   private boolean walHeadReset;
+
   /** Manifest flags this edit sets and clears ({@link Manifest#FLAG_ITEM_COUNTS}). */
   private int flagsSet, flagsCleared;
+
   /** The immutable write cache is flushed: the new version reads without it. */
   boolean writeCacheFlushed;
+
   /**
-   * Run by the VersionSet under its lock just before the manifest is written (a compaction tells its
-   * {@link io.basaltdb.internal.engine.base.DiscardListener} there, so no other commit comes between the calls and the one dropping the
-   * versions); not run if the edit is refused.
+   * Run by the VersionSet under its lock just before the manifest is written (a compaction tells
+   * its {@link io.basaltdb.internal.engine.base.DiscardListener} there, so no other commit comes
+   * between the calls and the one dropping the versions); not run if the edit is refused.
    */
   public Runnable beforeCommit = () -> {};
+
   /**
-   * Run by the VersionSet under the apply lock right after it installs the edit's version, so a snapshot
-   * sees both or neither: a batch that skipped the WAL publishes its seqnos there ({@code
+   * Run by the VersionSet under the apply lock right after it installs the edit's version, so a
+   * snapshot sees both or neither: a batch that skipped the WAL publishes its seqnos there ({@code
    * Flusher.flushBatch}). Not run if the edit is refused or its manifest cannot be written.
    */
   public Runnable onInstall = () -> {};
@@ -154,8 +176,8 @@ public final class VersionEdit {
   }
 
   /**
-   * The versions a key index compaction dropped: {@code seqnos} ascending, with their document sizes.
-   * Each becomes garbage of the segment holding it when the edit applies.
+   * The versions a key index compaction dropped: {@code seqnos} ascending, with their document
+   * sizes. Each becomes garbage of the segment holding it when the edit applies.
    */
   public VersionEdit discards(int keyspace, long[] seqnos, int[] sizes) {
     Change c = change(keyspace);
@@ -174,23 +196,27 @@ public final class VersionEdit {
   }
 
   /** A rollback: the keyspace's delete list and segment garbage become these. */
-  VersionEdit restoreGarbageState(int keyspace, List<Manifest.DeleteTableMeta> deletes,
-      List<Manifest.SegmentGarbage> garbage) {
+  VersionEdit restoreGarbageState(
+      int keyspace, List<Manifest.DeleteTableMeta> deletes, List<Manifest.SegmentGarbage> garbage) {
     Change c = change(keyspace);
     c.restoredDeletes = deletes;
     c.restoredGarbage = garbage;
     return this;
   }
 
-  /** Guard keys a compaction chose at level {@code level} (committed with the tables it cut at them). */
+  /**
+   * Guard keys a compaction chose at level {@code level} (committed with the tables it cut at
+   * them).
+   */
   public VersionEdit addGuards(int keyspace, int level, List<byte[]> keys) {
-    if (!keys.isEmpty()) change(keyspace).addedGuards.computeIfAbsent(level, l -> new ArrayList<>()).addAll(keys);
+    if (!keys.isEmpty())
+      change(keyspace).addedGuards.computeIfAbsent(level, l -> new ArrayList<>()).addAll(keys);
     return this;
   }
 
   /**
-   * A compaction dropped tombstones up to seqno {@code seqno}: the keyspace's purge seqno rises to it
-   * (never falls, but in a rollback, {@link #restorePurgeSeqno}).
+   * A compaction dropped tombstones up to seqno {@code seqno}: the keyspace's purge seqno rises to
+   * it (never falls, but in a rollback, {@link #restorePurgeSeqno}).
    */
   public VersionEdit purged(int keyspace, long seqno) {
     Change c = change(keyspace);
@@ -236,7 +262,10 @@ public final class VersionEdit {
     return this;
   }
 
-  /** The WAL file current at this commit; a running store's head never moves back ({@link #resetWalHead}). */
+  /**
+   * The WAL file current at this commit; a running store's head never moves back ({@link
+   * #resetWalHead}).
+   */
   public VersionEdit walHead(long number) {
     walHead = number;
     return this;
@@ -267,9 +296,9 @@ public final class VersionEdit {
   }
 
   /**
-   * The manifest this edit makes of {@code base}: numbered {@code number}, with {@code nextFileNumber}.
-   * Changes to keyspaces {@code base} does not hold (dropped meanwhile) are ignored; their files are
-   * then named by no manifest and deleted as obsolete.
+   * The manifest this edit makes of {@code base}: numbered {@code number}, with {@code
+   * nextFileNumber}. Changes to keyspaces {@code base} does not hold (dropped meanwhile) are
+   * ignored; their files are then named by no manifest and deleted as obsolete.
    */
   public Manifest applyTo(Manifest base, long number, long createdMillis, long nextFileNumber) {
     List<Manifest.KeyspaceMeta> out = new ArrayList<>();
@@ -280,24 +309,36 @@ public final class VersionEdit {
       out.add(c == null ? k : apply(k, c, number));
     }
     for (Map.Entry<Integer, String> e : created.entrySet()) {
-      Manifest.KeyspaceMeta fresh = new Manifest.KeyspaceMeta(e.getKey(), e.getValue(), List.of(), List.of(),
-          Manifest.Counters.ZERO);
+      Manifest.KeyspaceMeta fresh =
+          new Manifest.KeyspaceMeta(
+              e.getKey(), e.getValue(), List.of(), List.of(), Manifest.Counters.ZERO);
       Change c = changes.get(e.getKey());
       out.add(c == null ? fresh : apply(fresh, c, number));
       nextKeyspaceId = Math.max(nextKeyspaceId, e.getKey() + 1);
     }
-    return new Manifest(number, createdMillis, flushedSeqno >= 0 ? flushedSeqno : base.flushedSeqno(),
-        nextFileNumber, walStart >= 0 ? walStart : base.walStart(),
+    return new Manifest(
+        number,
+        createdMillis,
+        flushedSeqno >= 0 ? flushedSeqno : base.flushedSeqno(),
+        nextFileNumber,
+        walStart >= 0 ? walStart : base.walStart(),
         walHead < 0 ? base.walHead() : walHeadReset ? walHead : Math.max(walHead, base.walHead()),
-        nextKeyspaceId, out, (base.flags() | flagsSet) & ~flagsCleared);
+        nextKeyspaceId,
+        out,
+        (base.flags() | flagsSet) & ~flagsCleared);
   }
 
   private static Manifest.KeyspaceMeta apply(Manifest.KeyspaceMeta k, Change c, long number) {
-    // Each level's tables are listed newest first (only level 0 and a guarded level's guards need the
-    // order: their tables overlap; KeyspaceFiles sorts a leveled level by key). Tables added to a level
-    // the edit removes nothing from are newer than every table there (a flush; a push out of the level
-    // above) and go in front; tables added to a level the edit also removes from (a level-0 merge, an
-    // in-place merge, a leveled merge, a rollback) take the place of the newest table removed there: the
+    // Each level's tables are listed newest first (only level 0 and a guarded level's guards need
+    // the
+    // order: their tables overlap; KeyspaceFiles sorts a leveled level by key). Tables added to a
+    // level
+    // the edit removes nothing from are newer than every table there (a flush; a push out of the
+    // level
+    // above) and go in front; tables added to a level the edit also removes from (a level-0 merge,
+    // an
+    // in-place merge, a leveled merge, a rollback) take the place of the newest table removed
+    // there: the
     // inputs of a merge are neighbours in the order, and tables added while it ran stay in front.
     List<Manifest.TableMeta> tables = new ArrayList<>();
     for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
@@ -327,20 +368,34 @@ public final class VersionEdit {
     for (SegmentState s : c.putSegments) {
       int i = 0;
       while (i < segments.size() && segments.get(i).segmentId() != s.segmentId()) i++;
-      if (i < segments.size()) segments.set(i, s); else segments.add(s);
+      if (i < segments.size()) segments.set(i, s);
+      else segments.add(s);
     }
     segments.sort((a, b) -> Long.compare(a.startSeqno(), b.startSeqno()));
-    List<Manifest.DeleteTableMeta> deletes = c.restoredDeletes != null ? c.restoredDeletes : deletes(k, c, number);
-    List<Manifest.SegmentGarbage> garbage = c.restoredGarbage != null ? c.restoredGarbage : garbage(k, c, segments);
+    List<Manifest.DeleteTableMeta> deletes =
+        c.restoredDeletes != null ? c.restoredDeletes : deletes(k, c, number);
+    List<Manifest.SegmentGarbage> garbage =
+        c.restoredGarbage != null ? c.restoredGarbage : garbage(k, c, segments);
     Guards guards = c.restoredGuards != null ? c.restoredGuards : k.guards();
-    for (Map.Entry<Integer, List<byte[]>> e : c.addedGuards.entrySet()) guards = guards.withAdded(e.getKey(), e.getValue());
-    long purge = Math.max(c.restoredPurgeSeqno >= 0 ? c.restoredPurgeSeqno : k.purgeSeqno(), c.purgedSeqno);
-    return new Manifest.KeyspaceMeta(k.id(), k.name(), tables, segments, k.counters().plus(c.delta), deletes, garbage,
-        guards, purge);
+    for (Map.Entry<Integer, List<byte[]>> e : c.addedGuards.entrySet())
+      guards = guards.withAdded(e.getKey(), e.getValue());
+    long purge =
+        Math.max(c.restoredPurgeSeqno >= 0 ? c.restoredPurgeSeqno : k.purgeSeqno(), c.purgedSeqno);
+    return new Manifest.KeyspaceMeta(
+        k.id(),
+        k.name(),
+        tables,
+        segments,
+        k.counters().plus(c.delta),
+        deletes,
+        garbage,
+        guards,
+        purge);
   }
 
   /** Level-0 delete tables newest first (added ones are the newest), then level 1 by seqno. */
-  private static List<Manifest.DeleteTableMeta> deletes(Manifest.KeyspaceMeta k, Change c, long number) {
+  private static List<Manifest.DeleteTableMeta> deletes(
+      Manifest.KeyspaceMeta k, Change c, long number) {
     List<Manifest.DeleteTableMeta> out = new ArrayList<>();
     for (Manifest.DeleteTableMeta d : c.addedDeletes) {
       if (d.level() == 0) out.add(d.addedIn() < 0 ? d.withAddedIn(number) : d);
@@ -351,17 +406,23 @@ public final class VersionEdit {
     for (Manifest.DeleteTableMeta d : c.addedDeletes) {
       if (d.level() != 0) out.add(d.addedIn() < 0 ? d.withAddedIn(number) : d);
     }
-    out.sort((a, b) -> a.level() != b.level() ? Integer.compare(a.level(), b.level())
-        : a.level() == 0 ? 0 : Long.compare(a.minSeqno(), b.minSeqno())); // stable: level 0 keeps its order
+    out.sort(
+        (a, b) ->
+            a.level() != b.level()
+                ? Integer.compare(a.level(), b.level())
+                : a.level() == 0
+                    ? 0
+                    : Long.compare(a.minSeqno(), b.minSeqno())); // stable: level 0 keeps its order
     return out;
   }
 
   /**
-   * The segments' garbage after the edit: a replacement's output inherits its inputs' garbage less what
-   * it removed (what was discarded while it ran), each discarded version adds to the segment whose seqno
-   * range holds it, and entries of segments no longer present go.
+   * The segments' garbage after the edit: a replacement's output inherits its inputs' garbage less
+   * what it removed (what was discarded while it ran), each discarded version adds to the segment
+   * whose seqno range holds it, and entries of segments no longer present go.
    */
-  private static List<Manifest.SegmentGarbage> garbage(Manifest.KeyspaceMeta k, Change c, List<SegmentState> segments) {
+  private static List<Manifest.SegmentGarbage> garbage(
+      Manifest.KeyspaceMeta k, Change c, List<SegmentState> segments) {
     Map<Long, Manifest.SegmentGarbage> byId = new LinkedHashMap<>();
     for (Manifest.SegmentGarbage g : k.garbage()) byId.put(g.segmentId(), g);
     SegmentReplacement r = c.replacement;
@@ -375,7 +436,10 @@ public final class VersionEdit {
         }
       }
       if (r.output() >= 0) {
-        byId.put(r.output(), new Manifest.SegmentGarbage(r.output(), Math.max(0, bytes), Math.max(0, count), r.gcBase()));
+        byId.put(
+            r.output(),
+            new Manifest.SegmentGarbage(
+                r.output(), Math.max(0, bytes), Math.max(0, count), r.gcBase()));
       }
     }
     long[] starts = new long[segments.size()];
@@ -386,7 +450,8 @@ public final class VersionEdit {
     for (int i = 0; i < c.discardSeqnos.length; i++) { // both ascending: one pass
       long q = c.discardSeqnos[i];
       while (at + 1 < starts.length && starts[at + 1] <= q) at++;
-      if (starts.length == 0 || starts[at] > q) continue; // below every segment: cannot happen, counts nothing
+      if (starts.length == 0 || starts[at] > q)
+        continue; // below every segment: cannot happen, counts nothing
       bytes[at] += c.discardSizes[i];
       counts[at]++;
     }

@@ -1,7 +1,7 @@
 package io.basaltdb.internal.engine.version;
 
-import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.BasaltException;
+import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.sstable.TableReader;
 import io.basaltdb.internal.storage.Storage;
@@ -15,35 +15,41 @@ import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The one place a disk store's file set changes (LevelDB's {@code VersionSet::LogAndApply}, Pebble's
- * {@code versionSet.logAndApply}; Magma section 5). Flush, compaction, keyspace creation and drop hand
- * it a {@link VersionEdit}; it writes the manifest the edit makes of the current one, installs the
- * version that reads the new files, and deletes what no version, snapshot or retained checkpoint names
- * any more. Creating a store and rolling one back commit their manifests through its static methods.
+ * The one place a disk store's file set changes (LevelDB's {@code VersionSet::LogAndApply},
+ * Pebble's {@code versionSet.logAndApply}; Magma section 5). Flush, compaction, keyspace creation
+ * and drop hand it a {@link VersionEdit}; it writes the manifest the edit makes of the current one,
+ * installs the version that reads the new files, and deletes what no version, snapshot or retained
+ * checkpoint names any more. Creating a store and rolling one back commit their manifests through
+ * its static methods.
  *
  * <p>Checkpoints (Magma section 5) are periodic: a committed manifest is marked to be kept once
  * superseded when {@code checkpointIntervalMillis} has passed since the last mark (or when {@code
- * Basalt.checkpoint()} asks); every other manifest is deleted as soon as the next one is durable, so
- * the tables only it named can go at once. Marked ones stay for {@code checkpointRetentionMillis},
- * unless the files only they hold pass {@code checkpointSpaceRatio} of the log: the oldest periodic
- * ones taken in this run are then dropped early (asked-for ones, and those found at open, never are).
- * {@link Manifest#write} has no other caller.
+ * Basalt.checkpoint()} asks); every other manifest is deleted as soon as the next one is durable,
+ * so the tables only it named can go at once. Marked ones stay for {@code
+ * checkpointRetentionMillis}, unless the files only they hold pass {@code checkpointSpaceRatio} of
+ * the log: the oldest periodic ones taken in this run are then dropped early (asked-for ones, and
+ * those found at open, never are). {@link Manifest#write} has no other caller.
  *
  * <h2>Concurrency</h2>
- * {@link #lock} serializes commits, so each edit applies to the manifest the previous one produced, and
- * guards the manifest, the retained checkpoints and the table registry. The version is installed under
- * {@link Versions#applyLock} inside it (lock order: this lock, then the apply lock).
+ *
+ * {@link #lock} serializes commits, so each edit applies to the manifest the previous one produced,
+ * and guards the manifest, the retained checkpoints and the table registry. The version is
+ * installed under {@link Versions#applyLock} inside it (lock order: this lock, then the apply
+ * lock).
  *
  * <h2>Invariants</h2>
+ *
  * <ol>
- *   <li>Commit invariant: the manifest is durable before the version it describes is installed, and a
- *       file an edit removes is deleted only once the manifest that dropped it is durable, no live version
- *       names it (a reader or snapshot may be using it) and no retained checkpoint names it.</li>
- *   <li>Every write with a seqno at or below the manifest's flushedSeqno is in the manifest's files;
- *       every later acknowledged write is in a WAL file numbered at or above its walStart, reachable from
- *       its walHead by the WAL's links.</li>
- *   <li>A failed manifest write fails the store: the in-memory state may then be ahead of the disk, so
- *       nothing more is committed in this run; the next open recovers from the last durable manifest.</li>
+ *   <li>Commit invariant: the manifest is durable before the version it describes is installed, and
+ *       a file an edit removes is deleted only once the manifest that dropped it is durable, no
+ *       live version names it (a reader or snapshot may be using it) and no retained checkpoint
+ *       names it.
+ *   <li>Every write with a seqno at or below the manifest's flushedSeqno is in the manifest's
+ *       files; every later acknowledged write is in a WAL file numbered at or above its walStart,
+ *       reachable from its walHead by the WAL's links.
+ *   <li>A failed manifest write fails the store: the in-memory state may then be ahead of the disk,
+ *       so nothing more is committed in this run; the next open recovers from the last durable
+ *       manifest.
  * </ol>
  */
 public final class VersionSet {
@@ -53,43 +59,62 @@ public final class VersionSet {
   private final StoreState state;
   private final EngineStats stats;
   private final long retentionMillis;
+
   /** How often a committed manifest is marked to be kept once superseded; 0: every one. */
   private final long intervalMillis;
+
   /** Bytes only periodic checkpoints may hold, as a fraction of the log segments' bytes. */
   private final double spaceRatio;
+
   /** The next file number for WAL files, tables and segments; any thread takes numbers. */
   public final AtomicLong nextFileNumber;
 
   /** Package-private for tests that must see no commit between two steps. */
   public final Object lock = new Object();
+
   // Guarded by lock.
   /** The last committed manifest. */
   private Manifest manifest;
+
   /** Retained manifests (checkpoints): number to creation time. */
   private final TreeMap<Long, Long> checkpoints;
-  /** Names of the data files (tables, delete list tables, segments) each retained manifest names. */
+
+  /**
+   * Names of the data files (tables, delete list tables, segments) each retained manifest names.
+   */
   private final Map<Long, Set<String>> checkpointFiles;
+
   /** Committed data files this store opened, by name, until they are deleted. */
   private final Map<String, OpenFile> committed = new HashMap<>();
+
   /** Data files only older checkpoints named at open, so never opened. */
   private final Set<String> unopened;
+
   /**
-   * Retained manifests that stay when superseded (periodic or asked-for checkpoints, and every manifest
-   * found at open); any other manifest is deleted when the next one commits.
+   * Retained manifests that stay when superseded (periodic or asked-for checkpoints, and every
+   * manifest found at open); any other manifest is deleted when the next one commits.
    */
   private final Set<Long> marked = new HashSet<>();
+
   /**
-   * Checkpoints never dropped for space: those {@code Basalt.checkpoint()} asked for, and those found at
-   * open (whether they were asked for is not recorded); they expire with their retention only.
+   * Checkpoints never dropped for space: those {@code Basalt.checkpoint()} asked for, and those
+   * found at open (whether they were asked for is not recorded); they expire with their retention
+   * only.
    */
   private final Set<Long> asked = new HashSet<>();
+
   /**
-   * Checkpoints a backup is copying, by manifest number, with how many backups hold each: kept (with
-   * every file they name) past their retention until released. Guarded by lock.
+   * Checkpoints a backup is copying, by manifest number, with how many backups hold each: kept
+   * (with every file they name) past their retention until released. Guarded by lock.
    */
   private final java.util.Map<Long, Integer> pinned = new java.util.HashMap<>();
-  /** Sizes of data files once measured (they do not change once no manifest but checkpoints names them). */
+
+  /**
+   * Sizes of data files once measured (they do not change once no manifest but checkpoints names
+   * them).
+   */
   private final Map<String, Long> sizes = new HashMap<>();
+
   /** When the last manifest was marked. */
   private long lastMarkMillis;
 
@@ -97,16 +122,25 @@ public final class VersionSet {
   private record OpenFile(int keyspace, boolean segment, Runnable close) {}
 
   /**
-   * The walStart of the manifest this process opened with. Obsolete WAL files below it are deleted, never
-   * recycled: they may hold a history a rollback discarded (seqnos above the ones written next), left
-   * when the rollback's clean-up was cut short.
+   * The walStart of the manifest this process opened with. Obsolete WAL files below it are deleted,
+   * never recycled: they may hold a history a rollback discarded (seqnos above the ones written
+   * next), left when the rollback's clean-up was cut short.
    */
   private final long openedWalStart;
+
   /** Disposes of a WAL file the manifest no longer needs: into the WAL's pool, or deleted. */
   private final java.util.function.LongConsumer retireWal;
 
-  public VersionSet(Storage storage, Versions versions, TableCache tables, StoreState state, EngineStats stats,
-      long retentionMillis, long intervalMillis, double spaceRatio, Recovery.State recovered,
+  public VersionSet(
+      Storage storage,
+      Versions versions,
+      TableCache tables,
+      StoreState state,
+      EngineStats stats,
+      long retentionMillis,
+      long intervalMillis,
+      double spaceRatio,
+      Recovery.State recovered,
       java.util.function.LongConsumer retireWal) {
     this.storage = storage;
     this.retireWal = retireWal;
@@ -124,14 +158,19 @@ public final class VersionSet {
     this.checkpointFiles = recovered.checkpointFiles;
     this.unopened = new HashSet<>();
     checkpointFiles.values().forEach(unopened::addAll);
-    marked.addAll(checkpoints.keySet()); // whether they were checkpoints is not recorded: keep them all
-    asked.addAll(checkpoints.keySet()); // nor whether they were asked for: never dropped for space either
+    marked.addAll(
+        checkpoints.keySet()); // whether they were checkpoints is not recorded: keep them all
+    asked.addAll(
+        checkpoints.keySet()); // nor whether they were asked for: never dropped for space either
     lastMarkMillis = manifest.createdMillis();
-    recovered.files.forEach((ks, f) -> {
-      for (KeyspaceFiles.Table t : f.tables) register(FileNames.table(ks, t.fileNumber()), ks, t.reader());
-      for (KeyspaceFiles.DeleteTable d : f.deletes) register(FileNames.deleteTable(ks, d.meta().fileNumber()), ks, d.reader());
-      for (KeyspaceFiles.Segment s : f.segments) register(ks, s);
-    });
+    recovered.files.forEach(
+        (ks, f) -> {
+          for (KeyspaceFiles.Table t : f.tables)
+            register(FileNames.table(ks, t.fileNumber()), ks, t.reader());
+          for (KeyspaceFiles.DeleteTable d : f.deletes)
+            register(FileNames.deleteTable(ks, d.meta().fileNumber()), ks, d.reader());
+          for (KeyspaceFiles.Segment s : f.segments) register(ks, s);
+        });
   }
 
   private void register(String name, int ks, TableReader reader) {
@@ -139,15 +178,23 @@ public final class VersionSet {
     unopened.remove(name);
   }
 
-  /** A segment's file is shared by its states' readers (and, while it is the tail, the flusher's writer). */
+  /**
+   * A segment's file is shared by its states' readers (and, while it is the tail, the flusher's
+   * writer).
+   */
   private void register(int ks, KeyspaceFiles.Segment s) {
     String name = FileNames.segment(ks, s.state().segmentId());
     long owner = s.reader().cacheOwner();
-    committed.put(name, new OpenFile(ks, true, () -> {
-      tables.close(s.reader().file());
-      tables.blockCache().removeOwner(owner);
-      tables.blockCache().removeOwner(owner + 1);
-    }));
+    committed.put(
+        name,
+        new OpenFile(
+            ks,
+            true,
+            () -> {
+              tables.close(s.reader().file());
+              tables.blockCache().removeOwner(owner);
+              tables.blockCache().removeOwner(owner + 1);
+            }));
     unopened.remove(name);
   }
 
@@ -162,28 +209,36 @@ public final class VersionSet {
   public List<Manifest> checkpoints() {
     synchronized (lock) {
       List<Manifest> out = new ArrayList<>();
-      for (long n : checkpoints.keySet()) out.add(n == manifest.number() ? manifest : Manifest.read(storage, n));
+      for (long n : checkpoints.keySet())
+        out.add(n == manifest.number() ? manifest : Manifest.read(storage, n));
       return out;
     }
   }
 
   /**
-   * Commits {@code edit}: writes the manifest it makes of the current one, installs the version reading
-   * the new files, deletes what became obsolete. Returns the committed manifest. Throws (and fails the
-   * store) if the manifest cannot be written; refuses an edit once the store has failed.
+   * Commits {@code edit}: writes the manifest it makes of the current one, installs the version
+   * reading the new files, deletes what became obsolete. Returns the committed manifest. Throws
+   * (and fails the store) if the manifest cannot be written; refuses an edit once the store has
+   * failed.
    */
   public Manifest logAndApply(VersionEdit edit) {
     synchronized (lock) {
       state.checkWritable();
-      Manifest next = edit.applyTo(manifest, manifest.number() + 1, System.currentTimeMillis(), nextFileNumber.get());
-      // Built before the manifest is written (files change only under this lock), so an edit that breaks
-      // the layout's rules (overlapping tables of a leveled level, a table straddling a guard key) fails
+      Manifest next =
+          edit.applyTo(
+              manifest, manifest.number() + 1, System.currentTimeMillis(), nextFileNumber.get());
+      // Built before the manifest is written (files change only under this lock), so an edit that
+      // breaks
+      // the layout's rules (overlapping tables of a leveled level, a table straddling a guard key)
+      // fails
       // the store before it is durable.
       Map<Integer, KeyspaceFiles> files;
       try {
         files = filesOf(next, edit, versions.current());
       } catch (IllegalStateException e) {
-        BasaltException f = new BasaltException("refused a commit that breaks the key index's layout: " + e.getMessage(), e);
+        BasaltException f =
+            new BasaltException(
+                "refused a commit that breaks the key index's layout: " + e.getMessage(), e);
         state.fail(f);
         throw f;
       }
@@ -198,20 +253,24 @@ public final class VersionSet {
       manifest = next;
       checkpoints.put(next.number(), next.createdMillis());
       checkpointFiles.put(next.number(), Manifest.fileNames(next));
-      if (intervalMillis == 0 || next.createdMillis() - lastMarkMillis >= intervalMillis) mark(next);
+      if (intervalMillis == 0 || next.createdMillis() - lastMarkMillis >= intervalMillis)
+        mark(next);
       if (!marked.contains(superseded) && deleteQuietly(FileNames.manifest(superseded))) {
         checkpoints.remove(superseded); // not a checkpoint: the files only it named can go below
         checkpointFiles.remove(superseded);
       }
-      edit.changes.forEach((ks, c) -> {
-        c.openedTables.forEach((n, t) -> register(FileNames.table(ks, n), ks, t.reader()));
-        c.openedDeletes.forEach((n, d) -> register(FileNames.deleteTable(ks, n), ks, d.reader()));
-        c.openedSegments.values().forEach(seg -> register(ks, seg));
-      });
+      edit.changes.forEach(
+          (ks, c) -> {
+            c.openedTables.forEach((n, t) -> register(FileNames.table(ks, n), ks, t.reader()));
+            c.openedDeletes.forEach(
+                (n, d) -> register(FileNames.deleteTable(ks, n), ks, d.reader()));
+            c.openedSegments.values().forEach(seg -> register(ks, seg));
+          });
       versions.applyLock.lock();
       try {
         Version cur = versions.current();
-        versions.install(versions.newVersion(cur.active, edit.writeCacheFlushed ? null : cur.immutable, files));
+        versions.install(
+            versions.newVersion(cur.active, edit.writeCacheFlushed ? null : cur.immutable, files));
         edit.onInstall.run();
       } finally {
         versions.applyLock.unlock();
@@ -227,8 +286,8 @@ public final class VersionSet {
   }
 
   /**
-   * As {@link #markCheckpoint}, and keeps the checkpoint and its files past their retention until {@link
-   * #unpin} (a backup copying them).
+   * As {@link #markCheckpoint}, and keeps the checkpoint and its files past their retention until
+   * {@link #unpin} (a backup copying them).
    */
   public Manifest pinCheckpoint() {
     synchronized (lock) {
@@ -245,7 +304,10 @@ public final class VersionSet {
     }
   }
 
-  /** Keeps the current manifest as a checkpoint once superseded ({@code Basalt.checkpoint()}); returns it. */
+  /**
+   * Keeps the current manifest as a checkpoint once superseded ({@code Basalt.checkpoint()});
+   * returns it.
+   */
   public Manifest markCheckpoint() {
     synchronized (lock) {
       mark(manifest);
@@ -255,8 +317,8 @@ public final class VersionSet {
   }
 
   /**
-   * Bytes of the data files (tables, delete list tables, segments) that only retained checkpoints name:
-   * no live version, snapshot or current manifest does (what rollback keeps on disk).
+   * Bytes of the data files (tables, delete list tables, segments) that only retained checkpoints
+   * name: no live version, snapshot or current manifest does (what rollback keeps on disk).
    */
   public long checkpointOnlyBytes() {
     synchronized (lock) {
@@ -331,8 +393,12 @@ public final class VersionSet {
       List<KeyspaceFiles.Table> ts = new ArrayList<>();
       for (Manifest.TableMeta m : k.tables()) {
         KeyspaceFiles.Table t = byNumber.get(m.fileNumber());
-        if (t == null) throw new IllegalStateException("no open reader for table " + m.fileNumber());
-        ts.add(t.level() == m.level() ? t : new KeyspaceFiles.Table(m.fileNumber(), m.level(), t.reader()));
+        if (t == null)
+          throw new IllegalStateException("no open reader for table " + m.fileNumber());
+        ts.add(
+            t.level() == m.level()
+                ? t
+                : new KeyspaceFiles.Table(m.fileNumber(), m.level(), t.reader()));
       }
       Map<Long, KeyspaceFiles.Segment> byId = new HashMap<>();
       for (KeyspaceFiles.Segment s : old.segments) byId.put(s.state().segmentId(), s);
@@ -340,7 +406,8 @@ public final class VersionSet {
       List<KeyspaceFiles.Segment> ss = new ArrayList<>();
       for (SegmentState s : k.segments()) {
         KeyspaceFiles.Segment seg = byId.get(s.segmentId());
-        if (seg == null) throw new IllegalStateException("no open reader for segment " + s.segmentId());
+        if (seg == null)
+          throw new IllegalStateException("no open reader for segment " + s.segmentId());
         ss.add(seg);
       }
       Map<Long, KeyspaceFiles.DeleteTable> deletes = new HashMap<>();
@@ -349,18 +416,23 @@ public final class VersionSet {
       List<KeyspaceFiles.DeleteTable> ds = new ArrayList<>();
       for (Manifest.DeleteTableMeta m : k.deletes()) {
         KeyspaceFiles.DeleteTable d = deletes.get(m.fileNumber());
-        if (d == null) throw new IllegalStateException("no open reader for delete list table " + m.fileNumber());
-        ds.add(new KeyspaceFiles.DeleteTable(m, d.reader())); // the manifest's entry: addedIn is set at commit
+        if (d == null)
+          throw new IllegalStateException("no open reader for delete list table " + m.fileNumber());
+        ds.add(
+            new KeyspaceFiles.DeleteTable(
+                m, d.reader())); // the manifest's entry: addedIn is set at commit
       }
-      out.put(k.id(), new KeyspaceFiles(ts, ss, ds, k.garbage(), next.guardedKeyIndex() ? k.guards() : null));
+      out.put(
+          k.id(),
+          new KeyspaceFiles(ts, ss, ds, k.garbage(), next.guardedKeyIndex() ? k.guards() : null));
     }
     return out;
   }
 
   /**
-   * A version of {@code v}'s tables only (no write caches), for a compaction job. Made under the lock,
-   * so the obsolete-file sweep, which runs under it too, sees it or still sees {@code v}, which the
-   * caller releases only afterwards: the job's inputs stay on disk.
+   * A version of {@code v}'s tables only (no write caches), for a compaction job. Made under the
+   * lock, so the obsolete-file sweep, which runs under it too, sees it or still sees {@code v},
+   * which the caller releases only afterwards: the job's inputs stay on disk.
    */
   public Version pinTables(Version v) {
     synchronized (lock) {
@@ -372,12 +444,13 @@ public final class VersionSet {
   public record Pinned(Version version, long manifestNumber) {}
 
   /**
-   * A version of the current files only (no write caches) and the manifest number they are as of, for
-   * a garbage collection job; the caller releases the version.
+   * A version of the current files only (no write caches) and the manifest number they are as of,
+   * for a garbage collection job; the caller releases the version.
    */
   public Pinned pinFiles() {
     synchronized (lock) {
-      return new Pinned(versions.newVersion(null, null, versions.current().files), manifest.number());
+      return new Pinned(
+          versions.newVersion(null, null, versions.current().files), manifest.number());
     }
   }
 
@@ -408,13 +481,16 @@ public final class VersionSet {
     var it = checkpoints.entrySet().iterator();
     while (it.hasNext()) {
       var e = it.next();
-      if (e.getKey() != manifest.number() && e.getValue() <= cutoff // retention 0: only the current one stays
-          && !pinned.containsKey(e.getKey()) && deleteQuietly(FileNames.manifest(e.getKey()))) {
+      if (e.getKey() != manifest.number()
+          && e.getValue() <= cutoff // retention 0: only the current one stays
+          && !pinned.containsKey(e.getKey())
+          && deleteQuietly(FileNames.manifest(e.getKey()))) {
         it.remove();
       }
     }
     checkpointFiles.keySet().retainAll(checkpoints.keySet());
-    Set<String> named = versions.namedFiles(); // once per sweep: it names every file of every live version
+    Set<String> named =
+        versions.namedFiles(); // once per sweep: it names every file of every live version
     dropCheckpointsForSpace(named);
     marked.retainAll(checkpoints.keySet());
     asked.retainAll(checkpoints.keySet());
@@ -424,7 +500,8 @@ public final class VersionSet {
     var open = committed.entrySet().iterator();
     while (open.hasNext()) {
       var e = open.next();
-      // A dropped keyspace's segments stay until the next open's orphan sweep: the flusher may still
+      // A dropped keyspace's segments stay until the next open's orphan sweep: the flusher may
+      // still
       // hold its tail's writer.
       if (e.getValue().segment() && !keyspaces.contains(e.getValue().keyspace())) continue;
       if (named.contains(e.getKey()) || !deleteData(e.getKey())) continue;
@@ -444,7 +521,8 @@ public final class VersionSet {
 
   /**
    * Deletes an obsolete WAL file or expired manifest; false if that failed (counted in {@code
-   * obsoleteDeleteFailures}, tried again at the next cleanup). The commit that made it obsolete stands.
+   * obsoleteDeleteFailures}, tried again at the next cleanup). The commit that made it obsolete
+   * stands.
    */
   private boolean deleteQuietly(String name) {
     try {
@@ -458,9 +536,9 @@ public final class VersionSet {
 
   /**
    * Deletes an obsolete data file; false if that failed (counted in {@code obsoleteDeleteFailures},
-   * tried again at the next cleanup, and by the next open's orphan sweep). Nothing depends on it, so
-   * the deletion need not be durable ({@link Storage#deleteGarbage}): a file a crash brings back is
-   * named by no manifest, and the next open's orphan sweep deletes it.
+   * tried again at the next cleanup, and by the next open's orphan sweep). Nothing depends on it,
+   * so the deletion need not be durable ({@link Storage#deleteGarbage}): a file a crash brings back
+   * is named by no manifest, and the next open's orphan sweep deletes it.
    */
   private boolean deleteData(String name) {
     try {
@@ -472,7 +550,8 @@ public final class VersionSet {
     }
   }
 
-  // ---- offline commits: a new store, a rollback --------------------------------------------------------
+  // ---- offline commits: a new store, a rollback
+  // --------------------------------------------------------
 
   /**
    * Commits the first manifest of a new store: keyspace "default" (id 1), nothing flushed; {@code
@@ -487,7 +566,8 @@ public final class VersionSet {
    * Commits the manifest {@code edit} makes of {@code base} as number {@code number}, on a store no
    * process has open (the caller holds its lock). The commit is atomic at the manifest's rename.
    */
-  static Manifest commitOffline(Storage storage, Manifest base, VersionEdit edit, long number, long nextFileNumber) {
+  static Manifest commitOffline(
+      Storage storage, Manifest base, VersionEdit edit, long number, long nextFileNumber) {
     Manifest next = edit.applyTo(base, number, System.currentTimeMillis(), nextFileNumber);
     write(storage, next);
     return next;

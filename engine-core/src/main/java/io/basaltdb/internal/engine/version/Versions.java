@@ -1,7 +1,7 @@
 package io.basaltdb.internal.engine.version;
 
-import io.basaltdb.internal.engine.writecache.WriteCache;
 import io.basaltdb.ClosedException;
+import io.basaltdb.internal.engine.writecache.WriteCache;
 import io.basaltdb.internal.memory.MemoryQuota;
 import java.util.Map;
 import java.util.Set;
@@ -15,45 +15,73 @@ import java.util.concurrent.locks.ReentrantLock;
  * installs file-set changes through it.
  *
  * <h2>Concurrency</h2>
- * {@link #applyLock} orders what readers must see atomically: the commit leader applying a group and
- * publishing {@link #lastSeqno}, a write cache switch, installing a version, taking a snapshot. Readers
- * take no lock: they pin {@link #current} by its reference count ({@link #acquire}).
+ *
+ * {@link #applyLock} orders what readers must see atomically: the commit leader applying a group
+ * and publishing {@link #lastSeqno}, a write cache switch, installing a version, taking a snapshot.
+ * Readers take no lock: they pin {@link #current} by its reference count ({@link #acquire}).
  *
  * <h2>Invariants</h2>
+ *
  * <ol>
- *   <li>Every write with a seqno at or below {@link #lastSeqno} is in the current version's sources,
- *       applied as a whole group.</li>
- *   <li>The immutable write cache, if any, holds exactly the writes in (flushed seqno, its switchSeqno].</li>
- *   <li>A version is freed only when its last reader lets go; the tables it names stay on disk till then.</li>
+ *   <li>Every write with a seqno at or below {@link #lastSeqno} is in the current version's
+ *       sources, applied as a whole group.
+ *   <li>The immutable write cache, if any, holds exactly the writes in (flushed seqno, its
+ *       switchSeqno].
+ *   <li>A version is freed only when its last reader lets go; the tables it names stay on disk till
+ *       then.
  * </ol>
  */
 public final class Versions {
   public final ReentrantLock applyLock = new ReentrantLock();
-  /** The read sources; replaced under applyLock, read by anyone (volatile: a reader sees a complete version). */
+
+  /**
+   * The read sources; replaced under applyLock, read by anyone (volatile: a reader sees a complete
+   * version).
+   */
   private volatile Version current;
+
   /**
    * Highest published seqno: every write up to it is applied and visible as a whole group. Written
-   * under applyLock (by the commit leader, or by recovery before the store is shared); read without locking.
+   * under applyLock (by the commit leader, or by recovery before the store is shared); read without
+   * locking.
    */
   public volatile long lastSeqno;
+
   /** Versions not yet freed; concurrent set, read by the obsolete-table sweep. */
   private final Set<Version> live = ConcurrentHashMap.newKeySet();
+
   /** Write caches not yet freed, so close can free those still pinned by open snapshots. */
   private final Set<WriteCache> liveWriteCaches = ConcurrentHashMap.newKeySet();
+
   private final AtomicLong writeCacheIds = new AtomicLong();
+
   /** What the write caches' allocators (one per write cache) reserve together. */
   private final MemoryQuota quota;
+
   private final String name;
   private final long chunkSize;
   private final int maxValueSize;
-  /** Told when a version is freed (its tables may be obsolete); set once at open, before sharing. */
+
+  /**
+   * Told when a version is freed (its tables may be obsolete); set once at open, before sharing.
+   */
   private Runnable onVersionFreed = () -> {};
-  /** The exact item counts, or null ({@link io.basaltdb.Options#exactItemCounts}); set once at open, before sharing. */
+
+  /**
+   * The exact item counts, or null ({@link io.basaltdb.Options#exactItemCounts}); set once at open,
+   * before sharing.
+   */
   public ItemCounter items;
+
   /** Set by close; volatile: a reader that cannot retain the current version checks it. */
   private volatile boolean closed;
 
-  public Versions(String name, MemoryQuota quota, long chunkSize, int maxValueSize, Map<Integer, KeyspaceFiles> files) {
+  public Versions(
+      String name,
+      MemoryQuota quota,
+      long chunkSize,
+      int maxValueSize,
+      Map<Integer, KeyspaceFiles> files) {
     this.name = name;
     this.quota = quota;
     this.chunkSize = chunkSize;
@@ -76,7 +104,10 @@ public final class Versions {
     }
   }
 
-  /** The current version, not retained: for fields that are the same in every version a caller may race with. */
+  /**
+   * The current version, not retained: for fields that are the same in every version a caller may
+   * race with.
+   */
   public Version current() {
     return current;
   }
@@ -84,12 +115,19 @@ public final class Versions {
   /**
    * A new write cache with its own allocator over the write quota.
    *
-   * @throws io.basaltdb.MemoryLimitException if the quota has no chunk for its skiplist; nothing changes then
+   * @throws io.basaltdb.MemoryLimitException if the quota has no chunk for its skiplist; nothing
+   *     changes then
    */
   public WriteCache newWriteCache() {
     WriteCache[] self = new WriteCache[1];
-    self[0] = new WriteCache(writeCacheIds.incrementAndGet(), name, quota, chunkSize, maxValueSize,
-        () -> liveWriteCaches.remove(self[0]));
+    self[0] =
+        new WriteCache(
+            writeCacheIds.incrementAndGet(),
+            name,
+            quota,
+            chunkSize,
+            maxValueSize,
+            () -> liveWriteCaches.remove(self[0]));
     liveWriteCaches.add(self[0]);
     return self[0];
   }
@@ -115,8 +153,8 @@ public final class Versions {
 
   /**
    * Turns the active write cache immutable at the last published seqno, noting the WAL file that
-   * starts after it, and makes {@code fresh} (from {@link #newWriteCache}, made first so a lack of memory
-   * changes nothing) the active one. Caller holds applyLock; there is no immutable cache.
+   * starts after it, and makes {@code fresh} (from {@link #newWriteCache}, made first so a lack of
+   * memory changes nothing) the active one. Caller holds applyLock; there is no immutable cache.
    */
   public void switchWriteCache(long walAfter, WriteCache fresh) {
     Version v = current;
@@ -151,7 +189,9 @@ public final class Versions {
     return named;
   }
 
-  /** Write caches not yet freed: the active one, one being flushed, and those readers still hold. */
+  /**
+   * Write caches not yet freed: the active one, one being flushed, and those readers still hold.
+   */
   public int liveWriteCaches() {
     return liveWriteCaches.size();
   }
@@ -172,7 +212,8 @@ public final class Versions {
       try {
         m.free();
       } catch (RuntimeException e) {
-        if (first == null) first = e; else first.addSuppressed(e);
+        if (first == null) first = e;
+        else first.addSuppressed(e);
       }
     }
     liveWriteCaches.clear();

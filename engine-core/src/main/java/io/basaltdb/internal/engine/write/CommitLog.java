@@ -10,45 +10,50 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The write-ahead log's current file (Magma section 3.1): batches are framed records (docs/format.md,
- * "WAL"), written by the commit leader one group at a time with a single write, then fsynced per the
- * sync mode. A write cache switch rotates to a new file, so every WAL file but the newest holds only
- * seqnos at or below some flushed boundary and is deleted once a manifest covers it.
+ * The write-ahead log's current file (Magma section 3.1): batches are framed records
+ * (docs/format.md, "WAL"), written by the commit leader one group at a time with a single write,
+ * then fsynced per the sync mode. A write cache switch rotates to a new file, so every WAL file but
+ * the newest holds only seqnos at or below some flushed boundary and is deleted once a manifest
+ * covers it.
  *
- * <p>The WAL files form a chain: a rotation, and the start of a session after replay, end the old file
- * with a synced link record naming the new one (docs/format.md, "WAL record payload"), so a missing
- * successor is detectable ({@link WalChain}); the manifest names the session's first file (walHead).
+ * <p>The WAL files form a chain: a rotation, and the start of a session after replay, end the old
+ * file with a synced link record naming the new one (docs/format.md, "WAL record payload"), so a
+ * missing successor is detectable ({@link WalChain}); the manifest names the session's first file
+ * (walHead).
  *
  * <h2>Recycled files</h2>
- * An obsolete file is not deleted but {@link #retire retired} into a pool of at most {@link #POOL_SIZE}
- * (RocksDB's {@code recycle_log_file_num}), and a rotation takes its next file from the pool when it
- * can: a commit then overwrites blocks already written, so its {@code fdatasync} changes no metadata and
- * needs no file-system journal commit, which the flusher's and collection's writes would otherwise share
- * (the update race's commits ran 6-10% faster). Its old records stay behind the new ones. They are
- * harmless: every one was flushed before the file was retired, so its seqno is at or below the flushed
- * seqno of every later manifest and replay skips it; a torn boundary between new and old records is a
- * torn tail (replay's check for a synced group behind damage counts only seqnos above the last one
- * replayed). Two rules keep the chain's checks ({@link WalChain}) true: a retired file loses a link at
- * its end, and a rotation truncates the current file at its written end before it appends the link, so
- * a link is still a file's last record. Only files this process saw written or replayed are recycled
- * (VersionSet deletes those below the walStart it opened with: a rollback whose clean-up was cut short
- * leaves a discarded history there, with seqnos above the ones written next), and the pool is emptied
- * at open.
  *
- * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one at a
- * time); {@link #sync} by the periodic syncer. File operations are synchronized on this, but the
- * syncer's fsync runs outside the monitor, under {@link #syncLock}: the leader appends meanwhile
- * (RocksDB's SyncWAL does not hold its write queue either). Before, every periodic fsync held the
- * monitor, and the next group's write waited for it: with the WAL synced every 100 ms, writers stood
- * still for the length of each fsync of 100 ms of writes. Whoever closes or replaces the file (rotate,
- * close, abandon) takes {@link #syncLock} first, so no file is closed under a sync. Lock order:
- * {@link #syncLock}, then this.
- * {@link #retire} runs on other threads; the pool is files in {@link #DIR}, moved by atomic renames.
+ * An obsolete file is not deleted but {@link #retire retired} into a pool of at most {@link
+ * #POOL_SIZE} (RocksDB's {@code recycle_log_file_num}), and a rotation takes its next file from the
+ * pool when it can: a commit then overwrites blocks already written, so its {@code fdatasync}
+ * changes no metadata and needs no file-system journal commit, which the flusher's and collection's
+ * writes would otherwise share (the update race's commits ran 6-10% faster). Its old records stay
+ * behind the new ones. They are harmless: every one was flushed before the file was retired, so its
+ * seqno is at or below the flushed seqno of every later manifest and replay skips it; a torn
+ * boundary between new and old records is a torn tail (replay's check for a synced group behind
+ * damage counts only seqnos above the last one replayed). Two rules keep the chain's checks ({@link
+ * WalChain}) true: a retired file loses a link at its end, and a rotation truncates the current
+ * file at its written end before it appends the link, so a link is still a file's last record. Only
+ * files this process saw written or replayed are recycled (VersionSet deletes those below the
+ * walStart it opened with: a rollback whose clean-up was cut short leaves a discarded history
+ * there, with seqnos above the ones written next), and the pool is emptied at open.
+ *
+ * <p>Thread-safety: {@link #append} and {@link #rotate} are called by the commit leader only (one
+ * at a time); {@link #sync} by the periodic syncer. File operations are synchronized on this, but
+ * the syncer's fsync runs outside the monitor, under {@link #syncLock}: the leader appends
+ * meanwhile (RocksDB's SyncWAL does not hold its write queue either). Before, every periodic fsync
+ * held the monitor, and the next group's write waited for it: with the WAL synced every 100 ms,
+ * writers stood still for the length of each fsync of 100 ms of writes. Whoever closes or replaces
+ * the file (rotate, close, abandon) takes {@link #syncLock} first, so no file is closed under a
+ * sync. Lock order: {@link #syncLock}, then this. {@link #retire} runs on other threads; the pool
+ * is files in {@link #DIR}, moved by atomic renames.
  */
 public final class CommitLog implements AutoCloseable {
   static final String DIR = FileNames.WAL_DIR;
+
   /** Obsolete WAL files kept for reuse, at most. */
   static final int POOL_SIZE = 2;
+
   private static final String POOL_PREFIX = "recycle-";
 
   private final Storage storage;
@@ -57,10 +62,14 @@ public final class CommitLog implements AutoCloseable {
   private StorageFile file;
   private LogWriter writer;
   private long number;
+
   /** Bytes written since the last sync. */
   private long unsynced;
+
   /** Held across a sync made outside the monitor, and by whoever closes or replaces the file. */
-  private final java.util.concurrent.locks.ReentrantLock syncLock = new java.util.concurrent.locks.ReentrantLock();
+  private final java.util.concurrent.locks.ReentrantLock syncLock =
+      new java.util.concurrent.locks.ReentrantLock();
+
   /** The last seqno appended in this session (any file), -1 before the first append. */
   private long lastLogged = -1;
 
@@ -71,17 +80,21 @@ public final class CommitLog implements AutoCloseable {
 
   /**
    * The WAL of a session that starts after replay: file {@code number}, reached from the previous
-   * session's newest file {@code previous} by a rotation ({@link #rotate}), so that file ends with a
-   * link to this one and the chain runs across sessions; a deleted file of an earlier session is then
-   * named at the next open, not only noticed as a seqno gap. Without a previous file still needed
-   * ({@code previous < 0}) the file is simply created. {@code lastSeqno}: the last seqno replayed.
+   * session's newest file {@code previous} by a rotation ({@link #rotate}), so that file ends with
+   * a link to this one and the chain runs across sessions; a deleted file of an earlier session is
+   * then named at the next open, not only noticed as a seqno gap. Without a previous file still
+   * needed ({@code previous < 0}) the file is simply created. {@code lastSeqno}: the last seqno
+   * replayed.
    */
-  public static CommitLog startSession(Storage storage, long previous, long number, long lastSeqno) {
+  public static CommitLog startSession(
+      Storage storage, long previous, long number, long lastSeqno) {
     if (previous < 0) return new CommitLog(storage, number);
     CommitLog log = new CommitLog(storage);
     StorageFile f = storage.open(fileName(previous));
     log.file = f;
-    log.writer = new LogWriter(f, f.size()); // replay trimmed any torn tail: the file ends with a whole record
+    log.writer =
+        new LogWriter(
+            f, f.size()); // replay trimmed any torn tail: the file ends with a whole record
     log.number = previous;
     log.lastLogged = lastSeqno;
     try {
@@ -102,8 +115,9 @@ public final class CommitLog implements AutoCloseable {
   }
 
   /**
-   * The name file {@code number} has while a rotation creates it, until the link naming it is durable:
-   * replay does not list it, so a crash before then leaves the old file the newest (see {@link #rotate}).
+   * The name file {@code number} has while a rotation creates it, until the link naming it is
+   * durable: replay does not list it, so a crash before then leaves the old file the newest (see
+   * {@link #rotate}).
    */
   static String pendingName(long number) {
     return fileName(number) + ".tmp";
@@ -121,7 +135,8 @@ public final class CommitLog implements AutoCloseable {
 
   /**
    * Disposes of obsolete WAL file {@code number} (no manifest needs it): into the pool while it has
-   * room, without a link at its end; deleted otherwise. Any thread but the commit leader's rotation.
+   * room, without a link at its end; deleted otherwise. Any thread but the commit leader's
+   * rotation.
    */
   public static void retire(Storage storage, long number) {
     String name = fileName(number);
@@ -132,8 +147,10 @@ public final class CommitLog implements AutoCloseable {
     boolean linked = WalChain.tailLink(storage, number) >= 0;
     try (StorageFile f = storage.open(name)) {
       if (linked) f.truncate(f.size() - WalChain.LINK_FRAME_SIZE);
-      // Zeros where the first record goes: if the file's first new record is lost in a crash (unsynced,
-      // SyncMode.NONE or PERIODIC), replay meets an invalid frame there, as in a fresh file, and not an
+      // Zeros where the first record goes: if the file's first new record is lost in a crash
+      // (unsynced,
+      // SyncMode.NONE or PERIODIC), replay meets an invalid frame there, as in a fresh file, and
+      // not an
       // old record it would skip before reading on to later new records past the hole.
       f.write(0, ByteBuffer.allocate((int) Math.min(f.size(), 8)));
       f.sync(); // before the rename: a crash must not bring the link or the old first record back
@@ -195,9 +212,9 @@ public final class CommitLog implements AutoCloseable {
   }
 
   /**
-   * Makes what was appended so far durable. The fsync runs outside the monitor, so the commit leader
-   * goes on appending: a group written meanwhile may or may not be covered, and the next sync covers it
-   * (a periodic sync promises durability within an interval, not of a given group).
+   * Makes what was appended so far durable. The fsync runs outside the monitor, so the commit
+   * leader goes on appending: a group written meanwhile may or may not be covered, and the next
+   * sync covers it (a periodic sync promises durability within an interval, not of a given group).
    */
   void sync() {
     syncLock.lock();
@@ -211,7 +228,8 @@ public final class CommitLog implements AutoCloseable {
       }
       w.sync(); // its file stays open: closing or replacing it takes syncLock
       synchronized (this) {
-        // What arrived during the fsync stays counted. append(sync = true) zeroes the count, but SYNC mode
+        // What arrived during the fsync stays counted. append(sync = true) zeroes the count, but
+        // SYNC mode
         // runs no periodic syncer, so the two never overlap.
         if (writer == w) unsynced = Math.max(0, unsynced - pending);
       }
@@ -229,13 +247,14 @@ public final class CommitLog implements AutoCloseable {
    * Starts file {@code next}, in an order that leaves every crash point recoverable:
    *
    * <ol>
-   *   <li>creates it as {@link #pendingName} (durable on return), which replay does not list;</li>
+   *   <li>creates it as {@link #pendingName} (durable on return), which replay does not list;
    *   <li>syncs the current file, appends a link record naming {@code next}, syncs again (the first
-   *       sync makes the link's SYNCED flag true, as for the close marker). A crash before the link is
-   *       durable leaves the current file the newest listed, so a torn link is a torn tail;</li>
-   *   <li>renames the pending file to its WAL name (atomic, durable) and switches to it. A crash between
-   *       the link's sync and the rename leaves a link to a missing file and the pending file that shows
-   *       the rotation was cut short: {@link WalChain#undoInterruptedRotation} removes that link.</li>
+   *       sync makes the link's SYNCED flag true, as for the close marker). A crash before the link
+   *       is durable leaves the current file the newest listed, so a torn link is a torn tail;
+   *   <li>renames the pending file to its WAL name (atomic, durable) and switches to it. A crash
+   *       between the link's sync and the rename leaves a link to a missing file and the pending
+   *       file that shows the rotation was cut short: {@link WalChain#undoInterruptedRotation}
+   *       removes that link.
    * </ol>
    *
    * On a failure the current file stays current and the store fails.
@@ -261,10 +280,13 @@ public final class CommitLog implements AutoCloseable {
 
   private void rotateLocked(long next) {
     String pending = pendingName(next);
-    if (storage.exists(pending)) storage.delete(pending); // from a rotation to the same number that failed
+    if (storage.exists(pending))
+      storage.delete(pending); // from a rotation to the same number that failed
     String pooled = firstPooled(storage);
-    if (pooled != null) storage.rename(pooled, pending); else storage.create(pending).close();
-    if (file.size() > writer.offset()) file.truncate(writer.offset()); // a recycled file's old records go
+    if (pooled != null) storage.rename(pooled, pending);
+    else storage.create(pending).close();
+    if (file.size() > writer.offset())
+      file.truncate(writer.offset()); // a recycled file's old records go
     syncLocked();
     Batch link = Batch.link(lastLogged + 1, next);
     writer.add(link.encodedSize(), link::encode);
@@ -281,17 +303,17 @@ public final class CommitLog implements AutoCloseable {
   }
 
   /**
-   * Seqnos up to {@code last} were committed without the WAL (a batch that skipped it, made durable in
-   * the segments and the manifest): the next link record starts after them. Commit leader only.
+   * Seqnos up to {@code last} were committed without the WAL (a batch that skipped it, made durable
+   * in the segments and the manifest): the next link record starts after them. Commit leader only.
    */
   synchronized void skipped(long last) {
     lastLogged = Math.max(lastLogged, last);
   }
 
   /**
-   * Closes cleanly: syncs, then appends an empty marker record (a synced group start, seqno
-   * {@code lastSeqno + 1}, no operations) and syncs again. Every real record is then followed by a
-   * synced group, so recovery can tell damage to any of them from a torn tail. The first sync is what
+   * Closes cleanly: syncs, then appends an empty marker record (a synced group start, seqno {@code
+   * lastSeqno + 1}, no operations) and syncs again. Every real record is then followed by a synced
+   * group, so recovery can tell damage to any of them from a torn tail. The first sync is what
    * makes the marker's flag true: a power loss before the second may keep the marker, and recovery
    * then relies on every record before it being on the device.
    */
@@ -315,13 +337,14 @@ public final class CommitLog implements AutoCloseable {
 
   @Override
   public void close() {
-    replacingFile(() -> {
-      try {
-        syncLocked();
-      } finally {
-        file.close();
-      }
-    });
+    replacingFile(
+        () -> {
+          try {
+            syncLocked();
+          } finally {
+            file.close();
+          }
+        });
   }
 
   /** Closes without syncing (after a failure, when the file's tail may be unwritable). */

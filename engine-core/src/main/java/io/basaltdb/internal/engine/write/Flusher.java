@@ -1,5 +1,8 @@
 package io.basaltdb.internal.engine.write;
 
+import io.basaltdb.BasaltException;
+import io.basaltdb.Options;
+import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.engine.base.DiscardListener;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.StoreState;
@@ -18,19 +21,16 @@ import io.basaltdb.internal.engine.version.VersionSet;
 import io.basaltdb.internal.engine.version.Versions;
 import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.engine.writecache.WriteCache;
-import io.basaltdb.BasaltException;
 import io.basaltdb.internal.segment.SegmentOptions;
 import io.basaltdb.internal.segment.SegmentReader;
 import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.segment.SegmentWriter;
 import io.basaltdb.internal.skiplist.Snapshot;
 import io.basaltdb.internal.skiplist.SnapshotIterator;
-import io.basaltdb.Options;
-import io.basaltdb.internal.cache.BlockCache;
-import io.basaltdb.internal.storage.Storage;
-import io.basaltdb.internal.storage.StorageFile;
 import io.basaltdb.internal.sstable.KeyRecord;
 import io.basaltdb.internal.sstable.TableReader;
+import io.basaltdb.internal.storage.Storage;
+import io.basaltdb.internal.storage.StorageFile;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -39,17 +39,18 @@ import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * Writes an immutable write cache out (Magma section 3.2): for each keyspace, its documents in seqno
- * order to the keyspace's tail log segment (rolling to a new segment at {@link
- * io.basaltdb.Options#segmentSize}), then its key index records, in key order, to a new level-0 table;
- * then the segments' checkpoints are synced and one {@link VersionEdit} naming the new files, the
- * flushed seqno and the records and document bytes each new table adds to its keyspace's {@link
- * Manifest.Counters} goes to the {@link VersionSet}, which commits it and deletes the WAL files it covers.
+ * Writes an immutable write cache out (Magma section 3.2): for each keyspace, its documents in
+ * seqno order to the keyspace's tail log segment (rolling to a new segment at {@link
+ * io.basaltdb.Options#segmentSize}), then its key index records, in key order, to a new level-0
+ * table; then the segments' checkpoints are synced and one {@link VersionEdit} naming the new
+ * files, the flushed seqno and the records and document bytes each new table adds to its keyspace's
+ * {@link Manifest.Counters} goes to the {@link VersionSet}, which commits it and deletes the WAL
+ * files it covers.
  *
- * <p>Thread-safety: one background thread runs flushes; {@link #flush} is called by the
- * commit leader (or the opening thread during recovery); {@link #flushBatch} runs on the commit leader
- * while no cache is pending (see there). The segment writers and the list of open
- * files belong to the flushing thread, except that {@code closeFiles} runs after {@link #stop}.
+ * <p>Thread-safety: one background thread runs flushes; {@link #flush} is called by the commit
+ * leader (or the opening thread during recovery); {@link #flushBatch} runs on the commit leader
+ * while no cache is pending (see there). The segment writers and the list of open files belong to
+ * the flushing thread, except that {@code closeFiles} runs after {@link #stop}.
  */
 public final class Flusher {
   private final Options options;
@@ -62,34 +63,53 @@ public final class Flusher {
   private final EngineStats stats;
   private final StoreState state;
   private final WorkerEvents events;
+
   /** SegmentTail segment writer of each keyspace; flushing thread only. */
   private final Map<Integer, SegmentTail> writers;
+
   /**
-   * Run a flush's key lookups ({@link #startLookups}); shut down by {@link #stop}. Its two threads exit
-   * after a second idle, so a store whose open failed after a recovery flush leaves none.
+   * Run a flush's key lookups ({@link #startLookups}); shut down by {@link #stop}. Its two threads
+   * exit after a second idle, so a store whose open failed after a recovery flush leaves none.
    */
   private final java.util.concurrent.ThreadPoolExecutor lookupThreads = newLookupThreads();
 
   private static java.util.concurrent.ThreadPoolExecutor newLookupThreads() {
-    java.util.concurrent.ThreadPoolExecutor e = new java.util.concurrent.ThreadPoolExecutor(2, 2, 1,
-        java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(), r -> {
-          Thread t = new Thread(r, "basalt-flush-lookups");
-          t.setDaemon(true);
-          return t;
-        });
+    java.util.concurrent.ThreadPoolExecutor e =
+        new java.util.concurrent.ThreadPoolExecutor(
+            2,
+            2,
+            1,
+            java.util.concurrent.TimeUnit.SECONDS,
+            new java.util.concurrent.LinkedBlockingQueue<>(),
+            r -> {
+              Thread t = new Thread(r, "basalt-flush-lookups");
+              t.setDaemon(true);
+              return t;
+            });
     e.allowCoreThreadTimeOut(true);
     return e;
   }
+
   /** Hears of each version a flush reports stale (tests); volatile: set while the flusher runs. */
   private volatile DiscardListener listener = DiscardListener.NONE;
 
   private final Thread thread;
   private final Object signal = new Object();
+
   /** Guarded by signal. */
   private boolean stopping;
 
-  public Flusher(Options options, Storage storage, Versions versions, VersionSet versionSet, TableCache tables,
-      KeyspaceCatalog catalog, EngineStats stats, StoreState state, WorkerEvents events, Map<Integer, SegmentTail> writers) {
+  public Flusher(
+      Options options,
+      Storage storage,
+      Versions versions,
+      VersionSet versionSet,
+      TableCache tables,
+      KeyspaceCatalog catalog,
+      EngineStats stats,
+      StoreState state,
+      WorkerEvents events,
+      Map<Integer, SegmentTail> writers) {
     this.options = options;
     this.storage = storage;
     this.blockCache = tables.blockCache();
@@ -155,38 +175,74 @@ public final class Flusher {
     List<Integer> touched = new ArrayList<>();
     List<Reported> reported = new ArrayList<>();
     long records;
-    try (Snapshot snap = imm.list.snapshot(); SnapshotIterator it = snap.iterator()) {
+    try (Snapshot snap = imm.list.snapshot();
+        SnapshotIterator it = snap.iterator()) {
       it.seekFirst();
-      records = flushEntries(new Entries() {
-        @Override public boolean valid() { return it.valid(); }
-        @Override public byte[] key() { return it.key(); }
-        @Override public byte[] value() { return it.value(); }
-        @Override public void next() { it.next(); }
-      }, v, edit, touched, reported);
+      records =
+          flushEntries(
+              new Entries() {
+                @Override
+                public boolean valid() {
+                  return it.valid();
+                }
+
+                @Override
+                public byte[] key() {
+                  return it.key();
+                }
+
+                @Override
+                public byte[] value() {
+                  return it.value();
+                }
+
+                @Override
+                public void next() {
+                  it.next();
+                }
+              },
+              v,
+              edit,
+              touched,
+              reported);
     }
-    // The WAL file started at the switch is the current one: replay starts there, and it is the head.
-    edit.flushedSeqno(imm.switchSeqno).walStart(imm.walAfter).walHead(imm.walAfter).writeCacheFlushed();
+    // The WAL file started at the switch is the current one: replay starts there, and it is the
+    // head.
+    edit.flushedSeqno(imm.switchSeqno)
+        .walStart(imm.walAfter)
+        .walHead(imm.walAfter)
+        .writeCacheFlushed();
     commit(edit, touched, reported, imm.itemsAtSwitch);
-    state.notifier().flushed(new io.basaltdb.EventListener.FlushInfo(imm.switchSeqno, touched.size(), records,
-        stats.segmentBytesWritten.sum() - segmentBytes0, System.nanoTime() - t0, false));
+    state
+        .notifier()
+        .flushed(
+            new io.basaltdb.EventListener.FlushInfo(
+                imm.switchSeqno,
+                touched.size(),
+                records,
+                stats.segmentBytesWritten.sum() - segmentBytes0,
+                System.nanoTime() - t0,
+                false));
   }
 
   /**
-   * Writes a batch that skips the WAL (Magma section 8.1, {@link Options#walSkipBytes}) as a flush of
-   * its own: each keyspace's newest write of every key ({@link #sortedEntries}) to the keyspace's tail
-   * segments in seqno order and to a level-0 table, then one commit with the batch's last seqno as the
-   * flushed seqno and, with exact item counts, {@code itemsAfter} (the counts once the batch is applied;
-   * null without). {@code publish} runs under the apply lock as the version with the
-   * batch's files is installed: no reader sees the batch before it is durable, and a snapshot sees all of
-   * it or none. An earlier write of a key the batch writes again gets no document (its seqno stays spent,
-   * as a write to a dropped keyspace's does).
+   * Writes a batch that skips the WAL (Magma section 8.1, {@link Options#walSkipBytes}) as a flush
+   * of its own: each keyspace's newest write of every key ({@link #sortedEntries}) to the
+   * keyspace's tail segments in seqno order and to a level-0 table, then one commit with the
+   * batch's last seqno as the flushed seqno and, with exact item counts, {@code itemsAfter} (the
+   * counts once the batch is applied; null without). {@code publish} runs under the apply lock as
+   * the version with the batch's files is installed: no reader sees the batch before it is durable,
+   * and a snapshot sees all of it or none. An earlier write of a key the batch writes again gets no
+   * document (its seqno stays spent, as a write to a dropped keyspace's does).
    *
-   * <p>The caller (the commit leader) has waited until both write caches are empty and no flush is pending,
-   * so the batch's seqnos follow every flushed one and the flusher thread, which flushes only a pending
-   * cache, leaves the segment writers alone until a later switch (the version installs order the
-   * writers' use between the two threads: a volatile write of the current version, then a read of it).
+   * <p>The caller (the commit leader) has waited until both write caches are empty and no flush is
+   * pending, so the batch's seqnos follow every flushed one and the flusher thread, which flushes
+   * only a pending cache, leaves the segment writers alone until a later switch (the version
+   * installs order the writers' use between the two threads: a volatile write of the current
+   * version, then a read of it).
    */
-  void flushBatch(List<byte[][]> sorted, long lastSeqno, Map<Integer, Long> itemsAfter, Runnable publish) {
+  void flushBatch(
+      List<byte[][]> sorted, long lastSeqno, Map<Integer, Long> itemsAfter, Runnable publish) {
     long t0 = System.nanoTime(), segmentBytes0 = stats.segmentBytesWritten.sum();
     var it = sorted.iterator();
     Version v = versions.acquire();
@@ -194,57 +250,100 @@ public final class Flusher {
       VersionEdit edit = new VersionEdit();
       List<Integer> touched = new ArrayList<>();
       List<Reported> reported = new ArrayList<>();
-      long records = flushEntries(new Entries() {
-        private byte[][] at = it.hasNext() ? it.next() : null;
-        @Override public boolean valid() { return at != null; }
-        @Override public byte[] key() { return at[0]; }
-        @Override public byte[] value() { return at[1]; }
-        @Override public void next() { at = it.hasNext() ? it.next() : null; }
-      }, v, edit, touched, reported);
+      long records =
+          flushEntries(
+              new Entries() {
+                private byte[][] at = it.hasNext() ? it.next() : null;
+
+                @Override
+                public boolean valid() {
+                  return at != null;
+                }
+
+                @Override
+                public byte[] key() {
+                  return at[0];
+                }
+
+                @Override
+                public byte[] value() {
+                  return at[1];
+                }
+
+                @Override
+                public void next() {
+                  at = it.hasNext() ? it.next() : null;
+                }
+              },
+              v,
+              edit,
+              touched,
+              reported);
       edit.flushedSeqno(lastSeqno);
       edit.onInstall = publish;
       commit(edit, touched, reported, itemsAfter);
-      state.notifier().flushed(new io.basaltdb.EventListener.FlushInfo(lastSeqno, touched.size(), records,
-          stats.segmentBytesWritten.sum() - segmentBytes0, System.nanoTime() - t0, true));
+      state
+          .notifier()
+          .flushed(
+              new io.basaltdb.EventListener.FlushInfo(
+                  lastSeqno,
+                  touched.size(),
+                  records,
+                  stats.segmentBytesWritten.sum() - segmentBytes0,
+                  System.nanoTime() - t0,
+                  true));
     } finally {
       v.release();
     }
   }
 
   /**
-   * A batch's newest write of each key of a live keyspace, as {store key, write cache entry} pairs in store
-   * key order (the write cache's: keyspace, then key), for {@link #flushBatch}. {@code below}: what
-   * counting found below the caches for each operation, or null. Built before anything is written, so a
-   * lack of heap here refuses the batch without harm.
+   * A batch's newest write of each key of a live keyspace, as {store key, write cache entry} pairs
+   * in store key order (the write cache's: keyspace, then key), for {@link #flushBatch}. {@code
+   * below}: what counting found below the caches for each operation, or null. Built before anything
+   * is written, so a lack of heap here refuses the batch without harm.
    */
   static List<byte[][]> sortedEntries(Batch b, WriteCache.Below[] below, KeyspaceCatalog catalog) {
     java.util.TreeMap<byte[], Integer> newest = new java.util.TreeMap<>(Arrays::compareUnsigned);
     for (int i = 0; i < b.count; i++) {
-      if (catalog.isLive(b.keyspaces[i])) newest.put(WriteCache.storeKey(b.keyspaces[i], b.key(i)), i);
+      if (catalog.isLive(b.keyspaces[i]))
+        newest.put(WriteCache.storeKey(b.keyspaces[i], b.key(i)), i);
     }
     List<byte[][]> out = new ArrayList<>(newest.size());
     for (Map.Entry<byte[], Integer> e : newest.entrySet()) {
       int i = e.getValue();
       WriteCache.Below w = below == null || below[i] == null ? WriteCache.Below.UNKNOWN : below[i];
-      out.add(new byte[][] {e.getKey(), WriteCache.entry(b.firstSeqno + i, b.data(), b.valueOffset(i), b.valueLength(i), w, b.expiry(i))});
+      out.add(
+          new byte[][] {
+            e.getKey(),
+            WriteCache.entry(
+                b.firstSeqno + i, b.data(), b.valueOffset(i), b.valueLength(i), w, b.expiry(i))
+          });
     }
     return out;
   }
 
-  /** Write cache entries in store key order: a skiplist snapshot's, or a batch's ({@link #flushBatch}). */
+  /**
+   * Write cache entries in store key order: a skiplist snapshot's, or a batch's ({@link
+   * #flushBatch}).
+   */
   private interface Entries {
     boolean valid();
+
     byte[] key();
+
     byte[] value();
+
     void next();
   }
 
   /**
-   * Writes each live keyspace's run of {@code it} ({@link #flushKeyspace}) into {@code edit}, noting the
-   * keyspaces touched and what each reported stale; {@code v} holds the keyspaces' tables before them.
-   * Returns the records written.
+   * Writes each live keyspace's run of {@code it} ({@link #flushKeyspace}) into {@code edit},
+   * noting the keyspaces touched and what each reported stale; {@code v} holds the keyspaces'
+   * tables before them. Returns the records written.
    */
-  private long flushEntries(Entries it, Version v, VersionEdit edit, List<Integer> touched, List<Reported> reported) {
+  private long flushEntries(
+      Entries it, Version v, VersionEdit edit, List<Integer> touched, List<Reported> reported) {
     long records = 0;
     List<byte[]> keys = new ArrayList<>();
     List<byte[]> entries = new ArrayList<>();
@@ -272,27 +371,32 @@ public final class Flusher {
   }
 
   /**
-   * Completes a flush's edit (the touched keyspaces' segments checkpointed and synced, the item counts,
-   * the listener told of what it reported stale) and commits it.
+   * Completes a flush's edit (the touched keyspaces' segments checkpointed and synced, the item
+   * counts, the listener told of what it reported stale) and commits it.
    */
-  private void commit(VersionEdit edit, List<Integer> touched, List<Reported> reported, Map<Integer, Long> items) {
+  private void commit(
+      VersionEdit edit, List<Integer> touched, List<Reported> reported, Map<Integer, Long> items) {
     for (int k : touched) edit.putSegment(k, checkpoint(writers.get(k)));
     if (items != null) {
       commitItemCounts(items, edit);
     } else {
-      // Not counted (counts off, or a replay before a recount): the manifest's counts are stale from here,
+      // Not counted (counts off, or a replay before a recount): the manifest's counts are stale
+      // from here,
       // even if this open fails before its first commit clears the flag.
       edit.flag(Manifest.FLAG_ITEM_COUNTS, false);
     }
     if (!reported.isEmpty()) {
-      // As a compaction's discards: the listener hears of each just before the commit that counts it.
-      edit.beforeCommit = () -> {
-        DiscardListener l = listener;
-        for (Reported r : reported) {
-          if (!catalog.isLive(r.ks)) continue;
-          for (int i = 0; i < r.count; i++) l.discarded(r.ks, r.pairs[2 * i], (int) r.pairs[2 * i + 1]);
-        }
-      };
+      // As a compaction's discards: the listener hears of each just before the commit that counts
+      // it.
+      edit.beforeCommit =
+          () -> {
+            DiscardListener l = listener;
+            for (Reported r : reported) {
+              if (!catalog.isLive(r.ks)) continue;
+              for (int i = 0; i < r.count; i++)
+                l.discarded(r.ks, r.pairs[2 * i], (int) r.pairs[2 * i + 1]);
+            }
+          };
     }
     versionSet.logAndApply(edit);
     stats.flushed();
@@ -301,12 +405,14 @@ public final class Flusher {
 
   /**
    * Exact item counts: the flush commits each keyspace's live keys at the switch ({@code atSwitch},
-   * absent: 0), as the change from the counts the manifest holds (those of the previous flush, or stale
-   * ones before the first flush after a recount: only flushes change them, one at a time), and marks
-   * them exact. A keyspace created after the switch has none yet.
+   * absent: 0), as the change from the counts the manifest holds (those of the previous flush, or
+   * stale ones before the first flush after a recount: only flushes change them, one at a time),
+   * and marks them exact. A keyspace created after the switch has none yet.
    */
   private void commitItemCounts(java.util.Map<Integer, Long> atSwitch, VersionEdit edit) {
-    edit.flag(Manifest.FLAG_ITEM_COUNTS, true); // exact from here (the first flush after a recount sets it)
+    edit.flag(
+        Manifest.FLAG_ITEM_COUNTS,
+        true); // exact from here (the first flush after a recount sets it)
     for (Manifest.KeyspaceMeta k : versionSet.manifest().keyspaces()) {
       long delta = atSwitch.getOrDefault(k.id(), 0L) - k.counters().items();
       if (delta != 0) edit.addCounters(k.id(), Manifest.Counters.items(delta));
@@ -314,16 +420,18 @@ public final class Flusher {
   }
 
   /**
-   * Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table adds;
-   * {@code older} are the keyspace's tables before it. With {@link Options#flushLookups}, each key is
-   * looked up there ({@link #startLookups}) and the version it supersedes (unless a tombstone) goes to the
-   * delete list in the same edit, its record flagged {@code olderReported} so no compaction reports it
-   * again; returns those versions, or null if none. With {@link Options#exactItemCounts}, the same, but
-   * each entry already says what its write found below the write cache ({@link WriteCache.Below}): an
-   * entry that does not know is left to compaction to report. Without either, the table gets a {@link
-   * ShadowedBytes} estimate of the versions it supersedes.
+   * Writes one keyspace's documents and its level-0 table into {@code edit}, with what the table
+   * adds; {@code older} are the keyspace's tables before it. With {@link Options#flushLookups},
+   * each key is looked up there ({@link #startLookups}) and the version it supersedes (unless a
+   * tombstone) goes to the delete list in the same edit, its record flagged {@code olderReported}
+   * so no compaction reports it again; returns those versions, or null if none. With {@link
+   * Options#exactItemCounts}, the same, but each entry already says what its write found below the
+   * write cache ({@link WriteCache.Below}): an entry that does not know is left to compaction to
+   * report. Without either, the table gets a {@link ShadowedBytes} estimate of the versions it
+   * supersedes.
    */
-  private Reported flushKeyspace(int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
+  private Reported flushKeyspace(
+      int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
     int n = keys.size();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
@@ -331,13 +439,18 @@ public final class Flusher {
     long[] hints = new long[n];
     int[] sizes = new int[n];
     // With exact item counts, each entry says what was below this cache when it was written (the
-    // commit leader's lookup, Magma section 7.2): no lookup here. Else, with flush lookups, the lookups
+    // commit leader's lookup, Magma section 7.2): no lookup here. Else, with flush lookups, the
+    // lookups
     // run on their threads while this one writes the documents (they need only the keys).
     boolean counted = options.exactItemCounts();
     boolean lookups = options.flushLookups() && !counted;
-    Lookups pending = lookups && !older.tables.isEmpty() ? startLookups(older, keys.toArray(new byte[0][])) : null;
+    Lookups pending =
+        lookups && !older.tables.isEmpty()
+            ? startLookups(older, keys.toArray(new byte[0][]))
+            : null;
     try {
-      writeDocuments(ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
+      writeDocuments(
+          ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
     } catch (RuntimeException | Error e) {
       if (pending != null) pending.await();
       throw e;
@@ -368,7 +481,8 @@ public final class Flusher {
       stale = new long[2 * n];
       for (int i = 0; i < n; i++) {
         if (known != null && !known[i]) {
-          continue; // below was the immutable cache, or a write replayed before counting: compaction reports it
+          continue; // below was the immutable cache, or a write replayed before counting:
+          // compaction reports it
         } else if (!found.found[i]) {
           olderReported[i] = true; // an insert: no older version to report, now or later
         } else if (found.tombstone[i]) {
@@ -382,12 +496,26 @@ public final class Flusher {
         }
       }
     }
-    TableOutput out = new TableOutput(storage, tables, versionSet.nextFileNumber, options, ks, 0, Long.MAX_VALUE,
-        stats.indexBytesWritten);
+    TableOutput out =
+        new TableOutput(
+            storage,
+            tables,
+            versionSet.nextFileNumber,
+            options,
+            ks,
+            0,
+            Long.MAX_VALUE,
+            stats.indexBytesWritten);
     List<KeyspaceFiles.Table> written;
     try {
       for (int i = 0; i < n; i++) {
-        out.add(keys.get(i), seqnos[i], sizes[i], WriteCache.isTombstone(entries.get(i)), hints[i], olderReported[i],
+        out.add(
+            keys.get(i),
+            seqnos[i],
+            sizes[i],
+            WriteCache.isTombstone(entries.get(i)),
+            hints[i],
+            olderReported[i],
             WriteCache.expiryOf(entries.get(i)));
       }
       written = out.finish();
@@ -401,16 +529,26 @@ public final class Flusher {
       for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), unreported);
       if (staleCount == 0) return null;
       edit.addCounters(ks, Manifest.Counters.discarded(staleCount, staleBytes));
-      // The stale versions become their segments' garbage and a level-0 delete list table in the flush's
+      // The stale versions become their segments' garbage and a level-0 delete list table in the
+      // flush's
       // own commit, so a flush replayed after a crash reports them once.
-      DeleteList.writeLevel0(storage, tables, versionSet.nextFileNumber, options, ks, stale, staleCount, edit,
+      DeleteList.writeLevel0(
+          storage,
+          tables,
+          versionSet.nextFileNumber,
+          options,
+          ks,
+          stale,
+          staleCount,
+          edit,
           stats.deleteListBytesWritten);
       stats.flushStaleReported.add(staleCount);
       return new Reported(ks, stale, staleCount);
     }
     if (options.bloomBitsPerKey() > 0 && !older.tables.isEmpty()) {
       // A systematic sample of the sorted records from a random start: each record is probed in one
-      // flush of SHADOW_SAMPLE (a hot key too, over its flushes), and the sampled sizes are scaled up.
+      // flush of SHADOW_SAMPLE (a hot key too, over its flushes), and the sampled sizes are scaled
+      // up.
       long shadowed = 0;
       for (int i = ThreadLocalRandom.current().nextInt(SHADOW_SAMPLE); i < n; i += SHADOW_SAMPLE) {
         if (mayHoldOlder(older, keys.get(i))) shadowed += sizes[i];
@@ -422,9 +560,10 @@ public final class Flusher {
   }
 
   /**
-   * One record in this many is probed for the shadowed-garbage estimate ({@link io.basaltdb.internal.engine.version.ShadowedBytes}): probing
-   * every record took 40% of the flusher's time in the update race (up to 36 level-0 bloom filters per
-   * new key), for an estimate that only steers when collection starts.
+   * One record in this many is probed for the shadowed-garbage estimate ({@link
+   * io.basaltdb.internal.engine.version.ShadowedBytes}): probing every record took 40% of the
+   * flusher's time in the update race (up to 36 level-0 bloom filters per new key), for an estimate
+   * that only steers when collection starts.
    */
   static final int SHADOW_SAMPLE = 4;
 
@@ -432,8 +571,16 @@ public final class Flusher {
    * Appends the documents in seqno order ({@code order}) to the keyspace's tail segments, closing a
    * tail once it holds {@code limit} bytes ({@link KeyspaceFiles#segmentLimit}).
    */
-  private void writeDocuments(int ks, List<byte[]> keys, List<byte[]> entries, long[] seqnos, int[] order,
-      long[] hints, int[] sizes, VersionEdit edit, long limit) {
+  private void writeDocuments(
+      int ks,
+      List<byte[]> keys,
+      List<byte[]> entries,
+      long[] seqnos,
+      int[] order,
+      long[] hints,
+      int[] sizes,
+      VersionEdit edit,
+      long limit) {
     int n = keys.size();
     SegmentTail tail = writers.get(ks);
     for (int j = 0; j < n; j++) {
@@ -446,13 +593,23 @@ public final class Flusher {
       byte[] e = entries.get(i);
       long before = w.size();
       int at = WriteCache.valueOffset(e); // appended from the entry itself: no copy of the value
-      hints[i] = w.append(seqnos[i], keys.get(i), e, at, e.length - at, WriteCache.isTombstone(e), WriteCache.expiryOf(e));
+      hints[i] =
+          w.append(
+              seqnos[i],
+              keys.get(i),
+              e,
+              at,
+              e.length - at,
+              WriteCache.isTombstone(e),
+              WriteCache.expiryOf(e));
       sizes[i] = w.lastDocumentSize();
       stats.segmentBytesWritten.add(w.size() - before);
     }
   }
 
-  /** The versions a flush reported stale in keyspace {@code ks}: {@code count} (seqno, size) pairs. */
+  /**
+   * The versions a flush reported stale in keyspace {@code ks}: {@code count} (seqno, size) pairs.
+   */
   private record Reported(int ks, long[] pairs, int count) {}
 
   /** The newest older version of each flushed key, if any: {@link #startLookups}' answer. */
@@ -472,11 +629,11 @@ public final class Flusher {
 
   /**
    * Starts looking up the newest record of each of {@code keys} (sorted, distinct) in {@code f}'s
-   * tables on the lookup threads, while the flusher writes the documents: level 0 newest first, then
-   * each deeper level, every table's bloom filter probed for all the keys still unresolved at once
-   * ({@link TableReader#mayContainAll}), then one data block read per key it may hold (not offered to
-   * the block cache: a flush's lookups must not evict what readers use). A flush of {@link
-   * #parallelLookups} keys or more is split in two halves, one per thread.
+   * tables on the lookup threads, while the flusher writes the documents: level 0 newest first,
+   * then each deeper level, every table's bloom filter probed for all the keys still unresolved at
+   * once ({@link TableReader#mayContainAll}), then one data block read per key it may hold (not
+   * offered to the block cache: a flush's lookups must not evict what readers use). A flush of
+   * {@link #parallelLookups} keys or more is split in two halves, one per thread.
    */
   private Lookups startLookups(KeyspaceFiles f, byte[][] keys) {
     int n = keys.length;
@@ -521,8 +678,9 @@ public final class Flusher {
     }
 
     /**
-     * Waits, uninterruptibly (an interrupt is kept for later), until every part has ended: a part reads
-     * the flush's tables, which must stay open until it is done. Returns the first part's failure.
+     * Waits, uninterruptibly (an interrupt is kept for later), until every part has ended: a part
+     * reads the flush's tables, which must stay open until it is done. Returns the first part's
+     * failure.
      */
     private Throwable awaitAll() {
       Throwable first = null;
@@ -546,19 +704,21 @@ public final class Flusher {
   }
 
   /**
-   * Flushes of at least this many keys of a keyspace split their lookups over two threads (1,024; tests
-   * lower it so their small write caches take the two-thread path).
+   * Flushes of at least this many keys of a keyspace split their lookups over two threads (1,024;
+   * tests lower it so their small write caches take the two-thread path).
    */
   public static volatile int parallelLookups = 1024;
 
   /** Looks up the keys of {@code [from, to)} (see {@link #startLookups}). */
-  private static void findOlder(KeyspaceFiles f, byte[][] keys, long[] hashes, int from, int to, Older o,
-      boolean[] maybe) {
+  private static void findOlder(
+      KeyspaceFiles f, byte[][] keys, long[] hashes, int from, int to, Older o, boolean[] maybe) {
     KeyRecord rec = new KeyRecord();
     for (KeyspaceFiles.Table t : f.level(0)) probe(t, keys, hashes, from, to, o, maybe, rec);
     for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
-      // Each table takes the run of the (sorted) keys in its range. A leveled level's tables are disjoint;
-      // a guarded level's tables of one guard overlap and come newest first, and a key found in one is
+      // Each table takes the run of the (sorted) keys in its range. A leveled level's tables are
+      // disjoint;
+      // a guarded level's tables of one guard overlap and come newest first, and a key found in one
+      // is
       // not probed again in the next.
       for (KeyspaceFiles.Table t : f.level(l)) {
         byte[] smallest = t.smallest(), largest = t.largest();
@@ -576,33 +736,46 @@ public final class Flusher {
     int lo = from, hi = to;
     while (lo < hi) {
       int mid = (lo + hi) >>> 1;
-      if (KeyRecord.compareKeys(keys[mid], key) < 0) lo = mid + 1; else hi = mid;
+      if (KeyRecord.compareKeys(keys[mid], key) < 0) lo = mid + 1;
+      else hi = mid;
     }
     return lo;
   }
 
-  /** Looks up the unresolved keys of {@code [from, to)} in table {@code t} (see {@link #findOlder}). */
-  private static void probe(KeyspaceFiles.Table t, byte[][] keys, long[] hashes, int from, int to, Older o,
-      boolean[] maybe, KeyRecord rec) {
+  /**
+   * Looks up the unresolved keys of {@code [from, to)} in table {@code t} (see {@link #findOlder}).
+   */
+  private static void probe(
+      KeyspaceFiles.Table t,
+      byte[][] keys,
+      long[] hashes,
+      int from,
+      int to,
+      Older o,
+      boolean[] maybe,
+      KeyRecord rec) {
     TableReader r = t.reader();
     r.mayContainAll(keys, hashes, from, to, o.found, maybe);
     for (int i = from; i < to; i++) {
       if (o.found[i] || !maybe[i] || !r.getChecked(keys[i], rec, false)) continue;
       o.found[i] = true;
-      o.tombstone[i] = rec.tombstone || rec.expiry != 0; // reported where dropped, as a tombstone (see OlderVersions)
+      o.tombstone[i] =
+          rec.tombstone
+              || rec.expiry != 0; // reported where dropped, as a tombstone (see OlderVersions)
       o.seqno[i] = rec.seqno;
       o.size[i] = rec.docSize;
     }
   }
 
   /**
-   * Whether a table of {@code f} may hold {@code key}: key ranges and bloom filters only, no data block.
-   * The deepest levels first: an updated key is most often there, so one probe answers.
+   * Whether a table of {@code f} may hold {@code key}: key ranges and bloom filters only, no data
+   * block. The deepest levels first: an updated key is most often there, so one probe answers.
    */
   private static boolean mayHoldOlder(KeyspaceFiles f, byte[] key) {
     long hash = TableReader.keyHash(key);
     for (int l = KeyspaceFiles.MAX_LEVELS - 1; l >= 1; l--) {
-      if (f.guarded()) { // oldest first: a guard's oldest table is its merged bulk, the likeliest holder
+      if (f.guarded()) { // oldest first: a guard's oldest table is its merged bulk, the likeliest
+        // holder
         List<KeyspaceFiles.Table> guard = f.candidates(l, key);
         for (int i = guard.size() - 1; i >= 0; i--) {
           if (guard.get(i).reader().mayContain(key, hash)) return true;
@@ -625,8 +798,10 @@ public final class Flusher {
     storage.mkdirs(FileNames.logDir(ks));
     StorageFile f = storage.create(FileNames.segment(ks, number));
     tables.track(f);
-    SegmentOptions o = SegmentTail.segmentOptions(options).withPreallocateBytes(limit); // limit <= segmentSize
-    SegmentTail t = new SegmentTail(SegmentWriter.create(f, number, startSeqno, o), f, blockCache.newOwners(2));
+    SegmentOptions o =
+        SegmentTail.segmentOptions(options).withPreallocateBytes(limit); // limit <= segmentSize
+    SegmentTail t =
+        new SegmentTail(SegmentWriter.create(f, number, startSeqno, o), f, blockCache.newOwners(2));
     writers.put(ks, t);
     return t;
   }
@@ -637,9 +812,11 @@ public final class Flusher {
     long before = w.size();
     SegmentState st = w.checkpoint();
     stats.segmentBytesWritten.add(w.size() - before);
-    stats.segmentWrittenMillis.put(w.segmentId(), System.currentTimeMillis()); // not cold: just written
+    stats.segmentWrittenMillis.put(
+        w.segmentId(), System.currentTimeMillis()); // not cold: just written
     w.sync();
-    return new KeyspaceFiles.Segment(st, new SegmentReader(t.file(), st, blockCache, t.cacheOwner()));
+    return new KeyspaceFiles.Segment(
+        st, new SegmentReader(t.file(), st, blockCache, t.cacheOwner()));
   }
 
   /** Stops the thread; a flush in progress completes first. */
@@ -649,7 +826,8 @@ public final class Flusher {
       signal.notifyAll();
     }
     if (thread.isAlive() && thread != Thread.currentThread()) {
-      // Uninterruptibly: the files close after this, and a flush (and its lookups) must not read them then.
+      // Uninterruptibly: the files close after this, and a flush (and its lookups) must not read
+      // them then.
       boolean interrupted = false;
       while (thread.isAlive()) {
         try {

@@ -1,7 +1,7 @@
 package io.basaltdb.internal.engine.write;
 
-import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
 import io.basaltdb.internal.wal.LogReader;
@@ -10,19 +10,21 @@ import java.util.List;
 
 /**
  * Checks at open that no WAL file recovery needs is missing (issue 13 item 5; RocksDB's
- * track_and_verify_wals_in_manifest does the same with a list of WAL files in its manifest). A deleted
- * WAL file would otherwise replay as "nothing more was written": acknowledged writes lost in silence.
+ * track_and_verify_wals_in_manifest does the same with a list of WAL files in its manifest). A
+ * deleted WAL file would otherwise replay as "nothing more was written": acknowledged writes lost
+ * in silence.
  *
- * <p>Two facts name the files that must exist. The manifest's walHead is the WAL file that was current
- * when it was committed; every open commits a manifest right after creating its WAL file, before writing
- * to it. And every WAL file but the newest ends with a synced link record naming its successor ({@link
- * CommitLog#rotate}, within a session and, since {@link CommitLog#startSession}, from one session's last
- * file to the next one's first; files written before that may lack the cross-session link). So walHead must be present, and so must every linked successor,
- * except the one of a rotation a crash cut short, whose link {@link #undoInterruptedRotation} removes.
+ * <p>Two facts name the files that must exist. The manifest's walHead is the WAL file that was
+ * current when it was committed; every open commits a manifest right after creating its WAL file,
+ * before writing to it. And every WAL file but the newest ends with a synced link record naming its
+ * successor ({@link CommitLog#rotate}, within a session and, since {@link CommitLog#startSession},
+ * from one session's last file to the next one's first; files written before that may lack the
+ * cross-session link). So walHead must be present, and so must every linked successor, except the
+ * one of a rotation a crash cut short, whose link {@link #undoInterruptedRotation} removes.
  *
  * <p>Cost: the link, when there is one, is the file's last 29 bytes, so a healthy chain costs one
- * small read per file. Only before failing the open is a file read whole (with {@link LogReader}), to
- * prove the link is its last record and not the tail of a user value that looks like one.
+ * small read per file. Only before failing the open is a file read whole (with {@link LogReader}),
+ * to prove the link is its last record and not the tail of a user value that looks like one.
  *
  * <p>Thread-safety: stateless; runs on the opening thread.
  */
@@ -43,10 +45,11 @@ public final class WalChain {
   }
 
   /**
-   * Undoes a rotation a crash cut short ({@link CommitLog#rotate}): for each pending WAL file left (a
-   * {@link CommitLog#pendingName}) whose WAL file does not exist, drops the link naming it from the end
-   * of the WAL file it ends (truncated and synced; every record before a link was synced before it),
-   * then deletes the pending file. The only repair here; a crash during it leaves it to be redone.
+   * Undoes a rotation a crash cut short ({@link CommitLog#rotate}): for each pending WAL file left
+   * (a {@link CommitLog#pendingName}) whose WAL file does not exist, drops the link naming it from
+   * the end of the WAL file it ends (truncated and synced; every record before a link was synced
+   * before it), then deletes the pending file. The only repair here; a crash during it leaves it to
+   * be redone.
    */
   static void undoInterruptedRotation(Storage storage) {
     for (String name : storage.list(CommitLog.DIR)) {
@@ -67,18 +70,18 @@ public final class WalChain {
   }
 
   /**
-   * Fails with a {@link CorruptionException} naming the missing file if a WAL file recovery needs is
-   * missing, checked before replay with the manifest's walStart and walHead. Only files numbered
-   * {@code walStart} or above count (the rest are obsolete). A torn or damaged file is not judged here;
-   * replay does that.
+   * Fails with a {@link CorruptionException} naming the missing file if a WAL file recovery needs
+   * is missing, checked before replay with the manifest's walStart and walHead. Only files numbered
+   * {@code walStart} or above count (the rest are obsolete). A torn or damaged file is not judged
+   * here; replay does that.
    *
    * <ol>
-   *   <li>If {@code walHead > 0 && walHead >= walStart}: files {@code walHead} and {@code walStart} must
-   *       exist (walStart is then the file the manifest's first unflushed write went to, or the first
-   *       file of a new store; walHead's session links every later file). A walHead of 0 (a manifest
-   *       from before walHead existed) or below walStart (a rollback) skips this.</li>
+   *   <li>If {@code walHead > 0 && walHead >= walStart}: files {@code walHead} and {@code walStart}
+   *       must exist (walStart is then the file the manifest's first unflushed write went to, or
+   *       the first file of a new store; walHead's session links every later file). A walHead of 0
+   *       (a manifest from before walHead existed) or below walStart (a rollback) skips this.
    *   <li>A file that ends with a link must link forward, to the next WAL file present: a missing
-   *       successor, or a present file between the two (one in no chain), fails the open.</li>
+   *       successor, or a present file between the two (one in no chain), fails the open.
    * </ol>
    */
   static void verify(Storage storage, long walStart, long walHead) {
@@ -94,30 +97,49 @@ public final class WalChain {
       if (successor < 0 || successor == next || !endsWithLink(storage, n, successor)) continue;
       String from = storage.describe(CommitLog.fileName(n));
       if (successor <= n) {
-        throw new CorruptionException("WAL file " + from + " ends with a link to file " + successor
-            + ", which is not after it; restore the store from a backup");
+        throw new CorruptionException(
+            "WAL file "
+                + from
+                + " ends with a link to file "
+                + successor
+                + ", which is not after it; restore the store from a backup");
       }
       if (next < 0 || next > successor) {
-        throw new CorruptionException("WAL file " + storage.describe(CommitLog.fileName(successor))
-            + " is missing: " + from + " ends with a link to it, so it was written and may hold acknowledged"
-            + " writes; restore the store from a backup");
+        throw new CorruptionException(
+            "WAL file "
+                + storage.describe(CommitLog.fileName(successor))
+                + " is missing: "
+                + from
+                + " ends with a link to it, so it was written and may hold acknowledged"
+                + " writes; restore the store from a backup");
       }
-      throw new CorruptionException("WAL file " + storage.describe(CommitLog.fileName(next))
-          + " is in no chain: " + from + " links to file " + successor + ", past it (a WAL file from another"
-          + " store or another time?); restore the store from a backup");
+      throw new CorruptionException(
+          "WAL file "
+              + storage.describe(CommitLog.fileName(next))
+              + " is in no chain: "
+              + from
+              + " links to file "
+              + successor
+              + ", past it (a WAL file from another"
+              + " store or another time?); restore the store from a backup");
     }
   }
 
-  private static void requirePresent(Storage storage, List<Long> present, long number, String role) {
+  private static void requirePresent(
+      Storage storage, List<Long> present, long number, String role) {
     if (!present.contains(number)) {
-      throw new CorruptionException("the manifest names " + storage.describe(CommitLog.fileName(number)) + " "
-          + role + ", and it is missing; its acknowledged writes are lost: restore the store from a backup");
+      throw new CorruptionException(
+          "the manifest names "
+              + storage.describe(CommitLog.fileName(number))
+              + " "
+              + role
+              + ", and it is missing; its acknowledged writes are lost: restore the store from a backup");
     }
   }
 
   /**
-   * The successor named by a valid link record in the last {@link #LINK_FRAME_SIZE} bytes of WAL file
-   * {@code number}, or -1. A hint only: a user value can end in bytes that frame a link.
+   * The successor named by a valid link record in the last {@link #LINK_FRAME_SIZE} bytes of WAL
+   * file {@code number}, or -1. A hint only: a user value can end in bytes that frame a link.
    */
   static long tailLink(Storage storage, long number) {
     try (StorageFile f = storage.open(CommitLog.fileName(number))) {
@@ -128,7 +150,10 @@ public final class WalChain {
     }
   }
 
-  /** Whether WAL file {@code number}'s last record, read from its start, is a link to {@code successor}. */
+  /**
+   * Whether WAL file {@code number}'s last record, read from its start, is a link to {@code
+   * successor}.
+   */
   static boolean endsWithLink(Storage storage, long number, long successor) {
     try (StorageFile f = storage.open(CommitLog.fileName(number))) {
       LogReader r = new LogReader(f);

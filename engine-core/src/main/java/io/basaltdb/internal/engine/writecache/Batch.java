@@ -9,57 +9,94 @@ import java.nio.ByteOrder;
  * record"). Seqnos are assigned by the commit leader: operation i gets {@code firstSeqno + i}.
  *
  * <p>Thread-safety: built by one thread, then handed to the commit pipeline, which publishes it to
- * the leader through its lock; immutable afterwards except {@link #firstSeqno}, written once by the leader.
+ * the leader through its lock; immutable afterwards except {@link #firstSeqno}, written once by the
+ * leader.
  */
 public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEncoder {
   public static final byte PUT = 1;
   public static final byte DELETE = 2;
+
   /** In the WAL only: a put whose value expires; a u64 expiry follows its value. */
   static final byte PUT_EXPIRING = 3;
+
   public static final int HEADER_SIZE = 13; // u64 first seqno, u32 count, u8 flags
+
   /** Flag: the first record of a commit group (one WAL write). */
   public static final byte GROUP_START = 1;
+
   /** Flag: the group was fsynced before it was acknowledged (SyncMode.SYNC). */
   public static final byte SYNCED = 2;
+
   /**
-   * Flag: a link record, the last of a WAL file but the newest: no operations, then the u64 number of
-   * the file that follows it ({@link #successor}). Replays as a no-op, like the clean-close marker.
+   * Flag: a link record, the last of a WAL file but the newest: no operations, then the u64 number
+   * of the file that follows it ({@link #successor}). Replays as a no-op, like the clean-close
+   * marker.
    */
   public static final byte LINK = 4;
+
   /** Bytes a link record adds after the header: the successor's file number. */
   public static final int SUCCESSOR_SIZE = 8;
 
-  /** A batch's key and value bytes kept after {@link #clear} up to this size; a larger array is dropped. */
+  /**
+   * A batch's key and value bytes kept after {@link #clear} up to this size; a larger array is
+   * dropped.
+   */
   static final int RETAINED_DATA = 1 << 20;
+
   private static final byte[] NO_DATA = new byte[0];
 
   public int[] keyspaces;
   public byte[] types;
-  /** Where operation i's key starts in {@link #data}; its value follows it ({@link #valueLengths}: -1 for a delete). */
+
+  /**
+   * Where operation i's key starts in {@link #data}; its value follows it ({@link #valueLengths}:
+   * -1 for a delete).
+   */
   private int[] keyOffsets;
+
   private int[] keyLengths;
   private int[] valueLengths;
+
   /** The keys and values, each operation's key then its value, in operation order. */
   private byte[] data = NO_DATA;
+
   private int dataLength;
+
   /** Each put's expiry (ms since the epoch, 0: never); null while no operation has had one. */
   long[] expiries;
+
   public int count;
+
   /** Seqno of operation 0; set by the commit leader before the batch is logged. */
   public long firstSeqno;
-  /** WAL record flags ({@link #GROUP_START}, {@link #SYNCED}, {@link #LINK}); set when logged or decoded. */
+
+  /**
+   * WAL record flags ({@link #GROUP_START}, {@link #SYNCED}, {@link #LINK}); set when logged or
+   * decoded.
+   */
   public byte flags;
+
   /** A link record's successor WAL file number; -1 in every other batch. */
   public long successor = -1;
+
   /**
-   * {@link #encodedSize}, once asked (-1 before; reset by {@link #add}): the leader asks for it of every
-   * queued batch as it forms a group, and for the WAL skip's threshold.
+   * {@link #encodedSize}, once asked (-1 before; reset by {@link #add}): the leader asks for it of
+   * every queued batch as it forms a group, and for the WAL skip's threshold.
    */
   private int encodedSize = -1;
-  /** Set while the batch is being written ({@link #beginWrite}): one batch is in one write at a time. */
-  private final java.util.concurrent.atomic.AtomicBoolean writing = new java.util.concurrent.atomic.AtomicBoolean();
-  /** Set by {@link #abandon}: a write that failed with an Error may still be read by the pipeline. */
+
+  /**
+   * Set while the batch is being written ({@link #beginWrite}): one batch is in one write at a
+   * time.
+   */
+  private final java.util.concurrent.atomic.AtomicBoolean writing =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
+  /**
+   * Set by {@link #abandon}: a write that failed with an Error may still be read by the pipeline.
+   */
   private volatile boolean abandoned;
+
   /** Operations' metadata kept after {@link #clear} up to this many; larger arrays are dropped. */
   public static final int RETAINED_OPERATIONS = 1024;
 
@@ -78,23 +115,36 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
     valueLengths = new int[capacity];
   }
 
-  /** Adds an operation; {@code value} is null for a delete (and ignored if given). The bytes are copied into the batch. */
+  /**
+   * Adds an operation; {@code value} is null for a delete (and ignored if given). The bytes are
+   * copied into the batch.
+   */
   public void add(int keyspace, byte type, byte[] key, byte[] value) {
     add(keyspace, type, key, value, 0);
   }
 
-  /** As {@link #add(int, byte, byte[], byte[])}, for a put that expires at {@code expiry} (0: never). */
+  /**
+   * As {@link #add(int, byte, byte[], byte[])}, for a put that expires at {@code expiry} (0:
+   * never).
+   */
   public void add(int keyspace, byte type, byte[] key, byte[] value, long expiry) {
-    int at = addOperation(keyspace, type, key.length, type == DELETE || value == null ? -1 : value.length, expiry);
+    int at =
+        addOperation(
+            keyspace,
+            type,
+            key.length,
+            type == DELETE || value == null ? -1 : value.length,
+            expiry);
     System.arraycopy(key, 0, data, at, key.length);
     if (type != DELETE) System.arraycopy(value, 0, data, at + key.length, value.length);
   }
 
   /**
-   * As {@link #add(int, byte, byte[], byte[], long)} with the bytes between each buffer's position and
-   * limit ({@code value} null for a delete); the buffers' positions stay.
+   * As {@link #add(int, byte, byte[], byte[], long)} with the bytes between each buffer's position
+   * and limit ({@code value} null for a delete); the buffers' positions stay.
    */
-  public void add(int keyspace, byte type, java.nio.ByteBuffer key, java.nio.ByteBuffer value, long expiry) {
+  public void add(
+      int keyspace, byte type, java.nio.ByteBuffer key, java.nio.ByteBuffer value, long expiry) {
     int klen = key.remaining();
     int vlen = type == DELETE || value == null ? -1 : value.remaining();
     int at = addOperation(keyspace, type, klen, vlen, expiry);
@@ -102,7 +152,10 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
     if (type != DELETE) value.get(value.position(), data, at + klen, vlen);
   }
 
-  /** Appends an operation's metadata and room for its bytes; returns where its key goes in {@link #data}. */
+  /**
+   * Appends an operation's metadata and room for its bytes; returns where its key goes in {@link
+   * #data}.
+   */
   private int addOperation(int keyspace, byte type, int keyLength, int valueLength, long expiry) {
     if (type != PUT && type != DELETE) throw new IllegalArgumentException("operation type " + type);
     if (type == PUT && valueLength < 0) throw new IllegalArgumentException("a put without a value");
@@ -111,9 +164,12 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
     if (expiries != null) expiries[count] = expiry;
     int bytes = keyLength + Math.max(valueLength, 0);
     if (data.length - dataLength < bytes) {
-      long want = Math.max((long) dataLength + bytes, Math.min((long) data.length * 2, Integer.MAX_VALUE - 8));
+      long want =
+          Math.max(
+              (long) dataLength + bytes, Math.min((long) data.length * 2, Integer.MAX_VALUE - 8));
       if (want > Integer.MAX_VALUE - 8) {
-        throw new io.basaltdb.InvalidArgumentException("a batch over 2 GiB of keys and values; split it");
+        throw new io.basaltdb.InvalidArgumentException(
+            "a batch over 2 GiB of keys and values; split it");
       }
       data = java.util.Arrays.copyOf(data, (int) Math.max(want, 64));
     }
@@ -140,9 +196,9 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   }
 
   /**
-   * Empties the batch for reuse, keeping its arrays up to {@code retainedBytes} of keys and values and
-   * {@link #RETAINED_OPERATIONS} operations (larger ones are dropped). The caller does not clear a batch
-   * while it is written; an {@link #abandon abandoned} batch is left as it is.
+   * Empties the batch for reuse, keeping its arrays up to {@code retainedBytes} of keys and values
+   * and {@link #RETAINED_OPERATIONS} operations (larger ones are dropped). The caller does not
+   * clear a batch while it is written; an {@link #abandon abandoned} batch is left as it is.
    */
   public void clear(int retainedBytes) {
     if (abandoned) return;
@@ -173,8 +229,8 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   }
 
   /**
-   * Marks the batch as never to be written or cleared again: a write of it failed with an Error that
-   * may have left it queued, where a leader can still read it.
+   * Marks the batch as never to be written or cleared again: a write of it failed with an Error
+   * that may have left it queued, where a leader can still read it.
    */
   public void abandon() {
     abandoned = true;
@@ -186,8 +242,9 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   }
 
   /**
-   * Marks the start of a write of this batch; false if it is already being written (by another thread:
-   * a batch must not be in two writes at once, its seqnos are the write's). Pair with {@link #endWrite}.
+   * Marks the start of a write of this batch; false if it is already being written (by another
+   * thread: a batch must not be in two writes at once, its seqnos are the write's). Pair with
+   * {@link #endWrite}.
    */
   public boolean beginWrite() {
     return writing.compareAndSet(false, true);
@@ -206,7 +263,10 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
     return expiries == null ? 0 : expiries[i];
   }
 
-  /** The array holding every key and value: operation i's key at {@link #keyOffset}, its value right after. */
+  /**
+   * The array holding every key and value: operation i's key at {@link #keyOffset}, its value right
+   * after.
+   */
   public byte[] data() {
     return data;
   }
@@ -241,8 +301,9 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   }
 
   /**
-   * The link record ending a WAL file whose successor is file {@code successor}: a synced group start
-   * with no operations and first seqno {@code firstSeqno} (one past the last seqno logged before it).
+   * The link record ending a WAL file whose successor is file {@code successor}: a synced group
+   * start with no operations and first seqno {@code firstSeqno} (one past the last seqno logged
+   * before it).
    */
   public static Batch link(long firstSeqno, long successor) {
     Batch b = new Batch(0);
@@ -296,12 +357,14 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
       long first = in.getLong();
       int n = in.getInt();
       byte flags = in.get();
-      if (n < 0 || n > in.remaining() / 13) throw new CorruptionException(file, offset, "bad operation count " + n);
+      if (n < 0 || n > in.remaining() / 13)
+        throw new CorruptionException(file, offset, "bad operation count " + n);
       Batch b = new Batch(n);
       b.firstSeqno = first;
       b.flags = flags;
       if (b.isLink()) {
-        if (n != 0) throw new CorruptionException(file, offset, "a link record with " + n + " operations");
+        if (n != 0)
+          throw new CorruptionException(file, offset, "a link record with " + n + " operations");
         b.successor = in.getLong();
       }
       for (int i = 0; i < n; i++) {
@@ -327,7 +390,8 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
         in.get(keyAt, b.data, at, klen);
         if (put) in.get(valueAt, b.data, at + klen, vlen);
       }
-      if (in.hasRemaining()) throw new CorruptionException(file, offset, in.remaining() + " trailing bytes in a batch");
+      if (in.hasRemaining())
+        throw new CorruptionException(file, offset, in.remaining() + " trailing bytes in a batch");
       return b;
     } catch (java.nio.BufferUnderflowException e) {
       throw new CorruptionException(file, offset, "batch record ends early");
@@ -335,7 +399,8 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   }
 
   private static int checkLen(int len, ByteBuffer in, String file, long offset) {
-    if (len < 0 || len > in.remaining()) throw new CorruptionException(file, offset, "bad length " + len);
+    if (len < 0 || len > in.remaining())
+      throw new CorruptionException(file, offset, "bad length " + len);
     return len;
   }
 }

@@ -11,42 +11,55 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * One generation of the write cache (Magma section 3.1): a Nitro skiplist holding every keyspace's
  * recent writes. A store key is the keyspace id in an order-preserving form of 1 byte (ids below
- * {@link #LONG_KEYSPACE}) or 5 (that byte and the id as 4 bytes, big-endian), so keyspaces sort apart,
- * followed by the user key. One byte leaves seven of the eight bytes a skiplist node keeps for
- * comparisons without reading the key to the user key, where keys differ. A stored value is {@code
- * [u64 seqno][u8 flags][below][value]} (docs/format.md, "Write cache entry"), flags bit 0 marking a
- * tombstone, which shadows older versions in the key index; with exact item counts, bits 1 to 3 say
- * what the key's newest version below this write cache was when it was written (nothing, a tombstone
- * or a version of the key index: then {@code below} holds its seqno and document size), so the flush
- * reports that version to the delete list without a lookup of its own ({@link Below}); bit 4 marks a
- * value that expires, its expiry (u64, ms since the epoch) after {@code below}.
+ * {@link #LONG_KEYSPACE}) or 5 (that byte and the id as 4 bytes, big-endian), so keyspaces sort
+ * apart, followed by the user key. One byte leaves seven of the eight bytes a skiplist node keeps
+ * for comparisons without reading the key to the user key, where keys differ. A stored value is
+ * {@code [u64 seqno][u8 flags][below][value]} (docs/format.md, "Write cache entry"), flags bit 0
+ * marking a tombstone, which shadows older versions in the key index; with exact item counts, bits
+ * 1 to 3 say what the key's newest version below this write cache was when it was written (nothing,
+ * a tombstone or a version of the key index: then {@code below} holds its seqno and document size),
+ * so the flush reports that version to the delete list without a lookup of its own ({@link Below});
+ * bit 4 marks a value that expires, its expiry (u64, ms since the epoch) after {@code below}.
  *
- * <p>Memory: each write cache has its own allocator over the engine's write-cache {@link MemoryQuota}, so
- * when it is freed every chunk goes back to the quota, whatever size classes its nodes had (a store
- * whose value sizes change would otherwise strand the quota in free blocks of classes nobody asks for).
+ * <p>Memory: each write cache has its own allocator over the engine's write-cache {@link
+ * MemoryQuota}, so when it is freed every chunk goes back to the quota, whatever size classes its
+ * nodes had (a store whose value sizes change would otherwise strand the quota in free blocks of
+ * classes nobody asks for).
  *
  * <p>Thread-safety: writes come only from the commit leader (one at a time); reads from any thread.
- * The skiplist and its allocator are freed when the last {@link io.basaltdb.internal.engine.version.Version} holding it lets go ({@link
- * #release()}).
+ * The skiplist and its allocator are freed when the last {@link
+ * io.basaltdb.internal.engine.version.Version} holding it lets go ({@link #release()}).
  */
 public final class WriteCache {
   public static final int VALUE_HEADER = 9;
   public static final byte TOMBSTONE = 1;
-  /** Flags: the version below is known; it is a tombstone; it is a key index version (with {@link #BELOW_BYTES}). */
+
+  /**
+   * Flags: the version below is known; it is a tombstone; it is a key index version (with {@link
+   * #BELOW_BYTES}).
+   */
   static final byte BELOW_KNOWN = 2;
+
   static final byte BELOW_TOMBSTONE = 4;
   static final byte BELOW_RECORD = 8;
-  /** The below version's seqno (u64) and document size (u32), after the flags, with {@link #BELOW_RECORD}. */
+
+  /**
+   * The below version's seqno (u64) and document size (u32), after the flags, with {@link
+   * #BELOW_RECORD}.
+   */
   static final int BELOW_BYTES = 12;
+
   /** Flag: the value expires; a u64 expiry (ms since the epoch) follows the below bytes. */
   static final byte EXPIRES = 16;
+
   static final int EXPIRY_BYTES = 8;
 
   /**
-   * What a key's newest version below the write cache holding a write was, when it was written (exact
-   * item counts, {@link io.basaltdb.internal.engine.version.ItemCounter}): unknown, nothing (an insert), or a key index record ({@code
-   * tombstone}, {@code seqno}, {@code size} its document size). A write of a key this cache already
-   * holds inherits the earlier write's: the version below the cache is the same.
+   * What a key's newest version below the write cache holding a write was, when it was written
+   * (exact item counts, {@link io.basaltdb.internal.engine.version.ItemCounter}): unknown, nothing
+   * (an insert), or a key index record ({@code tombstone}, {@code seqno}, {@code size} its document
+   * size). A write of a key this cache already holds inherits the earlier write's: the version
+   * below the cache is the same.
    */
   public record Below(boolean known, boolean tombstone, long seqno, int size, boolean record) {
     public static final Below UNKNOWN = new Below(false, false, -1, 0, false);
@@ -59,37 +72,57 @@ public final class WriteCache {
 
   final long id;
   public final SkipList list;
+
   /** This write cache's own allocator; closed after the skiplist. */
   private final SlabAllocator allocator;
-  /** Approximate bytes held: keys, values and per-entry overhead. Written by the leader, read racily. */
+
+  /**
+   * Approximate bytes held: keys, values and per-entry overhead. Written by the leader, read
+   * racily.
+   */
   private final AtomicLong bytes = new AtomicLong();
-  /** Highest seqno applied; written by the leader (or recovery), read after the write cache is frozen. */
+
+  /**
+   * Highest seqno applied; written by the leader (or recovery), read after the write cache is
+   * frozen.
+   */
   volatile long maxSeqno;
-  /** Last seqno assigned when this cache turned immutable; written under applyLock at the switch. */
+
+  /**
+   * Last seqno assigned when this cache turned immutable; written under applyLock at the switch.
+   */
   public volatile long switchSeqno;
+
   /** The WAL file started at the switch: the first one a flush of this cache does not cover. */
   public volatile long walAfter;
+
   /**
-   * With exact item counts, each keyspace's live keys at {@link #switchSeqno} (absent: 0), which the
-   * flush of this cache commits; null otherwise. Written under applyLock at the switch.
+   * With exact item counts, each keyspace's live keys at {@link #switchSeqno} (absent: 0), which
+   * the flush of this cache commits; null otherwise. Written under applyLock at the switch.
    */
   public volatile java.util.Map<Integer, Long> itemsAtSwitch;
+
   /** Called once when the skiplist is freed. */
   private final Runnable onFree;
+
   /** References: one per Version holding it. */
   private final AtomicInteger refs = new AtomicInteger(1);
 
   /**
-   * @throws io.basaltdb.MemoryLimitException if the quota has no chunk left for the skiplist's head;
-   *     nothing is allocated then
+   * @throws io.basaltdb.MemoryLimitException if the quota has no chunk left for the skiplist's
+   *     head; nothing is allocated then
    */
-  public WriteCache(long id, String name, MemoryQuota quota, long chunkSize, int maxValueSize, Runnable onFree) {
+  public WriteCache(
+      long id, String name, MemoryQuota quota, long chunkSize, int maxValueSize, Runnable onFree) {
     this.id = id;
     this.onFree = onFree;
     this.allocator = new SlabAllocator(name + "-" + id, quota, chunkSize);
     try {
-      this.list = new SkipList(SkipListConfig.defaults().withAllocator(allocator)
-          .withMaxValueSize(maxValueSize + VALUE_HEADER + BELOW_BYTES + EXPIRY_BYTES));
+      this.list =
+          new SkipList(
+              SkipListConfig.defaults()
+                  .withAllocator(allocator)
+                  .withMaxValueSize(maxValueSize + VALUE_HEADER + BELOW_BYTES + EXPIRY_BYTES));
     } catch (RuntimeException e) {
       allocator.close();
       throw e;
@@ -106,12 +139,17 @@ public final class WriteCache {
     return k;
   }
 
-  /** Bytes of a store key before the user key: the keyspace id in one byte, or a marker and four. */
+  /**
+   * Bytes of a store key before the user key: the keyspace id in one byte, or a marker and four.
+   */
   public static int prefixLength(int keyspace) {
     return keyspace < LONG_KEYSPACE ? 1 : 5;
   }
 
-  /** Writes the store key of {@code key[off, off + len)} in {@code keyspace} at the start of {@code dst}. */
+  /**
+   * Writes the store key of {@code key[off, off + len)} in {@code keyspace} at the start of {@code
+   * dst}.
+   */
   static void storeKeyInto(byte[] dst, int keyspace, byte[] key, int off, int len) {
     int prefix = prefixLength(keyspace);
     dst[0] = (byte) (prefix == 1 ? keyspace : LONG_KEYSPACE);
@@ -128,30 +166,44 @@ public final class WriteCache {
     return keyspaceOf(storeKey, 0, storeKey.length);
   }
 
-  /** The keyspace of the store key at {@code buf[off, off + len)}; -1 if it is too short to hold one. */
+  /**
+   * The keyspace of the store key at {@code buf[off, off + len)}; -1 if it is too short to hold
+   * one.
+   */
   public static int keyspaceOf(byte[] buf, int off, int len) {
     int b = buf[off] & 0xFF;
     if (b < LONG_KEYSPACE) return b;
     if (len < 5) return -1;
-    return (buf[off + 1] & 0xFF) << 24 | (buf[off + 2] & 0xFF) << 16 | (buf[off + 3] & 0xFF) << 8 | (buf[off + 4] & 0xFF);
+    return (buf[off + 1] & 0xFF) << 24
+        | (buf[off + 2] & 0xFF) << 16
+        | (buf[off + 3] & 0xFF) << 8
+        | (buf[off + 4] & 0xFF);
   }
 
-  /** The keyspace of the store key of {@code len} bytes off the heap at {@code addr} (a skiplist node's). */
+  /**
+   * The keyspace of the store key of {@code len} bytes off the heap at {@code addr} (a skiplist
+   * node's).
+   */
   public static int keyspaceAt(long addr, int len) {
     if (len < 1) return -1;
     int b = io.basaltdb.internal.memory.Mem.lpUnsignedByte(null, addr);
     if (b < LONG_KEYSPACE) return b;
     if (len < 5) return -1;
     int id = 0;
-    for (int i = 1; i < 5; i++) id = id << 8 | io.basaltdb.internal.memory.Mem.lpUnsignedByte(null, addr + i);
+    for (int i = 1; i < 5; i++)
+      id = id << 8 | io.basaltdb.internal.memory.Mem.lpUnsignedByte(null, addr + i);
     return id;
   }
 
   public static byte[] userKey(byte[] storeKey) {
-    return java.util.Arrays.copyOfRange(storeKey, (storeKey[0] & 0xFF) < LONG_KEYSPACE ? 1 : 5, storeKey.length);
+    return java.util.Arrays.copyOfRange(
+        storeKey, (storeKey[0] & 0xFF) < LONG_KEYSPACE ? 1 : 5, storeKey.length);
   }
 
-  /** An entry (seqno, flags, what is below, the expiry: 0 for never) with the value {@code data[off, off + len)} (len -1: a tombstone, no value). */
+  /**
+   * An entry (seqno, flags, what is below, the expiry: 0 for never) with the value {@code data[off,
+   * off + len)} (len -1: a tombstone, no value).
+   */
   public static byte[] entry(long seqno, byte[] data, int off, int len, Below below, long expiry) {
     int vlen = Math.max(len, 0);
     byte[] e = new byte[headerSize(below, expiry) + vlen];
@@ -165,8 +217,12 @@ public final class WriteCache {
     return VALUE_HEADER + (below.record() ? BELOW_BYTES : 0) + (expiry != 0 ? EXPIRY_BYTES : 0);
   }
 
-  /** Writes an entry's header into {@code e} and returns where its value starts ({@link #headerSize}). */
-  private static int writeHeader(byte[] e, long seqno, boolean tombstone, Below below, long expiry) {
+  /**
+   * Writes an entry's header into {@code e} and returns where its value starts ({@link
+   * #headerSize}).
+   */
+  private static int writeHeader(
+      byte[] e, long seqno, boolean tombstone, Below below, long expiry) {
     int expiryAt = VALUE_HEADER + (below.record() ? BELOW_BYTES : 0);
     for (int i = 0; i < 8; i++) e[i] = (byte) (seqno >>> (56 - 8 * i));
     int flags = tombstone ? TOMBSTONE : 0;
@@ -175,7 +231,8 @@ public final class WriteCache {
       if (below.record()) {
         flags |= BELOW_RECORD | (below.tombstone() ? BELOW_TOMBSTONE : 0);
         for (int i = 0; i < 8; i++) e[VALUE_HEADER + i] = (byte) (below.seqno() >>> (56 - 8 * i));
-        for (int i = 0; i < 4; i++) e[VALUE_HEADER + 8 + i] = (byte) (below.size() >>> (24 - 8 * i));
+        for (int i = 0; i < 4; i++)
+          e[VALUE_HEADER + 8 + i] = (byte) (below.size() >>> (24 - 8 * i));
       }
     }
     if (expiry != 0) {
@@ -195,7 +252,10 @@ public final class WriteCache {
     return s;
   }
 
-  /** Whether the entry reads as absent at {@code now}: a tombstone, or a value expired at or before it. */
+  /**
+   * Whether the entry reads as absent at {@code now}: a tombstone, or a value expired at or before
+   * it.
+   */
   public static boolean isDeleted(byte[] entry, long now) {
     if ((entry[8] & TOMBSTONE) != 0) return true;
     return (entry[8] & EXPIRES) != 0 && expiryOf(entry) <= now;
@@ -220,7 +280,9 @@ public final class WriteCache {
 
   /** Where the entry's value starts: it runs from there to the entry's end. */
   public static int valueOffset(byte[] entry) {
-    return VALUE_HEADER + ((entry[8] & BELOW_RECORD) != 0 ? BELOW_BYTES : 0) + ((entry[8] & EXPIRES) != 0 ? EXPIRY_BYTES : 0);
+    return VALUE_HEADER
+        + ((entry[8] & BELOW_RECORD) != 0 ? BELOW_BYTES : 0)
+        + ((entry[8] & EXPIRES) != 0 ? EXPIRY_BYTES : 0);
   }
 
   public static long seqnoOf(byte[] entry) {
@@ -238,17 +300,25 @@ public final class WriteCache {
   }
 
   /**
-   * Takes the memory for one operation without applying it (leader or recovery only): the commit leader
-   * prepares a whole group before its WAL write, so running out of memory leaves nothing written. Pass the
-   * result to {@link #applyPrepared} or {@link #discardPrepared}. The key and value are the ones a batch
-   * holds at {@code data[keyOffset, keyOffset + keyLength)} and the {@code valueLength} bytes after it (-1:
-   * a tombstone); {@code below}: what is below the cache; {@code expiry}: when the value expires (0:
-   * never). The store key and entry are built in this thread's scratch: nothing is allocated on the heap
-   * once it has grown.
+   * Takes the memory for one operation without applying it (leader or recovery only): the commit
+   * leader prepares a whole group before its WAL write, so running out of memory leaves nothing
+   * written. Pass the result to {@link #applyPrepared} or {@link #discardPrepared}. The key and
+   * value are the ones a batch holds at {@code data[keyOffset, keyOffset + keyLength)} and the
+   * {@code valueLength} bytes after it (-1: a tombstone); {@code below}: what is below the cache;
+   * {@code expiry}: when the value expires (0: never). The store key and entry are built in this
+   * thread's scratch: nothing is allocated on the heap once it has grown.
    *
-   * @throws io.basaltdb.MemoryLimitException if the write cache's quota cannot serve it; nothing is taken
+   * @throws io.basaltdb.MemoryLimitException if the write cache's quota cannot serve it; nothing is
+   *     taken
    */
-  public long prepare(int keyspace, byte[] data, int keyOffset, int keyLength, int valueLength, long seqno, Below below,
+  public long prepare(
+      int keyspace,
+      byte[] data,
+      int keyOffset,
+      int keyLength,
+      int valueLength,
+      long seqno,
+      Below below,
       long expiry) {
     Scratch sc = SCRATCH.get();
     int prefix = prefixLength(keyspace);
@@ -268,7 +338,10 @@ public final class WriteCache {
     return list.prepare(sk, 0, prefix + keyLength, e, 0, header + vlen);
   }
 
-  /** A thread's arrays for building a store key and an entry ({@link #prepare(int, byte[], int, int, int, long, Below, long)}). */
+  /**
+   * A thread's arrays for building a store key and an entry ({@link #prepare(int, byte[], int, int,
+   * int, long, Below, long)}).
+   */
   private static final class Scratch {
     static final int MAX_ENTRY = 64 * 1024;
     private byte[] key = new byte[64];
@@ -287,7 +360,10 @@ public final class WriteCache {
 
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
-  /** Applies an operation from {@link #prepare} of a key and value of those lengths, {@code seqno}; allocates nothing. */
+  /**
+   * Applies an operation from {@link #prepare} of a key and value of those lengths, {@code seqno};
+   * allocates nothing.
+   */
   public void applyPrepared(long node, int keyLength, long seqno, int valueLength) {
     list.putPrepared(node);
     bytes.addAndGet(accounted(keyLength, valueLength));
@@ -302,7 +378,10 @@ public final class WriteCache {
     return keyLength + Math.max(valueLength, 0) + VALUE_HEADER + 4 + 64;
   }
 
-  /** Accounts for what a restore loaded into the skiplist directly: {@code bytes} as {@link #accounted} counts them. */
+  /**
+   * Accounts for what a restore loaded into the skiplist directly: {@code bytes} as {@link
+   * #accounted} counts them.
+   */
   public void loaded(long bytes, long seqno) {
     this.bytes.addAndGet(bytes);
     if (seqno > maxSeqno) maxSeqno = seqno;
@@ -314,8 +393,9 @@ public final class WriteCache {
   }
 
   /**
-   * Removes a key whose current entry is the tombstone written at {@code seqno} (the in-memory engine,
-   * which has no older versions to shadow); a later write of the same key stays. Leader only.
+   * Removes a key whose current entry is the tombstone written at {@code seqno} (the in-memory
+   * engine, which has no older versions to shadow); a later write of the same key stays. Leader
+   * only.
    */
   public void removeTombstone(int keyspace, byte[] key, long seqno) {
     byte[] sk = storeKey(keyspace, key);
@@ -329,9 +409,10 @@ public final class WriteCache {
   }
 
   /**
-   * The stored entry of a key into {@code l.entry} (its first {@code l.entryLength} bytes: the thread's scratch, or a larger array): true if
-   * found. Allocates nothing for an entry of up to {@link Lookup#MAX_SCRATCH_ENTRY} bytes once the
-   * scratch has grown to it; a larger entry is copied into a new array.
+   * The stored entry of a key into {@code l.entry} (its first {@code l.entryLength} bytes: the
+   * thread's scratch, or a larger array): true if found. Allocates nothing for an entry of up to
+   * {@link Lookup#MAX_SCRATCH_ENTRY} bytes once the scratch has grown to it; a larger entry is
+   * copied into a new array.
    */
   public boolean get(int keyspace, byte[] key, Lookup l) {
     int n = prefixLength(keyspace) + key.length;
@@ -382,7 +463,10 @@ public final class WriteCache {
     }
   }
 
-  /** Frees the skiplist and returns its allocator's chunks to the quota; release() or engine close only. */
+  /**
+   * Frees the skiplist and returns its allocator's chunks to the quota; release() or engine close
+   * only.
+   */
   public void free() {
     list.close();
     allocator.close(); // throws MemoryLeakException if a node was not freed
@@ -402,10 +486,10 @@ public final class WriteCache {
   }
 
   /**
-   * The indexes of {@code seqnos} (distinct) in seqno order. A write cache's seqnos span less than 2^31,
-   * so each is packed with its index into one long (offset from the smallest above, index below) and the
-   * longs are sorted as primitives: no boxing, no comparator (a boxed sort took a fifth of the flusher's
-   * time). A wider span falls back to a boxed sort.
+   * The indexes of {@code seqnos} (distinct) in seqno order. A write cache's seqnos span less than
+   * 2^31, so each is packed with its index into one long (offset from the smallest above, index
+   * below) and the longs are sorted as primitives: no boxing, no comparator (a boxed sort took a
+   * fifth of the flusher's time). A wider span falls back to a boxed sort.
    */
   public static int[] seqnoOrder(long[] seqnos) {
     int n = seqnos.length;

@@ -1,12 +1,12 @@
 package io.basaltdb.internal.engine.index;
 
-import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.sstable.TableOptions;
 import io.basaltdb.internal.sstable.TableReader;
 import io.basaltdb.internal.sstable.TableWriter;
@@ -19,9 +19,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Level 0's tiers ({@link CompactionPicker}): which level-0 job the picker chooses for level-0 tables of
- * given sizes over a base level of a given size. Tables are real, of {@code n} records each, so their
- * bytes grow with {@code n}.
+ * Level 0's tiers ({@link CompactionPicker}): which level-0 job the picker chooses for level-0
+ * tables of given sizes over a base level of a given size. Tables are real, of {@code n} records
+ * each, so their bytes grow with {@code n}.
  */
 class CompactionPickerTest {
   private final MemStorage storage = new MemStorage(1);
@@ -38,7 +38,12 @@ class CompactionPickerTest {
     StorageFile f = storage.create(n + ".sst");
     TableWriter w = new TableWriter(f, TableOptions.defaults());
     for (int i = 0; i < records; i++) {
-      w.add(String.format("key-%08d", keyFrom + i).getBytes(StandardCharsets.US_ASCII), n * 1_000_000 + i, 100, false, 0);
+      w.add(
+          String.format("key-%08d", keyFrom + i).getBytes(StandardCharsets.US_ASCII),
+          n * 1_000_000 + i,
+          100,
+          false,
+          0);
     }
     w.finish();
     TableReader r = TableReader.open(f, n + ".sst");
@@ -46,7 +51,10 @@ class CompactionPickerTest {
     return new KeyspaceFiles.Table(n, level, r);
   }
 
-  /** Level 0 of tables of these record counts (newest first) over a last level of {@code base} records. */
+  /**
+   * Level 0 of tables of these record counts (newest first) over a last level of {@code base}
+   * records.
+   */
   private KeyspaceFiles files(int base, int... level0) {
     List<KeyspaceFiles.Table> t = new ArrayList<>();
     for (int n : level0) t.add(table(0, n, 0));
@@ -55,7 +63,10 @@ class CompactionPickerTest {
   }
 
   private static CompactionPicker picker(double ratio) {
-    return new CompactionPicker(Options.defaults().l0CompactionTrigger(4).l0StopWritesTrigger(20).l0BaseRatio(ratio), null, null);
+    return new CompactionPicker(
+        Options.defaults().l0CompactionTrigger(4).l0StopWritesTrigger(20).l0BaseRatio(ratio),
+        null,
+        null);
   }
 
   private static List<Long> numbers(List<KeyspaceFiles.Table> tables) {
@@ -95,7 +106,8 @@ class CompactionPickerTest {
     assertEquals(6, j.outputLevel());
     assertEquals(numbers(f.level(0)), numbers(j.inputs()));
     assertEquals(1, j.next().size());
-    // The same level 0 under a lower share of a bigger base: the newest run of a size merges instead.
+    // The same level 0 under a lower share of a bigger base: the newest run of a size merges
+    // instead.
     assertNull(picker(0.5).pick(1, files(400_000, 1000, 4000, 4000, 4000, 16_000), false));
   }
 
@@ -114,7 +126,9 @@ class CompactionPickerTest {
     CompactionPicker.Job j = picker(0.125).pick(1, files(100_000, 4000), true);
     assertEquals(6, j.outputLevel());
     assertEquals(1, j.inputs().size());
-    assertNull(picker(0.125).pick(1, files(100_000, 1000, 1000), true), "too little to rewrite the base level for");
+    assertNull(
+        picker(0.125).pick(1, files(100_000, 1000, 1000), true),
+        "too little to rewrite the base level for");
   }
 
   @Test
@@ -122,7 +136,8 @@ class CompactionPickerTest {
     CompactionPicker p = picker(0.125);
     assertEquals(16, p.l0ForceCount()); // 20 - 4
     int[] sizes = new int[16];
-    for (int i = 0; i < sizes.length; i++) sizes[i] = 100 << (i % 2 == 0 ? 0 : 2); // no run of a size
+    for (int i = 0; i < sizes.length; i++)
+      sizes[i] = 100 << (i % 2 == 0 ? 0 : 2); // no run of a size
     CompactionPicker.Job j = p.pick(1, files(1_000_000, sizes), false);
     assertEquals(6, j.outputLevel());
     assertEquals(16, j.inputs().size());

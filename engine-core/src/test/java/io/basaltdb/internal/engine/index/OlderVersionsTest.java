@@ -1,11 +1,11 @@
 package io.basaltdb.internal.engine.index;
 
-import io.basaltdb.internal.engine.version.KeyspaceFiles;
-import io.basaltdb.internal.engine.version.Version;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
+import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.sstable.TableOptions;
 import io.basaltdb.internal.sstable.TableReader;
 import io.basaltdb.internal.sstable.TableWriter;
@@ -20,10 +20,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link OlderVersions} against a brute-force search: random level-0 tables (overlapping, newest first)
- * over deeper levels of non-overlapping tables, probed with ascending keys (present in one table, in
- * several, or in none), must find each key's newest version, tombstones included, as a point lookup in
- * search order would.
+ * {@link OlderVersions} against a brute-force search: random level-0 tables (overlapping, newest
+ * first) over deeper levels of non-overlapping tables, probed with ascending keys (present in one
+ * table, in several, or in none), must find each key's newest version, tombstones included, as a
+ * point lookup in search order would.
  */
 class OlderVersionsTest {
   private final MemStorage storage = new MemStorage(7);
@@ -44,10 +44,13 @@ class OlderVersionsTest {
   }
 
   /** A table of {@code keys} (sorted), each a new version; the versions go to {@code into}. */
-  private KeyspaceFiles.Table table(int level, int[] keys, Random r, TreeMap<Integer, Version> into, int bloomBits) {
+  private KeyspaceFiles.Table table(
+      int level, int[] keys, Random r, TreeMap<Integer, Version> into, int bloomBits) {
     long n = nextFile++;
     StorageFile f = storage.create(n + ".sst");
-    TableWriter w = new TableWriter(f, TableOptions.defaults().withBlockSize(256).withBloomBitsPerKey(bloomBits));
+    TableWriter w =
+        new TableWriter(
+            f, TableOptions.defaults().withBlockSize(256).withBloomBitsPerKey(bloomBits));
     for (int k : keys) {
       Version v = new Version(nextSeqno++, 1 + r.nextInt(2000), r.nextInt(6) == 0);
       w.add(key(k), v.seqno, v.size, v.tombstone, -1);
@@ -71,7 +74,8 @@ class OlderVersionsTest {
       Random r = new Random(seed);
       int space = 5000;
       // Oldest first: level 2, then level 1 (each in key-range slices), then level-0 tables.
-      List<TreeMap<Integer, Version>> byTable = new ArrayList<>(); // newest first, for the brute force
+      List<TreeMap<Integer, Version>> byTable =
+          new ArrayList<>(); // newest first, for the brute force
       List<List<KeyspaceFiles.Table>> levels = new ArrayList<>();
       for (int l = 1; l <= 6; l++) levels.add(new ArrayList<>());
       for (int l = 2; l >= 1; l--) {
@@ -79,7 +83,15 @@ class OlderVersionsTest {
         for (int s = 0; s < slices; s++) {
           int lo = s * space / slices, hi = (s + 1) * space / slices;
           TreeMap<Integer, Version> m = new TreeMap<>();
-          levels.get(l - 1).add(table(l, sortedSample(r, lo, hi, (hi - lo) / (l == 2 ? 2 : 5)), r, m, seed % 3 == 0 ? 0 : 10));
+          levels
+              .get(l - 1)
+              .add(
+                  table(
+                      l,
+                      sortedSample(r, lo, hi, (hi - lo) / (l == 2 ? 2 : 5)),
+                      r,
+                      m,
+                      seed % 3 == 0 ? 0 : 10));
           byTable.add(0, m);
         }
       }
@@ -91,7 +103,8 @@ class OlderVersionsTest {
         level0.add(0, table(0, sortedSample(r, lo, hi, Math.max(1, (hi - lo) / 10)), r, m, 10));
         byTable.add(0, m);
       }
-      // Within one level the slices were added newest-first too, which does not matter: they do not overlap.
+      // Within one level the slices were added newest-first too, which does not matter: they do not
+      // overlap.
       int found = 0;
       try (OlderVersions older = leveled(level0, levels)) {
         for (int k : sortedSample(r, 0, space, 1500)) {
@@ -127,7 +140,8 @@ class OlderVersionsTest {
   }
 
   /** {@code level0} newest first, then each leveled level's tables, one group each. */
-  private static OlderVersions leveled(List<KeyspaceFiles.Table> level0, List<List<KeyspaceFiles.Table>> levels) {
+  private static OlderVersions leveled(
+      List<KeyspaceFiles.Table> level0, List<List<KeyspaceFiles.Table>> levels) {
     List<List<List<KeyspaceFiles.Table>>> grouped = new java.util.ArrayList<>();
     for (List<KeyspaceFiles.Table> level : levels) {
       List<List<KeyspaceFiles.Table>> g = new java.util.ArrayList<>();

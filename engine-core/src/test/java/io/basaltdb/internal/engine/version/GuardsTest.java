@@ -27,12 +27,17 @@ class GuardsTest {
       for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
         boolean c = Guards.isCandidate(key, l, 6, 2);
         if (c) count[l]++;
-        if (c && l < KeyspaceFiles.MAX_LEVELS - 1) assertTrue(Guards.isCandidate(key, l + 1, 6, 2), "nested");
+        if (c && l < KeyspaceFiles.MAX_LEVELS - 1)
+          assertTrue(Guards.isCandidate(key, l + 1, 6, 2), "nested");
       }
     }
-    for (int l = 4; l < KeyspaceFiles.MAX_LEVELS; l++) { // 2^6, 2^8, 2^10 keys per guard: enough samples
+    for (int l = 4;
+        l < KeyspaceFiles.MAX_LEVELS;
+        l++) { // 2^6, 2^8, 2^10 keys per guard: enough samples
       double want = n / Math.pow(2, 6 + (KeyspaceFiles.MAX_LEVELS - 1 - l) * 2);
-      assertTrue(Math.abs(count[l] - want) < 0.15 * want, "level " + l + ": " + count[l] + " candidates, want ~" + want);
+      assertTrue(
+          Math.abs(count[l] - want) < 0.15 * want,
+          "level " + l + ": " + count[l] + " candidates, want ~" + want);
     }
     assertTrue(!Guards.isCandidate(new byte[0], 6, 1, 0), "the empty key is never a guard");
   }
@@ -58,17 +63,21 @@ class GuardsTest {
     assertEquals("a", new String(h.key(6, 1), StandardCharsets.UTF_8));
     assertEquals("z", new String(h.key(6, 4), StandardCharsets.UTF_8));
     assertSame(h, h.withAdded(3, List.of()));
-    assertEquals(Guards.EMPTY.withAdded(6, List.of(b("a"), b("c"), b("k"), b("z"))), h, "equal by keys");
+    assertEquals(
+        Guards.EMPTY.withAdded(6, List.of(b("a"), b("c"), b("k"), b("z"))), h, "equal by keys");
   }
 
   @Test
   void unsortedOrEmptyKeys_areRefused() {
     List<byte[]> none = List.of();
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> Guards.of(List.of(none, none, none, none, none, none, List.of(b("b"), b("a")))));
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> Guards.of(List.of(none, none, none, none, none, none, List.of(new byte[0]))));
-    assertThrows(IllegalArgumentException.class,
+    assertThrows(
+        IllegalArgumentException.class,
         () -> Guards.of(List.of(List.of(b("a")), none, none, none, none, none, none)));
   }
 }

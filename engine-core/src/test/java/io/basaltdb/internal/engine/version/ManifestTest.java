@@ -1,12 +1,12 @@
 package io.basaltdb.internal.engine.version;
 
-import io.basaltdb.internal.engine.Engine;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.CorruptionException;
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.Engine;
 import io.basaltdb.internal.storage.MemStorage;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -14,13 +14,28 @@ import java.util.List;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 
-/** The manifest's byte layout (docs/format.md, "Manifest"): what it encodes decodes back, and versions. */
+/**
+ * The manifest's byte layout (docs/format.md, "Manifest"): what it encodes decodes back, and
+ * versions.
+ */
 class ManifestTest {
   static Manifest sample() {
-    return new Manifest(7, 1234, 99, 42, 40, 41, 3, List.of(
-        new Manifest.KeyspaceMeta(1, "default", List.of(new Manifest.TableMeta(30, 0), new Manifest.TableMeta(12, 2)),
-            List.of(), new Manifest.Counters(500, 64_000, 380, 41_000)),
-        new Manifest.KeyspaceMeta(2, "second", List.of(), List.of(), Manifest.Counters.ZERO)));
+    return new Manifest(
+        7,
+        1234,
+        99,
+        42,
+        40,
+        41,
+        3,
+        List.of(
+            new Manifest.KeyspaceMeta(
+                1,
+                "default",
+                List.of(new Manifest.TableMeta(30, 0), new Manifest.TableMeta(12, 2)),
+                List.of(),
+                new Manifest.Counters(500, 64_000, 380, 41_000)),
+            new Manifest.KeyspaceMeta(2, "second", List.of(), List.of(), Manifest.Counters.ZERO)));
   }
 
   @Test
@@ -28,7 +43,8 @@ class ManifestTest {
     Manifest m = sample();
     Manifest back = Manifest.decode(m.encode(), "test");
     assertEquals(m, back);
-    assertEquals(new Manifest.Counters(500, 64_000, 380, 41_000), back.keyspaces().get(0).counters());
+    assertEquals(
+        new Manifest.Counters(500, 64_000, 380, 41_000), back.keyspaces().get(0).counters());
     assertEquals(64_000 - 41_000, back.keyspaces().get(0).counters().liveBytes());
   }
 
@@ -45,16 +61,39 @@ class ManifestTest {
     try (var f = storage.create(FileNames.manifest(7))) {
       f.write(0, ByteBuffer.wrap(data));
     }
-    CorruptionException e = assertThrows(CorruptionException.class, () -> Engine.open(storage, Options.defaults()));
-    assertTrue(e.getMessage().contains("format version 1; this build reads versions "
-        + Manifest.OLDEST_READABLE_VERSION + " to " + Manifest.FORMAT_VERSION), e.getMessage());
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> Engine.open(storage, Options.defaults()));
+    assertTrue(
+        e.getMessage()
+            .contains(
+                "format version 1; this build reads versions "
+                    + Manifest.OLDEST_READABLE_VERSION
+                    + " to "
+                    + Manifest.FORMAT_VERSION),
+        e.getMessage());
   }
 
   static Manifest guardedSample() {
-    Guards g = Guards.EMPTY.withAdded(6, List.of(b("m"), b("c"), b("x"))).withAdded(3, List.of(b("k")));
-    return new Manifest(8, 1234, 99, 42, 40, 41, 2, List.of(
-        new Manifest.KeyspaceMeta(1, "default", List.of(new Manifest.TableMeta(30, 6), new Manifest.TableMeta(12, 6)),
-            List.of(), new Manifest.Counters(500, 64_000, 380, 41_000), List.of(), List.of(), g)),
+    Guards g =
+        Guards.EMPTY.withAdded(6, List.of(b("m"), b("c"), b("x"))).withAdded(3, List.of(b("k")));
+    return new Manifest(
+        8,
+        1234,
+        99,
+        42,
+        40,
+        41,
+        2,
+        List.of(
+            new Manifest.KeyspaceMeta(
+                1,
+                "default",
+                List.of(new Manifest.TableMeta(30, 6), new Manifest.TableMeta(12, 6)),
+                List.of(),
+                new Manifest.Counters(500, 64_000, 380, 41_000),
+                List.of(),
+                List.of(),
+                g)),
         Manifest.FLAG_GUARDS);
   }
 
@@ -77,9 +116,27 @@ class ManifestTest {
 
   @Test
   void aLeveledManifest_isFormat6_andKeepsThePurgeSeqnoAndItemCount() {
-    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default", List.of(),
-        List.of(), new Manifest.Counters(0, 0, 0, 0, 0, 0, 777), List.of(), List.of(), Guards.EMPTY, 12_345)),
-        Manifest.FLAG_ITEM_COUNTS);
+    Manifest m =
+        new Manifest(
+            7,
+            1234,
+            99,
+            42,
+            40,
+            41,
+            2,
+            List.of(
+                new Manifest.KeyspaceMeta(
+                    1,
+                    "default",
+                    List.of(),
+                    List.of(),
+                    new Manifest.Counters(0, 0, 0, 0, 0, 0, 777),
+                    List.of(),
+                    List.of(),
+                    Guards.EMPTY,
+                    12_345)),
+            Manifest.FLAG_ITEM_COUNTS);
     byte[] data = m.encode();
     assertEquals(Manifest.FORMAT_VERSION, data[8]);
     assertEquals(6, Manifest.FORMAT_VERSION);
@@ -94,10 +151,25 @@ class ManifestTest {
 
   @Test
   void aFormat4Manifest_isStillRead_withItsFlushedSeqnoAsPurgeSeqno() {
-    // Format 4 is format 6 of a store without guards less each keyspace's item count (the counters' last
+    // Format 4 is format 6 of a store without guards less each keyspace's item count (the counters'
+    // last
     // 8 bytes) and purge seqno (its last 8 bytes).
-    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default",
-        List.of(new Manifest.TableMeta(30, 0)), List.of(), new Manifest.Counters(500, 64_000, 380, 41_000))));
+    Manifest m =
+        new Manifest(
+            7,
+            1234,
+            99,
+            42,
+            40,
+            41,
+            2,
+            List.of(
+                new Manifest.KeyspaceMeta(
+                    1,
+                    "default",
+                    List.of(new Manifest.TableMeta(30, 0)),
+                    List.of(),
+                    new Manifest.Counters(500, 64_000, 380, 41_000))));
     byte[] v6 = m.encode();
     int items = 72 + 4 + 4 + "default".length() + 48; // header, id, name length, name, six counters
     byte[] v4 = new byte[v6.length - 16];
@@ -111,21 +183,43 @@ class ManifestTest {
     Manifest back = Manifest.decode(v4, "test");
     assertEquals(m.keyspaces().get(0).counters(), back.keyspaces().get(0).counters());
     assertEquals(m.keyspaces().get(0).tables(), back.keyspaces().get(0).tables());
-    assertEquals(99, back.keyspaces().get(0).purgeSeqno(), "deletions up to the flushed seqno may have been purged");
+    assertEquals(
+        99,
+        back.keyspaces().get(0).purgeSeqno(),
+        "deletions up to the flushed seqno may have been purged");
     assertTrue(!back.itemsCounted());
   }
 
   @Test
   void aNegativePurgeSeqno_isCorruption() {
-    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 2, List.of(new Manifest.KeyspaceMeta(1, "default", List.of(),
-        List.of(), Manifest.Counters.ZERO, List.of(), List.of(), Guards.EMPTY, 5)));
+    Manifest m =
+        new Manifest(
+            7,
+            1234,
+            99,
+            42,
+            40,
+            41,
+            2,
+            List.of(
+                new Manifest.KeyspaceMeta(
+                    1,
+                    "default",
+                    List.of(),
+                    List.of(),
+                    Manifest.Counters.ZERO,
+                    List.of(),
+                    List.of(),
+                    Guards.EMPTY,
+                    5)));
     byte[] data = m.encode();
     ByteBuffer b = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN);
     b.putLong(data.length - 12, -5);
     CRC32C crc = new CRC32C();
     crc.update(data, 0, data.length - 4);
     b.putInt(data.length - 4, (int) crc.getValue());
-    CorruptionException e = assertThrows(CorruptionException.class, () -> Manifest.decode(data, "test"));
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> Manifest.decode(data, "test"));
     assertTrue(e.getMessage().contains("purge seqno -5"), e.getMessage());
   }
 
@@ -138,8 +232,11 @@ class ManifestTest {
     data[at + 9] = 'c';
     CRC32C crc = new CRC32C();
     crc.update(data, 0, data.length - 4);
-    ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN).putInt(data.length - 4, (int) crc.getValue());
-    CorruptionException e = assertThrows(CorruptionException.class, () -> Manifest.decode(data, "test"));
+    ByteBuffer.wrap(data)
+        .order(ByteOrder.LITTLE_ENDIAN)
+        .putInt(data.length - 4, (int) crc.getValue());
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> Manifest.decode(data, "test"));
     assertTrue(e.getMessage().contains("guard keys of level 6 out of order"), e.getMessage());
   }
 

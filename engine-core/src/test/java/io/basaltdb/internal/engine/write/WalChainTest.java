@@ -1,7 +1,5 @@
 package io.basaltdb.internal.engine.write;
 
-import io.basaltdb.internal.engine.Engine;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -12,6 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.basaltdb.CorruptionException;
 import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.engine.Engine;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
@@ -27,8 +27,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * The WAL chain (issue 13 item 5): rotation ends a WAL file with a link to its successor, the link
- * replays as a no-op, and {@link WalChain#verify} fails the open naming a missing WAL file. Files are
- * written with {@link CommitLog} itself on a {@link MemStorage}.
+ * replays as a no-op, and {@link WalChain#verify} fails the open naming a missing WAL file. Files
+ * are written with {@link CommitLog} itself on a {@link MemStorage}.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class WalChainTest {
@@ -54,7 +54,8 @@ class WalChainTest {
     List<Batch> out = new ArrayList<>();
     try (StorageFile f = storage.open(CommitLog.fileName(number))) {
       LogReader r = new LogReader(f);
-      while (r.next()) out.add(Batch.decode(r.payload(), CommitLog.fileName(number), r.recordOffset()));
+      while (r.next())
+        out.add(Batch.decode(r.payload(), CommitLog.fileName(number), r.recordOffset()));
       assertEquals(LogReader.Stop.END, r.stop(), r.stopReason());
     }
     return out;
@@ -92,7 +93,9 @@ class WalChainTest {
     assertEquals(WAL + 2, WalChain.tailLink(storage, WAL));
     assertEquals(WAL + 5, WalChain.tailLink(storage, WAL + 2));
     assertEquals(-1, WalChain.tailLink(storage, WAL + 5));
-    assertEquals(storage.contents(CommitLog.fileName(WAL)).length, storage.durableSize(CommitLog.fileName(WAL)),
+    assertEquals(
+        storage.contents(CommitLog.fileName(WAL)).length,
+        storage.durableSize(CommitLog.fileName(WAL)),
         "the link is synced");
   }
 
@@ -127,7 +130,8 @@ class WalChainTest {
     assertThrows(CorruptionException.class, () -> Batch.decode(linkWithOps, "f", 0));
     ByteBuffer markerPlus8 = ByteBuffer.allocate(21).order(ByteOrder.LITTLE_ENDIAN);
     markerPlus8.putLong(5).putInt(0).put((byte) 3).putLong(42).flip();
-    CorruptionException e = assertThrows(CorruptionException.class, () -> Batch.decode(markerPlus8, "f", 0));
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> Batch.decode(markerPlus8, "f", 0));
     assertTrue(e.getMessage().contains("8 trailing bytes"), e.getMessage());
     ByteBuffer linkCut = ByteBuffer.allocate(17).order(ByteOrder.LITTLE_ENDIAN);
     linkCut.putLong(5).putInt(0).put((byte) 7).putInt(42).flip();
@@ -138,8 +142,16 @@ class WalChainTest {
   void decode_readsRecordsWrittenBeforeLinks() {
     // A put and a close marker byte for byte as written before the link flag existed.
     ByteBuffer put = ByteBuffer.allocate(13 + 1 + 4 + 4 + 1 + 4 + 2).order(ByteOrder.LITTLE_ENDIAN);
-    put.putLong(7).putInt(1).put((byte) 3).put(Batch.PUT).putInt(1).putInt(1).put((byte) 'k').putInt(2)
-        .put(new byte[] {'v', 'w'}).flip();
+    put.putLong(7)
+        .putInt(1)
+        .put((byte) 3)
+        .put(Batch.PUT)
+        .putInt(1)
+        .putInt(1)
+        .put((byte) 'k')
+        .putInt(2)
+        .put(new byte[] {'v', 'w'})
+        .flip();
     Batch b = Batch.decode(put, "f", 0);
     assertEquals(7, b.firstSeqno);
     assertEquals(1, b.count());
@@ -165,10 +177,13 @@ class WalChainTest {
   @Test
   void verify_failsNamingTheNewestFile_whenItIsDeleted() {
     MemStorage storage = chain();
-    storage.delete(CommitLog.fileName(WAL + 5)); // issue 13 item 5: the newest file, with acknowledged writes
+    storage.delete(
+        CommitLog.fileName(WAL + 5)); // issue 13 item 5: the newest file, with acknowledged writes
     for (long head : new long[] {0, WAL, WAL + 2}) {
-      CorruptionException e = assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, head));
-      assertTrue(e.getMessage().contains(storage.describe(CommitLog.fileName(WAL + 5)) + " is missing"),
+      CorruptionException e =
+          assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, head));
+      assertTrue(
+          e.getMessage().contains(storage.describe(CommitLog.fileName(WAL + 5)) + " is missing"),
           e.getMessage());
       assertTrue(e.getMessage().contains("restore the store from a backup"), e.getMessage());
     }
@@ -178,8 +193,10 @@ class WalChainTest {
   void verify_failsNamingAMiddleFile_whenItIsDeleted() {
     MemStorage storage = chain();
     storage.delete(CommitLog.fileName(WAL + 2));
-    CorruptionException e = assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, 0));
-    assertTrue(e.getMessage().contains(storage.describe(CommitLog.fileName(WAL + 2)) + " is missing"),
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, 0));
+    assertTrue(
+        e.getMessage().contains(storage.describe(CommitLog.fileName(WAL + 2)) + " is missing"),
         e.getMessage());
   }
 
@@ -192,7 +209,8 @@ class WalChainTest {
     log.append(List.of(put(1, "a")), true);
     log.abandon();
     storage.delete(CommitLog.fileName(WAL));
-    CorruptionException e = assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, WAL));
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, WAL));
     assertTrue(e.getMessage().contains(storage.describe(CommitLog.fileName(WAL))), e.getMessage());
     assertTrue(e.getMessage().contains("current when it was committed"), e.getMessage());
     WalChain.verify(storage, WAL, 0); // a manifest without walHead cannot tell
@@ -202,9 +220,10 @@ class WalChainTest {
   @Test
   void verify_failsWhenWalStartIsMissingBelowAPresentWalHead() {
     MemStorage storage = chain();
-    storage.delete(CommitLog.fileName(WAL)); // holds seqno 1, unflushed: the newer files do not replace it
-    CorruptionException e = assertThrows(CorruptionException.class,
-        () -> WalChain.verify(storage, WAL, WAL + 2));
+    storage.delete(
+        CommitLog.fileName(WAL)); // holds seqno 1, unflushed: the newer files do not replace it
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, WAL + 2));
     assertTrue(e.getMessage().contains(storage.describe(CommitLog.fileName(WAL))), e.getMessage());
     assertTrue(e.getMessage().contains("first WAL file to replay"), e.getMessage());
   }
@@ -223,15 +242,18 @@ class WalChainTest {
     WalChain.verify(storage, WAL, 0);
     WalChain.verify(storage, 0, 0);
     storage.delete(CommitLog.fileName(WAL + 3));
-    WalChain.verify(storage, WAL, 0); // nothing to tell it from: what the chain cannot catch without walHead
+    WalChain.verify(
+        storage, WAL, 0); // nothing to tell it from: what the chain cannot catch without walHead
   }
 
   @Test
   void verify_failsOnAFileInNoChain_betweenALinkAndItsSuccessor() {
     MemStorage storage = chain();
     storage.create(CommitLog.fileName(WAL + 1)).close();
-    CorruptionException e = assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, WAL));
-    assertTrue(e.getMessage().contains(storage.describe(CommitLog.fileName(WAL + 1)) + " is in no chain"),
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, WAL));
+    assertTrue(
+        e.getMessage().contains(storage.describe(CommitLog.fileName(WAL + 1)) + " is in no chain"),
         e.getMessage());
   }
 
@@ -248,7 +270,8 @@ class WalChainTest {
     MemStorage storage = new MemStorage(6);
     storage.mkdirs(CommitLog.DIR);
     CommitLog log = new CommitLog(storage, WAL);
-    log.append(List.of(put(1, "k", fakeLink)), true); // the file's last 29 bytes are a valid link frame
+    log.append(
+        List.of(put(1, "k", fakeLink)), true); // the file's last 29 bytes are a valid link frame
     log.abandon(); // a crash: no close marker after it
     assertEquals(999_999, WalChain.tailLink(storage, WAL), "the hint is fooled");
     assertFalse(WalChain.endsWithLink(storage, WAL, 999_999));
@@ -280,14 +303,18 @@ class WalChainTest {
     log.abandon();
     // The state a crash between the link's sync and the rename leaves.
     storage.rename(CommitLog.fileName(WAL + 2), CommitLog.pendingName(WAL + 2));
-    CorruptionException e = assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, WAL));
-    assertTrue(e.getMessage().contains(CommitLog.fileName(WAL + 2) + " is missing"), e.getMessage());
+    CorruptionException e =
+        assertThrows(CorruptionException.class, () -> WalChain.verify(storage, WAL, WAL));
+    assertTrue(
+        e.getMessage().contains(CommitLog.fileName(WAL + 2) + " is missing"), e.getMessage());
 
     WalChain.check(storage, WAL, WAL);
     assertFalse(storage.exists(CommitLog.pendingName(WAL + 2)));
     assertEquals(-1, WalChain.tailLink(storage, WAL));
     assertEquals(1, records(storage, WAL).size());
-    assertEquals(storage.contents(CommitLog.fileName(WAL)).length, storage.durableSize(CommitLog.fileName(WAL)));
+    assertEquals(
+        storage.contents(CommitLog.fileName(WAL)).length,
+        storage.durableSize(CommitLog.fileName(WAL)));
     try (Engine en = Engine.open(storage, options(SyncMode.SYNC))) {
       assertArrayEquals("value-a".getBytes(), en.get(1, "a".getBytes()));
     }
@@ -296,7 +323,9 @@ class WalChainTest {
   @Test
   void check_leavesAPendingFileWhoseRotationFinishedAlone() {
     MemStorage storage = chain();
-    storage.create(CommitLog.pendingName(WAL + 7)).close(); // a rotation that failed before its link
+    storage
+        .create(CommitLog.pendingName(WAL + 7))
+        .close(); // a rotation that failed before its link
     WalChain.check(storage, WAL, WAL);
     assertFalse(storage.exists(CommitLog.pendingName(WAL + 7)));
     assertEquals(2, records(storage, WAL).size(), "links to present files are kept");
@@ -382,7 +411,8 @@ class WalChainTest {
         if (i == 7) {
           assertNull(v);
         } else {
-          assertArrayEquals((i % 2 == 0 ? "v2-" : "v1-").concat(String.valueOf(i)).getBytes(), v, "key " + i);
+          assertArrayEquals(
+              (i % 2 == 0 ? "v2-" : "v1-").concat(String.valueOf(i)).getBytes(), v, "key " + i);
         }
       }
     }

@@ -1,8 +1,5 @@
 package io.basaltdb.internal.engine.write;
 
-import io.basaltdb.internal.engine.Engine;
-import io.basaltdb.internal.engine.version.FileNames;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -10,11 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.engine.Engine;
+import io.basaltdb.internal.engine.version.FileNames;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.testing.NoLeakedAllocatorsExtension;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * WAL files are recycled (CommitLog): a rotation overwrites an obsolete file whose old records stay
@@ -27,15 +27,20 @@ class WalRecyclingTest {
   @EnumSource(MemStorage.CrashMode.class)
   void aRecycledWalFile_replaysOnlyItsNewRecords_afterACrash(MemStorage.CrashMode crash) {
     MemStorage storage = new MemStorage(31);
-    Options o = Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10).segmentSize(64 << 10)
-        .syncMode(SyncMode.SYNC);
+    Options o =
+        Options.defaults()
+            .memoryQuota(8L << 20)
+            .writeCacheSize(64 << 10)
+            .segmentSize(64 << 10)
+            .syncMode(SyncMode.SYNC);
     int rounds = 12;
     boolean sawOldRecords = false;
     Engine e = Engine.open(storage, o);
     try {
       for (int round = 0; round < rounds; round++) {
         for (int i = 0; i < 100; i++) put(e, "k" + i, "v" + round + "-" + "x".repeat(200));
-        // The current WAL file is longer than what this session wrote to it: a recycled file's old records
+        // The current WAL file is longer than what this session wrote to it: a recycled file's old
+        // records
         var files = CommitLog.list(storage);
         try {
           sawOldRecords |= storage.size(FileNames.wal(files.get(files.size() - 1))) > 100L * 260;
@@ -45,7 +50,8 @@ class WalRecyclingTest {
         if (round % 3 == 2) e.flush();
       }
       assertTrue(sawOldRecords, "rotations reused obsolete WAL files");
-      storage.crash(crash); // SYNC: every acknowledged write is durable; the old records lie behind them
+      storage.crash(
+          crash); // SYNC: every acknowledged write is durable; the old records lie behind them
     } finally {
       try {
         e.close(); // its handles died with the crash
@@ -55,7 +61,9 @@ class WalRecyclingTest {
     }
     try (Engine reopened = Engine.open(storage, o)) {
       for (int i = 0; i < 100; i++) {
-        assertArrayEquals(("v" + (rounds - 1) + "-" + "x".repeat(200)).getBytes(), reopened.get(1, ("k" + i).getBytes()),
+        assertArrayEquals(
+            ("v" + (rounds - 1) + "-" + "x".repeat(200)).getBytes(),
+            reopened.get(1, ("k" + i).getBytes()),
             "k" + i + " holds its last acknowledged value, not an old record's");
       }
     }
@@ -64,8 +72,12 @@ class WalRecyclingTest {
   @org.junit.jupiter.api.Test
   void walFilesARollbackLeftBehind_areDeleted_neverRecycled() {
     MemStorage storage = new MemStorage(41);
-    Options o = Options.defaults().memoryQuota(8L << 20).writeCacheSize(64 << 10).segmentSize(64 << 10)
-        .syncMode(SyncMode.SYNC);
+    Options o =
+        Options.defaults()
+            .memoryQuota(8L << 20)
+            .writeCacheSize(64 << 10)
+            .segmentSize(64 << 10)
+            .syncMode(SyncMode.SYNC);
     String pad = "x".repeat(200);
     long checkpoint;
     try (Engine e = Engine.open(storage, o)) {
@@ -75,9 +87,13 @@ class WalRecyclingTest {
         for (int i = 0; i < 100; i++) put(e, "k" + i, "rolled-back-" + round + pad);
       }
     }
-    // The rollback commits, then its clean-up fails to delete the WAL files of the discarded history.
-    storage.setFaultInjector((op, name) -> op == MemStorage.Op.DELETE && name.startsWith("wal/")
-        ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
+    // The rollback commits, then its clean-up fails to delete the WAL files of the discarded
+    // history.
+    storage.setFaultInjector(
+        (op, name) ->
+            op == MemStorage.Op.DELETE && name.startsWith("wal/")
+                ? MemStorage.Fault.IO_ERROR
+                : MemStorage.Fault.NONE);
     assertThrows(io.basaltdb.StorageException.class, () -> Engine.rollback(storage, checkpoint));
     storage.setFaultInjector(null);
     java.util.List<Long> leftBehind = CommitLog.list(storage);
@@ -88,7 +104,9 @@ class WalRecyclingTest {
         if (round % 2 == 1) e.flush();
         for (String pooled : CommitLog.pooled(storage)) {
           for (long n : leftBehind) {
-            assertFalse(pooled.endsWith("-" + n + ".log"), "a file of the discarded history was pooled: " + pooled);
+            assertFalse(
+                pooled.endsWith("-" + n + ".log"),
+                "a file of the discarded history was pooled: " + pooled);
           }
         }
       }

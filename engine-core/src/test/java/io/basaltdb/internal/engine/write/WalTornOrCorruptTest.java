@@ -1,7 +1,5 @@
 package io.basaltdb.internal.engine.write;
 
-import io.basaltdb.internal.engine.Engine;
-import io.basaltdb.internal.engine.writecache.Batch;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -10,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.basaltdb.CorruptionException;
 import io.basaltdb.Options;
 import io.basaltdb.SyncMode;
+import io.basaltdb.internal.engine.Engine;
+import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.storage.FileStorage;
 import io.basaltdb.internal.storage.MemStorage;
 import io.basaltdb.internal.storage.Storage;
@@ -23,8 +23,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Recovery's decision between a torn tail of the newest WAL file (trim it) and corruption of records
- * that were acknowledged (fail the open), on WAL files crafted with {@link CommitLog} itself.
+ * Recovery's decision between a torn tail of the newest WAL file (trim it) and corruption of
+ * records that were acknowledged (fail the open), on WAL files crafted with {@link CommitLog}
+ * itself.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class WalTornOrCorruptTest {
@@ -50,16 +51,20 @@ class WalTornOrCorruptTest {
   void bitRotInASyncedGroup_isCorruption_evenWhenTheNextRecordIsInTheSameGroup() {
     MemStorage storage = new MemStorage(1);
     initialize(storage, SyncMode.SYNC);
-    // Group 1 holds two records (one write, one fsync, both acknowledged); group 2 is a synced group.
+    // Group 1 holds two records (one write, one fsync, both acknowledged); group 2 is a synced
+    // group.
     CommitLog log = new CommitLog(storage, WAL);
     log.append(List.of(put(1, "a"), put(2, "b")), true);
     log.append(List.of(put(3, "c")), true);
     log.abandon(); // a crash: no clean-close marker
-    storage.flipByte(CommitLog.fileName(WAL), 8 + Batch.HEADER_SIZE + 2); // bit rot in record 1's payload
+    storage.flipByte(
+        CommitLog.fileName(WAL), 8 + Batch.HEADER_SIZE + 2); // bit rot in record 1's payload
 
-    CorruptionException e = assertThrows(CorruptionException.class,
-        () -> Engine.open(storage, options(SyncMode.SYNC)).close(),
-        "three acknowledged writes were trimmed as if they were a torn tail");
+    CorruptionException e =
+        assertThrows(
+            CorruptionException.class,
+            () -> Engine.open(storage, options(SyncMode.SYNC)).close(),
+            "three acknowledged writes were trimmed as if they were a torn tail");
     assertTrue(e.getMessage().contains(CommitLog.fileName(WAL)), e.getMessage());
   }
 
@@ -72,7 +77,8 @@ class WalTornOrCorruptTest {
     log.append(List.of(put(2, "b"), put(3, "c")), false); // written, never synced nor acknowledged
     log.abandon();
     long second = 8 + put(1, "a").encodedSize();
-    storage.flipByte(CommitLog.fileName(WAL), second + 8 + Batch.HEADER_SIZE + 2); // b torn, c intact
+    storage.flipByte(
+        CommitLog.fileName(WAL), second + 8 + Batch.HEADER_SIZE + 2); // b torn, c intact
 
     try (Engine e = Engine.open(storage, options(SyncMode.SYNC))) {
       assertArrayEquals("value-a".getBytes(), e.get(1, "a".getBytes()));
@@ -95,7 +101,8 @@ class WalTornOrCorruptTest {
       f.read(second + 8 + Batch.HEADER_SIZE + 2, one);
       one.put(0, (byte) ~one.get(0)).rewind();
       f.write(second + 8 + Batch.HEADER_SIZE + 2, one); // record 2 damaged: a reordered write-back
-      f.truncate(f.size() + (300L << 20)); // and a long unsynced tail that never reached the disk (a hole)
+      f.truncate(
+          f.size() + (300L << 20)); // and a long unsynced tail that never reached the disk (a hole)
     }
 
     try (Engine e = Engine.open(storage, options(SyncMode.NONE))) {
@@ -125,7 +132,8 @@ class WalTornOrCorruptTest {
     }
     storage.crash(MemStorage.CrashMode.KEEP_NONE);
 
-    try (Engine third = Engine.open(storage, options(SyncMode.SYNC))) { // "x" was acknowledged: no gap
+    try (Engine third =
+        Engine.open(storage, options(SyncMode.SYNC))) { // "x" was acknowledged: no gap
       assertArrayEquals("value-x".getBytes(), third.get(1, "x".getBytes()));
       assertArrayEquals("value-a".getBytes(), third.get(1, "a".getBytes()));
     }

@@ -8,9 +8,13 @@ import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-/** The write cache's store keys: keyspace and user key round-trip, and the order is (keyspace, key). */
+/**
+ * The write cache's store keys: keyspace and user key round-trip, and the order is (keyspace, key).
+ */
 class WriteCacheKeyTest {
-  private static final int[] IDS = {0, 1, 2, 100, 0xEE, 0xEF, 0xF0, 0xF1, 0xFF, 0x100, 0xFFFF, 1 << 24, Integer.MAX_VALUE};
+  private static final int[] IDS = {
+    0, 1, 2, 100, 0xEE, 0xEF, 0xF0, 0xF1, 0xFF, 0x100, 0xFFFF, 1 << 24, Integer.MAX_VALUE
+  };
 
   @Test
   void storeKeys_roundTrip_andSortByKeyspaceThenKey() {
@@ -30,7 +34,10 @@ class WriteCacheKeyTest {
           for (byte[] kb : keys) {
             int expected = a != b ? Integer.compare(a, b) : Arrays.compareUnsigned(ka, kb);
             int got = Arrays.compareUnsigned(sa, WriteCache.storeKey(b, kb));
-            assertEquals(Integer.signum(expected), Integer.signum(got), a + "/" + Arrays.toString(ka) + " vs " + b + "/" + Arrays.toString(kb));
+            assertEquals(
+                Integer.signum(expected),
+                Integer.signum(got),
+                a + "/" + Arrays.toString(ka) + " vs " + b + "/" + Arrays.toString(kb));
           }
         }
       }
