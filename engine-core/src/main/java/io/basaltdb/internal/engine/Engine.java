@@ -221,7 +221,7 @@ public final class Engine implements AutoCloseable {
     try {
       Version v = versions.acquire();
       try {
-        return new EngineSnapshot(reads, catalog, state, v, versions.lastSeqno);
+        return new EngineSnapshot(reads, catalog, state, v, versions.lastSeqno());
       } catch (RuntimeException e) {
         v.release();
         throw e;
@@ -260,7 +260,7 @@ public final class Engine implements AutoCloseable {
   public long itemCount(int ks) {
     state.checkOpen();
     catalog.checkLive(ks);
-    ItemCounter items = versions.items;
+    ItemCounter items = versions.items();
     if (items == null) {
       throw new UnsupportedOperationException(
           "the store was opened with Options.exactItemCounts(false), so it"
@@ -292,7 +292,7 @@ public final class Engine implements AutoCloseable {
           "change feed seqnos must not be negative: from " + from + ", to " + to);
     }
     store.purgeSeqno(ks); // a store without a change feed refuses before anything else is checked
-    long last = versions.lastSeqno;
+    long last = versions.lastSeqno();
     if (from > last + 1) {
       throw new io.basaltdb.InvalidArgumentException(
           "a change feed from seqno "
@@ -490,7 +490,7 @@ public final class Engine implements AutoCloseable {
 
   /** Logs the store's close (at INFO). */
   private void logClosed() {
-    Notifier.LOG.info("{}: closed at seqno {}", state.notifier().store(), versions.lastSeqno);
+    Notifier.LOG.info("{}: closed at seqno {}", state.notifier().store(), versions.lastSeqno());
   }
 
   public boolean isInMemory() {

@@ -72,7 +72,7 @@ final class MemoryStore implements Store, CommitTarget {
     java.util.Map<Integer, String> keyspaces;
     versions.applyLock.lock();
     try {
-      seqno = versions.lastSeqno;
+      seqno = versions.lastSeqno();
       keyspaces = catalog.byId();
       v = versions.acquire();
       try {

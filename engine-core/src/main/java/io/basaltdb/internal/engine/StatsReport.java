@@ -246,9 +246,9 @@ final class StatsReport {
     m.put("emptyGuards", emptyGuards);
     m.put("maxGuardTables", maxGuardTables);
     m.put("segments", (long) segments);
-    m.put("lastSeqno", versions.lastSeqno);
+    m.put("lastSeqno", versions.lastSeqno());
     m.put("keyspaces", (long) catalog.size());
-    ItemCounter items = versions.items;
+    ItemCounter items = versions.items();
     if (items != null) { // exact item counts: the store's, then each keyspace's
       long all = 0;
       Map<String, Long> each = new LinkedHashMap<>();

@@ -127,7 +127,7 @@ final class StoreOpener {
             MemoryBackups.load(
                 backup, opened, versions.current().active.list, options.backupThreads(), bottomUp);
         versions.current().active.loaded(loaded.bytes(), loaded.maxSeqno());
-        versions.lastSeqno = Math.max(m.seqno(), loaded.maxSeqno());
+        versions.publish(Math.max(m.seqno(), loaded.maxSeqno()));
       } catch (RuntimeException | Error e) {
         try {
           versions.close();
@@ -144,10 +144,10 @@ final class StoreOpener {
     ReadPath reads =
         new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
     if (options.exactItemCounts()) {
-      versions.items = new ItemCounter(reads::findRecord, catalog);
+      versions.countItems(new ItemCounter(reads::findRecord, catalog));
       if (loaded != null) {
         for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet())
-          versions.items.set(e.getKey(), e.getValue());
+          versions.items().set(e.getKey(), e.getValue());
       }
     }
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
@@ -219,7 +219,7 @@ final class StoreOpener {
               options.maxValueSize(),
               st.files);
       undo.push(versions::close);
-      versions.lastSeqno = st.manifest.flushedSeqno();
+      versions.publish(st.manifest.flushedSeqno());
       StoreState state = new StoreState(notifier);
       EngineStats stats = new EngineStats();
       VersionSet versionSet =
@@ -265,14 +265,14 @@ final class StoreOpener {
       // a store whose counts are not exact counts its keys after the replay.
       boolean counted = options.exactItemCounts() && st.manifest.itemsCounted();
       if (counted) {
-        versions.items = new ItemCounter(reads::findRecord, catalog);
+        versions.countItems(new ItemCounter(reads::findRecord, catalog));
         for (Manifest.KeyspaceMeta k : st.manifest.keyspaces())
-          versions.items.set(k.id(), k.counters().items());
+          versions.items().set(k.id(), k.counters().items());
       }
       // A deleted WAL file fails the open here rather than losing its writes silently in the
       // replay.
       WalChain.check(storage, st.manifest.walStart(), st.manifest.walHead());
-      long replayFrom = versions.lastSeqno;
+      long replayFrom = versions.lastSeqno();
       WalReplay.replay(storage, options, st.manifest, versions, catalog, stats, flusher);
       long previous =
           -1; // the newest WAL file replay still needed: the new session's file is linked from it
@@ -282,7 +282,7 @@ final class StoreOpener {
       if (options.exactItemCounts() && !counted) recountItems(versions, reads, catalog);
       CommitLog wal =
           CommitLog.startSession(
-              storage, previous, versionSet.nextFileNumber.getAndIncrement(), versions.lastSeqno);
+              storage, previous, versionSet.nextFileNumber.getAndIncrement(), versions.lastSeqno());
       undo.push(wal::abandon);
       // The new WAL file is the head before anything is written to it, so a deleted one fails the
       // next
@@ -334,8 +334,8 @@ final class StoreOpener {
           tableCount,
           segmentCount,
           replayFrom,
-          versions.lastSeqno - replayFrom,
-          versions.lastSeqno);
+          versions.lastSeqno() - replayFrom,
+          versions.lastSeqno());
       return new Parts(
           options,
           writeMemory,
@@ -377,7 +377,7 @@ final class StoreOpener {
     } finally {
       v.release();
     }
-    versions.items = items;
+    versions.countItems(items);
   }
 
   /**

@@ -124,7 +124,7 @@ class CompactionTest {
       for (int i = 0; i < 6000; i++) {
         String k = "key-" + rnd.nextInt(300);
         Batch b = new Batch(1);
-        long seqno = e.versions().lastSeqno + 1;
+        long seqno = e.versions().lastSeqno() + 1;
         if (rnd.nextInt(5) == 0) {
           b.add(1, Batch.DELETE, k.getBytes(), null);
           tombstones.add(seqno);
@@ -136,7 +136,7 @@ class CompactionTest {
           model.put(k, v);
         }
         e.write(b);
-        assertEquals(seqno, e.versions().lastSeqno);
+        assertEquals(seqno, e.versions().lastSeqno());
         keyOfSeqno.put(seqno, k.getBytes());
         newest.put(k, seqno);
       }

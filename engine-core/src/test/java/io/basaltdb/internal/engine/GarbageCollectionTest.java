@@ -171,7 +171,7 @@ class GarbageCollectionTest {
       Batch b = new Batch(100);
       for (int k = 0; k < 100; k++) b.add(1, Batch.PUT, key(k), value(k, 0));
       e.write(b);
-      long first = e.versions().lastSeqno - 99;
+      long first = e.versions().lastSeqno() - 99;
       for (int k = 0; k < 100; k++) seqnoOf.put(k, first + k);
       e.flush();
       Map<String, Long> before = e.stats();
@@ -179,7 +179,7 @@ class GarbageCollectionTest {
       for (int k = 0; k < 50; k++) b.add(1, Batch.PUT, key(k), value(k, 1));
       b.add(1, Batch.DELETE, key(60), null);
       e.write(b);
-      long tombstone = e.versions().lastSeqno;
+      long tombstone = e.versions().lastSeqno();
       for (int k = 0; k < 50; k++) superseded.put(seqnoOf.get(k), 0);
       superseded.put(seqnoOf.get(60), 0);
       e.flush();

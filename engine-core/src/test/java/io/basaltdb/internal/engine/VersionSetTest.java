@@ -174,7 +174,7 @@ class VersionSetTest {
     }
     Engine.rollback(storage, cp.id());
     try (Engine e = Engine.open(storage, o)) {
-      assertEquals(cp.seqno(), e.versions().lastSeqno);
+      assertEquals(cp.seqno(), e.versions().lastSeqno());
       assertArrayEquals(
           new byte[200], e.get(1, ("k" + (299 * 7 + 2) % 400).getBytes(StandardCharsets.UTF_8)));
     }

@@ -43,9 +43,19 @@ public final class TableOutput {
   private long fileNumber;
 
   /** Records and their document bytes written so far. */
-  public long records;
+  private long records;
 
-  public long docBytes;
+  private long docBytes;
+
+  /** Records written so far. */
+  public long records() {
+    return records;
+  }
+
+  /** The document bytes the records written so far name. */
+  public long docBytes() {
+    return docBytes;
+  }
 
   public TableOutput(
       Storage storage,

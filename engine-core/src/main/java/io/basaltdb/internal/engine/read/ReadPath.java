@@ -162,7 +162,7 @@ public final class ReadPath {
    */
   private int locate(Version v, int ks, byte[] key, Lookup l) {
     boolean found = v.active.get(ks, key, l);
-    if (found && WriteCache.seqnoOf(l.entry) > versions.lastSeqno) versions.awaitPublished();
+    if (found && WriteCache.seqnoOf(l.entry) > versions.lastSeqno()) versions.awaitPublished();
     if (!found && v.immutable != null) found = v.immutable.get(ks, key, l);
     if (found) {
       byte[] e = l.entry;
@@ -181,7 +181,7 @@ public final class ReadPath {
   /** The write caches' entry for a key, waiting for its group to be published if it is not yet. */
   private byte[] cached(Version v, int ks, byte[] key) {
     byte[] e = v.active.get(ks, key);
-    if (e != null && WriteCache.seqnoOf(e) > versions.lastSeqno) versions.awaitPublished();
+    if (e != null && WriteCache.seqnoOf(e) > versions.lastSeqno()) versions.awaitPublished();
     if (e == null && v.immutable != null) e = v.immutable.get(ks, key);
     return e;
   }

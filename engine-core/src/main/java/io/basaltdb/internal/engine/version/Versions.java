@@ -45,7 +45,21 @@ public final class Versions {
    * under applyLock (by the commit leader, or by recovery before the store is shared); read without
    * locking.
    */
-  public volatile long lastSeqno;
+  private volatile long lastSeqno;
+
+  /** The highest published seqno ({@link #lastSeqno}). */
+  public long lastSeqno() {
+    return lastSeqno;
+  }
+
+  /**
+   * Publishes {@code seqno} as the highest whose writes are all applied: the commit leader after it
+   * applies a group, replay after each batch, the opening thread at recovery. Caller holds
+   * applyLock (or has the store to itself); seqnos only grow.
+   */
+  public void publish(long seqno) {
+    lastSeqno = seqno;
+  }
 
   /** Versions not yet freed; concurrent set, read by the obsolete-table sweep. */
   private final Set<Version> live = ConcurrentHashMap.newKeySet();
@@ -71,7 +85,17 @@ public final class Versions {
    * The exact item counts, or null ({@link io.basaltdb.Options#exactItemCounts}); set once at open,
    * before sharing.
    */
-  public ItemCounter items;
+  private ItemCounter items;
+
+  /** The exact item counts, or null when the store does not keep them. */
+  public ItemCounter items() {
+    return items;
+  }
+
+  /** Keeps exact item counts with {@code counter} (set at open, before the store is shared). */
+  public void countItems(ItemCounter counter) {
+    this.items = counter;
+  }
 
   /** Set by close; volatile: a reader that cannot retain the current version checks it. */
   private volatile boolean closed;
@@ -159,9 +183,7 @@ public final class Versions {
   public void switchWriteCache(long walAfter, WriteCache fresh) {
     Version v = current;
     if (v.immutable != null) throw new IllegalStateException("a flush is already pending");
-    v.active.switchSeqno = lastSeqno;
-    v.active.walAfter = walAfter;
-    if (items != null) v.active.itemsAtSwitch = items.copy();
+    v.active.switched(lastSeqno, walAfter, items == null ? null : items.copy());
     install(newVersion(fresh, v.active, v.files));
   }
 

@@ -369,14 +369,14 @@ public final class CommitPipeline {
    */
   private void commitDirect(CommitTarget.WalSkip direct, Batch b) {
     direct.prepare(b);
-    b.firstSeqno = versions.lastSeqno + 1;
+    b.firstSeqno = versions.lastSeqno() + 1;
     long last = b.firstSeqno + b.count - 1;
     ItemCounter.Counted counted = countItems(List.of(b));
     Map<Integer, Long> itemsAfter = null;
     if (counted != null) {
       versions.applyLock.lock();
       try {
-        itemsAfter = new java.util.HashMap<>(versions.items.copy());
+        itemsAfter = new java.util.HashMap<>(versions.items().copy());
       } finally {
         versions.applyLock.unlock();
       }
@@ -388,8 +388,8 @@ public final class CommitPipeline {
         counted == null ? null : counted.below()[0],
         itemsAfter,
         () -> {
-          if (counted != null) versions.items.add(counted);
-          versions.lastSeqno = last;
+          if (counted != null) versions.items().add(counted);
+          versions.publish(last);
         });
     for (int i = 0; i < b.count; i++) {
       if (!catalog.isLive(b.keyspaces[i])) continue;
@@ -412,7 +412,7 @@ public final class CommitPipeline {
   }
 
   private void commit(List<Pending> group, List<Batch> batches) {
-    long seq = versions.lastSeqno + 1;
+    long seq = versions.lastSeqno() + 1;
     long estimate = 0;
     for (int i = 0; i < group.size(); i++) {
       Pending q = group.get(i);
@@ -465,9 +465,8 @@ public final class CommitPipeline {
         state.fail(f);
         throw f;
       }
-      if (counted != null) versions.items.add(counted);
-      versions.lastSeqno =
-          seq - 1; // publish: gets that met the group's entries were waiting for this
+      if (counted != null) versions.items().add(counted);
+      versions.publish(seq - 1); // publish: gets that met the group's entries were waiting for this
       target.applied(m, batches);
     } finally {
       versions.applyLock.unlock();
@@ -485,7 +484,7 @@ public final class CommitPipeline {
    * leader adds to it or switches its active cache); null without.
    */
   private ItemCounter.Counted countItems(List<Batch> batches) {
-    ItemCounter items = versions.items;
+    ItemCounter items = versions.items();
     if (items == null) return null;
     Version v = versions.acquire();
     try {

@@ -480,7 +480,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
         Thread.currentThread().interrupt();
       }
     }
-    if (state.failure() == null) wal.close(versions.lastSeqno);
+    if (state.failure() == null) wal.close(versions.lastSeqno());
     else wal.abandon();
   }
 }

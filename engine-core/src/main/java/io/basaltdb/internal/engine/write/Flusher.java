@@ -208,16 +208,16 @@ public final class Flusher {
     }
     // The WAL file started at the switch is the current one: replay starts there, and it is the
     // head.
-    edit.flushedSeqno(imm.switchSeqno)
-        .walStart(imm.walAfter)
-        .walHead(imm.walAfter)
+    edit.flushedSeqno(imm.switchSeqno())
+        .walStart(imm.walAfter())
+        .walHead(imm.walAfter())
         .writeCacheFlushed();
-    commit(edit, touched, reported, imm.itemsAtSwitch);
+    commit(edit, touched, reported, imm.itemsAtSwitch());
     state
         .notifier()
         .flushed(
             new io.basaltdb.EventListener.FlushInfo(
-                imm.switchSeqno,
+                imm.switchSeqno(),
                 touched.size(),
                 records,
                 stats.segmentBytesWritten.sum() - segmentBytes0,
@@ -524,7 +524,7 @@ public final class Flusher {
       out.abandon();
       throw e;
     }
-    edit.addCounters(ks, Manifest.Counters.flushed(out.records, out.docBytes));
+    edit.addCounters(ks, Manifest.Counters.flushed(out.records(), out.docBytes()));
     if (lookups || counted) {
       for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), unreported);
       if (staleCount == 0) return null;

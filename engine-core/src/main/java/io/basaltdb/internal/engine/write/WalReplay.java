@@ -90,16 +90,18 @@ public final class WalReplay {
           // Exact item counts: each batch counted against what replay has rebuilt so far, as its
           // leader did.
           ItemCounter.Counted counted =
-              versions.items == null ? null : versions.items.deltas(versions.current(), List.of(b));
+              versions.items() == null
+                  ? null
+                  : versions.items().deltas(versions.current(), List.of(b));
           CommitPipeline.apply(
               versions.current().active,
               b,
               counted == null ? null : counted.below()[0],
               catalog,
               stats);
-          if (counted != null) versions.items.add(counted);
+          if (counted != null) versions.items().add(counted);
           last = end;
-          versions.lastSeqno = last;
+          versions.publish(last);
           if (versions.current().active.bytes() >= switchAt) flushInline(versions, flusher, number);
         }
         long stop = staleAt >= 0 ? staleAt : r.stop() == LogReader.Stop.TORN ? r.stopOffset() : -1;
@@ -118,7 +120,7 @@ public final class WalReplay {
         f.sync();
       }
     }
-    versions.lastSeqno = last;
+    versions.publish(last);
   }
 
   /** Bytes of the damaged tail {@link #syncedGroupFollows} reads at a time. */

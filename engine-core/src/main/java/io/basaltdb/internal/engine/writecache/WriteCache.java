@@ -91,16 +91,42 @@ public final class WriteCache {
   /**
    * Last seqno assigned when this cache turned immutable; written under applyLock at the switch.
    */
-  public volatile long switchSeqno;
+  private volatile long switchSeqno;
 
   /** The WAL file started at the switch: the first one a flush of this cache does not cover. */
-  public volatile long walAfter;
+  private volatile long walAfter;
 
   /**
    * With exact item counts, each keyspace's live keys at {@link #switchSeqno} (absent: 0), which
    * the flush of this cache commits; null otherwise. Written under applyLock at the switch.
    */
-  public volatile java.util.Map<Integer, Long> itemsAtSwitch;
+  private volatile java.util.Map<Integer, Long> itemsAtSwitch;
+
+  /**
+   * Records the switch that makes this cache immutable: the last seqno it holds, the WAL file
+   * started then, and (with exact item counts) the live keys at that seqno. Called once, under
+   * applyLock.
+   */
+  public void switched(long lastSeqno, long walAfter, java.util.Map<Integer, Long> itemsAtSwitch) {
+    this.switchSeqno = lastSeqno;
+    this.walAfter = walAfter;
+    this.itemsAtSwitch = itemsAtSwitch;
+  }
+
+  /** The last seqno this cache holds, once it switched (its flush's flushed seqno). */
+  public long switchSeqno() {
+    return switchSeqno;
+  }
+
+  /** The WAL file started at the switch: the first one a flush of this cache does not cover. */
+  public long walAfter() {
+    return walAfter;
+  }
+
+  /** The live keys per keyspace at the switch, with exact item counts; null otherwise. */
+  public java.util.Map<Integer, Long> itemsAtSwitch() {
+    return itemsAtSwitch;
+  }
 
   /** Called once when the skiplist is freed. */
   private final Runnable onFree;
