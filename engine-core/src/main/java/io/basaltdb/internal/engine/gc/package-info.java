@@ -12,5 +12,8 @@
  * {@code read} (the change feed merges the delete list), {@code index} (compaction writes it),
  * {@code write} (flushes write level 0 and ask for pressure) and the facade; uses {@code version},
  * {@code writecache} and {@code base}.
+ *
+ * <p>{@code SegmentCompactor.quietNanos} (how long without a flush makes the store quiet, and
+ * collection go down to half its threshold) is public and settable: tests shorten it.
  */
 package io.basaltdb.internal.engine.gc;

@@ -20,5 +20,6 @@
  * before its version is installed; a file is deleted only when no live version, snapshot or
  * retained checkpoint names it. Used by every component above it; uses {@code base} and {@code
  * writecache}. Most of its types are public, as every component reads versions and writes edits.
+ * Recovery's {@code State} keeps public fields: it is what recovery hands the opening code, once.
  */
 package io.basaltdb.internal.engine.version;

@@ -13,5 +13,8 @@
  * mode); a write either applies whole or throws having written nothing; a flush's files are
  * committed in one version edit with the WAL position it covers. Used by the facade; uses every
  * package before it.
+ *
+ * <p>{@code Flusher.parallelLookups} (the flush size from which a flush's key lookups run on two
+ * threads) is public and settable: tests lower it.
  */
 package io.basaltdb.internal.engine.write;
