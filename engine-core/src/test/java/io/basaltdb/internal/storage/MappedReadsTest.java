@@ -111,13 +111,13 @@ class MappedReadsTest {
     byte[] data = random(100_000, 5);
     try (FileStorageFile f = written(new FileStorage(dir, false, true), "f", data)) {
       assertArrayEquals(Arrays.copyOfRange(data, 0, 4_096), read(f, 0, 4_096));
-      long mappedBefore = f.mappedReads();
       for (int i = 0; i < FileStorageFile.WINDOW; i++)
         f.judge(i <= FileStorageFile.SLOW_PER_WINDOW); // one too many slow copies
       assertEquals(
           1,
           f.coldSpells(),
           "a window with more than " + FileStorageFile.SLOW_PER_WINDOW + " slow copies: cold");
+      long mappedBefore = f.mappedReads();
       assertEquals(
           -1, f.readInPlace(0, ByteBuffer.allocate(4_096)), "a cold file reads nothing in place");
       assertArrayEquals(
