@@ -577,21 +577,30 @@ class GarbageCollectionTest {
       assertTrue(
           rewritten[1] > KEYS, "the tables written since hold the old keys too: " + rewritten[1]);
       assertEquals(
-          0, rewritten[0], "a table written after the collection names a replaced segment");
+          0,
+          rewritten[0],
+          "a table written after the collection names a replaced segment (superseded versions"
+              + " whose documents were collected: "
+              + rewritten[2]
+              + ")");
+      System.out.println("superseded versions in the rewritten tables: " + rewritten[2]);
       checkAll(e, last);
     }
   }
 
   /**
    * In the tables numbered {@code fromFile} or above: {records whose hint names a segment not in
-   * the store, records whose hint names a live segment}; each of the latter must name the block the
-   * segment's seqno index finds.
+   * the store although a live segment holds their document (moved by collection, hint not yet
+   * refreshed), records whose hint names a live segment, records whose document collection dropped
+   * as stale}; each of the second kind must name the block the segment's seqno index finds. The
+   * third kind are superseded versions a merge has not yet met with their newer version (it sits in
+   * a level the merge did not read): their hints cannot be refreshed, and no read follows them.
    */
   private static long[] hints(Engine e, long fromFile) {
     KeyspaceFiles f = e.versions().current().files(1);
     Map<Long, KeyspaceFiles.Segment> live = new HashMap<>();
     for (KeyspaceFiles.Segment s : f.segments) live.put(s.state().segmentId(), s);
-    long[] n = new long[2];
+    long[] n = new long[3];
     for (KeyspaceFiles.Table t : f.tables) {
       if (t.fileNumber() < fromFile) continue;
       try (var it = t.reader().iterator()) {
@@ -600,7 +609,8 @@ class GarbageCollectionTest {
           if (hint < 0) continue;
           KeyspaceFiles.Segment s = live.get(hint >>> 32);
           if (s == null) {
-            n[0]++;
+            KeyspaceFiles.Segment holder = f.segmentFor(it.seqno());
+            n[holder != null && holder.reader().hintFor(it.seqno()) >= 0 ? 0 : 2]++;
           } else {
             n[1]++;
             assertEquals(s.reader().hintFor(it.seqno()), hint, "hint of seqno " + it.seqno());
