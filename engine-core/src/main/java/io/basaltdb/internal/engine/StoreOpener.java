@@ -254,6 +254,7 @@ final class StoreOpener {
       SegmentCompactor gc =
           new SegmentCompactor(
               options, storage, versions, versionSet, tables, catalog, stats, state, events);
+      versionSet.setTailHeld(flusher::holdsTail);
       events.flusher = flusher;
       events.compactor = compactor;
       events.gc = gc;

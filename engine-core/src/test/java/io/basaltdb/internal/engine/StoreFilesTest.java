@@ -2,6 +2,7 @@ package io.basaltdb.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -173,6 +174,36 @@ class StoreFilesTest {
               .filter(k -> k.id() == second)
               .findAny()
               .orElse(null));
+    }
+  }
+
+  @Test
+  void aDroppedKeyspacesSegments_areDeletedAfterTheNextFlush_withoutAReopen() {
+    MemStorage storage = new MemStorage(3);
+    try (Engine e = Engine.open(storage, options().checkpointRetentionMillis(0))) {
+      int first = e.createKeyspace("first");
+      int second = e.createKeyspace("second");
+      for (int round = 0; round < 3; round++) {
+        Batch batch = new Batch(200);
+        for (int i = 0; i < 200; i++) {
+          batch.add(second, Batch.PUT, b("k" + i), new byte[512]);
+          batch.add(first, Batch.PUT, b("k" + i), new byte[16]);
+        }
+        e.write(batch);
+        e.flush();
+      }
+      assertFalse(storage.list(FileNames.logDir(second)).isEmpty(), "its segments exist");
+      e.dropKeyspace("second");
+      // The flusher held the tail's writer: its segments stay until a flush lets go of it.
+      Batch batch = new Batch(1);
+      batch.add(first, Batch.PUT, b("after"), b("v"));
+      e.write(batch);
+      e.flush();
+      assertTrue(
+          storage.list(FileNames.logDir(second)).isEmpty(),
+          "the dropped keyspace's segments were deleted: "
+              + storage.list(FileNames.logDir(second)));
+      assertArrayEquals(new byte[16], e.get(first, b("k7")), "the other keyspace reads on");
     }
   }
 

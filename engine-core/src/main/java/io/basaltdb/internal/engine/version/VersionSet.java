@@ -84,6 +84,12 @@ public final class VersionSet {
    */
   private final Map<Long, Set<String>> checkpointFiles;
 
+  /**
+   * Whether the flusher still holds a keyspace's tail segment writer: a dropped keyspace's segments
+   * are deleted only once it does not ({@link #setTailHeld}); until the flusher is wired, always.
+   */
+  private volatile java.util.function.IntPredicate tailHeld = ks -> true;
+
   /** Committed data files this store opened, by name, until they are deleted. */
   private final Map<String, OpenFile> committed = new HashMap<>();
 
@@ -454,6 +460,14 @@ public final class VersionSet {
     }
   }
 
+  /**
+   * Tells the sweep which dropped keyspaces' tail segments the flusher may still append to; their
+   * segments are kept until it lets go of them.
+   */
+  public void setTailHeld(java.util.function.IntPredicate held) {
+    this.tailHeld = held;
+  }
+
   /** Deletes what became obsolete after versions were freed; called by a background thread. */
   public void deleteObsoleteFiles() {
     synchronized (lock) {
@@ -500,10 +514,11 @@ public final class VersionSet {
     var open = committed.entrySet().iterator();
     while (open.hasNext()) {
       var e = open.next();
-      // A dropped keyspace's segments stay until the next open's orphan sweep: the flusher may
-      // still
-      // hold its tail's writer.
-      if (e.getValue().segment() && !keyspaces.contains(e.getValue().keyspace())) continue;
+      // A dropped keyspace's segments stay while the flusher may still append to its tail: until
+      // the first flush after the drop lets go of the tail's writer (Flusher#holdsTail).
+      if (e.getValue().segment()
+          && !keyspaces.contains(e.getValue().keyspace())
+          && tailHeld.test(e.getValue().keyspace())) continue;
       if (named.contains(e.getKey()) || !deleteData(e.getKey())) continue;
       e.getValue().close().run();
       open.remove();

@@ -67,6 +67,9 @@ public final class Flusher {
   /** SegmentTail segment writer of each keyspace; flushing thread only. */
   private final Map<Integer, SegmentTail> writers;
 
+  /** The keyspaces {@link #writers} holds a writer for, readable by any thread. */
+  private final java.util.Set<Integer> held = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   /**
    * Run a flush's key lookups ({@link #startLookups}); shut down by {@link #stop}. Its two threads
    * exit after a second idle, so a store whose open failed after a recovery flush leaves none.
@@ -121,6 +124,7 @@ public final class Flusher {
     this.state = state;
     this.events = events;
     this.writers = new HashMap<>(writers);
+    this.held.addAll(writers.keySet());
     this.thread = new Thread(this::run, "basalt-flusher");
     thread.setDaemon(true);
   }
@@ -167,8 +171,31 @@ public final class Flusher {
     }
   }
 
+  /**
+   * Whether a tail segment writer of keyspace {@code ks} is held: the files of a dropped keyspace
+   * are deleted only once it is not ({@link VersionSet#setTailHeld}). Any thread.
+   */
+  public boolean holdsTail(int ks) {
+    return held.contains(ks);
+  }
+
+  /**
+   * Lets go of the tail writers of dropped keyspaces: no flush appends to a keyspace once it is
+   * dropped (the drop is committed before this flush began, and ids are never reused), so their
+   * segments can be deleted with the rest of the keyspace's files.
+   */
+  private void releaseDropped() {
+    for (var i = writers.keySet().iterator(); i.hasNext(); ) {
+      int ks = i.next();
+      if (catalog.isLive(ks)) continue;
+      i.remove();
+      held.remove(ks);
+    }
+  }
+
   /** Flushes {@code v.immutable} and commits the files, which installs the version without it. */
   void flush(Version v) {
+    releaseDropped();
     long t0 = System.nanoTime(), segmentBytes0 = stats.segmentBytesWritten.sum();
     WriteCache imm = v.immutable;
     VersionEdit edit = new VersionEdit();
@@ -803,6 +830,7 @@ public final class Flusher {
     SegmentTail t =
         new SegmentTail(SegmentWriter.create(f, number, startSeqno, o), f, blockCache.newOwners(2));
     writers.put(ks, t);
+    held.add(ks);
     return t;
   }
 
