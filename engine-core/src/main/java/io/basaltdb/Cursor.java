@@ -3,7 +3,10 @@ package io.basaltdb;
 import io.basaltdb.internal.engine.read.EngineCursor;
 
 /**
- * Walks the keys of a range in ascending unsigned-byte order with their values.
+ * Walks the keys of a range with their values: in ascending unsigned-byte order from {@link
+ * Keyspace#scan} and {@link Snapshot#scan}, or in descending order from {@link
+ * Keyspace#reverseScan} and {@link Snapshot#reverseScan}. Either way the range is {@code [from,
+ * to)}.
  *
  * <pre>{@code
  * try (Cursor c = keyspace.scan(from, to)) {
@@ -20,7 +23,10 @@ public final class Cursor implements AutoCloseable {
     this.cursor = cursor;
   }
 
-  /** Moves to the next key; false once past the end. The first call moves to the first key. */
+  /**
+   * Moves to the next key in the cursor's order (the next smaller one for a reverse scan); false
+   * once past the end. The first call moves to the first key.
+   */
   public boolean next() {
     return cursor.next();
   }

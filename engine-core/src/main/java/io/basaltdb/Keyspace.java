@@ -198,10 +198,41 @@ public final class Keyspace {
   public Cursor scan(byte[] from, byte[] to, int readAhead) {
     checkBound(from, "from");
     checkBound(to, "to");
+    return new Cursor(db.engine.scan(id, from, to, checkReadAhead(readAhead)));
+  }
+
+  /**
+   * A cursor over the keys in {@code [from, to)} (null bounds are open; empty if {@code from >=
+   * to}) in descending order, as of now: the first key it returns is the greatest below {@code to},
+   * the last the least at or above {@code from}. It holds a snapshot of its own until closed, as
+   * {@link #scan(byte[], byte[])}.
+   *
+   * @throws InvalidArgumentException if a bound is too long
+   */
+  public Cursor reverseScan(byte[] from, byte[] to) {
+    checkBound(from, "from");
+    checkBound(to, "to");
+    return new Cursor(db.engine.reverseScan(id, from, to, 0));
+  }
+
+  /**
+   * As {@link #reverseScan(byte[], byte[])}, reading the values of {@code readAhead} keys at a time
+   * together, as {@link #scan(byte[], byte[], int)} does.
+   *
+   * @throws InvalidArgumentException if {@code readAhead} is not between 1 and 4096, or a bound is
+   *     too long
+   */
+  public Cursor reverseScan(byte[] from, byte[] to, int readAhead) {
+    checkBound(from, "from");
+    checkBound(to, "to");
+    return new Cursor(db.engine.reverseScan(id, from, to, checkReadAhead(readAhead)));
+  }
+
+  private static int checkReadAhead(int readAhead) {
     if (readAhead < 1 || readAhead > 4096) {
       throw new InvalidArgumentException("readAhead must be between 1 and 4096, was " + readAhead);
     }
-    return new Cursor(db.engine.scan(id, from, to, readAhead));
+    return readAhead;
   }
 
   /**

@@ -41,6 +41,17 @@ public final class Snapshot implements AutoCloseable {
   }
 
   /**
+   * A cursor over {@code [from, to)} of {@code keyspace} in this snapshot in descending order (the
+   * greatest key below {@code to} first); null bounds are open.
+   */
+  public Cursor reverseScan(Keyspace keyspace, byte[] from, byte[] to) {
+    check(keyspace);
+    Keyspace.checkBound(from, "from");
+    Keyspace.checkBound(to, "to");
+    return new Cursor(snap.reverseCursor(keyspace.id, from, to));
+  }
+
+  /**
    * The changes of {@code keyspace} with seqnos in {@code [fromSeqno, toSeqno]} as of this snapshot
    * (the end capped at {@link #seqno()}), in seqno order; see {@link ChangeFeed} and {@link
    * Keyspace#changes(long, long)}. Closing the feed leaves the snapshot open.

@@ -22,10 +22,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Model-based randomized test (LevelDB's model test, Pebble's metamorphic test): seeded sequences
- * of puts, deletes, batches across keyspaces, gets, scans, snapshots, flushes and reopens run
- * against the store and a {@code TreeMap} model, over several option sets (a tiny write cache that
- * flushes often, tiny segments that roll, each sync mode, the in-memory engine). A failure names
- * the seed and the option set; {@code -Dbasalt.model.seed=N} replays one seed.
+ * of puts, deletes, batches across keyspaces, gets, scans (forward and reverse), snapshots, flushes
+ * and reopens run against the store and a {@code TreeMap} model, over several option sets (a tiny
+ * write cache that flushes often, tiny segments that roll, each sync mode, the in-memory engine). A
+ * failure names the seed and the option set; {@code -Dbasalt.model.seed=N} replays one seed.
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class ModelTest {
@@ -246,21 +246,35 @@ class ModelTest {
           rnd.nextInt(3) == 0
               ? 1 + rnd.nextInt(rnd.nextBoolean() ? 4 : 200)
               : 0; // fixed, or growing
+      if (rnd.nextBoolean()) { // a reverse scan of the same range
+        try (Cursor c =
+            readAhead == 0 ? ks[k].reverseScan(from, to) : ks[k].reverseScan(from, to, readAhead)) {
+          compareScan(c, model.get(k), from, to, true);
+        }
+        return;
+      }
       try (Cursor c = readAhead == 0 ? ks[k].scan(from, to) : ks[k].scan(from, to, readAhead)) {
         compareScan(c, model.get(k), from, to);
       }
     }
 
     static void compareScan(Cursor c, TreeMap<Key, byte[]> m, byte[] from, byte[] to) {
-      Map<Key, byte[]> expect = m;
+      compareScan(c, m, from, to, false);
+    }
+
+    /** Checks a scan of {@code [from, to)}, ascending or ({@code reverse}) descending. */
+    static void compareScan(
+        Cursor c, TreeMap<Key, byte[]> m, byte[] from, byte[] to, boolean reverse) {
+      java.util.NavigableMap<Key, byte[]> expect = m;
       if (from != null && to != null) {
-        if (Arrays.compareUnsigned(from, to) >= 0) expect = Map.of();
+        if (Arrays.compareUnsigned(from, to) >= 0) expect = new TreeMap<>();
         else expect = m.subMap(new Key(from), true, new Key(to), false);
       } else if (from != null) {
         expect = m.tailMap(new Key(from), true);
       } else if (to != null) {
         expect = m.headMap(new Key(to), false);
       }
+      if (reverse) expect = expect.descendingMap();
       for (Map.Entry<Key, byte[]> e : expect.entrySet()) {
         assertTrue(c.next(), "scan ended early, missing " + e.getKey());
         assertEquals(e.getKey(), new Key(c.key()));
@@ -286,6 +300,9 @@ class ModelTest {
         }
         try (Cursor c = s.scan(ks[k], null, null)) {
           compareScan(c, frozen.get(k), null, null);
+        }
+        try (Cursor c = s.reverseScan(ks[k], null, null)) {
+          compareScan(c, frozen.get(k), null, null, true);
         }
       }
     }

@@ -241,10 +241,22 @@ public final class Engine implements AutoCloseable {
    * growing, the default).
    */
   public EngineCursor scan(int ks, byte[] from, byte[] to, int readAhead) {
+    return scan(ks, from, to, readAhead, false);
+  }
+
+  /**
+   * As {@link #scan(int, byte[], byte[], int)} in descending key order: the keys of {@code [from,
+   * to)} from the last before {@code to} down.
+   */
+  public EngineCursor reverseScan(int ks, byte[] from, byte[] to, int readAhead) {
+    return scan(ks, from, to, readAhead, true);
+  }
+
+  private EngineCursor scan(int ks, byte[] from, byte[] to, int readAhead, boolean reverse) {
     EngineSnapshot s = snapshot();
     try {
       catalog.checkLive(ks);
-      return new EngineCursor(s, ks, from, to, true, readAhead);
+      return new EngineCursor(s, ks, from, to, true, readAhead, reverse);
     } catch (RuntimeException e) {
       s.close();
       throw e;

@@ -661,7 +661,14 @@ public final class SkipList implements AutoCloseable {
 
   /** First node at level 0 whose key is at or after the search key (0 if none). */
   long findFirstAtOrAfter(Object kb, long ko, int kl) {
-    long pred = findPredecessor(kb, ko, kl);
+    return firstAtOrAfter(findPredecessor(kb, ko, kl), kb, ko, kl);
+  }
+
+  /**
+   * As {@link #findFirstAtOrAfter} from {@code pred}, a node a search found before the key: its
+   * successor, validated (searched again if {@code pred} died since).
+   */
+  long firstAtOrAfter(long pred, Object kb, long ko, int kl) {
     while (true) {
       // lv: pairs with the CAS that linked the successor, so its header and key are visible
       long raw = Node.lvNext(pred, 0);

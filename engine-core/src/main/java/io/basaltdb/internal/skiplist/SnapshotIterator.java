@@ -15,6 +15,15 @@ import java.util.NoSuchElementException;
  * of its current node, which is visible to the snapshot it holds open and therefore is never
  * unlinked or freed (SkipList invariant 4).
  *
+ * <p>Backward moves ({@link #seekLast}, {@link #seekBefore}, {@link #prev}): the list links forward
+ * only, so a step back is a search from the top, as LevelDB's {@code Prev}: O(log n), where {@link
+ * #next} is O(1). The search that lands on a key also finds the node before the key's newest
+ * version; the iterator copies that node's key, and the next {@code prev} examines it directly, so
+ * a backward walk costs one search (and one key copy) per key examined, keys with no version the
+ * snapshot sees included. The copy stays right across calls: a key the snapshot sees was linked
+ * before the snapshot and is never unlinked while it is open (SkipList invariant 4), so no key
+ * between the copied one and the current one can ever be visible.
+ *
  * <p>Thread-safety: not thread-safe; one thread at a time. Using it after {@link #close()}, after
  * its snapshot is closed, or after the skiplist is closed throws {@link ClosedException}.
  */
@@ -25,6 +34,15 @@ public final class SnapshotIterator implements AutoCloseable {
 
   /** The visible version the iterator is on, or 0 when not positioned. */
   private long cur;
+
+  /** The node {@link #before} belongs to ({@link #cur} when a backward move landed there), or 0. */
+  private long beforeOf;
+
+  /**
+   * For {@link #beforeOf}: the key of the node a search found just before the newest version of its
+   * key (a heap copy), the next key a {@link #prev} examines; null if the search reached the head.
+   */
+  private byte[] before;
 
   private boolean closed;
 
@@ -60,18 +78,18 @@ public final class SnapshotIterator implements AutoCloseable {
   public void seekLast() {
     AccessBarrier.Session s = enter();
     try {
-      long last = list.findLast();
-      if (last == list.head) {
-        cur = 0;
-        return;
-      }
-      long first = list.findFirstAtOrAfter(null, Node.keyAddr(last), Node.keyLen(last));
-      long v = SkipList.decisiveVersion(first, sn);
-      if (v != 0 && Node.visibleAt(v, sn)) {
-        cur = v;
-      } else {
-        positionBefore(last);
-      }
+      positionAtOrBefore(list.findLast());
+    } finally {
+      list.barrier.exit(s);
+    }
+  }
+
+  /** Positions on the last visible key strictly before {@code key}. */
+  public void seekBefore(byte[] key) {
+    SkipList.checkKey(key);
+    AccessBarrier.Session s = enter();
+    try {
+      positionAtOrBefore(list.findPredecessor(key, Mem.ARRAY_BASE, key.length));
     } finally {
       list.barrier.exit(s);
     }
@@ -99,7 +117,13 @@ public final class SnapshotIterator implements AutoCloseable {
     AccessBarrier.Session s = enter();
     try {
       requireValid();
-      positionBefore(cur);
+      if (beforeOf != cur) {
+        positionAtOrBefore(list.findPredecessor(null, Node.keyAddr(cur), Node.keyLen(cur)));
+      } else if (before == null) {
+        cur = 0;
+      } else {
+        positionAtOrBefore(before, Mem.ARRAY_BASE, before.length);
+      }
     } finally {
       list.barrier.exit(s);
     }
@@ -141,6 +165,8 @@ public final class SnapshotIterator implements AutoCloseable {
   public void close() {
     closed = true;
     cur = 0;
+    beforeOf = 0;
+    before = null;
   }
 
   // ---- internals
@@ -159,22 +185,45 @@ public final class SnapshotIterator implements AutoCloseable {
     cur = 0;
   }
 
-  /** To the last key before {@code bound}'s key with a visible version. */
-  private void positionBefore(long bound) {
-    long b = bound;
+  /**
+   * To the last key with a visible version at or before the key of {@code node} (the head: none), a
+   * node a search found.
+   */
+  private void positionAtOrBefore(long node) {
+    if (node == list.head) {
+      cur = 0;
+    } else {
+      positionAtOrBefore(null, Node.keyAddr(node), Node.keyLen(node));
+    }
+  }
+
+  /**
+   * To the last key with a visible version at or before the key {@code (kb, ko, kl)}, a key with no
+   * visible key between it and the bound of the move (one a search found just before the bound, or
+   * {@link #before}). Each key examined costs one search, for the node before its newest version,
+   * whose key is the next to examine.
+   */
+  private void positionAtOrBefore(Object kb, long ko, int kl) {
     while (true) {
-      long pred = list.findPredecessor(null, Node.keyAddr(b), Node.keyLen(b));
+      long pred = list.findPredecessor(kb, ko, kl);
+      long first = list.firstAtOrAfter(pred, kb, ko, kl);
+      long v =
+          first != 0 && Keys.compare(kb, ko, kl, first) == 0
+              ? SkipList.decisiveVersion(first, sn)
+              : 0;
+      if (v != 0 && Node.visibleAt(v, sn)) {
+        cur = v;
+        beforeOf = v;
+        before = pred == list.head ? null : SkipList.keyOf(pred);
+        return;
+      }
       if (pred == list.head) {
         cur = 0;
         return;
       }
-      long first = list.findFirstAtOrAfter(null, Node.keyAddr(pred), Node.keyLen(pred));
-      long v = first != 0 && Keys.sameKey(first, pred) ? SkipList.decisiveVersion(first, sn) : 0;
-      if (v != 0 && Node.visibleAt(v, sn)) {
-        cur = v;
-        return;
-      }
-      b = pred;
+      kb = null; // pred is safe to read until the session ends
+      ko = Node.keyAddr(pred);
+      kl = Node.keyLen(pred);
     }
   }
 

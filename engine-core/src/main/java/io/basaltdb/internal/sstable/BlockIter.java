@@ -9,6 +9,14 @@ import java.util.Arrays;
  * checked against the entry area, so bad bytes end in a {@code CorruptionException} naming the file
  * offset, never in an out-of-bounds access.
  *
+ * <p>Backward moves ({@link #seekToLast}, {@link #seekBefore}, {@link #prev}): an entry's key is
+ * stored as a suffix of the one before it, so entries decode forward only, from a restart point. A
+ * backward move decodes the whole restart interval it lands in once, keeping each entry's offset
+ * and full key (Pebble's {@code blockIter} caches the interval the same way); each {@code prev}
+ * inside that interval then restores one key and decodes one entry, where LevelDB decodes from the
+ * restart point again at every step. A step back costs O(1) amortized (the interval's entries are
+ * decoded twice), a forward move nothing more than before.
+ *
  * <p>Thread-safety: not thread-safe; confined to one thread, as the cursor of one {@link
  * TableIterator} or as a thread's lookup cursor in {@link TableReader#get}. The block it reads is
  * immutable.
@@ -48,6 +56,15 @@ final class BlockIter {
   long handleOffset;
   int handleSize;
 
+  // The restart interval a backward move decoded: entry i starts at ivOffset[i] and has the key
+  // ivKeys[ivKeyEnd[i - 1], ivKeyEnd[i]) (from 0 for i = 0); ivPos is the entry the cursor is on.
+  // Valid for the current block only while ivOffset[ivPos] == current (a forward move leaves it).
+  private int[] ivOffset;
+  private int[] ivKeyEnd;
+  private byte[] ivKeys;
+  private int ivCount;
+  private int ivPos;
+
   /**
    * {@code index} selects the value format: block handles (index block) or records (data block).
    */
@@ -63,6 +80,7 @@ final class BlockIter {
     limit = b.restartsOffset;
     current = limit;
     keyLen = 0;
+    ivCount = 0;
   }
 
   /** This cursor's block for {@link #resetTrusted}, made on first use. */
@@ -88,6 +106,8 @@ final class BlockIter {
     limit = 0;
     current = 0;
     keyLen = 0;
+    ivCount = 0;
+    if (ivKeys != null && ivKeys.length > 64 << 10) ivKeys = null; // an interval of huge keys
   }
 
   boolean valid() {
@@ -119,6 +139,145 @@ final class BlockIter {
     keyLen = 0;
     decodeAt(block.restart(lo), true);
     while (valid() && compareKey(target) < 0) next();
+  }
+
+  /** Positions on the last entry, or invalid if the block has none. */
+  void seekToLast() {
+    if (limit == 0) {
+      current = limit;
+      return;
+    }
+    decodeInterval(block.restartCount - 1);
+    positionCached(ivCount - 1);
+  }
+
+  /** Positions on the last entry whose key is before {@code target}, or invalid if none. */
+  void seekBefore(byte[] target) {
+    int r = lastRestartBefore(target);
+    if (limit == 0 || compareRestartKey(block.restart(r), target) >= 0) {
+      current = limit; // r is 0 and every key is at or after target
+      return;
+    }
+    // Restart r + 1 is at or after target, so the answer is in interval r.
+    decodeInterval(r);
+    int i = ivCount - 1;
+    while (i > 0 && compareCached(i, target) >= 0) i--; // restart r is before target
+    positionCached(i);
+  }
+
+  /** Moves to the entry before the current one; invalid before the first. */
+  void prev() {
+    if (ivCount == 0 || ivPos >= ivCount || ivOffset[ivPos] != current) {
+      // Not in a decoded interval (a forward move came last): decode the one holding the entry
+      // before current, the interval of the last restart below current.
+      if (current == 0) {
+        current = limit;
+        return;
+      }
+      int lo = 0;
+      int hi = block.restartCount - 1;
+      while (lo < hi) {
+        int mid = (lo + hi + 1) >>> 1;
+        if (block.restart(mid) < current) lo = mid;
+        else hi = mid - 1;
+      }
+      decodeInterval(lo, current);
+      positionCached(ivCount - 1);
+    } else if (ivPos > 0) {
+      positionCached(ivPos - 1);
+    } else if (current == 0) {
+      current = limit; // the first entry
+    } else {
+      int r = restartIndexOf(current);
+      decodeInterval(r - 1);
+      positionCached(ivCount - 1);
+    }
+  }
+
+  /** The index of the restart point at offset {@code pos}, which is one. */
+  private int restartIndexOf(int pos) {
+    int lo = 0;
+    int hi = block.restartCount - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (block.restart(mid) <= pos) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** The last restart whose key is before {@code target}, or 0 if none is. */
+  private int lastRestartBefore(byte[] target) {
+    int lo = 0;
+    int hi = block.restartCount - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) >>> 1;
+      if (compareRestartKey(block.restart(mid), target) < 0) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
+  /** Decodes restart interval {@code r} whole into the interval cache. */
+  private void decodeInterval(int r) {
+    decodeInterval(r, r + 1 < block.restartCount ? block.restart(r + 1) : limit);
+  }
+
+  /**
+   * Decodes the entries of restart interval {@code r} that start before {@code end} (the next
+   * restart, the block's end, or an entry inside the interval) into the interval cache; at least
+   * one. An entry that runs past the next restart point means a damaged block.
+   */
+  private void decodeInterval(int r, int end) {
+    if (ivOffset == null) {
+      ivOffset = new int[16];
+      ivKeyEnd = new int[16];
+      ivKeys = new byte[256];
+    } else if (ivKeys == null) {
+      ivKeys = new byte[256];
+    }
+    ivCount = 0;
+    int restart = block.restart(r);
+    int stop = r + 1 < block.restartCount ? block.restart(r + 1) : limit;
+    keyLen = 0;
+    int pos = restart;
+    int used = 0;
+    while (true) {
+      decodeAt(pos, pos == restart);
+      if (ivCount == ivOffset.length) {
+        ivOffset = Arrays.copyOf(ivOffset, ivCount * 2);
+        ivKeyEnd = Arrays.copyOf(ivKeyEnd, ivCount * 2);
+      }
+      if (used + keyLen > ivKeys.length)
+        ivKeys = Arrays.copyOf(ivKeys, Math.max(used + keyLen, ivKeys.length * 2));
+      System.arraycopy(key, 0, ivKeys, used, keyLen);
+      used += keyLen;
+      ivOffset[ivCount] = pos;
+      ivKeyEnd[ivCount++] = used;
+      if (next > stop) throw block.corrupt(pos, "entry runs past restart point " + stop);
+      if (next >= end) return;
+      pos = next;
+    }
+  }
+
+  /** Positions on entry {@code i} of the interval cache: its key restored, the entry decoded. */
+  private void positionCached(int i) {
+    int from = i == 0 ? 0 : ivKeyEnd[i - 1];
+    int len = ivKeyEnd[i] - from;
+    if (len > key.length) key = Arrays.copyOf(key, Math.max(len, key.length * 2));
+    System.arraycopy(ivKeys, from, key, 0, len);
+    keyLen = len; // the entry's shared bytes are this key's prefix already
+    decodeAt(ivOffset[i], i == 0);
+    ivPos = i;
+  }
+
+  /** Compares the key of entry {@code i} of the interval cache with {@code target}. */
+  private int compareCached(int i, byte[] target) {
+    int from = i == 0 ? 0 : ivKeyEnd[i - 1];
+    return Arrays.compareUnsigned(ivKeys, from, ivKeyEnd[i], target, 0, target.length);
   }
 
   /** Compares the current key with {@code target}, as {@link KeyRecord#compareKeys}. */

@@ -5,9 +5,11 @@ import io.basaltdb.InvalidArgumentException;
 import java.util.NoSuchElementException;
 
 /**
- * A forward cursor over the records of one {@link TableReader}, in key order. It holds one data
- * block at a time and reads the next through {@link TableReader#dataBlock} when it runs off the
- * end.
+ * A cursor over the records of one {@link TableReader}, in key order, forward and backward. It
+ * holds one data block at a time and reads the next (or, backward, the previous) through {@link
+ * TableReader#dataBlock} when it runs off the end. A backward move within a block costs O(1)
+ * amortized ({@link BlockIter}); backward moves read blocks one at a time, never through a
+ * sequential iterator's readahead, which reads forward.
  *
  * <p>A move that fails (a {@link io.basaltdb.CorruptionException} from a damaged block) leaves the
  * iterator invalid; a later seek may position it again.
@@ -65,6 +67,51 @@ public final class TableIterator implements AutoCloseable {
       load(reader.findBlock(key));
       if (blockIndex >= 0) block.seek(key);
       skipToValid();
+    } catch (RuntimeException e) {
+      throw unposition(e);
+    }
+  }
+
+  /** Positions on the last record, or makes the iterator invalid if the table is empty. */
+  public void seekLast() {
+    checkOpen();
+    try {
+      loadBackward(reader.blockCount() - 1);
+      if (blockIndex >= 0) block.seekToLast();
+      skipBackToValid();
+    } catch (RuntimeException e) {
+      throw unposition(e);
+    }
+  }
+
+  /** Positions on the last record whose key is before {@code key}, or invalid if none. */
+  public void seekBefore(byte[] key) {
+    checkOpen();
+    if (key == null) throw new InvalidArgumentException("key must not be null");
+    try {
+      // Every key of the blocks before the first whose separator is at or after key is before
+      // key, and every key after that block is after it: the record is in that block or the last
+      // of the one before.
+      int b = reader.findBlock(key);
+      if (b >= reader.blockCount()) {
+        loadBackward(reader.blockCount() - 1);
+        if (blockIndex >= 0) block.seekToLast();
+      } else {
+        loadBackward(b);
+        block.seekBefore(key);
+      }
+      skipBackToValid();
+    } catch (RuntimeException e) {
+      throw unposition(e);
+    }
+  }
+
+  /** Moves to the previous record; invalid before the first. */
+  public void prev() {
+    checkPositioned();
+    try {
+      block.prev();
+      skipBackToValid();
     } catch (RuntimeException e) {
       throw unposition(e);
     }
@@ -190,6 +237,28 @@ public final class TableIterator implements AutoCloseable {
     }
     block.reset(reader.dataBlock(i, fillCache, ahead));
     blockIndex = i;
+  }
+
+  /**
+   * Loads data block {@code i} for a backward move (never through the readahead), or unpositions
+   * the iterator if {@code i} is -1.
+   */
+  private void loadBackward(int i) {
+    exhausted = false;
+    if (i < 0) {
+      blockIndex = -1;
+      return;
+    }
+    block.reset(reader.dataBlock(i, fillCache, null));
+    blockIndex = i;
+  }
+
+  /** While the current block is exhausted, moves to the last record of the one before. */
+  private void skipBackToValid() {
+    while (blockIndex >= 0 && !block.valid()) {
+      loadBackward(blockIndex - 1);
+      if (blockIndex >= 0) block.seekToLast();
+    }
   }
 
   /**

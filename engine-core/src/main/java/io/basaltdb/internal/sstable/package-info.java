@@ -4,9 +4,9 @@
  * io.basaltdb.internal.sstable.TableWriter} writes records in key order into data blocks with
  * prefix-compressed keys and restart points, then a bloom filter, a meta block, an index block and
  * a fixed-size footer; a {@link io.basaltdb.internal.sstable.TableReader} serves point lookups and
- * {@link io.basaltdb.internal.sstable.TableIterator}s over it. Every byte of a table is covered by
- * a CRC32C; damage surfaces as {@link io.basaltdb.CorruptionException}. The byte layout is in
- * docs/format.md, "SSTable", mirrored by the constants of {@code Format}.
+ * {@link io.basaltdb.internal.sstable.TableIterator}s over it, forward and backward. Every byte of
+ * a table is covered by a CRC32C; damage surfaces as {@link io.basaltdb.CorruptionException}. The
+ * byte layout is in docs/format.md, "SSTable", mirrored by the constants of {@code Format}.
  *
  * <p>Records are {@code (key, seqno, docSize, tombstone, hint)}, one per key; keys are byte arrays
  * of 0 to 64 KiB compared as unsigned bytes ({@link

@@ -17,13 +17,25 @@ import java.util.List;
  * stops after a key or two reads no more than it needs); a fixed read-ahead ({@code
  * Keyspace.scan(from, to, n)}) suits a caller that knows how many keys it will take.
  *
+ * <p>A reverse cursor ({@code Keyspace.reverseScan}) walks the same range, {@code [from, to)}, in
+ * descending key order: its sources start at the last key before {@code to} and walk backward
+ * ({@link MergeSources#addReverseIndexSources}), the merge orders keys descending, and the walk
+ * ends at the first key below {@code from}. Read-ahead and values work as forward.
+ *
  * <p>Thread-safety: one thread at a time. Use after close, or after the snapshot or store closed,
  * throws {@link ClosedException}.
  */
 public final class EngineCursor implements AutoCloseable {
   private final EngineSnapshot snap;
   private final int ks;
-  private final byte[] to;
+
+  /**
+   * Where the walk ends: forward the exclusive upper bound {@code to}, reverse the inclusive lower
+   * bound {@code from}; null for none.
+   */
+  private final byte[] stop;
+
+  private final boolean reverse;
   private final boolean ownsSnapshot;
   private final List<MergingIterator.Source> sources = new ArrayList<>();
   private final MergingIterator merge;
@@ -78,26 +90,48 @@ public final class EngineCursor implements AutoCloseable {
   /** As above with a fixed read-ahead of {@code readAhead} keys (0: the default, growing one). */
   public EngineCursor(
       EngineSnapshot snap, int ks, byte[] from, byte[] to, boolean ownsSnapshot, int readAhead) {
+    this(snap, ks, from, to, ownsSnapshot, readAhead, false);
+  }
+
+  /** As above; with {@code reverse}, the keys of {@code [from, to)} in descending order. */
+  public EngineCursor(
+      EngineSnapshot snap,
+      int ks,
+      byte[] from,
+      byte[] to,
+      boolean ownsSnapshot,
+      int readAhead,
+      boolean reverse) {
     this.growing = readAhead == 0;
     this.ahead = growing ? 1 : readAhead;
     this.maxAhead = growing ? MAX_READ_AHEAD : readAhead;
     this.snap = snap;
     this.ks = ks;
-    this.to = to == null ? null : to.clone();
+    this.reverse = reverse;
+    byte[] lo = from == null ? null : from.clone();
+    byte[] hi = to == null ? null : to.clone();
+    this.stop = reverse ? lo : hi;
     this.ownsSnapshot = ownsSnapshot;
-    byte[] start = from == null ? new byte[0] : from;
     try {
-      sources.add(new MergeSources.CacheSource(snap.active.iterator(), ks, start));
-      if (snap.immutable != null)
-        sources.add(new MergeSources.CacheSource(snap.immutable.iterator(), ks, start));
-      // A scan caches what it reads, as gets do.
-      MergeSources.addIndexSources(snap.version.files(ks), start, this.to, true, sources);
+      if (reverse) {
+        sources.add(new MergeSources.CacheSource(snap.active.iterator(), ks, hi, true));
+        if (snap.immutable != null)
+          sources.add(new MergeSources.CacheSource(snap.immutable.iterator(), ks, hi, true));
+        MergeSources.addReverseIndexSources(snap.version.files(ks), lo, hi, true, sources);
+      } else {
+        byte[] start = lo == null ? new byte[0] : lo;
+        sources.add(new MergeSources.CacheSource(snap.active.iterator(), ks, start));
+        if (snap.immutable != null)
+          sources.add(new MergeSources.CacheSource(snap.immutable.iterator(), ks, start));
+        // A scan caches what it reads, as gets do.
+        MergeSources.addIndexSources(snap.version.files(ks), start, hi, true, sources);
+      }
     } catch (RuntimeException e) {
       for (MergingIterator.Source s : sources) s.close();
       if (ownsSnapshot) snap.close();
       throw e;
     }
-    merge = new MergingIterator(sources, true, null, snap.now);
+    merge = new MergingIterator(sources, true, null, snap.now, reverse);
   }
 
   /**
@@ -149,7 +183,7 @@ public final class EngineCursor implements AutoCloseable {
     int files = 0;
     while (count < ahead && merge.next()) {
       MergingIterator.Source s = merge.current();
-      if (to != null && Arrays.compareUnsigned(s.key(), to) >= 0) {
+      if (stop != null && pastStop(s.key())) {
         exhausted = true;
         break;
       }
@@ -174,6 +208,15 @@ public final class EngineCursor implements AutoCloseable {
     }
     java.util.Arrays.fill(fileKeys, 0, files, null); // keeps no key reachable past its refill
     if (growing) ahead = Math.min(maxAhead, ahead * 2);
+  }
+
+  /**
+   * Whether {@code key} is beyond the range: at or after {@code to}, or reverse before {@code
+   * from}.
+   */
+  private boolean pastStop(byte[] key) {
+    int c = Arrays.compareUnsigned(key, stop);
+    return reverse ? c < 0 : c >= 0;
   }
 
   /** The current key (a copy owned by the caller). */

@@ -74,6 +74,15 @@ public final class EngineSnapshot implements AutoCloseable {
     return new EngineCursor(this, ks, from, to, false);
   }
 
+  /**
+   * Keys in {@code [from, to)} of keyspace {@code ks} in descending order; null bounds are open.
+   */
+  public EngineCursor reverseCursor(int ks, byte[] from, byte[] to) {
+    checkUsable();
+    catalog.checkLive(ks);
+    return new EngineCursor(this, ks, from, to, false, 0, true);
+  }
+
   public void checkUsable() {
     if (closed.get())
       throw new ClosedException("the snapshot at seqno " + seqno + " is closed; take a new one");

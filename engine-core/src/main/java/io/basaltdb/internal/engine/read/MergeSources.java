@@ -10,24 +10,41 @@ import java.util.List;
 
 /**
  * The {@link MergingIterator.Source}s of the store: one keyspace of a write cache snapshot, a key
- * index table, and a guarded key index level.
+ * index table, and a guarded key index level. Each walks forward from a key on, or, for a reverse
+ * merge, backward from the last key before a bound ({@link SnapshotIterator#seekBefore}, {@link
+ * TableIterator#seekBefore}, guards from high to low).
  *
  * <p>Thread-safety: one thread at a time, as the iterators they wrap.
  */
 public final class MergeSources {
   private MergeSources() {}
 
-  /** One keyspace of a write cache snapshot, from a key on. */
+  /** One keyspace of a write cache snapshot, from a key on, or backward from before a key. */
   static final class CacheSource implements MergingIterator.Source {
     private final SnapshotIterator it;
     private final int ks;
+    private final boolean reverse;
     private byte[] key;
     private byte[] entry;
 
     CacheSource(SnapshotIterator it, int ks, byte[] from) {
       this.it = it;
       this.ks = ks;
+      this.reverse = false;
       it.seek(WriteCache.storeKey(ks, from));
+      load();
+    }
+
+    /**
+     * Keyspace {@code ks} backward from its last key before {@code to} (null: its last key); the
+     * keys of the keyspaces before it end the walk as the next keyspace's end a forward one.
+     */
+    CacheSource(SnapshotIterator it, int ks, byte[] to, boolean reverse) {
+      if (!reverse) throw new IllegalArgumentException("a forward source starts from a key");
+      this.it = it;
+      this.ks = ks;
+      this.reverse = true;
+      it.seekBefore(to == null ? WriteCache.storeKeyEnd(ks) : WriteCache.storeKey(ks, to));
       load();
     }
 
@@ -76,7 +93,8 @@ public final class MergeSources {
 
     @Override
     public void next() {
-      it.next();
+      if (reverse) it.prev();
+      else it.next();
       load();
     }
 
@@ -109,23 +127,66 @@ public final class MergeSources {
     }
   }
 
+  /**
+   * As {@link #addIndexSources} for a reverse merge: sources that walk backward from the last key
+   * before {@code to} (null: from the last key); a guarded level's stops at {@code from} (null:
+   * none), opening no guard wholly below it.
+   */
+  static void addReverseIndexSources(
+      KeyspaceFiles files,
+      byte[] from,
+      byte[] to,
+      boolean fillCache,
+      java.util.List<MergingIterator.Source> out) {
+    for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      if (l > 0 && files.guarded()) {
+        if (!files.level(l).isEmpty()) out.add(new LevelSource(files, l, from, to, true));
+        continue;
+      }
+      for (KeyspaceFiles.Table t : files.level(l))
+        out.add(TableSource.before(t.reader().iterator(fillCache), to));
+    }
+  }
+
   /** A source of key index records: each names its document by seqno and location hint. */
   interface IndexSource extends MergingIterator.Source {
     long hint();
   }
 
-  /** A key index table's records, from a key on (or from its first). */
+  /**
+   * A key index table's records, from a key on (or from its first), or backward from before a key
+   * ({@link #before}).
+   */
   public static final class TableSource implements IndexSource {
     private final TableIterator it;
+    private final boolean reverse;
 
     /** The current key, copied once per position; null when exhausted. */
     private byte[] key;
 
     public TableSource(TableIterator it, byte[] from) {
       this.it = it;
+      this.reverse = false;
       if (from == null) it.seekFirst();
       else it.seek(from);
       load();
+    }
+
+    private TableSource(TableIterator it) {
+      this.it = it;
+      this.reverse = true;
+    }
+
+    /**
+     * The records of {@code it}'s table backward, from the last before {@code to} (null: from its
+     * last).
+     */
+    public static TableSource before(TableIterator it, byte[] to) {
+      TableSource s = new TableSource(it);
+      if (to == null) it.seekLast();
+      else it.seekBefore(to);
+      s.load();
+      return s;
     }
 
     private void load() {
@@ -172,7 +233,8 @@ public final class MergeSources {
 
     @Override
     public void next() {
-      it.next();
+      if (reverse) it.prev();
+      else it.next();
       load();
     }
 
@@ -187,16 +249,19 @@ public final class MergeSources {
    * key on: the newest version of each key (tombstones included), guard by guard. Only the current
    * guard's tables are open, merged by an inner {@link MergingIterator}; the next non-empty guard's
    * open once it is exhausted. A cursor thus seeks the tables of one guard per level, not every
-   * table of the level.
+   * table of the level. Reverse, it walks the guards from high to low, each backward.
    */
   static final class LevelSource implements IndexSource {
     private final KeyspaceFiles files;
     private final int level;
+    private final boolean reverse;
 
     /**
-     * The cursor's exclusive upper bound, or null: guards starting at or above it are never opened.
+     * The cursor's far bound, or null: forward its exclusive upper bound (guards starting at or
+     * above it are never opened), reverse its inclusive lower bound (guards ending at or below it
+     * are never opened).
      */
-    private final byte[] to;
+    private final byte[] end;
 
     private int guard;
     private MergingIterator merge;
@@ -205,29 +270,45 @@ public final class MergeSources {
     LevelSource(KeyspaceFiles files, int level, byte[] from, byte[] to) {
       this.files = files;
       this.level = level;
-      this.to = to;
+      this.reverse = false;
+      this.end = to;
       this.guard = files.guards.guardOf(level, from);
       open(from);
     }
 
+    /** Reverse: backward from the last key before {@code to} (null: the level's last key). */
+    LevelSource(KeyspaceFiles files, int level, byte[] from, byte[] to, boolean reverse) {
+      if (!reverse) throw new IllegalArgumentException("a forward level source starts from a key");
+      this.files = files;
+      this.level = level;
+      this.reverse = true;
+      this.end = from;
+      int g = to == null ? files.guardCount(level) - 1 : files.guards.guardOf(level, to);
+      // A guard starting at to holds no key before it.
+      if (g > 0 && to != null && java.util.Arrays.equals(files.guards.key(level, g), to)) g--;
+      this.guard = g;
+      open(to);
+    }
+
     /**
-     * Opens guard {@code guard} (from {@code from}, or its first key) and moves to its first
-     * version, skipping empty guards; on a failure nothing stays open and the source is exhausted.
+     * Opens guard {@code guard} (from {@code bound}, or its first key; reverse: from its last key
+     * before {@code bound}, or its last) and moves to its first version, skipping empty guards; on
+     * a failure nothing stays open and the source is exhausted.
      */
-    private void open(byte[] from) {
+    private void open(byte[] bound) {
       current = null;
-      while (guard < files.guardCount(level)) {
-        if (guard > 0
-            && to != null
-            && java.util.Arrays.compareUnsigned(files.guards.key(level, guard), to) >= 0) break;
+      while (reverse ? guard >= 0 : guard < files.guardCount(level)) {
+        if (pastEnd()) break;
         java.util.List<KeyspaceFiles.Table> tables = files.guardTables(level, guard);
         java.util.List<TableSource> sources = new java.util.ArrayList<>();
         try {
-          for (KeyspaceFiles.Table t : tables)
-            sources.add(new TableSource(t.reader().iterator(true), from));
+          for (KeyspaceFiles.Table t : tables) {
+            TableIterator it = t.reader().iterator(true);
+            sources.add(reverse ? TableSource.before(it, bound) : new TableSource(it, bound));
+          }
           merge =
               new MergingIterator(
-                  sources, false, null, 0); // tombstones kept: the outer merge judges
+                  sources, false, null, 0, reverse); // tombstones kept: the outer merge judges
           if (merge.next()) {
             current = (TableSource) merge.current();
             return;
@@ -239,9 +320,21 @@ public final class MergeSources {
         }
         merge.close();
         merge = null;
-        guard++;
-        from = null;
+        guard += reverse ? -1 : 1;
+        bound = null;
       }
+    }
+
+    /** Whether every key of guard {@code guard} lies beyond the cursor's far bound. */
+    private boolean pastEnd() {
+      if (end == null) return false;
+      if (!reverse) {
+        return guard > 0
+            && java.util.Arrays.compareUnsigned(files.guards.key(level, guard), end) >= 0;
+      }
+      // The guard's keys are below the next guard's key: all below from if that is at or below it.
+      return guard + 1 < files.guardCount(level)
+          && java.util.Arrays.compareUnsigned(files.guards.key(level, guard + 1), end) <= 0;
     }
 
     @Override
@@ -290,7 +383,7 @@ public final class MergeSources {
       }
       merge.close();
       merge = null;
-      guard++;
+      guard += reverse ? -1 : 1;
       open(null);
     }
 

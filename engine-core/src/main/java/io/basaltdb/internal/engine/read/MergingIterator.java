@@ -22,13 +22,19 @@ import java.util.PriorityQueue;
  *       version (a compaction above data that it must still shadow).
  * </ol>
  *
- * After {@link #next()} returns true, {@link #current()} is the source positioned on the key's
+ * A reverse merge (a descending cursor) orders the heap by key descending, its sources walking
+ * backward; the versions of one key still come newest first and the rules are the same.
+ *
+ * <p>After {@link #next()} returns true, {@link #current()} is the source positioned on the key's
  * version; read what is needed from it before the next call.
  *
  * <p>Thread-safety: one thread at a time, as its sources.
  */
 public final class MergingIterator implements AutoCloseable {
-  /** One sorted input: ascending keys, one version of each key. */
+  /**
+   * One sorted input: one version of each key, keys ascending (descending for a reverse merge,
+   * whose sources' {@link #next} moves back).
+   */
   public interface Source {
     boolean valid();
 
@@ -76,11 +82,23 @@ public final class MergingIterator implements AutoCloseable {
 
   public MergingIterator(
       List<? extends Source> sources, boolean dropTombstones, Discards discards, long now) {
+    this(sources, dropTombstones, discards, now, false);
+  }
+
+  /** As above; with {@code reverse}, keys descending over sources that walk backward. */
+  public MergingIterator(
+      List<? extends Source> sources,
+      boolean dropTombstones,
+      Discards discards,
+      long now,
+      boolean reverse) {
     this.now = now;
     this.sources = sources;
     this.dropTombstones = dropTombstones;
     this.discards = discards;
-    this.heap = new PriorityQueue<>(Math.max(1, sources.size()), this::compare);
+    this.heap =
+        new PriorityQueue<>(
+            Math.max(1, sources.size()), reverse ? this::compareReverse : this::compare);
     for (Source s : sources) {
       if (s.valid()) heap.add(s);
     }
@@ -88,8 +106,18 @@ public final class MergingIterator implements AutoCloseable {
 
   private int compare(Source a, Source b) {
     int c = Arrays.compareUnsigned(a.key(), b.key());
-    if (c != 0) return c;
-    c = Long.compare(b.seqno(), a.seqno());
+    return c != 0 ? c : newestFirst(a, b);
+  }
+
+  /** As {@link #compare}, keys descending (a reverse merge). */
+  private int compareReverse(Source a, Source b) {
+    int c = Arrays.compareUnsigned(b.key(), a.key());
+    return c != 0 ? c : newestFirst(a, b);
+  }
+
+  /** The versions of one key: seqno descending, then by source position. */
+  private int newestFirst(Source a, Source b) {
+    int c = Long.compare(b.seqno(), a.seqno());
     return c != 0 ? c : Integer.compare(indexOf(a), indexOf(b));
   }
 

@@ -5,8 +5,9 @@
  * file's mapping holds them), {@link io.basaltdb.internal.engine.read.MergingIterator} and {@link
  * io.basaltdb.internal.engine.read.MergeSources} (merges over caches and tables, also used by
  * compaction), {@link io.basaltdb.internal.engine.read.EngineSnapshot} and {@link
- * io.basaltdb.internal.engine.read.EngineCursor} (scans with read-ahead), {@link
- * io.basaltdb.internal.engine.read.EngineFeed} (the change feed) and the built-in read transports.
+ * io.basaltdb.internal.engine.read.EngineCursor} (scans with read-ahead, ascending or descending),
+ * {@link io.basaltdb.internal.engine.read.EngineFeed} (the change feed) and the built-in read
+ * transports.
  *
  * <p>Invariants: a reader pins one version for its whole operation and takes no lock; a cursor or
  * feed never returns a key without its value; a damaged block is reported, never skipped. Used by

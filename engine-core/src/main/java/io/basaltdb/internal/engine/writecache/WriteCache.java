@@ -166,6 +166,20 @@ public final class WriteCache {
   }
 
   /**
+   * The least byte string after every store key of {@code keyspace}: its prefix with the last byte
+   * that is not 0xFF incremented and the rest cut (the prefix of a keyspace id, never negative, is
+   * never all 0xFF). The exclusive upper bound of a reverse scan over the whole keyspace.
+   */
+  public static byte[] storeKeyEnd(int keyspace) {
+    byte[] p = storeKey(keyspace, new byte[0]);
+    int i = p.length - 1;
+    while (p[i] == (byte) 0xFF) i--;
+    byte[] end = java.util.Arrays.copyOf(p, i + 1);
+    end[i]++;
+    return end;
+  }
+
+  /**
    * Bytes of a store key before the user key: the keyspace id in one byte, or a marker and four.
    */
   public static int prefixLength(int keyspace) {
