@@ -1,0 +1,102 @@
+package io.basaltdb.kafka;
+
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.Options;
+import io.basaltdb.SyncMode;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The Basalt settings of a Kafka Streams application: every Streams config whose name starts with
+ * {@value #PREFIX}. {@code basalt.dir} names the directory of the application instance's Basalt;
+ * every other {@code basalt.<option>} sets the Basalt {@link Options} of that name ({@code
+ * basalt.memoryQuota=536870912}, {@code basalt.syncMode=PERIODIC}), through {@link Options#set}.
+ *
+ * <p>Defaults differ from a standalone Basalt's where a state store's needs differ (docs
+ * kafka-streams.md): {@link #DEFAULT_MEMORY_QUOTA} of memory for all the stores of an instance;
+ * {@link SyncMode#NONE}, since every store's data is in its changelog topic (a process crash loses
+ * nothing; a power loss is recovered from the changelog, as with Kafka's RocksDB store, which has
+ * no write-ahead log at all); restore batches over {@link #DEFAULT_WAL_SKIP_BYTES} skip the log;
+ * exact item counts, for {@code approximateNumEntries}; no checkpoints kept (a store is rebuilt
+ * from its changelog, not rolled back), so dropped stores and segments free their space at once.
+ *
+ * <p>Thread-safety: immutable.
+ */
+public final class BasaltConfig {
+  /** The prefix of Basalt's configs among an application's Streams configs. */
+  public static final String PREFIX = "basalt.";
+
+  /** The config naming the directory of the instance's Basalt. */
+  public static final String DIR = PREFIX + "dir";
+
+  /** Memory for every store of an application instance together, unless basalt.memoryQuota says. */
+  public static final long DEFAULT_MEMORY_QUOTA = 256L << 20;
+
+  /** A restore or putAll batch at least this large skips the write-ahead log. */
+  public static final long DEFAULT_WAL_SKIP_BYTES = 512L << 10;
+
+  private final Path dir;
+  private final Options options;
+  private final Map<String, String> given;
+
+  private BasaltConfig(Path dir, Options options, Map<String, String> given) {
+    this.dir = dir;
+    this.options = options;
+    this.given = given;
+  }
+
+  /**
+   * The settings among {@code configs} (all of an application's, or those the prefix selected, with
+   * or without it).
+   *
+   * @throws InvalidArgumentException naming the config whose value is not one of its option's
+   */
+  public static BasaltConfig from(Map<String, ?> configs) {
+    Map<String, String> given = new TreeMap<>();
+    for (Map.Entry<String, ?> e : configs.entrySet()) {
+      if (e.getValue() == null) continue;
+      String name = e.getKey();
+      if (name.startsWith(PREFIX))
+        given.put(name.substring(PREFIX.length()), e.getValue().toString());
+    }
+    Options o =
+        Options.defaults()
+            .memoryQuota(DEFAULT_MEMORY_QUOTA)
+            .syncMode(SyncMode.NONE)
+            .walSkipBytes(DEFAULT_WAL_SKIP_BYTES)
+            .exactItemCounts(true)
+            .checkpointRetentionMillis(0)
+            .jmx(false);
+    Path dir = null;
+    for (Map.Entry<String, String> e : given.entrySet()) {
+      if (e.getKey().equals("dir")) {
+        dir = Path.of(e.getValue());
+        continue;
+      }
+      try {
+        o.set(e.getKey(), e.getValue());
+      } catch (InvalidArgumentException bad) {
+        throw new InvalidArgumentException(
+            "Streams config " + PREFIX + e.getKey() + ": " + bad.getMessage());
+      }
+    }
+    o.validate();
+    return new BasaltConfig(dir, o, given);
+  }
+
+  /** The directory {@code basalt.dir} names, or null if it is not set. */
+  public Path dir() {
+    return dir;
+  }
+
+  /** The options a Basalt opened with these settings gets (a copy). */
+  public Options options() {
+    return options.copy();
+  }
+
+  /** The {@code basalt.*} settings given, without the prefix. */
+  public Map<String, String> given() {
+    return given;
+  }
+}
