@@ -269,6 +269,47 @@ class BasaltStateStoreTest {
   }
 
   @Test
+  void metrics_areRegisteredUnderRocksDbsNames_readTheEngine_andGoWithTheStore() {
+    InternalMockProcessorContext<?, ?> ctx = context(0, Map.of());
+    BasaltKeyValueStore s = kv("store", ctx);
+    for (int i = 0; i < 25; i++) s.put(b("k" + i), v("v"));
+    StreamsMetricsImpl metrics = (StreamsMetricsImpl) ctx.metrics();
+    Map<String, Object> values = new HashMap<>();
+    for (var e : metrics.metrics().entrySet()) {
+      var name = e.getKey();
+      if (name.group().equals("stream-state-metrics")
+          && "store".equals(name.tags().get("basalt-state-id"))) {
+        values.put(name.name(), e.getValue().metricValue());
+      }
+    }
+    assertEquals(java.math.BigInteger.valueOf(25), values.get("estimate-num-keys"));
+    for (String n :
+        List.of(
+            "block-cache-usage",
+            "block-cache-capacity",
+            "block-cache-data-hit-ratio",
+            "write-stall-duration-total",
+            "bytes-written-total",
+            "compaction-pending",
+            "estimate-pending-compaction-bytes",
+            "cur-size-all-mem-tables",
+            "basalt-gc-pending-bytes",
+            "basalt-segment-bytes",
+            "basalt-memory-in-use")) {
+      assertTrue(values.containsKey(n), n + " in " + values.keySet());
+    }
+    assertTrue(
+        ((java.math.BigInteger) values.get("bytes-written-total")).longValue() > 0,
+        "the engine's counters, not zeros: " + values);
+    assertTrue(((java.math.BigInteger) values.get("block-cache-capacity")).longValue() > 0);
+    s.close();
+    assertTrue(
+        metrics.metrics().keySet().stream()
+            .noneMatch(n -> "store".equals(n.tags().get("basalt-state-id"))),
+        "removed with the store");
+  }
+
+  @Test
   void basaltConfigs_comeFromTheStreamsConfigs_andABadOneIsNamed() {
     BasaltKeyValueStore s = kv("store", context(0, Map.of("basalt.memoryQuota", "33554432")));
     assertEquals(32L << 20, s.shared.db().options().memoryQuota());
