@@ -31,8 +31,9 @@ import org.apache.kafka.test.InternalMockProcessorContext;
  * engine=.. rssAnonKiB=.. rssFileKiB=.. heapCommittedKiB=.. heapUsedKiB=..} (from /proc/self/status
  * and the memory MX bean, after a GC).
  *
- * <p>Arguments: engine ({@code basalt} or {@code rocksdb}), stores, records per store, state
- * directory, and for Basalt its memory quota in MiB.
+ * <p>Arguments: engine ({@code basalt}, {@code rocksdb} for Kafka's default RocksDB store, {@code
+ * rocksdb-bounded} for it with {@link BoundedMemoryRocksDBConfig}), stores, records per store,
+ * state directory, and for Basalt its memory quota in MiB.
  */
 public final class StoreFootprint {
   private StoreFootprint() {}
@@ -43,7 +44,7 @@ public final class StoreFootprint {
     int records = Integer.parseInt(args[2]);
     Path dir = Path.of(args[3]);
     long quotaMiB = args.length > 4 ? Long.parseLong(args[4]) : 64;
-    boolean basalt = engine.equals("basalt");
+    boolean basalt = engine.startsWith("basalt");
     List<StateStore> open = new ArrayList<>();
     Random r = new Random(1);
     byte[] value = new byte[100];
@@ -53,6 +54,9 @@ public final class StoreFootprint {
       p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
       p.put(StreamsConfig.STATE_DIR_CONFIG, dir.toString());
       p.put("basalt.memoryQuota", String.valueOf(quotaMiB << 20));
+      if (engine.equals("rocksdb-bounded")) {
+        p.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, BoundedMemoryRocksDBConfig.class);
+      }
       File taskDir = dir.resolve("footprint").resolve("0_" + s).toFile();
       taskDir.mkdirs();
       InternalMockProcessorContext<?, ?> ctx =
