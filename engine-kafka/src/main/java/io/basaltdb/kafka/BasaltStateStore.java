@@ -145,8 +145,13 @@ public abstract class BasaltStateStore implements StateStore {
       throw e;
     }
     this.shared = s;
-    metrics = StoreMetrics.register(context, metricsScope(), name, s, this::keyCount);
-    context.register(root, restoreCallback());
+    try {
+      metrics = StoreMetrics.register(context, metricsScope(), name, s, this::keyCount);
+      context.register(root, restoreCallback());
+    } catch (RuntimeException | Error e) {
+      close(); // gives the shared Basalt back
+      throw e;
+    }
   }
 
   /** The scope of the store's metrics: {@code <scope>-state-id} tags them. */

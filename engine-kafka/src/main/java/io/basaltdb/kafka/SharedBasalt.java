@@ -81,18 +81,22 @@ final class SharedBasalt {
     }
   }
 
-  /** Gives back one {@link #acquire}; the last one closes the Basalt. */
+  /**
+   * Gives back one {@link #acquire}; the last one closes the Basalt, under the registry's lock: a
+   * store of another stream thread opening meanwhile waits for the close and opens the directory
+   * afresh, rather than finding it still locked by the closing instance.
+   */
   void release() {
     synchronized (OPEN) {
       if (--refs > 0) return;
       OPEN.remove(dir);
-    }
-    try {
-      db.close();
-      log.info("closed the shared Basalt in {}", dir);
-    } catch (BasaltException e) {
-      log.error("closing the shared Basalt in {} failed", dir, e);
-      throw e;
+      try {
+        db.close();
+        log.info("closed the shared Basalt in {}", dir);
+      } catch (BasaltException e) {
+        log.error("closing the shared Basalt in {} failed", dir, e);
+        throw e;
+      }
     }
   }
 

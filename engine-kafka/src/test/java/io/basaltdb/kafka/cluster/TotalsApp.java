@@ -19,9 +19,9 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  * table on Basalt (the DSL config moves it), written to its output topic as {@code count,sum,max}.
  *
  * <p>Arguments: bootstrap servers, state directory, processing guarantee, and a name that prefixes
- * the application id and both topics. Prints Streams' state changes ({@code STATE RUNNING}) and
- * each restoration's start ({@code RESTORE <partition> <from offset> <to offset>}), and closes
- * cleanly on SIGTERM.
+ * the application id and both topics (and optionally {@code rocksdb}, to keep Kafka's default
+ * store). Prints Streams' state changes ({@code STATE RUNNING}) and each restoration's start
+ * ({@code RESTORE <partition> <from offset> <to offset>}), and closes cleanly on SIGTERM.
  */
 public final class TotalsApp {
   static String in(String name) {
@@ -41,8 +41,14 @@ public final class TotalsApp {
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
     p.put(StreamsConfig.STATE_DIR_CONFIG, args[1]);
     p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[2]);
-    p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BasaltDslStoreSuppliers.class);
-    p.put("basalt.memoryQuota", String.valueOf(32L << 20));
+    // A fifth argument "rocksdb" keeps Kafka's default store (the peer of ClusterRestoreBench).
+    if (args.length < 5 || !args[4].equals("rocksdb")) {
+      p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BasaltDslStoreSuppliers.class);
+    }
+    p.put("basalt.memoryQuota", String.valueOf(Long.getLong("totals.quota", 32L << 20)));
+    p.put(
+        StreamsConfig.restoreConsumerPrefix("max.poll.records"),
+        Integer.getInteger("totals.restore.batch", 1000));
     p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
     p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
     p.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 0);
