@@ -30,6 +30,9 @@ public final class BasaltConfig {
   /** The config naming the directory of the instance's Basalt. */
   public static final String DIR = PREFIX + "dir";
 
+  /** The config setting how often deleted task directories' keyspaces are looked for, in ms. */
+  public static final String SWEEP_INTERVAL = PREFIX + "sweepIntervalMs";
+
   /** Memory for every store of an application instance together, unless basalt.memoryQuota says. */
   public static final long DEFAULT_MEMORY_QUOTA = 256L << 20;
 
@@ -37,11 +40,13 @@ public final class BasaltConfig {
   public static final long DEFAULT_WAL_SKIP_BYTES = 512L << 10;
 
   private final Path dir;
+  private final long sweepMillis;
   private final Options options;
   private final Map<String, String> given;
 
-  private BasaltConfig(Path dir, Options options, Map<String, String> given) {
+  private BasaltConfig(Path dir, long sweepMillis, Options options, Map<String, String> given) {
     this.dir = dir;
+    this.sweepMillis = sweepMillis;
     this.options = options;
     this.given = given;
   }
@@ -69,9 +74,26 @@ public final class BasaltConfig {
             .checkpointRetentionMillis(0)
             .jmx(false);
     Path dir = null;
+    long sweep = 60_000;
     for (Map.Entry<String, String> e : given.entrySet()) {
       if (e.getKey().equals("dir")) {
         dir = Path.of(e.getValue());
+        continue;
+      }
+      if (e.getKey().equals("sweepIntervalMs")) {
+        try {
+          sweep = Long.parseLong(e.getValue().trim());
+        } catch (NumberFormatException bad) {
+          sweep = -1;
+        }
+        if (sweep < 1) {
+          throw new InvalidArgumentException(
+              "Streams config "
+                  + SWEEP_INTERVAL
+                  + " wants a positive number of ms, not '"
+                  + e.getValue()
+                  + "'");
+        }
         continue;
       }
       try {
@@ -82,12 +104,17 @@ public final class BasaltConfig {
       }
     }
     o.validate();
-    return new BasaltConfig(dir, o, given);
+    return new BasaltConfig(dir, sweep, o, given);
   }
 
   /** The directory {@code basalt.dir} names, or null if it is not set. */
   public Path dir() {
     return dir;
+  }
+
+  /** How often the shared Basalt looks for keyspaces of deleted task directories (default 60 s). */
+  public long sweepIntervalMillis() {
+    return sweepMillis;
   }
 
   /** The options a Basalt opened with these settings gets (a copy). */

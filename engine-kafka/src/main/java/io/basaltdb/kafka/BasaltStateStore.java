@@ -109,24 +109,29 @@ public abstract class BasaltStateStore implements StateStore {
         StreamsConfig.EXACTLY_ONCE_V2.equals(
             context.appConfigs().get(StreamsConfig.PROCESSING_GUARANTEE_CONFIG));
     SharedBasalt s = SharedBasalt.acquire(instanceDir(context, config, name), config);
+    String o = StoreState.owner(kind, context.taskId(), name);
+    boolean claimed = false;
     try {
-      String o = StoreState.owner(kind, context.taskId(), name);
       Path marker = context.stateDir().toPath().resolve(name).resolve(StoreState.MARKER);
       Keyspace meta = s.meta();
-      if (!StoreState.markerValid(meta, o)) {
-        // A new store, or its task directory was deleted since: whatever the keyspaces hold is
-        // from before, and Streams restores the store from its changelog.
-        s.dropAll(o);
-        StoreState.clear(s.db(), meta, o);
-        StoreState.newIncarnation(meta, o, marker);
-      } else if (eos && StoreState.leftOpen(meta, o)) {
-        String message =
-            "State store "
-                + name
-                + " was not closed cleanly (Basalt found it open), so under exactly-once it may"
-                + " hold uncommitted writes";
-        throw new TaskCorruptedException(
-            Set.of(context.taskId()), new ProcessorStateException(message));
+      synchronized (s) { // no sweep between the marker's check (or new incarnation) and the claim
+        s.claim(o);
+        claimed = true;
+        if (!StoreState.markerValid(meta, o)) {
+          // A new store, or its task directory was deleted since: whatever the keyspaces hold is
+          // from before, and Streams restores the store from its changelog.
+          s.dropAll(o);
+          StoreState.clear(s.db(), meta, o);
+          StoreState.newIncarnation(meta, o, marker);
+        } else if (eos && StoreState.leftOpen(meta, o)) {
+          String message =
+              "State store "
+                  + name
+                  + " was not closed cleanly (Basalt found it open), so under exactly-once it may"
+                  + " hold uncommitted writes";
+          throw new TaskCorruptedException(
+              Set.of(context.taskId()), new ProcessorStateException(message));
+        }
       }
       open(s, o);
       StoreState.markOpen(meta, o, true);
@@ -141,6 +146,7 @@ public abstract class BasaltStateStore implements StateStore {
               StreamsConfig.InternalConfig.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED,
               false);
     } catch (RuntimeException | Error e) {
+      if (claimed) s.unclaim(o);
       s.release();
       throw e;
     }
@@ -240,6 +246,7 @@ public abstract class BasaltStateStore implements StateStore {
       closeKeyspaces();
       StoreState.markOpen(s.meta(), owner, false);
     } finally {
+      s.unclaim(owner);
       s.release();
     }
   }

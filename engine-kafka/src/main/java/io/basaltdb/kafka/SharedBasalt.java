@@ -1,5 +1,7 @@
 package io.basaltdb.kafka;
 
+import static java.util.concurrent.TimeUnit.MILLISECONDS;
+
 import io.basaltdb.Basalt;
 import io.basaltdb.BasaltException;
 import io.basaltdb.Keyspace;
@@ -23,7 +25,8 @@ import org.slf4j.LoggerFactory;
  * StoreState}). When a store's marker file is gone (Streams deleted or wiped the task directory:
  * the task migrated away and its directory was cleaned, or a corrupted task was wiped under
  * exactly-once, or {@code KafkaStreams.cleanUp()}), its keyspaces are dropped: at every open of the
- * shared Basalt, and when the store itself opens again.
+ * shared Basalt, every {@code basalt.sweepIntervalMs} while it is open, and when the store itself
+ * opens again. A store that is open is never swept.
  *
  * <p>Thread-safety: thread-safe; the registry under a global lock, keyspace creation and drops
  * under the instance's.
@@ -42,10 +45,35 @@ final class SharedBasalt {
   private final Keyspace meta;
   private int refs;
 
-  private SharedBasalt(Path dir, Basalt db, Keyspace meta) {
+  /**
+   * The owners of the stores open on this instance, with how many store objects have each open:
+   * never swept, whatever their markers say.
+   */
+  private final Map<String, Integer> claimed = new HashMap<>();
+
+  /** Sweeps every {@link BasaltConfig#sweepIntervalMillis}; stopped when the Basalt closes. */
+  private final java.util.concurrent.ScheduledExecutorService sweeper;
+
+  private SharedBasalt(Path dir, Basalt db, Keyspace meta, long sweepMillis) {
     this.dir = dir;
     this.db = db;
     this.meta = meta;
+    this.sweeper =
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "basalt-kafka-sweeper");
+              t.setDaemon(true);
+              return t;
+            });
+    sweeper.scheduleWithFixedDelay(this::sweepQuietly, sweepMillis, sweepMillis, MILLISECONDS);
+  }
+
+  private void sweepQuietly() {
+    try {
+      sweep();
+    } catch (RuntimeException e) {
+      if (!db.isClosed()) log.warn("sweeping the keyspaces of deleted task directories failed", e);
+    }
   }
 
   /**
@@ -67,7 +95,7 @@ final class SharedBasalt {
         try {
           Keyspace meta =
               db.keyspaceNames().contains(META) ? db.keyspace(META) : db.createKeyspace(META);
-          s = new SharedBasalt(key, db, meta);
+          s = new SharedBasalt(key, db, meta, config.sweepIntervalMillis());
           s.sweep();
         } catch (RuntimeException | Error e) {
           db.close();
@@ -90,6 +118,7 @@ final class SharedBasalt {
     synchronized (OPEN) {
       if (--refs > 0) return;
       OPEN.remove(dir);
+      sweeper.shutdownNow();
       try {
         db.close();
         log.info("closed the shared Basalt in {}", dir);
@@ -168,17 +197,31 @@ final class SharedBasalt {
   }
 
   /**
-   * Drops the keyspaces of every store whose marker file is gone or names another incarnation, and
-   * their bookkeeping.
+   * Marks {@code owner}'s store open: the sweep leaves it alone until {@link #unclaim}. A store
+   * checks its marker and claims its owner in one {@code synchronized (shared)} block, so no sweep
+   * runs between a new incarnation's bookkeeping and its marker file.
    */
-  private void sweep() {
+  synchronized void claim(String owner) {
+    claimed.merge(owner, 1, Integer::sum);
+  }
+
+  synchronized void unclaim(String owner) {
+    claimed.computeIfPresent(owner, (o, n) -> n == 1 ? null : n - 1);
+  }
+
+  /**
+   * Drops the keyspaces of every store that is not open and whose marker file is gone or names
+   * another incarnation, and their bookkeeping: at open, and every {@code basalt.sweepIntervalMs}
+   * (Streams deletes a migrated task's directory {@code state.cleanup.delay.ms} after it left).
+   */
+  synchronized void sweep() {
     java.util.Set<String> owners = new java.util.TreeSet<>();
     for (String ks : db.keyspaceNames()) {
       if (!ks.equals(META)) owners.add(StoreState.ownerOf(ks));
     }
     owners.addAll(StoreState.ownersIn(meta));
     for (String owner : owners) {
-      if (StoreState.markerValid(meta, owner)) continue;
+      if (claimed.containsKey(owner) || StoreState.markerValid(meta, owner)) continue;
       log.info("dropping the keyspaces of {}: its task directory was deleted", owner);
       dropAll(owner);
       StoreState.clear(db, meta, owner);

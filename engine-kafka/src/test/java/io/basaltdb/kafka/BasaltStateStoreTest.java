@@ -170,6 +170,71 @@ class BasaltStateStoreTest {
   }
 
   @Test
+  void aMigratedTasksKeyspace_isDroppedWhileTheInstanceRuns_butAnOpenStoreNever() throws Exception {
+    Map<String, Object> fast = Map.of(BasaltConfig.SWEEP_INTERVAL, "50");
+    BasaltKeyValueStore moved = kv("store", context(0, fast));
+    BasaltKeyValueStore stays = kv("store", context(1, fast));
+    moved.put(b("k"), v("v"));
+    stays.put(b("k"), v("v"));
+    moved.close(); // the task migrated away; Streams deletes its directory after the cleanup delay
+    open.remove(moved);
+    Utils.delete(tmp.resolve("app").resolve("0_0").toFile());
+    // An open store whose marker vanished (Streams never deletes an open task's directory) is
+    // left alone.
+    Files.delete(tmp.resolve("app").resolve("0_1").resolve("store").resolve(StoreState.MARKER));
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (stays.shared.db().keyspaceNames().stream().anyMatch(n -> n.contains("/0_0/"))) {
+      assertTrue(System.nanoTime() < deadline, "the sweep dropped the migrated task's keyspace");
+      Thread.sleep(20);
+    }
+    Thread.sleep(200); // a few more sweeps
+    assertArrayEquals(v("v"), stays.get(b("k")), "the open store kept its data");
+    stays.put(b("k2"), v("v2"));
+  }
+
+  @Test
+  void interactiveQueries_keyAndRangeQueries_withThePosition() {
+    InternalMockProcessorContext<?, ?> ctx = context(0, Map.of());
+    BasaltKeyValueStore s = kv("store", ctx);
+    ctx.setRecordContext(
+        new org.apache.kafka.streams.processor.internals.ProcessorRecordContext(
+            0, 7, 0, "input", new org.apache.kafka.common.header.internals.RecordHeaders()));
+    s.put(b("a"), v("1"));
+    s.put(b("b"), v("2"));
+    var key =
+        s.query(
+            org.apache.kafka.streams.query.KeyQuery.<Bytes, byte[]>withKey(b("a")),
+            org.apache.kafka.streams.query.PositionBound.unbounded(),
+            new org.apache.kafka.streams.query.QueryConfig(false));
+    assertTrue(key.isSuccess(), String.valueOf(key));
+    assertArrayEquals(v("1"), key.getResult());
+    var range =
+        s.query(
+            org.apache.kafka.streams.query.RangeQuery.<Bytes, byte[]>withRange(b("a"), b("b"))
+                .withDescendingKeys(),
+            org.apache.kafka.streams.query.PositionBound.unbounded(),
+            new org.apache.kafka.streams.query.QueryConfig(false));
+    assertTrue(range.isSuccess(), String.valueOf(range));
+    try (KeyValueIterator<Bytes, byte[]> it = range.getResult()) {
+      assertEquals(b("b"), it.next().key);
+      assertEquals(b("a"), it.next().key);
+      assertFalse(it.hasNext());
+    }
+    assertEquals(
+        7L,
+        s.getPosition().getPartitionPositions("input").get(0),
+        "the position follows the records written");
+    s.commit(Map.of(CHANGELOG, 1L));
+    s.close();
+    open.remove(s);
+    BasaltKeyValueStore again = kv("store", context(0, Map.of()));
+    assertEquals(
+        7L,
+        again.getPosition().getPartitionPositions("input").get(0),
+        "the position was committed with the offsets");
+  }
+
+  @Test
   void underExactlyOnce_aStoreLeftOpen_isReportedCorrupted_andAtLeastOnceResumes() {
     Map<String, Object> eos =
         Map.of(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
