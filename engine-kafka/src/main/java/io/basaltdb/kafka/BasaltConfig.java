@@ -42,13 +42,11 @@ public final class BasaltConfig {
   private final Path dir;
   private final long sweepMillis;
   private final Options options;
-  private final Map<String, String> given;
 
-  private BasaltConfig(Path dir, long sweepMillis, Options options, Map<String, String> given) {
+  private BasaltConfig(Path dir, long sweepMillis, Options options) {
     this.dir = dir;
     this.sweepMillis = sweepMillis;
     this.options = options;
-    this.given = given;
   }
 
   /**
@@ -104,7 +102,7 @@ public final class BasaltConfig {
       }
     }
     o.validate();
-    return new BasaltConfig(dir, sweep, o, given);
+    return new BasaltConfig(dir, sweep, o);
   }
 
   /** The directory {@code basalt.dir} names, or null if it is not set. */
@@ -120,10 +118,5 @@ public final class BasaltConfig {
   /** The options a Basalt opened with these settings gets (a copy). */
   public Options options() {
     return options.copy();
-  }
-
-  /** The {@code basalt.*} settings given, without the prefix. */
-  public Map<String, String> given() {
-    return given;
   }
 }

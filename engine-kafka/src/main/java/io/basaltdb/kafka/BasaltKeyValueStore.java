@@ -177,12 +177,7 @@ public class BasaltKeyValueStore extends BasaltStateStore implements KeyValueSto
 
   private KeyValueIterator<Bytes, byte[]> range(Bytes from, Bytes to, boolean reverse) {
     if (from != null && to != null && from.compareTo(to) > 0) {
-      log.warn(
-          "Returning empty iterator for fetch with invalid key range: from > to. "
-              + "This may be due to range arguments set in the wrong order, "
-              + "or serdes that don't preserve ordering when lexicographically comparing the"
-              + " serialized bytes. "
-              + "Note that the built-in numerical serdes do not follow this for negative numbers");
+      log.warn(INVALID_RANGE);
       return new EmptyIterator<>();
     }
     byte[] lo = from == null ? null : from.get();

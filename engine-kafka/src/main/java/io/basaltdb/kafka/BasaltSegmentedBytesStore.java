@@ -75,14 +75,6 @@ class BasaltSegmentedBytesStore extends BasaltStateStore {
     this.keySchema = keySchema;
   }
 
-  long retentionPeriod() {
-    return retentionPeriod;
-  }
-
-  long segmentInterval() {
-    return segmentInterval;
-  }
-
   @Override
   public void init(StateStoreContext context, StateStore root) {
     StreamsMetricsImpl metrics = (StreamsMetricsImpl) context.metrics();
@@ -177,10 +169,6 @@ class BasaltSegmentedBytesStore extends BasaltStateStore {
     return Math.max(from, observedStreamTime - retentionPeriod + 1);
   }
 
-  long observedStreamTime() {
-    return observedStreamTime;
-  }
-
   // ---- writes
 
   void put(Bytes key, byte[] value) {
@@ -272,13 +260,6 @@ class BasaltSegmentedBytesStore extends BasaltStateStore {
         segments.subMap(segmentId(Math.max(0, timeFrom)), true, segmentId(timeTo), true);
     return new ArrayList<>(forward ? range.values() : range.descendingMap().values());
   }
-
-  private static final String INVALID_RANGE =
-      "Returning empty iterator for fetch with invalid key range: from > to. "
-          + "This may be due to range arguments set in the wrong order, "
-          + "or serdes that don't preserve ordering when lexicographically comparing the"
-          + " serialized bytes. "
-          + "Note that the built-in numerical serdes do not follow this for negative numbers";
 
   /**
    * The segments a search of {@code [from, to]} reads: a window store's by window start; a session

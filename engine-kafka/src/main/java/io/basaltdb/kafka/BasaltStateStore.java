@@ -48,6 +48,17 @@ import org.slf4j.LoggerFactory;
 public abstract class BasaltStateStore implements StateStore {
   private static final Logger log = LoggerFactory.getLogger(BasaltStateStore.class);
 
+  /**
+   * What every store logs for a range whose lower bound is above its upper one, word for word as
+   * Kafka's RocksDB stores (Kafka's store tests check the text).
+   */
+  static final String INVALID_RANGE =
+      "Returning empty iterator for fetch with invalid key range: from > to. "
+          + "This may be due to range arguments set in the wrong order, "
+          + "or serdes that don't preserve ordering when lexicographically comparing the"
+          + " serialized bytes. "
+          + "Note that the built-in numerical serdes do not follow this for negative numbers";
+
   /** The name Streams gives a task's directory. */
   private static final Pattern TASK_DIR = Pattern.compile("\\d+_\\d+");
 

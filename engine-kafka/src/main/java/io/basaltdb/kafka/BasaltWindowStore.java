@@ -43,14 +43,6 @@ public class BasaltWindowStore extends BasaltSegmentedBytesStore
     this.retainDuplicates = retainDuplicates;
   }
 
-  long windowSize() {
-    return windowSize;
-  }
-
-  boolean retainDuplicates() {
-    return retainDuplicates;
-  }
-
   @Override
   public void put(Bytes key, byte[] value, long windowStartTimestamp) {
     // With duplicates retained, a delete could not name the duplicate it meant: it is a no-op.

@@ -172,11 +172,6 @@ final class SharedBasalt {
     return db.keyspaceNames().contains(name) ? db.keyspace(name) : db.createKeyspace(name);
   }
 
-  /** Whether keyspace {@code name} exists. */
-  synchronized boolean exists(String name) {
-    return db.keyspaceNames().contains(name);
-  }
-
   /** Drops keyspace {@code name} if it exists. */
   synchronized void drop(String name) {
     if (db.keyspaceNames().contains(name)) db.dropKeyspace(name);

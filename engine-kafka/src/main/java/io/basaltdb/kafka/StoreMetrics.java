@@ -125,10 +125,11 @@ final class StoreMetrics {
         (config, now) -> {
           try {
             return BigInteger.valueOf(value.getAsLong());
-          } catch (BasaltException | IllegalStateException | UnsupportedOperationException e) {
+          } catch (BasaltException
+              | IllegalStateException
+              | UnsupportedOperationException
+              | org.apache.kafka.streams.errors.InvalidStateStoreException e) {
             return BigInteger.ZERO; // the store or its Basalt closed under the reporter
-          } catch (org.apache.kafka.streams.errors.InvalidStateStoreException e) {
-            return BigInteger.ZERO;
           }
         };
     metrics.addStoreLevelMutableMetric(
