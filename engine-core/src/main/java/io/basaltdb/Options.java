@@ -703,9 +703,11 @@ public final class Options {
    * writers directly: in the update race, updates ran at 0.64x-0.67x and the load at 0.87x-0.94x of
    * the speed without (docs/benchmarks.md, "Exact item counts"), which is why it is off by default.
    * The counts are committed with each flush and rebuilt by WAL replay, so they survive crashes.
-   * Off, {@link Keyspace#itemCount} throws. Turning it on for a store that ran without it counts
-   * every keyspace's keys once, at the open (a merge of its whole key index). Keys whose newest
-   * write carries an expiry ({@link Keyspace#put(byte[], byte[], long)}) are not counted.
+   * Off, {@link Keyspace#itemCount} throws and {@link Keyspace#approximateItemCount} estimates
+   * (with no lookup, as RocksDB's estimate-num-keys does). Turning it on for a store that ran
+   * without it counts every keyspace's keys once, at the open (a merge of its whole key index).
+   * Keys whose newest write carries an expiry ({@link Keyspace#put(byte[], byte[], long)}) are not
+   * counted.
    */
   public Options exactItemCounts(boolean on) {
     this.exactItemCounts = on;

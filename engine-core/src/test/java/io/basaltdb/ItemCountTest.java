@@ -233,4 +233,61 @@ class ItemCountTest {
       assertThrows(ClosedException.class, ks::itemCount);
     }
   }
+
+  /**
+   * Without exact counts, {@link Keyspace#approximateItemCount} takes no lookup and is exact where
+   * the estimate knows enough: inserts, overwrites within the write cache, deletes of keys the key
+   * index holds, before and after the flush, and through WAL replay.
+   */
+  @Test
+  void approximateCounts_withoutLookups_areExactForInsertsAndDeletesOfFlushedKeys() {
+    MemStorage storage = new MemStorage(7);
+    Options o = Options.defaults().syncMode(SyncMode.NONE).checkpointIntervalMillis(0);
+    Basalt db = Basalt.open(storage, o);
+    try {
+      Keyspace ks = db.keyspace("default");
+      Keyspace other = db.createKeyspace("other");
+      assertEquals(0, ks.approximateItemCount());
+      assertThrows(UnsupportedOperationException.class, ks::itemCount);
+      for (int i = 0; i < 300; i++) ks.put(b("k" + i), b("v"));
+      for (int i = 0; i < 50; i++) ks.put(b("k" + i), b("again")); // the same cache: no overcount
+      other.put(b("x"), b("v"));
+      assertEquals(300, ks.approximateItemCount());
+      assertEquals(1, other.approximateItemCount());
+      db.flush();
+      assertEquals(300, ks.approximateItemCount());
+      WriteBatch deletes = new WriteBatch();
+      for (int i = 0; i < 40; i++) deletes.delete(ks, b("k" + i));
+      db.write(deletes);
+      assertEquals(260, ks.approximateItemCount(), "tombstones over flushed puts");
+      db.close();
+      db = Basalt.open(storage, o); // the write cache comes back from the WAL
+      ks = db.keyspace("default");
+      assertEquals(260, ks.approximateItemCount(), "after the replay");
+      db.flush();
+      assertEquals(260, ks.approximateItemCount(), "tombstones in the key index");
+      assertEquals(260, scanCount(ks));
+      assertEquals(1, db.keyspace("other").approximateItemCount());
+    } finally {
+      db.close();
+    }
+  }
+
+  @Test
+  void anInMemoryStore_countsApproximatelyAndExactly_withoutLookups_andAfterARestore(
+      @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+    Set<String> live = new HashSet<>();
+    try (Basalt db = Basalt.openInMemory(Options.defaults())) {
+      Keyspace ks = db.keyspace("default");
+      randomWrites(db, ks, live, new Random(5), 2000, 300);
+      assertEquals(live.size(), ks.approximateItemCount(), "nothing below the cache: exact");
+      db.backup(dir.resolve("b"));
+    }
+    try (Basalt db = Basalt.openInMemory(Options.defaults(), dir.resolve("b"))) {
+      Keyspace ks = db.keyspace("default");
+      assertEquals(live.size(), ks.approximateItemCount(), "restored");
+      ks.put(b("new key"), b("v"));
+      assertEquals(live.size() + 1, ks.approximateItemCount());
+    }
+  }
 }

@@ -17,9 +17,10 @@ import java.util.TreeMap;
  * kafka-streams.md): {@link #DEFAULT_MEMORY_QUOTA} of memory for all the stores of an instance;
  * {@link SyncMode#NONE}, since every store's data is in its changelog topic (a process crash loses
  * nothing; a power loss is recovered from the changelog, as with Kafka's RocksDB store, which has
- * no write-ahead log at all); restore batches over {@link #DEFAULT_WAL_SKIP_BYTES} skip the log;
- * exact item counts, for {@code approximateNumEntries}; no checkpoints kept (a store is rebuilt
- * from its changelog, not rolled back), so dropped stores and segments free their space at once.
+ * no write-ahead log at all); restore batches over {@link #DEFAULT_WAL_SKIP_BYTES} skip the log; no
+ * exact item counts ({@code approximateNumEntries} is an estimate, as RocksDB's is, and costs
+ * writes nothing); no checkpoints kept (a store is rebuilt from its changelog, not rolled back), so
+ * dropped stores and segments free their space at once.
  *
  * <p>Thread-safety: immutable.
  */
@@ -68,7 +69,7 @@ public final class BasaltConfig {
             .memoryQuota(DEFAULT_MEMORY_QUOTA)
             .syncMode(SyncMode.NONE)
             .walSkipBytes(DEFAULT_WAL_SKIP_BYTES)
-            .exactItemCounts(true)
+            .exactItemCounts(false)
             .checkpointRetentionMillis(0)
             .jmx(false);
     Path dir = null;

@@ -249,10 +249,7 @@ public class BasaltKeyValueStore extends BasaltStateStore implements KeyValueSto
   public long approximateNumEntries() {
     Keyspace k = ks();
     try {
-      return k.itemCount();
-    } catch (UnsupportedOperationException e) {
-      // basalt.exactItemCounts=false: no count is kept (docs/kafka-streams.md).
-      return 0;
+      return k.approximateItemCount(); // exact with basalt.exactItemCounts=true
     } catch (BasaltException e) {
       throw failed("counting the entries of", e);
     }

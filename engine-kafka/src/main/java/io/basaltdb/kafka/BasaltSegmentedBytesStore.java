@@ -108,16 +108,17 @@ class BasaltSegmentedBytesStore extends BasaltStateStore {
     return this instanceof BasaltSessionStore ? "basalt-session" : "basalt-window";
   }
 
-  /** The keys of every live segment, counted exactly; 0 without {@code basalt.exactItemCounts}. */
+  /**
+   * The keys of every live segment, estimated ({@link Keyspace#approximateItemCount}; exact with
+   * {@code basalt.exactItemCounts=true}).
+   */
   @Override
   long keyCount() {
     checkOpen();
     long n = 0;
     for (Keyspace k : segments.values()) {
       try {
-        n += k.itemCount();
-      } catch (UnsupportedOperationException noCounts) {
-        return 0;
+        n += k.approximateItemCount();
       } catch (ClosedException dropped) {
         // expired and dropped since the values were listed
       }

@@ -18,6 +18,7 @@ import io.basaltdb.internal.engine.version.Checkpoints;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.ItemCounter;
+import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.version.Manifest;
 import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.engine.version.VersionSet;
@@ -25,6 +26,7 @@ import io.basaltdb.internal.engine.version.Versions;
 import io.basaltdb.internal.engine.write.CommitPipeline;
 import io.basaltdb.internal.engine.writecache.Batch;
 import io.basaltdb.internal.memory.MemoryQuota;
+import io.basaltdb.internal.sstable.TableInfo;
 import io.basaltdb.internal.storage.Storage;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -283,6 +285,35 @@ public final class Engine implements AutoCloseable {
       return items.count(ks);
     } finally {
       versions.applyLock.unlock();
+    }
+  }
+
+  /**
+   * Keyspace {@code ks}'s live keys, estimated with no key lookup: the exact count with {@link
+   * io.basaltdb.Options#exactItemCounts}; else, as RocksDB's {@code rocksdb.estimate-num-keys}
+   * estimates, each key index table's records less twice its tombstones (a tombstone presumably
+   * deletes a put counted somewhere below), plus what the write caches add ({@link
+   * io.basaltdb.internal.engine.writecache.WriteCache#netKeys}), at least 0. A put counts as a new
+   * key and a tombstone as the delete of a live one until a merge meets the key's versions (or the
+   * bottom level drops the tombstone); so the estimate runs high after overwrites and low after
+   * deletes of absent keys, or of keys whose put a merge above the bottom already met. It is exact
+   * for a keyspace only ever inserted into.
+   */
+  public long approximateItemCount(int ks) {
+    state.checkOpen();
+    catalog.checkLive(ks);
+    if (versions.items() != null) return itemCount(ks);
+    Version v = versions.acquire();
+    try {
+      long n = v.active.netKeys(ks);
+      if (v.immutable != null) n += v.immutable.netKeys(ks);
+      for (KeyspaceFiles.Table t : v.files(ks).tables) {
+        TableInfo info = t.reader().info();
+        n += info.entryCount() - 2 * info.tombstones();
+      }
+      return Math.max(0, n);
+    } finally {
+      v.release();
     }
   }
 

@@ -119,7 +119,8 @@ final class StoreOpener {
     }
     long chunk = chunkSize(options.memoryQuota());
     Versions versions =
-        new Versions("memory-store", quota, chunk, options.maxValueSize(), java.util.Map.of());
+        new Versions(
+            "memory-store", quota, chunk, options.maxValueSize(), false, java.util.Map.of());
     MemoryBackups.Loaded loaded = null;
     if (m != null) {
       try {
@@ -127,6 +128,8 @@ final class StoreOpener {
             MemoryBackups.load(
                 backup, opened, versions.current().active.list, options.backupThreads(), bottomUp);
         versions.current().active.loaded(loaded.bytes(), loaded.maxSeqno());
+        for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet())
+          versions.current().active.setNetKeys(e.getKey(), e.getValue());
         versions.publish(Math.max(m.seqno(), loaded.maxSeqno()));
       } catch (RuntimeException | Error e) {
         try {
@@ -217,6 +220,7 @@ final class StoreOpener {
               writeMemory,
               chunkSize(options.writeCacheSize()),
               options.maxValueSize(),
+              true,
               st.files);
       undo.push(versions::close);
       versions.publish(st.manifest.flushedSeqno());

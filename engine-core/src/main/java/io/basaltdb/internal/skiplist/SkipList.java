@@ -163,7 +163,7 @@ public final class SkipList implements AutoCloseable {
           allocateNode(
               key, koff, klen, value, voff, vlen,
               height); // may throw MemoryLimitException: nothing is written then
-      link(w, node, height, key, Mem.ARRAY_BASE + koff, klen, vlen);
+      link(w, node, height, key, Mem.ARRAY_BASE + koff, klen, vlen, -1);
     } finally {
       barrier.exit(s);
     }
@@ -200,23 +200,37 @@ public final class SkipList implements AutoCloseable {
    * out of memory.
    */
   public void putPrepared(long node) {
+    putPrepared(node, -1);
+  }
+
+  /**
+   * As {@link #putPrepared(long)}, and tells what the put superseded: -1 if the key had no live
+   * version, else the superseded version's value byte at {@code probe} (0 to 255; 0 if its value is
+   * shorter, or {@code probe} is negative). A caller that keeps a flag in its values learns, with
+   * no second search, whether the put replaced a version that carried it.
+   */
+  public int putPrepared(long node, int probe) {
     Writer w = writer.get();
     AccessBarrier.Session s = barrier.enter();
+    int superseded;
     try {
       checkOpen();
       // the key is read from the node itself
-      link(
-          w,
-          node,
-          Node.height(node),
-          null,
-          Node.keyAddr(node),
-          Node.keyLen(node),
-          Node.valueLen(node));
+      superseded =
+          link(
+              w,
+              node,
+              Node.height(node),
+              null,
+              Node.keyAddr(node),
+              Node.keyLen(node),
+              Node.valueLen(node),
+              probe);
     } finally {
       barrier.exit(s);
     }
     gc.afterWrite(w);
+    return superseded;
   }
 
   /**
@@ -238,16 +252,24 @@ public final class SkipList implements AutoCloseable {
    * Links {@code node}, whose key is at {@code keyBase + keyOffset}, in a new term. Caller is
    * inside a barrier session.
    */
-  private void link(
-      Writer w, long node, int height, Object keyBase, long keyOffset, int klen, int vlen) {
+  private int link(
+      Writer w,
+      long node,
+      int height,
+      Object keyBase,
+      long keyOffset,
+      int klen,
+      int vlen,
+      int probe) {
     long t = enterTerm(w);
     try {
-      insert(w, node, height, keyBase, keyOffset, klen, t);
+      int superseded = insert(w, node, height, keyBase, keyOffset, klen, t, probe);
       w.count(Writer.NODES, 1);
       w.count(Writer.USER_BYTES, klen + vlen);
       for (int l = 0; l < height; l++) {
         w.count(Writer.LEVELS + l, 1);
       }
+      return superseded;
     } finally {
       w.activeTerm = 0;
     }
@@ -711,7 +733,12 @@ public final class SkipList implements AutoCloseable {
   // ---- internals: insert and remove
   // --------------------------------------------------------------------
 
-  private void insert(Writer w, long node, int height, Object kb, long ko, int kl, long t) {
+  /**
+   * Links {@code node} as its key's newest version; returns what it superseded, as {@link
+   * #putPrepared(long, int)} does.
+   */
+  private int insert(
+      Writer w, long node, int height, Object kb, long ko, int kl, long t, int probe) {
     long[] preds = w.preds;
     long[] succs = w.succs;
     int top = Math.max(topHeight.get(), height);
@@ -742,15 +769,20 @@ public final class SkipList implements AutoCloseable {
       Thread.onSpinWait();
     }
     if (hasVersion && Node.casDead(first, t)) {
-      // superseded a live version
+      // superseded a live version: read it before it can be unlinked (this session keeps it)
+      int was =
+          probe >= 0 && probe < Node.valueLen(first)
+              ? Mem.lpUnsignedByte(null, Node.valueAddr(first) + probe)
+              : 0;
       if (Node.born(first) == t) {
         removeSuperseded(w, first, node, linked, top); // visible to no snapshot: unlink at once
       } else {
         w.addDead(first);
       }
-    } else {
-      w.count(Writer.ITEMS, 1); // no live version before: a new item
+      return was;
     }
+    w.count(Writer.ITEMS, 1); // no live version before: a new item
+    return -1;
   }
 
   /**

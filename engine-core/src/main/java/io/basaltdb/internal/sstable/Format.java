@@ -20,10 +20,15 @@ final class Format {
    * #FLAG_VARINT_HINT}). 3: a record may carry {@link #FLAG_OLDER_REPORTED}. 4: {@link
    * #FLAG_SEQNO_IN_KEY} and {@link #FLAG_NO_HINT}. 5: {@link #FLAG_EXPIRES} and the meta block's
    * expiry histogram, written only by a table that holds a record with an expiry (every other table
-   * is still written as 4, which earlier builds read). This build reads versions {@link
-   * #OLDEST_READABLE_VERSION} to 5 and refuses any other.
+   * is still written as 4, which earlier builds read). 6: the meta block's tombstone count (what an
+   * approximate key count subtracts), written only by a table that holds a tombstone (every other
+   * table is still written as 4 or 5). This build reads versions {@link #OLDEST_READABLE_VERSION}
+   * to 6 and refuses any other.
    */
-  static final int FORMAT_VERSION = 5;
+  static final int FORMAT_VERSION = 6;
+
+  /** The version of a table with an expiring record and no tombstone. */
+  static final int VERSION_WITH_EXPIRY = 5;
 
   /** The version of a table without an expiring record. */
   static final int VERSION_WITHOUT_EXPIRY = 4;

@@ -6,31 +6,53 @@ import java.util.Arrays;
 /**
  * The meta block: the table's smallest and largest keys, which the index does not hold exactly (its
  * separators may be shortened). Contents: {@code varint len | smallest key | varint len | largest
- * key}, then, in a version-5 table, its {@link ExpiryHistogram}; nothing after. An empty table
- * stores two empty keys (the footer's entry count of 0 says they are absent, since the empty key is
- * a valid key).
+ * key}, then, in a version-5 table, its {@link ExpiryHistogram}; in a version-6 table {@code varint
+ * tombstones | byte 0 or 1 | the histogram if 1}; nothing after. An empty table stores two empty
+ * keys (the footer's entry count of 0 says they are absent, since the empty key is a valid key).
  *
  * <p>Thread-safety: stateless.
  */
 final class MetaBlock {
   private MetaBlock() {}
 
-  /** {@code expiry}: the histogram of a version-5 table, or null. */
-  static void encode(Output out, byte[] smallest, byte[] largest, ExpiryHistogram expiry) {
+  /**
+   * {@code expiry}: the table's histogram, or null; {@code version}: the table's ({@link
+   * #versionOf}), which says whether the tombstone count is written.
+   */
+  static void encode(
+      Output out,
+      byte[] smallest,
+      byte[] largest,
+      ExpiryHistogram expiry,
+      long tombstones,
+      int version) {
     byte[] s = smallest == null ? new byte[0] : smallest;
     byte[] l = largest == null ? new byte[0] : largest;
     out.putVarint(s.length);
     out.putBytes(s, 0, s.length);
     out.putVarint(l.length);
     out.putBytes(l, 0, l.length);
+    if (version >= Format.FORMAT_VERSION) {
+      out.putVarint(tombstones);
+      out.putByte(expiry == null ? 0 : 1);
+    }
     if (expiry != null) expiry.encode(out);
   }
 
   /**
-   * A decoded meta block: the keys and the expiry histogram ({@link ExpiryHistogram#NONE} before
-   * version 5).
+   * The version a table is written in: the oldest that holds what it has, so a table without
+   * tombstones or expiries stays readable by version-4 builds.
    */
-  record Meta(byte[] smallest, byte[] largest, ExpiryHistogram expiry) {}
+  static int versionOf(long tombstones, boolean expiring) {
+    if (tombstones > 0) return Format.FORMAT_VERSION;
+    return expiring ? Format.VERSION_WITH_EXPIRY : Format.VERSION_WITHOUT_EXPIRY;
+  }
+
+  /**
+   * A decoded meta block: the keys, the expiry histogram ({@link ExpiryHistogram#NONE} before
+   * version 5) and the tombstone counts (0 before version 6, whose writers did not count them).
+   */
+  record Meta(byte[] smallest, byte[] largest, ExpiryHistogram expiry, long tombstones) {}
 
   /**
    * Returns the keys (and a version-5 table's histogram) decoded from verified contents {@code b[0,
@@ -40,15 +62,37 @@ final class MetaBlock {
     int[] pos = {0};
     byte[] smallest = readKey(b, end, pos, fileOffset, file);
     byte[] largest = readKey(b, end, pos, fileOffset, file);
+    long tombstones = 0;
+    boolean histogram = version == Format.VERSION_WITH_EXPIRY;
+    if (version >= Format.FORMAT_VERSION) {
+      tombstones = readVarint(b, end, pos, fileOffset, file, "tombstone count");
+      if (pos[0] >= end || (b[pos[0]] & 0xFF) > 1)
+        throw new CorruptionException(
+            file, fileOffset + pos[0], "bad histogram marker in the meta block");
+      histogram = b[pos[0]++] == 1;
+    }
     ExpiryHistogram expiry =
-        version >= Format.FORMAT_VERSION
-            ? ExpiryHistogram.decode(b, end, pos, fileOffset, file)
-            : ExpiryHistogram.NONE;
+        histogram ? ExpiryHistogram.decode(b, end, pos, fileOffset, file) : ExpiryHistogram.NONE;
     if (pos[0] != end) {
       throw new CorruptionException(
           file, fileOffset + pos[0], (end - pos[0]) + " stray bytes in the meta block");
     }
-    return new Meta(smallest, largest, expiry);
+    return new Meta(smallest, largest, expiry, tombstones);
+  }
+
+  private static long readVarint(
+      byte[] b, int end, int[] pos, long fileOffset, String file, String what) {
+    int p = pos[0];
+    long v = 0;
+    for (int shift = 0; ; shift += 7) {
+      if (p >= end || shift > 56)
+        throw new CorruptionException(file, fileOffset + p, "bad " + what + " in meta block");
+      byte x = b[p++];
+      v |= (long) (x & 0x7F) << shift;
+      if (x >= 0) break;
+    }
+    pos[0] = p;
+    return v;
   }
 
   private static byte[] readKey(byte[] b, int end, int[] pos, long fileOffset, String file) {

@@ -15,6 +15,7 @@ import java.util.HexFormat;
  * @param largestKey last key, or null for an empty table
  * @param minSeqno smallest seqno of any record; 0 for an empty table
  * @param maxSeqno largest seqno of any record; 0 for an empty table
+ * @param tombstones records that are tombstones (0 in a table written before format version 6)
  */
 public record TableInfo(
     long fileSize,
@@ -22,7 +23,8 @@ public record TableInfo(
     byte[] smallestKey,
     byte[] largestKey,
     long minSeqno,
-    long maxSeqno) {
+    long maxSeqno,
+    long tombstones) {
 
   @Override
   public String toString() {
@@ -38,7 +40,9 @@ public record TableInfo(
         + minSeqno
         + ", "
         + maxSeqno
-        + "]}";
+        + "], tombstones="
+        + tombstones
+        + "}";
   }
 
   private static String hex(byte[] k) {

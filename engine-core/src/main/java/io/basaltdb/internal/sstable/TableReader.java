@@ -144,7 +144,7 @@ public final class TableReader implements AutoCloseable {
             description,
             f.version());
     expiry = meta.expiry();
-    info = checkedInfo(f, size, meta.smallest(), meta.largest(), seps);
+    info = checkedInfo(f, size, meta, seps);
     if (cache == null) {
       heapIndex = BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX);
       heapFilter =
@@ -320,8 +320,8 @@ public final class TableReader implements AutoCloseable {
     }
   }
 
-  private TableInfo checkedInfo(
-      Footer f, long size, byte[] smallest, byte[] largest, List<byte[]> separators) {
+  private TableInfo checkedInfo(Footer f, long size, MetaBlock.Meta meta, List<byte[]> separators) {
+    byte[] smallest = meta.smallest(), largest = meta.largest();
     int n = separators.size();
     if ((f.entryCount() == 0) != (n == 0) || f.entryCount() < n) {
       throw new CorruptionException(
@@ -329,13 +329,20 @@ public final class TableReader implements AutoCloseable {
           size - Format.FOOTER_SIZE + Format.FOOTER_ENTRY_COUNT_OFFSET,
           "entry count " + f.entryCount() + " does not fit " + n + " data blocks");
     }
-    if (n == 0) return new TableInfo(size, 0, null, null, 0, 0);
+    if (n == 0) return new TableInfo(size, 0, null, null, 0, 0, 0);
+    if (meta.tombstones() > f.entryCount()) {
+      throw new CorruptionException(
+          description,
+          f.metaOffset(),
+          meta.tombstones() + " tombstones in a table of " + f.entryCount() + " records");
+    }
     if (KeyRecord.compareKeys(smallest, separators.get(0)) > 0
         || !Arrays.equals(largest, separators.get(n - 1))) {
       throw new CorruptionException(
           description, f.metaOffset(), "smallest or largest key disagrees with the index");
     }
-    return new TableInfo(size, f.entryCount(), smallest, largest, f.minSeqno(), f.maxSeqno());
+    return new TableInfo(
+        size, f.entryCount(), smallest, largest, f.minSeqno(), f.maxSeqno(), meta.tombstones());
   }
 
   /**

@@ -36,6 +36,7 @@ public final class TableWriter {
   private byte[] smallestKey;
   private byte[] lastKey;
   private long entryCount;
+  private long tombstones;
   private long minSeqno = Long.MAX_VALUE;
   private long maxSeqno = Long.MIN_VALUE;
 
@@ -131,6 +132,7 @@ public final class TableWriter {
     }
     data.addRecord(k, seqno, docSize, tombstone, hint, olderReported, expiry);
     docBytes += docSize;
+    if (tombstone) tombstones++;
     if (expiry != 0) {
       if (expiring == expiries.length) {
         expiries = Arrays.copyOf(expiries, Math.max(16, expiring * 2));
@@ -183,7 +185,8 @@ public final class TableWriter {
     Output meta = new Output(64);
     ExpiryHistogram histogram =
         expiring == 0 ? null : ExpiryHistogram.build(expiries, expiringSizes, expiring, docBytes);
-    MetaBlock.encode(meta, smallestKey, lastKey, histogram);
+    int version = MetaBlock.versionOf(tombstones, histogram != null);
+    MetaBlock.encode(meta, smallestKey, lastKey, histogram, tombstones, version);
     long metaOffset = offset;
     int metaSize = meta.size();
     writeBlock(meta);
@@ -203,12 +206,12 @@ public final class TableWriter {
             entryCount,
             empty ? 0 : minSeqno,
             empty ? 0 : maxSeqno,
-            histogram == null ? Format.VERSION_WITHOUT_EXPIRY : Format.FORMAT_VERSION);
+            version);
     file.write(offset, ByteBuffer.wrap(footer.encode()));
     offset += Format.FOOTER_SIZE;
     file.sync();
     return new TableInfo(
-        offset, entryCount, smallestKey, lastKey, footer.minSeqno(), footer.maxSeqno());
+        offset, entryCount, smallestKey, lastKey, footer.minSeqno(), footer.maxSeqno(), tombstones);
   }
 
   private void flushDataBlock() {

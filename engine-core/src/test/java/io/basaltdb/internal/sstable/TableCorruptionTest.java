@@ -132,7 +132,7 @@ class TableCorruptionTest {
     int dataSize = Integer.MAX_VALUE - 2;
     long metaOffset = (long) dataSize + Format.TRAILER_SIZE;
     Output meta = new Output(16);
-    MetaBlock.encode(meta, new byte[] {1}, new byte[] {1}, null);
+    MetaBlock.encode(meta, new byte[] {1}, new byte[] {1}, null, 0, Format.VERSION_WITHOUT_EXPIRY);
     BlockBuilder index = new BlockBuilder(1, 16);
     index.addHandle(new byte[] {1}, 0, dataSize);
     Output idx = index.finish();

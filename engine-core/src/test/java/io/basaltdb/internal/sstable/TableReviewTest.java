@@ -184,7 +184,7 @@ class TableReviewTest {
     }
     long metaOffset = out.size();
     Output meta = new Output(16);
-    MetaBlock.encode(meta, first, last, null);
+    MetaBlock.encode(meta, first, last, null, 0, Format.VERSION_WITHOUT_EXPIRY);
     out.writeBytes(withTrailer(meta));
     long indexOffset = out.size();
     Output idx = index.finish();

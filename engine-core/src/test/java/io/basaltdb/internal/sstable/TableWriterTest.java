@@ -69,6 +69,42 @@ class TableWriterTest {
     }
   }
 
+  /**
+   * Format 6: a table with a tombstone counts them in its meta block (what the approximate key
+   * count subtracts) and says version 6; one without stays version 4, which earlier builds read.
+   */
+  @Test
+  void tombstones_areCounted_andOnlyATableWithOneIsVersion6() {
+    StorageFile f = TableModel.newFile();
+    TableWriter w = new TableWriter(f, TableOptions.defaults());
+    int tombstones = 0;
+    for (int i = 0; i < 2000; i++) {
+      boolean t = i % 7 == 3;
+      if (t) tombstones++;
+      w.add(String.format("k%06d", i).getBytes(UTF_8), i, 10, t, i);
+    }
+    assertEquals(tombstones, w.finish().tombstones());
+    assertEquals(6, footerVersion(f));
+    try (TableReader r = TableReader.open(f, "t.sst")) {
+      assertEquals(tombstones, r.info().tombstones());
+      assertEquals(2000, r.info().entryCount());
+    }
+    StorageFile plain = TableModel.newFile();
+    TableWriter p = new TableWriter(plain, TableOptions.defaults());
+    p.add(b("a"), 1, 1, false, 1);
+    assertEquals(0, p.finish().tombstones());
+    assertEquals(4, footerVersion(plain));
+    try (TableReader r = TableReader.open(plain, "p.sst")) {
+      assertEquals(0, r.info().tombstones());
+    }
+  }
+
+  private static int footerVersion(StorageFile f) {
+    java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(Format.FOOTER_SIZE);
+    f.read(f.size() - Format.FOOTER_SIZE, b);
+    return Format.getIntLE(b.array(), Format.FOOTER_VERSION_OFFSET);
+  }
+
   @Test
   void add_refusesBadArguments() {
     TableWriter w = new TableWriter(TableModel.newFile(), TableOptions.defaults());

@@ -29,9 +29,9 @@ import org.apache.kafka.streams.kstream.Produced;
  * recordsPerSec=.. p50Micros=.. p99Micros=.. p999Micros=..}, after a warm-up of a tenth of the
  * records.
  *
- * <p>Arguments: engine ({@code basalt}, {@code basalt-nocount} for Basalt with {@code
- * basalt.exactItemCounts=false}, {@code rocksdb}, {@code rocksdb-bounded}), workload, keys,
- * records, record cache bytes (0: off), state directory, Basalt's memory quota in MiB.
+ * <p>Arguments: engine ({@code basalt}, {@code basalt-exact} for Basalt with {@code
+ * basalt.exactItemCounts=true}, {@code rocksdb}, {@code rocksdb-bounded}), workload, keys, records,
+ * record cache bytes (0: off), state directory, Basalt's memory quota in MiB.
  */
 public final class ProcessBench {
   private ProcessBench() {}
@@ -66,7 +66,7 @@ public final class ProcessBench {
     if (engine.startsWith("basalt")) {
       p.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, BasaltDslStoreSuppliers.class);
       p.put("basalt.memoryQuota", String.valueOf(quotaMiB << 20));
-      if (engine.equals("basalt-nocount")) p.put("basalt.exactItemCounts", "false");
+      if (engine.equals("basalt-exact")) p.put("basalt.exactItemCounts", "true");
       for (String name : System.getProperties().stringPropertyNames()) {
         if (name.startsWith("basalt.")) p.put(name, System.getProperty(name));
       }

@@ -28,8 +28,8 @@ import org.apache.kafka.test.InternalMockProcessorContext;
  * every put. Prints one line: {@code engine=.. batch=.. records=.. restoreSeconds=..
  * restoreRecordsPerSec=.. puts=.. putP50Micros=.. putP99Micros=.. putP999Micros=..}.
  *
- * <p>Arguments: engine ({@code basalt}, {@code basalt-nocount} for Basalt with {@code
- * basalt.exactItemCounts=false}, {@code rocksdb} for Kafka's default RocksDB store, {@code
+ * <p>Arguments: engine ({@code basalt}, {@code basalt-exact} for Basalt with {@code
+ * basalt.exactItemCounts=true}, {@code rocksdb} for Kafka's default RocksDB store, {@code
  * rocksdb-bounded} for it with {@link BoundedMemoryRocksDBConfig}), records, batch size, seconds of
  * puts after, state directory, Basalt's memory quota in MiB. System properties {@code basalt.*} are
  * passed to the store as Streams configs.
@@ -53,7 +53,7 @@ public final class RestoreBench {
     for (String name : System.getProperties().stringPropertyNames()) {
       if (name.startsWith("basalt.")) p.put(name, System.getProperty(name)); // Basalt's settings
     }
-    if (engine.equals("basalt-nocount")) p.put("basalt.exactItemCounts", "false");
+    if (engine.equals("basalt-exact")) p.put("basalt.exactItemCounts", "true");
     if (engine.equals("rocksdb-bounded")) {
       p.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, BoundedMemoryRocksDBConfig.class);
     }

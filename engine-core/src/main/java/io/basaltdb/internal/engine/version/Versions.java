@@ -100,13 +100,18 @@ public final class Versions {
   /** Set by close; volatile: a reader that cannot retain the current version checks it. */
   private volatile boolean closed;
 
+  /** Whether versions lie below the write caches (the disk store; {@link WriteCache#netKeys}). */
+  private final boolean layered;
+
   public Versions(
       String name,
       MemoryQuota quota,
       long chunkSize,
       int maxValueSize,
+      boolean layered,
       Map<Integer, KeyspaceFiles> files) {
     this.name = name;
+    this.layered = layered;
     this.quota = quota;
     this.chunkSize = chunkSize;
     this.maxValueSize = maxValueSize;
@@ -151,6 +156,7 @@ public final class Versions {
             quota,
             chunkSize,
             maxValueSize,
+            layered,
             () -> liveWriteCaches.remove(self[0]));
     liveWriteCaches.add(self[0]);
     return self[0];

@@ -603,7 +603,7 @@ public final class CommitPipeline {
       m.discardPrepared(node);
       return;
     }
-    m.applyPrepared(node, b.keyLength(i), b.firstSeqno + i, b.valueLength(i));
+    m.applyPrepared(node, b.keyspaces[i], b.keyLength(i), b.firstSeqno + i, b.valueLength(i));
     if (b.types[i] != Batch.PUT) stats.deletes.increment();
     else stats.puts.increment();
   }
@@ -655,7 +655,7 @@ public final class CommitPipeline {
               seqno,
               w,
               b.expiry(i));
-      m.applyPrepared(node, b.keyLength(i), seqno, b.valueLength(i));
+      m.applyPrepared(node, b.keyspaces[i], b.keyLength(i), seqno, b.valueLength(i));
       if (delete) stats.deletes.increment();
       else stats.puts.increment();
     }

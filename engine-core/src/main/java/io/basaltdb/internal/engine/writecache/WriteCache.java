@@ -5,6 +5,7 @@ import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.skiplist.SkipList;
 import io.basaltdb.internal.skiplist.SkipListConfig;
 import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -139,8 +140,15 @@ public final class WriteCache {
    *     head; nothing is allocated then
    */
   public WriteCache(
-      long id, String name, MemoryQuota quota, long chunkSize, int maxValueSize, Runnable onFree) {
+      long id,
+      String name,
+      MemoryQuota quota,
+      long chunkSize,
+      int maxValueSize,
+      boolean layered,
+      Runnable onFree) {
     this.id = id;
+    this.layered = layered;
     this.onFree = onFree;
     this.allocator = new SlabAllocator(name + "-" + id, quota, chunkSize);
     try {
@@ -401,14 +409,64 @@ public final class WriteCache {
   private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
 
   /**
-   * Applies an operation from {@link #prepare} of a key and value of those lengths, {@code seqno};
-   * allocates nothing.
+   * Applies an operation from {@link #prepare} of a key of keyspace {@code keyspace} and value of
+   * those lengths (-1: a tombstone), {@code seqno}; allocates nothing. Counts it in {@link
+   * #netKeys}. Leader (or recovery) only.
    */
-  public void applyPrepared(long node, int keyLength, long seqno, int valueLength) {
-    list.putPrepared(node);
+  public void applyPrepared(long node, int keyspace, int keyLength, long seqno, int valueLength) {
+    int was = list.putPrepared(node, FLAGS_AT);
     bytes.addAndGet(accounted(keyLength, valueLength));
     if (seqno > maxSeqno) maxSeqno = seqno;
+    long delta = weight(valueLength >= 0);
+    if (was >= 0) delta -= weight((was & TOMBSTONE) == 0); // the entry it replaced
+    if (delta != 0) netCounter(keyspace).addAndGet(delta);
   }
+
+  /** What a key's newest entry adds to {@link #netKeys}. */
+  private long weight(boolean put) {
+    return put ? 1 : layered ? -1 : 0;
+  }
+
+  /** Where an entry's flags are ({@link #TOMBSTONE}). */
+  private static final int FLAGS_AT = 8;
+
+  /**
+   * What this cache adds to keyspace {@code keyspace}'s key count, estimated without a lookup: each
+   * key it holds counts +1 if its newest entry is a put; a tombstone -1 if the store has versions
+   * below the cache (it presumably deletes one) and 0 in the in-memory store (exact there). So it
+   * counts what the flush of the cache will add to the key index's estimate ({@link
+   * io.basaltdb.internal.sstable.TableInfo}): a put over a key that exists below is +1 too until a
+   * merge meets both versions, as in RocksDB's estimate. Read racily: approximate.
+   */
+  public long netKeys(int keyspace) {
+    AtomicLong c = netKeys.get(keyspace);
+    return c == null ? 0 : c.get();
+  }
+
+  /** Sets what this cache adds to a keyspace's count: the in-memory store's restore. */
+  public void setNetKeys(int keyspace, long n) {
+    netCounter(keyspace).set(n);
+  }
+
+  private AtomicLong netCounter(int keyspace) {
+    if (keyspace == lastKeyspace && lastCounter != null) return lastCounter;
+    AtomicLong c = netKeys.computeIfAbsent(keyspace, k -> new AtomicLong());
+    lastKeyspace = keyspace;
+    lastCounter = c;
+    return c;
+  }
+
+  /**
+   * {@link #netKeys} by keyspace; the counters are added by the leader, read by anyone. Its last
+   * keyspace and counter are cached for the leader: a batch mostly writes one keyspace.
+   */
+  private final ConcurrentHashMap<Integer, AtomicLong> netKeys = new ConcurrentHashMap<>();
+
+  private int lastKeyspace = -1;
+  private AtomicLong lastCounter;
+
+  /** Whether the store keeps versions below this cache (the disk store), which tombstones hide. */
+  private final boolean layered;
 
   /**
    * What {@link #bytes()} counts for an entry of a user key and value of these lengths (-1: a
@@ -514,6 +572,8 @@ public final class WriteCache {
 
   /** Removes every key of a keyspace (the in-memory engine's drop). */
   public void removeKeyspace(int keyspace) {
+    netKeys.remove(keyspace);
+    lastCounter = null;
     byte[] from = storeKey(keyspace, new byte[0]);
     try (io.basaltdb.internal.skiplist.Snapshot s = list.snapshot();
         io.basaltdb.internal.skiplist.SnapshotIterator it = s.iterator()) {
