@@ -188,6 +188,17 @@ public final class Basalt implements AutoCloseable {
     return new Stats(engine.stats());
   }
 
+  /**
+   * Writes the WAL records {@link Options#walBufferBytes} holds back (one write call), so every
+   * write acknowledged before the call survives a process crash (and, under {@link SyncMode#NONE},
+   * not a power loss). Without a WAL buffer, and on an in-memory store, it does nothing.
+   *
+   * @throws StorageException if the write fails; the store then fails, as after any WAL error
+   */
+  public void flushWal() {
+    engine.flushWal();
+  }
+
   /** Flushes the write cache to the log segments and key index now and waits (disk stores only). */
   public void flush() {
     engine.flush();

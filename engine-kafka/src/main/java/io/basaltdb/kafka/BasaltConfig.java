@@ -17,10 +17,11 @@ import java.util.TreeMap;
  * kafka-streams.md): {@link #DEFAULT_MEMORY_QUOTA} of memory for all the stores of an instance;
  * {@link SyncMode#NONE}, since every store's data is in its changelog topic (a process crash loses
  * nothing; a power loss is recovered from the changelog, as with Kafka's RocksDB store, which has
- * no write-ahead log at all); restore batches over {@link #DEFAULT_WAL_SKIP_BYTES} skip the log; no
- * exact item counts ({@code approximateNumEntries} is an estimate, as RocksDB's is, and costs
- * writes nothing); no checkpoints kept (a store is rebuilt from its changelog, not rolled back), so
- * dropped stores and segments free their space at once.
+ * no write-ahead log at all); writes wait in a WAL buffer of {@link #DEFAULT_WAL_BUFFER_BYTES}
+ * until the next commit, which writes them out; restore batches over {@link
+ * #DEFAULT_WAL_SKIP_BYTES} skip the log; no exact item counts ({@code approximateNumEntries} is an
+ * estimate, as RocksDB's is, and costs writes nothing); no checkpoints kept (a store is rebuilt
+ * from its changelog, not rolled back), so dropped stores and segments free their space at once.
  *
  * <p>Thread-safety: immutable.
  */
@@ -36,6 +37,12 @@ public final class BasaltConfig {
 
   /** Memory for every store of an application instance together, unless basalt.memoryQuota says. */
   public static final long DEFAULT_MEMORY_QUOTA = 256L << 20;
+
+  /**
+   * Bytes of writes the write-ahead log buffers between commits ({@link Options#walBufferBytes}):
+   * each store's commit writes them out, so a put costs no system call.
+   */
+  public static final long DEFAULT_WAL_BUFFER_BYTES = 1L << 20;
 
   /** A restore or putAll batch at least this large skips the write-ahead log. */
   public static final long DEFAULT_WAL_SKIP_BYTES = 512L << 10;
@@ -69,6 +76,7 @@ public final class BasaltConfig {
             .memoryQuota(DEFAULT_MEMORY_QUOTA)
             .syncMode(SyncMode.NONE)
             .walSkipBytes(DEFAULT_WAL_SKIP_BYTES)
+            .walBufferBytes(DEFAULT_WAL_BUFFER_BYTES)
             .exactItemCounts(false)
             .checkpointRetentionMillis(0)
             .jmx(false);

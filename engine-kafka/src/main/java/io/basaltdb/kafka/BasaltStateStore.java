@@ -34,10 +34,12 @@ import org.slf4j.LoggerFactory;
  *       directory was wiped, and under exactly-once reports a store left open by an unclean
  *       shutdown as corrupted, as Kafka's RocksDB store does: Streams then wipes the task and
  *       restores it from the changelog.
- *   <li>{@link #commit}: the changelog offsets and the IQ position, one atomic write. Data writes
- *       are applied in order before it (one write-ahead log), so a state recovered after a crash
- *       that holds an offset holds every write made before its commit. No fsync: the changelog
- *       covers a power loss, and the exactly-once status check detects it.
+ *   <li>{@link #commit}: the changelog offsets and the IQ position, one atomic write, then {@link
+ *       io.basaltdb.Basalt#flushWal}: writes between commits wait in the WAL buffer ({@code
+ *       basalt.walBufferBytes}) and the commit writes them out with one call. Writes are logged in
+ *       order (one write-ahead log), so a state recovered after a process crash holds every write
+ *       up to some point: the last commit's at least, and its offsets with them. No fsync: the
+ *       changelog covers a power loss, and the exactly-once status check detects it.
  *   <li>{@link #close}: idempotent; closes the store's open iterators, marks it closed, gives the
  *       shared Basalt back.
  * </ul>
@@ -146,6 +148,7 @@ public abstract class BasaltStateStore implements StateStore {
       }
       open(s, o);
       StoreState.markOpen(meta, o, true);
+      s.db().flushWal(); // the open status survives a crash before the first commit
       byte[] p = StoreState.position(meta, o);
       position =
           p == null ? Position.emptyPosition() : PositionSerde.deserialize(ByteBuffer.wrap(p));
@@ -209,6 +212,7 @@ public abstract class BasaltStateStore implements StateStore {
     try {
       StoreState.commit(batch, s.meta(), owner, changelogOffsets, p);
       s.db().write(batch);
+      s.db().flushWal(); // the commit and every write before it now survive a process crash
     } catch (BasaltException e) {
       throw failed("committing", e);
     }
@@ -256,6 +260,7 @@ public abstract class BasaltStateStore implements StateStore {
       metrics = null;
       closeKeyspaces();
       StoreState.markOpen(s.meta(), owner, false);
+      s.db().flushWal();
     } finally {
       s.unclaim(owner);
       s.release();

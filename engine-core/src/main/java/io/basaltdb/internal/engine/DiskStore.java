@@ -108,6 +108,11 @@ final class DiskStore implements Store {
   }
 
   @Override
+  public void flushWal() {
+    writes.flushWal();
+  }
+
+  @Override
   public boolean waitForCompactions(long timeoutMillis) throws InterruptedException {
     long deadline = System.currentTimeMillis() + timeoutMillis;
     while (true) { // garbage collection follows key index compaction, whose discards feed it

@@ -406,6 +406,12 @@ public final class Engine implements AutoCloseable {
     store.flush(pipeline);
   }
 
+  /** See {@code Basalt.flushWal}. */
+  public void flushWal() {
+    state.checkOpen();
+    store.flushWal();
+  }
+
   /** See {@code Basalt.waitForCompactions}. */
   public boolean waitForCompactions(long timeoutMillis) {
     state.checkOpen();

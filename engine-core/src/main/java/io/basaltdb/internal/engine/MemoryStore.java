@@ -205,6 +205,9 @@ final class MemoryStore implements Store, CommitTarget {
   public void flush(CommitPipeline pipeline) {}
 
   @Override
+  public void flushWal() {}
+
+  @Override
   public boolean waitForCompactions(long timeoutMillis) {
     return true;
   }

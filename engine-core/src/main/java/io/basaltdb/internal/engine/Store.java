@@ -24,6 +24,9 @@ interface Store {
   /** Flushes the write cache and waits for it; a no-op without files. */
   void flush(CommitPipeline pipeline);
 
+  /** Writes the WAL records the WAL buffer holds back; a no-op without a WAL. */
+  void flushWal();
+
   /** Waits until compaction is idle; true at once without files. */
   boolean waitForCompactions(long timeoutMillis) throws InterruptedException;
 

@@ -192,8 +192,16 @@ public final class CommitLog implements AutoCloseable {
     return number;
   }
 
-  /** Writes the group's records with one write; returns bytes written. Fsyncs if {@code sync}. */
+  /**
+   * Writes the group's records with one write, or, while the buffer holds fewer than {@code
+   * bufferBytes} ({@link io.basaltdb.Options#walBufferBytes}) and no sync is asked for, leaves them
+   * buffered; returns bytes written. Fsyncs if {@code sync}.
+   */
   synchronized long append(List<Batch> group, boolean sync) {
+    return append(group, sync, 0);
+  }
+
+  synchronized long append(List<Batch> group, boolean sync, long bufferBytes) {
     long before = writer.offset();
     for (int i = 0; i < group.size(); i++) { // indexed: a group's logging allocates nothing
       Batch b = group.get(i);
@@ -201,7 +209,7 @@ public final class CommitLog implements AutoCloseable {
       b.flags = (byte) ((i == 0 ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
       writer.add(b.encodedSize(), b); // encoded in place: no buffer, no copy per batch
     }
-    long end = writer.flush();
+    long end = sync || writer.pending() >= bufferBytes ? writer.flush() : before;
     unsynced += end - before;
     for (int i = 0; i < group.size(); i++) {
       Batch b = group.get(i);
@@ -211,10 +219,19 @@ public final class CommitLog implements AutoCloseable {
     return end - before;
   }
 
+  /** Writes the records the buffer holds ({@link #append}); returns bytes written. Any thread. */
+  synchronized long writeBuffered() {
+    long before = writer.offset();
+    long end = writer.flush();
+    unsynced += end - before;
+    return end - before;
+  }
+
   /**
-   * Makes what was appended so far durable. The fsync runs outside the monitor, so the commit
-   * leader goes on appending: a group written meanwhile may or may not be covered, and the next
-   * sync covers it (a periodic sync promises durability within an interval, not of a given group).
+   * Makes what was appended so far durable, buffered records first. The fsync runs outside the
+   * monitor, so the commit leader goes on appending: a group written meanwhile may or may not be
+   * covered, and the next sync covers it (a periodic sync promises durability within an interval,
+   * not of a given group).
    */
   void sync() {
     syncLock.lock();
@@ -222,6 +239,7 @@ public final class CommitLog implements AutoCloseable {
       LogWriter w;
       long pending;
       synchronized (this) {
+        writeBuffered();
         if (unsynced <= 0) return;
         w = writer;
         pending = unsynced;
@@ -238,7 +256,9 @@ public final class CommitLog implements AutoCloseable {
     }
   }
 
+  /** Writes the buffered records, then fsyncs; under the monitor. */
   private void syncLocked() {
+    writer.flush();
     writer.sync();
     unsynced = 0;
   }

@@ -390,7 +390,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
   public void log(List<Batch> group) {
     boolean sync = options.syncMode() == SyncMode.SYNC;
     try {
-      stats.walBytesWritten.add(wal.append(group, sync));
+      stats.walBytesWritten.add(wal.append(group, sync, options.walBufferBytes()));
       if (sync) stats.walSyncs.increment();
     } catch (BasaltException e) {
       state.fail(e);
@@ -400,6 +400,20 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
 
   @Override
   public void applied(WriteCache cache, List<Batch> group) {}
+
+  /**
+   * Writes what the WAL buffer holds ({@link Options#walBufferBytes}); any thread (the WAL's
+   * monitor orders it with the leader's appends). A failure fails the store.
+   */
+  public void flushWal() {
+    state.checkWritable();
+    try {
+      stats.walBytesWritten.add(wal.writeBuffered());
+    } catch (BasaltException e) {
+      state.fail(e);
+      throw e;
+    }
+  }
 
   /**
    * Rotates the WAL, then turns the active write cache immutable and starts a new one (under the
