@@ -29,7 +29,8 @@ import org.apache.kafka.test.InternalMockProcessorContext;
  * each in a task directory of one application, writes {@code records} records of a 16-byte key and
  * a 100-byte value to each, reads a tenth of them back, and prints one line: {@code stores=..
  * engine=.. rssAnonKiB=.. rssFileKiB=.. heapCommittedKiB=.. heapUsedKiB=..} (from /proc/self/status
- * and the memory MX bean, after a GC).
+ * and the memory MX bean, after a GC); with {@code -Dfootprint.nmt=true} and {@code
+ * -XX:NativeMemoryTracking=summary}, then the JVM's native memory summary.
  *
  * <p>Arguments: engine ({@code basalt}, {@code rocksdb} for Kafka's default RocksDB store, {@code
  * rocksdb-bounded} for it with {@link BoundedMemoryRocksDBConfig}), stores, records per store,
@@ -118,6 +119,16 @@ public final class StoreFootprint {
             + heap.getCommitted() / 1024
             + " heapUsedKiB="
             + heap.getUsed() / 1024);
+    if (Boolean.getBoolean("footprint.nmt")) { // with -XX:NativeMemoryTracking=summary
+      Object nmt =
+          java.lang.management.ManagementFactory.getPlatformMBeanServer()
+              .invoke(
+                  new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+                  "vmNativeMemory",
+                  new Object[] {new String[] {"summary"}},
+                  new String[] {String[].class.getName()});
+      System.out.println(nmt);
+    }
     System.out.flush();
     for (StateStore s : open) s.close();
   }
