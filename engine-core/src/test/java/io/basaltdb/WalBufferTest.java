@@ -110,6 +110,31 @@ class WalBufferTest {
   }
 
   @Test
+  void aBatchThatSkipsTheWal_keepsTheBufferedWritesBeforeIt() {
+    MemStorage storage = new MemStorage(11);
+    Options o = options(1 << 20).walSkipBytes(16 << 10);
+    Basalt db = Basalt.open(storage, o);
+    try {
+      Keyspace ks = db.keyspace("default");
+      for (int i = 0; i < 30; i++) ks.put(b("before" + i), b("v")); // buffered
+      WriteBatch big = new WriteBatch();
+      for (int i = 0; i < 40; i++) big.put(ks, b("big" + i), new byte[1024]); // skips the WAL
+      db.write(big);
+      assertTrue(db.stats().get("walSkippedBatches") > 0);
+      for (int i = 0; i < 30; i++) ks.put(b("after" + i), b("v")); // buffered, then lost
+      storage.crash(MemStorage.CrashMode.KEEP_ALL);
+    } finally {
+      ChangeFeedTest.closeCrashed(db);
+    }
+    try (Basalt again = Basalt.open(storage, o)) {
+      Keyspace ks = again.keyspace("default");
+      for (int i = 0; i < 30; i++) assertArrayEquals(b("v"), ks.get(b("before" + i)), "before" + i);
+      for (int i = 0; i < 40; i++) assertEquals(1024, ks.get(b("big" + i)).length, "big" + i);
+      for (int i = 0; i < 30; i++) assertNull(ks.get(b("after" + i)), "after" + i);
+    }
+  }
+
+  @Test
   void badSettings_areRefused_andAnInMemoryStoreHasNothingToWrite() {
     assertThrows(
         InvalidArgumentException.class,
