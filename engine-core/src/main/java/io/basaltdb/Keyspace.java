@@ -251,7 +251,9 @@ public final class Keyspace {
    * The number of keys this keyspace holds, estimated without a key lookup, as RocksDB's {@code
    * rocksdb.estimate-num-keys} is: exact with {@link Options#exactItemCounts}; otherwise exact for
    * a keyspace only ever inserted into, high by the keys written more than once that no compaction
-   * has merged yet, low by deletes of absent keys. Costs no I/O and nothing on the write path.
+   * has merged yet, low by deletes of absent keys and of keys put shortly before (a tombstone
+   * counts -1 until compaction drops it at the bottom level). Costs no I/O and nothing on the write
+   * path.
    */
   public long approximateItemCount() {
     return db.engine.approximateItemCount(id);

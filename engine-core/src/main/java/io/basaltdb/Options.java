@@ -317,8 +317,11 @@ public final class Options {
     return walSkipBytes;
   }
 
-  /** Most bytes {@link #walBufferBytes} allows. */
-  public static final long MAX_WAL_BUFFER_BYTES = 4L << 20;
+  /**
+   * Most bytes {@link #walBufferBytes} allows: with a group of up to {@link #maxGroupCommitBytes}
+   * on top, the WAL writer's buffer stays within the 4 MiB it keeps between writes.
+   */
+  public static final long MAX_WAL_BUFFER_BYTES = 2L << 20;
 
   /**
    * Lets acknowledged writes wait in memory for their WAL write (RocksDB's {@code

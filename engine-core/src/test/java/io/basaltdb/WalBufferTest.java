@@ -135,6 +135,66 @@ class WalBufferTest {
   }
 
   @Test
+  void aFailureElsewhere_leavesTheBufferedWritesToClose() {
+    MemStorage storage = new MemStorage(13);
+    Basalt db = Basalt.open(storage, options(1 << 20));
+    try {
+      Keyspace ks = db.keyspace("default");
+      ks.put(b("flushed"), b("v"));
+      db.flush();
+      for (int i = 0; i < 20; i++) ks.put(b("buffered" + i), b("v")); // acknowledged, buffered
+      storage.setFaultInjector( // every segment write fails: the next flush fails the store
+          (op, name) ->
+              op == MemStorage.Op.WRITE && !name.startsWith("wal/")
+                  ? MemStorage.Fault.IO_ERROR
+                  : MemStorage.Fault.NONE);
+      assertThrows(StorageException.class, db::flush);
+      assertThrows(StorageException.class, () -> ks.put(b("refused"), b("v")));
+    } finally {
+      ChangeFeedTest.closeCrashed(db); // writes the buffer: the log itself is intact
+    }
+    storage.setFaultInjector(null);
+    storage.crash(MemStorage.CrashMode.KEEP_ALL); // then the process dies
+    try (Basalt again = Basalt.open(storage, options(1 << 20))) {
+      Keyspace ks = again.keyspace("default");
+      assertArrayEquals(b("v"), ks.get(b("flushed")));
+      for (int i = 0; i < 20; i++) assertArrayEquals(b("v"), ks.get(b("buffered" + i)), "" + i);
+      assertNull(ks.get(b("refused")));
+    }
+  }
+
+  @Test
+  void aFailedWalWrite_neverWritesTheGroupItRefused() {
+    MemStorage storage = new MemStorage(17);
+    Basalt db = Basalt.open(storage, options(256));
+    try {
+      Keyspace ks = db.keyspace("default");
+      // about 130 bytes a record: the second put fills the 256-byte buffer, which is written
+      for (int i = 0; i < 2; i++) ks.put(b("ok" + i), new byte[100]);
+      ks.put(b("buffered"), b("v")); // waits in the buffer
+      java.util.concurrent.atomic.AtomicBoolean fail =
+          new java.util.concurrent.atomic.AtomicBoolean(true);
+      storage.setFaultInjector(
+          (op, name) ->
+              fail.get() && op == MemStorage.Op.WRITE && name.startsWith("wal/")
+                  ? MemStorage.Fault.IO_ERROR
+                  : MemStorage.Fault.NONE);
+      assertThrows(StorageException.class, () -> ks.put(b("refused"), new byte[300]));
+      fail.set(false); // the device recovers: still nothing more may be written
+      assertThrows(StorageException.class, db::flushWal);
+    } finally {
+      ChangeFeedTest.closeCrashed(db);
+    }
+    storage.crash(MemStorage.CrashMode.KEEP_ALL);
+    try (Basalt again = Basalt.open(storage, options(256))) {
+      Keyspace ks = again.keyspace("default");
+      for (int i = 0; i < 2; i++) assertEquals(100, ks.get(b("ok" + i)).length);
+      assertNull(ks.get(b("refused")), "a write that threw never reappears");
+      assertNull(ks.get(b("buffered")), "lost with the log's failure, as in a crash");
+    }
+  }
+
+  @Test
   void badSettings_areRefused_andAnInMemoryStoreHasNothingToWrite() {
     assertThrows(
         InvalidArgumentException.class,

@@ -30,6 +30,9 @@ final class Format {
   /** The version of a table with an expiring record and no tombstone. */
   static final int VERSION_WITH_EXPIRY = 5;
 
+  /** The first version whose meta block holds a tombstone count: every table with a tombstone. */
+  static final int VERSION_WITH_TOMBSTONES = 6;
+
   /** The version of a table without an expiring record. */
   static final int VERSION_WITHOUT_EXPIRY = 4;
 

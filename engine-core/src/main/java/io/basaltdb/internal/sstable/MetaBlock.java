@@ -32,7 +32,7 @@ final class MetaBlock {
     out.putBytes(s, 0, s.length);
     out.putVarint(l.length);
     out.putBytes(l, 0, l.length);
-    if (version >= Format.FORMAT_VERSION) {
+    if (version >= Format.VERSION_WITH_TOMBSTONES) {
       out.putVarint(tombstones);
       out.putByte(expiry == null ? 0 : 1);
     }
@@ -44,7 +44,7 @@ final class MetaBlock {
    * tombstones or expiries stays readable by version-4 builds.
    */
   static int versionOf(long tombstones, boolean expiring) {
-    if (tombstones > 0) return Format.FORMAT_VERSION;
+    if (tombstones > 0) return Format.VERSION_WITH_TOMBSTONES;
     return expiring ? Format.VERSION_WITH_EXPIRY : Format.VERSION_WITHOUT_EXPIRY;
   }
 
@@ -64,7 +64,7 @@ final class MetaBlock {
     byte[] largest = readKey(b, end, pos, fileOffset, file);
     long tombstones = 0;
     boolean histogram = version == Format.VERSION_WITH_EXPIRY;
-    if (version >= Format.FORMAT_VERSION) {
+    if (version >= Format.VERSION_WITH_TOMBSTONES) {
       tombstones = readVarint(b, end, pos, fileOffset, file, "tombstone count");
       if (pos[0] >= end || (b[pos[0]] & 0xFF) > 1)
         throw new CorruptionException(

@@ -73,6 +73,61 @@ public final class CommitLog implements AutoCloseable {
   /** The last seqno appended in this session (any file), -1 before the first append. */
   private long lastLogged = -1;
 
+  /**
+   * Set, under the monitor, once a write or sync of the log failed, or a group could not be framed:
+   * from then on nothing more is written (a group whose writers were told it failed stays in the
+   * buffer, and must never reach the file). Guarded by this.
+   */
+  private boolean failed;
+
+  /** Where the bytes written to the log are counted ({@link #countWritesIn}), or null. */
+  private java.util.concurrent.atomic.LongAdder bytesWritten;
+
+  /** Counts every byte written to the log from now on in {@code counter}. */
+  synchronized void countWritesIn(java.util.concurrent.atomic.LongAdder counter) {
+    bytesWritten = counter;
+  }
+
+  /** Whether a write or sync of the log failed ({@link #failed}). */
+  public synchronized boolean failed() {
+    return failed;
+  }
+
+  /**
+   * Writes what the writer holds; every write of the log goes through here. After a failure it
+   * refuses, and a failure marks the log failed.
+   */
+  private long flushWriter() {
+    if (failed) {
+      throw new io.basaltdb.StorageException(
+          "the write-ahead log failed earlier; nothing more is written to it until the store is"
+              + " reopened");
+    }
+    long before = writer.offset();
+    long end;
+    try {
+      end = writer.flush();
+    } catch (RuntimeException | Error e) {
+      failed = true;
+      throw e;
+    }
+    unsynced += end - before;
+    if (bytesWritten != null) bytesWritten.add(end - before);
+    return end - before;
+  }
+
+  /** Fsyncs the writer's file, marking the log failed if that fails; under the monitor. */
+  private void syncWriter(LogWriter w) {
+    try {
+      w.sync();
+    } catch (RuntimeException | Error e) {
+      synchronized (this) {
+        failed = true;
+      }
+      throw e;
+    }
+  }
+
   CommitLog(Storage storage, long number) {
     this.storage = storage;
     open(number);
@@ -202,29 +257,35 @@ public final class CommitLog implements AutoCloseable {
   }
 
   synchronized long append(List<Batch> group, boolean sync, long bufferBytes) {
-    long before = writer.offset();
-    for (int i = 0; i < group.size(); i++) { // indexed: a group's logging allocates nothing
-      Batch b = group.get(i);
-      // flags are set here, at logging time: the leader knows whether the group is synced
-      b.flags = (byte) ((i == 0 ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
-      writer.add(b.encodedSize(), b); // encoded in place: no buffer, no copy per batch
+    if (failed) flushWriter(); // refuses, naming the earlier failure
+    long written;
+    try {
+      for (int i = 0; i < group.size(); i++) { // indexed: a group's logging allocates nothing
+        Batch b = group.get(i);
+        // flags are set here, at logging time: the leader knows whether the group is synced
+        b.flags = (byte) ((i == 0 ? Batch.GROUP_START : 0) | (sync ? Batch.SYNCED : 0));
+        writer.add(b.encodedSize(), b); // encoded in place: no buffer, no copy per batch
+      }
+      written = sync || writer.pending() >= bufferBytes ? flushWriter() : 0;
+    } catch (RuntimeException | Error e) {
+      failed = true; // the group may be half framed: it must never be written
+      throw e;
     }
-    long end = sync || writer.pending() >= bufferBytes ? writer.flush() : before;
-    unsynced += end - before;
     for (int i = 0; i < group.size(); i++) {
       Batch b = group.get(i);
       lastLogged = Math.max(lastLogged, b.firstSeqno + b.count - 1);
     }
     if (sync) syncLocked();
-    return end - before;
+    return written;
   }
 
-  /** Writes the records the buffer holds ({@link #append}); returns bytes written. Any thread. */
+  /**
+   * Writes the records the buffer holds ({@link #append}); returns bytes written. Any thread.
+   *
+   * @throws io.basaltdb.StorageException if the write fails, or the log failed earlier
+   */
   synchronized long writeBuffered() {
-    long before = writer.offset();
-    long end = writer.flush();
-    unsynced += end - before;
-    return end - before;
+    return flushWriter();
   }
 
   /**
@@ -244,7 +305,7 @@ public final class CommitLog implements AutoCloseable {
         w = writer;
         pending = unsynced;
       }
-      w.sync(); // its file stays open: closing or replacing it takes syncLock
+      syncWriter(w); // its file stays open: closing or replacing it takes syncLock
       synchronized (this) {
         // What arrived during the fsync stays counted. append(sync = true) zeroes the count, but
         // SYNC mode
@@ -258,8 +319,8 @@ public final class CommitLog implements AutoCloseable {
 
   /** Writes the buffered records, then fsyncs; under the monitor. */
   private void syncLocked() {
-    writer.flush();
-    writer.sync();
+    flushWriter();
+    syncWriter(writer);
     unsynced = 0;
   }
 
@@ -310,7 +371,6 @@ public final class CommitLog implements AutoCloseable {
     syncLocked();
     Batch link = Batch.link(lastLogged + 1, next);
     writer.add(link.encodedSize(), link::encode);
-    writer.flush();
     syncLocked();
     storage.rename(pending, fileName(next));
     StorageFile successor = storage.open(fileName(next));
@@ -348,7 +408,6 @@ public final class CommitLog implements AutoCloseable {
       marker.firstSeqno = lastSeqno + 1;
       marker.flags = Batch.GROUP_START | Batch.SYNCED;
       writer.add(marker.encodedSize(), marker::encode);
-      writer.flush();
       syncLocked();
     } finally {
       file.close();

@@ -97,6 +97,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
     this.stats = stats;
     this.versionSet = versionSet;
     this.wal = wal;
+    wal.countWritesIn(stats.walBytesWritten);
     this.events = events;
     this.gc = gc;
     this.storage = storage;
@@ -390,7 +391,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
   public void log(List<Batch> group) {
     boolean sync = options.syncMode() == SyncMode.SYNC;
     try {
-      stats.walBytesWritten.add(wal.append(group, sync, options.walBufferBytes()));
+      wal.append(group, sync, options.walBufferBytes()); // counts its bytes in walBytesWritten
       if (sync) stats.walSyncs.increment();
     } catch (BasaltException e) {
       state.fail(e);
@@ -408,7 +409,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
   public void flushWal() {
     state.checkWritable();
     try {
-      stats.walBytesWritten.add(wal.writeBuffered());
+      wal.writeBuffered();
     } catch (BasaltException e) {
       state.fail(e);
       throw e;
@@ -494,7 +495,21 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
         Thread.currentThread().interrupt();
       }
     }
-    if (state.failure() == null) wal.close(versions.lastSeqno());
-    else wal.abandon();
+    if (state.failure() == null) {
+      wal.close(versions.lastSeqno());
+      return;
+    }
+    // A failure elsewhere (a flush, a compaction) leaves the log intact: the acknowledged writes
+    // its
+    // buffer holds (Options.walBufferBytes) are written, so the reopen the failure asks for replays
+    // them. After a failure of the log itself nothing more is written to it.
+    if (!wal.failed()) {
+      try {
+        wal.writeBuffered();
+      } catch (BasaltException logFailedToo) {
+        // the writes the buffer held are lost, as in a crash; the store already failed
+      }
+    }
+    wal.abandon();
   }
 }
