@@ -116,7 +116,10 @@ public final class CommitLog implements AutoCloseable {
     return end - before;
   }
 
-  /** Fsyncs the writer's file, marking the log failed if that fails; under the monitor. */
+  /**
+   * Fsyncs the writer's file, marking the log failed if that fails; inside the monitor or outside
+   * it ({@link #sync}'s fsync).
+   */
   private void syncWriter(LogWriter w) {
     try {
       w.sync();
@@ -360,6 +363,7 @@ public final class CommitLog implements AutoCloseable {
   }
 
   private void rotateLocked(long next) {
+    if (failed) flushWriter(); // refuses before anything changes, naming the earlier failure
     String pending = pendingName(next);
     if (storage.exists(pending))
       storage.delete(pending); // from a rotation to the same number that failed

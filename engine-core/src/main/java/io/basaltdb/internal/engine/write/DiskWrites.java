@@ -413,6 +413,11 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
     } catch (BasaltException e) {
       state.fail(e);
       throw e;
+    } catch (RuntimeException e) {
+      io.basaltdb.StorageException f =
+          new io.basaltdb.StorageException("writing the write-ahead log's buffer failed: " + e, e);
+      state.fail(f);
+      throw f;
     }
   }
 
@@ -495,7 +500,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
         Thread.currentThread().interrupt();
       }
     }
-    if (state.failure() == null) {
+    if (state.failure() == null && !wal.failed()) {
       wal.close(versions.lastSeqno());
       return;
     }
@@ -506,7 +511,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
     if (!wal.failed()) {
       try {
         wal.writeBuffered();
-      } catch (BasaltException logFailedToo) {
+      } catch (RuntimeException logFailedToo) {
         // the writes the buffer held are lost, as in a crash; the store already failed
       }
     }
