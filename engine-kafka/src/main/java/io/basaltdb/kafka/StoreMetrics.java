@@ -127,7 +127,6 @@ final class StoreMetrics {
             return BigInteger.valueOf(value.getAsLong());
           } catch (BasaltException
               | IllegalStateException
-              | UnsupportedOperationException
               | org.apache.kafka.streams.errors.InvalidStateStoreException e) {
             return BigInteger.ZERO; // the store or its Basalt closed under the reporter
           }

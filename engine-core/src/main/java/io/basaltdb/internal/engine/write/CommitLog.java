@@ -98,11 +98,7 @@ public final class CommitLog implements AutoCloseable {
    * refuses, and a failure marks the log failed.
    */
   private long flushWriter() {
-    if (failed) {
-      throw new io.basaltdb.StorageException(
-          "the write-ahead log failed earlier; nothing more is written to it until the store is"
-              + " reopened");
-    }
+    checkNotFailed();
     long before = writer.offset();
     long end;
     try {
@@ -114,6 +110,15 @@ public final class CommitLog implements AutoCloseable {
     unsynced += end - before;
     if (bytesWritten != null) bytesWritten.add(end - before);
     return end - before;
+  }
+
+  /** Refuses, naming the earlier failure, once the log failed; under the monitor. */
+  private void checkNotFailed() {
+    if (failed) {
+      throw new io.basaltdb.StorageException(
+          "the write-ahead log failed earlier; nothing more is written to it until the store is"
+              + " reopened");
+    }
   }
 
   /**
@@ -260,7 +265,7 @@ public final class CommitLog implements AutoCloseable {
   }
 
   synchronized long append(List<Batch> group, boolean sync, long bufferBytes) {
-    if (failed) flushWriter(); // refuses, naming the earlier failure
+    checkNotFailed();
     long written;
     try {
       for (int i = 0; i < group.size(); i++) { // indexed: a group's logging allocates nothing
@@ -363,7 +368,7 @@ public final class CommitLog implements AutoCloseable {
   }
 
   private void rotateLocked(long next) {
-    if (failed) flushWriter(); // refuses before anything changes, naming the earlier failure
+    checkNotFailed(); // before anything changes
     String pending = pendingName(next);
     if (storage.exists(pending))
       storage.delete(pending); // from a rotation to the same number that failed

@@ -419,7 +419,10 @@ public final class WriteCache {
     if (seqno > maxSeqno) maxSeqno = seqno;
     long delta = weight(valueLength >= 0);
     if (was >= 0) delta -= weight((was & TOMBSTONE) == 0); // the entry it replaced
-    if (delta != 0) netCounter(keyspace).addAndGet(delta);
+    if (delta != 0) {
+      AtomicLong c = netCounter(keyspace); // one writer at a time: no locked add on the write path
+      c.setRelease(c.getPlain() + delta);
+    }
   }
 
   /** What a key's newest entry adds to {@link #netKeys}. */
@@ -445,7 +448,7 @@ public final class WriteCache {
 
   /** Sets what this cache adds to a keyspace's count: the in-memory store's restore. */
   public void setNetKeys(int keyspace, long n) {
-    netCounter(keyspace).set(n);
+    netCounter(keyspace).setRelease(n);
   }
 
   private AtomicLong netCounter(int keyspace) {
@@ -457,8 +460,9 @@ public final class WriteCache {
   }
 
   /**
-   * {@link #netKeys} by keyspace; the counters are added by the leader, read by anyone. Its last
-   * keyspace and counter are cached for the leader: a batch mostly writes one keyspace.
+   * {@link #netKeys} by keyspace; the counters are added by the leader (one at a time, so a plain
+   * read and a release store), read by anyone. Its last keyspace and counter are cached for the
+   * leader: a batch mostly writes one keyspace.
    */
   private final ConcurrentHashMap<Integer, AtomicLong> netKeys = new ConcurrentHashMap<>();
 
