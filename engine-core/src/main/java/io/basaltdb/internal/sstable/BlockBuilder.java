@@ -51,6 +51,11 @@ final class BlockBuilder {
     return entries == 0;
   }
 
+  /** Where the next entry will start in the block. */
+  int nextEntryOffset() {
+    return out.size();
+  }
+
   /** Size of the contents {@link #finish()} would produce now. */
   int sizeEstimate() {
     return out.size() + restartCount * Format.RESTART_SIZE + Format.RESTART_COUNT_SIZE;

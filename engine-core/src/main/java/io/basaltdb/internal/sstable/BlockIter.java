@@ -114,6 +114,23 @@ final class BlockIter {
     return current < limit;
   }
 
+  /**
+   * Positions on the entry at {@code pos}, whose key shares with the key before it only bytes that
+   * {@code key} shares with it (an HB+-trie walk matched {@code key}'s first {@code known} bytes to
+   * it), and returns whether its key is {@code key}. An entry that shares more than {@code known}
+   * bytes, or does not start at an entry boundary the decoder accepts, is corruption.
+   */
+  boolean matchAt(int pos, byte[] key, int known) {
+    if (pos < 0 || pos >= limit) throw block.corrupt(pos, "entry offset outside the block");
+    int k = Math.min(known, key.length);
+    if (k > this.key.length) this.key = Arrays.copyOf(this.key, Math.max(k, this.key.length * 2));
+    System.arraycopy(key, 0, this.key, 0, k);
+    keyLen = k;
+    ivCount = 0;
+    decodeAt(pos, false);
+    return compareKey(key) == 0;
+  }
+
   void seekToFirst() {
     keyLen = 0;
     decodeAt(0, true);

@@ -25,13 +25,19 @@ final class Format {
    * table is still written as 4 or 5). This build reads versions {@link #OLDEST_READABLE_VERSION}
    * to 6 and refuses any other.
    */
-  static final int FORMAT_VERSION = 6;
+  static final int FORMAT_VERSION = 7;
 
   /** The version of a table with an expiring record and no tombstone. */
   static final int VERSION_WITH_EXPIRY = 5;
 
   /** The first version whose meta block holds a tombstone count: every table with a tombstone. */
   static final int VERSION_WITH_TOMBSTONES = 6;
+
+  /**
+   * An HB+-trie table (docs/format.md, "HB+-trie tables"): record blocks, navigation pages, filter,
+   * meta block (laid out as version {@link #VERSION_WITH_TOMBSTONES}'s), trie header, footer.
+   */
+  static final int VERSION_HB_TRIE = 7;
 
   /** The version of a table without an expiring record. */
   static final int VERSION_WITHOUT_EXPIRY = 4;

@@ -99,6 +99,18 @@ public final class TableReader implements AutoCloseable {
   /** Index and filter blocks read again after the cache evicted them. */
   private final LongAdder metaReads = new LongAdder();
 
+  /** An HB+-trie table's navigation ({@link TrieIndex}); null for a block table. */
+  private final TrieIndex trie;
+
+  /** An HB+-trie table's record block offsets (block i starts at blockOffsets[i]); else null. */
+  private final long[] blockOffsets;
+
+  /** Bytes of the index: a block table's index block, or a trie table's pages and header. */
+  private final long indexBytes;
+
+  /** Navigation pages read from the file (a trie table's; cache misses). */
+  private final LongAdder navReads = new LongAdder();
+
   /** The meta block's expiry histogram; immutable. */
   private final ExpiryHistogram expiry;
 
@@ -127,14 +139,34 @@ public final class TableReader implements AutoCloseable {
       expectEnd(f.filterOffset(), f.filterSize(), f.metaOffset(), "filter block");
       end = f.filterOffset();
     }
-    this.dataEnd = end;
     if (cache != null && size >>> 32 != 0) {
       throw new CorruptionException(
           description, 0, "a table of " + size + " bytes is larger than any writer makes");
     }
     List<byte[]> seps = new ArrayList<>();
-    byte[] flat = decodeIndex(seps);
-    blockCount = seps.size();
+    byte[] flat;
+    boolean isTrie = f.version() == Format.VERSION_HB_TRIE;
+    if (isTrie) {
+      // record blocks from 0 to recordsEnd, then navigation pages up to the filter or meta block
+      byte[] header = readVerified(f.indexOffset(), f.indexSize());
+      TrieHeader h = TrieHeader.decode(header, f.indexSize(), f.indexOffset(), end, description);
+      this.dataEnd = h.recordsEnd();
+      this.blockOffsets = h.offsets();
+      blockCount = h.sizes().length;
+      for (int i = 0; i < blockCount; i++) seps.add(new byte[0]);
+      flat = FlatIndex.build(seps, h.offsets(), h.sizes());
+      trie =
+          new TrieIndex(
+              this::navPage, h.chunk(), h.root(), h.recordsEnd(), end, h.sizes(), description);
+      indexBytes = end - h.recordsEnd() + f.indexSize() + Format.TRAILER_SIZE;
+    } else {
+      this.dataEnd = end;
+      flat = decodeIndex(seps);
+      blockCount = seps.size();
+      trie = null;
+      blockOffsets = null;
+      indexBytes = f.indexSize() + Format.TRAILER_SIZE;
+    }
     byte[] filterBytes = f.hasFilter() ? decodeFilter() : null;
     MetaBlock.Meta meta =
         MetaBlock.decode(
@@ -142,10 +174,21 @@ public final class TableReader implements AutoCloseable {
             f.metaSize(),
             f.metaOffset(),
             description,
-            f.version());
+            isTrie ? Format.VERSION_WITH_TOMBSTONES : f.version());
     expiry = meta.expiry();
-    info = checkedInfo(f, size, meta, seps);
-    if (cache == null) {
+    info = checkedInfo(f, size, meta, isTrie ? null : seps, blockCount);
+    if (isTrie) {
+      heapIndex = BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX); // the block directory
+      heapFilter =
+          filterBytes == null || (cache != null && cache.admits(filterBytes.length))
+              ? null
+              : BlockCache.heapBlock(filterBytes, BlockCache.Kind.TABLE_FILTER);
+      if (cache != null && filterBytes != null && heapFilter == null) {
+        cache
+            .put(owner, footer.filterOffset(), BlockCache.Kind.TABLE_FILTER, filterBytes)
+            .release();
+      }
+    } else if (cache == null) {
       heapIndex = BlockCache.heapBlock(flat, BlockCache.Kind.TABLE_INDEX);
       heapFilter =
           filterBytes == null
@@ -320,9 +363,13 @@ public final class TableReader implements AutoCloseable {
     }
   }
 
-  private TableInfo checkedInfo(Footer f, long size, MetaBlock.Meta meta, List<byte[]> separators) {
+  /**
+   * The table's info from its footer and meta block, checked against the index's {@code separators}
+   * (null for an HB+-trie table, whose navigation holds none) and its {@code n} blocks.
+   */
+  private TableInfo checkedInfo(
+      Footer f, long size, MetaBlock.Meta meta, List<byte[]> separators, int n) {
     byte[] smallest = meta.smallest(), largest = meta.largest();
-    int n = separators.size();
     if ((f.entryCount() == 0) != (n == 0) || f.entryCount() < n) {
       throw new CorruptionException(
           description,
@@ -336,7 +383,11 @@ public final class TableReader implements AutoCloseable {
           f.metaOffset(),
           meta.tombstones() + " tombstones in a table of " + f.entryCount() + " records");
     }
-    if (KeyRecord.compareKeys(smallest, separators.get(0)) > 0
+    if (separators == null) {
+      if (KeyRecord.compareKeys(smallest, largest) > 0)
+        throw new CorruptionException(
+            description, f.metaOffset(), "smallest key sorts after the largest");
+    } else if (KeyRecord.compareKeys(smallest, separators.get(0)) > 0
         || !Arrays.equals(largest, separators.get(n - 1))) {
       throw new CorruptionException(
           description, f.metaOffset(), "smallest or largest key disagrees with the index");
@@ -375,14 +426,15 @@ public final class TableReader implements AutoCloseable {
   }
 
   private boolean read(byte[] key, KeyRecord out, boolean fillCache) {
+    // null: a trie ruled the key out (a block table's cannot: mayContain checked the key range)
     BlockSpan span = dataBlockFor(key);
-    if (span == null) return false; // cannot happen: mayContain checked key <= the last separator
+    if (span == null) return false;
     BlockCache.Block pinned =
         cache == null ? null : cache.get(owner, span.offset, BlockCache.Kind.TABLE_DATA);
-    if (pinned != null) return searchPinned(pinned, span.offset, key, out);
+    if (pinned != null) return searchPinned(pinned, span, key, out);
     Block b = dataBlock(span.offset, span.size, -1, null);
     if (cache != null && fillCache) cacheBlock(span.offset, b);
-    return search(b, key, out);
+    return search(b, span, key, out);
   }
 
   /**
@@ -392,8 +444,16 @@ public final class TableReader implements AutoCloseable {
     return file;
   }
 
-  /** A data block's place in the file: its offset and its size without the trailer. */
-  public record BlockSpan(long offset, int size) {
+  /**
+   * A data block's place in the file: its offset and its size without the trailer; in an HB+-trie
+   * table, also the offset of the one entry a lookup must check ({@code entry}, -1: search the
+   * block) and how many of the key's bytes the trie matched for it ({@code known}).
+   */
+  public record BlockSpan(long offset, int size, int entry, int known) {
+    public BlockSpan(long offset, int size) {
+      this(offset, size, -1, 0);
+    }
+
     /** Bytes to read for the block: its contents and its trailer. */
     public int readSize() {
       return size + Format.TRAILER_SIZE;
@@ -407,6 +467,7 @@ public final class TableReader implements AutoCloseable {
    */
   public BlockSpan dataBlockFor(byte[] key) {
     checkOpen();
+    if (trie != null) return trie.locate(key, blockOffsets);
     BlockCache.Block idx = index();
     try {
       int i = FlatIndex.find(idx.base, idx.address, key);
@@ -438,7 +499,7 @@ public final class TableReader implements AutoCloseable {
     if (cache == null) return NOT_CACHED;
     BlockCache.Block pinned = cache.get(owner, span.offset, BlockCache.Kind.TABLE_DATA);
     if (pinned == null) return NOT_CACHED;
-    return searchPinned(pinned, span.offset, key, out) ? 1 : 0;
+    return searchPinned(pinned, span, key, out) ? 1 : 0;
   }
 
   /**
@@ -447,9 +508,11 @@ public final class TableReader implements AutoCloseable {
    */
   public static final class FetchedBlock {
     private final Block block;
+    private final BlockSpan span;
 
-    private FetchedBlock(Block block) {
+    private FetchedBlock(Block block, BlockSpan span) {
       this.block = block;
+      this.span = span;
     }
   }
 
@@ -475,15 +538,16 @@ public final class TableReader implements AutoCloseable {
       throw new CorruptionException(
           description, span.offset, "data block at " + span.offset + " is empty");
     if (cache != null) cacheBlock(span.offset, b);
-    return new FetchedBlock(b);
+    return new FetchedBlock(b, span);
   }
 
   /** Looks up {@code key} in a fetched block; if present fills {@code out} and returns true. */
   public boolean search(FetchedBlock fetched, byte[] key, KeyRecord out) {
-    return search(fetched.block, key, out);
+    return search(fetched.block, fetched.span, key, out);
   }
 
-  private boolean searchPinned(BlockCache.Block pinned, long offset, byte[] key, KeyRecord out) {
+  private boolean searchPinned(BlockCache.Block pinned, BlockSpan span, byte[] key, KeyRecord out) {
+    long offset = span.offset;
     BlockIter it = LOOKUP.get();
     try {
       it.resetTrusted(
@@ -492,26 +556,34 @@ public final class TableReader implements AutoCloseable {
           pinned.size,
           offset,
           description); // a cache hit makes no block
-      return found(it, key, out);
+      return found(it, span, key, out);
     } finally {
       it.release();
       pinned.release();
     }
   }
 
-  private boolean search(Block b, byte[] key, KeyRecord out) {
+  private boolean search(Block b, BlockSpan span, byte[] key, KeyRecord out) {
     BlockIter it = LOOKUP.get();
     try {
       it.reset(b);
-      return found(it, key, out);
+      return found(it, span, key, out);
     } finally {
       it.release();
     }
   }
 
-  private static boolean found(BlockIter it, byte[] key, KeyRecord out) {
-    it.seek(key);
-    if (!it.valid() || it.compareKey(key) != 0) return false;
+  /**
+   * Finds {@code key} in the block {@code it} holds: at the entry the trie named ({@link
+   * BlockIter#matchAt}), or by searching the block.
+   */
+  private static boolean found(BlockIter it, BlockSpan span, byte[] key, KeyRecord out) {
+    if (span.entry >= 0) {
+      if (!it.matchAt(span.entry, key, span.known)) return false;
+    } else {
+      it.seek(key);
+      if (!it.valid() || it.compareKey(key) != 0) return false;
+    }
     out.set(key, it.seqno, it.docSize, it.tombstone, it.hint, it.olderReported, it.expiry);
     return true;
   }
@@ -697,6 +769,51 @@ public final class TableReader implements AutoCloseable {
     return metaReads.sum();
   }
 
+  /** Navigation pages of an HB+-trie table read from the file (0 for a block table). */
+  public long navigationReads() {
+    return navReads.sum();
+  }
+
+  /**
+   * Bytes of the table's index: a block table's index block, an HB+-trie table's navigation pages
+   * and header (trailers included).
+   */
+  public long indexBytes() {
+    return indexBytes;
+  }
+
+  /** An HB+-trie table's shape ({@link TrieIndex#describe}), for tests; null for a block table. */
+  String describeTrie() {
+    return trie == null ? null : trie.describe();
+  }
+
+  /** The chunk size of an HB+-trie table; 0 for a block table. */
+  public int trieChunkBytes() {
+    return trie == null ? 0 : trie.chunkBytes();
+  }
+
+  /**
+   * An HB+-trie table's navigation page at {@code offset}, pinned: the cached one, or read, checked
+   * and cached (as index; the cache drops it when the owner's blocks age out).
+   */
+  private BlockCache.Block navPage(long offset, int size) {
+    checkOpen();
+    if (cache != null) {
+      BlockCache.Block b = cache.get(owner, offset, BlockCache.Kind.TABLE_INDEX);
+      if (b != null) return b;
+    }
+    if (size > MAX_BLOCK_READ) {
+      throw new CorruptionException(
+          description, offset, "page of " + size + " bytes is larger than any table holds");
+    }
+    byte[] buf = readVerified(offset, size);
+    navReads.increment();
+    if (cache == null) return BlockCache.heapBlock(buf, size, BlockCache.Kind.TABLE_INDEX);
+    BlockCache.Block b = cache.put(owner, offset, BlockCache.Kind.TABLE_INDEX, buf, size);
+    if (closed) cache.remove(owner, offset); // raced with close: do not leave it cached
+    return b;
+  }
+
   /** Number of data blocks. */
   public int blockCount() {
     return blockCount;
@@ -724,6 +841,7 @@ public final class TableReader implements AutoCloseable {
    * Index of the first data block whose separator is at or after {@code key}; blockCount() if none.
    */
   int findBlock(byte[] key) {
+    if (trie != null) return trie.lowerBound(key);
     BlockCache.Block idx = index();
     try {
       return FlatIndex.find(idx.base, idx.address, key);

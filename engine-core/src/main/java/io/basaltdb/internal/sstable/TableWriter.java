@@ -59,6 +59,14 @@ public final class TableWriter {
   private long pendingOffset;
   private int pendingSize;
 
+  /** The trie's builder for an HB+-trie table ({@link TableOptions#isTrie}); null otherwise. */
+  private final TrieBuilder trie;
+
+  /** Data (record) blocks written, and their sizes (kept for an HB+-trie table's header). */
+  private int blocksWritten;
+
+  private int[] blockSizes = new int[64];
+
   /** Set when finish() starts or a write fails; no call is accepted after. */
   private boolean done;
 
@@ -76,6 +84,8 @@ public final class TableWriter {
         new BlockBuilder(options.restartInterval(), options.blockSize() + options.blockSize() / 4);
     this.index = new BlockBuilder(1, 1024);
     this.hashes = options.bloomBitsPerKey() > 0 ? new long[1024] : null;
+    this.trie =
+        options.isTrie() ? new TrieBuilder(options.trieChunkBytes(), options.trieSkewRule()) : null;
   }
 
   /**
@@ -130,6 +140,7 @@ public final class TableWriter {
       index.addHandle(shortestSeparator(lastKey, k), pendingOffset, pendingSize);
       pendingIndex = false;
     }
+    if (trie != null) trie.add(k, blocksWritten, data.nextEntryOffset());
     data.addRecord(k, seqno, docSize, tombstone, hint, olderReported, expiry);
     docBytes += docSize;
     if (tombstone) tombstones++;
@@ -172,6 +183,16 @@ public final class TableWriter {
     done = true;
     if (!data.isEmpty()) flushDataBlock();
     if (pendingIndex) index.addHandle(lastKey, pendingOffset, pendingSize);
+    long recordsEnd = offset;
+    byte[] trieRoot =
+        trie == null
+            ? null
+            : trie.finish(
+                page -> {
+                  long at = offset;
+                  writeBlock(page);
+                  return at;
+                });
     long filterOffset = 0;
     int filterSize = 0;
     if (hashes != null) {
@@ -186,11 +207,13 @@ public final class TableWriter {
     ExpiryHistogram histogram =
         expiring == 0 ? null : ExpiryHistogram.build(expiries, expiringSizes, expiring, docBytes);
     int version = MetaBlock.versionOf(tombstones, histogram != null);
+    if (trie != null) version = Format.VERSION_WITH_TOMBSTONES; // the meta layout of a trie table
     MetaBlock.encode(meta, smallestKey, lastKey, histogram, tombstones, version);
     long metaOffset = offset;
     int metaSize = meta.size();
     writeBlock(meta);
-    Output idx = index.finish();
+    Output idx = trie == null ? index.finish() : trieHeader(recordsEnd, trieRoot);
+    if (trie != null) version = Format.VERSION_HB_TRIE;
     long indexOffset = offset;
     int indexSize = idx.size();
     writeBlock(idx);
@@ -219,8 +242,42 @@ public final class TableWriter {
     Output out = data.finish();
     pendingSize = out.size();
     writeBlock(out);
-    pendingIndex = true;
+    if (blocksWritten == blockSizes.length)
+      blockSizes = Arrays.copyOf(blockSizes, blocksWritten * 2);
+    blockSizes[blocksWritten++] = pendingSize;
+    pendingIndex = trie == null;
     data.reset();
+  }
+
+  /**
+   * An HB+-trie table's header, where a block table has its index block (docs/format.md): chunk
+   * size, the record blocks' sizes (they tile the file from offset 0), where the navigation pages
+   * end, and the root's reference.
+   */
+  private Output trieHeader(long recordsEnd, byte[] root) {
+    Output h = new Output(32 + 3 * blocksWritten + root.length);
+    h.putByte(options.trieChunkBytes());
+    h.putVarint(blocksWritten);
+    for (int i = 0; i < blocksWritten; i++) h.putVarint(blockSizes[i]);
+    h.putVarint(recordsEnd);
+    h.putVarint(root.length);
+    h.putBytes(root, 0, root.length);
+    return h;
+  }
+
+  /** Navigation bytes of an HB+-trie table (pages with their trailers); 0 for a block table. */
+  public long navigationBytes() {
+    return trie == null ? 0 : trie.navBytes();
+  }
+
+  /** {offset, content size} of an HB+-trie table's navigation pages, in file order. */
+  java.util.List<long[]> navigationPages() {
+    return trie == null ? java.util.List.of() : trie.pageSpans();
+  }
+
+  /** Trie nodes and leaf trees an HB+-trie table's navigation holds: {nodes, leaf trees, pages}. */
+  int[] trieShape() {
+    return trie == null ? new int[3] : new int[] {trie.trieNodes(), trie.leafTrees(), trie.pages()};
   }
 
   /** Appends the trailer to the contents in {@code out} and writes both at {@link #offset}. */

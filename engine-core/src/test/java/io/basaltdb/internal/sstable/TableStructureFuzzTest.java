@@ -85,7 +85,7 @@ class TableStructureFuzzTest {
   }
 
   /** Runs every kind of read; returns how many reported corruption. Other exceptions propagate. */
-  private static int readEverything(byte[] contents, List<byte[]> probes) {
+  static int readEverything(byte[] contents, List<byte[]> probes) {
     TableReader t;
     try {
       t = TableReader.open(TableModel.file(contents), "t.sst");

@@ -1,0 +1,328 @@
+package io.basaltdb.internal.sstable;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * Builds the navigation of an HB+-trie table (seed 003, sections 3.1 and 3.2; docs/format.md,
+ * "HB+-trie tables") from the keys of its records, which {@link TableWriter} has already written
+ * into record blocks in key order. The table is immutable, so the trie is built once, statically,
+ * from the sorted keys rather than by the paper's insertions; the result is the shape insertions
+ * would give.
+ *
+ * <p>A range of sorted keys that share their first {@code D} bytes (the chunks the parent consumed)
+ * becomes one of:
+ *
+ * <ul>
+ *   <li>a <em>trie node</em>: with {@code L} the longest prefix common to the range and {@code p =
+ *       L / c}, the node is keyed by chunk {@code p} (bytes {@code [pc, pc + c)}, shorter where a
+ *       key ends) and stores the skipped prefix {@code [D, pc)} in its reference. Each chunk that
+ *       one key alone has points at that key's record; a chunk several keys share points at the
+ *       node built for them with {@code D = (p + 1)c};
+ *   <li>a <em>leaf tree</em> (section 3.2.1), for a range below the root that the section 3.2.3
+ *       rule does not extend: keyed by the keys' remaining bytes, it stores the range's common
+ *       prefix {@code [D, L)} once and, per record block the range touches, the shortest separator
+ *       above the range's last key in that block. A lookup reads that block and searches it.
+ * </ul>
+ *
+ * The rule: a range of {@code n} keys whose next distinguishing chunk has {@code b} distinct values
+ * is extended into a trie node when {@code n > b * fL} and {@code b >= fL}, with {@code fL =
+ * floor(B / (k + v))} the fanout of a leaf tree page ({@code B} = {@value #PAGE_BYTES}, {@code k}
+ * the mean length of the keys' remaining bytes, {@code v} = {@value #POINTER_BYTES}). The root is
+ * always a trie node keyed by chunk 0. Because the keys are all known, {@code b} and {@code k} are
+ * exact, where the paper estimates them from a leaf tree's root page.
+ *
+ * <p>Every node or leaf tree is written as a B+-tree of pages of about {@value #PAGE_BYTES} bytes
+ * (children first, so a parent knows where they are): entry pages hold its sorted entries, inner
+ * pages the last key of each page below. Pages are written before the filter, in the order they are
+ * finished.
+ *
+ * <p>Thread-safety: not thread-safe; owned by one {@link TableWriter}.
+ */
+final class TrieBuilder {
+  /** Target size of a navigation page's contents. */
+  static final int PAGE_BYTES = 4096;
+
+  /** {@code v} of the section 3.2.3 rule: the size of a pointer. */
+  static final int POINTER_BYTES = 8;
+
+  /**
+   * Whether tables may use chunks of {@code c} bytes: 4, 8 or 16 (what keyspaces offer), or 1 and 2
+   * (the paper's examples, for tests).
+   */
+  static boolean validChunk(int c) {
+    return c == 1 || c == 2 || c == 4 || c == 8 || c == 16;
+  }
+
+  /** Writes a finished page (appending its trailer) and returns its file offset. */
+  interface PageSink {
+    long write(Output page);
+  }
+
+  private final int chunk;
+  private final boolean skewRule;
+
+  /** The keys back to back; key i is {@code keys[start[i], start[i + 1])}. */
+  private byte[] keys = new byte[4096];
+
+  private int[] start = new int[1025];
+  private int[] block = new int[1024];
+  private int[] pos = new int[1024];
+  private int n;
+
+  private PageSink sink;
+
+  // What was built, for tests and benchmarks.
+  private long navBytes;
+  private int trieNodes;
+  private int leafTrees;
+  private int pages;
+
+  /** {offset, content size} of every page written, in file order (tests damage them). */
+  private final List<long[]> pageSpans = new ArrayList<>();
+
+  /**
+   * @param skewRule false builds the naive trie (every shared chunk becomes a trie node): for
+   *     measuring what the section 3.2 rule is worth, never for tables a store writes
+   */
+  TrieBuilder(int chunk, boolean skewRule) {
+    this.chunk = chunk;
+    this.skewRule = skewRule;
+  }
+
+  /** Adds the next key, whose record is the entry at {@code pos} of record block {@code block}. */
+  void add(byte[] key, int block, int pos) {
+    if (n == this.block.length) {
+      int m = n * 2;
+      this.block = Arrays.copyOf(this.block, m);
+      this.pos = Arrays.copyOf(this.pos, m);
+      start = Arrays.copyOf(start, m + 1);
+    }
+    int end = start[n];
+    if (keys.length - end < key.length) {
+      long want = Math.max((long) keys.length * 2, (long) end + key.length);
+      if (want > Integer.MAX_VALUE - 16)
+        throw new IllegalStateException("HB+-trie table keys exceed 2 GiB");
+      keys = Arrays.copyOf(keys, (int) want);
+    }
+    System.arraycopy(key, 0, keys, end, key.length);
+    start[n + 1] = end + key.length;
+    this.block[n] = block;
+    this.pos[n] = pos;
+    n++;
+  }
+
+  /** Writes every page through {@code sink} and returns the root's reference. */
+  byte[] finish(PageSink sink) {
+    this.sink = sink;
+    return node(0, n, 0, true);
+  }
+
+  long navBytes() {
+    return navBytes;
+  }
+
+  int trieNodes() {
+    return trieNodes;
+  }
+
+  int leafTrees() {
+    return leafTrees;
+  }
+
+  int pages() {
+    return pages;
+  }
+
+  List<long[]> pageSpans() {
+    return pageSpans;
+  }
+
+  private int len(int i) {
+    return start[i + 1] - start[i];
+  }
+
+  /** Bytes key {@code a} and key {@code b} share. */
+  private int lcp(int a, int b) {
+    int la = len(a), lb = len(b);
+    int m = Arrays.mismatch(keys, start[a], start[a] + la, keys, start[b], start[b] + lb);
+    return m < 0 ? la : m;
+  }
+
+  /** Whether keys {@code a} and {@code b} have the same chunk {@code p} (ends included). */
+  private boolean sameChunk(int a, int b, int p) {
+    int from = p * chunk;
+    int ea = Math.min(len(a), from + chunk), eb = Math.min(len(b), from + chunk);
+    if (ea - from != eb - from) return false;
+    return Arrays.equals(
+        keys, start[a] + from, start[a] + ea, keys, start[b] + from, start[b] + eb);
+  }
+
+  /** The reference to the structure for keys {@code [lo, hi)}, which share {@code depth} bytes. */
+  private byte[] node(int lo, int hi, int depth, boolean root) {
+    int common = hi - lo <= 1 ? (hi == lo ? 0 : len(lo)) : lcp(lo, hi - 1);
+    int p = root ? 0 : common / chunk; // the root is keyed by the first chunk (figure 6)
+    if (!root && !extend(lo, hi, depth, p)) return leaf(lo, hi, depth, common);
+    List<byte[]> entryKeys = new ArrayList<>();
+    List<byte[]> entryValues = new ArrayList<>();
+    int from = p * chunk;
+    int childDepth = from + chunk;
+    for (int a = lo; a < hi; ) {
+      int b = a + 1;
+      while (b < hi && sameChunk(a, b, p)) b++;
+      int end = Math.min(len(a), childDepth);
+      entryKeys.add(Arrays.copyOfRange(keys, start[a] + from, start[a] + end));
+      entryValues.add(b - a == 1 ? recordRef(a) : node(a, b, childDepth, false));
+      a = b;
+    }
+    long[] at = writeTree(entryKeys, entryValues);
+    trieNodes++;
+    Output ref = new Output(32 + from - depth);
+    ref.putByte(TrieIndex.TAG_NODE);
+    ref.putVarint(hi == lo ? 0 : block[lo]);
+    ref.putVarint(p);
+    ref.putVarint(from - depth);
+    if (hi > lo) ref.putBytes(keys, start[lo] + depth, from - depth);
+    ref.putVarint(at[0]);
+    ref.putVarint(at[1]);
+    return Arrays.copyOf(ref.array(), ref.size());
+  }
+
+  /** The section 3.2.3 rule for keys {@code [lo, hi)} below {@code depth}, split at chunk p. */
+  private boolean extend(int lo, int hi, int depth, int p) {
+    if (!skewRule) return true;
+    long count = hi - lo;
+    long branches = 1;
+    long keyBytes = len(lo) - depth;
+    for (int i = lo + 1; i < hi; i++) {
+      if (!sameChunk(i - 1, i, p)) branches++;
+      keyBytes += len(i) - depth;
+    }
+    return extends_(count, branches, keyBytes / count);
+  }
+
+  /**
+   * Section 3.2.3: whether {@code n} keys of mean length {@code k} with {@code b} branches in their
+   * next chunk are better indexed by a trie node than by a leaf tree.
+   */
+  static boolean extends_(long n, long b, long k) {
+    long fanout = Math.max(1, PAGE_BYTES / (k + POINTER_BYTES));
+    return n > b * fanout && b >= fanout;
+  }
+
+  private byte[] recordRef(int i) {
+    Output ref = new Output(12);
+    ref.putByte(TrieIndex.TAG_RECORD);
+    ref.putVarint(block[i]);
+    ref.putVarint(pos[i]);
+    return Arrays.copyOf(ref.array(), ref.size());
+  }
+
+  /** A leaf tree over keys {@code [lo, hi)}, which share {@code common >= depth} bytes. */
+  private byte[] leaf(int lo, int hi, int depth, int common) {
+    List<byte[]> seps = new ArrayList<>();
+    List<byte[]> blocks = new ArrayList<>();
+    for (int i = lo; i < hi; i++) {
+      if (i + 1 < hi && block[i + 1] == block[i]) continue; // not the range's last in its block
+      byte[] sep = suffix(i, common);
+      if (i + 1 < hi) sep = TableWriter.shortestSeparator(sep, suffix(i + 1, common));
+      Output v = new Output(6);
+      v.putVarint(block[i]);
+      seps.add(sep);
+      blocks.add(Arrays.copyOf(v.array(), v.size()));
+    }
+    long[] at = writeTree(seps, blocks);
+    leafTrees++;
+    Output ref = new Output(32 + common - depth);
+    ref.putByte(TrieIndex.TAG_LEAF);
+    ref.putVarint(block[lo]);
+    ref.putVarint(common - depth);
+    ref.putBytes(keys, start[lo] + depth, common - depth);
+    ref.putVarint(at[0]);
+    ref.putVarint(at[1]);
+    return Arrays.copyOf(ref.array(), ref.size());
+  }
+
+  private byte[] suffix(int i, int from) {
+    return Arrays.copyOfRange(keys, start[i] + from, start[i + 1]);
+  }
+
+  /**
+   * Writes sorted entries as a B+-tree of pages and returns its root page's {offset, size}. Entry
+   * pages hold the entries; each inner page holds, per page below it, that page's last key and
+   * where it is.
+   */
+  private long[] writeTree(List<byte[]> entryKeys, List<byte[]> values) {
+    boolean inner = false;
+    while (true) {
+      List<byte[]> lastKeys = new ArrayList<>();
+      List<byte[]> handles = new ArrayList<>();
+      int i = 0;
+      int count = entryKeys.size();
+      do {
+        Output page = new Output(PAGE_BYTES + 256);
+        int[] offsets = new int[16];
+        int m = 0;
+        while (i < count) {
+          byte[] k = entryKeys.get(i), v = values.get(i);
+          int entry = varintSize(k.length) + k.length + v.length;
+          if (m > 0 && page.size() + entry + 4 * (m + 1) + 5 > PAGE_BYTES) break;
+          if (m == offsets.length) offsets = Arrays.copyOf(offsets, m * 2);
+          offsets[m++] = page.size();
+          page.putVarint(k.length);
+          page.putBytes(k, 0, k.length);
+          page.putBytes(v, 0, v.length);
+          i++;
+        }
+        boolean wide = page.size() > 0xFFFF;
+        for (int j = 0; j < m; j++) {
+          if (wide) {
+            page.putIntLE(offsets[j]);
+          } else {
+            page.putByte(offsets[j]);
+            page.putByte(offsets[j] >>> 8);
+          }
+        }
+        page.putIntLE(m);
+        page.putByte((inner ? TrieIndex.PAGE_INNER : 0) | (wide ? TrieIndex.PAGE_WIDE : 0));
+        int size = page.size();
+        long offset = sink.write(page);
+        pages++;
+        pageSpans.add(new long[] {offset, size});
+        navBytes += size + Format.TRAILER_SIZE;
+        lastKeys.add(m == 0 ? new byte[0] : entryKeys.get(i - 1));
+        Output h = new Output(16);
+        h.putVarint(offset);
+        h.putVarint(size);
+        handles.add(Arrays.copyOf(h.array(), h.size()));
+        if (i >= count) break;
+      } while (true);
+      if (handles.size() == 1) {
+        long[] at = new long[2];
+        int[] p = {0};
+        at[0] = readVarint(handles.get(0), p);
+        at[1] = readVarint(handles.get(0), p);
+        return at;
+      }
+      entryKeys = lastKeys;
+      values = handles;
+      inner = true;
+    }
+  }
+
+  private static long readVarint(byte[] b, int[] p) {
+    long v = 0;
+    for (int shift = 0; ; shift += 7) {
+      byte x = b[p[0]++];
+      v |= (long) (x & 0x7F) << shift;
+      if (x >= 0) return v;
+    }
+  }
+
+  private static int varintSize(long v) {
+    int s = 1;
+    while ((v >>>= 7) != 0) s++;
+    return s;
+  }
+}
