@@ -111,7 +111,25 @@ public final class Basalt implements AutoCloseable {
 
   /** Creates a keyspace; durable when it returns. {@link InvalidArgumentException} if it exists. */
   public Keyspace createKeyspace(String name) {
-    return new Keyspace(this, engine.createKeyspace(name), name);
+    return new Keyspace(this, engine.createKeyspace(name, 0), name);
+  }
+
+  /**
+   * Creates a keyspace laid out as {@code options} say ({@link KeyspaceOptions}; fixed for the
+   * keyspace's life); durable when it returns. {@link InvalidArgumentException} if it exists, or if
+   * the in-memory store is asked for a key index format other than the default.
+   */
+  public Keyspace createKeyspace(String name, KeyspaceOptions options) {
+    if (options == null)
+      throw new InvalidArgumentException(
+          "options must not be null (use KeyspaceOptions.defaults())");
+    return new Keyspace(this, engine.createKeyspace(name, options.manifestChunk()), name);
+  }
+
+  /** The options keyspace {@code name} was created with. */
+  public KeyspaceOptions keyspaceOptions(String name) {
+    if (name == null) throw new InvalidArgumentException("keyspace name must not be null");
+    return KeyspaceOptions.ofManifestChunk(engine.trieChunkBytes(name));
   }
 
   /** Drops a keyspace and all its data; durable when it returns. Its handles throw afterwards. */

@@ -140,7 +140,16 @@ class ModelTest {
           inMemory
               ? Basalt.openInMemory(options)
               : dir != null ? Basalt.open(dir, options) : Basalt.open(storage, options);
-      if (!db.keyspaceNames().contains("second")) db.createKeyspace("second");
+      // on disk the second keyspace keeps HB+-trie tables: every option set checks them too
+      if (!db.keyspaceNames().contains("second")) {
+        db.createKeyspace(
+            "second",
+            inMemory
+                ? KeyspaceOptions.defaults()
+                : KeyspaceOptions.defaults()
+                    .keyIndexFormat(KeyspaceOptions.KeyIndexFormat.HB_TRIE)
+                    .trieChunkBytes(4));
+      }
       ks = new Keyspace[] {db.keyspace("default"), db.keyspace("second")};
     }
 

@@ -82,10 +82,15 @@ final class DiskStore implements Store {
   }
 
   @Override
-  public int createKeyspace(String name, KeyspaceCatalog catalog) {
+  public int createKeyspace(String name, KeyspaceCatalog catalog, int trieChunkBytes) {
     int id = versionSet.manifest().nextKeyspaceId();
-    versionSet.logAndApply(new VersionEdit().createKeyspace(id, name));
+    versionSet.logAndApply(new VersionEdit().createKeyspace(id, name, trieChunkBytes));
     return id;
+  }
+
+  @Override
+  public int trieChunkBytes(int id) {
+    return versionSet.trieChunkBytes(id);
   }
 
   /**

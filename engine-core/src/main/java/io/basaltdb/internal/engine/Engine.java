@@ -375,16 +375,30 @@ public final class Engine implements AutoCloseable {
     return catalog.names();
   }
 
-  /** Creates a keyspace and returns its id; durable when it returns. */
+  /** Creates a keyspace with block key index tables and returns its id. */
   public int createKeyspace(String name) {
+    return createKeyspace(name, 0);
+  }
+
+  /**
+   * Creates a keyspace and returns its id; durable when it returns. {@code trieChunkBytes}: 0 for
+   * block key index tables, else the chunk size of its HB+-trie tables.
+   */
+  public int createKeyspace(String name, int trieChunkBytes) {
     state.checkOpen();
     synchronized (keyspaceLock) {
       catalog.checkNew(name);
       state.checkWritable();
-      int id = store.createKeyspace(name, catalog);
+      int id = store.createKeyspace(name, catalog, trieChunkBytes);
       catalog.add(id, name);
       return id;
     }
+  }
+
+  /** The chunk size of keyspace {@code name}'s HB+-trie tables; 0 for block tables. */
+  public int trieChunkBytes(String name) {
+    state.checkOpen();
+    return store.trieChunkBytes(catalog.existing(name));
   }
 
   /** Drops a keyspace: durable when it returns; its handles then throw. */

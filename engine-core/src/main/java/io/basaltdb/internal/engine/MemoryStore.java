@@ -168,8 +168,19 @@ final class MemoryStore implements Store, CommitTarget {
    * Ids are never handed out twice, so a write checked before a drop cannot land in a new keyspace.
    */
   @Override
-  public int createKeyspace(String name, KeyspaceCatalog catalog) {
+  public int createKeyspace(String name, KeyspaceCatalog catalog, int trieChunkBytes) {
+    if (trieChunkBytes != 0) {
+      throw new InvalidArgumentException(
+          "the in-memory store keeps no key index tables: keyspace '"
+              + name
+              + "' cannot have the HB_TRIE key index format");
+    }
     return nextKeyspaceId.getAndIncrement();
+  }
+
+  @Override
+  public int trieChunkBytes(int id) {
+    return 0;
   }
 
   /**

@@ -16,7 +16,14 @@ import java.util.List;
  */
 interface Store {
   /** Makes keyspace {@code name} durable and returns its id; the engine adds it to the catalog. */
-  int createKeyspace(String name, KeyspaceCatalog catalog);
+  /**
+   * Creates a keyspace whose key index tables are HB+-trie tables with {@code trieChunkBytes}-byte
+   * chunks (0: block tables) and returns its id.
+   */
+  int createKeyspace(String name, KeyspaceCatalog catalog, int trieChunkBytes);
+
+  /** The chunk size of keyspace {@code id}'s HB+-trie tables; 0 for block tables. */
+  int trieChunkBytes(int id);
 
   /** Makes the drop of keyspace {@code id} durable and removes it from {@code catalog}. */
   void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline);

@@ -541,9 +541,15 @@ public final class TableReader implements AutoCloseable {
     return new FetchedBlock(b, span);
   }
 
-  /** Looks up {@code key} in a fetched block; if present fills {@code out} and returns true. */
-  public boolean search(FetchedBlock fetched, byte[] key, KeyRecord out) {
-    return search(fetched.block, fetched.span, key, out);
+  /**
+   * Looks up {@code key} in a fetched block, where {@code span} ({@link #dataBlockFor} of the key;
+   * several keys may share one fetched block) says to look; if present fills {@code out} and
+   * returns true.
+   */
+  public boolean search(FetchedBlock fetched, BlockSpan span, byte[] key, KeyRecord out) {
+    if (span.offset != fetched.span.offset)
+      throw new InvalidArgumentException("the key's block is not the block fetched");
+    return search(fetched.block, span, key, out);
   }
 
   private boolean searchPinned(BlockCache.Block pinned, BlockSpan span, byte[] key, KeyRecord out) {

@@ -286,7 +286,8 @@ public final class Compactor {
             job.keyspace(),
             job.outputLevel(),
             target,
-            stats.compactionBytesWritten);
+            stats.compactionBytesWritten,
+            versionSet.trieChunkBytes(job.keyspace()));
     long now = options.clock().getAsLong(); // expiries are judged once per job
     Discards discards = new Discards(now);
     List<KeyspaceFiles.Table> written;

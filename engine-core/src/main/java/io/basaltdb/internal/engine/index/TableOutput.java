@@ -57,6 +57,9 @@ public final class TableOutput {
     return docBytes;
   }
 
+  /** The keyspace's HB+-trie chunk size, 0 for block tables ({@link TableOptions#withTrie}). */
+  private final int trieChunkBytes;
+
   public TableOutput(
       Storage storage,
       TableCache tables,
@@ -65,7 +68,9 @@ public final class TableOutput {
       int keyspace,
       int level,
       long targetBytes,
-      LongAdder bytesWritten) {
+      LongAdder bytesWritten,
+      int trieChunkBytes) {
+    this.trieChunkBytes = trieChunkBytes;
     this.storage = storage;
     this.tables = tables;
     this.fileNumbers = fileNumbers;
@@ -110,7 +115,8 @@ public final class TableOutput {
               file,
               TableOptions.defaults()
                   .withBlockSize(options.blockSize())
-                  .withBloomBitsPerKey(options.bloomBitsPerKey()));
+                  .withBloomBitsPerKey(options.bloomBitsPerKey())
+                  .withTrie(trieChunkBytes));
     }
     writer.add(key, seqno, docSize, tombstone, hint, olderReported, expiry);
     tombstoneInTable |= tombstone;

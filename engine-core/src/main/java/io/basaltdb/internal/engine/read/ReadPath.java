@@ -648,7 +648,7 @@ public final class ReadPath {
     int got = awaitRead(f.read);
     if (!g.inDocument) {
       if (f.table == null) f.table = g.table.reader().fetched(g.span, f.read.dst().array(), got);
-      g.found = g.table.reader().search(f.table, g.key, g.record);
+      g.found = g.table.reader().search(f.table, g.span, g.key, g.record);
       if (!g.found) g.probe++;
       return;
     }

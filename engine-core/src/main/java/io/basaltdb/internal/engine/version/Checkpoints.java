@@ -155,7 +155,7 @@ public final class Checkpoints {
     for (Manifest.KeyspaceMeta t : target.keyspaces()) {
       Manifest.KeyspaceMeta k = now.remove(t.id());
       if (k == null) {
-        edit.createKeyspace(t.id(), t.name());
+        edit.createKeyspace(t.id(), t.name(), t.trieChunkBytes());
         edit.addCounters(t.id(), t.counters());
       } else {
         for (Manifest.TableMeta m : k.tables()) edit.removeTable(t.id(), m.fileNumber());

@@ -43,9 +43,14 @@ public record Manifest(
    * segment garbage. 5: the flags word and, with {@link #FLAG_GUARDS}, each keyspace's guard keys.
    * 6: each keyspace's purge seqno and item count ({@link #FLAG_ITEM_COUNTS}); every store writes
    * it. Versions 2 to 5 are still read (walHead 0; no delete list, no garbage; a purge seqno of the
-   * flushed seqno, item counts not exact).
+   * flushed seqno, item counts not exact). 7: each keyspace's key index table format ({@link
+   * KeyspaceMeta#trieChunkBytes}); written only when some keyspace has HB+-trie tables, so a store
+   * without one stays readable by builds that read up to 6.
    */
-  public static final int FORMAT_VERSION = 6;
+  public static final int FORMAT_VERSION = 7;
+
+  /** The version a store whose keyspaces all keep block tables writes. */
+  static final int VERSION_WITHOUT_KEYSPACE_FORMATS = 6;
 
   /**
    * {@link #flags} bit: the key index keeps guards ({@link io.basaltdb.Options#keyIndexGuards};
@@ -100,7 +105,9 @@ public record Manifest(
    * segments (only segments with garbage or a garbage collection behind them are listed), its
    * guards, and its purge seqno: the highest seqno of a deletion whose tombstone a key index
    * compaction has dropped (0: none), so a change feed from at or below it may miss deletions
-   * ({@link io.basaltdb.ChangeFeed}).
+   * ({@link io.basaltdb.ChangeFeed}). {@code trieChunkBytes}: 0 if the keyspace's key index tables
+   * are block tables, else the chunk size of its HB+-trie tables ({@link
+   * io.basaltdb.KeyspaceOptions}); fixed when the keyspace is created.
    */
   public record KeyspaceMeta(
       int id,
@@ -111,7 +118,21 @@ public record Manifest(
       List<DeleteTableMeta> deletes,
       List<SegmentGarbage> garbage,
       Guards guards,
-      long purgeSeqno) {
+      long purgeSeqno,
+      int trieChunkBytes) {
+    public KeyspaceMeta(
+        int id,
+        String name,
+        List<TableMeta> tables,
+        List<SegmentState> segments,
+        Counters counters,
+        List<DeleteTableMeta> deletes,
+        List<SegmentGarbage> garbage,
+        Guards guards,
+        long purgeSeqno) {
+      this(id, name, tables, segments, counters, deletes, garbage, guards, purgeSeqno, 0);
+    }
+
     public KeyspaceMeta(
         int id,
         String name,
@@ -294,7 +315,11 @@ public record Manifest(
     ByteBuffer b = ByteBuffer.allocate(1 << 16).order(ByteOrder.LITTLE_ENDIAN);
     b = ensure(b, 72);
     boolean guarded = guardedKeyIndex();
-    b.putLong(MAGIC).putInt(FORMAT_VERSION).putInt(flags);
+    int version = VERSION_WITHOUT_KEYSPACE_FORMATS;
+    for (KeyspaceMeta k : keyspaces) {
+      if (k.trieChunkBytes != 0) version = FORMAT_VERSION;
+    }
+    b.putLong(MAGIC).putInt(version).putInt(flags);
     b.putLong(number)
         .putLong(createdMillis)
         .putLong(flushedSeqno)
@@ -343,8 +368,9 @@ public record Manifest(
       b.putInt(k.garbage.size());
       for (SegmentGarbage g : k.garbage)
         b.putLong(g.segmentId).putLong(g.bytes).putLong(g.count).putLong(g.gcBase);
-      b = ensure(b, 8);
+      b = ensure(b, 12);
       b.putLong(k.purgeSeqno);
+      if (version >= 7) b.putInt(k.trieChunkBytes);
       if (guarded) {
         for (int l = 1; l < KeyspaceFiles.MAX_LEVELS; l++) {
           List<byte[]> keys = k.guards.keys(l);
@@ -468,6 +494,10 @@ public record Manifest(
         long purgeSeqno = version >= 6 ? b.getLong() : flushed;
         if (purgeSeqno < 0)
           throw new CorruptionException(file, b.position() - 8, "purge seqno " + purgeSeqno);
+        int trieChunk = version >= 7 ? b.getInt() : 0;
+        if (trieChunk != 0 && trieChunk != 4 && trieChunk != 8 && trieChunk != 16)
+          throw new CorruptionException(
+              file, b.position() - 4, "keyspace key index chunk size " + trieChunk);
         Guards guards = Guards.EMPTY;
         if ((flags & FLAG_GUARDS) != 0) guards = decodeGuards(b, file);
         ks.add(
@@ -480,7 +510,8 @@ public record Manifest(
                 deletes,
                 garbage,
                 guards,
-                purgeSeqno));
+                purgeSeqno,
+                trieChunk));
       }
       if (b.remaining() != 4)
         throw new CorruptionException(file, b.position(), "trailing bytes in manifest");

@@ -73,6 +73,11 @@ public final class VersionEdit {
     Guards restoredGuards;
 
     /**
+     * The keyspace's key index format from now on ({@link #keyIndexFormat}); -1 leaves it alone.
+     */
+    int trieChunkBytes = -1;
+
+    /**
      * The highest seqno of a tombstone a compaction dropped (0: none): the purge seqno rises to it.
      */
     long purgedSeqno;
@@ -91,6 +96,10 @@ public final class VersionEdit {
 
   final Map<Integer, Change> changes = new LinkedHashMap<>();
   final Map<Integer, String> created = new LinkedHashMap<>();
+
+  /** The chunk size of each created keyspace with HB+-trie tables. */
+  final Map<Integer, Integer> createdTrieChunks = new java.util.HashMap<>();
+
   final Set<Integer> dropped = new HashSet<>();
 
   /** Absolute values, or -1 to keep the current ones. */
@@ -243,7 +252,26 @@ public final class VersionEdit {
   }
 
   public VersionEdit createKeyspace(int id, String name) {
+    return createKeyspace(id, name, 0);
+  }
+
+  /**
+   * Creates keyspace {@code id}, whose key index tables are HB+-trie tables with chunks of {@code
+   * trieChunkBytes} bytes (0: block tables).
+   */
+  public VersionEdit createKeyspace(int id, String name, int trieChunkBytes) {
     created.put(id, name);
+    if (trieChunkBytes != 0) createdTrieChunks.put(id, trieChunkBytes);
+    return this;
+  }
+
+  /**
+   * Switches keyspace {@code keyspace}'s key index format: tables written from this commit on are
+   * HB+-trie tables with {@code trieChunkBytes}-byte chunks (0: block tables); the tables it has
+   * keep their format until a compaction rewrites them (readers dispatch on each table's footer).
+   */
+  public VersionEdit keyIndexFormat(int keyspace, int trieChunkBytes) {
+    change(keyspace).trieChunkBytes = trieChunkBytes;
     return this;
   }
 
@@ -311,7 +339,16 @@ public final class VersionEdit {
     for (Map.Entry<Integer, String> e : created.entrySet()) {
       Manifest.KeyspaceMeta fresh =
           new Manifest.KeyspaceMeta(
-              e.getKey(), e.getValue(), List.of(), List.of(), Manifest.Counters.ZERO);
+              e.getKey(),
+              e.getValue(),
+              List.of(),
+              List.of(),
+              Manifest.Counters.ZERO,
+              List.of(),
+              List.of(),
+              Guards.EMPTY,
+              0,
+              createdTrieChunks.getOrDefault(e.getKey(), 0));
       Change c = changes.get(e.getKey());
       out.add(c == null ? fresh : apply(fresh, c, number));
       nextKeyspaceId = Math.max(nextKeyspaceId, e.getKey() + 1);
@@ -390,7 +427,8 @@ public final class VersionEdit {
         deletes,
         garbage,
         guards,
-        purge);
+        purge,
+        c.trieChunkBytes >= 0 ? c.trieChunkBytes : k.trieChunkBytes());
   }
 
   /** Level-0 delete tables newest first (added ones are the newest), then level 1 by seqno. */

@@ -205,6 +205,17 @@ public final class VersionSet {
   }
 
   /** The last committed manifest. */
+  /**
+   * The chunk size of keyspace {@code id}'s HB+-trie tables, 0 if it keeps block tables (or is
+   * gone): what a flush or compaction writes for it.
+   */
+  public int trieChunkBytes(int id) {
+    for (Manifest.KeyspaceMeta k : manifest().keyspaces()) {
+      if (k.id() == id) return k.trieChunkBytes();
+    }
+    return 0;
+  }
+
   public Manifest manifest() {
     synchronized (lock) {
       return manifest;

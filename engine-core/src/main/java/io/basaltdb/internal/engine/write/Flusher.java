@@ -532,7 +532,8 @@ public final class Flusher {
             ks,
             0,
             Long.MAX_VALUE,
-            stats.indexBytesWritten);
+            stats.indexBytesWritten,
+            versionSet.trieChunkBytes(ks));
     List<KeyspaceFiles.Table> written;
     try {
       for (int i = 0; i < n; i++) {

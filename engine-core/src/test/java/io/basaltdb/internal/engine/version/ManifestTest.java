@@ -105,13 +105,67 @@ class ManifestTest {
   void aGuardedManifest_hasTheGuardsFlag_andRoundTripsItsGuards() {
     Manifest m = guardedSample();
     byte[] data = m.encode();
-    assertEquals(Manifest.FORMAT_VERSION, data[8]);
+    assertEquals(Manifest.VERSION_WITHOUT_KEYSPACE_FORMATS, data[8]);
     assertEquals(Manifest.FLAG_GUARDS, data[12]);
     Manifest back = Manifest.decode(data, "test");
     assertEquals(m, back);
     assertTrue(back.guardedKeyIndex());
     assertEquals(3, back.keyspaces().get(0).guards().count(6));
     assertEquals(1, back.keyspaces().get(0).guards().guardOf(6, b("d")));
+  }
+
+  @Test
+  void aKeyspaceWithTrieTables_isFormat7_andKeepsItsChunkSize() {
+    Manifest.KeyspaceMeta block =
+        new Manifest.KeyspaceMeta(
+            1,
+            "block",
+            List.of(),
+            List.of(),
+            Manifest.Counters.ZERO,
+            List.of(),
+            List.of(),
+            Guards.EMPTY,
+            5,
+            0);
+    Manifest.KeyspaceMeta trie =
+        new Manifest.KeyspaceMeta(
+            2,
+            "trie",
+            List.of(new Manifest.TableMeta(9, 0)),
+            List.of(),
+            Manifest.Counters.ZERO,
+            List.of(),
+            List.of(),
+            Guards.EMPTY,
+            6,
+            16);
+    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 3, List.of(block, trie), 0);
+    byte[] data = m.encode();
+    assertEquals(7, data[8]);
+    assertEquals(7, Manifest.FORMAT_VERSION);
+    Manifest back = Manifest.decode(data, "test");
+    assertEquals(m, back);
+    assertEquals(16, back.keyspaces().get(1).trieChunkBytes());
+    assertEquals(0, back.keyspaces().get(0).trieChunkBytes());
+    // a chunk size no build writes is corruption
+    byte[] bad = data.clone();
+    int at = lastIndexOf(bad, new byte[] {16, 0, 0, 0});
+    bad[at] = 5;
+    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+    crc.update(bad, 0, bad.length - 4);
+    java.nio.ByteBuffer.wrap(bad)
+        .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+        .putInt(bad.length - 4, (int) crc.getValue());
+    org.junit.jupiter.api.Assertions.assertThrows(
+        io.basaltdb.CorruptionException.class, () -> Manifest.decode(bad, "test"));
+  }
+
+  private static int lastIndexOf(byte[] data, byte[] what) {
+    for (int i = data.length - 4 - what.length; i >= 0; i--) {
+      if (java.util.Arrays.equals(data, i, i + what.length, what, 0, what.length)) return i;
+    }
+    throw new AssertionError("not found");
   }
 
   @Test
@@ -138,8 +192,7 @@ class ManifestTest {
                     12_345)),
             Manifest.FLAG_ITEM_COUNTS);
     byte[] data = m.encode();
-    assertEquals(Manifest.FORMAT_VERSION, data[8]);
-    assertEquals(6, Manifest.FORMAT_VERSION);
+    assertEquals(6, data[8], "no keyspace with HB+-trie tables: still format 6");
     assertEquals(Manifest.FLAG_ITEM_COUNTS, data[12]);
     Manifest back = Manifest.decode(data, "test");
     assertTrue(!back.guardedKeyIndex());
