@@ -102,7 +102,11 @@ import java.util.Map;
  *   <li>{@code l0Stalls} and {@code l0StallNanos} (writers blocked because a keyspace had {@code
  *       l0StopWritesTrigger} level-0 tables), {@code obsoleteDeleteFailures} (deletes of replaced
  *       tables that failed and are retried); gauges {@code tablesAtLevel0} to {@code
- *       tablesAtLevel6};
+ *       tablesAtLevel6}, {@code keyIndexBytes} (the key index tables' bytes), {@code
+ *       indexNavigationReads} and {@code indexFilterReads} (block cache misses of key index index
+ *       blocks or navigation pages, and of bloom filters), {@code keyIndexIndexBytes} (of which
+ *       their indexes: block tables' index blocks, HB+-trie tables' navigation pages and headers)
+ *       and {@code trieTables} (tables in the HB+-trie format);
  *   <li>memory, gauges: {@code writeCacheBytes} (entries in the write caches), {@code memoryInUse}
  *       (off-heap bytes in use: the write cache's and the block cache's) of {@code memoryQuota};
  *       {@code writeCacheMemory} of {@code writeCacheQuota} (the write cache's allocator and its

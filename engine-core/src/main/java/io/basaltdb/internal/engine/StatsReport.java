@@ -162,6 +162,9 @@ final class StatsReport {
     m.put("expiredRecordsCompacted", s.expiredRecordsCompacted.sum());
     m.put("expiryCompactions", s.expiryCompactions.sum());
     m.put("indexBlockReads", cache == null ? 0 : cache.misses(BlockCache.Kind.TABLE_DATA));
+    // the key index's other reads: index blocks and HB+-trie navigation pages, filters
+    m.put("indexNavigationReads", cache == null ? 0 : cache.misses(BlockCache.Kind.TABLE_INDEX));
+    m.put("indexFilterReads", cache == null ? 0 : cache.misses(BlockCache.Kind.TABLE_FILTER));
     m.put("compactions", s.compactions.sum());
     m.put("trivialMoves", s.trivialMoves.sum());
     m.put("l0Merges", s.l0Merges.sum());
@@ -218,11 +221,20 @@ final class StatsReport {
     m.put("blockCacheEvictions", cache == null ? 0 : cache.evictions());
     m.put("blockCacheDeclined", cache == null ? 0 : cache.declined());
     int tables = 0, segments = 0;
+    long tableBytes = 0, indexBytes = 0, trieTables = 0;
     for (KeyspaceFiles f : v.files.values()) {
       tables += f.tables.size();
       segments += f.segments.size();
+      for (KeyspaceFiles.Table t : f.tables) {
+        tableBytes += t.reader().info().fileSize();
+        indexBytes += t.reader().indexBytes();
+        if (t.reader().trieChunkBytes() != 0) trieTables++;
+      }
     }
     m.put("tables", (long) tables);
+    m.put("keyIndexBytes", tableBytes);
+    m.put("keyIndexIndexBytes", indexBytes);
+    m.put("trieTables", trieTables);
     pendingCompaction(m, v, catalog, options);
     for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
       long n = 0;
