@@ -168,6 +168,15 @@ public final class KeyIndexFormats {
     }
   }
 
+  /** The bytes of one key of {@code pattern}. */
+  static int keyBytes(KeyPattern pattern, int keySize, int prefixBytes) {
+    return switch (pattern) {
+      case RANDOM -> keySize;
+      case TWO_LEVEL -> 2 * prefixBytes + 16;
+      case WORST -> 200;
+    };
+  }
+
   /** Prefix words of the two-level and worst patterns, the same in every run. */
   static final class Words {
     final byte[][] level1, level2;
@@ -193,17 +202,25 @@ public final class KeyIndexFormats {
 
   /** Key {@code i} of the pattern. */
   static byte[] key(Params p, Words w, long i) {
+    return key(p.pattern, p.keySize, p.prefixBytes, w, i);
+  }
+
+  /**
+   * Key {@code i} of {@code pattern}: {@code keySize} bytes (random), or two levels of {@code
+   * prefixBytes}-byte prefixes and 16 bytes (two-level), or 200 bytes (worst).
+   */
+  static byte[] key(KeyPattern pattern, int keySize, int prefixBytes, Words w, long i) {
     long mixed = i * 0x9E3779B97F4A7C15L; // a bijection: distinct indexes give distinct keys
     SplittableRandom r = new SplittableRandom(i);
-    switch (p.pattern) {
+    switch (pattern) {
       case RANDOM -> {
-        byte[] k = new byte[p.keySize];
+        byte[] k = new byte[keySize];
         putLong(k, 0, mixed);
         fill(r, k, 8, k.length);
         return k;
       }
       case TWO_LEVEL -> {
-        int pb = p.prefixBytes;
+        int pb = prefixBytes;
         byte[] k = new byte[2 * pb + 16];
         long h = Long.remainderUnsigned(mixed >>> 8, 192 * 192);
         System.arraycopy(w.level1[(int) (h % 192)], 0, k, 0, pb);
@@ -334,6 +351,9 @@ public final class KeyIndexFormats {
     /** Key index blocks read from the file so far. */
     long indexReads() throws Exception;
 
+    /** The engine's read counters by kind, for the per-get breakdown in the notes. */
+    Map<String, Long> readCounters() throws Exception;
+
     long tableBytes() throws Exception;
 
     long indexBytes() throws Exception;
@@ -374,6 +394,22 @@ public final class KeyIndexFormats {
       }
 
       @Override
+      public Map<String, Long> readCounters() {
+        Map<String, Long> s = db.stats().asMap();
+        Map<String, Long> m = new LinkedHashMap<>();
+        for (String k :
+            List.of(
+                "tableLookups",
+                "indexBlockReads",
+                "indexNavigationReads",
+                "indexFilterReads",
+                "documentReads")) {
+          m.put(k, s.get(k));
+        }
+        return m;
+      }
+
+      @Override
       public long tableBytes() {
         return db.stats().asMap().get("keyIndexBytes");
       }
@@ -387,7 +423,10 @@ public final class KeyIndexFormats {
       public String cache() {
         Map<String, Long> s = db.stats().asMap();
         return String.format(
-            "%.1f/%.1f MB", s.get("blockCacheBytes") / 1e6, s.get("blockCacheCapacity") / 1e6);
+            "%.1f/%.1f MB (index %.1f)",
+            s.get("blockCacheBytes") / 1e6,
+            s.get("blockCacheCapacity") / 1e6,
+            s.get("blockCacheIndexBytes") / 1e6);
       }
 
       @Override
@@ -442,6 +481,20 @@ public final class KeyIndexFormats {
     }
 
     @Override
+    public Map<String, Long> readCounters() {
+      Map<String, Long> m = new LinkedHashMap<>();
+      for (TickerType t :
+          List.of(
+              TickerType.BLOCK_CACHE_INDEX_MISS,
+              TickerType.BLOCK_CACHE_FILTER_MISS,
+              TickerType.BLOCK_CACHE_DATA_MISS,
+              TickerType.BLOOM_FILTER_USEFUL)) {
+        m.put(t.name(), statistics.getTickerCount(t));
+      }
+      return m;
+    }
+
+    @Override
     public long tableBytes() throws Exception {
       return db.getLongProperty("rocksdb.total-sst-files-size");
     }
@@ -474,9 +527,17 @@ public final class KeyIndexFormats {
     SplittableRandom random = new SplittableRandom(42);
     gets(s, p, w, random, p.warmup);
     long reads0 = s.indexReads();
+    Map<String, Long> counters0 = s.readCounters();
     long t0 = System.nanoTime();
     gets(s, p, w, random, p.gets);
     long getNanos = System.nanoTime() - t0;
+    StringBuilder perGet = new StringBuilder();
+    for (Map.Entry<String, Long> e : s.readCounters().entrySet()) {
+      perGet.append(
+          String.format(
+              " %s=%.3f",
+              e.getKey(), (e.getValue() - counters0.get(e.getKey())) / (double) p.gets));
+    }
     double readsPerGet = (double) (s.indexReads() - reads0) / p.gets;
     for (int i = 0; i < Math.min(2000, p.scans); i++) scanOne(s, p, w, random); // warm-up
     long t1 = System.nanoTime();
@@ -485,8 +546,9 @@ public final class KeyIndexFormats {
     double n = p.entries;
     notes.add(
         String.format(
-            "%s: %s; table bytes %d, index bytes %d, index bytes written loading %s",
-            engine, p.store(engine), s.tableBytes(), s.indexBytes(), written));
+            "%s: %s; table bytes %d, index bytes %d, index bytes written loading %s; per measured"
+                + " get:%s",
+            engine, p.store(engine), s.tableBytes(), s.indexBytes(), written, perGet));
     return String.format(
         "%-12s %12.1f %12.2f %14.1f %12.0f %12.3f %10.0f %16s",
         engine,

@@ -42,19 +42,22 @@ import org.rocksdb.WriteOptions;
  * Basalt's {@link io.basaltdb.Stats}, RocksDB's statistics tickers. Every get must return its key's
  * value.
  *
- * <p>The stores: {@code --entries} 16-byte keys ({@link BatchedReadBenchmark#key}) with random,
- * incompressible {@code --value-size}-byte values, the same in both; by default as many entries as
- * make the data 100 times {@code --memory-mib}. They are loaded once under {@code --dir} and kept,
- * a LOADED marker telling later runs to reuse them. After loading, Basalt flushes and waits for its
- * compactions, RocksDB flushes and runs one {@code compactRange} (leaving every table in its bottom
- * level). Then each is opened with the budget: Basalt with {@code
- * memoryQuota(budget).directReads(true)}, RocksDB as {@link RocksStore} sets it up (block cache of
- * half the budget holding the index and filter blocks, 10-bit bloom filter, LZ4) with {@code
- * use_direct_reads}.
+ * <p>The stores: {@code --entries} 16-byte keys ({@link BatchedReadBenchmark#key}), or with {@code
+ * --key-pattern random|two-level|worst} {@link KeyIndexFormats}' keys ({@code --key-size}, {@code
+ * --prefix-bytes}), with random, incompressible {@code --value-size}-byte values, the same in both;
+ * by default as many entries as make the data 100 times {@code --memory-mib}. They are loaded once
+ * under {@code --dir} and kept, a LOADED marker telling later runs to reuse them. After loading,
+ * Basalt flushes and waits for its compactions, RocksDB flushes and runs one {@code compactRange}
+ * (leaving every table in its bottom level). Then each is opened with the budget: Basalt with
+ * {@code memoryQuota(budget).directReads(true)}, RocksDB as {@link RocksStore} sets it up (block
+ * cache of half the budget holding the index and filter blocks, 10-bit bloom filter, LZ4) with
+ * {@code use_direct_reads}.
  *
  * <p>Run: {@code java @jvm.flags -cp engine-jmh/target/benchmarks.jar
  * io.basaltdb.jmh.ReadAmplification [--memory-mib 8] [--entries N] [--value-size 200] [--warmup
- * 200000] [--gets 200000] [--engines basalt,rocksdb] [--dir /tmp/basalt-readamp]}
+ * 200000] [--gets 200000] [--engines basalt,rocksdb] [--dir /tmp/basalt-readamp] [--key-pattern
+ * seq16|random|two-level|worst] [--key-size 16] [--prefix-bytes 100]}; engine {@code basalt-trie}
+ * is Basalt with the keys in a keyspace of HB+-trie tables ({@code KeyspaceOptions}).
  *
  * <p>Thread-safety: a program; one thread does every get.
  */
@@ -73,7 +76,11 @@ public final class ReadAmplification {
       int warmup,
       int gets,
       List<String> engines,
-      Path dir) {
+      Path dir,
+      String keyPattern,
+      int keySize,
+      int prefixBytes,
+      KeyIndexFormats.Words words) {
     static Params parse(String[] args) {
       Map<String, String> a =
           new LinkedHashMap<>(
@@ -89,7 +96,13 @@ public final class ReadAmplification {
                   "engines",
                   "basalt,rocksdb",
                   "dir",
-                  "/tmp/basalt-readamp"));
+                  "/tmp/basalt-readamp",
+                  "key-pattern",
+                  "seq16",
+                  "key-size",
+                  "16",
+                  "prefix-bytes",
+                  "100"));
       for (int i = 0; i < args.length; i += 2) {
         String name = args[i].startsWith("--") ? args[i].substring(2) : "";
         if (i + 1 == args.length || !(a.containsKey(name) || name.equals("entries"))) {
@@ -105,7 +118,13 @@ public final class ReadAmplification {
       long entries =
           a.containsKey("entries")
               ? Long.parseLong(a.get("entries"))
-              : 100 * memory / (16 + valueSize);
+              : 100
+                  * memory
+                  / (keyBytes(
+                          a.get("key-pattern"),
+                          Integer.parseInt(a.get("key-size")),
+                          Integer.parseInt(a.get("prefix-bytes")))
+                      + valueSize);
       return new Params(
           memory,
           entries,
@@ -113,15 +132,38 @@ public final class ReadAmplification {
           Integer.parseInt(a.get("warmup")),
           Integer.parseInt(a.get("gets")),
           List.of(a.get("engines").split(",")),
-          Path.of(a.get("dir")));
+          Path.of(a.get("dir")),
+          a.get("key-pattern"),
+          Integer.parseInt(a.get("key-size")),
+          Integer.parseInt(a.get("prefix-bytes")),
+          new KeyIndexFormats.Words(Integer.parseInt(a.get("prefix-bytes"))));
+    }
+
+    static int keyBytes(String pattern, int keySize, int prefixBytes) {
+      return pattern.equals("seq16")
+          ? 16
+          : KeyIndexFormats.keyBytes(
+              KeyIndexFormats.KeyPattern.parse(pattern), keySize, prefixBytes);
     }
 
     long dataBytes() {
-      return entries * (16 + valueSize);
+      return entries * (keyBytes(keyPattern, keySize, prefixBytes) + valueSize);
+    }
+
+    /** Key {@code i}. */
+    byte[] key(long i) {
+      return keyPattern.equals("seq16")
+          ? BatchedReadBenchmark.key(i)
+          : KeyIndexFormats.key(
+              KeyIndexFormats.KeyPattern.parse(keyPattern), keySize, prefixBytes, words, i);
     }
 
     Path store(String engine) {
-      return dir.resolve(engine + "-" + entries + "x" + valueSize);
+      String keys =
+          keyPattern.equals("seq16")
+              ? ""
+              : "-" + keyPattern + keyBytes(keyPattern, keySize, prefixBytes);
+      return dir.resolve(engine + keys + "-" + entries + "x" + valueSize);
     }
   }
 
@@ -188,9 +230,10 @@ public final class ReadAmplification {
       }
     }
     System.out.printf(
-        "%nRead amplification of point gets, direct I/O: %d entries x (16 + %d) bytes = %.1f MB of data,"
+        "%nRead amplification of point gets, direct I/O: %d entries x (%d + %d) bytes = %.1f MB of data,"
             + " budget %d MiB (%.2f%% of the data); %d warm-up then %d measured random gets of existing keys, one thread%n",
         p.entries,
+        Params.keyBytes(p.keyPattern, p.keySize, p.prefixBytes),
         p.valueSize,
         p.dataBytes() / 1e6,
         p.memory >> 20,
@@ -233,21 +276,29 @@ public final class ReadAmplification {
     MemoryBackupBenchmark.deleteTree(store);
     System.out.printf("loading %s: %d entries into %s%n", engine, p.entries, store);
     switch (engine) {
-      case "basalt" -> loadBasalt(store, p);
+      case "basalt", "basalt-trie" -> loadBasalt(store, p, engine.equals("basalt-trie"));
       case "rocksdb" -> loadRocks(store, p);
-      default -> throw new IllegalArgumentException("engine " + engine + ": basalt or rocksdb");
+      default ->
+          throw new IllegalArgumentException(
+              "engine " + engine + ": basalt, basalt-trie or rocksdb");
     }
     Files.write(store.resolve("LOADED"), new byte[0]);
     return true;
   }
 
-  static void loadBasalt(Path store, Params p) {
+  static void loadBasalt(Path store, Params p, boolean trie) {
     try (Basalt db =
         Basalt.open(store, Options.defaults().memoryQuota(256L << 20).syncMode(SyncMode.NONE))) {
-      Keyspace ks = db.keyspace("default");
+      Keyspace ks =
+          trie
+              ? db.createKeyspace(
+                  "trie",
+                  io.basaltdb.KeyspaceOptions.defaults()
+                      .keyIndexFormat(io.basaltdb.KeyspaceOptions.KeyIndexFormat.HB_TRIE))
+              : db.keyspace("default");
       WriteBatch batch = new WriteBatch();
       for (long i = 0; i < p.entries; i++) {
-        batch.put(ks, BatchedReadBenchmark.key(i), value(i, p.valueSize));
+        batch.put(ks, p.key(i), value(i, p.valueSize));
         if (batch.size() == 1000 || i == p.entries - 1) {
           db.write(batch);
           batch.clear();
@@ -267,7 +318,7 @@ public final class ReadAmplification {
         org.rocksdb.WriteBatch batch = new org.rocksdb.WriteBatch();
         FlushOptions wait = new FlushOptions().setWaitForFlush(true)) {
       for (long i = 0; i < p.entries; i++) {
-        batch.put(BatchedReadBenchmark.key(i), value(i, p.valueSize));
+        batch.put(p.key(i), value(i, p.valueSize));
         if (batch.count() == 1000 || i == p.entries - 1) {
           db.write(noWal, batch);
           batch.clear();
@@ -299,7 +350,7 @@ public final class ReadAmplification {
   }
 
   static Reader open(String engine, Params p) throws Exception {
-    return engine.equals("basalt") ? new BasaltReader(p) : new RocksReader(p);
+    return engine.startsWith("basalt") ? new BasaltReader(p, engine) : new RocksReader(p);
   }
 
   /**
@@ -380,7 +431,7 @@ public final class ReadAmplification {
   static void gets(Reader r, SplittableRandom random, int count, Params p) throws Exception {
     for (int g = 0; g < count; g++) {
       long i = random.nextLong(p.entries);
-      byte[] v = r.get(BatchedReadBenchmark.key(i));
+      byte[] v = r.get(p.key(i));
       if (v == null) throw new IllegalStateException("key " + i + " is missing");
       if (!Arrays.equals(v, value(i, p.valueSize)))
         throw new IllegalStateException("key " + i + " has a wrong value");
@@ -392,13 +443,13 @@ public final class ReadAmplification {
     final Basalt db;
     final Keyspace ks;
 
-    BasaltReader(Params p) {
+    BasaltReader(Params p, String engine) {
       db =
           Basalt.open(
-              p.store("basalt"),
+              p.store(engine),
               EngineStores.BasaltEngine.extraOptions(
                   Options.defaults().memoryQuota(p.memory).directReads(true)));
-      ks = db.keyspace("default");
+      ks = db.keyspace(engine.equals("basalt-trie") ? "trie" : "default");
     }
 
     @Override

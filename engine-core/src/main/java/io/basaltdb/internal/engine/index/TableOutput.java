@@ -57,6 +57,13 @@ public final class TableOutput {
     return docBytes;
   }
 
+  /**
+   * False only to measure what ForestDB's section 3.2 rule is worth: {@code
+   * -Dbasalt.test.noTrieSkewRule=true} builds HB+-trie tables without it (every shared chunk a trie
+   * node). Never set it for a store that matters: the tables are valid, only larger and slower.
+   */
+  private static final boolean TRIE_SKEW_RULE = !Boolean.getBoolean("basalt.test.noTrieSkewRule");
+
   /** The keyspace's HB+-trie chunk size, 0 for block tables ({@link TableOptions#withTrie}). */
   private final int trieChunkBytes;
 
@@ -116,7 +123,8 @@ public final class TableOutput {
               TableOptions.defaults()
                   .withBlockSize(options.blockSize())
                   .withBloomBitsPerKey(options.bloomBitsPerKey())
-                  .withTrie(trieChunkBytes));
+                  .withTrie(trieChunkBytes)
+                  .withTrieSkewRule(TRIE_SKEW_RULE));
     }
     writer.add(key, seqno, docSize, tombstone, hint, olderReported, expiry);
     tombstoneInTable |= tombstone;
