@@ -44,6 +44,14 @@ final class TrieBuilder {
   /** Target size of a navigation page's contents. */
   static final int PAGE_BYTES = 4096;
 
+  /**
+   * Largest entry page a parent's reference carries inline: a small child (a leaf tree over one or
+   * two record blocks, a node of a few entries) then costs its parent's page a few dozen bytes
+   * instead of a page of its own, which a lookup would have to find in the cache, or read, as often
+   * as it reads a record block.
+   */
+  static final int INLINE_BYTES = 128;
+
   /** {@code v} of the section 3.2.3 rule: the size of a pointer. */
   static final int POINTER_BYTES = 8;
 
@@ -78,6 +86,7 @@ final class TrieBuilder {
   private int trieNodes;
   private int leafTrees;
   private int pages;
+  private int inlined;
 
   /** {offset, content size} of every page written, in file order (tests damage them). */
   private final List<long[]> pageSpans = new ArrayList<>();
@@ -135,6 +144,11 @@ final class TrieBuilder {
     return pages;
   }
 
+  /** Nodes and leaf trees whose entries went inline in their parent's reference. */
+  int inlined() {
+    return inlined;
+  }
+
   List<long[]> pageSpans() {
     return pageSpans;
   }
@@ -176,16 +190,15 @@ final class TrieBuilder {
       entryValues.add(b - a == 1 ? recordRef(a) : node(a, b, childDepth, false));
       a = b;
     }
-    long[] at = writeTree(entryKeys, entryValues);
+    Tree at = writeTree(entryKeys, entryValues, !root);
     trieNodes++;
     Output ref = new Output(32 + from - depth);
-    ref.putByte(TrieIndex.TAG_NODE);
+    ref.putByte(at.inline == null ? TrieIndex.TAG_NODE : TrieIndex.TAG_NODE_INLINE);
     ref.putVarint(hi == lo ? 0 : block[lo]);
     ref.putVarint(p);
     ref.putVarint(from - depth);
     if (hi > lo) ref.putBytes(keys, start[lo] + depth, from - depth);
-    ref.putVarint(at[0]);
-    ref.putVarint(at[1]);
+    at.putTo(ref);
     return Arrays.copyOf(ref.array(), ref.size());
   }
 
@@ -232,20 +245,72 @@ final class TrieBuilder {
       seps.add(sep);
       blocks.add(Arrays.copyOf(v.array(), v.size()));
     }
-    long[] at = writeTree(seps, blocks);
+    Tree at = writeTree(seps, blocks, true);
     leafTrees++;
     Output ref = new Output(32 + common - depth);
-    ref.putByte(TrieIndex.TAG_LEAF);
+    ref.putByte(at.inline == null ? TrieIndex.TAG_LEAF : TrieIndex.TAG_LEAF_INLINE);
     ref.putVarint(block[lo]);
     ref.putVarint(common - depth);
     ref.putBytes(keys, start[lo] + depth, common - depth);
-    ref.putVarint(at[0]);
-    ref.putVarint(at[1]);
+    at.putTo(ref);
     return Arrays.copyOf(ref.array(), ref.size());
   }
 
   private byte[] suffix(int i, int from) {
     return Arrays.copyOfRange(keys, start[i] + from, start[i + 1]);
+  }
+
+  /**
+   * Where a node's or leaf tree's entries are: a B+-tree of pages whose root page is {@code
+   * (offset, size)}, or, for a small one, its single entry page {@code inline} in the parent's
+   * reference.
+   */
+  private record Tree(long offset, int size, byte[] inline) {
+    void putTo(Output ref) {
+      if (inline == null) {
+        ref.putVarint(offset);
+        ref.putVarint(size);
+      } else {
+        ref.putVarint(inline.length);
+        ref.putBytes(inline, 0, inline.length);
+      }
+    }
+  }
+
+  /**
+   * Writes sorted entries as a B+-tree of pages and returns where its root page is; with {@code
+   * mayInline}, entries whose one page would take at most {@value #INLINE_BYTES} bytes are returned
+   * as that page, written nowhere: the parent's reference carries it.
+   */
+  private Tree writeTree(List<byte[]> entryKeys, List<byte[]> values, boolean mayInline) {
+    if (mayInline) {
+      long bytes = 5;
+      for (int i = 0; i < entryKeys.size() && bytes <= INLINE_BYTES; i++) {
+        byte[] k = entryKeys.get(i);
+        bytes += varintSize(k.length) + k.length + values.get(i).length + 2;
+      }
+      if (bytes <= INLINE_BYTES) {
+        Output page = new Output(INLINE_BYTES);
+        int[] offsets = new int[entryKeys.size()];
+        for (int i = 0; i < offsets.length; i++) {
+          offsets[i] = page.size();
+          byte[] k = entryKeys.get(i), v = values.get(i);
+          page.putVarint(k.length);
+          page.putBytes(k, 0, k.length);
+          page.putBytes(v, 0, v.length);
+        }
+        for (int off : offsets) {
+          page.putByte(off);
+          page.putByte(off >>> 8);
+        }
+        page.putIntLE(offsets.length);
+        page.putByte(0);
+        inlined++;
+        return new Tree(0, 0, Arrays.copyOf(page.array(), page.size()));
+      }
+    }
+    long[] at = writeTree(entryKeys, values);
+    return new Tree(at[0], (int) at[1], null);
   }
 
   /**

@@ -35,6 +35,12 @@ final class TrieIndex {
   static final int TAG_NODE = 1;
   static final int TAG_LEAF = 2;
 
+  /** A trie node whose one entry page is carried in the reference ({@link TrieBuilder}). */
+  static final int TAG_NODE_INLINE = 3;
+
+  /** A leaf tree whose one entry page is carried in the reference. */
+  static final int TAG_LEAF_INLINE = 4;
+
   /** Page flag: an inner page (entries name pages below); else an entry page. */
   static final int PAGE_INNER = 1;
 
@@ -89,6 +95,9 @@ final class TrieIndex {
     long pageOffset;
     int pageSize;
 
+    /** The entry page itself, for a node or leaf tree carried inline; else null. */
+    byte[] inline;
+
     /** From a seek's {@link #find}: the entry's key equals the target. */
     boolean equalKey;
   }
@@ -121,23 +130,23 @@ final class TrieIndex {
               return null;
             }
             int end = Math.min(key.length, from + chunk);
-            Ref next = find(ref.pageOffset, ref.pageSize, key, from, end, false, EXACT);
+            Ref next = find(ref, key, from, end, false, EXACT);
             if (next == null) return null;
             parentChunk = ref.chunkIndex;
             depth = from + chunk;
-            below = ref.pageOffset;
+            if (ref.inline == null) below = ref.pageOffset;
             ref = next;
             break;
           }
         case TAG_LEAF:
           {
-            checkPage(ref.pageOffset, ref.pageSize, below);
+            if (ref.inline == null) checkPage(ref.pageOffset, ref.pageSize, below);
             int from = depth + ref.skip.length;
             if (key.length < from
                 || Arrays.compare(key, depth, from, ref.skip, 0, ref.skip.length) != 0) {
               return null;
             }
-            Ref b = find(ref.pageOffset, ref.pageSize, key, from, key.length, true, LOWER);
+            Ref b = find(ref, key, from, key.length, true, LOWER);
             if (b == null) return null;
             return new TableReader.BlockSpan(blockOffsets[b.block], blockSizes[b.block], -1, 0);
           }
@@ -170,23 +179,24 @@ final class TrieIndex {
           if (c < 0) return ref.firstBlock;
           if (c > 0) return PAST;
           int end = Math.min(key.length, from + chunk);
-          Ref e = find(ref.pageOffset, ref.pageSize, key, from, end, false, LOWER);
+          Ref e = find(ref, key, from, end, false, LOWER);
           if (e == null) return PAST;
           if (e.tag == TAG_RECORD) return e.block;
           if (!e.equalKey) return e.firstBlock;
-          int inside = lowerBound(e, from + chunk, ref.chunkIndex, ref.pageOffset, key);
+          long childBelow = ref.inline == null ? ref.pageOffset : below;
+          int inside = lowerBound(e, from + chunk, ref.chunkIndex, childBelow, key);
           if (inside != PAST) return inside;
-          Ref after = find(ref.pageOffset, ref.pageSize, key, from, end, false, STRICT);
+          Ref after = find(ref, key, from, end, false, STRICT);
           return after == null ? PAST : after.tag == TAG_RECORD ? after.block : after.firstBlock;
         }
       case TAG_LEAF:
         {
-          checkPage(ref.pageOffset, ref.pageSize, below);
+          if (ref.inline == null) checkPage(ref.pageOffset, ref.pageSize, below);
           int c = compareSegment(key, depth, ref.skip);
           if (c < 0) return ref.firstBlock;
           if (c > 0) return PAST;
           int from = depth + ref.skip.length;
-          Ref b = find(ref.pageOffset, ref.pageSize, key, from, key.length, true, LOWER);
+          Ref b = find(ref, key, from, key.length, true, LOWER);
           return b == null ? PAST : b.block;
         }
       default:
@@ -216,12 +226,19 @@ final class TrieIndex {
    * {@code STRICT} the first after it; null if there is none. A leaf tree's entries name a record
    * block (the result's {@code block}); a trie node's are references.
    */
-  private Ref find(
-      long offset, int size, byte[] key, int from, int to, boolean leafTree, int mode) {
+  private Ref find(Ref tree, byte[] key, int from, int to, boolean leafTree, int mode) {
     long below = navEnd;
+    long offset = tree.pageOffset;
+    int size = tree.pageSize;
+    byte[] inline = tree.inline;
     while (true) {
-      checkPage(offset, size, below);
-      BlockCache.Block page = pages.page(offset, size);
+      BlockCache.Block page;
+      if (inline != null) {
+        page = BlockCache.heapBlock(inline, BlockCache.Kind.TABLE_INDEX);
+      } else {
+        checkPage(offset, size, below);
+        page = pages.page(offset, size);
+      }
       try {
         Object base = page.base;
         long a = page.address;
@@ -263,6 +280,7 @@ final class TrieIndex {
         equal = compareEntry(base, a, at, limit, offset, key, from, to) == 0;
         p[0] += keyLen;
         if ((flags & PAGE_INNER) != 0) {
+          if (inline != null) throw corrupt(offset, "an inline page that is an inner page");
           long child = readVarint(base, a, limit, p, offset);
           long childSize = readVarint(base, a, limit, p, offset);
           if (childSize > Integer.MAX_VALUE) throw corrupt(offset, "page size " + childSize);
@@ -334,6 +352,10 @@ final class TrieIndex {
         return;
       case TAG_NODE:
       case TAG_LEAF:
+      case TAG_NODE_INLINE:
+      case TAG_LEAF_INLINE:
+        boolean inline = r.tag >= TAG_NODE_INLINE;
+        if (inline) r.tag -= TAG_NODE_INLINE - TAG_NODE;
         r.firstBlock = checkBlock(readVarint(base, a, limit, p, offset), offset);
         if (r.tag == TAG_NODE) {
           long ci = readVarint(base, a, limit, p, offset);
@@ -346,6 +368,18 @@ final class TrieIndex {
         r.skip = new byte[skip];
         Mem.copyToArray(base, a + p[0], r.skip, 0, skip);
         p[0] += skip;
+        r.inline = null;
+        if (inline) {
+          int len = readLength(base, a, limit, p, offset);
+          if (len > limit - p[0] || len < 5)
+            throw corrupt(offset, "inline page of " + len + " bytes overruns the page");
+          r.inline = new byte[len];
+          Mem.copyToArray(base, a + p[0], r.inline, 0, len);
+          p[0] += len;
+          r.pageOffset = offset;
+          r.pageSize = 0;
+          return;
+        }
         r.pageOffset = readVarint(base, a, limit, p, offset);
         long size = readVarint(base, a, limit, p, offset);
         if (size > Integer.MAX_VALUE) throw corrupt(offset, "page size " + size);
@@ -370,7 +404,7 @@ final class TrieIndex {
               + ref.skip.length
               + " bytes");
     }
-    checkPage(ref.pageOffset, ref.pageSize, below);
+    if (ref.inline == null) checkPage(ref.pageOffset, ref.pageSize, below);
   }
 
   /** Invariant 1: the page lies in the navigation region, before {@code below}. */
@@ -441,15 +475,21 @@ final class TrieIndex {
       case TAG_LEAF -> {
         java.util.List<byte[]> keys = new java.util.ArrayList<>();
         java.util.List<Ref> values = new java.util.ArrayList<>();
-        entries(ref.pageOffset, ref.pageSize, true, keys, values);
-        sb.append("leaf(skip=").append(text(ref.skip)).append(",blocks=").append(keys.size());
+        entries(ref, true, keys, values);
+        sb.append(ref.inline != null ? "leaf*(skip=" : "leaf(skip=")
+            .append(text(ref.skip))
+            .append(",blocks=")
+            .append(keys.size());
         sb.append(')');
       }
       default -> {
         java.util.List<byte[]> keys = new java.util.ArrayList<>();
         java.util.List<Ref> values = new java.util.ArrayList<>();
-        entries(ref.pageOffset, ref.pageSize, false, keys, values);
-        sb.append("node(p=").append(ref.chunkIndex).append(",skip=").append(text(ref.skip));
+        entries(ref, false, keys, values);
+        sb.append(ref.inline != null ? "node*(p=" : "node(p=")
+            .append(ref.chunkIndex)
+            .append(",skip=")
+            .append(text(ref.skip));
         sb.append(")[");
         for (int i = 0; i < keys.size(); i++) {
           if (i > 0) sb.append(',');
@@ -467,12 +507,25 @@ final class TrieIndex {
 
   /** Every entry of the page tree at {@code (offset, size)}, in order. */
   private void entries(
+      Ref tree, boolean leafTree, java.util.List<byte[]> keys, java.util.List<Ref> out) {
+    if (tree.inline == null) {
+      entries(tree.pageOffset, tree.pageSize, null, leafTree, keys, out);
+    } else {
+      entries(tree.pageOffset, 0, tree.inline, leafTree, keys, out);
+    }
+  }
+
+  private void entries(
       long offset,
       int size,
+      byte[] inline,
       boolean leafTree,
       java.util.List<byte[]> keys,
       java.util.List<Ref> out) {
-    BlockCache.Block page = pages.page(offset, size);
+    BlockCache.Block page =
+        inline != null
+            ? BlockCache.heapBlock(inline, BlockCache.Kind.TABLE_INDEX)
+            : pages.page(offset, size);
     try {
       Object base = page.base;
       long a = page.address;
@@ -490,7 +543,7 @@ final class TrieIndex {
         if ((flags & PAGE_INNER) != 0) {
           long child = readVarint(base, a, limit, p, offset);
           int childSize = (int) readVarint(base, a, limit, p, offset);
-          entries(child, childSize, leafTree, keys, out);
+          entries(child, childSize, null, leafTree, keys, out);
           continue;
         }
         Ref r = new Ref();

@@ -148,15 +148,16 @@ class TrieTableTest {
     // (a) aaaa alone is indexed by its first chunk
     assertEquals("node(p=0,skip=)[a->rec]", shape(naive, "aaaa"));
     // (b) aaab: a sub-tree on the fourth chunk that skips "aa"
+    // (a star marks a node or leaf tree small enough to ride inline in its parent's reference)
     assertEquals(
-        "node(p=0,skip=)[a->node(p=3,skip=aa)[a->rec,b->rec]]", shape(naive, "aaaa", "aaab"));
+        "node(p=0,skip=)[a->node*(p=3,skip=aa)[a->rec,b->rec]]", shape(naive, "aaaa", "aaab"));
     // (c) aabb: a tree on the third chunk skipping "a" in between; the fourth chunk's skips nothing
     assertEquals(
-        "node(p=0,skip=)[a->node(p=2,skip=a)[a->node(p=3,skip=)[a->rec,b->rec],b->rec]]",
+        "node(p=0,skip=)[a->node*(p=2,skip=a)[a->node*(p=3,skip=)[a->rec,b->rec],b->rec]]",
         shape(naive, "aaaa", "aaab", "aabb"));
     // With the section 3.2 rule, three keys below the root stay one leaf tree (figure 9a).
     TableOptions rule = naive.withTrieSkewRule(true);
-    assertEquals("node(p=0,skip=)[a->leaf(skip=a,blocks=1)]", shape(rule, "aaaa", "aaab", "aabb"));
+    assertEquals("node(p=0,skip=)[a->leaf*(skip=a,blocks=1)]", shape(rule, "aaaa", "aaab", "aabb"));
     for (TableOptions o : new TableOptions[] {naive, rule}) {
       TableModel m = new TableModel();
       for (String k : new String[] {"aaaa", "aaab", "aabb", "b", "bb", "bbb", "c"})
@@ -175,9 +176,11 @@ class TrieTableTest {
     // The builder applies it to real ranges: under the root's "A", b branches of m keys each,
     // keys of 201 bytes (k = 200 below the root's chunk of one byte).
     TableOptions o = new TableOptions(4096, 16, 0).withTrie(1);
-    assertTrue(shapeOf(o, 19, 19).contains("A->leaf("), "n = 361 = b * fL: a leaf tree");
-    assertTrue(shapeOf(o, 19, 20).contains("A->node(p=1"), "n = 380 > b * fL, b = fL: a node");
-    assertTrue(shapeOf(o, 18, 30).contains("A->leaf("), "b = 18 < fL: a leaf tree");
+    java.util.regex.Pattern leaf = java.util.regex.Pattern.compile("A->leaf\\*?\\(");
+    java.util.regex.Pattern node = java.util.regex.Pattern.compile("A->node\\*?\\(p=1,");
+    assertTrue(leaf.matcher(shapeOf(o, 19, 19)).find(), "n = 361 = b * fL: a leaf tree");
+    assertTrue(node.matcher(shapeOf(o, 19, 20)).find(), "n = 380 > b * fL, b = fL: a node");
+    assertTrue(leaf.matcher(shapeOf(o, 18, 30)).find(), "b = 18 < fL: a leaf tree");
   }
 
   /** The trie over "A" + one of b bytes + 199 bytes, m keys per branch, and "B". */
@@ -195,6 +198,26 @@ class TrieTableTest {
     try (TableReader t = open(model, o, null)) {
       checkTable(model, o, r, "rule at b=" + b + " m=" + m);
       return t.describeTrie();
+    }
+  }
+
+  @Test
+  void smallChildren_rideInline_andLookupsReadNoPageForThem() {
+    SplittableRandom r = new SplittableRandom(13);
+    TableModel m = new TableModel();
+    byte[][] l1 = words(r, 40, 20), l2 = words(r, 40, 20);
+    for (int i = 0; i < 40; i++) {
+      for (int j = 0; j < 40; j++) {
+        for (int t = 0; t < 3; t++) m.put(concat(l1[i], l2[j], tail(r, 8)), 1, 1, false, 1);
+      }
+    }
+    List<long[]> pages = new ArrayList<>();
+    try (TableReader t = open(m, TableOptions.defaults().withTrie(8), pages)) {
+      String shape = t.describeTrie();
+      assertTrue(shape.contains("leaf*("), shape.substring(0, 300));
+      // 1,600 groups of 3 keys: inline leaf trees, so far fewer pages than groups
+      assertTrue(pages.size() < 200, pages.size() + " pages");
+      checkTable(m, TableOptions.defaults().withTrie(8), r, "inline children");
     }
   }
 
