@@ -40,7 +40,9 @@ import org.openjdk.jmh.infra.Blackhole;
  * 14.5 MiB block cache holds it in about 10 MiB, RocksDB's 16 MiB one in about 7; at 50,000 entries
  * Basalt's cache was full and missed 5% of its lookups); the large one takes about 22 times the
  * budget on disk (RocksDB's files, the smallest). Keys are {@link BatchedReadBenchmark}'s (a hashed
- * prefix, so the load inserts in random order). Each store is loaded once, with a 256 MiB budget
+ * prefix, so the load inserts in random order); {@code -p keySize=N} makes them N bytes (the same
+ * 16, then bytes derived from the index), and {@code -p impl=basalt-trie} runs Basalt with its keys
+ * in a keyspace of HB+-trie key index tables (docs/benchmarks.md, "HB+-trie"). Each store is loaded once, with a 256 MiB budget
  * and batches of {@value #LOAD_BATCH} keys, under {@code dir/<impl>-<entries>-<valueSize>}, left to
  * settle (flushed, fsynced, the engine's own compactions finished; no manual full compaction for
  * any engine), marked {@code LOADED} and reused by every later trial and run. Each trial opens it
@@ -118,8 +120,19 @@ public class EngineBenchmark {
   static final int LOAD_BATCH = 10_000;
   static final long LOAD_MEMORY = 256L << 20;
 
+  /**
+   * {@code basalt-trie}: Basalt with its keys in a keyspace of HB+-trie key index tables ({@code
+   * KeyspaceOptions.keyIndexFormat(HB_TRIE)}); not in the default set.
+   */
   @Param({"basalt", "rocksdb", "lmdb"})
   public String impl;
+
+  /**
+   * Bytes per key, at least 16: the 16 bytes of {@link #fillKey}, then bytes derived from the
+   * key's index (the first 16 alone tell keys apart and order them). LMDB takes at most 511.
+   */
+  @Param("16")
+  public int keySize;
 
   @Param({"fit", "large"})
   public String dataset;
@@ -168,9 +181,12 @@ public class EngineBenchmark {
         };
     if (entries <= SCAN)
       throw new IllegalArgumentException("a data set needs more than " + SCAN + " entries");
+    if (keySize < KEY_SIZE) throw new IllegalArgumentException("keySize is at least " + KEY_SIZE);
     scanLimit = scanLimit(entries);
+    String keys = keySize == KEY_SIZE ? "" : "-k" + keySize;
     Path store =
-        Files.createDirectories(Path.of(dir)).resolve(impl + "-" + entries + "-" + valueSize);
+        Files.createDirectories(Path.of(dir))
+            .resolve(impl + keys + "-" + entries + "-" + valueSize);
     if (!Files.exists(store.resolve("LOADED"))) load(store);
     engine =
         EngineStores.open(impl, store, (long) memoryMiB << 20, entries, valueSize, directReads);
@@ -192,7 +208,7 @@ public class EngineBenchmark {
       for (int i = 0; i < entries; i++) {
         byte[] value = new byte[valueSize];
         r.nextBytes(value);
-        keys.add(key(i));
+        keys.add(fillKey(i, new byte[keySize]));
         values.add(value);
         if (keys.size() == LOAD_BATCH || i == entries - 1) {
           loading.write(keys, values);
@@ -228,7 +244,7 @@ public class EngineBenchmark {
   public static class Caller {
     static final int PUT_VALUES = 64;
 
-    final byte[] key = new byte[KEY_SIZE];
+    byte[] key;
     final List<byte[]> batch = new ArrayList<>(BATCH);
 
     /** Values for puts, used in turn, each with 8 fresh random bytes. */
@@ -237,7 +253,7 @@ public class EngineBenchmark {
     int nextValue;
 
     /** LMDB's key and value, direct buffers as it wants them. */
-    final ByteBuffer directKey = ByteBuffer.allocateDirect(KEY_SIZE);
+    ByteBuffer directKey;
 
     ByteBuffer directValue;
     SplittableRandom random;
@@ -249,7 +265,9 @@ public class EngineBenchmark {
       random = new SplittableRandom(Thread.currentThread().getId());
       entries = b.entries;
       scanLimit = b.scanLimit;
-      for (int i = 0; i < BATCH; i++) batch.add(new byte[KEY_SIZE]);
+      key = new byte[b.keySize];
+      directKey = ByteBuffer.allocateDirect(b.keySize);
+      for (int i = 0; i < BATCH; i++) batch.add(new byte[b.keySize]);
       values = new byte[PUT_VALUES][b.valueSize];
       for (byte[] v : values) random.nextBytes(v);
       directValue = ByteBuffer.allocateDirect(b.valueSize);
@@ -334,6 +352,12 @@ public class EngineBenchmark {
     long x = prefix(i);
     for (int j = 0; j < 8; j++) k[j] = (byte) (x >>> (56 - 8 * j));
     for (int j = 0; j < 8; j++) k[8 + j] = (byte) (i >>> (56 - 8 * j));
+    for (int j = KEY_SIZE; j < k.length; j += 8) { // longer keys: bytes of a xorshift of the index
+      x ^= x << 13;
+      x ^= x >>> 7;
+      x ^= x << 17;
+      for (int b = 0; b < 8 && j + b < k.length; b++) k[j + b] = (byte) (x >>> (8 * b));
+    }
     return k;
   }
 

@@ -77,7 +77,8 @@ final class EngineStores {
   static Engine open(
       String impl, Path dir, long memory, long entries, int valueSize, boolean directReads) {
     return switch (impl) {
-      case "basalt" -> new BasaltEngine(dir, memory, directReads);
+      case "basalt" -> new BasaltEngine(dir, memory, directReads, false);
+      case "basalt-trie" -> new BasaltEngine(dir, memory, directReads, true);
       case "rocksdb" -> new RocksEngine(dir, memory, directReads);
       case "lmdb" ->
           new LmdbEngine(
@@ -115,7 +116,8 @@ final class EngineStores {
 
     static final String OPTIONS_PROPERTY = "basalt.options";
 
-    BasaltEngine(Path dir, long memory, boolean directReads) {
+    /** With {@code trie}, the keys live in a keyspace "trie" of HB+-trie key index tables. */
+    BasaltEngine(Path dir, long memory, boolean directReads, boolean trie) {
       this.dir = dir;
       db =
           Basalt.open(
@@ -126,7 +128,15 @@ final class EngineStores {
                       .readQueueDepth(32)
                       .syncMode(SyncMode.NONE)
                       .directReads(directReads)));
-      ks = db.keyspace("default");
+      ks =
+          !trie
+              ? db.keyspace("default")
+              : db.keyspaceNames().contains("trie")
+                  ? db.keyspace("trie")
+                  : db.createKeyspace(
+                      "trie",
+                      io.basaltdb.KeyspaceOptions.defaults()
+                          .keyIndexFormat(io.basaltdb.KeyspaceOptions.KeyIndexFormat.HB_TRIE));
     }
 
     @Override
@@ -367,7 +377,7 @@ final class EngineStores {
 
     @Override
     public void write(List<byte[]> keys, List<byte[]> values) {
-      ByteBuffer key = ByteBuffer.allocateDirect(EngineBenchmark.KEY_SIZE);
+      ByteBuffer key = ByteBuffer.allocateDirect(keys.get(0).length);
       ByteBuffer value = ByteBuffer.allocateDirect(values.get(0).length);
       try (Txn<ByteBuffer> txn = env.txnWrite()) {
         for (int i = 0; i < keys.size(); i++) {

@@ -265,6 +265,15 @@ public final class TableWriter {
     return h;
   }
 
+  /**
+   * Bytes of the keys an HB+-trie table's builder holds until {@link #finish} (all the table's
+   * keys, whole); 0 for a block table. A caller cuts tables by this too: keys with long shared
+   * prefixes take far more room whole than in the record blocks ({@link #dataSize}).
+   */
+  public long trieKeyBytes() {
+    return trie == null ? 0 : trie.keyBytes();
+  }
+
   /** Navigation bytes of an HB+-trie table (pages with their trailers); 0 for a block table. */
   public long navigationBytes() {
     return trie == null ? 0 : trie.navBytes();

@@ -52,6 +52,14 @@ final class TrieBuilder {
    */
   static final int INLINE_BYTES = 128;
 
+  /**
+   * Levels of trie nodes and leaf trees below and including the root: the builder makes a leaf tree
+   * at the last, and a reader reports a deeper trie as corruption. Keys nesting deeper than this
+   * (thousands of chunks of shared prefixes, one branching at each) would otherwise make a walk as
+   * deep, on the reader's stack and the writer's.
+   */
+  static final int MAX_LEVELS = 64;
+
   /** {@code v} of the section 3.2.3 rule: the size of a pointer. */
   static final int POINTER_BYTES = 8;
 
@@ -100,6 +108,11 @@ final class TrieBuilder {
     this.skewRule = skewRule;
   }
 
+  /** Bytes of the keys added so far. */
+  long keyBytes() {
+    return start[n];
+  }
+
   /** Adds the next key, whose record is the entry at {@code pos} of record block {@code block}. */
   void add(byte[] key, int block, int pos) {
     if (n == this.block.length) {
@@ -110,9 +123,10 @@ final class TrieBuilder {
     }
     int end = start[n];
     if (keys.length - end < key.length) {
-      long want = Math.max((long) keys.length * 2, (long) end + key.length);
-      if (want > Integer.MAX_VALUE - 16)
+      long need = (long) end + key.length;
+      if (need > Integer.MAX_VALUE - 16)
         throw new IllegalStateException("HB+-trie table keys exceed 2 GiB");
+      long want = Math.min(Math.max((long) keys.length * 2, need), Integer.MAX_VALUE - 16);
       keys = Arrays.copyOf(keys, (int) want);
     }
     System.arraycopy(key, 0, keys, end, key.length);
@@ -125,7 +139,7 @@ final class TrieBuilder {
   /** Writes every page through {@code sink} and returns the root's reference. */
   byte[] finish(PageSink sink) {
     this.sink = sink;
-    return node(0, n, 0, true);
+    return node(0, n, 0, 0);
   }
 
   long navBytes() {
@@ -174,10 +188,13 @@ final class TrieBuilder {
   }
 
   /** The reference to the structure for keys {@code [lo, hi)}, which share {@code depth} bytes. */
-  private byte[] node(int lo, int hi, int depth, boolean root) {
+  private byte[] node(int lo, int hi, int depth, int level) {
+    boolean root = level == 0;
     int common = hi - lo <= 1 ? (hi == lo ? 0 : len(lo)) : lcp(lo, hi - 1);
     int p = root ? 0 : common / chunk; // the root is keyed by the first chunk (figure 6)
-    if (!root && !extend(lo, hi, depth, p)) return leaf(lo, hi, depth, common);
+    // a leaf tree where the rule says so, and always at the deepest level a reader accepts
+    if (!root && (level == MAX_LEVELS - 1 || !extend(lo, hi, depth, p)))
+      return leaf(lo, hi, depth, common);
     List<byte[]> entryKeys = new ArrayList<>();
     List<byte[]> entryValues = new ArrayList<>();
     int from = p * chunk;
@@ -187,7 +204,7 @@ final class TrieBuilder {
       while (b < hi && sameChunk(a, b, p)) b++;
       int end = Math.min(len(a), childDepth);
       entryKeys.add(Arrays.copyOfRange(keys, start[a] + from, start[a] + end));
-      entryValues.add(b - a == 1 ? recordRef(a) : node(a, b, childDepth, false));
+      entryValues.add(b - a == 1 ? recordRef(a) : node(a, b, childDepth, level + 1));
       a = b;
     }
     Tree at = writeTree(entryKeys, entryValues, !root);

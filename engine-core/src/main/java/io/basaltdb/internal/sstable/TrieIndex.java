@@ -113,7 +113,9 @@ final class TrieIndex {
     int depth = 0;
     int parentChunk = -1;
     long below = navEnd;
-    while (true) {
+    for (int level = 0; ; level++) {
+      if (level > TrieBuilder.MAX_LEVELS)
+        throw corrupt(ref.pageOffset, "a trie deeper than " + TrieBuilder.MAX_LEVELS + " levels");
       switch (ref.tag) {
         case TAG_RECORD:
           {
@@ -163,11 +165,13 @@ final class TrieIndex {
    */
   int lowerBound(byte[] key) {
     if (blockSizes.length == 0) return 0;
-    int b = lowerBound(decodeRoot(), 0, -1, navEnd, key);
+    int b = lowerBound(decodeRoot(), 0, -1, navEnd, key, 0);
     return b == PAST ? blockSizes.length : b;
   }
 
-  private int lowerBound(Ref ref, int depth, int parentChunk, long below, byte[] key) {
+  private int lowerBound(Ref ref, int depth, int parentChunk, long below, byte[] key, int level) {
+    if (level > TrieBuilder.MAX_LEVELS)
+      throw corrupt(ref.pageOffset, "a trie deeper than " + TrieBuilder.MAX_LEVELS + " levels");
     switch (ref.tag) {
       case TAG_RECORD:
         return ref.block;
@@ -184,7 +188,7 @@ final class TrieIndex {
           if (e.tag == TAG_RECORD) return e.block;
           if (!e.equalKey) return e.firstBlock;
           long childBelow = ref.inline == null ? ref.pageOffset : below;
-          int inside = lowerBound(e, from + chunk, ref.chunkIndex, childBelow, key);
+          int inside = lowerBound(e, from + chunk, ref.chunkIndex, childBelow, key, level + 1);
           if (inside != PAST) return inside;
           Ref after = find(ref, key, from, end, false, STRICT);
           return after == null ? PAST : after.tag == TAG_RECORD ? after.block : after.firstBlock;
@@ -371,8 +375,8 @@ final class TrieIndex {
         r.inline = null;
         if (inline) {
           int len = readLength(base, a, limit, p, offset);
-          if (len > limit - p[0] || len < 5)
-            throw corrupt(offset, "inline page of " + len + " bytes overruns the page");
+          if (len > limit - p[0] || len < 5 || len > TrieBuilder.INLINE_BYTES)
+            throw corrupt(offset, "inline page of " + len + " bytes");
           r.inline = new byte[len];
           Mem.copyToArray(base, a + p[0], r.inline, 0, len);
           p[0] += len;
@@ -530,20 +534,27 @@ final class TrieIndex {
       Object base = page.base;
       long a = page.address;
       int n = page.size;
+      if (n < 5) throw corrupt(offset, "navigation page of " + n + " bytes");
       int flags = Mem.lpUnsignedByte(base, a + n - 1);
       int count = Mem.lpIntLE(base, a + n - 5);
       int width = (flags & PAGE_WIDE) != 0 ? 4 : 2;
+      if (count < 0 || (long) count * width > n - 5)
+        throw corrupt(offset, "page of " + n + " bytes cannot hold " + count + " entries");
       int limit = n - 5 - count * width;
       for (int i = 0; i < count; i++) {
         int[] p = {entryAt(base, a, limit, i, width, offset)};
         int len = readLength(base, a, limit, p, offset);
+        if (len > limit - p[0]) throw corrupt(offset, "entry key overruns the page");
         byte[] k = new byte[len];
         Mem.copyToArray(base, a + p[0], k, 0, len);
         p[0] += len;
         if ((flags & PAGE_INNER) != 0) {
           long child = readVarint(base, a, limit, p, offset);
-          int childSize = (int) readVarint(base, a, limit, p, offset);
-          entries(child, childSize, null, leafTree, keys, out);
+          long childSize = readVarint(base, a, limit, p, offset);
+          if (inline != null || childSize > Integer.MAX_VALUE)
+            throw corrupt(offset, "bad inner page entry");
+          checkPage(child, (int) childSize, offset);
+          entries(child, (int) childSize, null, leafTree, keys, out);
           continue;
         }
         Ref r = new Ref();

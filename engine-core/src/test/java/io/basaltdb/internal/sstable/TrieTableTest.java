@@ -222,6 +222,21 @@ class TrieTableTest {
   }
 
   @Test
+  void deepNesting_endsInALeafTree_atTheLevelCap() {
+    // "b", "ab", "aab", ...: at chunk size 1 without the rule, one trie level per key
+    TableModel m = new TableModel();
+    for (int i = 0; i < 300; i++) m.put(ascii("a".repeat(i) + "b"), i, 1, false, i);
+    TableOptions naive = new TableOptions(256, 4, 0).withTrie(1).withTrieSkewRule(false);
+    try (TableReader t = open(m, naive, null)) {
+      String shape = t.describeTrie();
+      int levels = shape.split("node", -1).length - 1;
+      assertEquals(TrieBuilder.MAX_LEVELS - 1, levels, "trie nodes on the path");
+      assertTrue(shape.contains("leaf"), "a leaf tree at the last level");
+    }
+    checkTable(m, naive, new SplittableRandom(14), "deep nesting");
+  }
+
+  @Test
   void edgeKeys_roundTrip() {
     long seed = TableRoundTripTest.seed();
     try {

@@ -62,6 +62,12 @@ public final class TableOutput {
    * -Dbasalt.test.noTrieSkewRule=true} builds HB+-trie tables without it (every shared chunk a trie
    * node). Never set it for a store that matters: the tables are valid, only larger and slower.
    */
+  /**
+   * An HB+-trie table is cut once its keys, whole, take this many bytes: its builder holds them on
+   * the heap until the table is finished (a flush's one table included).
+   */
+  static final long MAX_TRIE_KEY_BYTES = 256L << 20;
+
   private static final boolean TRIE_SKEW_RULE = !Boolean.getBoolean("basalt.test.noTrieSkewRule");
 
   /** The keyspace's HB+-trie chunk size, 0 for block tables ({@link TableOptions#withTrie}). */
@@ -130,7 +136,7 @@ public final class TableOutput {
     tombstoneInTable |= tombstone;
     records++;
     docBytes += docSize;
-    if (writer.dataSize() >= targetBytes) cutTable();
+    if (writer.dataSize() >= targetBytes || writer.trieKeyBytes() >= MAX_TRIE_KEY_BYTES) cutTable();
   }
 
   /**

@@ -161,6 +161,7 @@ public final class Checkpoints {
         for (Manifest.TableMeta m : k.tables()) edit.removeTable(t.id(), m.fileNumber());
         for (SegmentState s : k.segments()) edit.removeSegment(t.id(), s.segmentId());
         edit.addCounters(t.id(), t.counters().minus(k.counters()));
+        edit.keyIndexFormat(t.id(), t.trieChunkBytes()); // the target's tables were written in it
       }
       for (Manifest.TableMeta m : t.tables()) edit.addTable(t.id(), m);
       for (SegmentState s : t.segments()) edit.putSegment(t.id(), s);

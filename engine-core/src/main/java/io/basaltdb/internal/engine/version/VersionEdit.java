@@ -271,6 +271,8 @@ public final class VersionEdit {
    * keep their format until a compaction rewrites them (readers dispatch on each table's footer).
    */
   public VersionEdit keyIndexFormat(int keyspace, int trieChunkBytes) {
+    if (trieChunkBytes != 0 && trieChunkBytes != 4 && trieChunkBytes != 8 && trieChunkBytes != 16)
+      throw new IllegalArgumentException("trie chunk size " + trieChunkBytes + ": 0, 4, 8 or 16");
     change(keyspace).trieChunkBytes = trieChunkBytes;
     return this;
   }

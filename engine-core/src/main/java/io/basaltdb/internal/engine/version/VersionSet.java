@@ -204,7 +204,6 @@ public final class VersionSet {
     unopened.remove(name);
   }
 
-  /** The last committed manifest. */
   /**
    * The chunk size of keyspace {@code id}'s HB+-trie tables, 0 if it keeps block tables (or is
    * gone): what a flush or compaction writes for it.
@@ -216,6 +215,7 @@ public final class VersionSet {
     return 0;
   }
 
+  /** The last committed manifest. */
   public Manifest manifest() {
     synchronized (lock) {
       return manifest;
