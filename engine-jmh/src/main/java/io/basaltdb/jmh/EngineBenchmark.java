@@ -42,11 +42,12 @@ import org.openjdk.jmh.infra.Blackhole;
  * budget on disk (RocksDB's files, the smallest). Keys are {@link BatchedReadBenchmark}'s (a hashed
  * prefix, so the load inserts in random order); {@code -p keySize=N} makes them N bytes (the same
  * 16, then bytes derived from the index), and {@code -p impl=basalt-trie} runs Basalt with its keys
- * in a keyspace of HB+-trie key index tables (docs/benchmarks.md, "HB+-trie"). Each store is loaded once, with a 256 MiB budget
- * and batches of {@value #LOAD_BATCH} keys, under {@code dir/<impl>-<entries>-<valueSize>}, left to
- * settle (flushed, fsynced, the engine's own compactions finished; no manual full compaction for
- * any engine), marked {@code LOADED} and reused by every later trial and run. Each trial opens it
- * with the measured budget and logs a line on its cache at its end.
+ * in a keyspace of HB+-trie key index tables (docs/benchmarks.md, "HB+-trie"). Each store is loaded
+ * once, with a 256 MiB budget and batches of {@value #LOAD_BATCH} keys, under {@code
+ * dir/<impl>-<entries>-<valueSize>}, left to settle (flushed, fsynced, the engine's own compactions
+ * finished; no manual full compaction for any engine), marked {@code LOADED} and reused by every
+ * later trial and run. Each trial opens it with the measured budget and logs a line on its cache at
+ * its end.
  *
  * <p><b>Engines</b>, all with the same durability: every write reaches the operating system before
  * it returns (a process crash loses nothing) and none is fsynced (a power loss may lose the last
@@ -128,8 +129,8 @@ public class EngineBenchmark {
   public String impl;
 
   /**
-   * Bytes per key, at least 16: the 16 bytes of {@link #fillKey}, then bytes derived from the
-   * key's index (the first 16 alone tell keys apart and order them). LMDB takes at most 511.
+   * Bytes per key, at least 16: the 16 bytes of {@link #fillKey}, then bytes derived from the key's
+   * index (the first 16 alone tell keys apart and order them). LMDB takes at most 511.
    */
   @Param("16")
   public int keySize;
