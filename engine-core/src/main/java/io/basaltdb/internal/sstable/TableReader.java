@@ -21,6 +21,11 @@ import java.util.function.Supplier;
  * search of the block's restart points and a short scan (seed 000, section 3; LevelDB
  * table_format).
  *
+ * <p>An HB+-trie table (footer version 7) has a trie header where the index block would be: the
+ * reader keeps its record blocks' offsets and sizes on the heap as a flat index without separators,
+ * so iterators read the record blocks as data blocks, and finds blocks and entries through {@link
+ * TrieIndex}, whose navigation pages go through the cache as index blocks.
+ *
  * <p>Data blocks go through the cache too (Magma's index block cache holds the key index's pages):
  * a get searches a cached block in place, off the heap, under a pin, and caches a block it had to
  * read. An iterator copies a cached block to the heap (it may stay on a block for as long as its
