@@ -135,6 +135,25 @@ public class EngineBenchmark {
   @Param("16")
   public int keySize;
 
+  /**
+   * {@code seq}: the keys above. {@code random}, {@code two-level}, {@code worst}: {@link
+   * KeyIndexFormats}' patterns ({@code keySize} random bytes; two levels of 192 prefixes of {@code
+   * prefixBytes} and 16 bytes; 200 bytes of 20 two-way levels, at most 2^20 entries), made afresh
+   * for each operation (an allocation the {@code seq} keys avoid). A scan from a key of these
+   * patterns may end early at the end of the data (fewer than {@value #SCAN} keys).
+   */
+  @Param("seq")
+  public String keyPattern;
+
+  @Param("100")
+  public int prefixBytes;
+
+  /** The prefix words of {@link #keyPattern}. */
+  KeyIndexFormats.Words words;
+
+  /** Null for {@code seq}. */
+  KeyIndexFormats.KeyPattern pattern;
+
   @Param({"fit", "large"})
   public String dataset;
 
@@ -183,8 +202,18 @@ public class EngineBenchmark {
     if (entries <= SCAN)
       throw new IllegalArgumentException("a data set needs more than " + SCAN + " entries");
     if (keySize < KEY_SIZE) throw new IllegalArgumentException("keySize is at least " + KEY_SIZE);
-    scanLimit = scanLimit(entries);
-    String keys = keySize == KEY_SIZE ? "" : "-k" + keySize;
+    pattern = keyPattern.equals("seq") ? null : KeyIndexFormats.KeyPattern.parse(keyPattern);
+    if (pattern == KeyIndexFormats.KeyPattern.WORST && entries > 1 << 20)
+      throw new IllegalArgumentException("the worst pattern has at most 2^20 keys");
+    words = new KeyIndexFormats.Words(prefixBytes);
+    scanLimit = pattern == null ? scanLimit(entries) : 0;
+    String keys =
+        (pattern == null
+                ? ""
+                : "-"
+                    + keyPattern
+                    + (pattern == KeyIndexFormats.KeyPattern.TWO_LEVEL ? prefixBytes : ""))
+            + (keySize == KEY_SIZE ? "" : "-k" + keySize);
     Path store =
         Files.createDirectories(Path.of(dir))
             .resolve(impl + keys + "-" + entries + "-" + valueSize);
@@ -209,7 +238,7 @@ public class EngineBenchmark {
       for (int i = 0; i < entries; i++) {
         byte[] value = new byte[valueSize];
         r.nextBytes(value);
-        keys.add(fillKey(i, new byte[keySize]));
+        keys.add(keyOf(i, new byte[keySize]));
         values.add(value);
         if (keys.size() == LOAD_BATCH || i == entries - 1) {
           loading.write(keys, values);
@@ -260,14 +289,20 @@ public class EngineBenchmark {
     SplittableRandom random;
     int entries;
     long scanLimit;
+    EngineBenchmark bench;
 
     @Setup(Level.Trial)
     public void setup(EngineBenchmark b) {
       random = new SplittableRandom(Thread.currentThread().getId());
+      bench = b;
       entries = b.entries;
       scanLimit = b.scanLimit;
+      int keyBytes =
+          b.pattern == null
+              ? b.keySize
+              : KeyIndexFormats.keyBytes(b.pattern, b.keySize, b.prefixBytes);
       key = new byte[b.keySize];
-      directKey = ByteBuffer.allocateDirect(b.keySize);
+      directKey = ByteBuffer.allocateDirect(keyBytes);
       for (int i = 0; i < BATCH; i++) batch.add(new byte[b.keySize]);
       values = new byte[PUT_VALUES][b.valueSize];
       for (byte[] v : values) random.nextBytes(v);
@@ -275,15 +310,17 @@ public class EngineBenchmark {
     }
 
     byte[] randomKey() {
-      return fillKey(random.nextInt(entries), key);
+      return bench.keyOf(random.nextInt(entries), key);
     }
 
     List<byte[]> randomKeys() {
-      for (byte[] k : batch) fillKey(random.nextInt(entries), k);
+      for (int j = 0; j < batch.size(); j++)
+        batch.set(j, bench.keyOf(random.nextInt(entries), batch.get(j)));
       return batch;
     }
 
     byte[] randomScanStart() {
+      if (bench.pattern != null) return randomKey();
       int i;
       do {
         i = random.nextInt(entries);
@@ -330,7 +367,7 @@ public class EngineBenchmark {
   public void scan(Caller c, Blackhole bh) {
     byte[] from = c.randomScanStart();
     int n = engine.scan(c, from, SCAN, bh);
-    if (n != SCAN)
+    if (pattern == null ? n != SCAN : n == 0)
       throw new IllegalStateException(
           "a scan from " + HexFormat.of().formatHex(from) + " read " + n + " keys");
   }
@@ -338,6 +375,16 @@ public class EngineBenchmark {
   @Benchmark
   public void put(Caller c) {
     engine.put(c, c.randomKey(), c.nextValue());
+  }
+
+  /**
+   * Key {@code i} of {@link #keyPattern}: written into {@code reuse} for {@code seq}, a new array
+   * otherwise.
+   */
+  byte[] keyOf(long i, byte[] reuse) {
+    return pattern == null
+        ? fillKey(i, reuse)
+        : KeyIndexFormats.key(pattern, keySize, prefixBytes, words, i);
   }
 
   /** The first 8 bytes of key {@code i}, big-endian; distinct for distinct {@code i}. */

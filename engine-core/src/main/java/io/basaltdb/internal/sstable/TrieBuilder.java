@@ -349,7 +349,9 @@ final class TrieBuilder {
         while (i < count) {
           byte[] k = entryKeys.get(i), v = values.get(i);
           int entry = varintSize(k.length) + k.length + v.length;
-          if (m > 0 && page.size() + entry + 4 * (m + 1) + 5 > PAGE_BYTES) break;
+          // an entry page takes at least one entry, an inner page two: with entries larger than a
+          // page (keys of kilobytes), each level above still halves, so the tree ends in a root
+          if (m >= (inner ? 2 : 1) && page.size() + entry + 4 * (m + 1) + 5 > PAGE_BYTES) break;
           if (m == offsets.length) offsets = Arrays.copyOf(offsets, m * 2);
           offsets[m++] = page.size();
           page.putVarint(k.length);

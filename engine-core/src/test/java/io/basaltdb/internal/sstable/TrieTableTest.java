@@ -222,6 +222,23 @@ class TrieTableTest {
   }
 
   @Test
+  void separatorsLargerThanAPage_stillMakeATreeWithARoot() {
+    // one 5 KB key per record block, neighbours one apart in their first differing byte: the leaf
+    // tree's separators are the whole suffixes, more than a page each (CI found the inner levels
+    // looping, one entry per page, before an inner page took at least two)
+    byte[] q = TableModel.bytes(new SplittableRandom(15), 5000);
+    TableModel m = new TableModel();
+    for (int j = 0; j < 40; j++)
+      m.put(concat(ascii("PPPPPPPP"), new byte[] {(byte) j}, q), j, 1, false, j);
+    List<long[]> pages = new ArrayList<>();
+    try (TableReader t = open(m, TableOptions.defaults().withTrie(8), pages)) {
+      assertTrue(t.describeTrie().contains("leaf(skip=,blocks=40)"), t.describeTrie());
+      assertTrue(pages.size() < 100, pages.size() + " pages");
+    }
+    checkTable(m, TableOptions.defaults().withTrie(8), new SplittableRandom(16), "huge separators");
+  }
+
+  @Test
   void deepNesting_endsInALeafTree_atTheLevelCap() {
     // "b", "ab", "aab", ...: at chunk size 1 without the rule, one trie level per key
     TableModel m = new TableModel();
