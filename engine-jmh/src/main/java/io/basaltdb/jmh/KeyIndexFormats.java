@@ -436,23 +436,23 @@ public final class KeyIndexFormats {
     };
   }
 
-  /** RocksDB with half the budget as its block cache, direct reads and statistics. */
+  /**
+   * RocksDB with half the budget as its block cache, direct reads and statistics, opened as {@link
+   * ReadAmplification.RocksReader} opens it.
+   */
   static final class Rocks implements Store {
-    final LRUCache cache;
-    final Statistics statistics = new Statistics();
-    final org.rocksdb.Options options;
+    final ReadAmplification.RocksReader reader;
     final RocksDB db;
+    final Statistics statistics;
+    final LRUCache cache;
     final long cacheBytes;
 
     Rocks(Params p) throws Exception {
-      cacheBytes = p.memory / 2;
-      cache = new LRUCache(cacheBytes);
-      options =
-          ReadAmplification.rocksOptions(cache)
-              .setWriteBufferSize(p.memory / 4)
-              .setUseDirectReads(true)
-              .setStatistics(statistics);
-      db = RocksDB.open(options, p.store("rocksdb").toString());
+      reader = new ReadAmplification.RocksReader(p.memory, p.store("rocksdb"));
+      db = reader.db;
+      statistics = reader.statistics;
+      cache = reader.cache;
+      cacheBytes = reader.cacheBytes;
     }
 
     @Override
@@ -514,10 +514,7 @@ public final class KeyIndexFormats {
 
     @Override
     public void close() {
-      db.close();
-      options.close();
-      statistics.close();
-      cache.close();
+      reader.close();
     }
   }
 

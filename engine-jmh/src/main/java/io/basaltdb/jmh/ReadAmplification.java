@@ -549,14 +549,19 @@ public final class ReadAmplification {
     final RocksDB db;
 
     RocksReader(Params p) throws RocksDBException {
-      cacheBytes = p.memory / 2;
+      this(p.memory, p.store("rocksdb"));
+    }
+
+    /** The store at {@code store} with budget {@code memory} (also {@link KeyIndexFormats}'). */
+    RocksReader(long memory, Path store) throws RocksDBException {
+      cacheBytes = memory / 2;
       cache = new LRUCache(cacheBytes);
       options =
           rocksOptions(cache)
-              .setWriteBufferSize(p.memory / 4)
+              .setWriteBufferSize(memory / 4)
               .setUseDirectReads(true)
               .setStatistics(statistics);
-      db = RocksDB.open(options, p.store("rocksdb").toString());
+      db = RocksDB.open(options, store.toString());
     }
 
     @Override

@@ -65,7 +65,7 @@ final class MetaBlock {
     long tombstones = 0;
     boolean histogram = version == Format.VERSION_WITH_EXPIRY;
     if (version >= Format.VERSION_WITH_TOMBSTONES) {
-      tombstones = readVarint(b, end, pos, fileOffset, file, "tombstone count");
+      tombstones = readVarint(b, end, pos, fileOffset, file, "tombstone count in meta block");
       if (pos[0] >= end || (b[pos[0]] & 0xFF) > 1)
         throw new CorruptionException(
             file, fileOffset + pos[0], "bad histogram marker in the meta block");
@@ -80,13 +80,17 @@ final class MetaBlock {
     return new Meta(smallest, largest, expiry, tombstones);
   }
 
-  private static long readVarint(
-      byte[] b, int end, int[] pos, long fileOffset, String file, String what) {
+  /**
+   * The varint at {@code b[pos[0]]}, before {@code end}, advancing {@code pos[0]}; a {@link
+   * CorruptionException} saying "bad {@code what}" if it runs past {@code end} or past 63 bits.
+   * Shared by the meta block and the trie header.
+   */
+  static long readVarint(byte[] b, int end, int[] pos, long fileOffset, String file, String what) {
     int p = pos[0];
     long v = 0;
     for (int shift = 0; ; shift += 7) {
       if (p >= end || shift > 56)
-        throw new CorruptionException(file, fileOffset + p, "bad " + what + " in meta block");
+        throw new CorruptionException(file, fileOffset + p, "bad " + what);
       byte x = b[p++];
       v |= (long) (x & 0x7F) << shift;
       if (x >= 0) break;

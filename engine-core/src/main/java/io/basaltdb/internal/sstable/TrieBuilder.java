@@ -306,102 +306,77 @@ final class TrieBuilder {
         byte[] k = entryKeys.get(i);
         bytes += varintSize(k.length) + k.length + values.get(i).length + 2;
       }
-      if (bytes <= INLINE_BYTES) {
-        Output page = new Output(INLINE_BYTES);
-        int[] offsets = new int[entryKeys.size()];
-        for (int i = 0; i < offsets.length; i++) {
-          offsets[i] = page.size();
-          byte[] k = entryKeys.get(i), v = values.get(i);
-          page.putVarint(k.length);
-          page.putBytes(k, 0, k.length);
-          page.putBytes(v, 0, v.length);
-        }
-        for (int off : offsets) {
-          page.putByte(off);
-          page.putByte(off >>> 8);
-        }
-        page.putIntLE(offsets.length);
-        page.putByte(0);
+      if (bytes <= INLINE_BYTES) { // fits one entry page: encodePage takes every entry
         inlined++;
+        Output page = encodePage(entryKeys, values, 0, false, new int[1]);
         return new Tree(0, 0, Arrays.copyOf(page.array(), page.size()));
       }
     }
-    long[] at = writeTree(entryKeys, values);
-    return new Tree(at[0], (int) at[1], null);
-  }
-
-  /**
-   * Writes sorted entries as a B+-tree of pages and returns its root page's {offset, size}. Entry
-   * pages hold the entries; each inner page holds, per page below it, that page's last key and
-   * where it is.
-   */
-  private long[] writeTree(List<byte[]> entryKeys, List<byte[]> values) {
+    List<byte[]> keys = entryKeys, vals = values;
     boolean inner = false;
     while (true) {
       List<byte[]> lastKeys = new ArrayList<>();
       List<byte[]> handles = new ArrayList<>();
+      long offset = 0;
+      int size = 0;
+      int[] next = new int[1];
       int i = 0;
-      int count = entryKeys.size();
-      do {
-        Output page = new Output(PAGE_BYTES + 256);
-        int[] offsets = new int[16];
-        int m = 0;
-        while (i < count) {
-          byte[] k = entryKeys.get(i), v = values.get(i);
-          int entry = varintSize(k.length) + k.length + v.length;
-          // an entry page takes at least one entry, an inner page two: with entries larger than a
-          // page (keys of kilobytes), each level above still halves, so the tree ends in a root
-          if (m >= (inner ? 2 : 1) && page.size() + entry + 4 * (m + 1) + 5 > PAGE_BYTES) break;
-          if (m == offsets.length) offsets = Arrays.copyOf(offsets, m * 2);
-          offsets[m++] = page.size();
-          page.putVarint(k.length);
-          page.putBytes(k, 0, k.length);
-          page.putBytes(v, 0, v.length);
-          i++;
-        }
-        boolean wide = page.size() > 0xFFFF;
-        for (int j = 0; j < m; j++) {
-          if (wide) {
-            page.putIntLE(offsets[j]);
-          } else {
-            page.putByte(offsets[j]);
-            page.putByte(offsets[j] >>> 8);
-          }
-        }
-        page.putIntLE(m);
-        page.putByte((inner ? TrieIndex.PAGE_INNER : 0) | (wide ? TrieIndex.PAGE_WIDE : 0));
-        int size = page.size();
-        long offset = sink.write(page);
+      do { // at least one page: an empty table's root is an empty page
+        Output page = encodePage(keys, vals, i, inner, next);
+        size = page.size();
+        offset = sink.write(page);
         pages++;
         pageSpans.add(new long[] {offset, size});
         navBytes += size + Format.TRAILER_SIZE;
-        lastKeys.add(m == 0 ? new byte[0] : entryKeys.get(i - 1));
+        lastKeys.add(next[0] == i ? new byte[0] : keys.get(next[0] - 1));
         Output h = new Output(16);
         h.putVarint(offset);
         h.putVarint(size);
         handles.add(Arrays.copyOf(h.array(), h.size()));
-        if (i >= count) break;
-      } while (true);
-      if (handles.size() == 1) {
-        long[] at = new long[2];
-        int[] p = {0};
-        at[0] = readVarint(handles.get(0), p);
-        at[1] = readVarint(handles.get(0), p);
-        return at;
-      }
-      entryKeys = lastKeys;
-      values = handles;
+        i = next[0];
+      } while (i < keys.size());
+      if (handles.size() == 1) return new Tree(offset, size, null);
+      keys = lastKeys;
+      vals = handles;
       inner = true;
     }
   }
 
-  private static long readVarint(byte[] b, int[] p) {
-    long v = 0;
-    for (int shift = 0; ; shift += 7) {
-      byte x = b[p[0]++];
-      v |= (long) (x & 0x7F) << shift;
-      if (x >= 0) return v;
+  /**
+   * Encodes the entries from {@code from} on into one page of about {@value #PAGE_BYTES} bytes (an
+   * entry page at least one entry, an inner page two: with entries larger than a page, keys of
+   * kilobytes, each level above still halves, so the tree ends in a root); sets {@code next[0]} to
+   * the first entry left out.
+   */
+  private static Output encodePage(
+      List<byte[]> keys, List<byte[]> values, int from, boolean inner, int[] next) {
+    Output page = new Output(PAGE_BYTES + 256);
+    int[] offsets = new int[16];
+    int m = 0;
+    int i = from;
+    for (; i < keys.size(); i++) {
+      byte[] k = keys.get(i), v = values.get(i);
+      int entry = varintSize(k.length) + k.length + v.length;
+      if (m >= (inner ? 2 : 1) && page.size() + entry + 4 * (m + 1) + 5 > PAGE_BYTES) break;
+      if (m == offsets.length) offsets = Arrays.copyOf(offsets, m * 2);
+      offsets[m++] = page.size();
+      page.putVarint(k.length);
+      page.putBytes(k, 0, k.length);
+      page.putBytes(v, 0, v.length);
     }
+    next[0] = i;
+    boolean wide = page.size() > 0xFFFF;
+    for (int j = 0; j < m; j++) {
+      if (wide) {
+        page.putIntLE(offsets[j]);
+      } else {
+        page.putByte(offsets[j]);
+        page.putByte(offsets[j] >>> 8);
+      }
+    }
+    page.putIntLE(m);
+    page.putByte((inner ? TrieIndex.PAGE_INNER : 0) | (wide ? TrieIndex.PAGE_WIDE : 0));
+    return page;
   }
 
   private static int varintSize(long v) {

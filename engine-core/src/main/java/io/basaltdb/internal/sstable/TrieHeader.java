@@ -55,16 +55,6 @@ record TrieHeader(int chunk, long[] offsets, int[] sizes, long recordsEnd, byte[
   }
 
   private static long varint(byte[] b, int len, int[] p, long at, String file) {
-    long v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p[0] >= len) throw new CorruptionException(file, at, "trie header ends in a varint");
-      byte x = b[p[0]++];
-      v |= (long) (x & 0x7F) << shift;
-      if (x >= 0) {
-        if (v < 0) throw new CorruptionException(file, at, "varint out of range in trie header");
-        return v;
-      }
-    }
-    throw new CorruptionException(file, at, "varint longer than 10 bytes in trie header");
+    return MetaBlock.readVarint(b, len, p, at, file, "varint in the trie header");
   }
 }

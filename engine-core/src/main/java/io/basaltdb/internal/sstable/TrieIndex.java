@@ -63,6 +63,9 @@ final class TrieIndex {
   private final int[] blockSizes;
   private final String file;
 
+  /** The root's reference, decoded once (null for an empty table); never changed after. */
+  private final Ref rootRef;
+
   TrieIndex(
       Pages pages,
       int chunk,
@@ -78,6 +81,7 @@ final class TrieIndex {
     this.navEnd = navEnd;
     this.blockSizes = blockSizes;
     this.file = file;
+    this.rootRef = blockSizes.length == 0 ? null : decodeRoot();
   }
 
   int chunkBytes() {
@@ -109,7 +113,7 @@ final class TrieIndex {
    */
   TableReader.BlockSpan locate(byte[] key, long[] blockOffsets) {
     if (blockSizes.length == 0) return null; // an empty table
-    Ref ref = decodeRoot();
+    Ref ref = rootRef;
     int depth = 0;
     int parentChunk = -1;
     long below = navEnd;
@@ -165,7 +169,7 @@ final class TrieIndex {
    */
   int lowerBound(byte[] key) {
     if (blockSizes.length == 0) return 0;
-    int b = lowerBound(decodeRoot(), 0, -1, navEnd, key, 0);
+    int b = lowerBound(rootRef, 0, -1, navEnd, key, 0);
     return b == PAST ? blockSizes.length : b;
   }
 
@@ -246,16 +250,8 @@ final class TrieIndex {
       try {
         Object base = page.base;
         long a = page.address;
-        int n = page.size;
-        if (n < 5) throw corrupt(offset, "navigation page of " + n + " bytes");
-        int flags = Mem.lpUnsignedByte(base, a + n - 1);
-        if ((flags & ~(PAGE_INNER | PAGE_WIDE)) != 0)
-          throw corrupt(offset, "unknown page flags " + flags);
-        int count = Mem.lpIntLE(base, a + n - 5);
-        int width = (flags & PAGE_WIDE) != 0 ? 4 : 2;
-        if (count < 0 || (long) count * width > n - 5)
-          throw corrupt(offset, "page of " + n + " bytes cannot hold " + count + " entries");
-        int limit = n - 5 - count * width;
+        PageHeader h = header(page, offset);
+        int flags = h.flags, count = h.count, width = h.width, limit = h.limit;
         int lo = 0, hi = count;
         boolean equal;
         while (lo < hi) {
@@ -309,6 +305,28 @@ final class TrieIndex {
     }
   }
 
+  /**
+   * A navigation page's trailer: flags, entry count, offset width, and where the entries end (the
+   * offset array starts).
+   */
+  private record PageHeader(int flags, int count, int width, int limit) {}
+
+  /** Reads and checks the trailer of {@code page}, read at {@code offset}. */
+  private PageHeader header(BlockCache.Block page, long offset) {
+    Object base = page.base;
+    long a = page.address;
+    int n = page.size;
+    if (n < 5) throw corrupt(offset, "navigation page of " + n + " bytes");
+    int flags = Mem.lpUnsignedByte(base, a + n - 1);
+    if ((flags & ~(PAGE_INNER | PAGE_WIDE)) != 0)
+      throw corrupt(offset, "unknown page flags " + flags);
+    int count = Mem.lpIntLE(base, a + n - 5);
+    int width = (flags & PAGE_WIDE) != 0 ? 4 : 2;
+    if (count < 0 || (long) count * width > n - 5)
+      throw corrupt(offset, "page of " + n + " bytes cannot hold " + count + " entries");
+    return new PageHeader(flags, count, width, n - 5 - count * width);
+  }
+
   private int entryAt(Object base, long a, int limit, int i, int width, long offset) {
     long at = a + limit + (long) i * width;
     int e =
@@ -322,12 +340,20 @@ final class TrieIndex {
   /** Compares the key of the entry at {@code at} with {@code key[from, to)}. */
   private int compareEntry(
       Object base, long a, int at, int limit, long offset, byte[] key, int from, int to) {
-    int[] p = {at};
-    int len = readLength(base, a, limit, p, offset);
-    if (len > limit - p[0]) throw corrupt(offset, "entry key overruns the page");
+    int len, keyAt;
+    int first = Mem.lpUnsignedByte(base, a + at); // at < limit (entryAt)
+    if (first < 0x80) { // a key under 128 bytes, every chunk: no cursor to allocate
+      len = first;
+      keyAt = at + 1;
+    } else {
+      int[] p = {at};
+      len = readLength(base, a, limit, p, offset);
+      keyAt = p[0];
+    }
+    if (len > limit - keyAt) throw corrupt(offset, "entry key overruns the page");
     int m = Math.min(len, to - from);
     for (int i = 0; i < m; i++) {
-      int x = Mem.lpUnsignedByte(base, a + p[0] + i), y = key[from + i] & 0xFF;
+      int x = Mem.lpUnsignedByte(base, a + keyAt + i), y = key[from + i] & 0xFF;
       if (x != y) return x - y;
     }
     return len - (to - from);
@@ -469,7 +495,7 @@ final class TrieIndex {
   String describe() {
     if (blockSizes.length == 0) return "empty";
     StringBuilder sb = new StringBuilder();
-    describe(decodeRoot(), sb);
+    describe(rootRef, sb);
     return sb.toString();
   }
 
@@ -533,14 +559,8 @@ final class TrieIndex {
     try {
       Object base = page.base;
       long a = page.address;
-      int n = page.size;
-      if (n < 5) throw corrupt(offset, "navigation page of " + n + " bytes");
-      int flags = Mem.lpUnsignedByte(base, a + n - 1);
-      int count = Mem.lpIntLE(base, a + n - 5);
-      int width = (flags & PAGE_WIDE) != 0 ? 4 : 2;
-      if (count < 0 || (long) count * width > n - 5)
-        throw corrupt(offset, "page of " + n + " bytes cannot hold " + count + " entries");
-      int limit = n - 5 - count * width;
+      PageHeader h = header(page, offset);
+      int flags = h.flags, count = h.count, width = h.width, limit = h.limit;
       for (int i = 0; i < count; i++) {
         int[] p = {entryAt(base, a, limit, i, width, offset)};
         int len = readLength(base, a, limit, p, offset);
