@@ -95,6 +95,12 @@ public final class Mem {
     return U.readVolatileLong(a);
   }
 
+  /** Ordered (release) store: every earlier write is visible to a reader that loads this value. */
+  public static void soLong(long a, long v) {
+    if (DEBUG) MemoryDebug.check(a, 8);
+    U.writeOrderedLong(a, v);
+  }
+
   public static boolean casLong(long a, long expect, long update) {
     if (DEBUG) MemoryDebug.check(a, 8);
     return U.compareAndSwapLong(a, expect, update);
@@ -107,6 +113,17 @@ public final class Mem {
   public static void copyFromArray(byte[] src, int off, long a, int len) {
     if (DEBUG) MemoryDebug.check(a, len);
     copy(src, BYTES_BASE + off, null, a, len);
+  }
+
+  /**
+   * Copies {@code len} native bytes from {@code from} to {@code to}; the ranges must not overlap.
+   */
+  public static void copyMemory(long from, long to, long len) {
+    if (DEBUG) {
+      MemoryDebug.check(from, len);
+      MemoryDebug.check(to, len);
+    }
+    copy(null, from, null, to, len);
   }
 
   /** Copies {@code len} native bytes at {@code a} into {@code dst[off..]}. */

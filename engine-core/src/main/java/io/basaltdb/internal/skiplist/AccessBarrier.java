@@ -23,6 +23,8 @@ import java.util.function.Consumer;
  * cell reads exactly CLOSED; whoever brings the last cell there (the closer or the last accessor
  * out) notices, and a CAS makes the notification happen once.
  *
+ * <p>Public for {@code io.basaltdb.internal.hashindex}, whose lazy-trie retires nodes the same way.
+ *
  * <p>Invariants:
  *
  * <ol>
@@ -32,7 +34,7 @@ import java.util.function.Consumer;
  *       in the order they close.
  * </ol>
  */
-final class AccessBarrier {
+public final class AccessBarrier {
   static final long CLOSED = 1L << 40;
   static final long MAX_ACCESSORS = 1L << 31;
 
@@ -47,7 +49,7 @@ final class AccessBarrier {
   /** The session new accessors join; replaced only under this object's monitor, read racily. */
   private volatile Session current;
 
-  AccessBarrier(Consumer<Session> onTerminated) {
+  public AccessBarrier(Consumer<Session> onTerminated) {
     int stripes =
         Integer.highestOneBit(Math.max(4, Runtime.getRuntime().availableProcessors() * 2) - 1) << 1;
     this.stripeMask = stripes - 1;
@@ -58,7 +60,7 @@ final class AccessBarrier {
   /**
    * Joins the current session; the caller must pass the result to {@link #exit} on the same thread.
    */
-  Session enter() {
+  public Session enter() {
     int stripe = stripe();
     while (true) {
       Session s = current;
@@ -74,7 +76,7 @@ final class AccessBarrier {
     }
   }
 
-  void exit(Session s) {
+  public void exit(Session s) {
     long v = s.add(stripe(), -1);
     if (v >= CLOSED) {
       if (v == CLOSED) {
@@ -91,7 +93,7 @@ final class AccessBarrier {
    * Closes the current session with {@code batch} (the first {@code count} entries are node
    * addresses already unlinked) and opens the next one.
    */
-  synchronized void close(long[] batch, int count) {
+  public synchronized void close(long[] batch, int count) {
     Session old = current;
     Session next = new Session(old.seq + 1, stripeMask + 1);
     old.batch = batch;
@@ -104,7 +106,7 @@ final class AccessBarrier {
   }
 
   /** Sequence number of the session currently open; every older one has been closed. */
-  long currentSeq() {
+  public long currentSeq() {
     return current.seq;
   }
 
@@ -127,15 +129,15 @@ final class AccessBarrier {
   }
 
   /** One barrier session: striped live count, and the batch of nodes it must free. */
-  static final class Session {
-    final long seq;
+  public static final class Session {
+    public final long seq;
     private final AtomicLongArray cells;
     private final AtomicBoolean terminated = new AtomicBoolean();
 
     /** Written by the closer before the session is published as closed; read after termination. */
-    long[] batch;
+    public long[] batch;
 
-    int count;
+    public int count;
 
     Session(long seq, int stripes) {
       this.seq = seq;
@@ -157,7 +159,7 @@ final class AccessBarrier {
       }
     }
 
-    boolean isTerminated() {
+    public boolean isTerminated() {
       return terminated.get();
     }
   }

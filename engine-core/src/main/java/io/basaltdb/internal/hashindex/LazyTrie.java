@@ -1,0 +1,652 @@
+package io.basaltdb.internal.hashindex;
+
+import io.basaltdb.ClosedException;
+import io.basaltdb.InvalidArgumentException;
+import io.basaltdb.internal.memory.Mem;
+import io.basaltdb.internal.memory.MemoryQuota;
+import io.basaltdb.internal.memory.SlabAllocator;
+import io.basaltdb.internal.skiplist.AccessBarrier;
+import io.basaltdb.internal.sstable.KeyRecord;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Consumer;
+
+/**
+ * The lazy-trie (CedrusDB, seed 004 section 2): a hash trie over a 64-bit key hash cut into
+ * characters of log2(b) bits, with path compression and sluggish splitting. Each node is an array
+ * of b child slots; a slot is empty, a child node, or a leaf list of records whose hashes share the
+ * slot's path. A list holds up to s distinct hashes; one more and it is replaced by a node that
+ * takes its records, recursively until every list fits (figure 5), except at full depth, where the
+ * hash has no characters left and a list grows as it must. A delete that leaves a node empty, or
+ * with a single list child that fits, collapses it into its parent, repeatedly (figure 3 c, d). So
+ * an insert splits at most one path and a delete merges at most one.
+ *
+ * <h2>Concurrency</h2>
+ *
+ * One writer (the engine's flusher; tests use one thread) calls {@link #put} and {@link #delete};
+ * any number of readers call {@link #get} without locks. Readers never see a half-built structure:
+ * a list is immutable once published, and a new node is filled before the slot that points to it is
+ * stored with release semantics ({@link Mem#soLong}); readers load slots with {@link Mem#lvLong}. A
+ * list that is replaced, and a node that a merge removes, are retired: each reader is an accessor
+ * of an {@link AccessBarrier}, retired blocks are handed to the barrier session open when they were
+ * unlinked, and they are freed (on the writer's thread) only once that session and every older one
+ * have terminated. So a freed block is reused only when no reader can reach it.
+ *
+ * <h2>Invariants</h2>
+ *
+ * <ol>
+ *   <li>The root is a node at depth 0 and is never removed. A node at depth d indexes its slots by
+ *       hash character d; every record below slot c of that node has character d equal to c.
+ *   <li>A list holds at most s distinct hashes unless it sits in a node at the last depth.
+ *   <li>No node but the root has no children, or a single child that is a list of at most s hashes
+ *       (paths are minimal; seed 004 section 2.2 allows single-child chains of nodes).
+ *   <li>Within a list records are sorted by hash, then key; no key appears twice in the trie.
+ *   <li>A block is either reachable from the root, retired and waiting for its barrier session, or
+ *       free in the allocator: never two of these.
+ * </ol>
+ */
+public final class LazyTrie implements AutoCloseable {
+  /** Branching factor CedrusDB settles on (section 4.2.1). */
+  public static final int DEFAULT_BRANCHING = 256;
+
+  /** Sluggishness CedrusDB settles on (section 4.2.1). */
+  public static final int DEFAULT_SLUGGISHNESS = 16;
+
+  private static final long NODE_TAG = 1;
+  private static final int CHILDREN_OFFSET = 0;
+  private static final int NODE_HEADER = 8;
+
+  /** Retired longs (address, size pairs) that make the writer close a barrier session. */
+  private static final int RETIRE_BATCH = 1024;
+
+  private final int bits;
+  private final int branching;
+  private final int maxDepth;
+  private final int sluggishness;
+  private final long nodeBytes;
+  private final KeyHasher hasher;
+  private final SlabAllocator alloc;
+  private final AccessBarrier barrier;
+  private final long root;
+
+  /** Sessions whose accessors have all left; offered by whichever thread saw the last exit. */
+  private final ConcurrentLinkedQueue<AccessBarrier.Session> terminated =
+      new ConcurrentLinkedQueue<>();
+
+  // ---- writer-owned state (the writer's thread only)
+  private long[] retired = new long[RETIRE_BATCH + 4];
+  private int retiredCount;
+  private final Map<Long, AccessBarrier.Session> freeable = new HashMap<>();
+  private long nextToFree;
+  private final long[] path = new long[65];
+
+  // ---- counts: written by the writer only; read racily by stats (a stale value is fine)
+  private long records;
+  private long nodes;
+  private long lists;
+  private long listBytes;
+  private long pendingBlocks;
+
+  /** Set once by close(); read by every reader after it enters the barrier. */
+  private volatile boolean closed;
+
+  /**
+   * @param branching b, a power of two from 2 to 256
+   * @param sluggishness s, at least 1
+   */
+  public LazyTrie(
+      int branching, int sluggishness, KeyHasher hasher, MemoryQuota quota, String name) {
+    if (branching < 2 || branching > 256 || Integer.bitCount(branching) != 1) {
+      throw new InvalidArgumentException(
+          "lazy-trie branching must be a power of two from 2 to 256, was " + branching);
+    }
+    if (sluggishness < 1 || sluggishness > 1024) {
+      throw new InvalidArgumentException(
+          "lazy-trie sluggishness must be from 1 to 1024, was " + sluggishness);
+    }
+    this.branching = branching;
+    this.bits = Integer.numberOfTrailingZeros(branching);
+    this.maxDepth = 64 / bits;
+    this.sluggishness = sluggishness;
+    this.nodeBytes = NODE_HEADER + 8L * branching;
+    this.hasher = hasher;
+    this.alloc = new SlabAllocator(name, quota, SlabAllocator.DEFAULT_CHUNK_SIZE);
+    this.barrier = new AccessBarrier(terminated::offer);
+    this.root = newNode();
+  }
+
+  public long hash(byte[] key) {
+    return hasher.hash(key);
+  }
+
+  private int charAt(long hash, int depth) {
+    return (int) (hash >>> (64 - bits * (depth + 1))) & (branching - 1);
+  }
+
+  private long slot(long node, int c) {
+    return node + NODE_HEADER + 8L * c;
+  }
+
+  // ---- reads
+  // -----------------------------------------------------------------------------------------
+
+  /**
+   * Fills {@code out} with the record of {@code key} and returns true, or returns false when the
+   * trie has none. Lock-free; any thread.
+   *
+   * @throws ClosedException after {@link #close}
+   */
+  public boolean get(byte[] key, KeyRecord out) {
+    return get(key, hasher.hash(key), out);
+  }
+
+  /** As {@link #get(byte[], KeyRecord)} with the key's hash already computed. */
+  public boolean get(byte[] key, long hash, KeyRecord out) {
+    AccessBarrier.Session s = barrier.enter();
+    try {
+      if (closed) throw new ClosedException("lazy-trie is closed");
+      long node = root;
+      for (int depth = 0; ; depth++) {
+        // acquire: pairs with the writer's release store, so the child is seen fully built
+        long v = Mem.lvLong(slot(node, charAt(hash, depth)));
+        if (v == 0) return false;
+        if ((v & NODE_TAG) == 0) {
+          long rec = TrieList.find(v, hash, key);
+          if (rec == 0) return false;
+          TrieList.read(rec, key, out);
+          return true;
+        }
+        node = v & ~NODE_TAG;
+      }
+    } finally {
+      barrier.exit(s);
+    }
+  }
+
+  // ---- writes (the writer's thread only)
+  // -------------------------------------------------------------
+
+  /**
+   * Inserts or replaces the record of {@code key}. Returns true and fills {@code old} (when not
+   * null) with the record it replaced, or returns false when the key was absent.
+   */
+  public boolean put(
+      byte[] key, long seqno, int docSize, long hint, long expiry, int flags, KeyRecord old) {
+    checkWritable();
+    if (flags < 0 || flags > 0xFF) throw new InvalidArgumentException("flags must fit a byte");
+    long hash = hasher.hash(key);
+    long node = root;
+    int depth = 0;
+    while (true) {
+      long slot = slot(node, charAt(hash, depth));
+      long v = Mem.lpLong(slot); // the writer's own earlier stores
+      if (v == 0) {
+        long list = newList(TrieList.HEADER_SIZE + TrieList.recordSize(key.length));
+        long end =
+            TrieList.writeRecord(
+                TrieList.first(list), hash, key, seqno, docSize, hint, expiry, flags);
+        TrieList.writeHeader(list, 1, 1, (int) (end - list));
+        Mem.soLong(slot, list); // release: the list is complete before it is reachable
+        addChildren(node, 1);
+        records++;
+        return false;
+      }
+      if ((v & NODE_TAG) != 0) {
+        node = v & ~NODE_TAG;
+        depth++;
+        continue;
+      }
+      return putInList(slot, v, depth, hash, key, seqno, docSize, hint, expiry, flags, old);
+    }
+  }
+
+  private boolean putInList(
+      long slot,
+      long list,
+      int depth,
+      long hash,
+      byte[] key,
+      long seqno,
+      int docSize,
+      long hint,
+      long expiry,
+      int flags,
+      KeyRecord old) {
+    long end = TrieList.end(list);
+    long at = TrieList.first(list);
+    long found = 0;
+    for (; at < end; at = TrieList.next(at)) {
+      int c = TrieList.compare(hash, key, at);
+      if (c == 0) {
+        found = at;
+        break;
+      }
+      if (c < 0) break;
+    }
+    long after = found != 0 ? TrieList.next(found) : at;
+    int count = TrieList.count(list) + (found != 0 ? 0 : 1);
+    int size = (int) (at - list) + TrieList.recordSize(key.length) + (int) (end - after);
+    long fresh = newList(size);
+    Mem.copyMemory(
+        list + TrieList.HEADER_SIZE,
+        fresh + TrieList.HEADER_SIZE,
+        at - list - TrieList.HEADER_SIZE);
+    long w =
+        TrieList.writeRecord(fresh + (at - list), hash, key, seqno, docSize, hint, expiry, flags);
+    Mem.copyMemory(after, w, end - after);
+    int distinct = TrieList.distinctIn(TrieList.first(fresh), fresh + size);
+    TrieList.writeHeader(fresh, count, distinct, size);
+    if (found != 0 && old != null) TrieList.read(found, TrieList.keyOf(found), old);
+    long replacement = fresh;
+    if (distinct > sluggishness && depth < maxDepth - 1) {
+      replacement = split(fresh, TrieList.first(fresh), TrieList.end(fresh), depth + 1);
+      freeUnpublished(fresh);
+    }
+    Mem.soLong(
+        slot, replacement); // release: the list or subtree is complete before it is reachable
+    retireList(list);
+    if (found == 0) records++;
+    return found != 0;
+  }
+
+  /**
+   * Builds a node at {@code depth} holding the records {@code [from, to)} of an unpublished list,
+   * grouped by hash character {@code depth}; groups of more than s hashes become nodes in turn.
+   * Returns the tagged node.
+   */
+  private long split(long source, long from, long to, int depth) {
+    long node = newNode();
+    int children = 0;
+    long r = from;
+    while (r < to) {
+      int c = charAt(TrieList.hash(r), depth);
+      long runEnd = r;
+      while (runEnd < to && charAt(TrieList.hash(runEnd), depth) == c)
+        runEnd = TrieList.next(runEnd);
+      int distinct = TrieList.distinctIn(r, runEnd);
+      long child;
+      if (distinct > sluggishness && depth < maxDepth - 1) {
+        child = split(source, r, runEnd, depth + 1);
+      } else {
+        child = listOf(r, runEnd, distinct);
+      }
+      Mem.spLong(slot(node, c), child); // plain: the node is not reachable yet
+      children++;
+      r = runEnd;
+    }
+    Mem.spInt(node + CHILDREN_OFFSET, children);
+    return node | NODE_TAG;
+  }
+
+  private long listOf(long from, long to, int distinct) {
+    int size = TrieList.HEADER_SIZE + (int) (to - from);
+    long list = newList(size);
+    Mem.copyMemory(from, list + TrieList.HEADER_SIZE, to - from);
+    TrieList.writeHeader(list, TrieList.countIn(from, to), distinct, size);
+    return list;
+  }
+
+  /**
+   * Removes the record of {@code key}. Returns true and fills {@code old} (when not null) with it,
+   * or returns false when the key was absent.
+   */
+  public boolean delete(byte[] key, KeyRecord old) {
+    checkWritable();
+    long hash = hasher.hash(key);
+    long node = root;
+    int depth = 0;
+    long v;
+    while (true) {
+      path[depth] = node;
+      v = Mem.lpLong(slot(node, charAt(hash, depth)));
+      if (v == 0) return false;
+      if ((v & NODE_TAG) == 0) break;
+      node = v & ~NODE_TAG;
+      depth++;
+    }
+    long rec = TrieList.find(v, hash, key);
+    if (rec == 0) return false;
+    if (old != null) TrieList.read(rec, TrieList.keyOf(rec), old);
+    long slot = slot(node, charAt(hash, depth));
+    if (TrieList.count(v) == 1) {
+      Mem.soLong(slot, 0); // release, for symmetry; readers that still hold the list may read it
+      addChildren(node, -1);
+    } else {
+      long end = TrieList.end(v);
+      long after = TrieList.next(rec);
+      int size = TrieList.bytes(v) - (int) (after - rec);
+      long fresh = newList(size);
+      Mem.copyMemory(
+          v + TrieList.HEADER_SIZE, fresh + TrieList.HEADER_SIZE, rec - v - TrieList.HEADER_SIZE);
+      Mem.copyMemory(after, fresh + (rec - v), end - after);
+      TrieList.writeHeader(
+          fresh,
+          TrieList.count(v) - 1,
+          TrieList.distinctIn(TrieList.first(fresh), fresh + size),
+          size);
+      Mem.soLong(slot, fresh); // release: the list is complete before it is reachable
+    }
+    retireList(v);
+    records--;
+    collapse(hash, depth);
+    return true;
+  }
+
+  /** Merges up from the node at {@code depth} on {@code hash}'s path (seed 004 figure 3 c, d). */
+  private void collapse(long hash, int depth) {
+    for (int d = depth; d > 0; d--) {
+      long node = path[d];
+      long parentSlot = slot(path[d - 1], charAt(hash, d - 1));
+      int children = Mem.lpInt(node + CHILDREN_OFFSET);
+      if (children == 0) {
+        Mem.soLong(parentSlot, 0);
+        addChildren(path[d - 1], -1);
+      } else if (children == 1) {
+        long only = onlyChild(node);
+        if ((only & NODE_TAG) != 0 || TrieList.distinct(only) > sluggishness) return;
+        Mem.soLong(parentSlot, only); // release: the list was published long ago; the slot is new
+      } else {
+        return;
+      }
+      retire(node, nodeBytes);
+      nodes--;
+    }
+  }
+
+  private long onlyChild(long node) {
+    for (int c = 0; c < branching; c++) {
+      long v = Mem.lpLong(slot(node, c));
+      if (v != 0) return v;
+    }
+    throw new IllegalStateException("lazy-trie node counts a child it does not have");
+  }
+
+  private void addChildren(long node, int delta) {
+    Mem.spInt(node + CHILDREN_OFFSET, Mem.lpInt(node + CHILDREN_OFFSET) + delta);
+  }
+
+  // ---- memory
+  // ----------------------------------------------------------------------------------------
+
+  private long newNode() {
+    long n = alloc.allocate(nodeBytes);
+    Mem.fill(n, nodeBytes, (byte) 0);
+    nodes++;
+    return n;
+  }
+
+  private long newList(int size) {
+    long l = alloc.allocate(size);
+    lists++;
+    listBytes += size;
+    return l;
+  }
+
+  /** Frees a list that was never reachable by a reader. */
+  private void freeUnpublished(long list) {
+    int size = TrieList.bytes(list);
+    lists--;
+    listBytes -= size;
+    alloc.free(list, size);
+  }
+
+  private void retireList(long list) {
+    int size = TrieList.bytes(list);
+    lists--;
+    listBytes -= size;
+    retire(list, size);
+  }
+
+  private void retire(long block, long size) {
+    retired[retiredCount++] = block;
+    retired[retiredCount++] = size;
+    pendingBlocks++;
+    if (retiredCount >= RETIRE_BATCH) publishRetired();
+  }
+
+  /**
+   * Hands the blocks retired so far to the current barrier session, and frees those whose session
+   * and every older one have terminated. The writer calls it after each batch of updates.
+   */
+  public void publishRetired() {
+    if (retiredCount > 0) {
+      long[] batch = retired;
+      int count = retiredCount;
+      retired = new long[RETIRE_BATCH + 4];
+      retiredCount = 0;
+      barrier.close(batch, count);
+    }
+    freeTerminated();
+  }
+
+  private void freeTerminated() {
+    for (AccessBarrier.Session s; (s = terminated.poll()) != null; ) {
+      freeable.put(s.seq, s);
+    }
+    for (AccessBarrier.Session s; (s = freeable.remove(nextToFree)) != null; nextToFree++) {
+      for (int i = 0; i < s.count; i += 2) {
+        alloc.free(s.batch[i], s.batch[i + 1]);
+        pendingBlocks--;
+      }
+    }
+  }
+
+  private void checkWritable() {
+    if (closed) throw new ClosedException("lazy-trie is closed");
+  }
+
+  // ---- introspection
+  // ---------------------------------------------------------------------------------
+
+  public int branching() {
+    return branching;
+  }
+
+  public int sluggishness() {
+    return sluggishness;
+  }
+
+  /** Live records. */
+  public long size() {
+    return records;
+  }
+
+  /** Bytes of nodes and lists reachable from the root (allocation requests, not class sizes). */
+  public long bytes() {
+    return nodes * nodeBytes + listBytes;
+  }
+
+  public long nodeCount() {
+    return nodes;
+  }
+
+  public long listCount() {
+    return lists;
+  }
+
+  /** Bytes the trie's allocator holds from its quota, free blocks included. */
+  public long reservedBytes() {
+    return alloc.reservedBytes();
+  }
+
+  /** Retired blocks not yet freed. */
+  public long pendingBlocks() {
+    return pendingBlocks;
+  }
+
+  /**
+   * Visits every record (the writer's thread, or while no writer runs): {@code visitor} gets a
+   * {@link KeyRecord} whose key is a fresh copy and whose {@code tombstone} is false.
+   */
+  public void forEach(Consumer<KeyRecord> visitor) {
+    checkWritable();
+    ArrayDeque<Long> stack = new ArrayDeque<>();
+    stack.push(root);
+    while (!stack.isEmpty()) {
+      long node = stack.pop();
+      for (int c = 0; c < branching; c++) {
+        long v = Mem.lpLong(slot(node, c));
+        if (v == 0) continue;
+        if ((v & NODE_TAG) != 0) {
+          stack.push(v & ~NODE_TAG);
+          continue;
+        }
+        for (long r = TrieList.first(v), end = TrieList.end(v); r < end; r = TrieList.next(r)) {
+          KeyRecord out = new KeyRecord();
+          TrieList.read(r, TrieList.keyOf(r), out);
+          visitor.accept(out);
+        }
+      }
+    }
+  }
+
+  /**
+   * Checks every invariant of the class comment against the whole structure (the writer's thread,
+   * or while no writer runs) and returns its shape; throws {@link IllegalStateException} naming the
+   * first violation.
+   */
+  public Shape checkInvariants() {
+    checkWritable();
+    Shape shape = new Shape();
+    walk(root, 0, 0, shape);
+    if (shape.records != records || shape.nodes != nodes || shape.lists != lists) {
+      throw new IllegalStateException(
+          "lazy-trie counts "
+              + records
+              + " records, "
+              + nodes
+              + " nodes, "
+              + lists
+              + " lists; the walk found "
+              + shape);
+    }
+    if (Mem.DEBUG) {
+      long live = Mem.liveBlocksOf(alloc);
+      if (live != shape.nodes + shape.lists + pendingBlocks) {
+        throw new IllegalStateException(
+            "allocator holds "
+                + live
+                + " live blocks; reachable "
+                + (shape.nodes + shape.lists)
+                + " + retired "
+                + pendingBlocks);
+      }
+    }
+    return shape;
+  }
+
+  private void walk(long node, int depth, long prefix, Shape shape) {
+    shape.nodes++;
+    shape.maxDepth = Math.max(shape.maxDepth, depth);
+    int children = 0;
+    long onlyChild = 0;
+    for (int c = 0; c < branching; c++) {
+      long v = Mem.lpLong(slot(node, c));
+      if (v == 0) continue;
+      children++;
+      onlyChild = v;
+      long childPrefix = prefix | ((long) c << (64 - bits * (depth + 1)));
+      if ((v & NODE_TAG) != 0) {
+        walk(v & ~NODE_TAG, depth + 1, childPrefix, shape);
+      } else {
+        checkList(v, depth, childPrefix, shape);
+      }
+    }
+    if (children != Mem.lpInt(node + CHILDREN_OFFSET)) {
+      throw new IllegalStateException("node at depth " + depth + " miscounts its children");
+    }
+    if (depth > 0 && children == 0) {
+      throw new IllegalStateException("empty node at depth " + depth);
+    }
+    if (depth > 0
+        && children == 1
+        && (onlyChild & NODE_TAG) == 0
+        && TrieList.distinct(onlyChild) <= sluggishness) {
+      throw new IllegalStateException("node at depth " + depth + " should have merged");
+    }
+  }
+
+  private void checkList(long list, int depth, long prefix, Shape shape) {
+    shape.lists++;
+    int usedBits = bits * (depth + 1);
+    long mask = usedBits == 64 ? -1L : ~(-1L >>> usedBits);
+    int count = 0;
+    int distinct = 0;
+    long prevHash = 0;
+    byte[] prevKey = null;
+    long end = TrieList.end(list);
+    for (long r = TrieList.first(list); r < end; r = TrieList.next(r)) {
+      long h = TrieList.hash(r);
+      byte[] k = TrieList.keyOf(r);
+      if ((h & mask) != prefix) {
+        throw new IllegalStateException("record off its path at depth " + depth);
+      }
+      if (prevKey != null) {
+        int c = Long.compareUnsigned(prevHash, h);
+        if (c == 0) c = java.util.Arrays.compareUnsigned(prevKey, k);
+        if (c >= 0) throw new IllegalStateException("list out of order at depth " + depth);
+      }
+      if (prevKey == null || h != prevHash) distinct++;
+      count++;
+      prevHash = h;
+      prevKey = k;
+    }
+    if (count == 0 || count != TrieList.count(list) || distinct != TrieList.distinct(list)) {
+      throw new IllegalStateException("list header disagrees with its records at depth " + depth);
+    }
+    if (distinct > sluggishness && depth < maxDepth - 1) {
+      throw new IllegalStateException(
+          "list of " + distinct + " hashes above s=" + sluggishness + " at depth " + depth);
+    }
+    shape.records += count;
+    shape.maxListHashes = Math.max(shape.maxListHashes, distinct);
+  }
+
+  /** What {@link #checkInvariants} found. */
+  public static final class Shape {
+    public long nodes;
+    public long lists;
+    public long records;
+    public int maxDepth;
+    public int maxListHashes;
+
+    @Override
+    public String toString() {
+      return records + " records, " + nodes + " nodes, " + lists + " lists, depth " + maxDepth;
+    }
+  }
+
+  // ---- close
+  // -----------------------------------------------------------------------------------------
+
+  /**
+   * Frees every block once the readers inside have left; later calls throw {@link ClosedException}.
+   * The writer's thread, once no writes are running.
+   */
+  @Override
+  public void close() {
+    if (closed) return;
+    closed = true; // volatile: a reader that enters after the session close below sees it
+    publishRetired();
+    long last = barrier.currentSeq();
+    barrier.close(new long[0], 0);
+    while (nextToFree <= last) {
+      freeTerminated();
+      if (nextToFree <= last) Thread.onSpinWait();
+    }
+    freeAll(root);
+    alloc.close();
+  }
+
+  private void freeAll(long node) {
+    for (int c = 0; c < branching; c++) {
+      long v = Mem.lpLong(slot(node, c));
+      if (v == 0) continue;
+      if ((v & NODE_TAG) != 0) freeAll(v & ~NODE_TAG);
+      else alloc.free(v, TrieList.bytes(v));
+    }
+    alloc.free(node, nodeBytes);
+  }
+}
