@@ -123,6 +123,7 @@ public final class Basalt implements AutoCloseable {
     if (options == null)
       throw new InvalidArgumentException(
           "options must not be null (use KeyspaceOptions.defaults())");
+    options.validate();
     return new Keyspace(this, engine.createKeyspace(name, options.manifestChunk()), name);
   }
 

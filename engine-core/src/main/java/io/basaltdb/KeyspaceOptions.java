@@ -1,5 +1,6 @@
 package io.basaltdb;
 
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import java.util.Objects;
 
 /**
@@ -28,6 +29,19 @@ import java.util.Objects;
  * Basalt#createKeyspace(String, KeyspaceOptions)}, which copies it.
  */
 public final class KeyspaceOptions {
+  /** What a keyspace's key index is. */
+  public enum Kind {
+    /** An LSM tree of key index tables in key order (the default): gets, scans and cursors. */
+    ORDERED,
+    /**
+     * CedrusDB's lazy-trie (seed 004) over a 64-bit hash of each key, held off the heap: gets,
+     * puts, deletes, batches, expiry, item counts, snapshots and the change feed, but no scans or
+     * cursors ({@link UnsupportedOperationException}). Flushes apply to the trie instead of writing
+     * tables, so there is no key index compaction, and replaced versions become garbage at once.
+     */
+    HASHED
+  }
+
   /** The layout of a keyspace's key index tables. */
   public enum KeyIndexFormat {
     /** Prefix-compressed blocks under a separator index (the default). */
@@ -38,6 +52,9 @@ public final class KeyspaceOptions {
 
   private KeyIndexFormat keyIndexFormat = KeyIndexFormat.BLOCK;
   private int trieChunkBytes = 8;
+  private Kind kind = Kind.ORDERED;
+  private int branching = 256;
+  private int sluggishness = 16;
 
   private KeyspaceOptions() {}
 
@@ -65,6 +82,60 @@ public final class KeyspaceOptions {
     return this;
   }
 
+  /** The keyspace's kind; default {@link Kind#ORDERED}. */
+  public KeyspaceOptions kind(Kind kind) {
+    if (kind == null) throw new InvalidArgumentException("kind must not be null");
+    this.kind = kind;
+    return this;
+  }
+
+  /**
+   * Children per node of a {@link Kind#HASHED} keyspace's lazy-trie: a power of two from 2 to 256;
+   * default 256 (the paper's, section 4.2.1). Each node costs 8 bytes per child. Ignored by {@link
+   * Kind#ORDERED}.
+   */
+  public KeyspaceOptions branching(int b) {
+    if (b < 2 || b > 256 || Integer.bitCount(b) != 1)
+      throw new InvalidArgumentException(
+          "branching must be a power of two from 2 to 256, was " + b);
+    this.branching = b;
+    return this;
+  }
+
+  /**
+   * Most distinct key hashes a {@link Kind#HASHED} keyspace's lazy-trie keeps in one leaf list
+   * before it splits it (sluggishness, section 2.3): 1 to 1024; default 16 (the paper's). Larger
+   * lists cost fewer nodes and a longer scan per get. Ignored by {@link Kind#ORDERED}.
+   */
+  public KeyspaceOptions sluggishness(int s) {
+    if (s < 1 || s > 1024)
+      throw new InvalidArgumentException("sluggishness must be from 1 to 1024, was " + s);
+    this.sluggishness = s;
+    return this;
+  }
+
+  public Kind kind() {
+    return kind;
+  }
+
+  public int branching() {
+    return branching;
+  }
+
+  public int sluggishness() {
+    return sluggishness;
+  }
+
+  /** Throws unless these options name one layout: a hashed keyspace has no key index tables. */
+  void validate() {
+    if (kind == Kind.HASHED && keyIndexFormat != KeyIndexFormat.BLOCK) {
+      throw new InvalidArgumentException(
+          "a HASHED keyspace has no key index tables: keyIndexFormat "
+              + keyIndexFormat
+              + " applies to ORDERED keyspaces only");
+    }
+  }
+
   public KeyIndexFormat keyIndexFormat() {
     return keyIndexFormat;
   }
@@ -77,18 +148,31 @@ public final class KeyspaceOptions {
     KeyspaceOptions o = new KeyspaceOptions();
     o.keyIndexFormat = keyIndexFormat;
     o.trieChunkBytes = trieChunkBytes;
+    o.kind = kind;
+    o.branching = branching;
+    o.sluggishness = sluggishness;
     return o;
   }
 
-  /** The trie chunk size a manifest records for these options: 0 for block tables. */
+  /**
+   * The layout code a manifest records for these options ({@link KeyspaceLayout}): 0 for block
+   * tables.
+   */
   int manifestChunk() {
+    if (kind == Kind.HASHED) return KeyspaceLayout.hashed(branching, sluggishness);
     return keyIndexFormat == KeyIndexFormat.HB_TRIE ? trieChunkBytes : 0;
   }
 
-  /** The options a manifest's chunk size stands for. */
-  static KeyspaceOptions ofManifestChunk(int chunk) {
+  /** The options a manifest's layout code stands for. */
+  static KeyspaceOptions ofManifestChunk(int code) {
     KeyspaceOptions o = defaults();
-    if (chunk != 0) o.keyIndexFormat(KeyIndexFormat.HB_TRIE).trieChunkBytes(chunk);
+    if (KeyspaceLayout.isHashed(code)) {
+      o.kind(Kind.HASHED)
+          .branching(KeyspaceLayout.branching(code))
+          .sluggishness(KeyspaceLayout.sluggishness(code));
+    } else if (code != 0) {
+      o.keyIndexFormat(KeyIndexFormat.HB_TRIE).trieChunkBytes(code);
+    }
     return o;
   }
 
@@ -96,16 +180,26 @@ public final class KeyspaceOptions {
   public boolean equals(Object other) {
     return other instanceof KeyspaceOptions o
         && o.keyIndexFormat == keyIndexFormat
-        && o.trieChunkBytes == trieChunkBytes;
+        && o.trieChunkBytes == trieChunkBytes
+        && o.kind == kind
+        && o.branching == branching
+        && o.sluggishness == sluggishness;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(keyIndexFormat, trieChunkBytes);
+    return Objects.hash(keyIndexFormat, trieChunkBytes, kind, branching, sluggishness);
   }
 
   @Override
   public String toString() {
+    if (kind == Kind.HASHED) {
+      return "KeyspaceOptions{kind=HASHED, branching="
+          + branching
+          + ", sluggishness="
+          + sluggishness
+          + "}";
+    }
     return "KeyspaceOptions{keyIndexFormat="
         + keyIndexFormat
         + (keyIndexFormat == KeyIndexFormat.HB_TRIE ? ", trieChunkBytes=" + trieChunkBytes : "")

@@ -3,8 +3,10 @@ package io.basaltdb.internal.engine;
 import io.basaltdb.BasaltException;
 import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
 import io.basaltdb.internal.engine.index.Compactor;
+import io.basaltdb.internal.engine.index.HashedIndexes;
 import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.Manifest;
 import io.basaltdb.internal.engine.version.TableCache;
@@ -40,6 +42,9 @@ final class DiskStore implements Store {
   /** The store directory's process lock; released by close. */
   private final AutoCloseable dirLock;
 
+  /** The hashed keyspaces' key indexes; closed by close, after the workers stop. */
+  private final HashedIndexes hashed;
+
   DiskStore(
       Storage storage,
       VersionSet versionSet,
@@ -49,7 +54,9 @@ final class DiskStore implements Store {
       SegmentCompactor gc,
       TableCache tables,
       ReadTransport transport,
-      AutoCloseable dirLock) {
+      AutoCloseable dirLock,
+      HashedIndexes hashed) {
+    this.hashed = hashed;
     this.storage = storage;
     this.versionSet = versionSet;
     this.writes = writes;
@@ -85,6 +92,7 @@ final class DiskStore implements Store {
   public int createKeyspace(String name, KeyspaceCatalog catalog, int trieChunkBytes) {
     int id = versionSet.manifest().nextKeyspaceId();
     versionSet.logAndApply(new VersionEdit().createKeyspace(id, name, trieChunkBytes));
+    if (KeyspaceLayout.isHashed(trieChunkBytes)) hashed.create(id, trieChunkBytes);
     return id;
   }
 
@@ -102,6 +110,7 @@ final class DiskStore implements Store {
   public void dropKeyspace(int id, KeyspaceCatalog catalog, CommitPipeline pipeline) {
     versionSet.logAndApply(new VersionEdit().dropKeyspace(id));
     catalog.remove(id);
+    hashed.drop(id);
     gc.forgetDroppedEstimates(); // else a dropped keyspace's tables kept their entries for the
     // store's life
   }
@@ -234,6 +243,7 @@ final class DiskStore implements Store {
     } catch (BasaltException e) {
       error = e;
     } finally {
+      hashed.close();
       transport.close();
       tables.closeAll();
       StoreOpener.unlock(dirLock);

@@ -222,9 +222,17 @@ public final class Engine implements AutoCloseable {
     versions.applyLock.lock();
     try {
       Version v = versions.acquire();
+      long seqno = versions.lastSeqno();
+      // Under the apply lock every flushed seqno is published, so a hashed keyspace's flushes so
+      // far are all at or below this one: registration cannot be refused.
+      if (!reads.registerSnapshot(seqno)) {
+        v.release();
+        throw new IllegalStateException("a hashed keyspace has flushed seqnos above " + seqno);
+      }
       try {
-        return new EngineSnapshot(reads, catalog, state, v, versions.lastSeqno());
+        return new EngineSnapshot(reads, catalog, state, v, seqno);
       } catch (RuntimeException e) {
+        reads.unregisterSnapshot(seqno);
         v.release();
         throw e;
       }
@@ -255,6 +263,7 @@ public final class Engine implements AutoCloseable {
   }
 
   private EngineCursor scan(int ks, byte[] from, byte[] to, int readAhead, boolean reverse) {
+    catalog.checkOrdered(ks, "scans");
     EngineSnapshot s = snapshot();
     try {
       catalog.checkLive(ks);
@@ -307,6 +316,8 @@ public final class Engine implements AutoCloseable {
     try {
       long n = v.active.netKeys(ks);
       if (v.immutable != null) n += v.immutable.netKeys(ks);
+      io.basaltdb.internal.engine.index.HashedIndex index = reads.hashedIndex(ks);
+      if (index != null) n += index.trie().size(); // a hashed keyspace's trie holds live keys only
       for (KeyspaceFiles.Table t : v.files(ks).tables) {
         TableInfo info = t.reader().info();
         n += info.entryCount() - 2 * info.tombstones();
@@ -390,7 +401,7 @@ public final class Engine implements AutoCloseable {
       catalog.checkNew(name);
       state.checkWritable();
       int id = store.createKeyspace(name, catalog, trieChunkBytes);
-      catalog.add(id, name);
+      catalog.add(id, name, trieChunkBytes);
       return id;
     }
   }

@@ -4,6 +4,7 @@ import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.backup.MemoryBackups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.engine.version.Manifest;
 import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.engine.version.Versions;
@@ -169,6 +170,13 @@ final class MemoryStore implements Store, CommitTarget {
    */
   @Override
   public int createKeyspace(String name, KeyspaceCatalog catalog, int trieChunkBytes) {
+    if (KeyspaceLayout.isHashed(trieChunkBytes)) {
+      // The skiplist serves gets as it does for any keyspace; the catalog refuses scans, as the
+      // disk store's hashed keyspaces do.
+      int id = nextKeyspaceId.getAndIncrement();
+      layouts.put(id, trieChunkBytes);
+      return id;
+    }
     if (trieChunkBytes != 0) {
       throw new InvalidArgumentException(
           "the in-memory store keeps no key index tables: keyspace '"
@@ -180,8 +188,12 @@ final class MemoryStore implements Store, CommitTarget {
 
   @Override
   public int trieChunkBytes(int id) {
-    return 0;
+    return layouts.getOrDefault(id, 0);
   }
+
+  /** Layout codes of the hashed keyspaces (the only ones not 0); any thread. */
+  private final java.util.Map<Integer, Integer> layouts =
+      new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
    * Forgets the keyspace (later writes to it are skipped), then removes its keys between commit

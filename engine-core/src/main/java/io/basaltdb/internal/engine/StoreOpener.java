@@ -5,11 +5,14 @@ import io.basaltdb.internal.cache.BlockCache;
 import io.basaltdb.internal.engine.backup.MemoryBackupManifest;
 import io.basaltdb.internal.engine.backup.MemoryBackups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.base.WorkerEvents;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
 import io.basaltdb.internal.engine.index.Compactor;
+import io.basaltdb.internal.engine.index.HashedIndex;
+import io.basaltdb.internal.engine.index.HashedIndexes;
 import io.basaltdb.internal.engine.read.LazyReadTransport;
 import io.basaltdb.internal.engine.read.MergeSources;
 import io.basaltdb.internal.engine.read.PooledReadTransport;
@@ -210,7 +213,18 @@ final class StoreOpener {
       undo.push(tables::closeAll);
       Recovery.State st = Recovery.load(storage, options, tables);
       KeyspaceCatalog catalog = new KeyspaceCatalog();
-      for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) catalog.add(k.id(), k.name());
+      for (Manifest.KeyspaceMeta k : st.manifest.keyspaces())
+        catalog.add(k.id(), k.name(), k.trieChunkBytes());
+      // Hashed keyspaces' tries come out of the memory quota: the block cache gives up their room.
+      HashedIndexes hashed = new HashedIndexes(options.memoryQuota(), blockCache::shrink);
+      undo.push(hashed);
+      for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) {
+        if (!KeyspaceLayout.isHashed(k.trieChunkBytes())) continue;
+        HashedIndex index = hashed.create(k.id(), k.trieChunkBytes());
+        KeyspaceFiles files = st.files.get(k.id());
+        if (files != null) HashedIndexes.rebuild(index, files);
+      }
+      hashed.settle();
       // Each write cache has its own allocator, with a chunk in use per arena: chunks of a
       // sixteenth of a
       // write cache keep what a cache reserves close to what it holds.
@@ -258,6 +272,7 @@ final class StoreOpener {
       SegmentCompactor gc =
           new SegmentCompactor(
               options, storage, versions, versionSet, tables, catalog, stats, state, events);
+      flusher.useHashed(hashed);
       versionSet.setTailHeld(flusher::holdsTail);
       events.flusher = flusher;
       events.compactor = compactor;
@@ -265,6 +280,7 @@ final class StoreOpener {
       ReadPath reads =
           new ReadPath(
               versions, catalog, stats, transport, options.readQueueDepth(), options.clock());
+      reads.useHashed(hashed);
       // Exact item counts go on from the manifest's (those at its flushed seqno) through the
       // replay;
       // a store whose counts are not exact counts its keys after the replay.
@@ -315,7 +331,8 @@ final class StoreOpener {
               events,
               gc,
               storage,
-              flusher);
+              flusher,
+              hashed);
       CommitPipeline pipeline =
           new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();
@@ -323,7 +340,7 @@ final class StoreOpener {
       gc.start();
       DiskStore store =
           new DiskStore(
-              storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock);
+              storage, versionSet, writes, flusher, compactor, gc, tables, transport, lock, hashed);
       int tableCount = 0, segmentCount = 0;
       for (KeyspaceFiles f : st.files.values()) {
         tableCount += f.tables.size();
@@ -377,7 +394,7 @@ final class StoreOpener {
     try {
       for (String name : catalog.names()) {
         int ks = catalog.id(name);
-        items.set(ks, MergeSources.countLive(v, ks));
+        items.set(ks, MergeSources.countLive(v, ks, reads.hashedIndex(ks)));
       }
     } finally {
       v.release();

@@ -136,6 +136,13 @@ final class Block {
     walk(rawLength);
   }
 
+  /**
+   * Encoded bytes of document {@code i}: the size its writer reported ({@code lastDocumentSize}).
+   */
+  int documentSize(int i) {
+    return (i + 1 < starts.length ? starts[i + 1] : cursor) - starts[i];
+  }
+
   /** Checks every document's encoding and records where each starts. */
   private void walk(int rawLength) {
     int end = base + rawLength;

@@ -32,6 +32,7 @@ public final class DocumentIterator implements Iterator<Document> {
   private long pos;
 
   private Block block;
+  private long blockOffset;
   private int index;
   private long previousLast;
 
@@ -68,6 +69,16 @@ public final class DocumentIterator implements Iterator<Document> {
     return block.document(index++);
   }
 
+  /** The log hint of the document {@link #next} returned last (its block's place). */
+  public long lastHint() {
+    return SegmentFormat.hint(state.segmentId(), blockOffset);
+  }
+
+  /** The encoded size of the document {@link #next} returned last, as its writer counted it. */
+  public int lastSize() {
+    return block.documentSize(index - 1);
+  }
+
   /**
    * Reads the record at {@link #pos}: a block becomes the current one; a page is checked and
    * skipped.
@@ -92,6 +103,7 @@ public final class DocumentIterator implements Iterator<Document> {
       }
       previousLast = b.lastSeqno;
       block = b;
+      blockOffset = pos;
       index = b.ceiling(fromSeqno);
       pos += length;
     } else if (type == TYPE_PAGE) {

@@ -20,12 +20,40 @@ public final class KeyspaceCatalog {
   private final Map<String, Integer> idsByName = new ConcurrentHashMap<>();
   private final Map<Integer, String> namesById = new ConcurrentHashMap<>();
 
+  /** The hashed keyspaces' ids (seed 004): they refuse scans and cursors. */
+  private final java.util.Set<Integer> hashed = ConcurrentHashMap.newKeySet();
+
   public void add(int id, String name) {
     idsByName.put(name, id);
     namesById.put(id, name);
   }
 
+  /** Adds a keyspace whose manifest layout code is {@code layout} ({@link KeyspaceLayout}). */
+  public void add(int id, String name, int layout) {
+    if (KeyspaceLayout.isHashed(layout)) hashed.add(id);
+    add(id, name);
+  }
+
+  public boolean isHashed(int id) {
+    return hashed.contains(id);
+  }
+
+  /**
+   * Refuses {@code what} (scans, cursors) on a hashed keyspace, whose key index keeps no key order.
+   */
+  public void checkOrdered(int id, String what) {
+    if (hashed.contains(id)) {
+      throw new UnsupportedOperationException(
+          "keyspace '"
+              + describe(id)
+              + "' is HASHED: its key index keeps no key order, so it has no "
+              + what
+              + " (create an ORDERED keyspace for range access)");
+    }
+  }
+
   public void remove(int id) {
+    hashed.remove(id);
     String name = namesById.remove(id);
     if (name != null) idsByName.remove(name);
   }

@@ -205,7 +205,7 @@ public final class EngineFeed implements AutoCloseable {
     byte[] sk = WriteCache.storeKey(ks, key);
     if (snap.active.get(sk) != null) return false;
     if (snap.immutable != null && snap.immutable.get(sk) != null) return false;
-    return snap.reads.findRecord(files, key, rec) && rec.seqno == seqno;
+    return snap.reads.findRecord(ks, files, key, rec, snap.seqno()) && rec.seqno == seqno;
   }
 
   /**

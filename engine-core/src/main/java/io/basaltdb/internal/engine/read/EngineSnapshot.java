@@ -64,13 +64,14 @@ public final class EngineSnapshot implements AutoCloseable {
     byte[] e = active.get(sk);
     if (e == null && immutable != null) e = immutable.get(sk);
     if (e != null) return ReadPath.valueAt(e, now);
-    return reads.getFromFiles(version.files(ks), ks, key, now);
+    return reads.getFromFiles(version.files(ks), ks, key, now, seqno);
   }
 
   /** Keys in {@code [from, to)} of keyspace {@code ks} in order; null bounds are open. */
   public EngineCursor cursor(int ks, byte[] from, byte[] to) {
     checkUsable();
     catalog.checkLive(ks);
+    catalog.checkOrdered(ks, "cursors");
     return new EngineCursor(this, ks, from, to, false);
   }
 
@@ -80,6 +81,7 @@ public final class EngineSnapshot implements AutoCloseable {
   public EngineCursor reverseCursor(int ks, byte[] from, byte[] to) {
     checkUsable();
     catalog.checkLive(ks);
+    catalog.checkOrdered(ks, "cursors");
     return new EngineCursor(this, ks, from, to, false, 0, true);
   }
 
@@ -97,6 +99,7 @@ public final class EngineSnapshot implements AutoCloseable {
   public void close() {
     if (!closed.compareAndSet(false, true)) return;
     try {
+      reads.unregisterSnapshot(seqno);
       active.close();
       if (immutable != null) immutable.close();
     } finally {

@@ -3,6 +3,8 @@ package io.basaltdb.internal.engine.read;
 import io.basaltdb.BasaltException;
 import io.basaltdb.StorageException;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
+import io.basaltdb.internal.engine.index.HashedIndex;
+import io.basaltdb.internal.engine.index.HashedIndexes;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.version.Version;
@@ -173,7 +175,7 @@ public final class ReadPath {
       return IN_WRITE_CACHE;
     }
     KeyRecord rec = l.record;
-    if (!findRecord(v.files(ks), key, rec) || rec.tombstone) return ABSENT;
+    if (!findRecord(ks, v.files(ks), key, rec) || rec.tombstone) return ABSENT;
     if (rec.expiry != 0 && rec.expiredAt(now())) return ABSENT;
     return IN_FILES;
   }
@@ -195,15 +197,61 @@ public final class ReadPath {
    * The value of {@code key} in the tables of {@code files}, or null; expiries judged at {@code
    * now} (-1: the clock, read only if the record expires).
    */
-  byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key, long now) {
+  byte[] getFromFiles(KeyspaceFiles files, int ks, byte[] key, long now, long seqno) {
     KeyRecord rec = new KeyRecord();
-    if (!findRecord(files, key, rec) || rec.tombstone) return null;
+    if (!findRecord(ks, files, key, rec, seqno) || rec.tombstone) return null;
     if (rec.expiry != 0 && rec.expiredAt(now < 0 ? now() : now)) return null;
     return readDocument(files, ks, key, rec.seqno, rec.hint).value();
   }
 
-  /** The newest key index record of {@code key} into {@code rec}; false if no table holds it. */
-  public boolean findRecord(KeyspaceFiles files, byte[] key, KeyRecord rec) {
+  /** Gives the reads the hashed keyspaces' indexes; once, at open, before any read. */
+  public void useHashed(HashedIndexes indexes) {
+    this.hashed = indexes;
+  }
+
+  /** The hashed keyspaces' indexes (null: none); set once at open. */
+  private HashedIndexes hashed;
+
+  /** The index of keyspace {@code ks} if it is hashed, else null. */
+  public HashedIndex hashedIndex(int ks) {
+    HashedIndexes h = hashed;
+    return h == null ? null : h.of(ks);
+  }
+
+  /**
+   * Registers a snapshot at {@code seqno} with every hashed keyspace, so their flushes keep the
+   * versions it sees; false (and nothing registered) if one of them no longer can.
+   */
+  public boolean registerSnapshot(long seqno) {
+    HashedIndexes h = hashed;
+    return h == null || h.register(seqno);
+  }
+
+  public void unregisterSnapshot(long seqno) {
+    HashedIndexes h = hashed;
+    if (h != null) h.unregister(seqno);
+  }
+
+  /**
+   * The record of {@code key} a snapshot at {@code seqno} sees in keyspace {@code ks}'s key index
+   * ({@code files} are the snapshot's version's); false if it has none.
+   */
+  public boolean findRecord(int ks, KeyspaceFiles files, byte[] key, KeyRecord rec, long seqno) {
+    HashedIndex index = hashedIndex(ks);
+    if (index != null) return index.get(key, rec, seqno);
+    return findRecord(ks, files, key, rec);
+  }
+
+  /**
+   * The newest key index record of {@code key} in keyspace {@code ks} into {@code rec}: from its
+   * lazy-trie if it is hashed, else from the tables of {@code files}; false if none holds it.
+   */
+  public boolean findRecord(int ks, KeyspaceFiles files, byte[] key, KeyRecord rec) {
+    HashedIndex index = hashedIndex(ks);
+    if (index != null) {
+      stats.tableLookups.increment();
+      return index.get(key, rec);
+    }
     if (files.tables.isEmpty()) return false;
     long hash = TableReader.keyHash(key); // once for every table probed
     // Indexed loops, not iterators over sublists: a get into a caller's buffer allocates nothing.
@@ -570,6 +618,14 @@ public final class ReadPath {
    * Reads#await}).
    */
   private boolean advance(BatchedGet g, Reads r, long now, byte[][] out) {
+    if (!g.found && g.tables == null) {
+      HashedIndex index = hashedIndex(g.ks);
+      if (index != null) { // a hashed keyspace: its record from the trie, in memory
+        stats.tableLookups.increment();
+        if (!index.get(g.key, g.record)) return finish(g, null, out);
+        g.found = true;
+      }
+    }
     if (!g.found) {
       if (g.tables == null) {
         g.tables = candidateTables(g.files, g.key);

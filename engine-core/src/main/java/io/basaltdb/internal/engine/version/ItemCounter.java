@@ -33,7 +33,7 @@ public final class ItemCounter {
    */
   @FunctionalInterface
   public interface RecordFinder {
-    boolean find(KeyspaceFiles files, byte[] key, KeyRecord rec);
+    boolean find(int ks, KeyspaceFiles files, byte[] key, KeyRecord rec);
   }
 
   private final RecordFinder reads;
@@ -128,7 +128,7 @@ public final class ItemCounter {
     if (e != null) return new State(counted(e), WriteCache.belowOf(e));
     e = v.immutable == null ? null : v.immutable.get(ks, key);
     if (e != null) return new State(counted(e), WriteCache.Below.UNKNOWN);
-    if (!reads.find(v.files(ks), key, rec)) return new State(false, WriteCache.Below.NONE);
+    if (!reads.find(ks, v.files(ks), key, rec)) return new State(false, WriteCache.Below.NONE);
     // A version with an expiry is below as a tombstone is: its report is left to the compaction
     // that drops
     // it (at the bottom once it has expired, or under a newer version), so it is never reported

@@ -1,6 +1,7 @@
 package io.basaltdb.internal.engine.version;
 
 import io.basaltdb.CorruptionException;
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.internal.storage.StorageFile;
@@ -45,9 +46,14 @@ public record Manifest(
    * it. Versions 2 to 5 are still read (walHead 0; no delete list, no garbage; a purge seqno of the
    * flushed seqno, item counts not exact). 7: each keyspace's key index table format ({@link
    * KeyspaceMeta#trieChunkBytes}); written only when some keyspace has HB+-trie tables, so a store
-   * without one stays readable by builds that read up to 6.
+   * without one stays readable by builds that read up to 6. 8: the same int may name a hashed
+   * keyspace ({@link io.basaltdb.internal.engine.base.KeyspaceLayout}); written only when some
+   * keyspace is hashed.
    */
-  public static final int FORMAT_VERSION = 7;
+  public static final int FORMAT_VERSION = 8;
+
+  /** The version a store with HB+-trie keyspaces but no hashed one writes. */
+  static final int VERSION_WITHOUT_HASHED_KEYSPACES = 7;
 
   /** The version a store whose keyspaces all keep block tables writes. */
   static final int VERSION_WITHOUT_KEYSPACE_FORMATS = 6;
@@ -107,7 +113,8 @@ public record Manifest(
    * compaction has dropped (0: none), so a change feed from at or below it may miss deletions
    * ({@link io.basaltdb.ChangeFeed}). {@code trieChunkBytes}: 0 if the keyspace's key index tables
    * are block tables, else the chunk size of its HB+-trie tables ({@link
-   * io.basaltdb.KeyspaceOptions}); fixed when the keyspace is created.
+   * io.basaltdb.KeyspaceOptions}), or a hashed keyspace's lazy-trie code ({@link KeyspaceLayout});
+   * fixed when the keyspace is created.
    */
   public record KeyspaceMeta(
       int id,
@@ -317,7 +324,9 @@ public record Manifest(
     boolean guarded = guardedKeyIndex();
     int version = VERSION_WITHOUT_KEYSPACE_FORMATS;
     for (KeyspaceMeta k : keyspaces) {
-      if (k.trieChunkBytes != 0) version = FORMAT_VERSION;
+      if (KeyspaceLayout.isHashed(k.trieChunkBytes)) version = FORMAT_VERSION;
+      else if (k.trieChunkBytes != 0 && version < VERSION_WITHOUT_HASHED_KEYSPACES)
+        version = VERSION_WITHOUT_HASHED_KEYSPACES;
     }
     b.putLong(MAGIC).putInt(version).putInt(flags);
     b.putLong(number)
@@ -495,9 +504,9 @@ public record Manifest(
         if (purgeSeqno < 0)
           throw new CorruptionException(file, b.position() - 8, "purge seqno " + purgeSeqno);
         int trieChunk = version >= 7 ? b.getInt() : 0;
-        if (trieChunk != 0 && trieChunk != 4 && trieChunk != 8 && trieChunk != 16)
+        if (!KeyspaceLayout.valid(trieChunk, version))
           throw new CorruptionException(
-              file, b.position() - 4, "keyspace key index chunk size " + trieChunk);
+              file, b.position() - 4, "keyspace key index layout " + trieChunk);
         Guards guards = Guards.EMPTY;
         if ((flags & FLAG_GUARDS) != 0) guards = decodeGuards(b, file);
         ks.add(

@@ -8,6 +8,8 @@ import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.base.WorkerEvents;
 import io.basaltdb.internal.engine.gc.DeleteList;
+import io.basaltdb.internal.engine.index.HashedIndex;
+import io.basaltdb.internal.engine.index.HashedIndexes;
 import io.basaltdb.internal.engine.index.TableOutput;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.FileNames;
@@ -95,6 +97,9 @@ public final class Flusher {
 
   /** Hears of each version a flush reports stale (tests); volatile: set while the flusher runs. */
   private volatile DiscardListener listener = DiscardListener.NONE;
+
+  /** The hashed keyspaces' indexes; set once at open, before the flusher starts or replay runs. */
+  private HashedIndexes hashed;
 
   private final Thread thread;
   private final Object signal = new Object();
@@ -459,6 +464,8 @@ public final class Flusher {
    */
   private Reported flushKeyspace(
       int ks, List<byte[]> keys, List<byte[]> entries, VersionEdit edit, KeyspaceFiles older) {
+    HashedIndex index = hashed == null ? null : hashed.of(ks);
+    if (index != null) return flushHashed(ks, keys, entries, edit, older, index);
     int n = keys.size();
     long[] seqnos = new long[n];
     for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
@@ -585,6 +592,71 @@ public final class Flusher {
       for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), shadowed);
     }
     return null;
+  }
+
+  /** Gives the flusher the hashed keyspaces' indexes; once, at open, before it starts. */
+  public void useHashed(HashedIndexes indexes) {
+    this.hashed = indexes;
+  }
+
+  /**
+   * Flushes a hashed keyspace (seed 004 over Magma's log): the documents go to the log as for any
+   * keyspace; the key index is updated in place instead of gaining a level-0 table. Every version
+   * the flush replaces or removes, and every tombstone's own document (the trie keeps no
+   * tombstones), is garbage at once: a level-0 delete list table in this flush's commit, so the
+   * garbage is exact with no compaction and no lookup. A tombstone dropped here raises the
+   * keyspace's purge seqno, as a bottom-level compaction does for an ordered keyspace.
+   *
+   * <p>The trie changes before the commit; until the new version is installed, readers find these
+   * keys in the write cache being flushed, which they read first.
+   */
+  private Reported flushHashed(
+      int ks,
+      List<byte[]> keys,
+      List<byte[]> entries,
+      VersionEdit edit,
+      KeyspaceFiles older,
+      HashedIndex index) {
+    int n = keys.size();
+    long[] seqnos = new long[n];
+    for (int i = 0; i < n; i++) seqnos[i] = WriteCache.seqnoOf(entries.get(i));
+    int[] order = WriteCache.seqnoOrder(seqnos);
+    long[] hints = new long[n];
+    int[] sizes = new int[n];
+    writeDocuments(
+        ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
+    List<HashedIndex.Entry> changes = new ArrayList<>(n);
+    long docBytes = 0, purged = 0;
+    for (int i = 0; i < n; i++) {
+      byte[] e = entries.get(i);
+      boolean tombstone = WriteCache.isTombstone(e);
+      if (tombstone) purged = Math.max(purged, seqnos[i]);
+      changes.add(
+          new HashedIndex.Entry(
+              keys.get(i), seqnos[i], sizes[i], hints[i], WriteCache.expiryOf(e), tombstone));
+      docBytes += sizes[i];
+    }
+    long[] stale = new long[4 * n];
+    int staleCount = index.apply(changes, stale);
+    hashed.settle();
+    edit.addCounters(ks, Manifest.Counters.flushed(n, docBytes));
+    if (purged > 0) edit.purged(ks, purged);
+    if (staleCount == 0) return null;
+    long staleBytes = 0;
+    for (int i = 0; i < staleCount; i++) staleBytes += stale[2 * i + 1];
+    edit.addCounters(ks, Manifest.Counters.discarded(staleCount, staleBytes));
+    DeleteList.writeLevel0(
+        storage,
+        tables,
+        versionSet.nextFileNumber,
+        options,
+        ks,
+        stale,
+        staleCount,
+        edit,
+        stats.deleteListBytesWritten);
+    stats.flushStaleReported.add(staleCount);
+    return new Reported(ks, stale, staleCount);
   }
 
   /**

@@ -142,8 +142,8 @@ class ManifestTest {
             16);
     Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 3, List.of(block, trie), 0);
     byte[] data = m.encode();
-    assertEquals(7, data[8]);
-    assertEquals(7, Manifest.FORMAT_VERSION);
+    assertEquals(7, data[8], "HB+-trie keyspaces but no hashed one: format 7");
+    assertEquals(7, Manifest.VERSION_WITHOUT_HASHED_KEYSPACES);
     Manifest back = Manifest.decode(data, "test");
     assertEquals(m, back);
     assertEquals(16, back.keyspaces().get(1).trieChunkBytes());
@@ -159,6 +159,50 @@ class ManifestTest {
         .putInt(bad.length - 4, (int) crc.getValue());
     org.junit.jupiter.api.Assertions.assertThrows(
         io.basaltdb.CorruptionException.class, () -> Manifest.decode(bad, "test"));
+  }
+
+  @Test
+  void aHashedKeyspace_isFormat8_andAnOlderFormatCannotNameOne() {
+    int code = io.basaltdb.internal.engine.base.KeyspaceLayout.hashed(256, 16);
+    Manifest.KeyspaceMeta hashed =
+        new Manifest.KeyspaceMeta(
+            2,
+            "h",
+            List.of(),
+            List.of(),
+            Manifest.Counters.ZERO,
+            List.of(),
+            List.of(),
+            Guards.EMPTY,
+            0,
+            code);
+    Manifest m = new Manifest(7, 1234, 99, 42, 40, 41, 3, List.of(hashed), 0);
+    byte[] data = m.encode();
+    assertEquals(8, data[8]);
+    assertEquals(8, Manifest.FORMAT_VERSION);
+    Manifest back = Manifest.decode(data, "test");
+    assertEquals(m, back);
+    assertEquals(code, back.keyspaces().get(0).trieChunkBytes());
+    // the same code in a format 7 manifest is corruption, as is a branching no build writes
+    for (int[] change : new int[][] {{8, 7}, {-1, 0}}) {
+      byte[] bad = data.clone();
+      if (change[0] == 8) bad[8] = 7;
+      else bad[lastIndexOf(bad, intLe(code))] = 3; // branching 3
+      java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+      crc.update(bad, 0, bad.length - 4);
+      java.nio.ByteBuffer.wrap(bad)
+          .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+          .putInt(bad.length - 4, (int) crc.getValue());
+      org.junit.jupiter.api.Assertions.assertThrows(
+          io.basaltdb.CorruptionException.class, () -> Manifest.decode(bad, "test"));
+    }
+  }
+
+  private static byte[] intLe(int v) {
+    return java.nio.ByteBuffer.allocate(4)
+        .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+        .putInt(v)
+        .array();
   }
 
   private static int lastIndexOf(byte[] data, byte[] what) {

@@ -1,0 +1,225 @@
+package io.basaltdb.internal.engine.index;
+
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
+import io.basaltdb.internal.hashindex.KeyHasher;
+import io.basaltdb.internal.hashindex.LazyTrie;
+import io.basaltdb.internal.memory.MemoryQuota;
+import io.basaltdb.internal.sstable.KeyRecord;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The key index of one hashed keyspace (seed 004): a {@link LazyTrie} that flushes update in place,
+ * plus, while snapshots are open, the records each flush replaced, so a snapshot still reads the
+ * versions it saw.
+ *
+ * <h2>Concurrency</h2>
+ *
+ * Updates come from one thread at a time ({@link #apply} holds this object's write lock: the
+ * flusher, or a WAL-skip batch's commit, which runs only when no flush is pending). Reads take no
+ * lock. Snapshot registration and the list of undo layers are guarded by this object's monitor;
+ * readers see the layers through the volatile array {@link #layers}.
+ *
+ * <h2>Invariants</h2>
+ *
+ * <ol>
+ *   <li>A flush that runs while a snapshot is registered publishes its layer before it changes the
+ *       trie, and records each key's pre-image in it before it changes that key.
+ *   <li>A layer is dropped only when every registered snapshot's seqno is at or above the highest
+ *       seqno the layer's flush wrote; a flush that keeps no layer raises {@link #uncoveredBelow}
+ *       first, and a snapshot whose seqno is below it is refused ({@link #register}), so no
+ *       registered snapshot ever needs a layer that is gone.
+ * </ol>
+ */
+public final class HashedIndex implements AutoCloseable {
+  /** The seed of every hashed keyspace's key hash (persisted tries depend on it). */
+  static final long HASH_SEED = 0x6261_7361_6c74_4c54L;
+
+  /** A pre-image: the record a flush replaced, or none; and the seqno of the write that did. */
+  record Change(long newSeqno, KeyRecord before) {}
+
+  /** The changes of one flush, by key. */
+  static final class Layer {
+    final Map<ByteBuffer, Change> changes = new ConcurrentHashMap<>();
+  }
+
+  private final int ks;
+  private final LazyTrie trie;
+
+  /** The undo layers, oldest first; replaced under this object's monitor, read racily. */
+  private volatile Layer[] layers = new Layer[0];
+
+  /** Highest seqno of each kept layer, parallel to {@link #layers}; under the monitor. */
+  private final List<Long> layerMax = new ArrayList<>();
+
+  /** Registered snapshot seqnos and how many snapshots hold each; under the monitor. */
+  private final TreeMap<Long, Integer> snapshots = new TreeMap<>();
+
+  /** A snapshot below this seqno may need a change no layer holds; under the monitor. */
+  private long uncoveredBelow;
+
+  private final Object writeLock = new Object();
+
+  /** Set by close(), under {@link #writeLock}. */
+  private boolean closed;
+
+  public HashedIndex(int ks, int layoutCode, MemoryQuota quota) {
+    this.ks = ks;
+    this.trie =
+        new LazyTrie(
+            KeyspaceLayout.branching(layoutCode),
+            KeyspaceLayout.sluggishness(layoutCode),
+            KeyHasher.xxh64(HASH_SEED),
+            quota,
+            "hashed-keyspace-" + ks);
+  }
+
+  public int keyspace() {
+    return ks;
+  }
+
+  public LazyTrie trie() {
+    return trie;
+  }
+
+  /** The newest record of {@code key} (its key is {@code key}); lock-free. */
+  public boolean get(byte[] key, KeyRecord rec) {
+    return trie.get(key, rec);
+  }
+
+  /**
+   * The record of {@code key} a snapshot at {@code seqno} sees (registered with {@link #register}):
+   * the trie's, walked back through the layers of the flushes that changed the key after it.
+   */
+  public boolean get(byte[] key, KeyRecord rec, long seqno) {
+    boolean found = trie.get(key, rec);
+    Layer[] ls = layers;
+    if (ls.length == 0) return found;
+    ByteBuffer k = ByteBuffer.wrap(key);
+    for (int i = ls.length - 1; i >= 0; i--) {
+      Change c = ls[i].changes.get(k);
+      if (c == null) continue;
+      if (c.newSeqno <= seqno) break; // this change, and every older one, is visible
+      found = c.before != null;
+      if (found) copy(c.before, key, rec);
+    }
+    return found;
+  }
+
+  private static void copy(KeyRecord from, byte[] key, KeyRecord to) {
+    to.set(key, from.seqno, from.docSize, false, from.hint, false, from.expiry);
+  }
+
+  /** Registers a snapshot at {@code seqno}; false if the layers no longer reach back to it. */
+  public synchronized boolean register(long seqno) {
+    if (seqno < uncoveredBelow) return false;
+    snapshots.merge(seqno, 1, Integer::sum);
+    return true;
+  }
+
+  public synchronized void unregister(long seqno) {
+    snapshots.computeIfPresent(seqno, (s, n) -> n == 1 ? null : n - 1);
+    prune();
+  }
+
+  /** Drops the oldest layers no registered snapshot needs. Under the monitor. */
+  private void prune() {
+    long oldest = snapshots.isEmpty() ? Long.MAX_VALUE : snapshots.firstKey();
+    int drop = 0;
+    while (drop < layerMax.size() && layerMax.get(drop) <= oldest) drop++;
+    if (drop == 0) return;
+    for (int i = 0; i < drop; i++) uncoveredBelow = Math.max(uncoveredBelow, layerMax.get(i));
+    layerMax.subList(0, drop).clear();
+    Layer[] next = new Layer[layers.length - drop];
+    System.arraycopy(layers, drop, next, 0, next.length);
+    layers = next; // volatile publish
+  }
+
+  /** One write a flush applies: a put (with its document) or a delete. */
+  public record Entry(
+      byte[] key, long seqno, int docSize, long hint, long expiry, boolean tombstone) {}
+
+  /**
+   * Applies a flush's entries (the newest version of each key, any order) and reports to {@code
+   * stale} each version it replaced or removed, and each tombstone's own document, as (seqno, size)
+   * pairs: garbage from now on. Returns the number of pairs.
+   */
+  public int apply(List<Entry> entries, long[] stale) {
+    synchronized (writeLock) {
+      if (closed) return 0; // the keyspace was dropped: its entries are discarded with it
+      long max = 0;
+      for (Entry e : entries) max = Math.max(max, e.seqno);
+      Layer layer = openLayer(max);
+      KeyRecord old = new KeyRecord();
+      int n = 0;
+      for (Entry e : entries) {
+        if (layer != null) {
+          KeyRecord before = trie.get(e.key, old) ? copyOf(old) : null;
+          layer.changes.put(ByteBuffer.wrap(e.key), new Change(e.seqno, before));
+        }
+        boolean replaced;
+        if (e.tombstone) {
+          replaced = trie.delete(e.key, old);
+          stale[2 * n] = e.seqno;
+          stale[2 * n + 1] = e.docSize;
+          n++;
+        } else {
+          replaced = trie.put(e.key, e.seqno, e.docSize, e.hint, e.expiry, 0, old);
+        }
+        if (replaced) {
+          stale[2 * n] = old.seqno;
+          stale[2 * n + 1] = old.docSize;
+          n++;
+        }
+      }
+      trie.publishRetired();
+      return n;
+    }
+  }
+
+  private static KeyRecord copyOf(KeyRecord r) {
+    return new KeyRecord().set(null, r.seqno, r.docSize, false, r.hint, false, r.expiry);
+  }
+
+  /**
+   * The layer for a flush writing seqnos up to {@code max}, published before the flush changes the
+   * trie; null when no snapshot is registered, in which case no snapshot below {@code max} may
+   * register from now on.
+   */
+  private synchronized Layer openLayer(long max) {
+    if (snapshots.isEmpty()) {
+      uncoveredBelow = Math.max(uncoveredBelow, max);
+      return null;
+    }
+    Layer l = new Layer();
+    Layer[] next = java.util.Arrays.copyOf(layers, layers.length + 1);
+    next[next.length - 1] = l;
+    layerMax.add(max);
+    layers = next; // volatile publish: before the first change to the trie
+    return l;
+  }
+
+  /** Layers kept for snapshots (for tests and stats). */
+  public int layerCount() {
+    return layers.length;
+  }
+
+  /** Puts a record while the index is rebuilt at open; no layer, no garbage reported. */
+  public void load(byte[] key, long seqno, int docSize, long hint, long expiry) {
+    synchronized (writeLock) {
+      trie.put(key, seqno, docSize, hint, expiry, 0, null);
+    }
+  }
+
+  @Override
+  public void close() {
+    synchronized (writeLock) {
+      closed = true;
+      trie.close();
+    }
+  }
+}
