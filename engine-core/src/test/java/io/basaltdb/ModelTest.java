@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.internal.storage.MemStorage;
@@ -114,7 +115,10 @@ class ModelTest {
      */
     final java.nio.file.Path dir;
 
-    final String[] names = {"default", "second"};
+    final String[] names = {"default", "second", "hashed"};
+
+    /** The third keyspace's index: a hashed keyspace (seed 004), in every option set. */
+    static final int HASHED = 2;
 
     /** Operations of the run; {@link #OPS} unless a caller sets fewer. */
     int ops = OPS;
@@ -150,10 +154,20 @@ class ModelTest {
                     .keyIndexFormat(KeyspaceOptions.KeyIndexFormat.HB_TRIE)
                     .trieChunkBytes(4));
       }
-      ks = new Keyspace[] {db.keyspace("default"), db.keyspace("second")};
+      // the third is hashed, with a small trie (b=16, s=2) so paths split and merge all the time
+      if (!db.keyspaceNames().contains("hashed")) {
+        db.createKeyspace(
+            "hashed",
+            KeyspaceOptions.defaults()
+                .kind(KeyspaceOptions.Kind.HASHED)
+                .branching(16)
+                .sluggishness(2));
+      }
+      ks = new Keyspace[] {db.keyspace("default"), db.keyspace("second"), db.keyspace("hashed")};
     }
 
     void run() {
+      model.add(new TreeMap<>());
       model.add(new TreeMap<>());
       model.add(new TreeMap<>());
       open();
@@ -189,7 +203,7 @@ class ModelTest {
     }
 
     void step() {
-      int k = rnd.nextInt(2);
+      int k = rnd.nextInt(3);
       int p = rnd.nextInt(100);
       if (p < 40) {
         byte[] key = key(), v = value();
@@ -208,7 +222,7 @@ class ModelTest {
         WriteBatch b = new WriteBatch();
         List<Runnable> apply = new ArrayList<>();
         for (int i = rnd.nextInt(10); i >= 0; i--) {
-          int kk = rnd.nextInt(2);
+          int kk = rnd.nextInt(3);
           byte[] key = key();
           if (rnd.nextInt(4) == 0) {
             b.delete(ks[kk], key);
@@ -249,6 +263,10 @@ class ModelTest {
     }
 
     void scanCheck(int k) {
+      if (k == HASHED) { // no key order: refused, naming the kind
+        assertThrows(UnsupportedOperationException.class, () -> ks[HASHED].scan(null, null));
+        return;
+      }
       byte[] from = rnd.nextInt(4) == 0 ? null : key();
       byte[] to = rnd.nextInt(4) == 0 ? null : key();
       int readAhead =
@@ -297,15 +315,25 @@ class ModelTest {
      */
     void snapshotCheck() {
       List<TreeMap<Key, byte[]>> frozen =
-          List.of(new TreeMap<>(model.get(0)), new TreeMap<>(model.get(1)));
+          List.of(
+              new TreeMap<>(model.get(0)),
+              new TreeMap<>(model.get(1)),
+              new TreeMap<>(model.get(2)));
       try (Snapshot s = db.snapshot()) {
         for (int i = rnd.nextInt(30); i > 0; i--) step0();
         if (!inMemory && rnd.nextBoolean()) db.flush();
-        int k = rnd.nextInt(2);
+        int k = rnd.nextInt(3);
         for (int i = 0; i < 10; i++) {
           byte[] key = key();
           assertArrayEquals(
               frozen.get(k).get(new Key(key)), s.get(ks[k], key), "snapshot get " + new Key(key));
+        }
+        if (k == HASHED) {
+          for (Map.Entry<Key, byte[]> e : frozen.get(k).entrySet()) {
+            assertArrayEquals(
+                e.getValue(), s.get(ks[k], e.getKey().bytes), "snapshot get " + e.getKey());
+          }
+          return;
         }
         try (Cursor c = s.scan(ks[k], null, null)) {
           compareScan(c, frozen.get(k), null, null);
@@ -318,7 +346,7 @@ class ModelTest {
 
     /** A plain write step (no nested snapshot, reopen). */
     void step0() {
-      int k = rnd.nextInt(2);
+      int k = rnd.nextInt(3);
       byte[] key = key();
       if (rnd.nextInt(4) == 0) {
         ks[k].delete(key);
@@ -331,10 +359,11 @@ class ModelTest {
     }
 
     void verifyAll() {
-      for (int k = 0; k < 2; k++) {
+      for (int k = 0; k < 3; k++) {
         for (Map.Entry<Key, byte[]> e : model.get(k).entrySet()) {
           assertArrayEquals(e.getValue(), ks[k].get(e.getKey().bytes), "final get " + e.getKey());
         }
+        if (k == HASHED) continue;
         try (Cursor c = ks[k].scan(null, null)) {
           compareScan(c, model.get(k), null, null);
         }

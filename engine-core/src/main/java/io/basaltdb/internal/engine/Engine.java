@@ -316,7 +316,7 @@ public final class Engine implements AutoCloseable {
     try {
       long n = v.active.netKeys(ks);
       if (v.immutable != null) n += v.immutable.netKeys(ks);
-      io.basaltdb.internal.engine.index.HashedIndex index = reads.hashedIndex(ks);
+      io.basaltdb.internal.engine.hashed.HashedIndex index = reads.hashedIndex(ks);
       if (index != null) n += index.trie().size(); // a hashed keyspace's trie holds live keys only
       for (KeyspaceFiles.Table t : v.files(ks).tables) {
         TableInfo info = t.reader().info();

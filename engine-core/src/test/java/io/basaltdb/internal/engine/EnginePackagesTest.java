@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
 class EnginePackagesTest {
   /** The subpackages, each allowed to use only those before it. */
   static final List<String> LAYERS =
-      List.of("base", "writecache", "version", "gc", "backup", "read", "index", "write");
+      List.of("base", "writecache", "version", "gc", "backup", "hashed", "read", "index", "write");
 
   private static final Path ROOT = Path.of("src/main/java/io/basaltdb/internal/engine");
   private static final Pattern USE =

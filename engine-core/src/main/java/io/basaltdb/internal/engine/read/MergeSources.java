@@ -408,7 +408,7 @@ public final class MergeSources {
    * records with no expiry, corrected by the newest write cache entry of each key the caches hold.
    */
   public static long countLive(
-      Version v, int ks, io.basaltdb.internal.engine.index.HashedIndex index) {
+      Version v, int ks, io.basaltdb.internal.engine.hashed.HashedIndex index) {
     if (index == null) return countOrdered(v, ks);
     long[] n = {0};
     index

@@ -10,7 +10,7 @@ import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.base.WorkerEvents;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
-import io.basaltdb.internal.engine.index.HashedIndexes;
+import io.basaltdb.internal.engine.hashed.HashedIndexes;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.version.Version;

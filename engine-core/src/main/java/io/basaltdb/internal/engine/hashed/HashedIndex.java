@@ -1,4 +1,4 @@
-package io.basaltdb.internal.engine.index;
+package io.basaltdb.internal.engine.hashed;
 
 import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.hashindex.KeyHasher;
