@@ -22,6 +22,7 @@ public final class Options {
   private double checkpointSpaceRatio = 0.1;
   private int maxGroupCommitBytes = 1 << 20;
   private long walSkipBytes = 4L << 20;
+  private long trieCheckpointBytes = 64L << 20;
   private long walBufferBytes = 0;
   private java.util.function.LongSupplier clock = System::currentTimeMillis;
   private long expiryCheckMillis = 60_000L;
@@ -82,6 +83,7 @@ public final class Options {
     o.checkpointSpaceRatio = checkpointSpaceRatio;
     o.maxGroupCommitBytes = maxGroupCommitBytes;
     o.walSkipBytes = walSkipBytes;
+    o.trieCheckpointBytes = trieCheckpointBytes;
     o.walBufferBytes = walBufferBytes;
     o.clock = clock;
     o.expiryCheckMillis = expiryCheckMillis;
@@ -315,6 +317,23 @@ public final class Options {
 
   public long walSkipBytes() {
     return walSkipBytes;
+  }
+
+  /**
+   * A hashed keyspace ({@link KeyspaceOptions.Kind#HASHED}) writes an image of its lazy-trie once
+   * this many bytes of documents were flushed to it since its last image, and at close; an open
+   * loads the newest image and replays only the log after it (without one, it reads the whole log).
+   * An image also makes the deletions flushed before it garbage: until then their tombstones stay
+   * in the log. Writing an image costs a sequential write of the trie's records, so it waits at
+   * least until as many bytes were flushed as the last image held. Default 64 MiB; at least 64 KiB.
+   */
+  public Options trieCheckpointBytes(long bytes) {
+    this.trieCheckpointBytes = bytes;
+    return this;
+  }
+
+  public long trieCheckpointBytes() {
+    return trieCheckpointBytes;
   }
 
   /**
@@ -989,6 +1008,9 @@ public final class Options {
         expiryCompactionRatio >= 0.01 && expiryCompactionRatio <= 1,
         "expiryCompactionRatio must be between 0.01 and 1, was " + expiryCompactionRatio);
     check(
+        trieCheckpointBytes >= 64 << 10,
+        "trieCheckpointBytes must be at least 64 KiB, was " + trieCheckpointBytes);
+    check(
         walSkipBytes == 0 || walSkipBytes >= 4096,
         "walSkipBytes must be 0 (off) or at least 4096, was " + walSkipBytes);
     check(
@@ -1093,6 +1115,8 @@ public final class Options {
         + maxGroupCommitBytes
         + ", walSkipBytes="
         + walSkipBytes
+        + ", trieCheckpointBytes="
+        + trieCheckpointBytes
         + ", walBufferBytes="
         + walBufferBytes
         + ", expiryCheckMillis="

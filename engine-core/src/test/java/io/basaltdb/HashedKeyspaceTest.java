@@ -7,16 +7,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.KeyspaceOptions.Kind;
+import io.basaltdb.internal.engine.QuietTime;
 import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.testing.NoLeakedAllocatorsExtension;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Hashed keyspaces (seed 004's lazy-trie as a keyspace's key index): point access across flushes,
  * reopens and garbage collection; the refusals; snapshots that outlive flushes; the change feed.
  */
+@ExtendWith({NoLeakedAllocatorsExtension.class, QuietTime.Short.class})
 class HashedKeyspaceTest {
   static final KeyspaceOptions HASHED = KeyspaceOptions.defaults().kind(Kind.HASHED);
 

@@ -98,7 +98,7 @@ final class DiskStore implements Store {
 
   @Override
   public int trieChunkBytes(int id) {
-    return versionSet.trieChunkBytes(id);
+    return versionSet.layoutCode(id);
   }
 
   /**
@@ -240,6 +240,7 @@ final class DiskStore implements Store {
       compactor.stop();
       flusher.stop();
       writes.close();
+      flusher.writeTrieImages(); // an open then replays nothing: it loads the images
     } catch (BasaltException e) {
       error = e;
     } finally {

@@ -173,6 +173,10 @@ final class StatsReport {
     m.put("guardMerges", s.guardMerges.sum());
     m.put("hintsRefreshed", s.hintsRefreshed.sum());
     m.put("flushStaleReported", s.flushStaleReported.sum());
+    m.put("hashedIndexBytes", s.hashedIndexBytes.getAsLong());
+    m.put("trieImages", s.trieImages.sum());
+    m.put("trieImageRecordsLoaded", s.trieImageRecordsLoaded.sum());
+    m.put("trieLogBytesReplayed", s.trieLogBytesReplayed.sum());
     m.put("l0MergeStaleReported", s.l0MergeStaleReported.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());
     m.put("compactionBytesWritten", s.compactionBytesWritten.sum());

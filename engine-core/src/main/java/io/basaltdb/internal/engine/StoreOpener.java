@@ -10,7 +10,6 @@ import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.base.WorkerEvents;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
-import io.basaltdb.internal.engine.hashed.HashedIndex;
 import io.basaltdb.internal.engine.hashed.HashedIndexes;
 import io.basaltdb.internal.engine.index.Compactor;
 import io.basaltdb.internal.engine.read.LazyReadTransport;
@@ -41,7 +40,9 @@ import io.basaltdb.internal.storage.Storage;
 import io.basaltdb.spi.ReadBuffers;
 import io.basaltdb.spi.ReadTransport;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
+import java.util.List;
 import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 
@@ -218,11 +219,26 @@ final class StoreOpener {
       // Hashed keyspaces' tries come out of the memory quota: the block cache gives up their room.
       HashedIndexes hashed = new HashedIndexes(options.memoryQuota(), blockCache::shrink);
       undo.push(hashed);
+      List<HashedIndexes.Recovered> recovered = new ArrayList<>();
       for (Manifest.KeyspaceMeta k : st.manifest.keyspaces()) {
         if (!KeyspaceLayout.isHashed(k.trieChunkBytes())) continue;
-        HashedIndex index = hashed.create(k.id(), k.trieChunkBytes());
-        KeyspaceFiles files = st.files.get(k.id());
-        if (files != null) HashedIndexes.rebuild(index, files);
+        KeyspaceFiles files = st.files.getOrDefault(k.id(), KeyspaceFiles.EMPTY);
+        HashedIndexes.Recovered r =
+            hashed.recover(
+                storage,
+                k.id(),
+                k.trieChunkBytes(),
+                k.purgeSeqno(),
+                files,
+                st.manifest.flushedSeqno());
+        recovered.add(r);
+        Notifier.LOG.info(
+            "hashed keyspace {}: trie image at seqno {} ({} records), {} log bytes replayed{}",
+            k.name(),
+            r.imageSeqno(),
+            r.imageRecords(),
+            r.logBytesReplayed(),
+            r.note().isEmpty() ? "" : "; " + r.note());
       }
       hashed.settle();
       // Each write cache has its own allocator, with a chunk in use per arena: chunks of a
@@ -240,6 +256,11 @@ final class StoreOpener {
       versions.publish(st.manifest.flushedSeqno());
       StoreState state = new StoreState(notifier);
       EngineStats stats = new EngineStats();
+      stats.hashedIndexBytes = hashed::bytes;
+      for (HashedIndexes.Recovered r : recovered) {
+        stats.trieImageRecordsLoaded.add(r.imageRecords());
+        stats.trieLogBytesReplayed.add(r.logBytesReplayed());
+      }
       VersionSet versionSet =
           new VersionSet(
               storage,

@@ -145,8 +145,10 @@ public final class HashedIndex implements AutoCloseable {
 
   /**
    * Applies a flush's entries (the newest version of each key, any order) and reports to {@code
-   * stale} each version it replaced or removed, and each tombstone's own document, as (seqno, size)
-   * pairs: garbage from now on. Returns the number of pairs.
+   * stale} each version it replaced or removed, as (seqno, size) pairs: garbage from now on.
+   * Returns the number of pairs. A tombstone's own document is not garbage yet: it waits in {@link
+   * #pendingTombstones} for the next image, which lets an open that loads the image skip it (a
+   * replay from an older image must still see it).
    */
   public int apply(List<Entry> entries, long[] stale) {
     synchronized (writeLock) {
@@ -164,12 +166,11 @@ public final class HashedIndex implements AutoCloseable {
         boolean replaced;
         if (e.tombstone) {
           replaced = trie.delete(e.key, old);
-          stale[2 * n] = e.seqno;
-          stale[2 * n + 1] = e.docSize;
-          n++;
+          addPending(e.seqno, e.docSize);
         } else {
           replaced = trie.put(e.key, e.seqno, e.docSize, e.hint, e.expiry, 0, old);
         }
+        flushedSinceImage += e.docSize;
         if (replaced) {
           stale[2 * n] = old.seqno;
           stale[2 * n + 1] = old.docSize;
@@ -178,6 +179,90 @@ public final class HashedIndex implements AutoCloseable {
       }
       trie.publishRetired();
       return n;
+    }
+  }
+
+  // ---- images: the writer's state, under writeLock
+
+  /** Tombstones flushed since the last image, as (seqno, size) pairs; under writeLock. */
+  private long[] pendingTombstones = new long[16];
+
+  private int pendingCount;
+
+  /** Document bytes flushed since the last image; under writeLock. */
+  private long flushedSinceImage;
+
+  /** Records in the last image (0: none); under writeLock. */
+  private long imageRecords;
+
+  private void addPending(long seqno, long size) {
+    if (2 * pendingCount + 2 > pendingTombstones.length) {
+      pendingTombstones = java.util.Arrays.copyOf(pendingTombstones, 2 * pendingTombstones.length);
+    }
+    pendingTombstones[2 * pendingCount] = seqno;
+    pendingTombstones[2 * pendingCount + 1] = size;
+    pendingCount++;
+  }
+
+  /**
+   * Whether an image is due: {@code bytes} flushed since the last one, and at least as many bytes
+   * as that image held (so images cost at most about one write of the trie per trie-size of
+   * flushes).
+   */
+  public boolean imageDue(long bytes) {
+    synchronized (writeLock) {
+      return flushedSinceImage >= Math.max(bytes, imageRecords * 32);
+    }
+  }
+
+  /** Whether anything was flushed since the last image (or there is none). */
+  public boolean changedSinceImage() {
+    synchronized (writeLock) {
+      return flushedSinceImage > 0 || pendingCount > 0;
+    }
+  }
+
+  /**
+   * Runs {@code writer} with the trie still (the writer lock held) and, if it succeeds, forgets the
+   * pending tombstones it was given: {@code writer} gets them as (seqno, size) pairs and their
+   * count, and must make them garbage in the same step that makes the image usable.
+   */
+  public void writeImage(ImageWriter writer) {
+    synchronized (writeLock) {
+      if (closed) return;
+      long[] pending = java.util.Arrays.copyOf(pendingTombstones, 2 * pendingCount);
+      writer.write(pending, pendingCount);
+      pendingCount = 0;
+      flushedSinceImage = 0;
+      imageRecords = trie.size();
+    }
+  }
+
+  /** What {@link #writeImage} runs. */
+  @FunctionalInterface
+  public interface ImageWriter {
+    void write(long[] pendingTombstones, int count);
+  }
+
+  /** Records a tombstone replay found in the log after the image it loaded (at open). */
+  void loadPending(long seqno, long size) {
+    synchronized (writeLock) {
+      addPending(seqno, size);
+    }
+  }
+
+  /** After an open's recovery: the image it loaded held this many records (0: none). */
+  void loaded(long records, long replayedBytes) {
+    synchronized (writeLock) {
+      imageRecords = records;
+      flushedSinceImage = replayedBytes;
+    }
+  }
+
+  /** Tombstones waiting for the next image (for tests and stats). */
+  public int pendingTombstones() {
+    synchronized (writeLock) {
+      return pendingCount;
     }
   }
 
@@ -208,10 +293,17 @@ public final class HashedIndex implements AutoCloseable {
     return layers.length;
   }
 
-  /** Puts a record while the index is rebuilt at open; no layer, no garbage reported. */
-  public void load(byte[] key, long seqno, int docSize, long hint, long expiry) {
+  /** Puts a record while the index is loaded at open; no layer, no garbage reported. */
+  void load(byte[] key, long seqno, int docSize, long hint, long expiry) {
     synchronized (writeLock) {
       trie.put(key, seqno, docSize, hint, expiry, 0, null);
+    }
+  }
+
+  /** Removes a key while the log is replayed at open. */
+  void unload(byte[] key) {
+    synchronized (writeLock) {
+      trie.delete(key, null);
     }
   }
 

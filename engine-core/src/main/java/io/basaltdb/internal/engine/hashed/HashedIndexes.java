@@ -1,12 +1,17 @@
 package io.basaltdb.internal.engine.hashed;
 
+import io.basaltdb.CorruptionException;
 import io.basaltdb.internal.engine.base.KeyspaceLayout;
+import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.internal.engine.gc.DeleteList;
+import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.segment.DocumentIterator;
 import io.basaltdb.internal.sstable.KeyRecord;
+import io.basaltdb.internal.storage.Storage;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongConsumer;
@@ -85,6 +90,11 @@ public final class HashedIndexes implements AutoCloseable {
     for (HashedIndex idx : byKeyspace.values()) idx.unregister(seqno);
   }
 
+  /** The indexes, for a pass over every hashed keyspace (images at close). */
+  public java.util.Collection<HashedIndex> all() {
+    return byKeyspace.values();
+  }
+
   /** Forgets a dropped keyspace's index and frees it once its readers have left. */
   public synchronized void drop(int ks) {
     HashedIndex idx = byKeyspace.remove(ks);
@@ -112,33 +122,87 @@ public final class HashedIndexes implements AutoCloseable {
     }
   }
 
+  /** What an open's recovery of one hashed keyspace did. */
+  public record Recovered(long imageSeqno, long imageRecords, long logBytesReplayed, String note) {}
+
   /**
-   * Rebuilds {@code idx} from the keyspace's log at open: every document its delete list does not
-   * name is the newest version of its key (a flush reports each version it replaces, and each
-   * tombstone, in its own commit), so the live puts are exactly the index. Segments are in seqno
-   * order, so the delete list is merged in one pass. Returns the documents read.
+   * Recovers keyspace {@code ks}'s index at open: loads the newest image that is at or below the
+   * manifest's flushed seqno and at or above the keyspace's purge seqno (an image below it may miss
+   * deletions whose tombstones are already garbage), then replays the log after it. With no usable
+   * image (or a damaged one, which is reported and set aside), it replays the whole log, skipping
+   * what the delete list names: every version a flush replaced is listed in that flush's commit, so
+   * each key's one unlisted document is its newest. Other images and unfinished ones are deleted.
    */
-  public static long rebuild(HashedIndex idx, KeyspaceFiles files) {
-    long read = 0;
+  public Recovered recover(
+      Storage storage,
+      int ks,
+      int layout,
+      long purgeSeqno,
+      KeyspaceFiles files,
+      long flushedSeqno) {
+    HashedIndex idx = create(ks, layout);
+    String chosen = null;
+    long imageSeqno = 0, records = 0;
+    String note = "";
+    List<String> names = TrieImage.list(storage, ks);
+    for (int i = names.size() - 1; i >= 0 && chosen == null; i--) {
+      long seqno = FileNames.trieImageSeqno(names.get(i));
+      if (seqno < 0 || seqno > flushedSeqno || seqno < purgeSeqno) continue;
+      try {
+        imageSeqno = TrieImage.load(storage, names.get(i), idx, layout);
+        records = idx.trie().size();
+        chosen = names.get(i);
+      } catch (CorruptionException e) {
+        Notifier.LOG.warn(
+            "hashed keyspace {}: trie image set aside, replaying the log: {}", ks, e.getMessage());
+        note = "image " + names.get(i) + " damaged: " + e.getMessage();
+        drop(ks);
+        idx = create(ks, layout);
+        imageSeqno = 0;
+      }
+    }
+    long replayed = replay(idx, files, chosen == null ? 0 : imageSeqno);
+    idx.loaded(records, replayed);
+    for (String n : names) {
+      if (!n.equals(chosen)) storage.delete(n);
+    }
+    idx.trie().publishRetired();
+    settle();
+    return new Recovered(chosen == null ? -1 : imageSeqno, records, replayed, note);
+  }
+
+  /**
+   * Applies the log's documents after {@code fromSeqno} to {@code idx}, in seqno order (segments
+   * are in seqno order): a put newer than the key's record replaces it, a tombstone newer than it
+   * removes it and waits for the next image. Skips what the delete list names. Returns the bytes
+   * replayed.
+   */
+  private static long replay(HashedIndex idx, KeyspaceFiles files, long fromSeqno) {
+    long bytes = 0;
     KeyRecord have = new KeyRecord();
-    try (DeleteList.Cursor stale = new DeleteList.Cursor(files.deletes, 0, Long.MAX_VALUE - 1)) {
+    try (DeleteList.Cursor stale =
+        new DeleteList.Cursor(files.deletes, fromSeqno + 1, Long.MAX_VALUE - 1)) {
       boolean more = stale.next();
       for (KeyspaceFiles.Segment s : files.segments) {
-        DocumentIterator it = s.reader().iterator(s.state().startSeqno());
+        if (s.state().isEmpty() || s.state().lastSeqno() <= fromSeqno) continue;
+        DocumentIterator it = s.reader().iterator(Math.max(fromSeqno + 1, s.state().startSeqno()));
         while (it.hasNext()) {
           Document d = it.next();
-          read++;
           while (more && stale.seqno() < d.seqno()) more = stale.next();
-          if (more && stale.seqno() == d.seqno()) continue; // replaced or removed
-          if (d.tombstone()) continue;
-          // A live version is the only one of its key; keep the newest should two survive.
-          if (idx.trie().get(d.key(), have) && have.seqno > d.seqno()) continue;
-          idx.load(d.key(), d.seqno(), it.lastSize(), it.lastHint(), d.expiry());
+          if (more && stale.seqno() == d.seqno()) continue; // replaced: garbage already
+          bytes += it.lastSize();
+          boolean had = idx.trie().get(d.key(), have);
+          if (had && have.seqno > d.seqno()) continue; // an older version
+          if (d.tombstone()) {
+            if (had) idx.unload(d.key());
+            idx.loadPending(d.seqno(), it.lastSize());
+          } else {
+            idx.load(d.key(), d.seqno(), it.lastSize(), it.lastHint(), d.expiry());
+          }
         }
       }
     }
-    idx.trie().publishRetired();
-    return read;
+    return bytes;
   }
 
   @Override

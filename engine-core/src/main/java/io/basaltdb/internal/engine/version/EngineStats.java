@@ -13,6 +13,21 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class EngineStats {
   public final LongAdder puts = new LongAdder();
+
+  /** Hashed keyspaces' trie images written ({@code TrieCheckpoints}). */
+  public final LongAdder trieImages = new LongAdder();
+
+  /** Records the open loaded from trie images, and log bytes it replayed after them. */
+  public final LongAdder trieImageRecordsLoaded = new LongAdder();
+
+  public final LongAdder trieLogBytesReplayed = new LongAdder();
+
+  /**
+   * Bytes of the hashed keyspaces' tries (records and nodes); set once at open, before any stats
+   * call.
+   */
+  public volatile java.util.function.LongSupplier hashedIndexBytes = () -> 0;
+
   public final LongAdder deletes = new LongAdder();
   public final LongAdder gets = new LongAdder();
   public final LongAdder batches = new LongAdder();

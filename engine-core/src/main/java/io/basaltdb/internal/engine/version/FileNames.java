@@ -104,6 +104,25 @@ public final class FileNames {
     return java.util.List.of(indexDir(keyspace), logDir(keyspace), deleteDir(keyspace));
   }
 
+  /**
+   * The directory of a hashed keyspace's trie images (not a data directory: images are named by no
+   * manifest, and an open picks among them).
+   */
+  public static String trieDir(int keyspace) {
+    return KEYSPACES_DIR + "/" + keyspace + "/trie";
+  }
+
+  /** Keyspace {@code keyspace}'s trie image as of {@code seqno}. */
+  public static String trieImage(int keyspace, long seqno) {
+    return trieDir(keyspace) + "/" + digits(seqno) + ".img";
+  }
+
+  /** The seqno in a trie image's name (a path or a bare name), or -1 if it is not an image's. */
+  public static long trieImageSeqno(String name) {
+    String base = name.substring(name.lastIndexOf('/') + 1);
+    return base.endsWith(".img") ? parse(base.substring(0, base.length() - 4)) : -1;
+  }
+
   public static String table(int keyspace, long fileNumber) {
     return indexDir(keyspace) + "/" + digits(fileNumber) + ".sst";
   }

@@ -32,7 +32,7 @@ import java.util.function.Supplier;
  * <p>Thread-safety: immutable; the readers it holds are safe for concurrent use.
  */
 public final class KeyspaceFiles {
-  static final KeyspaceFiles EMPTY = new KeyspaceFiles(List.of(), List.of());
+  public static final KeyspaceFiles EMPTY = new KeyspaceFiles(List.of(), List.of());
 
   /**
    * The smallest segment size {@link io.basaltdb.Options#segmentSizeRatio} derives, unless

@@ -1,5 +1,6 @@
 package io.basaltdb.internal.engine.version;
 
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.segment.SegmentState;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -257,7 +258,7 @@ public final class VersionEdit {
 
   /**
    * Creates keyspace {@code id}, whose key index tables are HB+-trie tables with chunks of {@code
-   * trieChunkBytes} bytes (0: block tables).
+   * trieChunkBytes} bytes (0: block tables), or hashed ({@link KeyspaceLayout}).
    */
   public VersionEdit createKeyspace(int id, String name, int trieChunkBytes) {
     created.put(id, name);
@@ -271,8 +272,9 @@ public final class VersionEdit {
    * keep their format until a compaction rewrites them (readers dispatch on each table's footer).
    */
   public VersionEdit keyIndexFormat(int keyspace, int trieChunkBytes) {
-    if (trieChunkBytes != 0 && trieChunkBytes != 4 && trieChunkBytes != 8 && trieChunkBytes != 16)
-      throw new IllegalArgumentException("trie chunk size " + trieChunkBytes + ": 0, 4, 8 or 16");
+    if (!KeyspaceLayout.valid(trieChunkBytes, Manifest.FORMAT_VERSION))
+      throw new IllegalArgumentException(
+          "key index layout " + trieChunkBytes + ": 0, 4, 8, 16 or a hashed keyspace's");
     change(keyspace).trieChunkBytes = trieChunkBytes;
     return this;
   }

@@ -1,6 +1,7 @@
 package io.basaltdb.internal.engine.version;
 
 import io.basaltdb.BasaltException;
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.segment.SegmentState;
 import io.basaltdb.internal.sstable.TableReader;
@@ -209,6 +210,11 @@ public final class VersionSet {
    * gone): what a flush or compaction writes for it.
    */
   public int trieChunkBytes(int id) {
+    return KeyspaceLayout.trieChunkBytes(layoutCode(id));
+  }
+
+  /** Keyspace {@code id}'s layout code ({@link KeyspaceLayout}); 0 if it is gone. */
+  public int layoutCode(int id) {
     for (Manifest.KeyspaceMeta k : manifest().keyspaces()) {
       if (k.id() == id) return k.trieChunkBytes();
     }

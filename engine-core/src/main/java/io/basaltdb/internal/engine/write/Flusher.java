@@ -245,6 +245,7 @@ public final class Flusher {
         .walHead(imm.walAfter())
         .writeCacheFlushed();
     commit(edit, touched, reported, imm.itemsAtSwitch());
+    if (images != null && !hashed.isEmpty()) images.afterFlush();
     state
         .notifier()
         .flushed(
@@ -597,6 +598,18 @@ public final class Flusher {
   /** Gives the flusher the hashed keyspaces' indexes; once, at open, before it starts. */
   public void useHashed(HashedIndexes indexes) {
     this.hashed = indexes;
+    this.images = new TrieCheckpoints(options, storage, tables, versionSet, stats, indexes);
+  }
+
+  /** Writes hashed keyspaces' trie images; set with {@link #hashed}. */
+  private TrieCheckpoints images;
+
+  /**
+   * Writes an image of every hashed keyspace changed since its last one: at close, after {@link
+   * #stop}, so no flush runs beside it.
+   */
+  public void writeTrieImages() {
+    if (images != null && state.failure() == null) images.atClose();
   }
 
   /**

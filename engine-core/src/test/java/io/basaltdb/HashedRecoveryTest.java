@@ -1,0 +1,239 @@
+package io.basaltdb;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.basaltdb.KeyspaceOptions.Kind;
+import io.basaltdb.internal.engine.QuietTime;
+import io.basaltdb.internal.storage.MemStorage;
+import io.basaltdb.testing.NoLeakedAllocatorsExtension;
+import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * How a hashed keyspace's trie comes back (issue 39, item 3): from the image written at close, from
+ * an image and the log after it, from the whole log when no image may be used (none, a damaged one,
+ * a rollback, a backup), across crashes at every storage operation of a flush that writes an image,
+ * and over segments garbage collection rewrote.
+ */
+@ExtendWith({NoLeakedAllocatorsExtension.class, QuietTime.Short.class})
+class HashedRecoveryTest {
+  static final KeyspaceOptions HASHED =
+      KeyspaceOptions.defaults().kind(Kind.HASHED).branching(16).sluggishness(4);
+
+  static Options options() {
+    return Options.defaults()
+        .memoryQuota(32L << 20)
+        .writeCacheSize(128 << 10)
+        .segmentSize(128 << 10)
+        .trieCheckpointBytes(64 << 10);
+  }
+
+  /** Writes {@code n} operations over {@code keys} keys: mostly puts, a fifth deletes. */
+  static void write(Keyspace ks, Map<Integer, byte[]> model, Random rnd, int n, int keys) {
+    for (int i = 0; i < n; i++) {
+      int k = rnd.nextInt(keys);
+      if (rnd.nextInt(5) == 0) {
+        ks.delete(key(k));
+        model.remove(k);
+      } else {
+        byte[] v = new byte[20 + rnd.nextInt(200)];
+        rnd.nextBytes(v);
+        ks.put(key(k), v);
+        model.put(k, v);
+      }
+    }
+  }
+
+  static void check(Keyspace ks, Map<Integer, byte[]> model, int keys, String where) {
+    for (int k = 0; k < keys; k++) {
+      byte[] want = model.get(k);
+      byte[] got = ks.get(key(k));
+      if (want == null ? got != null : !java.util.Arrays.equals(want, got)) {
+        throw new AssertionError(
+            where + ": key " + k + " is " + (got == null ? "absent" : "wrong"));
+      }
+    }
+  }
+
+  static byte[] key(int k) {
+    return ByteBuffer.allocate(8).putInt(k).putInt(k * 31).array();
+  }
+
+  @Test
+  void imageAtClose_isLoaded_andNothingIsReplayed() {
+    MemStorage storage = new MemStorage(1);
+    Map<Integer, byte[]> model = new HashMap<>();
+    try (Basalt db = Basalt.open(storage, options())) {
+      write(db.createKeyspace("h", HASHED), model, new Random(1), 20_000, 5000);
+      db.flush(); // close writes no write cache: the image then holds every write
+    }
+    try (Basalt db = Basalt.open(storage, options())) {
+      Stats st = db.stats();
+      assertEquals(model.size(), st.get("trieImageRecordsLoaded"), st.toString());
+      assertEquals(0, st.get("trieLogBytesReplayed"), st.toString());
+      assertTrue(st.get("hashedIndexBytes") > 0, st.toString());
+      check(db.keyspace("h"), model, 5000, "after the image");
+    }
+  }
+
+  @Test
+  void damagedImage_isSetAside_andTheWholeLogReplayed() {
+    MemStorage storage = new MemStorage(2);
+    Map<Integer, byte[]> model = new HashMap<>();
+    try (Basalt db = Basalt.open(storage, options())) {
+      write(db.createKeyspace("h", HASHED), model, new Random(2), 5000, 2000);
+    }
+    String image = null;
+    for (String n : storage.snapshot().keySet()) if (n.endsWith(".img")) image = n;
+    assertTrue(image != null, "an image was written at close");
+    storage.flipByte(image, 100);
+    try (Basalt db = Basalt.open(storage, options())) {
+      Stats st = db.stats();
+      assertEquals(0, st.get("trieImageRecordsLoaded"), st.toString());
+      assertTrue(st.get("trieLogBytesReplayed") > 0, st.toString());
+      check(db.keyspace("h"), model, 2000, "after the log replay");
+    }
+  }
+
+  /**
+   * Every write is synced before it returns, so after a crash at any storage operation of a flush
+   * that writes an image (the documents, the delete list, the commit, the image, the commit that
+   * makes its tombstones garbage, the rename) the keyspace holds exactly what was written.
+   */
+  @Test
+  void crashAtEveryMutation_ofAFlushThatWritesAnImage() {
+    long seed = Long.getLong("basalt.test.seed", new Random().nextLong());
+    long mutations = -1;
+    for (int point = 0; mutations < 0 || point <= mutations; point++) {
+      MemStorage storage = new MemStorage(seed + point);
+      Map<Integer, byte[]> model = new HashMap<>();
+      Options o = options().syncMode(SyncMode.SYNC);
+      try (Basalt db = Basalt.open(storage, o)) {
+        Keyspace ks = db.createKeyspace("h", HASHED);
+        Random rnd = new Random(7);
+        write(ks, model, rnd, 1500, 1000);
+        db.flush(); // the first image
+        write(ks, model, rnd, 1500, 1000); // more than trieCheckpointBytes: the next flush images
+        long start = storage.mutationCount();
+        storage.crashAfterMutations(point);
+        try {
+          db.flush();
+          mutations = storage.mutationCount() - start;
+        } catch (StorageException e) {
+          // the simulated crash
+        }
+      } catch (StorageException e) {
+        // close after the crash
+      }
+      storage.crash(MemStorage.CrashMode.RANDOM);
+      String where = "crash after " + point + " mutations (-Dbasalt.test.seed=" + seed + ")";
+      try (Basalt db = Basalt.open(storage, o)) {
+        check(db.keyspace("h"), model, 1000, where);
+      }
+      try (Basalt db = Basalt.open(storage, o)) { // and again from what that open left
+        check(db.keyspace("h"), model, 1000, where + ", second open");
+      }
+    }
+    assertTrue(mutations > 10, "the flush wrote documents, tables and an image: " + mutations);
+  }
+
+  @Test
+  void replay_overSegmentsGarbageCollectionRewrote() throws InterruptedException {
+    MemStorage storage = new MemStorage(4);
+    Map<Integer, byte[]> model = new HashMap<>();
+    Options o =
+        options()
+            .fragmentationThreshold(0.3)
+            .trieCheckpointBytes(1L << 30); // no image before the crash
+    long gcRuns = 0;
+    try (Basalt db = Basalt.open(storage, o)) {
+      Keyspace ks = db.createKeyspace("h", HASHED);
+      Random rnd = new Random(4);
+      for (int round = 0; round < 8; round++) {
+        write(ks, model, rnd, 1500, 400); // overwrites: most of each segment turns to garbage
+        db.flush();
+      }
+      long deadline = System.nanoTime() + 20_000_000_000L;
+      while (db.stats().get("gcRuns") == 0 && System.nanoTime() < deadline) Thread.sleep(10);
+      db.flush(); // every write durable in the log; then a crash, with no close: no image
+      gcRuns = db.stats().get("gcRuns");
+      storage.crash(MemStorage.CrashMode.RANDOM);
+    } catch (StorageException e) {
+      // closing after the crash
+    }
+    assertTrue(gcRuns > 0, "garbage collection rewrote segments: " + gcRuns);
+    try (Basalt db = Basalt.open(storage, o)) {
+      assertEquals(0, db.stats().get("trieImageRecordsLoaded"));
+      check(db.keyspace("h"), model, 400, "replayed over collected segments");
+    }
+  }
+
+  @Test
+  void rollback_rebuildsTheTrieFromTheLog() {
+    MemStorage storage = new MemStorage(5);
+    Map<Integer, byte[]> atCheckpoint;
+    long id;
+    try (Basalt db = Basalt.open(storage, options())) {
+      Keyspace ks = db.createKeyspace("h", HASHED);
+      Map<Integer, byte[]> model = new HashMap<>();
+      Random rnd = new Random(5);
+      write(ks, model, rnd, 3000, 1000);
+      id = db.checkpoint().id();
+      atCheckpoint = new HashMap<>(model);
+      write(ks, model, rnd, 3000, 1000);
+      db.flush();
+    } // an image newer than the checkpoint
+    Basalt.rollback(storage, id);
+    try (Basalt db = Basalt.open(storage, options())) {
+      assertEquals(0, db.stats().get("trieImageRecordsLoaded"), "the newer image is set aside");
+      check(db.keyspace("h"), atCheckpoint, 1000, "after the rollback");
+    }
+  }
+
+  @Test
+  void backup_restoresAHashedKeyspace(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+    Map<Integer, byte[]> model = new HashMap<>();
+    try (Basalt db = Basalt.open(dir.resolve("db"), options())) {
+      write(db.createKeyspace("h", HASHED), model, new Random(6), 4000, 1500);
+      db.backup(dir.resolve("backup"));
+    }
+    Basalt.restore(dir.resolve("backup"), dir.resolve("restored"));
+    try (Basalt db = Basalt.open(dir.resolve("restored"), options())) {
+      assertEquals(Kind.HASHED, db.keyspaceOptions("h").kind());
+      check(db.keyspace("h"), model, 1500, "restored");
+    }
+  }
+
+  @Test
+  void largeBatches_takeTheWal_andSurviveACrash() {
+    MemStorage storage = new MemStorage(7);
+    Map<Integer, byte[]> model = new HashMap<>();
+    Options o = options().syncMode(SyncMode.SYNC).walSkipBytes(8192);
+    try (Basalt db = Basalt.open(storage, o)) {
+      Keyspace ks = db.createKeyspace("h", HASHED);
+      Keyspace plain = db.createKeyspace("plain");
+      WriteBatch b = new WriteBatch();
+      for (int k = 0; k < 300; k++) {
+        byte[] v = new byte[100];
+        v[0] = (byte) k;
+        b.put(ks, key(k), v);
+        model.put(k, v);
+      }
+      b.put(plain, key(1), new byte[10]);
+      db.write(b);
+      assertEquals(0, db.stats().get("walSkippedBatches"), "a batch touching a hashed keyspace");
+      check(ks, model, 300, "after the batch");
+      storage.crash(MemStorage.CrashMode.RANDOM);
+    } catch (RuntimeException e) {
+      // closing after the crash
+    }
+    try (Basalt db = Basalt.open(storage, o)) {
+      check(db.keyspace("h"), model, 300, "after the crash");
+    }
+  }
+}
