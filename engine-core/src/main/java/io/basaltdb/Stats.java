@@ -123,6 +123,12 @@ import java.util.Map;
  *       blockCacheDocumentHits}, {@code blockCacheDocumentMisses} (of those, documents), {@code
  *       blockCacheEvictions}, {@code blockCacheDeclined} (data blocks and documents read once
  *       lately, so not cached: the cache admits them on their second read);
+ *   <li>hashed keyspaces ({@link KeyspaceOptions.Kind#HASHED}): gauges {@code hashedIndexBytes}
+ *       (their lazy-tries' records and nodes, off the heap, taken from {@code blockCacheCapacity})
+ *       and {@code hashedIndexNodeBytes} (of which the nodes' child tables); counters {@code
+ *       trieImages} (images written), {@code trieImageRecordsLoaded} and {@code
+ *       trieLogBytesReplayed} (what the open loaded from images, and replayed from the log after
+ *       them);
  *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.
  * </ul>
  *

@@ -122,8 +122,9 @@ public class EngineBenchmark {
   static final long LOAD_MEMORY = 256L << 20;
 
   /**
-   * {@code basalt-trie}: Basalt with its keys in a keyspace of HB+-trie key index tables ({@code
-   * KeyspaceOptions.keyIndexFormat(HB_TRIE)}); not in the default set.
+   * {@code basalt-hashed}: Basalt with its keys in a hashed keyspace (a lazy-trie key index, issue
+   * 39; no scans). {@code basalt-trie}: Basalt with its keys in a keyspace of HB+-trie key index
+   * tables ({@code KeyspaceOptions.keyIndexFormat(HB_TRIE)}); not in the default set.
    */
   @Param({"basalt", "rocksdb", "lmdb"})
   public String impl;
@@ -313,6 +314,14 @@ public class EngineBenchmark {
       return bench.keyOf(random.nextInt(entries), key);
     }
 
+    private Zipfian zipfian;
+
+    /** The trial's zipfian over the loaded keys, made on first use (its setup sums n terms). */
+    Zipfian zipfian() {
+      if (zipfian == null) zipfian = new Zipfian(entries);
+      return zipfian;
+    }
+
     List<byte[]> randomKeys() {
       for (int j = 0; j < batch.size(); j++)
         batch.set(j, bench.keyOf(random.nextInt(entries), batch.get(j)));
@@ -375,6 +384,17 @@ public class EngineBenchmark {
   @Benchmark
   public void put(Caller c) {
     engine.put(c, c.randomKey(), c.nextValue());
+  }
+
+  /**
+   * YCSB workload A's mix (issue 39's "sustained 50% zipfian updates"): half gets, half overwrites,
+   * of keys drawn from a scrambled zipfian ({@link Zipfian}, theta 0.99) over the loaded keys.
+   */
+  @Benchmark
+  public void updateMix(Caller c, Blackhole bh) {
+    byte[] key = keyOf((int) c.zipfian().next(c.random), c.key);
+    if (c.random.nextBoolean()) bh.consume(engine.get(c, key));
+    else engine.put(c, key, c.nextValue());
   }
 
   /**

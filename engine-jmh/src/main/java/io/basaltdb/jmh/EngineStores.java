@@ -77,13 +77,16 @@ final class EngineStores {
   static Engine open(
       String impl, Path dir, long memory, long entries, int valueSize, boolean directReads) {
     return switch (impl) {
-      case "basalt" -> new BasaltEngine(dir, memory, directReads, false);
-      case "basalt-trie" -> new BasaltEngine(dir, memory, directReads, true);
+      case "basalt" -> new BasaltEngine(dir, memory, directReads, "default");
+      case "basalt-trie" -> new BasaltEngine(dir, memory, directReads, "trie");
+      case "basalt-hashed" -> new BasaltEngine(dir, memory, directReads, "hashed");
       case "rocksdb" -> new RocksEngine(dir, memory, directReads);
       case "lmdb" ->
           new LmdbEngine(
               dir, Math.max(1L << 30, 4 * entries * (EngineBenchmark.KEY_SIZE + valueSize)));
-      default -> throw new IllegalArgumentException("impl is basalt, rocksdb or lmdb, not " + impl);
+      default ->
+          throw new IllegalArgumentException(
+              "impl is basalt, basalt-trie, basalt-hashed, rocksdb or lmdb, not " + impl);
     };
   }
 
@@ -116,8 +119,11 @@ final class EngineStores {
 
     static final String OPTIONS_PROPERTY = "basalt.options";
 
-    /** With {@code trie}, the keys live in a keyspace "trie" of HB+-trie key index tables. */
-    BasaltEngine(Path dir, long memory, boolean directReads, boolean trie) {
+    /**
+     * The keys live in keyspace {@code keyspace}: "default", "trie" (HB+-trie key index tables) or
+     * "hashed" (a hashed keyspace: a lazy-trie key index, issue 39).
+     */
+    BasaltEngine(Path dir, long memory, boolean directReads, String keyspace) {
       this.dir = dir;
       db =
           Basalt.open(
@@ -128,15 +134,20 @@ final class EngineStores {
                       .readQueueDepth(32)
                       .syncMode(SyncMode.NONE)
                       .directReads(directReads)));
+      io.basaltdb.KeyspaceOptions layout =
+          switch (keyspace) {
+            case "trie" ->
+                io.basaltdb.KeyspaceOptions.defaults()
+                    .keyIndexFormat(io.basaltdb.KeyspaceOptions.KeyIndexFormat.HB_TRIE);
+            case "hashed" ->
+                io.basaltdb.KeyspaceOptions.defaults()
+                    .kind(io.basaltdb.KeyspaceOptions.Kind.HASHED);
+            default -> io.basaltdb.KeyspaceOptions.defaults();
+          };
       ks =
-          !trie
-              ? db.keyspace("default")
-              : db.keyspaceNames().contains("trie")
-                  ? db.keyspace("trie")
-                  : db.createKeyspace(
-                      "trie",
-                      io.basaltdb.KeyspaceOptions.defaults()
-                          .keyIndexFormat(io.basaltdb.KeyspaceOptions.KeyIndexFormat.HB_TRIE));
+          db.keyspaceNames().contains(keyspace)
+              ? db.keyspace(keyspace)
+              : db.createKeyspace(keyspace, layout);
     }
 
     @Override

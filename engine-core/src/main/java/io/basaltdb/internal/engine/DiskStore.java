@@ -207,6 +207,7 @@ final class DiskStore implements Store {
     List<String> dirs = new ArrayList<>(List.of(FileNames.MANIFEST_DIR, FileNames.WAL_DIR));
     for (int ks = 1; ks < current.nextKeyspaceId(); ks++) {
       dirs.addAll(FileNames.dataDirs(ks));
+      dirs.add(FileNames.trieDir(ks));
     }
     long total = 0;
     for (String dir : dirs) {

@@ -174,6 +174,7 @@ final class StatsReport {
     m.put("hintsRefreshed", s.hintsRefreshed.sum());
     m.put("flushStaleReported", s.flushStaleReported.sum());
     m.put("hashedIndexBytes", s.hashedIndexBytes.getAsLong());
+    m.put("hashedIndexNodeBytes", s.hashedIndexNodeBytes.getAsLong());
     m.put("trieImages", s.trieImages.sum());
     m.put("trieImageRecordsLoaded", s.trieImageRecordsLoaded.sum());
     m.put("trieLogBytesReplayed", s.trieLogBytesReplayed.sum());

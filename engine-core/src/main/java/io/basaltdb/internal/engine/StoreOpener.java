@@ -257,6 +257,7 @@ final class StoreOpener {
       StoreState state = new StoreState(notifier);
       EngineStats stats = new EngineStats();
       stats.hashedIndexBytes = hashed::bytes;
+      stats.hashedIndexNodeBytes = hashed::nodeBytes;
       for (HashedIndexes.Recovered r : recovered) {
         stats.trieImageRecordsLoaded.add(r.imageRecords());
         stats.trieLogBytesReplayed.add(r.logBytesReplayed());

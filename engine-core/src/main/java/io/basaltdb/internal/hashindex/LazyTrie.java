@@ -462,6 +462,11 @@ public final class LazyTrie implements AutoCloseable {
     return nodes;
   }
 
+  /** Bytes of the nodes alone (the child tables), without the lists' records. */
+  public long nodeBytes() {
+    return nodes * nodeBytes;
+  }
+
   public long listCount() {
     return lists;
   }

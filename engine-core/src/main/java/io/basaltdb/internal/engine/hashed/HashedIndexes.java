@@ -108,6 +108,13 @@ public final class HashedIndexes implements AutoCloseable {
     return b;
   }
 
+  /** Bytes of the tries' nodes alone (their child tables). */
+  public long nodeBytes() {
+    long b = 0;
+    for (HashedIndex idx : byKeyspace.values()) b += idx.trie().nodeBytes();
+    return b;
+  }
+
   /** Bytes the tries' allocators hold from the quota. */
   public long reservedBytes() {
     return quota.reservedBytes();

@@ -176,17 +176,27 @@ public final class Checkpoints {
 
   /**
    * Deletes the table, delete list and segment files of keyspace ids below {@code nextKeyspaceId}
-   * that no manifest of {@code retained} names.
+   * that no manifest of {@code retained} names, and the trie images of keyspaces none of them has.
    */
   static void deleteUnnamed(Storage storage, List<Manifest> retained, int nextKeyspaceId) {
     Set<String> keep = new HashSet<>();
     for (Manifest m : retained) keep.addAll(Manifest.fileNames(m));
     // Storage lists files only; keyspace ids are dense from 1, so visit each id the store ever
     // used.
+    Set<Integer> named = new HashSet<>();
+    for (Manifest m : retained) {
+      for (Manifest.KeyspaceMeta k : m.keyspaces()) named.add(k.id());
+    }
     for (int ks = 1; ks < nextKeyspaceId; ks++) {
       for (String dir : FileNames.dataDirs(ks)) {
         for (String f : storage.list(dir)) {
           if (!keep.contains(dir + "/" + f)) storage.delete(dir + "/" + f);
+        }
+      }
+      // a dropped hashed keyspace's trie images (a live one's are the open's to choose among)
+      if (!named.contains(ks)) {
+        for (String f : storage.list(FileNames.trieDir(ks))) {
+          storage.delete(FileNames.trieDir(ks) + "/" + f);
         }
       }
     }

@@ -28,6 +28,9 @@ public final class EngineStats {
    */
   public volatile java.util.function.LongSupplier hashedIndexBytes = () -> 0;
 
+  /** Of {@link #hashedIndexBytes}, the nodes' child tables; set once at open. */
+  public volatile java.util.function.LongSupplier hashedIndexNodeBytes = () -> 0;
+
   public final LongAdder deletes = new LongAdder();
   public final LongAdder gets = new LongAdder();
   public final LongAdder batches = new LongAdder();

@@ -1,0 +1,165 @@
+package io.basaltdb.jmh;
+
+import io.basaltdb.Basalt;
+import io.basaltdb.Keyspace;
+import io.basaltdb.KeyspaceOptions;
+import io.basaltdb.Options;
+import io.basaltdb.Stats;
+import io.basaltdb.SyncMode;
+import io.basaltdb.WriteBatch;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+
+/**
+ * Issue 39's memory and recovery figures for hashed keyspaces, beside the ordered default: for each
+ * kind, a child JVM loads {@code --keys} 16-byte keys ({@link EngineBenchmark#key}) with random
+ * {@code --value-size}-byte values (default 100) into a fresh store, in batches of 1,000 at {@code
+ * SyncMode.NONE}, prints its memory figures ({@code hashedIndexBytes}, of which {@code
+ * hashedIndexNodeBytes}, per key), says READY and is killed with SIGKILL; a second child then times
+ * {@code Basalt.open} of what it left (the page cache warm, as after a process crash), prints what
+ * the open loaded and replayed, and checks 1,000 random keys. One line per kind: {@code kind=..
+ * keys=.. indexBytesPerKey=.. nodeBytesPerKey=.. openMillis=.. imageRecords=.. replayedBytes=..}.
+ *
+ * <p>Usage: {@code java @jvm.flags -cp benchmarks.jar io.basaltdb.jmh.HashedKeyspaces --dir D
+ * --keys N [--value-size V] [--memory-mb M] [--kinds hashed,ordered]}.
+ */
+public final class HashedKeyspaces {
+  private HashedKeyspaces() {}
+
+  public static void main(String[] args) throws Exception {
+    Map<String, String> a = new HashMap<>();
+    for (int i = 0; i + 1 < args.length; i += 2) a.put(args[i].substring(2), args[i + 1]);
+    Path dir = Path.of(a.getOrDefault("dir", "target/hashed-keyspaces"));
+    long keys = Long.parseLong(a.getOrDefault("keys", "1000000"));
+    int valueSize = Integer.parseInt(a.getOrDefault("value-size", "100"));
+    long memory = Long.parseLong(a.getOrDefault("memory-mb", "1024")) << 20;
+    String kind = a.get("kind");
+    switch (a.getOrDefault("phase", "parent")) {
+      case "load" -> load(dir, kind, keys, valueSize, memory);
+      case "open" -> open(dir, kind, keys, memory);
+      default -> {
+        for (String k : a.getOrDefault("kinds", "ordered,hashed").split(",")) {
+          Path store = dir.resolve(k + "-" + keys);
+          delete(store);
+          Process load = child("load", store, k, keys, valueSize, memory);
+          String figures = awaitReady(load);
+          load.destroyForcibly().waitFor(); // SIGKILL: no close, no image at close
+          Process open = child("open", store, k, keys, valueSize, memory);
+          String opened = new String(open.getInputStream().readAllBytes()).trim();
+          if (open.waitFor() != 0) throw new IllegalStateException("open failed: " + opened);
+          System.out.println("kind=" + k + " keys=" + keys + " " + figures + " " + opened);
+        }
+      }
+    }
+  }
+
+  static Options options(long memory) {
+    return Options.defaults().memoryQuota(memory).syncMode(SyncMode.NONE);
+  }
+
+  static Keyspace keyspace(Basalt db, String kind) {
+    if (db.keyspaceNames().contains(kind)) return db.keyspace(kind);
+    return db.createKeyspace(
+        kind,
+        kind.equals("hashed")
+            ? KeyspaceOptions.defaults().kind(KeyspaceOptions.Kind.HASHED)
+            : KeyspaceOptions.defaults());
+  }
+
+  static void load(Path dir, String kind, long keys, int valueSize, long memory) throws Exception {
+    Basalt db = Basalt.open(dir, options(memory));
+    Keyspace ks = keyspace(db, kind);
+    SplittableRandom rnd = new SplittableRandom(1);
+    byte[] value = new byte[valueSize];
+    long t0 = System.nanoTime();
+    for (long i = 0; i < keys; ) {
+      WriteBatch b = new WriteBatch();
+      for (int j = 0; j < 1000 && i < keys; j++, i++) {
+        rnd.nextBytes(value);
+        b.put(ks, EngineBenchmark.key(i), value.clone());
+      }
+      db.write(b);
+    }
+    double loadSeconds = (System.nanoTime() - t0) / 1e9;
+    Stats s = db.stats();
+    System.out.printf(
+        "loadSeconds=%.1f indexBytesPerKey=%.1f nodeBytesPerKey=%.2f trieImages=%d%n",
+        loadSeconds,
+        (double) s.get("hashedIndexBytes") / keys,
+        (double) s.get("hashedIndexNodeBytes") / keys,
+        s.get("trieImages"));
+    System.out.println("READY");
+    System.out.flush();
+    Thread.sleep(Long.MAX_VALUE); // killed here, with the store open
+  }
+
+  static void open(Path dir, String kind, long keys, long memory) {
+    long t0 = System.nanoTime();
+    try (Basalt db = Basalt.open(dir, options(memory))) {
+      double millis = (System.nanoTime() - t0) / 1e6;
+      Keyspace ks = db.keyspace(kind);
+      SplittableRandom rnd = new SplittableRandom(2);
+      for (int i = 0; i < 1000; i++) {
+        long k = rnd.nextLong(keys);
+        if (ks.get(EngineBenchmark.key(k)) == null)
+          throw new IllegalStateException("key " + k + " lost");
+      }
+      Stats s = db.stats();
+      System.out.printf(
+          "openMillis=%.0f imageRecords=%d replayedBytes=%d walReplayedPuts=%d%n",
+          millis, s.get("trieImageRecordsLoaded"), s.get("trieLogBytesReplayed"), s.get("puts"));
+    }
+  }
+
+  static Process child(String phase, Path store, String kind, long keys, int valueSize, long memory)
+      throws IOException {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+    cmd.addAll(
+        List.of("-cp", System.getProperty("java.class.path"), HashedKeyspaces.class.getName()));
+    cmd.addAll(
+        List.of(
+            "--phase",
+            phase,
+            "--dir",
+            store.toString(),
+            "--kind",
+            kind,
+            "--keys",
+            "" + keys,
+            "--value-size",
+            "" + valueSize,
+            "--memory-mb",
+            "" + (memory >> 20)));
+    return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+  }
+
+  static String awaitReady(Process p) throws IOException {
+    BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()));
+    String figures = "";
+    for (String line; (line = r.readLine()) != null; ) {
+      if (line.equals("READY")) return figures;
+      figures = line.trim();
+    }
+    throw new IllegalStateException("the load child ended before READY");
+  }
+
+  static void delete(Path dir) throws IOException {
+    if (!Files.exists(dir)) return;
+    try (Stream<Path> s = Files.walk(dir)) {
+      for (Path p : s.sorted(Comparator.reverseOrder()).toList()) Files.delete(p);
+    }
+  }
+}
