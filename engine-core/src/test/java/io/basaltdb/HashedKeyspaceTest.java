@@ -118,22 +118,25 @@ class HashedKeyspaceTest {
   }
 
   @Test
-  void changeFeed_deliversPutsAndDeletes() {
+  void changeFeed_deliversPutsAndDeletes_exactlyTheNewest() {
     try (Basalt db = Basalt.open(new MemStorage(2), small())) {
       Keyspace ks = db.createKeyspace("h", HASHED);
       long from = db.stats().lastSeqno() + 1;
       ks.put(key(1), value(1, 0));
       ks.put(key(2), value(2, 0));
-      ks.put(key(1), value(1, 1));
+      ks.put(key(3), value(3, 0));
       db.flush();
-      int changes = 0;
+      ks.put(key(1), value(1, 1));
+      ks.delete(key(2));
+      db.flush();
+      List<String> changes = new ArrayList<>();
       try (ChangeFeed f = ks.changes(from, ChangeFeed.NOW, ChangeFeed.Mode.EXACT)) {
         while (f.next()) {
-          changes++;
-          assertTrue(!f.isDeletion());
+          changes.add(ByteBuffer.wrap(f.key()).getInt() + (f.isDeletion() ? "-" : "+"));
         }
       }
-      assertEquals(2, changes, "the newest version of each key");
+      assertEquals(
+          List.of("3+", "1+", "2-"), changes, "the newest version of each key, in seqno order");
     }
   }
 

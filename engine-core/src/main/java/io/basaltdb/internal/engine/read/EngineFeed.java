@@ -166,7 +166,7 @@ public final class EngineFeed implements AutoCloseable {
         stats.changesSkippedStale.increment();
         continue;
       }
-      if (exact && !newestInSnapshot(d.key(), d.seqno())) {
+      if (exact && !newestInSnapshot(d.key(), d.seqno(), d.tombstone())) {
         stats.changesSkippedExact.increment();
         continue;
       }
@@ -201,11 +201,15 @@ public final class EngineFeed implements AutoCloseable {
    * cache holds the key (a cache's versions are newer than every flushed one), and its newest key
    * index record has that seqno (a key with no record had its deletion dropped at the bottom).
    */
-  private boolean newestInSnapshot(byte[] key, long seqno) {
+  private boolean newestInSnapshot(byte[] key, long seqno, boolean tombstone) {
     byte[] sk = WriteCache.storeKey(ks, key);
     if (snap.active.get(sk) != null) return false;
     if (snap.immutable != null && snap.immutable.get(sk) != null) return false;
-    return snap.reads.findRecord(ks, files, key, rec, snap.seqno()) && rec.seqno == seqno;
+    boolean found = snap.reads.findRecord(ks, files, key, rec, snap.seqno());
+    // A hashed keyspace's index keeps no tombstones: a deletion is the newest version unless a
+    // later put of the key is indexed (a later deletion of it, too, is returned).
+    if (tombstone && snap.reads.hashedIndex(ks) != null) return !found || rec.seqno < seqno;
+    return found && rec.seqno == seqno;
   }
 
   /**
