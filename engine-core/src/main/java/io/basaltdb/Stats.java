@@ -126,9 +126,9 @@ import java.util.Map;
  *   <li>hashed keyspaces ({@link KeyspaceOptions.Kind#HASHED}): gauges {@code hashedIndexBytes}
  *       (their lazy-tries' records and nodes, off the heap, taken from {@code blockCacheCapacity})
  *       and {@code hashedIndexNodeBytes} (of which the nodes' child tables); counters {@code
- *       trieImages} (images written), {@code trieImageRecordsLoaded} and {@code
- *       trieLogBytesReplayed} (what the open loaded from images, and replayed from the log after
- *       them);
+ *       trieImages} (images written), {@code trieImageFailures} (images a storage error stopped),
+ *       {@code trieImageRecordsLoaded} and {@code trieLogBytesReplayed} (what the open loaded from
+ *       images, and replayed from the log after them);
  *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.
  * </ul>
  *

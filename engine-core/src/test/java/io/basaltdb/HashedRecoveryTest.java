@@ -81,6 +81,31 @@ class HashedRecoveryTest {
     }
   }
 
+  /** Deletions flushed after the last image leave it usable: the open loads it, then replays. */
+  @Test
+  void deletionsAfterTheImage_leaveItUsable() {
+    MemStorage storage = new MemStorage(3);
+    Map<Integer, byte[]> model = new HashMap<>();
+    Options o = options().syncMode(SyncMode.SYNC);
+    try (Basalt db = Basalt.open(storage, o)) {
+      Keyspace ks = db.createKeyspace("h", HASHED);
+      write(ks, model, new Random(3), 3000, 2000); // past trieCheckpointBytes: an image
+      db.flush();
+      for (int k = 0; k < 50; k++) {
+        ks.delete(key(k));
+        model.remove(k);
+      }
+      db.flush(); // a flush of deletions alone: no image
+      storage.crash(MemStorage.CrashMode.RANDOM);
+    } catch (StorageException e) {
+      // closing after the crash
+    }
+    try (Basalt db = Basalt.open(storage, o)) {
+      assertTrue(db.stats().get("trieImageRecordsLoaded") > 0, db.stats().toString());
+      check(db.keyspace("h"), model, 2000, "image, then the deletions replayed");
+    }
+  }
+
   @Test
   void damagedImage_isSetAside_andTheWholeLogReplayed() {
     MemStorage storage = new MemStorage(2);

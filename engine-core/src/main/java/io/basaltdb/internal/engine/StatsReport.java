@@ -176,6 +176,7 @@ final class StatsReport {
     m.put("hashedIndexBytes", s.hashedIndexBytes.getAsLong());
     m.put("hashedIndexNodeBytes", s.hashedIndexNodeBytes.getAsLong());
     m.put("trieImages", s.trieImages.sum());
+    m.put("trieImageFailures", s.trieImageFailures.sum());
     m.put("trieImageRecordsLoaded", s.trieImageRecordsLoaded.sum());
     m.put("trieLogBytesReplayed", s.trieLogBytesReplayed.sum());
     m.put("l0MergeStaleReported", s.l0MergeStaleReported.sum());

@@ -126,8 +126,8 @@ public final class HashedIndex implements AutoCloseable {
     prune();
   }
 
-  /** Drops the oldest layers no registered snapshot needs. Under the monitor. */
-  private void prune() {
+  /** Drops the oldest layers no registered snapshot needs. */
+  private synchronized void prune() {
     long oldest = snapshots.isEmpty() ? Long.MAX_VALUE : snapshots.firstKey();
     int drop = 0;
     while (drop < layerMax.size() && layerMax.get(drop) <= oldest) drop++;
@@ -178,6 +178,7 @@ public final class HashedIndex implements AutoCloseable {
         }
       }
       trie.publishRetired();
+      if (layer != null) prune();
       return n;
     }
   }
@@ -272,11 +273,13 @@ public final class HashedIndex implements AutoCloseable {
 
   /**
    * The layer for a flush writing seqnos up to {@code max}, published before the flush changes the
-   * trie; null when no snapshot is registered, in which case no snapshot below {@code max} may
+   * trie; null when no registered snapshot is below {@code max}, in which case none below it may
    * register from now on.
    */
   private synchronized Layer openLayer(long max) {
-    if (snapshots.isEmpty()) {
+    // No snapshot open, or every open one sees all of this flush's writes (a snapshot registered
+    // later has a seqno at or above every published one, so at or above max: refused only below).
+    if (snapshots.isEmpty() || snapshots.firstKey() >= max) {
       uncoveredBelow = Math.max(uncoveredBelow, max);
       return null;
     }

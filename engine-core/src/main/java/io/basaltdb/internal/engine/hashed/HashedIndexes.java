@@ -27,6 +27,13 @@ import java.util.function.LongConsumer;
 public final class HashedIndexes implements AutoCloseable {
   private final MemoryQuota quota;
   private final Map<Integer, HashedIndex> byKeyspace = new ConcurrentHashMap<>();
+
+  /**
+   * The same indexes by keyspace id, for {@link #of} on every get of every keyspace (no boxing, no
+   * hashing); replaced whole under this object's monitor, read racily.
+   */
+  private volatile HashedIndex[] byId = new HashedIndex[0];
+
   private final LongConsumer onGrow;
 
   /** The most bytes the tries' allocators have reserved so far; under this object's monitor. */
@@ -43,7 +50,17 @@ public final class HashedIndexes implements AutoCloseable {
 
   /** The index of keyspace {@code ks}, or null if it is not hashed (or gone). */
   public HashedIndex of(int ks) {
-    return byKeyspace.get(ks);
+    HashedIndex[] a = byId;
+    return ks >= 0 && ks < a.length ? a[ks] : null;
+  }
+
+  /** Rebuilds {@link #byId} from {@link #byKeyspace}. Under the monitor. */
+  private void republish() {
+    int max = -1;
+    for (int k : byKeyspace.keySet()) max = Math.max(max, k);
+    HashedIndex[] a = new HashedIndex[max + 1];
+    for (Map.Entry<Integer, HashedIndex> e : byKeyspace.entrySet()) a[e.getKey()] = e.getValue();
+    byId = a; // volatile publish
   }
 
   public boolean isEmpty() {
@@ -65,6 +82,7 @@ public final class HashedIndexes implements AutoCloseable {
       for (int i = 0; i < e.getValue(); i++) idx.register(e.getKey());
     }
     byKeyspace.put(ks, idx);
+    republish();
     return idx;
   }
 
@@ -98,6 +116,7 @@ public final class HashedIndexes implements AutoCloseable {
   /** Forgets a dropped keyspace's index and frees it once its readers have left. */
   public synchronized void drop(int ks) {
     HashedIndex idx = byKeyspace.remove(ks);
+    republish();
     if (idx != null) idx.close();
   }
 

@@ -34,6 +34,9 @@ public final class TrieImage {
   static final int HEADER_SIZE = 36;
   static final int BLOCK_BYTES = 64 << 10;
 
+  /** The largest block a writer makes: a full one, or one record of the longest key on its own. */
+  static final int MAX_BLOCK = BLOCK_BYTES + KeyRecord.MAX_KEY_SIZE + 64;
+
   private TrieImage() {}
 
   /** The directory of keyspace {@code ks}'s trie images. */
@@ -136,6 +139,8 @@ public final class TrieImage {
       if (h.getInt(12) != index.keyspace() || h.getInt(16) != layout)
         throw corrupt(name, 12, "image of another keyspace or layout");
       long seqno = h.getLong(24);
+      if (seqno != FileNames.trieImageSeqno(name))
+        throw corrupt(name, 24, "seqno " + seqno + " is not the one its name carries");
       long pos = HEADER_SIZE, records = 0;
       while (true) {
         ByteBuffer head = read(f, pos, 8, name);
@@ -148,22 +153,23 @@ public final class TrieImage {
           if (pos + 24 != size) throw corrupt(name, pos, "bytes after the footer");
           return seqno;
         }
-        if (len < 0 || pos + 8 + len > size) throw corrupt(name, pos, "block length " + len);
+        if (len < 0 || len > MAX_BLOCK || pos + 8 + len > size)
+          throw corrupt(name, pos, "block length " + len);
         ByteBuffer b = read(f, pos + 8, len, name);
         if (head.getInt(4) != crc(b.array(), 0, len)) throw corrupt(name, pos, "block checksum");
         try {
           while (b.hasRemaining()) {
-            int keyLen = (int) getVarint(b);
+            long keyLen = getVarint(b);
             if (keyLen < 0 || keyLen > KeyRecord.MAX_KEY_SIZE) throw corrupt(name, pos, "key");
-            byte[] key = new byte[keyLen];
+            byte[] key = new byte[(int) keyLen];
             b.get(key);
             long s = b.getLong();
-            int docSize = (int) getVarint(b);
+            long docSize = getVarint(b);
             long hint = b.getLong();
             long expiry = getVarint(b);
-            if (s < 0 || s > seqno || docSize < 0 || expiry < 0)
+            if (s < 0 || s > seqno || docSize < 0 || docSize > Integer.MAX_VALUE || expiry < 0)
               throw corrupt(name, pos, "record fields");
-            index.load(key, s, docSize, hint, expiry);
+            index.load(key, s, (int) docSize, hint, expiry);
             records++;
           }
         } catch (java.nio.BufferUnderflowException e) {

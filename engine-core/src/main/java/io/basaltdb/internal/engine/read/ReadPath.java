@@ -83,31 +83,34 @@ public final class ReadPath {
   public byte[] get(int ks, byte[] key) {
     stats.gets.increment();
     Lookup l = Lookup.get();
-    Version v = versions.acquire();
-    try {
-      switch (locate(v, ks, key, l)) {
-        case IN_WRITE_CACHE:
-          {
-            byte[] e = l.entry;
-            return Arrays.copyOfRange(e, WriteCache.valueOffset(e), l.entryLength);
-          }
-        case IN_FILES:
-          {
-            KeyRecord rec = l.record;
-            KeyspaceFiles files = v.files(ks);
-            KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
-            byte[] value = s == null ? null : s.reader().cachedValue(rec.seqno, key);
-            return value != null
-                ? value
-                : readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
-          }
-        default:
-          return null;
+    for (int retries = 0; ; ) {
+      Version v = versions.acquire();
+      try {
+        switch (locate(v, ks, key, l)) {
+          case IN_WRITE_CACHE:
+            {
+              byte[] e = l.entry;
+              return Arrays.copyOfRange(e, WriteCache.valueOffset(e), l.entryLength);
+            }
+          case IN_FILES:
+            {
+              KeyRecord rec = l.record;
+              KeyspaceFiles files = v.files(ks);
+              KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+              if (newerThan(ks, s, rec.seqno, retries++)) continue; // see newerThan
+              byte[] value = s == null ? null : s.reader().cachedValue(rec.seqno, key);
+              return value != null
+                  ? value
+                  : readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
+            }
+          default:
+            return null;
+        }
+      } finally {
+        l.record.key = null;
+        l.entry = null; // keeps no large entry reachable from the thread, even after a throw
+        v.release();
       }
-    } finally {
-      l.record.key = null;
-      l.entry = null; // keeps no large entry reachable from the thread, even after a throw
-      v.release();
     }
   }
 
@@ -121,34 +124,55 @@ public final class ReadPath {
     stats.gets.increment();
     Lookup l = Lookup.get();
     byte[] key = l.key(keyBuffer);
-    Version v = versions.acquire();
-    try {
-      switch (locate(v, ks, key, l)) {
-        case IN_WRITE_CACHE:
-          {
-            byte[] e = l.entry;
-            int off = WriteCache.valueOffset(e);
-            return Lookup.copyOut(e, off, l.entryLength - off, out);
-          }
-        case IN_FILES:
-          {
-            KeyRecord rec = l.record;
-            KeyspaceFiles files = v.files(ks);
-            KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
-            int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
-            if (n != -2) return n;
-            byte[] value = readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
-            return Lookup.copyOut(value, 0, value.length, out);
-          }
-        default:
-          return -1;
+    for (int retries = 0; ; ) {
+      Version v = versions.acquire();
+      try {
+        switch (locate(v, ks, key, l)) {
+          case IN_WRITE_CACHE:
+            {
+              byte[] e = l.entry;
+              int off = WriteCache.valueOffset(e);
+              return Lookup.copyOut(e, off, l.entryLength - off, out);
+            }
+          case IN_FILES:
+            {
+              KeyRecord rec = l.record;
+              KeyspaceFiles files = v.files(ks);
+              KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
+              if (newerThan(ks, s, rec.seqno, retries++)) continue; // see newerThan
+              int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
+              if (n != -2) return n;
+              byte[] value = readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
+              return Lookup.copyOut(value, 0, value.length, out);
+            }
+          default:
+            return -1;
+        }
+      } finally {
+        l.record.key = null;
+        l.entry = null; // keeps no large entry reachable from the thread, even after a throw
+        v.release();
       }
-    } finally {
-      l.record.key = null;
-      l.entry = null; // keeps no large entry reachable from the thread, even after a throw
-      v.release();
     }
   }
+
+  /**
+   * Whether a get must start again: its version's segment {@code s} (null: none) does not hold
+   * {@code seqno}, which a hashed keyspace's trie named. Never so for an ordered keyspace, whose
+   * key index belongs to the version. A hashed keyspace's trie is shared by every version: a get
+   * that missed the write caches of its version, then found in the trie a record a later flush
+   * applied, starts again on a newer version, whose caches or files have it (waiting a little from
+   * the second try on, as the flush installs its version). After {@link #MAX_RETRIES} the get goes
+   * on and the missing document is reported as the corruption it then is.
+   */
+  private boolean newerThan(int ks, KeyspaceFiles.Segment s, long seqno, int retries) {
+    if (s != null && s.state().lastSeqno() >= seqno) return false;
+    if (hashedIndex(ks) == null || retries >= MAX_RETRIES) return false;
+    if (retries > 0) java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+    return true;
+  }
+
+  private static final int MAX_RETRIES = 100_000;
 
   /** Where {@link #locate} found a key's live value. */
   private static final int ABSENT = 0;
@@ -658,6 +682,7 @@ public final class ReadPath {
     KeyRecord rec = g.record;
     if (rec.tombstone || rec.expiredAt(now)) return finish(g, null, out);
     KeyspaceFiles.Segment s = g.files.segmentFor(rec.seqno);
+    if (newerThan(g.ks, s, rec.seqno, 0)) return finish(g, get(g.ks, g.key), out); // as get()
     byte[] hit = s == null ? null : s.reader().cachedValue(rec.seqno, g.key);
     if (hit != null) return finish(g, hit, out);
     long off = s == null ? -1 : s.reader().hintedBlock(rec.seqno, rec.hint);

@@ -17,6 +17,9 @@ public final class EngineStats {
   /** Hashed keyspaces' trie images written ({@code TrieCheckpoints}). */
   public final LongAdder trieImages = new LongAdder();
 
+  /** Trie images that could not be written or put in place (each reported in the log). */
+  public final LongAdder trieImageFailures = new LongAdder();
+
   /** Records the open loaded from trie images, and log bytes it replayed after them. */
   public final LongAdder trieImageRecordsLoaded = new LongAdder();
 

@@ -615,10 +615,10 @@ public final class Flusher {
   /**
    * Flushes a hashed keyspace (seed 004 over Magma's log): the documents go to the log as for any
    * keyspace; the key index is updated in place instead of gaining a level-0 table. Every version
-   * the flush replaces or removes, and every tombstone's own document (the trie keeps no
-   * tombstones), is garbage at once: a level-0 delete list table in this flush's commit, so the
-   * garbage is exact with no compaction and no lookup. A tombstone dropped here raises the
-   * keyspace's purge seqno, as a bottom-level compaction does for an ordered keyspace.
+   * the flush replaces or removes is garbage at once: a level-0 delete list table in this flush's
+   * commit, so the garbage is exact with no compaction and no lookup. A tombstone's own document is
+   * not: it stays live until the next trie image covers it ({@link TrieCheckpoints}), so a replay
+   * from an older image still sees the deletion.
    *
    * <p>The trie changes before the commit; until the new version is installed, readers find these
    * keys in the write cache being flushed, which they read first.
@@ -639,11 +639,10 @@ public final class Flusher {
     writeDocuments(
         ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
     List<HashedIndex.Entry> changes = new ArrayList<>(n);
-    long docBytes = 0, purged = 0;
+    long docBytes = 0;
     for (int i = 0; i < n; i++) {
       byte[] e = entries.get(i);
       boolean tombstone = WriteCache.isTombstone(e);
-      if (tombstone) purged = Math.max(purged, seqnos[i]);
       changes.add(
           new HashedIndex.Entry(
               keys.get(i), seqnos[i], sizes[i], hints[i], WriteCache.expiryOf(e), tombstone));
@@ -653,7 +652,6 @@ public final class Flusher {
     int staleCount = index.apply(changes, stale);
     hashed.settle();
     edit.addCounters(ks, Manifest.Counters.flushed(n, docBytes));
-    if (purged > 0) edit.purged(ks, purged);
     if (staleCount == 0) return null;
     long staleBytes = 0;
     for (int i = 0; i < staleCount; i++) staleBytes += stale[2 * i + 1];

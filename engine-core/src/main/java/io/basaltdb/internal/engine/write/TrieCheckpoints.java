@@ -1,6 +1,7 @@
 package io.basaltdb.internal.engine.write;
 
 import io.basaltdb.Options;
+import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.internal.engine.gc.DeleteList;
 import io.basaltdb.internal.engine.hashed.HashedIndex;
 import io.basaltdb.internal.engine.hashed.HashedIndexes;
@@ -53,14 +54,32 @@ final class TrieCheckpoints {
   /** After a flush's commit: images for the keyspaces that are due. */
   void afterFlush() {
     for (HashedIndex index : hashed.all()) {
-      if (index.imageDue(options.trieCheckpointBytes())) write(index);
+      if (index.imageDue(options.trieCheckpointBytes())) tryWrite(index);
     }
   }
 
   /** At close, once the flusher stopped: an image for every keyspace changed since its last. */
   void atClose() {
     for (HashedIndex index : hashed.all()) {
-      if (index.changedSinceImage()) write(index);
+      if (index.changedSinceImage()) tryWrite(index);
+    }
+  }
+
+  /**
+   * Writes an image, or reports why it could not (a full disk, a failing one): an image only
+   * shortens the next open, so its failure does not fail the store. Before the commit nothing
+   * changed (the tombstones stay pending, the old image stays usable); after it, the open replays
+   * the whole log until the next image.
+   */
+  private void tryWrite(HashedIndex index) {
+    try {
+      write(index);
+    } catch (io.basaltdb.StorageException e) {
+      stats.trieImageFailures.increment();
+      Notifier.LOG.warn(
+          "hashed keyspace {}: trie image not written ({}); the next flush tries again",
+          index.keyspace(),
+          e.getMessage());
     }
   }
 
@@ -94,11 +113,19 @@ final class TrieCheckpoints {
             edit.purged(ks, newest);
             versionSet.logAndApply(edit);
           }
-          TrieImage.publish(storage, temp);
-          stats.trieImages.increment();
-          for (String old : TrieImage.list(storage, ks)) {
-            long s = FileNames.trieImageSeqno(old);
-            if (s >= 0 && s < seqno) storage.delete(old);
+          try {
+            TrieImage.publish(storage, temp);
+            stats.trieImages.increment();
+            for (String old : TrieImage.list(storage, ks)) {
+              long s = FileNames.trieImageSeqno(old);
+              if (s >= 0 && s < seqno) storage.delete(old);
+            }
+          } catch (io.basaltdb.StorageException e) {
+            // The commit made the tombstones garbage: they are no longer pending. The open will
+            // find no image at or above the purge seqno and replay the whole log.
+            stats.trieImageFailures.increment();
+            Notifier.LOG.warn(
+                "hashed keyspace {}: trie image not put in place ({})", ks, e.getMessage());
           }
         });
   }
