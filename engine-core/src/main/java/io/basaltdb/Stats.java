@@ -14,8 +14,8 @@ import java.util.Map;
  *   <li>{@code userBytesWritten} (keys and values of acknowledged writes), {@code walBytesWritten},
  *       {@code walSyncs}, {@code walSkippedBatches} and {@code walSkippedBytes} (batches that
  *       skipped the WAL, {@link Options#walSkipBytes}, and the WAL bytes they would have taken),
- *       {@code segmentBytesWritten}, {@code indexBytesWritten}, {@code manifestBytesWritten}; see
- *       {@link #writeAmplification()};
+ *       {@code segmentBytesWritten}, {@code indexBytesWritten} (key index tables; a hashed
+ *       keyspace's trie images), {@code manifestBytesWritten}; see {@link #writeAmplification()};
  *   <li>{@code flushes}; {@code stalls} and {@code stallNanos} (writers blocked because the write
  *       cache was full while the previous one was still flushing), {@code slowdowns} and {@code
  *       slowdownNanos} (writers delayed 1 ms because it was three quarters full);

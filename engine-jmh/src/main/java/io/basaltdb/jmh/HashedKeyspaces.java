@@ -48,6 +48,8 @@ public final class HashedKeyspaces {
     String kind = a.get("kind");
     switch (a.getOrDefault("phase", "parent")) {
       case "load" -> load(dir, kind, keys, valueSize, memory);
+      case "updates" ->
+          updates(dir, kind, keys, valueSize, memory, Long.parseLong(a.getOrDefault("ops", "0")));
       case "open" -> open(dir, kind, keys, memory);
       default -> {
         for (String k : a.getOrDefault("kinds", "ordered,hashed").split(",")) {
@@ -60,6 +62,13 @@ public final class HashedKeyspaces {
           String opened = new String(open.getInputStream().readAllBytes()).trim();
           if (open.waitFor() != 0) throw new IllegalStateException("open failed: " + opened);
           System.out.println("kind=" + k + " keys=" + keys + " " + figures + " " + opened);
+          long ops = Long.parseLong(a.getOrDefault("update-ops", "0"));
+          if (ops > 0) {
+            Process u = child("updates", store, k, keys, valueSize, memory, "--ops", "" + ops);
+            String updated = new String(u.getInputStream().readAllBytes()).trim();
+            if (u.waitFor() != 0) throw new IllegalStateException("updates failed: " + updated);
+            System.out.println("kind=" + k + " keys=" + keys + " " + updated);
+          }
         }
       }
     }

@@ -92,6 +92,8 @@ final class TrieCheckpoints {
           // changes only in flushes, on this thread, applied before their commits.
           long seqno = versionSet.manifest().flushedSeqno();
           String temp = TrieImage.write(storage, index, layout, seqno);
+          // a hashed keyspace's key index writes: its images (and its delete list tables)
+          stats.indexBytesWritten.add(storage.size(temp));
           if (count > 0) {
             VersionEdit edit = new VersionEdit();
             long bytes = 0, newest = 0;
