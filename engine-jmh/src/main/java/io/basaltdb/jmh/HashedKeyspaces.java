@@ -133,7 +133,67 @@ public final class HashedKeyspaces {
     }
   }
 
-  static Process child(String phase, Path store, String kind, long keys, int valueSize, long memory)
+  /**
+   * YCSB workload A's mix on the loaded store: {@code ops} operations, half gets and half
+   * overwrites of keys from a scrambled zipfian, one thread; prints the throughput, the key index
+   * bytes written per update (tables for an ordered keyspace; images for a hashed one) and delete
+   * list bytes per update, and the peak space amplification (the directory's size, sampled every
+   * 100,000 operations, over the live keys and values).
+   */
+  static void updates(Path dir, String kind, long keys, int valueSize, long memory, long ops)
+      throws IOException {
+    try (Basalt db = Basalt.open(dir, options(memory))) {
+      Keyspace ks = keyspace(db, kind);
+      Zipfian zipf = new Zipfian(keys);
+      SplittableRandom rnd = new SplittableRandom(3);
+      byte[] value = new byte[valueSize];
+      Stats s0 = db.stats();
+      long live = keys * (16L + valueSize), peak = 0, updates = 0;
+      long t0 = System.nanoTime();
+      for (long i = 0; i < ops; i++) {
+        byte[] key = EngineBenchmark.key(zipf.next(rnd));
+        if (rnd.nextBoolean()) {
+          ks.get(key);
+        } else {
+          rnd.nextBytes(value);
+          ks.put(key, value);
+          updates++;
+        }
+        if (i % 100_000 == 0) peak = Math.max(peak, size(dir));
+      }
+      double seconds = (System.nanoTime() - t0) / 1e9;
+      db.flush();
+      peak = Math.max(peak, size(dir));
+      Stats s = db.stats();
+      System.out.printf(
+          "mixOpsPerSec=%.0f indexBytesPerUpdate=%.1f deleteListBytesPerUpdate=%.1f"
+              + " peakSpaceAmp=%.2f gcStallSeconds=%.1f l0StallSeconds=%.1f%n",
+          ops / seconds,
+          (double) (s.get("indexBytesWritten") - s0.get("indexBytesWritten")) / updates,
+          (double) (s.get("deleteListBytesWritten") - s0.get("deleteListBytesWritten")) / updates,
+          (double) peak / live,
+          s.get("gcStallNanos") / 1e9,
+          s.get("l0StallNanos") / 1e9);
+    }
+  }
+
+  static long size(Path dir) throws IOException {
+    try (Stream<Path> s = Files.walk(dir)) {
+      return s.filter(Files::isRegularFile)
+          .mapToLong(
+              p -> {
+                try {
+                  return Files.size(p);
+                } catch (IOException e) {
+                  return 0; // deleted while walked
+                }
+              })
+          .sum();
+    }
+  }
+
+  static Process child(
+      String phase, Path store, String kind, long keys, int valueSize, long memory, String... more)
       throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -154,6 +214,7 @@ public final class HashedKeyspaces {
             "" + valueSize,
             "--memory-mb",
             "" + (memory >> 20)));
+    cmd.addAll(List.of(more));
     return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
   }
 
