@@ -167,13 +167,16 @@ public final class HashedKeyspaces {
       Stats s = db.stats();
       System.out.printf(
           "mixOpsPerSec=%.0f indexBytesPerUpdate=%.1f deleteListBytesPerUpdate=%.1f"
-              + " peakSpaceAmp=%.2f gcStallSeconds=%.1f l0StallSeconds=%.1f%n",
+              + " peakSpaceAmp=%.2f gcStallSeconds=%.1f l0StallSeconds=%.1f trieImages=%d"
+              + " segmentBytesPerUpdate=%.1f%n",
           ops / seconds,
           (double) (s.get("indexBytesWritten") - s0.get("indexBytesWritten")) / updates,
           (double) (s.get("deleteListBytesWritten") - s0.get("deleteListBytesWritten")) / updates,
           (double) peak / live,
           s.get("gcStallNanos") / 1e9,
-          s.get("l0StallNanos") / 1e9);
+          s.get("l0StallNanos") / 1e9,
+          s.get("trieImages") - s0.get("trieImages"),
+          (double) (s.get("segmentBytesWritten") - s0.get("segmentBytesWritten")) / updates);
     }
   }
 
