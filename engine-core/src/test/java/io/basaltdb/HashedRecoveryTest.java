@@ -179,7 +179,7 @@ class HashedRecoveryTest {
     try (Basalt db = Basalt.open(storage, o)) {
       Keyspace ks = db.createKeyspace("h", HASHED);
       Random rnd = new Random(4);
-      for (int round = 0; round < 8; round++) {
+      for (int round = 0; round < 6; round++) {
         write(ks, model, rnd, 1500, 400); // overwrites: most of each segment turns to garbage
         db.flush();
       }

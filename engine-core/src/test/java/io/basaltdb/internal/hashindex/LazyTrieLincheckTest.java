@@ -111,7 +111,7 @@ class LazyTrieLincheckTest {
                 .treatAsAtomic())
         .addGuarantee(forClasses(n -> isClass(n, Ops.class)).methods("shutdown").ignore())
         .sequentialSpecification(Model.class)
-        .iterations(scaled(10))
+        .iterations(scaled(6))
         .invocationsPerIteration(300)
         .threads(2)
         .actorsPerThread(3)
@@ -124,7 +124,7 @@ class LazyTrieLincheckTest {
   void stress() {
     new StressOptions()
         .sequentialSpecification(Model.class)
-        .iterations(scaled(15))
+        .iterations(scaled(10))
         .invocationsPerIteration(300)
         .threads(3)
         .actorsPerThread(3)

@@ -105,7 +105,7 @@ class LazyTrieTest {
               where);
           if (had != null) assertSame(had, out, where);
         }
-        if (op % 20_000 == 0) {
+        if (op % 50_000 == 0) {
           trie.publishRetired();
           check(trie, model, where);
         }
@@ -255,7 +255,7 @@ class LazyTrieTest {
       }
       Random rnd = new Random(42);
       long round = 0;
-      for (int op = 0; op < 150_000 && failure.get() == null; op++) {
+      for (int op = 0; op < 100_000 && failure.get() == null; op++) {
         int k = stable + rnd.nextInt(churn);
         if (rnd.nextBoolean()) {
           round++;

@@ -38,6 +38,27 @@ public final class DeleteList {
    * with the garbage they add to their segments ({@link VersionEdit#discards}); returns the table
    * (none if {@code n} is 0), named by nothing until the edit commits.
    */
+  /**
+   * As {@link #writeLevel0}, for versions newly found stale (a flush's, a trie image's): also
+   * counts them in the keyspace's discarded counters in {@code edit}. Returns their bytes.
+   */
+  public static long writeDiscarded(
+      Storage storage,
+      TableCache tables,
+      AtomicLong fileNumbers,
+      Options options,
+      int ks,
+      long[] pairs,
+      int n,
+      VersionEdit edit,
+      LongAdder bytesWritten) {
+    long bytes = 0;
+    for (int i = 0; i < n; i++) bytes += pairs[2 * i + 1];
+    edit.addCounters(ks, Manifest.Counters.discarded(n, bytes));
+    writeLevel0(storage, tables, fileNumbers, options, ks, pairs, n, edit, bytesWritten);
+    return bytes;
+  }
+
   public static List<KeyspaceFiles.DeleteTable> writeLevel0(
       Storage storage,
       TableCache tables,

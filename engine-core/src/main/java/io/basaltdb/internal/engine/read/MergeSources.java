@@ -404,19 +404,22 @@ public final class MergeSources {
   }
 
   /**
-   * As {@link #countLive(Version, int)}; for a hashed keyspace ({@code index} not null) its trie's
-   * records with no expiry, corrected by the newest write cache entry of each key the caches hold.
+   * As {@link #countLive(Version, int)}; for a hashed keyspace ({@code index} not null), its trie's
+   * records with no expiry, corrected by the newest write cache entry of each key the caches hold:
+   * the merge then runs over the caches alone, keeping tombstones.
    */
   public static long countLive(
       Version v, int ks, io.basaltdb.internal.engine.hashed.HashedIndex index) {
-    if (index == null) return countOrdered(v, ks);
     long[] n = {0};
-    index
-        .trie()
-        .forEach(
-            r -> {
-              if (r.expiry == 0) n[0]++;
-            });
+    if (index != null) {
+      index
+          .trie()
+          .forEach(
+              r -> {
+                if (r.expiry == 0) n[0]++;
+              });
+    }
+    io.basaltdb.internal.sstable.KeyRecord rec = new io.basaltdb.internal.sstable.KeyRecord();
     List<MergingIterator.Source> sources = new ArrayList<>();
     List<io.basaltdb.internal.skiplist.Snapshot> snaps = new ArrayList<>();
     try {
@@ -426,43 +429,18 @@ public final class MergeSources {
         snaps.add(s);
         sources.add(new MergeSources.CacheSource(s.iterator(), ks, new byte[0]));
       }
-      io.basaltdb.internal.sstable.KeyRecord rec = new io.basaltdb.internal.sstable.KeyRecord();
-      try (MergingIterator merge = new MergingIterator(sources, false, null, 0)) {
+      if (index == null)
+        MergeSources.addIndexSources(v.files(ks), new byte[0], null, false, sources);
+      try (MergingIterator merge = new MergingIterator(sources, index == null, null, 0)) {
         sources = List.of(); // the merge closes them now
         while (merge.next()) {
           MergingIterator.Source c = merge.current();
-          boolean counted = index.get(c.key(), rec) && rec.expiry == 0;
-          boolean live = !c.tombstone() && c.expiry() == 0;
+          boolean live = !c.tombstone() && c.expiry() == 0; // keys with an expiry are not counted
+          boolean counted = index != null && index.get(c.key(), rec) && rec.expiry == 0;
           n[0] += (live ? 1 : 0) - (counted ? 1 : 0);
         }
       }
       return n[0];
-    } finally {
-      for (MergingIterator.Source s : sources) s.close();
-      for (io.basaltdb.internal.skiplist.Snapshot s : snaps) s.close();
-    }
-  }
-
-  private static long countOrdered(Version v, int ks) {
-    KeyspaceFiles files = v.files(ks);
-    List<MergingIterator.Source> sources = new ArrayList<>();
-    List<io.basaltdb.internal.skiplist.Snapshot> snaps = new ArrayList<>();
-    try {
-      for (WriteCache c : new WriteCache[] {v.active, v.immutable}) {
-        if (c == null) continue;
-        io.basaltdb.internal.skiplist.Snapshot s = c.list.snapshot();
-        snaps.add(s);
-        sources.add(new MergeSources.CacheSource(s.iterator(), ks, new byte[0]));
-      }
-      MergeSources.addIndexSources(files, new byte[0], null, false, sources);
-      long n = 0;
-      try (MergingIterator merge = new MergingIterator(sources, true, null, 0)) {
-        sources = List.of(); // the merge closes them now
-        while (merge.next()) {
-          if (merge.current().expiry() == 0) n++; // keys written with an expiry are not counted
-        }
-      }
-      return n;
     } finally {
       for (MergingIterator.Source s : sources) s.close();
       for (io.basaltdb.internal.skiplist.Snapshot s : snaps) s.close();

@@ -493,7 +493,7 @@ public final class Flusher {
     boolean[] olderReported = new boolean[n];
     long[] stale = null; // (seqno, document size) pairs
     int staleCount = 0;
-    long staleBytes = 0, unreported = 0;
+    long unreported = 0;
     boolean[] known = null; // with counts: the entries whose version below is known (null: all)
     if (lookups && older.tables.isEmpty()) {
       Arrays.fill(olderReported, true); // nothing older exists
@@ -526,7 +526,6 @@ public final class Flusher {
           stale[2 * staleCount] = found.seqno[i];
           stale[2 * staleCount + 1] = found.size[i];
           staleCount++;
-          staleBytes += found.size[i];
           olderReported[i] = true;
         }
       }
@@ -564,11 +563,9 @@ public final class Flusher {
     if (lookups || counted) {
       for (KeyspaceFiles.Table t : written) stats.shadowed.flushed(t.fileNumber(), unreported);
       if (staleCount == 0) return null;
-      edit.addCounters(ks, Manifest.Counters.discarded(staleCount, staleBytes));
       // The stale versions become their segments' garbage and a level-0 delete list table in the
-      // flush's
-      // own commit, so a flush replayed after a crash reports them once.
-      DeleteList.writeLevel0(
+      // flush's own commit, so a flush replayed after a crash reports them once.
+      DeleteList.writeDiscarded(
           storage,
           tables,
           versionSet.nextFileNumber,
@@ -653,10 +650,7 @@ public final class Flusher {
     hashed.settle();
     edit.addCounters(ks, Manifest.Counters.flushed(n, docBytes));
     if (staleCount == 0) return null;
-    long staleBytes = 0;
-    for (int i = 0; i < staleCount; i++) staleBytes += stale[2 * i + 1];
-    edit.addCounters(ks, Manifest.Counters.discarded(staleCount, staleBytes));
-    DeleteList.writeLevel0(
+    DeleteList.writeDiscarded(
         storage,
         tables,
         versionSet.nextFileNumber,

@@ -8,7 +8,6 @@ import io.basaltdb.internal.engine.hashed.HashedIndexes;
 import io.basaltdb.internal.engine.hashed.TrieImage;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.FileNames;
-import io.basaltdb.internal.engine.version.Manifest;
 import io.basaltdb.internal.engine.version.TableCache;
 import io.basaltdb.internal.engine.version.VersionEdit;
 import io.basaltdb.internal.engine.version.VersionSet;
@@ -96,12 +95,9 @@ final class TrieCheckpoints {
           stats.indexBytesWritten.add(storage.size(temp));
           if (count > 0) {
             VersionEdit edit = new VersionEdit();
-            long bytes = 0, newest = 0;
-            for (int i = 0; i < count; i++) {
-              bytes += pending[2 * i + 1];
-              newest = Math.max(newest, pending[2 * i]);
-            }
-            DeleteList.writeLevel0(
+            long newest = 0;
+            for (int i = 0; i < count; i++) newest = Math.max(newest, pending[2 * i]);
+            DeleteList.writeDiscarded(
                 storage,
                 tables,
                 versionSet.nextFileNumber,
@@ -111,7 +107,6 @@ final class TrieCheckpoints {
                 count,
                 edit,
                 stats.deleteListBytesWritten);
-            edit.addCounters(ks, Manifest.Counters.discarded(count, bytes));
             edit.purged(ks, newest);
             versionSet.logAndApply(edit);
           }
