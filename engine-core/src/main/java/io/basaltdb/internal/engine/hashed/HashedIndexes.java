@@ -13,7 +13,6 @@ import io.basaltdb.internal.sstable.KeyRecord;
 import io.basaltdb.internal.storage.Storage;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongConsumer;
 
 /**
@@ -26,11 +25,10 @@ import java.util.function.LongConsumer;
  */
 public final class HashedIndexes implements AutoCloseable {
   private final MemoryQuota quota;
-  private final Map<Integer, HashedIndex> byKeyspace = new ConcurrentHashMap<>();
 
   /**
-   * The same indexes by keyspace id, for {@link #of} on every get of every keyspace (no boxing, no
-   * hashing); replaced whole under this object's monitor, read racily.
+   * The indexes by keyspace id (null: not hashed), for {@link #of} on every get of every keyspace
+   * (no boxing, no hashing); replaced whole under this object's monitor, read racily.
    */
   private volatile HashedIndex[] byId = new HashedIndex[0];
 
@@ -54,17 +52,23 @@ public final class HashedIndexes implements AutoCloseable {
     return ks >= 0 && ks < a.length ? a[ks] : null;
   }
 
-  /** Rebuilds {@link #byId} from {@link #byKeyspace}. Under the monitor. */
-  private void republish() {
-    int max = -1;
-    for (int k : byKeyspace.keySet()) max = Math.max(max, k);
-    HashedIndex[] a = new HashedIndex[max + 1];
-    for (Map.Entry<Integer, HashedIndex> e : byKeyspace.entrySet()) a[e.getKey()] = e.getValue();
+  /** Puts {@code idx} (null: none) at {@code ks} in a copy of {@link #byId}. Under the monitor. */
+  private void publish(int ks, HashedIndex idx) {
+    HashedIndex[] a = java.util.Arrays.copyOf(byId, Math.max(byId.length, ks + 1));
+    a[ks] = idx;
     byId = a; // volatile publish
   }
 
+  /** The indexes, for a pass over every hashed keyspace (images at close, stats). */
+  public List<HashedIndex> all() {
+    List<HashedIndex> out = new java.util.ArrayList<>();
+    for (HashedIndex idx : byId) if (idx != null) out.add(idx);
+    return out;
+  }
+
   public boolean isEmpty() {
-    return byKeyspace.isEmpty();
+    for (HashedIndex idx : byId) if (idx != null) return false;
+    return true;
   }
 
   /** Snapshot seqnos registered with every index, and how many snapshots hold each. */
@@ -81,8 +85,7 @@ public final class HashedIndexes implements AutoCloseable {
     for (Map.Entry<Long, Integer> e : snapshots.entrySet()) {
       for (int i = 0; i < e.getValue(); i++) idx.register(e.getKey());
     }
-    byKeyspace.put(ks, idx);
-    republish();
+    publish(ks, idx);
     return idx;
   }
 
@@ -92,7 +95,7 @@ public final class HashedIndexes implements AutoCloseable {
    */
   public synchronized boolean register(long seqno) {
     java.util.List<HashedIndex> done = new java.util.ArrayList<>();
-    for (HashedIndex idx : byKeyspace.values()) {
+    for (HashedIndex idx : all()) {
       if (!idx.register(seqno)) {
         for (HashedIndex d : done) d.unregister(seqno);
         return false;
@@ -105,32 +108,27 @@ public final class HashedIndexes implements AutoCloseable {
 
   public synchronized void unregister(long seqno) {
     snapshots.computeIfPresent(seqno, (s, n) -> n == 1 ? null : n - 1);
-    for (HashedIndex idx : byKeyspace.values()) idx.unregister(seqno);
-  }
-
-  /** The indexes, for a pass over every hashed keyspace (images at close). */
-  public java.util.Collection<HashedIndex> all() {
-    return byKeyspace.values();
+    for (HashedIndex idx : all()) idx.unregister(seqno);
   }
 
   /** Forgets a dropped keyspace's index and frees it once its readers have left. */
   public synchronized void drop(int ks) {
-    HashedIndex idx = byKeyspace.remove(ks);
-    republish();
+    HashedIndex idx = of(ks);
+    if (idx != null) publish(ks, null);
     if (idx != null) idx.close();
   }
 
   /** Bytes the tries' records and nodes take. */
   public long bytes() {
     long b = 0;
-    for (HashedIndex idx : byKeyspace.values()) b += idx.trie().bytes();
+    for (HashedIndex idx : all()) b += idx.trie().bytes();
     return b;
   }
 
   /** Bytes of the tries' nodes alone (their child tables). */
   public long nodeBytes() {
     long b = 0;
-    for (HashedIndex idx : byKeyspace.values()) b += idx.trie().nodeBytes();
+    for (HashedIndex idx : all()) b += idx.trie().nodeBytes();
     return b;
   }
 
@@ -233,6 +231,6 @@ public final class HashedIndexes implements AutoCloseable {
 
   @Override
   public void close() {
-    for (int ks : byKeyspace.keySet()) drop(ks);
+    for (HashedIndex idx : all()) drop(idx.keyspace());
   }
 }

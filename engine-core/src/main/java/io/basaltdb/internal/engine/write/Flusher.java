@@ -565,18 +565,7 @@ public final class Flusher {
       if (staleCount == 0) return null;
       // The stale versions become their segments' garbage and a level-0 delete list table in the
       // flush's own commit, so a flush replayed after a crash reports them once.
-      DeleteList.writeDiscarded(
-          storage,
-          tables,
-          versionSet.nextFileNumber,
-          options,
-          ks,
-          stale,
-          staleCount,
-          edit,
-          stats.deleteListBytesWritten);
-      stats.flushStaleReported.add(staleCount);
-      return new Reported(ks, stale, staleCount);
+      return reportStale(ks, stale, staleCount, edit);
     }
     if (options.bloomBitsPerKey() > 0 && !older.tables.isEmpty()) {
       // A systematic sample of the sorted records from a random start: each record is probed in one
@@ -650,6 +639,14 @@ public final class Flusher {
     hashed.settle();
     edit.addCounters(ks, Manifest.Counters.flushed(n, docBytes));
     if (staleCount == 0) return null;
+    return reportStale(ks, stale, staleCount, edit);
+  }
+
+  /**
+   * Makes the {@code count} (seqno, size) pairs of {@code stale}, versions this flush found
+   * superseded, garbage in its commit: a level-0 delete list table and the discarded counters.
+   */
+  private Reported reportStale(int ks, long[] stale, int count, VersionEdit edit) {
     DeleteList.writeDiscarded(
         storage,
         tables,
@@ -657,11 +654,11 @@ public final class Flusher {
         options,
         ks,
         stale,
-        staleCount,
+        count,
         edit,
         stats.deleteListBytesWritten);
-    stats.flushStaleReported.add(staleCount);
-    return new Reported(ks, stale, staleCount);
+    stats.flushStaleReported.add(count);
+    return new Reported(ks, stale, count);
   }
 
   /**
