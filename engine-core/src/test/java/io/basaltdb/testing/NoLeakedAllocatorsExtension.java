@@ -15,21 +15,26 @@ public final class NoLeakedAllocatorsExtension implements BeforeAllCallback, Aft
   private static final ExtensionContext.Namespace NS =
       ExtensionContext.Namespace.create(NoLeakedAllocatorsExtension.class);
 
+  /** Allocators and lazy-trie spaces open. */
+  private static int open() {
+    return SlabAllocator.openAllocators() + io.basaltdb.internal.hashindex.TrieSpace.openSpaces();
+  }
+
   @Override
   public void beforeAll(ExtensionContext context) {
-    context.getStore(NS).put("open", SlabAllocator.openAllocators());
+    context.getStore(NS).put("open", open());
   }
 
   @Override
   public void afterAll(ExtensionContext context) {
     int before = context.getStore(NS).get("open", Integer.class);
-    int after = SlabAllocator.openAllocators();
+    int after = open();
     if (after > before) {
       throw new AssertionError(
           context.getDisplayName()
               + " left "
               + (after - before)
-              + " off-heap allocator(s) open: close every SkipList/allocator a test creates");
+              + " off-heap allocator(s) or trie space(s) open: close every SkipList/allocator/trie a test creates");
     }
   }
 }

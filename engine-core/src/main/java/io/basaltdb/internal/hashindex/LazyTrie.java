@@ -4,10 +4,10 @@ import io.basaltdb.ClosedException;
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.internal.memory.Mem;
 import io.basaltdb.internal.memory.MemoryQuota;
-import io.basaltdb.internal.memory.SlabAllocator;
 import io.basaltdb.internal.skiplist.AccessBarrier;
 import io.basaltdb.internal.sstable.KeyRecord;
 import java.util.ArrayDeque;
+import java.util.BitSet;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -34,6 +34,13 @@ import java.util.function.Consumer;
  * unlinked, and they are freed (on the writer's thread) only once that session and every older one
  * have terminated. So a freed block is reused only when no reader can reach it.
  *
+ * <h2>Memory</h2>
+ *
+ * Nodes and lists live in a {@link TrieSpace}: slots hold logical offsets, so the writer can write
+ * the space's dirty pages to a checkpoint and an open can load them back ({@link #beginLoad}). A
+ * reader loads the space's base once per get, inside its barrier session; when the space grows, the
+ * old block is retired like any other, so it stays readable until those readers leave.
+ *
  * <h2>Invariants</h2>
  *
  * <ol>
@@ -44,7 +51,7 @@ import java.util.function.Consumer;
  *       (paths are minimal; seed 004 section 2.2 allows single-child chains of nodes).
  *   <li>Within a list records are sorted by hash, then key; no key appears twice in the trie.
  *   <li>A block is either reachable from the root, retired and waiting for its barrier session, or
- *       free in the allocator: never two of these.
+ *       free in the space: never two of these. Reachable blocks do not overlap.
  * </ol>
  */
 public final class LazyTrie implements AutoCloseable {
@@ -67,7 +74,7 @@ public final class LazyTrie implements AutoCloseable {
   private final int sluggishness;
   private final long nodeBytes;
   private final KeyHasher hasher;
-  private final SlabAllocator alloc;
+  private final TrieSpace space;
   private final AccessBarrier barrier;
   private final long root;
 
@@ -112,9 +119,14 @@ public final class LazyTrie implements AutoCloseable {
     this.sluggishness = sluggishness;
     this.nodeBytes = NODE_HEADER + 8L * branching;
     this.hasher = hasher;
-    this.alloc = new SlabAllocator(name, quota, SlabAllocator.DEFAULT_CHUNK_SIZE);
     this.barrier = new AccessBarrier(terminated::offer);
+    this.space = new TrieSpace(quota, name, (address, bytes) -> retire(address, -bytes));
     this.root = newNode();
+    if (root != TrieSpace.FIRST) throw new IllegalStateException("root at " + root);
+  }
+
+  public KeyHasher hasher() {
+    return hasher;
   }
 
   public long hash(byte[] key) {
@@ -125,8 +137,20 @@ public final class LazyTrie implements AutoCloseable {
     return (int) (hash >>> (64 - bits * (depth + 1))) & (branching - 1);
   }
 
+  /** The offset of child slot {@code c} of the node at offset {@code node}. */
   private long slot(long node, int c) {
     return node + NODE_HEADER + 8L * c;
+  }
+
+  /** The writer's address of offset {@code off}: recomputed after every allocation (growth). */
+  private long a(long off) {
+    return space.base() + off;
+  }
+
+  /** Stores a slot with release semantics (the child is complete before it is reachable). */
+  private void store(long slotOff, long v) {
+    Mem.soLong(a(slotOff), v);
+    space.markDirty(slotOff, 8);
   }
 
   // ---- reads
@@ -147,13 +171,14 @@ public final class LazyTrie implements AutoCloseable {
     AccessBarrier.Session s = barrier.enter();
     try {
       if (closed) throw new ClosedException("lazy-trie is closed");
+      long b = space.base(); // once: offsets stay valid, and this block stays while we are inside
       long node = root;
       for (int depth = 0; ; depth++) {
         // acquire: pairs with the writer's release store, so the child is seen fully built
-        long v = Mem.lvLong(slot(node, charAt(hash, depth)));
+        long v = Mem.lvLong(b + slot(node, charAt(hash, depth)));
         if (v == 0) return false;
         if ((v & NODE_TAG) == 0) {
-          long rec = TrieList.find(v, hash, key);
+          long rec = TrieList.find(b + v, hash, key);
           if (rec == 0) return false;
           TrieList.read(rec, key, out);
           return true;
@@ -167,6 +192,8 @@ public final class LazyTrie implements AutoCloseable {
 
   // ---- writes (the writer's thread only)
   // -------------------------------------------------------------
+  // Locals hold offsets; an address (a(...)) is taken after the last allocation before its use,
+  // since an allocation may move the space.
 
   /**
    * Inserts or replaces the record of {@code key}. Returns true and fills {@code old} (when not
@@ -181,14 +208,14 @@ public final class LazyTrie implements AutoCloseable {
     int depth = 0;
     while (true) {
       long slot = slot(node, charAt(hash, depth));
-      long v = Mem.lpLong(slot); // the writer's own earlier stores
+      long v = Mem.lpLong(a(slot)); // the writer's own earlier stores
       if (v == 0) {
-        long list = newList(TrieList.HEADER_SIZE + TrieList.recordSize(key.length));
-        long end =
-            TrieList.writeRecord(
-                TrieList.first(list), hash, key, seqno, docSize, hint, expiry, flags);
-        TrieList.writeHeader(list, 1, 1, (int) (end - list));
-        Mem.soLong(slot, list); // release: the list is complete before it is reachable
+        int size = TrieList.HEADER_SIZE + TrieList.recordSize(key.length);
+        long list = newList(size);
+        long la = a(list);
+        TrieList.writeRecord(TrieList.first(la), hash, key, seqno, docSize, hint, expiry, flags);
+        TrieList.writeHeader(la, 1, 1, size);
+        store(slot, list);
         addChildren(node, 1);
         records++;
         return false;
@@ -214,8 +241,9 @@ public final class LazyTrie implements AutoCloseable {
       long expiry,
       int flags,
       KeyRecord old) {
-    long end = TrieList.end(list);
-    long at = TrieList.first(list);
+    long la = a(list);
+    long end = TrieList.end(la);
+    long at = TrieList.first(la);
     long found = 0;
     for (; at < end; at = TrieList.next(at)) {
       int c = TrieList.compare(hash, key, at);
@@ -225,66 +253,69 @@ public final class LazyTrie implements AutoCloseable {
       }
       if (c < 0) break;
     }
-    long after = found != 0 ? TrieList.next(found) : at;
-    int count = TrieList.count(list) + (found != 0 ? 0 : 1);
-    int size = (int) (at - list) + TrieList.recordSize(key.length) + (int) (end - after);
-    long fresh = newList(size);
-    Mem.copyMemory(
-        list + TrieList.HEADER_SIZE,
-        fresh + TrieList.HEADER_SIZE,
-        at - list - TrieList.HEADER_SIZE);
-    long w =
-        TrieList.writeRecord(fresh + (at - list), hash, key, seqno, docSize, hint, expiry, flags);
-    Mem.copyMemory(after, w, end - after);
-    int distinct = TrieList.distinctIn(TrieList.first(fresh), fresh + size);
-    TrieList.writeHeader(fresh, count, distinct, size);
     if (found != 0 && old != null) TrieList.read(found, TrieList.keyOf(found), old);
+    // relative to the list, since the allocation below may move the space
+    long atRel = at - la, endRel = end - la;
+    long afterRel = (found != 0 ? TrieList.next(found) : at) - la;
+    int count = TrieList.count(la) + (found != 0 ? 0 : 1);
+    int size = (int) atRel + TrieList.recordSize(key.length) + (int) (endRel - afterRel);
+    long fresh = newList(size);
+    la = a(list);
+    long fa = a(fresh);
+    Mem.copyMemory(
+        la + TrieList.HEADER_SIZE, fa + TrieList.HEADER_SIZE, atRel - TrieList.HEADER_SIZE);
+    long w = TrieList.writeRecord(fa + atRel, hash, key, seqno, docSize, hint, expiry, flags);
+    Mem.copyMemory(la + afterRel, w, endRel - afterRel);
+    int distinct = TrieList.distinctIn(TrieList.first(fa), fa + size);
+    TrieList.writeHeader(fa, count, distinct, size);
     long replacement = fresh;
     if (distinct > sluggishness && depth < maxDepth - 1) {
-      replacement = split(fresh, TrieList.first(fresh), TrieList.end(fresh), depth + 1);
-      freeUnpublished(fresh);
+      replacement = split(fresh + TrieList.HEADER_SIZE, fresh + size, depth + 1);
+      freeUnpublished(fresh, size);
     }
-    Mem.soLong(
-        slot, replacement); // release: the list or subtree is complete before it is reachable
+    store(slot, replacement); // release: the list or subtree is complete before it is reachable
     retireList(list);
     if (found == 0) records++;
     return found != 0;
   }
 
   /**
-   * Builds a node at {@code depth} holding the records {@code [from, to)} of an unpublished list,
-   * grouped by hash character {@code depth}; groups of more than s hashes become nodes in turn.
-   * Returns the tagged node.
+   * Builds a node at {@code depth} holding the records at offsets {@code [from, to)} of an
+   * unpublished list, grouped by hash character {@code depth}; groups of more than s hashes become
+   * nodes in turn. Returns the tagged node.
    */
-  private long split(long source, long from, long to, int depth) {
+  private long split(long from, long to, int depth) {
     long node = newNode();
     int children = 0;
     long r = from;
     while (r < to) {
-      int c = charAt(TrieList.hash(r), depth);
+      int c = charAt(TrieList.hash(a(r)), depth);
       long runEnd = r;
-      while (runEnd < to && charAt(TrieList.hash(runEnd), depth) == c)
-        runEnd = TrieList.next(runEnd);
-      int distinct = TrieList.distinctIn(r, runEnd);
+      while (runEnd < to && charAt(TrieList.hash(a(runEnd)), depth) == c) {
+        runEnd += TrieList.recordSize(TrieList.keyLength(a(runEnd)));
+      }
+      int distinct = TrieList.distinctIn(a(r), a(runEnd));
       long child;
       if (distinct > sluggishness && depth < maxDepth - 1) {
-        child = split(source, r, runEnd, depth + 1);
+        child = split(r, runEnd, depth + 1);
       } else {
         child = listOf(r, runEnd, distinct);
       }
-      Mem.spLong(slot(node, c), child); // plain: the node is not reachable yet
+      Mem.spLong(a(slot(node, c)), child); // plain: the node is not reachable yet
+      space.markDirty(slot(node, c), 8);
       children++;
       r = runEnd;
     }
-    Mem.spInt(node + CHILDREN_OFFSET, children);
+    Mem.spInt(a(node + CHILDREN_OFFSET), children);
     return node | NODE_TAG;
   }
 
   private long listOf(long from, long to, int distinct) {
     int size = TrieList.HEADER_SIZE + (int) (to - from);
     long list = newList(size);
-    Mem.copyMemory(from, list + TrieList.HEADER_SIZE, to - from);
-    TrieList.writeHeader(list, TrieList.countIn(from, to), distinct, size);
+    long la = a(list);
+    Mem.copyMemory(a(from), la + TrieList.HEADER_SIZE, to - from);
+    TrieList.writeHeader(la, TrieList.countIn(a(from), a(to)), distinct, size);
     return list;
   }
 
@@ -300,33 +331,32 @@ public final class LazyTrie implements AutoCloseable {
     long v;
     while (true) {
       path[depth] = node;
-      v = Mem.lpLong(slot(node, charAt(hash, depth)));
+      v = Mem.lpLong(a(slot(node, charAt(hash, depth))));
       if (v == 0) return false;
       if ((v & NODE_TAG) == 0) break;
       node = v & ~NODE_TAG;
       depth++;
     }
-    long rec = TrieList.find(v, hash, key);
+    long va = a(v);
+    long rec = TrieList.find(va, hash, key);
     if (rec == 0) return false;
     if (old != null) TrieList.read(rec, TrieList.keyOf(rec), old);
     long slot = slot(node, charAt(hash, depth));
-    if (TrieList.count(v) == 1) {
-      Mem.soLong(slot, 0); // release, for symmetry; readers that still hold the list may read it
+    if (TrieList.count(va) == 1) {
+      store(slot, 0); // readers that still hold the list may read it
       addChildren(node, -1);
     } else {
-      long end = TrieList.end(v);
-      long after = TrieList.next(rec);
-      int size = TrieList.bytes(v) - (int) (after - rec);
+      long recRel = rec - va, afterRel = TrieList.next(rec) - va, endRel = TrieList.bytes(va);
+      int count = TrieList.count(va);
+      int size = (int) (endRel - (afterRel - recRel));
       long fresh = newList(size);
+      va = a(v);
+      long fa = a(fresh);
       Mem.copyMemory(
-          v + TrieList.HEADER_SIZE, fresh + TrieList.HEADER_SIZE, rec - v - TrieList.HEADER_SIZE);
-      Mem.copyMemory(after, fresh + (rec - v), end - after);
-      TrieList.writeHeader(
-          fresh,
-          TrieList.count(v) - 1,
-          TrieList.distinctIn(TrieList.first(fresh), fresh + size),
-          size);
-      Mem.soLong(slot, fresh); // release: the list is complete before it is reachable
+          va + TrieList.HEADER_SIZE, fa + TrieList.HEADER_SIZE, recRel - TrieList.HEADER_SIZE);
+      Mem.copyMemory(va + afterRel, fa + recRel, endRel - afterRel);
+      TrieList.writeHeader(fa, count - 1, TrieList.distinctIn(TrieList.first(fa), fa + size), size);
+      store(slot, fresh); // release: the list is complete before it is reachable
     }
     retireList(v);
     records--;
@@ -339,14 +369,14 @@ public final class LazyTrie implements AutoCloseable {
     for (int d = depth; d > 0; d--) {
       long node = path[d];
       long parentSlot = slot(path[d - 1], charAt(hash, d - 1));
-      int children = Mem.lpInt(node + CHILDREN_OFFSET);
+      int children = Mem.lpInt(a(node + CHILDREN_OFFSET));
       if (children == 0) {
-        Mem.soLong(parentSlot, 0);
+        store(parentSlot, 0);
         addChildren(path[d - 1], -1);
       } else if (children == 1) {
         long only = onlyChild(node);
-        if ((only & NODE_TAG) != 0 || TrieList.distinct(only) > sluggishness) return;
-        Mem.soLong(parentSlot, only); // release: the list was published long ago; the slot is new
+        if ((only & NODE_TAG) != 0 || TrieList.distinct(a(only)) > sluggishness) return;
+        store(parentSlot, only); // release: the list was published long ago; the slot is new
       } else {
         return;
       }
@@ -357,53 +387,59 @@ public final class LazyTrie implements AutoCloseable {
 
   private long onlyChild(long node) {
     for (int c = 0; c < branching; c++) {
-      long v = Mem.lpLong(slot(node, c));
+      long v = Mem.lpLong(a(slot(node, c)));
       if (v != 0) return v;
     }
     throw new IllegalStateException("lazy-trie node counts a child it does not have");
   }
 
   private void addChildren(long node, int delta) {
-    Mem.spInt(node + CHILDREN_OFFSET, Mem.lpInt(node + CHILDREN_OFFSET) + delta);
+    long at = a(node + CHILDREN_OFFSET);
+    Mem.spInt(at, Mem.lpInt(at) + delta);
+    space.markDirty(node + CHILDREN_OFFSET, 4);
   }
 
   // ---- memory
   // ----------------------------------------------------------------------------------------
 
   private long newNode() {
-    long n = alloc.allocate(nodeBytes);
-    Mem.fill(n, nodeBytes, (byte) 0);
+    long n = space.allocate(nodeBytes);
+    Mem.fill(a(n), nodeBytes, (byte) 0);
     nodes++;
     return n;
   }
 
   private long newList(int size) {
-    long l = alloc.allocate(size);
+    long l = space.allocate(size);
     lists++;
     listBytes += size;
     return l;
   }
 
   /** Frees a list that was never reachable by a reader. */
-  private void freeUnpublished(long list) {
-    int size = TrieList.bytes(list);
+  private void freeUnpublished(long list, int size) {
     lists--;
     listBytes -= size;
-    alloc.free(list, size);
+    space.free(list, size);
   }
 
   private void retireList(long list) {
-    int size = TrieList.bytes(list);
+    int size = TrieList.bytes(a(list));
     lists--;
     listBytes -= size;
     retire(list, size);
   }
 
+  /**
+   * Hands a block to the next barrier session: a space block (offset, size), or with a negative
+   * size a whole old space block (address, -bytes) the space replaced when it grew.
+   */
   private void retire(long block, long size) {
     retired[retiredCount++] = block;
     retired[retiredCount++] = size;
-    pendingBlocks++;
-    if (retiredCount >= RETIRE_BATCH) publishRetired();
+    if (size > 0) pendingBlocks++;
+    // not from inside the space's growth (size < 0): the batch has room for that one pair
+    if (size > 0 && retiredCount >= RETIRE_BATCH) publishRetired();
   }
 
   /**
@@ -427,14 +463,63 @@ public final class LazyTrie implements AutoCloseable {
     }
     for (AccessBarrier.Session s; (s = freeable.remove(nextToFree)) != null; nextToFree++) {
       for (int i = 0; i < s.count; i += 2) {
-        alloc.free(s.batch[i], s.batch[i + 1]);
-        pendingBlocks--;
+        if (s.batch[i + 1] < 0) {
+          space.freeOld(s.batch[i], -s.batch[i + 1]);
+        } else {
+          space.free(s.batch[i], s.batch[i + 1]);
+          pendingBlocks--;
+        }
       }
     }
   }
 
   private void checkWritable() {
     if (closed) throw new ClosedException("lazy-trie is closed");
+  }
+
+  // ---- checkpoints
+  // -----------------------------------------------------------------------------------
+
+  /** The space the trie lives in: its dirty pages are what a checkpoint writes. */
+  public TrieSpace space() {
+    return space;
+  }
+
+  /**
+   * Starts loading a checkpoint into this empty trie (before any reader or write): the space
+   * becomes {@code top} bytes long, for the caller to fill with {@link TrieSpace#loadPage}, then
+   * {@link #finishLoad}.
+   */
+  public void beginLoad(long top) {
+    checkWritable();
+    if (records != 0 || lists != 0 || nodes != 1) {
+      throw new IllegalStateException("a checkpoint loads into an empty trie only");
+    }
+    space.resetForLoad(top);
+  }
+
+  /**
+   * Finishes a load: walks the loaded structure from the root, checking every bound and invariant,
+   * rebuilds the counts and the space's free blocks, and forgets the dirty marks (the space equals
+   * its checkpoint). The loaded trie must hold {@code expectRecords}.
+   *
+   * @throws IllegalStateException naming the first damage found; the trie must then be closed
+   */
+  public void finishLoad(long expectRecords) {
+    checkWritable();
+    Shape shape = new Shape();
+    BitSet used = new BitSet((int) (space.top() >>> 3));
+    walk(root, 0, 0, shape, used);
+    if (shape.records != expectRecords) {
+      throw new IllegalStateException(
+          "checkpoint holds " + shape.records + " records, its header says " + expectRecords);
+    }
+    records = shape.records;
+    nodes = shape.nodes;
+    lists = shape.lists;
+    listBytes = shape.listBytes;
+    space.rebuildFree(used, shape.nodes + shape.lists);
+    space.clearDirty();
   }
 
   // ---- introspection
@@ -471,9 +556,9 @@ public final class LazyTrie implements AutoCloseable {
     return lists;
   }
 
-  /** Bytes the trie's allocator holds from its quota, free blocks included. */
+  /** Bytes the trie's space holds from its quota, free blocks included. */
   public long reservedBytes() {
-    return alloc.reservedBytes();
+    return space.chargedBytes();
   }
 
   /** Retired blocks not yet freed. */
@@ -492,13 +577,14 @@ public final class LazyTrie implements AutoCloseable {
     while (!stack.isEmpty()) {
       long node = stack.pop();
       for (int c = 0; c < branching; c++) {
-        long v = Mem.lpLong(slot(node, c));
+        long v = Mem.lpLong(a(slot(node, c)));
         if (v == 0) continue;
         if ((v & NODE_TAG) != 0) {
           stack.push(v & ~NODE_TAG);
           continue;
         }
-        for (long r = TrieList.first(v), end = TrieList.end(v); r < end; r = TrieList.next(r)) {
+        long la = a(v);
+        for (long r = TrieList.first(la), end = TrieList.end(la); r < end; r = TrieList.next(r)) {
           KeyRecord out = new KeyRecord();
           TrieList.read(r, TrieList.keyOf(r), out);
           visitor.accept(out);
@@ -510,12 +596,14 @@ public final class LazyTrie implements AutoCloseable {
   /**
    * Checks every invariant of the class comment against the whole structure (the writer's thread,
    * or while no writer runs) and returns its shape; throws {@link IllegalStateException} naming the
-   * first violation.
+   * first violation. Reachable blocks must not overlap each other or a free block, and the space's
+   * live blocks must be the reachable ones plus those retired and not yet freed.
    */
   public Shape checkInvariants() {
     checkWritable();
     Shape shape = new Shape();
-    walk(root, 0, 0, shape);
+    BitSet used = new BitSet((int) (space.top() >>> 3));
+    walk(root, 0, 0, shape, used);
     if (shape.records != records || shape.nodes != nodes || shape.lists != lists) {
       throw new IllegalStateException(
           "lazy-trie counts "
@@ -527,39 +615,59 @@ public final class LazyTrie implements AutoCloseable {
               + " lists; the walk found "
               + shape);
     }
-    if (Mem.DEBUG) {
-      long live = Mem.liveBlocksOf(alloc);
-      if (live != shape.nodes + shape.lists + pendingBlocks) {
-        throw new IllegalStateException(
-            "allocator holds "
-                + live
-                + " live blocks; reachable "
-                + (shape.nodes + shape.lists)
-                + " + retired "
-                + pendingBlocks);
-      }
+    if (space.liveBlocks() != shape.nodes + shape.lists + pendingBlocks) {
+      throw new IllegalStateException(
+          "space holds "
+              + space.liveBlocks()
+              + " live blocks; reachable "
+              + (shape.nodes + shape.lists)
+              + " + retired "
+              + pendingBlocks);
     }
+    space.forEachFree(
+        (off, bytes) -> {
+          int g = (int) (off >>> 3);
+          int hit = used.nextSetBit(g);
+          if (hit >= 0 && hit < g + (int) (bytes >>> 3)) {
+            throw new IllegalStateException("free block at " + off + " overlaps a live one");
+          }
+        });
     return shape;
   }
 
-  private void walk(long node, int depth, long prefix, Shape shape) {
+  /** Claims {@code [off, off + size)} for one block in {@code used}, or throws if it cannot. */
+  private void claim(long off, long size, BitSet used, String what) {
+    long bytes = TrieSpace.blockSize(size);
+    if (off < TrieSpace.FIRST || (off & 7) != 0 || off + bytes > space.top()) {
+      throw new IllegalStateException(
+          what + " at " + off + " (" + bytes + " bytes) is off the space");
+    }
+    int g = (int) (off >>> 3), end = g + (int) (bytes >>> 3);
+    int hit = used.nextSetBit(g);
+    if (hit >= 0 && hit < end) throw new IllegalStateException(what + " at " + off + " overlaps");
+    used.set(g, end);
+  }
+
+  private void walk(long node, int depth, long prefix, Shape shape, BitSet used) {
+    if (depth >= maxDepth) throw new IllegalStateException("node below full depth");
+    claim(node, nodeBytes, used, "node");
     shape.nodes++;
     shape.maxDepth = Math.max(shape.maxDepth, depth);
     int children = 0;
     long onlyChild = 0;
     for (int c = 0; c < branching; c++) {
-      long v = Mem.lpLong(slot(node, c));
+      long v = Mem.lpLong(a(slot(node, c)));
       if (v == 0) continue;
       children++;
       onlyChild = v;
       long childPrefix = prefix | ((long) c << (64 - bits * (depth + 1)));
       if ((v & NODE_TAG) != 0) {
-        walk(v & ~NODE_TAG, depth + 1, childPrefix, shape);
+        walk(v & ~NODE_TAG, depth + 1, childPrefix, shape, used);
       } else {
-        checkList(v, depth, childPrefix, shape);
+        checkList(v, depth, childPrefix, shape, used);
       }
     }
-    if (children != Mem.lpInt(node + CHILDREN_OFFSET)) {
+    if (children != Mem.lpInt(a(node + CHILDREN_OFFSET))) {
       throw new IllegalStateException("node at depth " + depth + " miscounts its children");
     }
     if (depth > 0 && children == 0) {
@@ -568,21 +676,35 @@ public final class LazyTrie implements AutoCloseable {
     if (depth > 0
         && children == 1
         && (onlyChild & NODE_TAG) == 0
-        && TrieList.distinct(onlyChild) <= sluggishness) {
+        && TrieList.distinct(a(onlyChild)) <= sluggishness) {
       throw new IllegalStateException("node at depth " + depth + " should have merged");
     }
   }
 
-  private void checkList(long list, int depth, long prefix, Shape shape) {
+  private void checkList(long list, int depth, long prefix, Shape shape, BitSet used) {
+    if (list < TrieSpace.FIRST || list + TrieList.HEADER_SIZE > space.top()) {
+      throw new IllegalStateException("list at " + list + " is off the space");
+    }
+    int size = TrieList.bytes(a(list));
+    if (size < TrieList.HEADER_SIZE + TrieList.RECORD_HEADER_SIZE) {
+      throw new IllegalStateException("list at " + list + " of " + size + " bytes");
+    }
+    claim(list, size, used, "list");
     shape.lists++;
+    shape.listBytes += size;
     int usedBits = bits * (depth + 1);
     long mask = usedBits == 64 ? -1L : ~(-1L >>> usedBits);
     int count = 0;
     int distinct = 0;
     long prevHash = 0;
     byte[] prevKey = null;
-    long end = TrieList.end(list);
-    for (long r = TrieList.first(list); r < end; r = TrieList.next(r)) {
+    long la = a(list);
+    long end = la + size;
+    for (long r = TrieList.first(la); r < end; r = TrieList.next(r)) {
+      if (r + TrieList.RECORD_HEADER_SIZE > end
+          || r + TrieList.recordSize(TrieList.keyLength(r)) > end) {
+        throw new IllegalStateException("record overruns its list at depth " + depth);
+      }
       long h = TrieList.hash(r);
       byte[] k = TrieList.keyOf(r);
       if ((h & mask) != prefix) {
@@ -598,7 +720,7 @@ public final class LazyTrie implements AutoCloseable {
       prevHash = h;
       prevKey = k;
     }
-    if (count == 0 || count != TrieList.count(list) || distinct != TrieList.distinct(list)) {
+    if (count == 0 || count != TrieList.count(la) || distinct != TrieList.distinct(la)) {
       throw new IllegalStateException("list header disagrees with its records at depth " + depth);
     }
     if (distinct > sluggishness && depth < maxDepth - 1) {
@@ -613,6 +735,7 @@ public final class LazyTrie implements AutoCloseable {
   public static final class Shape {
     public long nodes;
     public long lists;
+    public long listBytes;
     public long records;
     public int maxDepth;
     public int maxListHashes;
@@ -627,7 +750,7 @@ public final class LazyTrie implements AutoCloseable {
   // -----------------------------------------------------------------------------------------
 
   /**
-   * Frees every block once the readers inside have left; later calls throw {@link ClosedException}.
+   * Frees the space once the readers inside have left; later calls throw {@link ClosedException}.
    * The writer's thread, once no writes are running.
    */
   @Override
@@ -641,17 +764,6 @@ public final class LazyTrie implements AutoCloseable {
       freeTerminated();
       if (nextToFree <= last) Thread.onSpinWait();
     }
-    freeAll(root);
-    alloc.close();
-  }
-
-  private void freeAll(long node) {
-    for (int c = 0; c < branching; c++) {
-      long v = Mem.lpLong(slot(node, c));
-      if (v == 0) continue;
-      if ((v & NODE_TAG) != 0) freeAll(v & ~NODE_TAG);
-      else alloc.free(v, TrieList.bytes(v));
-    }
-    alloc.free(node, nodeBytes);
+    space.close();
   }
 }

@@ -62,7 +62,7 @@ public final class MemoryQuota {
    *
    * @throws MemoryLimitException if the quota does not have them
    */
-  void reserve(long bytes, String allocator) {
+  public void reserve(long bytes, String allocator) {
     long r;
     do {
       r = reserved.get();
@@ -83,7 +83,8 @@ public final class MemoryQuota {
     } while (!reserved.compareAndSet(r, r + bytes));
   }
 
-  void release(long bytes) {
+  /** Gives back bytes {@link #reserve} took. */
+  public void release(long bytes) {
     reserved.addAndGet(-bytes);
   }
 }

@@ -66,6 +66,7 @@ class LazyTrieTest {
     Random rnd = new Random(seed);
     int keySpace = hash.equals("constant") || hash.equals("two") ? 300 : 20_000;
     Map<ByteBuffer, Val> model = new HashMap<>();
+    Map<Long, byte[]> file = new HashMap<>(); // the checkpoint's pages, written incrementally
     try (LazyTrie trie = new LazyTrie(b, s, hasher(hash), QUOTA, "trie-test")) {
       KeyRecord out = new KeyRecord();
       long seqno = 0;
@@ -108,6 +109,7 @@ class LazyTrieTest {
         if (op % 50_000 == 0) {
           trie.publishRetired();
           check(trie, model, where);
+          checkpointAndLoad(trie, file, model, where + " op=" + op);
         }
       }
       trie.publishRetired();
@@ -116,10 +118,43 @@ class LazyTrieTest {
         assertTrue(trie.delete(k.array(), null), where);
       }
       trie.publishRetired();
+      checkpointAndLoad(trie, file, new HashMap<>(), where + " emptied");
       LazyTrie.Shape empty = trie.checkInvariants();
       assertEquals(0, empty.records, where);
       assertEquals(1, empty.nodes, "every node but the root merged away: " + where);
       assertEquals(0, trie.size(), where);
+    }
+  }
+
+  /**
+   * Writes the trie's dirty pages over {@code file} (what a checkpoint writes in place), then loads
+   * a second trie from the file alone and checks it against the model: every page the first trie
+   * changed since the last checkpoint must have been marked dirty, or the load differs.
+   */
+  static void checkpointAndLoad(
+      LazyTrie trie, Map<Long, byte[]> file, Map<ByteBuffer, Val> model, String where) {
+    TrieSpace space = trie.space();
+    for (long p : space.dirtyPages()) {
+      byte[] page = new byte[TrieSpace.PAGE];
+      space.copyPage(p, page, 0);
+      file.put(p, page);
+    }
+    space.clearDirty();
+    try (LazyTrie loaded =
+        new LazyTrie(trie.branching(), trie.sluggishness(), trie.hasher(), QUOTA, "trie-load")) {
+      loaded.beginLoad(space.top());
+      for (long p = 0; p < space.pages(); p++) {
+        loaded.space().loadPage(p, file.get(p), 0);
+      }
+      loaded.finishLoad(model.size());
+      check(loaded, model, where + " (loaded from its checkpoint pages)");
+      assertEquals(0, loaded.space().dirtyCount(), where);
+      // the loaded trie keeps working: its free blocks are reused, nothing overlaps
+      byte[] k = key(12345, new Random(1));
+      loaded.put(k, 1, 1, 1, 0, 0, null);
+      loaded.delete(k, null);
+      loaded.publishRetired();
+      loaded.checkInvariants();
     }
   }
 
@@ -199,6 +234,37 @@ class LazyTrieTest {
       shape = trie.checkInvariants();
       assertEquals(0, shape.maxDepth, "one hash left: the path collapsed into the root");
       assertEquals(1, shape.nodes);
+    }
+  }
+
+  /** A damaged checkpoint page is reported by the load's walk; it never crashes the JVM. */
+  @Test
+  void damagedCheckpoint_isReported() {
+    Map<Long, byte[]> file = new HashMap<>();
+    Map<ByteBuffer, Val> model = new HashMap<>();
+    try (LazyTrie trie = new LazyTrie(16, 2, hasher("xxh64"), QUOTA, "trie-test")) {
+      Random rnd = new Random(9);
+      for (int i = 0; i < 2000; i++) {
+        byte[] k = key(i, rnd);
+        trie.put(k, i + 1, 10, 0, 0, 0, null);
+        model.put(ByteBuffer.wrap(k), new Val(i + 1, 10, 0, 0, 0));
+      }
+      checkpointAndLoad(trie, file, model, "intact");
+      long top = trie.space().top();
+      for (long bad : new long[] {top + 64, 4, -8 & ~1L, TrieSpace.FIRST | 1}) {
+        byte[] page0 = file.get(0L).clone();
+        // the root's first child slot (root at FIRST, slots after its 8-byte header)
+        ByteBuffer.wrap(page0)
+            .order(java.nio.ByteOrder.nativeOrder())
+            .putLong((int) TrieSpace.FIRST + 8, bad);
+        try (LazyTrie loaded = new LazyTrie(16, 2, hasher("xxh64"), QUOTA, "trie-load")) {
+          loaded.beginLoad(top);
+          for (long p = 0; p < trie.space().pages(); p++) {
+            loaded.space().loadPage(p, p == 0 ? page0 : file.get(p), 0);
+          }
+          assertThrows(IllegalStateException.class, () -> loaded.finishLoad(model.size()));
+        }
+      }
     }
   }
 
