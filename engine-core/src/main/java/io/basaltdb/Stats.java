@@ -15,7 +15,8 @@ import java.util.Map;
  *       {@code walSyncs}, {@code walSkippedBatches} and {@code walSkippedBytes} (batches that
  *       skipped the WAL, {@link Options#walSkipBytes}, and the WAL bytes they would have taken),
  *       {@code segmentBytesWritten}, {@code indexBytesWritten} (key index tables; a hashed
- *       keyspace's trie images), {@code manifestBytesWritten}; see {@link #writeAmplification()};
+ *       keyspace's trie checkpoints), {@code manifestBytesWritten}; see {@link
+ *       #writeAmplification()};
  *   <li>{@code flushes}; {@code stalls} and {@code stallNanos} (writers blocked because the write
  *       cache was full while the previous one was still flushing), {@code slowdowns} and {@code
  *       slowdownNanos} (writers delayed 1 ms because it was three quarters full);
@@ -126,9 +127,11 @@ import java.util.Map;
  *   <li>hashed keyspaces ({@link KeyspaceOptions.Kind#HASHED}): gauges {@code hashedIndexBytes}
  *       (their lazy-tries' records and nodes, off the heap, taken from {@code blockCacheCapacity})
  *       and {@code hashedIndexNodeBytes} (of which the nodes' child tables); counters {@code
- *       trieImages} (images written), {@code trieImageFailures} (images a storage error stopped),
- *       {@code trieImageRecordsLoaded} and {@code trieLogBytesReplayed} (what the open loaded from
- *       images, and replayed from the log after them);
+ *       trieCheckpoints} (checkpoints written), {@code trieCheckpointPages} (the dirty pages they
+ *       wrote, each twice), {@code trieCheckpointFailures} (checkpoints a storage error stopped),
+ *       {@code trieDoubleWritesApplied} (checkpoints an open completed from their double-write
+ *       file), {@code trieCheckpointRecordsLoaded} and {@code trieLogBytesReplayed} (what the open
+ *       loaded from checkpoints, and replayed from the log after them);
  *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.
  * </ul>
  *

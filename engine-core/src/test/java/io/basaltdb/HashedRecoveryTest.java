@@ -15,10 +15,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * How a hashed keyspace's trie comes back (issue 39, item 3): from the image written at close, from
- * an image and the log after it, from the whole log when no image may be used (none, a damaged one,
- * a rollback, a backup), across crashes at every storage operation of a flush that writes an image,
- * and over segments garbage collection rewrote.
+ * How a hashed keyspace's trie comes back (issue 39, item 3): from the checkpoint written at close,
+ * from a checkpoint and the log after it, from the whole log when no checkpoint may be used (none,
+ * a damaged one, a rollback, a backup), across crashes at every storage operation of a flush that
+ * writes a checkpoint, and over segments garbage collection rewrote.
  */
 @ExtendWith({NoLeakedAllocatorsExtension.class, QuietTime.Short.class})
 class HashedRecoveryTest {
@@ -65,61 +65,63 @@ class HashedRecoveryTest {
   }
 
   @Test
-  void imageAtClose_isLoaded_andNothingIsReplayed() {
+  void checkpointAtClose_isLoaded_andNothingIsReplayed() {
     MemStorage storage = new MemStorage(1);
     Map<Integer, byte[]> model = new HashMap<>();
     try (Basalt db = Basalt.open(storage, options())) {
       write(db.createKeyspace("h", HASHED), model, new Random(1), 20_000, 5000);
-      db.flush(); // close writes no write cache: the image then holds every write
+      db.flush(); // close writes no write cache: the checkpoint then holds every write
     }
     try (Basalt db = Basalt.open(storage, options())) {
       Stats st = db.stats();
-      assertEquals(model.size(), st.get("trieImageRecordsLoaded"), st.toString());
+      assertEquals(model.size(), st.get("trieCheckpointRecordsLoaded"), st.toString());
       assertEquals(0, st.get("trieLogBytesReplayed"), st.toString());
       assertTrue(st.get("hashedIndexBytes") > 0, st.toString());
-      check(db.keyspace("h"), model, 5000, "after the image");
+      check(db.keyspace("h"), model, 5000, "after the checkpoint");
     }
   }
 
-  /** Deletions flushed after the last image leave it usable: the open loads it, then replays. */
+  /**
+   * Deletions flushed after the last checkpoint leave it usable: the open loads it, then replays.
+   */
   @Test
-  void deletionsAfterTheImage_leaveItUsable() {
+  void deletionsAfterTheCheckpoint_leaveItUsable() {
     MemStorage storage = new MemStorage(3);
     Map<Integer, byte[]> model = new HashMap<>();
     Options o = options().syncMode(SyncMode.SYNC);
     try (Basalt db = Basalt.open(storage, o)) {
       Keyspace ks = db.createKeyspace("h", HASHED);
-      write(ks, model, new Random(3), 3000, 2000); // past trieCheckpointBytes: an image
+      write(ks, model, new Random(3), 3000, 2000); // past trieCheckpointBytes: a checkpoint
       db.flush();
       for (int k = 0; k < 50; k++) {
         ks.delete(key(k));
         model.remove(k);
       }
-      db.flush(); // a flush of deletions alone: no image
+      db.flush(); // a flush of deletions alone: no checkpoint
       storage.crash(MemStorage.CrashMode.RANDOM);
     } catch (StorageException e) {
       // closing after the crash
     }
     try (Basalt db = Basalt.open(storage, o)) {
-      assertTrue(db.stats().get("trieImageRecordsLoaded") > 0, db.stats().toString());
-      check(db.keyspace("h"), model, 2000, "image, then the deletions replayed");
+      assertTrue(db.stats().get("trieCheckpointRecordsLoaded") > 0, db.stats().toString());
+      check(db.keyspace("h"), model, 2000, "checkpoint, then the deletions replayed");
     }
   }
 
   @Test
-  void damagedImage_isSetAside_andTheWholeLogReplayed() {
+  void damagedCheckpoint_isSetAside_andTheWholeLogReplayed() {
     MemStorage storage = new MemStorage(2);
     Map<Integer, byte[]> model = new HashMap<>();
     try (Basalt db = Basalt.open(storage, options())) {
       write(db.createKeyspace("h", HASHED), model, new Random(2), 5000, 2000);
     }
-    String image = null;
-    for (String n : storage.snapshot().keySet()) if (n.endsWith(".img")) image = n;
-    assertTrue(image != null, "an image was written at close");
-    storage.flipByte(image, 100);
+    String space = null;
+    for (String n : storage.snapshot().keySet()) if (n.endsWith("/trie/space")) space = n;
+    assertTrue(space != null, "a checkpoint was written at close");
+    storage.flipByte(space, 3 * 4096 + 100); // inside page 2
     try (Basalt db = Basalt.open(storage, options())) {
       Stats st = db.stats();
-      assertEquals(0, st.get("trieImageRecordsLoaded"), st.toString());
+      assertEquals(0, st.get("trieCheckpointRecordsLoaded"), st.toString());
       assertTrue(st.get("trieLogBytesReplayed") > 0, st.toString());
       check(db.keyspace("h"), model, 2000, "after the log replay");
     }
@@ -127,44 +129,71 @@ class HashedRecoveryTest {
 
   /**
    * Every write is synced before it returns, so after a crash at any storage operation of a flush
-   * that writes an image (the documents, the delete list, the commit, the image, the commit that
-   * makes its tombstones garbage, the rename) the keyspace holds exactly what was written.
+   * and the close that checkpoints after it (the documents, the delete list, the commit, the
+   * double-write file, the commit that makes the tombstones garbage, the pages in place, the
+   * double-write file's deletion) the keyspace holds exactly what was written.
    */
   @Test
-  void crashAtEveryMutation_ofAFlushThatWritesAnImage() {
+  void crashAtEveryMutation_ofAFlushAndACheckpoint() {
     long seed = Long.getLong("basalt.test.seed", new Random().nextLong());
-    long mutations = -1;
-    for (int point = 0; mutations < 0 || point <= mutations; point++) {
+    // checkpoints only at close, so the one under test is the close's
+    Options o = options().syncMode(SyncMode.SYNC).trieCheckpointBytes(1L << 30);
+    MemStorage whole = new MemStorage(seed);
+    long mutations = flushAndClose(whole, new HashMap<>(), o, -1);
+    assertTrue(
+        whole.snapshot().keySet().stream().noneMatch(n -> n.endsWith("double-write")),
+        "a finished checkpoint leaves no double-write file");
+    int applied = 0, loaded = 0;
+    for (int point = 0; point < mutations; point++) {
       MemStorage storage = new MemStorage(seed + point);
       Map<Integer, byte[]> model = new HashMap<>();
-      Options o = options().syncMode(SyncMode.SYNC);
-      try (Basalt db = Basalt.open(storage, o)) {
-        Keyspace ks = db.createKeyspace("h", HASHED);
-        Random rnd = new Random(7);
-        write(ks, model, rnd, 1500, 1000);
-        db.flush(); // the first image
-        write(ks, model, rnd, 1500, 1000); // more than trieCheckpointBytes: the next flush images
-        long start = storage.mutationCount();
-        storage.crashAfterMutations(point);
-        try {
-          db.flush();
-          mutations = storage.mutationCount() - start;
-        } catch (StorageException e) {
-          // the simulated crash
-        }
-      } catch (StorageException e) {
-        // close after the crash
-      }
+      flushAndClose(storage, model, o, point);
       storage.crash(MemStorage.CrashMode.RANDOM);
       String where = "crash after " + point + " mutations (-Dbasalt.test.seed=" + seed + ")";
       try (Basalt db = Basalt.open(storage, o)) {
         check(db.keyspace("h"), model, 1000, where);
+        applied += db.stats().get("trieDoubleWritesApplied");
+        loaded += db.stats().get("trieCheckpointRecordsLoaded") > 0 ? 1 : 0;
       }
       try (Basalt db = Basalt.open(storage, o)) { // and again from what that open left
         check(db.keyspace("h"), model, 1000, where + ", second open");
+        assertEquals(0, db.stats().get("trieDoubleWritesApplied"), where);
       }
     }
-    assertTrue(mutations > 10, "the flush wrote documents, tables and an image: " + mutations);
+    assertTrue(mutations > 20, "the flush and the checkpoint mutated " + mutations + " times");
+    // crashes in the in-place writes left double-write files the open completed; elsewhere the
+    // open loaded the first checkpoint or the second
+    assertTrue(applied > 0, "no open completed a checkpoint from its double-write file");
+    assertTrue(
+        loaded > mutations / 2, "opens that loaded a checkpoint: " + loaded + "/" + mutations);
+  }
+
+  /**
+   * Writes a keyspace and closes (its first checkpoint); reopens, writes more, flushes and closes
+   * again (the second checkpoint), the storage halting after {@code crashPoint} mutations of that
+   * flush and close (never, if negative). Returns the mutations they made.
+   */
+  private static long flushAndClose(
+      MemStorage storage, Map<Integer, byte[]> model, Options o, long crashPoint) {
+    Random rnd = new Random(7);
+    try (Basalt db = Basalt.open(storage, o)) {
+      write(db.createKeyspace("h", HASHED), model, rnd, 1500, 1000);
+    }
+    Basalt db = Basalt.open(storage, o);
+    write(db.keyspace("h"), model, rnd, 1500, 1000); // puts and deletes: tombstones pending
+    long start = storage.mutationCount();
+    if (crashPoint >= 0) storage.crashAfterMutations(crashPoint);
+    try {
+      db.flush();
+      db.close(); // the second checkpoint: the changed pages, the tombstones made garbage
+    } catch (StorageException e) {
+      try {
+        db.close(); // after the simulated crash
+      } catch (RuntimeException closing) {
+        // the storage is halted
+      }
+    }
+    return storage.mutationCount() - start;
   }
 
   @Test
@@ -174,7 +203,7 @@ class HashedRecoveryTest {
     Options o =
         options()
             .fragmentationThreshold(0.3)
-            .trieCheckpointBytes(1L << 30); // no image before the crash
+            .trieCheckpointBytes(1L << 30); // no checkpoint before the crash
     long gcRuns = 0;
     try (Basalt db = Basalt.open(storage, o)) {
       Keyspace ks = db.createKeyspace("h", HASHED);
@@ -185,7 +214,7 @@ class HashedRecoveryTest {
       }
       long deadline = System.nanoTime() + 20_000_000_000L;
       while (db.stats().get("gcRuns") == 0 && System.nanoTime() < deadline) Thread.sleep(10);
-      db.flush(); // every write durable in the log; then a crash, with no close: no image
+      db.flush(); // every write durable in the log; then a crash, with no close: no checkpoint
       gcRuns = db.stats().get("gcRuns");
       storage.crash(MemStorage.CrashMode.RANDOM);
     } catch (StorageException e) {
@@ -193,7 +222,7 @@ class HashedRecoveryTest {
     }
     assertTrue(gcRuns > 0, "garbage collection rewrote segments: " + gcRuns);
     try (Basalt db = Basalt.open(storage, o)) {
-      assertEquals(0, db.stats().get("trieImageRecordsLoaded"));
+      assertEquals(0, db.stats().get("trieCheckpointRecordsLoaded"));
       check(db.keyspace("h"), model, 400, "replayed over collected segments");
     }
   }
@@ -212,10 +241,11 @@ class HashedRecoveryTest {
       atCheckpoint = new HashMap<>(model);
       write(ks, model, rnd, 3000, 1000);
       db.flush();
-    } // an image newer than the checkpoint
+    } // a trie checkpoint newer than the store checkpoint
     Basalt.rollback(storage, id);
     try (Basalt db = Basalt.open(storage, options())) {
-      assertEquals(0, db.stats().get("trieImageRecordsLoaded"), "the newer image is set aside");
+      assertEquals(
+          0, db.stats().get("trieCheckpointRecordsLoaded"), "the newer checkpoint is set aside");
       check(db.keyspace("h"), atCheckpoint, 1000, "after the rollback");
     }
   }

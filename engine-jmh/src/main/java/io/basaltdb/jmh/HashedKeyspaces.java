@@ -105,11 +105,11 @@ public final class HashedKeyspaces {
     db.flush(); // every key in the index (and the WAL covered): the open's work is the index's
     Stats s = db.stats();
     System.out.printf(
-        "loadSeconds=%.1f indexBytesPerKey=%.1f nodeBytesPerKey=%.2f trieImages=%d%n",
+        "loadSeconds=%.1f indexBytesPerKey=%.1f nodeBytesPerKey=%.2f trieCheckpoints=%d%n",
         loadSeconds,
         (double) s.get("hashedIndexBytes") / keys,
         (double) s.get("hashedIndexNodeBytes") / keys,
-        s.get("trieImages"));
+        s.get("trieCheckpoints"));
     System.out.println("READY");
     System.out.flush();
     Thread.sleep(Long.MAX_VALUE); // killed here, with the store open
@@ -129,7 +129,10 @@ public final class HashedKeyspaces {
       Stats s = db.stats();
       System.out.printf(
           "openMillis=%.0f imageRecords=%d replayedBytes=%d walReplayedPuts=%d%n",
-          millis, s.get("trieImageRecordsLoaded"), s.get("trieLogBytesReplayed"), s.get("puts"));
+          millis,
+          s.get("trieCheckpointRecordsLoaded"),
+          s.get("trieLogBytesReplayed"),
+          s.get("puts"));
     }
   }
 
@@ -167,7 +170,7 @@ public final class HashedKeyspaces {
       Stats s = db.stats();
       System.out.printf(
           "mixOpsPerSec=%.0f indexBytesPerUpdate=%.1f deleteListBytesPerUpdate=%.1f"
-              + " peakSpaceAmp=%.2f gcStallSeconds=%.1f l0StallSeconds=%.1f trieImages=%d"
+              + " peakSpaceAmp=%.2f gcStallSeconds=%.1f l0StallSeconds=%.1f trieCheckpoints=%d"
               + " segmentBytesPerUpdate=%.1f%n",
           ops / seconds,
           (double) (s.get("indexBytesWritten") - s0.get("indexBytesWritten")) / updates,
@@ -175,7 +178,7 @@ public final class HashedKeyspaces {
           (double) peak / live,
           s.get("gcStallNanos") / 1e9,
           s.get("l0StallNanos") / 1e9,
-          s.get("trieImages") - s0.get("trieImages"),
+          s.get("trieCheckpoints") - s0.get("trieCheckpoints"),
           (double) (s.get("segmentBytesWritten") - s0.get("segmentBytesWritten")) / updates);
     }
   }

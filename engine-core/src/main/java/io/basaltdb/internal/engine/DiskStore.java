@@ -241,7 +241,7 @@ final class DiskStore implements Store {
       compactor.stop();
       flusher.stop();
       writes.close();
-      flusher.writeTrieImages(); // an open then replays nothing: it loads the images
+      flusher.writeTrieCheckpoints(); // an open then replays nothing: it loads the checkpoints
     } catch (BasaltException e) {
       error = e;
     } finally {

@@ -175,9 +175,11 @@ final class StatsReport {
     m.put("flushStaleReported", s.flushStaleReported.sum());
     m.put("hashedIndexBytes", s.hashedIndexBytes.getAsLong());
     m.put("hashedIndexNodeBytes", s.hashedIndexNodeBytes.getAsLong());
-    m.put("trieImages", s.trieImages.sum());
-    m.put("trieImageFailures", s.trieImageFailures.sum());
-    m.put("trieImageRecordsLoaded", s.trieImageRecordsLoaded.sum());
+    m.put("trieCheckpoints", s.trieCheckpoints.sum());
+    m.put("trieCheckpointPages", s.trieCheckpointPages.sum());
+    m.put("trieCheckpointFailures", s.trieCheckpointFailures.sum());
+    m.put("trieCheckpointRecordsLoaded", s.trieCheckpointRecordsLoaded.sum());
+    m.put("trieDoubleWritesApplied", s.trieDoubleWritesApplied.sum());
     m.put("trieLogBytesReplayed", s.trieLogBytesReplayed.sum());
     m.put("l0MergeStaleReported", s.l0MergeStaleReported.sum());
     m.put("compactionBytesRead", s.compactionBytesRead.sum());

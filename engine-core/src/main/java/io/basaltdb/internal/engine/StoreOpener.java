@@ -233,10 +233,10 @@ final class StoreOpener {
                 st.manifest.flushedSeqno());
         recovered.add(r);
         Notifier.LOG.info(
-            "hashed keyspace {}: trie image at seqno {} ({} records), {} log bytes replayed{}",
+            "hashed keyspace {}: trie checkpoint at seqno {} ({} records), {} log bytes replayed{}",
             k.name(),
-            r.imageSeqno(),
-            r.imageRecords(),
+            r.checkpointSeqno(),
+            r.checkpointRecords(),
             r.logBytesReplayed(),
             r.note().isEmpty() ? "" : "; " + r.note());
       }
@@ -259,7 +259,8 @@ final class StoreOpener {
       stats.hashedIndexBytes = hashed::bytes;
       stats.hashedIndexNodeBytes = hashed::nodeBytes;
       for (HashedIndexes.Recovered r : recovered) {
-        stats.trieImageRecordsLoaded.add(r.imageRecords());
+        stats.trieCheckpointRecordsLoaded.add(r.checkpointRecords());
+        if (r.doubleWriteApplied()) stats.trieDoubleWritesApplied.increment();
         stats.trieLogBytesReplayed.add(r.logBytesReplayed());
       }
       VersionSet versionSet =

@@ -39,7 +39,7 @@ public final class DeleteList {
    * (none if {@code n} is 0), named by nothing until the edit commits.
    */
   /**
-   * As {@link #writeLevel0}, for versions newly found stale (a flush's, a trie image's): also
+   * As {@link #writeLevel0}, for versions newly found stale (a flush's, a trie checkpoint's): also
    * counts them in the keyspace's discarded counters in {@code edit}. Returns their bytes.
    */
   public static long writeDiscarded(

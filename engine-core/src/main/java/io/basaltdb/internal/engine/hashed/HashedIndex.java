@@ -147,8 +147,8 @@ public final class HashedIndex implements AutoCloseable {
    * Applies a flush's entries (the newest version of each key, any order) and reports to {@code
    * stale} each version it replaced or removed, as (seqno, size) pairs: garbage from now on.
    * Returns the number of pairs. A tombstone's own document is not garbage yet: it waits in {@link
-   * #pendingTombstones} for the next image, which lets an open that loads the image skip it (a
-   * replay from an older image must still see it).
+   * #pendingTombstones} for the next checkpoint, which lets an open that loads the checkpoint skip
+   * it (a replay from an older checkpoint must still see it).
    */
   public int apply(List<Entry> entries, long[] stale) {
     synchronized (writeLock) {
@@ -170,7 +170,7 @@ public final class HashedIndex implements AutoCloseable {
         } else {
           replaced = trie.put(e.key, e.seqno, e.docSize, e.hint, e.expiry, 0, old);
         }
-        flushedSinceImage += e.docSize;
+        flushedSinceCheckpoint += e.docSize;
         if (replaced) {
           stale[2 * n] = old.seqno;
           stale[2 * n + 1] = old.docSize;
@@ -183,18 +183,15 @@ public final class HashedIndex implements AutoCloseable {
     }
   }
 
-  // ---- images: the writer's state, under writeLock
+  // ---- checkpoints: the writer's state, under writeLock
 
-  /** Tombstones flushed since the last image, as (seqno, size) pairs; under writeLock. */
+  /** Tombstones flushed since the last checkpoint, as (seqno, size) pairs; under writeLock. */
   private long[] pendingTombstones = new long[16];
 
   private int pendingCount;
 
-  /** Document bytes flushed since the last image; under writeLock. */
-  private long flushedSinceImage;
-
-  /** Records in the last image (0: none); under writeLock. */
-  private long imageRecords;
+  /** Document bytes flushed since the last checkpoint; under writeLock. */
+  private long flushedSinceCheckpoint;
 
   private void addPending(long seqno, long size) {
     if (2 * pendingCount + 2 > pendingTombstones.length) {
@@ -206,61 +203,67 @@ public final class HashedIndex implements AutoCloseable {
   }
 
   /**
-   * Whether an image is due: {@code bytes} flushed since the last one, and at least as many bytes
-   * as that image held (so images cost at most about one write of the trie per trie-size of
-   * flushes).
+   * Whether a checkpoint is due: {@code bytes} flushed since the last one, and at least as many
+   * bytes as its dirty pages (a checkpoint writes them twice, so it costs at most about two bytes
+   * per byte flushed, and an open replays at most about the larger of {@code bytes} and the trie).
    */
-  public boolean imageDue(long bytes) {
+  public boolean checkpointDue(long bytes) {
     synchronized (writeLock) {
-      return flushedSinceImage >= Math.max(bytes, imageRecords * 32);
+      long dirty = trie.space().dirtyCount() * TrieCheckpoint.SLOT;
+      return flushedSinceCheckpoint >= Math.max(bytes, dirty);
     }
   }
 
-  /** Whether anything was flushed since the last image (or there is none). */
-  public boolean changedSinceImage() {
+  /** Whether anything changed since the last checkpoint (or there is none). */
+  public boolean changedSinceCheckpoint() {
     synchronized (writeLock) {
-      return flushedSinceImage > 0 || pendingCount > 0;
+      return flushedSinceCheckpoint > 0 || pendingCount > 0 || trie.space().dirtyCount() > 0;
     }
   }
 
   /**
    * Runs {@code writer} with the trie still (the writer lock held) and, if it succeeds, forgets the
    * pending tombstones it was given: {@code writer} gets them as (seqno, size) pairs and their
-   * count, and must make them garbage in the same step that makes the image usable.
+   * count, and must make them garbage in the same step that makes the checkpoint usable.
    */
-  public void writeImage(ImageWriter writer) {
+  public void writeCheckpoint(CheckpointWriter writer) {
     synchronized (writeLock) {
       if (closed) return;
       long[] pending = java.util.Arrays.copyOf(pendingTombstones, 2 * pendingCount);
       writer.write(pending, pendingCount);
       pendingCount = 0;
-      flushedSinceImage = 0;
-      imageRecords = trie.size();
+      flushedSinceCheckpoint = 0;
     }
   }
 
-  /** What {@link #writeImage} runs. */
+  /** Runs {@code action} with the trie still: no flush changes it meanwhile (backups). */
+  public void whileStill(Runnable action) {
+    synchronized (writeLock) {
+      if (!closed) action.run();
+    }
+  }
+
+  /** What {@link #writeCheckpoint} runs. */
   @FunctionalInterface
-  public interface ImageWriter {
+  public interface CheckpointWriter {
     void write(long[] pendingTombstones, int count);
   }
 
-  /** Records a tombstone replay found in the log after the image it loaded (at open). */
+  /** Records a tombstone replay found in the log after the checkpoint it loaded (at open). */
   void loadPending(long seqno, long size) {
     synchronized (writeLock) {
       addPending(seqno, size);
     }
   }
 
-  /** After an open's recovery: the image it loaded held this many records (0: none). */
-  void loaded(long records, long replayedBytes) {
+  /** After an open's recovery: it replayed this many bytes of log past the checkpoint. */
+  void loaded(long replayedBytes) {
     synchronized (writeLock) {
-      imageRecords = records;
-      flushedSinceImage = replayedBytes;
+      flushedSinceCheckpoint = replayedBytes;
     }
   }
 
-  /** Tombstones waiting for the next image (for tests and stats). */
+  /** Tombstones waiting for the next checkpoint (for tests and stats). */
   public int pendingTombstones() {
     synchronized (writeLock) {
       return pendingCount;

@@ -4,7 +4,6 @@ import io.basaltdb.CorruptionException;
 import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.internal.engine.gc.DeleteList;
-import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.segment.Document;
@@ -59,7 +58,7 @@ public final class HashedIndexes implements AutoCloseable {
     byId = a; // volatile publish
   }
 
-  /** The indexes, for a pass over every hashed keyspace (images at close, stats). */
+  /** The indexes, for a pass over every hashed keyspace (checkpoints at close, stats). */
   public List<HashedIndex> all() {
     List<HashedIndex> out = new java.util.ArrayList<>();
     for (HashedIndex idx : byId) if (idx != null) out.add(idx);
@@ -147,15 +146,23 @@ public final class HashedIndexes implements AutoCloseable {
   }
 
   /** What an open's recovery of one hashed keyspace did. */
-  public record Recovered(long imageSeqno, long imageRecords, long logBytesReplayed, String note) {}
+  public record Recovered(
+      long checkpointSeqno, long checkpointRecords, long logBytesReplayed, String note) {
+    /** Whether the open completed a checkpoint from its double-write file. */
+    public boolean doubleWriteApplied() {
+      return note.contains(TrieCheckpoint.APPLIED);
+    }
+  }
 
   /**
-   * Recovers keyspace {@code ks}'s index at open: loads the newest image that is at or below the
-   * manifest's flushed seqno and at or above the keyspace's purge seqno (an image below it may miss
-   * deletions whose tombstones are already garbage), then replays the log after it. With no usable
-   * image (or a damaged one, which is reported and set aside), it replays the whole log, skipping
-   * what the delete list names: every version a flush replaced is listed in that flush's commit, so
-   * each key's one unlisted document is its newest. Other images and unfinished ones are deleted.
+   * Recovers keyspace {@code ks}'s index at open: loads its checkpoint ({@link
+   * TrieCheckpoint#load}, which first applies a whole, committed double-write file) if it is at or
+   * below the manifest's flushed seqno and at or above the keyspace's purge seqno (below it, it may
+   * miss deletions whose tombstones are already garbage), then replays the log after it. With no
+   * usable checkpoint (or a damaged one, which is reported and set aside), it replays the whole
+   * log, skipping what the delete list names: every version a flush replaced is listed in that
+   * flush's commit, so each key's one unlisted document is its newest; the next checkpoint then
+   * writes every page.
    */
   public Recovered recover(
       Storage storage,
@@ -165,41 +172,35 @@ public final class HashedIndexes implements AutoCloseable {
       KeyspaceFiles files,
       long flushedSeqno) {
     HashedIndex idx = create(ks, layout);
-    String chosen = null;
-    long imageSeqno = 0, records = 0;
-    String note = "";
-    List<String> names = TrieImage.list(storage, ks);
-    for (int i = names.size() - 1; i >= 0 && chosen == null; i--) {
-      long seqno = FileNames.trieImageSeqno(names.get(i));
-      if (seqno < 0 || seqno > flushedSeqno || seqno < purgeSeqno) continue;
-      try {
-        imageSeqno = TrieImage.load(storage, names.get(i), idx, layout);
-        records = idx.trie().size();
-        chosen = names.get(i);
-      } catch (CorruptionException e) {
-        Notifier.LOG.warn(
-            "hashed keyspace {}: trie image set aside, replaying the log: {}", ks, e.getMessage());
-        note = "image " + names.get(i) + " damaged: " + e.getMessage();
-        drop(ks);
-        idx = create(ks, layout);
-        imageSeqno = 0;
-      }
+    TrieCheckpoint.Loaded loaded;
+    try {
+      loaded = TrieCheckpoint.load(storage, idx, layout, flushedSeqno, purgeSeqno);
+    } catch (CorruptionException e) {
+      Notifier.LOG.warn(
+          "hashed keyspace {}: trie checkpoint set aside, replaying the log: {}",
+          ks,
+          e.getMessage());
+      drop(ks);
+      idx = create(ks, layout);
+      loaded = new TrieCheckpoint.Loaded(-1, 0, false, "checkpoint damaged: " + e.getMessage());
     }
-    long replayed = replay(idx, files, chosen == null ? 0 : imageSeqno);
-    idx.loaded(records, replayed);
-    for (String n : names) {
-      if (!n.equals(chosen)) storage.delete(n);
+    if (!loaded.usable() && idx.trie().size() != 0) {
+      throw new IllegalStateException("an unusable checkpoint left records behind");
     }
+    long from = loaded.usable() ? loaded.seqno() : 0;
+    long replayed = replay(idx, files, from);
+    idx.loaded(replayed);
     idx.trie().publishRetired();
     settle();
-    return new Recovered(chosen == null ? -1 : imageSeqno, records, replayed, note);
+    return new Recovered(
+        loaded.usable() ? loaded.seqno() : -1, loaded.records(), replayed, loaded.note());
   }
 
   /**
    * Applies the log's documents after {@code fromSeqno} to {@code idx}, in seqno order (segments
    * are in seqno order): a put newer than the key's record replaces it, a tombstone newer than it
-   * removes it and waits for the next image. Skips what the delete list names. Returns the bytes
-   * replayed.
+   * removes it and waits for the next checkpoint. Skips what the delete list names. Returns the
+   * bytes replayed.
    */
   private static long replay(HashedIndex idx, KeyspaceFiles files, long fromSeqno) {
     long bytes = 0;

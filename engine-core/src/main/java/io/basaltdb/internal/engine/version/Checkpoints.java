@@ -176,7 +176,8 @@ public final class Checkpoints {
 
   /**
    * Deletes the table, delete list and segment files of keyspace ids below {@code nextKeyspaceId}
-   * that no manifest of {@code retained} names, and the trie images of keyspaces none of them has.
+   * that no manifest of {@code retained} names, and the trie checkpoints of keyspaces none of them
+   * has.
    */
   static void deleteUnnamed(Storage storage, List<Manifest> retained, int nextKeyspaceId) {
     Set<String> keep = new HashSet<>();
@@ -193,7 +194,7 @@ public final class Checkpoints {
           if (!keep.contains(dir + "/" + f)) storage.delete(dir + "/" + f);
         }
       }
-      // a dropped hashed keyspace's trie images (a live one's are the open's to choose among)
+      // a dropped hashed keyspace's trie checkpoint files
       if (!named.contains(ks)) {
         for (String f : storage.list(FileNames.trieDir(ks))) {
           storage.delete(FileNames.trieDir(ks) + "/" + f);

@@ -14,14 +14,20 @@ import java.util.concurrent.atomic.LongAdder;
 public final class EngineStats {
   public final LongAdder puts = new LongAdder();
 
-  /** Hashed keyspaces' trie images written ({@code TrieCheckpoints}). */
-  public final LongAdder trieImages = new LongAdder();
+  /** Hashed keyspaces' trie checkpoints written ({@code TrieCheckpoints}). */
+  public final LongAdder trieCheckpoints = new LongAdder();
 
-  /** Trie images that could not be written or put in place (each reported in the log). */
-  public final LongAdder trieImageFailures = new LongAdder();
+  /** Dirty pages those checkpoints wrote (each twice: double-write file, then in place). */
+  public final LongAdder trieCheckpointPages = new LongAdder();
 
-  /** Records the open loaded from trie images, and log bytes it replayed after them. */
-  public final LongAdder trieImageRecordsLoaded = new LongAdder();
+  /** Trie checkpoints that could not be written or put in place (each reported in the log). */
+  public final LongAdder trieCheckpointFailures = new LongAdder();
+
+  /** Checkpoints the open completed from their double-write files. */
+  public final LongAdder trieDoubleWritesApplied = new LongAdder();
+
+  /** Records the open loaded from trie checkpoints, and log bytes it replayed after them. */
+  public final LongAdder trieCheckpointRecordsLoaded = new LongAdder();
 
   public final LongAdder trieLogBytesReplayed = new LongAdder();
 

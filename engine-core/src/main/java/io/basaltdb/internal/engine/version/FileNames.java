@@ -105,22 +105,23 @@ public final class FileNames {
   }
 
   /**
-   * The directory of a hashed keyspace's trie images (not a data directory: images are named by no
-   * manifest, and an open picks among them).
+   * The directory of a hashed keyspace's trie checkpoint (not a data directory: its files are named
+   * by no manifest and are rewritten in place).
    */
   public static String trieDir(int keyspace) {
     return KEYSPACES_DIR + "/" + keyspace + "/trie";
   }
 
-  /** Keyspace {@code keyspace}'s trie image as of {@code seqno}. */
-  public static String trieImage(int keyspace, long seqno) {
-    return trieDir(keyspace) + "/" + digits(seqno) + ".img";
+  /** Keyspace {@code keyspace}'s trie checkpoint: its space, page by page. */
+  public static String trieSpace(int keyspace) {
+    return trieDir(keyspace) + "/space";
   }
 
-  /** The seqno in a trie image's name (a path or a bare name), or -1 if it is not an image's. */
-  public static long trieImageSeqno(String name) {
-    String base = name.substring(name.lastIndexOf('/') + 1);
-    return base.endsWith(".img") ? parse(base.substring(0, base.length() - 4)) : -1;
+  /**
+   * Keyspace {@code keyspace}'s double-write file: a checkpoint's pages before they go in place.
+   */
+  public static String trieDoubleWrite(int keyspace) {
+    return trieDir(keyspace) + "/double-write";
   }
 
   public static String table(int keyspace, long fileNumber) {

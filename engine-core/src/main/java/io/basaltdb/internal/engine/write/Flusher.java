@@ -245,7 +245,7 @@ public final class Flusher {
         .walHead(imm.walAfter())
         .writeCacheFlushed();
     commit(edit, touched, reported, imm.itemsAtSwitch());
-    if (images != null && !hashed.isEmpty()) images.afterFlush();
+    if (trieCheckpoints != null && !hashed.isEmpty()) trieCheckpoints.afterFlush();
     state
         .notifier()
         .flushed(
@@ -584,18 +584,19 @@ public final class Flusher {
   /** Gives the flusher the hashed keyspaces' indexes; once, at open, before it starts. */
   public void useHashed(HashedIndexes indexes) {
     this.hashed = indexes;
-    this.images = new TrieCheckpoints(options, storage, tables, versionSet, stats, indexes);
+    this.trieCheckpoints =
+        new TrieCheckpoints(options, storage, tables, versionSet, stats, indexes);
   }
 
-  /** Writes hashed keyspaces' trie images; set with {@link #hashed}. */
-  private TrieCheckpoints images;
+  /** Writes hashed keyspaces' trie checkpoints; set with {@link #hashed}. */
+  private TrieCheckpoints trieCheckpoints;
 
   /**
-   * Writes an image of every hashed keyspace changed since its last one: at close, after {@link
+   * Writes a checkpoint of every hashed keyspace changed since its last one: at close, after {@link
    * #stop}, so no flush runs beside it.
    */
-  public void writeTrieImages() {
-    if (images != null && state.failure() == null) images.atClose();
+  public void writeTrieCheckpoints() {
+    if (trieCheckpoints != null && state.failure() == null) trieCheckpoints.atClose();
   }
 
   /**
@@ -603,8 +604,8 @@ public final class Flusher {
    * keyspace; the key index is updated in place instead of gaining a level-0 table. Every version
    * the flush replaces or removes is garbage at once: a level-0 delete list table in this flush's
    * commit, so the garbage is exact with no compaction and no lookup. A tombstone's own document is
-   * not: it stays live until the next trie image covers it ({@link TrieCheckpoints}), so a replay
-   * from an older image still sees the deletion.
+   * not: it stays live until the next trie checkpoint covers it ({@link TrieCheckpoints}), so a
+   * replay from an older checkpoint still sees the deletion.
    *
    * <p>The trie changes before the commit; until the new version is installed, readers find these
    * keys in the write cache being flushed, which they read first.

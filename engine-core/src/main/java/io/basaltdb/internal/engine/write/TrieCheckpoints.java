@@ -5,27 +5,27 @@ import io.basaltdb.internal.engine.base.Notifier;
 import io.basaltdb.internal.engine.gc.DeleteList;
 import io.basaltdb.internal.engine.hashed.HashedIndex;
 import io.basaltdb.internal.engine.hashed.HashedIndexes;
-import io.basaltdb.internal.engine.hashed.TrieImage;
+import io.basaltdb.internal.engine.hashed.TrieCheckpoint;
 import io.basaltdb.internal.engine.version.EngineStats;
-import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.TableCache;
 import io.basaltdb.internal.engine.version.VersionEdit;
 import io.basaltdb.internal.engine.version.VersionSet;
 import io.basaltdb.internal.storage.Storage;
 
 /**
- * Writes hashed keyspaces' trie images ({@link TrieImage}): after a flush once {@link
- * Options#trieCheckpointBytes} were flushed to a keyspace since its last image, and at close.
+ * Writes hashed keyspaces' trie checkpoints ({@link TrieCheckpoint}): after a flush once {@link
+ * Options#trieCheckpointBytes} were flushed to a keyspace since its last checkpoint (and at least
+ * as many bytes as its dirty pages), and at close.
  *
- * <p>An image is made usable in three steps, each safe to crash after: (1) the image is written
- * under a temporary name and synced; (2) one commit makes the tombstones flushed since the last
- * image garbage (a level-0 delete list table) and raises the keyspace's purge seqno to the newest
- * of them, so an open may no longer use an older image (it could miss those deletions); (3) the
- * image is renamed into place and the directory synced. A crash before (2) leaves the old image and
- * the tombstones live; between (2) and (3), no usable image, so the open replays the whole log.
+ * <p>A checkpoint is made usable in three steps, each safe to crash after: (1) the dirty pages go
+ * to the double-write file, synced; (2) one commit makes the tombstones flushed since the last
+ * checkpoint garbage (a level-0 delete list table) and raises the keyspace's purge seqno to the
+ * newest of them, so an open may no longer use an older checkpoint (it could miss those deletions)
+ * and does apply the double-write file; (3) the pages go in place, synced, and the double-write
+ * file is deleted. A crash before (2) leaves the previous checkpoint and the tombstones live.
  *
  * <p>Thread-safety: runs on the flusher's thread (or the closer's, once the flusher stopped): the
- * trie's one writer, whose lock {@link HashedIndex#writeImage} holds throughout.
+ * trie's one writer, whose lock {@link HashedIndex#writeCheckpoint} holds throughout.
  */
 final class TrieCheckpoints {
   private final Options options;
@@ -50,33 +50,34 @@ final class TrieCheckpoints {
     this.hashed = hashed;
   }
 
-  /** After a flush's commit: images for the keyspaces that are due. */
+  /** After a flush's commit: checkpoints for the keyspaces that are due. */
   void afterFlush() {
     for (HashedIndex index : hashed.all()) {
-      if (index.imageDue(options.trieCheckpointBytes())) tryWrite(index);
+      if (index.checkpointDue(options.trieCheckpointBytes())) tryWrite(index);
     }
   }
 
-  /** At close, once the flusher stopped: an image for every keyspace changed since its last. */
+  /** At close, once the flusher stopped: a checkpoint of every keyspace changed since its last. */
   void atClose() {
     for (HashedIndex index : hashed.all()) {
-      if (index.changedSinceImage()) tryWrite(index);
+      if (index.changedSinceCheckpoint()) tryWrite(index);
     }
   }
 
   /**
-   * Writes an image, or reports why it could not (a full disk, a failing one): an image only
-   * shortens the next open, so its failure does not fail the store. Before the commit nothing
-   * changed (the tombstones stay pending, the old image stays usable); after it, the open replays
-   * the whole log until the next image.
+   * Writes a checkpoint, or reports why it could not (a full disk, a failing one): a checkpoint
+   * only shortens the next open, so its failure does not fail the store. Before the commit nothing
+   * changed (the tombstones stay pending, the previous checkpoint stays usable); after it, the
+   * double-write file completes the checkpoint at the next open, and the pages stay dirty for the
+   * next attempt.
    */
   private void tryWrite(HashedIndex index) {
     try {
       write(index);
     } catch (io.basaltdb.StorageException e) {
-      stats.trieImageFailures.increment();
+      stats.trieCheckpointFailures.increment();
       Notifier.LOG.warn(
-          "hashed keyspace {}: trie image not written ({}); the next flush tries again",
+          "hashed keyspace {}: trie checkpoint not written ({}); the next flush tries again",
           index.keyspace(),
           e.getMessage());
     }
@@ -85,18 +86,17 @@ final class TrieCheckpoints {
   private void write(HashedIndex index) {
     int ks = index.keyspace();
     int layout = versionSet.layoutCode(ks);
-    index.writeImage(
+    index.writeCheckpoint(
         (pending, count) -> {
           // The trie is still and holds the flushed state as of the manifest's flushed seqno: it
           // changes only in flushes, on this thread, applied before their commits.
           long seqno = versionSet.manifest().flushedSeqno();
-          String temp = TrieImage.write(storage, index, layout, seqno);
-          // a hashed keyspace's key index writes: its images (and its delete list tables)
-          stats.indexBytesWritten.add(storage.size(temp));
+          long newest = 0;
+          for (int i = 0; i < count; i++) newest = Math.max(newest, pending[2 * i]);
+          TrieCheckpoint.Pending p =
+              TrieCheckpoint.writeDoubleWrite(storage, index, layout, seqno, newest);
           if (count > 0) {
             VersionEdit edit = new VersionEdit();
-            long newest = 0;
-            for (int i = 0; i < count; i++) newest = Math.max(newest, pending[2 * i]);
             DeleteList.writeDiscarded(
                 storage,
                 tables,
@@ -110,20 +110,11 @@ final class TrieCheckpoints {
             edit.purged(ks, newest);
             versionSet.logAndApply(edit);
           }
-          try {
-            TrieImage.publish(storage, temp);
-            stats.trieImages.increment();
-            for (String old : TrieImage.list(storage, ks)) {
-              long s = FileNames.trieImageSeqno(old);
-              if (s >= 0 && s < seqno) storage.delete(old);
-            }
-          } catch (io.basaltdb.StorageException e) {
-            // The commit made the tombstones garbage: they are no longer pending. The open will
-            // find no image at or above the purge seqno and replay the whole log.
-            stats.trieImageFailures.increment();
-            Notifier.LOG.warn(
-                "hashed keyspace {}: trie image not put in place ({})", ks, e.getMessage());
-          }
+          // a hashed keyspace's key index writes: its checkpoints (and its delete list tables)
+          long inPlace = TrieCheckpoint.writeInPlace(storage, index, p);
+          stats.indexBytesWritten.add(p.bytes() + inPlace);
+          stats.trieCheckpointPages.add(p.pages().length);
+          stats.trieCheckpoints.increment();
         });
   }
 }
