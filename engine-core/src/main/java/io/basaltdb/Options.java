@@ -320,12 +320,14 @@ public final class Options {
   }
 
   /**
-   * A hashed keyspace ({@link KeyspaceOptions.Kind#HASHED}) writes an image of its lazy-trie once
-   * this many bytes of documents were flushed to it since its last image, and at close; an open
-   * loads the newest image and replays only the log after it (without one, it reads the whole log).
-   * An image also makes the deletions flushed before it garbage: until then their tombstones stay
-   * in the log. Writing an image costs a sequential write of the trie's records, so it waits at
-   * least until as many bytes were flushed as the last image held. Default 64 MiB; at least 64 KiB.
+   * A hashed keyspace ({@link KeyspaceOptions.Kind#HASHED}) checkpoints its lazy-trie once this
+   * many bytes of documents were flushed to it since its last checkpoint, and at close: the pages
+   * of the trie changed since go to a double-write file, then in place. An open loads the
+   * checkpoint and replays only the log after it (without one, it reads the whole log). A
+   * checkpoint also makes the deletions flushed before it garbage: until then their tombstones stay
+   * in the log. A checkpoint writes each changed page twice, so it also waits until at least as
+   * many bytes were flushed as its changed pages hold: larger values write less and make opens
+   * replay more. Default 64 MiB; at least 64 KiB.
    */
   public Options trieCheckpointBytes(long bytes) {
     this.trieCheckpointBytes = bytes;

@@ -254,12 +254,16 @@ class HashedRecoveryTest {
   void backup_restoresAHashedKeyspace(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
     Map<Integer, byte[]> model = new HashMap<>();
     try (Basalt db = Basalt.open(dir.resolve("db"), options())) {
-      write(db.createKeyspace("h", HASHED), model, new Random(6), 4000, 1500);
+      Keyspace ks = db.createKeyspace("h", HASHED);
+      write(ks, model, new Random(6), 4000, 1500); // checkpoints on the way
       db.backup(dir.resolve("backup"));
+      write(ks, new HashMap<>(), new Random(60), 2000, 1500); // after the backup: not in it
     }
     Basalt.restore(dir.resolve("backup"), dir.resolve("restored"));
     try (Basalt db = Basalt.open(dir.resolve("restored"), options())) {
       assertEquals(Kind.HASHED, db.keyspaceOptions("h").kind());
+      // the backup holds a checkpoint consistent with its manifest: loaded, then the log after it
+      assertTrue(db.stats().get("trieCheckpointRecordsLoaded") > 0, db.stats().toString());
       check(db.keyspace("h"), model, 1500, "restored");
     }
   }

@@ -5,6 +5,7 @@ import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
+import io.basaltdb.internal.engine.hashed.HashedIndex;
 import io.basaltdb.internal.engine.hashed.HashedIndexes;
 import io.basaltdb.internal.engine.index.Compactor;
 import io.basaltdb.internal.engine.version.FileNames;
@@ -157,7 +158,16 @@ final class DiskStore implements Store {
     flush(pipeline);
     Manifest t = versionSet.pinCheckpoint(); // it and its files stay while they are copied
     try {
-      return Backups.backup(storage, t, target, previous, stopped);
+      return Backups.backup(
+          storage,
+          t,
+          target,
+          previous,
+          stopped,
+          (ks, action) -> {
+            HashedIndex index = hashed.of(ks);
+            if (index != null) index.whileStill(action);
+          });
     } finally {
       versionSet.unpin(t.number());
     }

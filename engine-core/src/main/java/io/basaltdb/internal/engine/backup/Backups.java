@@ -3,6 +3,7 @@ package io.basaltdb.internal.engine.backup;
 import io.basaltdb.CorruptionException;
 import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.StorageException;
+import io.basaltdb.internal.engine.base.KeyspaceLayout;
 import io.basaltdb.internal.engine.version.Checkpoints;
 import io.basaltdb.internal.engine.version.FileNames;
 import io.basaltdb.internal.engine.version.Manifest;
@@ -33,11 +34,15 @@ import java.util.zip.CRC32C;
  * length is linked to that backup's copy instead: an incremental backup), and T's manifest. Then,
  * in the target, the checkpoint is rolled back to ({@link Checkpoints#rollback}): a new manifest
  * naming T's files, with a WAL start above every WAL file, so the target opens as the store was at
- * T without any WAL. Last, the marker file {@link #MARKER} lists every file with its size and
- * CRC-32C, and its own CRC, written under a temporary name, synced and renamed: a backup without a
- * valid marker is incomplete (a crash, a full disk) and is never restored. Every file is synced
- * before the marker is written (all at the end of the copies, so the disk writes back while later
- * files are copied: twice the rate of a sync per file).
+ * T without any WAL. A hashed keyspace's trie checkpoint files are copied while its trie is still
+ * (no flush or checkpoint changes them meanwhile): the restored store loads that checkpoint if it
+ * is consistent with T (at or below T's flushed seqno, at or above its purge seqno; a checkpoint
+ * taken after T is not) and replays T's log after it, else replays T's whole log. Last, the marker
+ * file {@link #MARKER} lists every file with its size and CRC-32C, and its own CRC, written under a
+ * temporary name, synced and renamed: a backup without a valid marker is incomplete (a crash, a
+ * full disk) and is never restored. Every file is synced before the marker is written (all at the
+ * end of the copies, so the disk writes back while later files are copied: twice the rate of a sync
+ * per file).
  *
  * <h2>Restore</h2>
  *
@@ -95,14 +100,16 @@ public final class Backups {
   /**
    * Backs up checkpoint {@code t} of the store in {@code source} (pinned by the caller) into {@code
    * target}, which must hold no store and no backup; {@code previous} is an earlier complete backup
-   * to share unchanged segments with, or null.
+   * to share unchanged segments with, or null. {@code whileStill} runs its action with keyspace
+   * {@code ks}'s trie still (or not at all, if the keyspace is gone).
    */
   public static Result backup(
       Storage source,
       Manifest t,
       Storage target,
       Storage previous,
-      java.util.function.BooleanSupplier stopped) {
+      java.util.function.BooleanSupplier stopped,
+      java.util.function.BiConsumer<Integer, Runnable> whileStill) {
     checkEmpty(target, "back up into");
     target.create(INCOMPLETE).close(); // durable: create syncs the directory
     Map<String, FileEntry> earlier = new HashMap<>();
@@ -162,6 +169,23 @@ public final class Backups {
     String manifest = FileNames.manifest(t.number());
     toCopy.put(manifest, source.size(manifest));
     files.putAll(copyAll(source, target, toCopy, stopped));
+    for (Manifest.KeyspaceMeta k : t.keyspaces()) {
+      if (!KeyspaceLayout.isHashed(k.trieChunkBytes())) continue;
+      String dir = FileNames.trieDir(k.id());
+      whileStill.accept(
+          k.id(),
+          () -> {
+            if (!source.exists(dir)) return;
+            Map<String, Long> trie = new LinkedHashMap<>();
+            for (String n : source.list(dir)) {
+              String name = n.contains("/") ? n : dir + "/" + n;
+              trie.put(name, source.size(name));
+            }
+            target.mkdirs(dir);
+            files.putAll(copyAll(source, target, trie, stopped));
+            toCopy.putAll(trie);
+          });
+    }
     sync(
         target,
         new ArrayList<>(

@@ -197,6 +197,7 @@ public final class TrieCheckpoint {
     int ks = index.keyspace();
     String space = FileNames.trieSpace(ks);
     String note = applyDoubleWrite(storage, ks, layout, flushedSeqno, purgeSeqno);
+    deleteStrangers(storage, ks);
     if (!storage.exists(space)) return new Loaded(-1, 0, false, note + "no checkpoint");
     StorageFile f = storage.openForReading(space);
     try {
@@ -248,6 +249,16 @@ public final class TrieCheckpoint {
       return new Loaded(seqno, records, true, note);
     } finally {
       f.close();
+    }
+  }
+
+  /** Deletes what else the trie directory holds (full trie images of an earlier version). */
+  private static void deleteStrangers(Storage storage, int ks) {
+    String dir = FileNames.trieDir(ks);
+    if (!storage.exists(dir)) return;
+    for (String n : storage.list(dir)) {
+      String name = n.contains("/") ? n : dir + "/" + n;
+      if (!name.equals(FileNames.trieSpace(ks))) storage.delete(name);
     }
   }
 
