@@ -30,7 +30,7 @@ import java.util.stream.Stream;
  * READY and is killed with SIGKILL; a second child then times {@code Basalt.open} of what it left
  * (the page cache warm, as after a process crash), prints what the open loaded and replayed, and
  * checks 1,000 random keys. One line per kind: {@code kind=.. keys=.. indexBytesPerKey=..
- * nodeBytesPerKey=.. openMillis=.. imageRecords=.. replayedBytes=..}.
+ * nodeBytesPerKey=.. openMillis=.. checkpointRecords=.. replayedBytes=..}.
  *
  * <p>Usage: {@code java @jvm.flags -cp benchmarks.jar io.basaltdb.jmh.HashedKeyspaces --dir D
  * --keys N [--value-size V] [--memory-mb M] [--kinds hashed,ordered]}.
@@ -57,7 +57,7 @@ public final class HashedKeyspaces {
           delete(store);
           Process load = child("load", store, k, keys, valueSize, memory);
           String figures = awaitReady(load);
-          load.destroyForcibly().waitFor(); // SIGKILL: no close, no image at close
+          load.destroyForcibly().waitFor(); // SIGKILL: no close, no checkpoint at close
           Process open = child("open", store, k, keys, valueSize, memory);
           String opened = new String(open.getInputStream().readAllBytes()).trim();
           if (open.waitFor() != 0) throw new IllegalStateException("open failed: " + opened);
@@ -128,7 +128,7 @@ public final class HashedKeyspaces {
       }
       Stats s = db.stats();
       System.out.printf(
-          "openMillis=%.0f imageRecords=%d replayedBytes=%d walReplayedPuts=%d%n",
+          "openMillis=%.0f checkpointRecords=%d replayedBytes=%d walReplayedPuts=%d%n",
           millis,
           s.get("trieCheckpointRecordsLoaded"),
           s.get("trieLogBytesReplayed"),
@@ -139,9 +139,9 @@ public final class HashedKeyspaces {
   /**
    * YCSB workload A's mix on the loaded store: {@code ops} operations, half gets and half
    * overwrites of keys from a scrambled zipfian, one thread; prints the throughput, the key index
-   * bytes written per update (tables for an ordered keyspace; images for a hashed one) and delete
-   * list bytes per update, and the peak space amplification (the directory's size, sampled every
-   * 100,000 operations, over the live keys and values).
+   * bytes written per update (tables for an ordered keyspace; checkpoints for a hashed one) and
+   * delete list bytes per update, and the peak space amplification (the directory's size, sampled
+   * every 100,000 operations, over the live keys and values).
    */
   static void updates(Path dir, String kind, long keys, int valueSize, long memory, long ops)
       throws IOException {
@@ -171,7 +171,7 @@ public final class HashedKeyspaces {
       System.out.printf(
           "mixOpsPerSec=%.0f indexBytesPerUpdate=%.1f deleteListBytesPerUpdate=%.1f"
               + " peakSpaceAmp=%.2f gcStallSeconds=%.1f l0StallSeconds=%.1f trieCheckpoints=%d"
-              + " segmentBytesPerUpdate=%.1f%n",
+              + " checkpointPages=%d segmentBytesPerUpdate=%.1f%n",
           ops / seconds,
           (double) (s.get("indexBytesWritten") - s0.get("indexBytesWritten")) / updates,
           (double) (s.get("deleteListBytesWritten") - s0.get("deleteListBytesWritten")) / updates,
@@ -179,6 +179,7 @@ public final class HashedKeyspaces {
           s.get("gcStallNanos") / 1e9,
           s.get("l0StallNanos") / 1e9,
           s.get("trieCheckpoints") - s0.get("trieCheckpoints"),
+          s.get("trieCheckpointPages") - s0.get("trieCheckpointPages"),
           (double) (s.get("segmentBytesWritten") - s0.get("segmentBytesWritten")) / updates);
     }
   }
