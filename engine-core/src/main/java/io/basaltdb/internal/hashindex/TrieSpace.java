@@ -38,7 +38,7 @@ public final class TrieSpace implements AutoCloseable {
   static final long CHARGE_STEP = 1 << 20;
   private static final long MIN_CAPACITY = 1 << 20;
 
-  /** The largest space: the bitmaps of {@link #walk}ers index its 8-byte granules with an int. */
+  /** The largest space: the walks that check it index its 8-byte granules with an int. */
   public static final long MAX_BYTES = 16L << 30;
 
   private static final int SMALL = 128; // classes 1..128: 8..1024 bytes
