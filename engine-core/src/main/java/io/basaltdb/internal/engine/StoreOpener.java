@@ -354,8 +354,7 @@ final class StoreOpener {
               events,
               gc,
               storage,
-              flusher,
-              hashed);
+              flusher);
       CommitPipeline pipeline =
           new CommitPipeline(options, versions, catalog, state, stats, writes);
       flusher.start();

@@ -21,8 +21,11 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * Updates come from one thread at a time ({@link #apply} holds this object's write lock: the
  * flusher, or a WAL-skip batch's commit, which runs only when no flush is pending). Reads take no
- * lock. Snapshot registration and the list of undo layers are guarded by this object's monitor;
- * readers see the layers through the volatile array {@link #layers}.
+ * lock. A WAL-skip batch changes the trie before its seqnos are published: its layer is held (never
+ * pruned) until {@link #published}, and reads at the published seqno ({@link #get(byte[],
+ * KeyRecord, long)}) see the records from before it. Snapshot registration and the list of undo
+ * layers are guarded by this object's monitor; readers see the layers through the volatile array
+ * {@link #layers}.
  *
  * <h2>Invariants</h2>
  *
@@ -53,7 +56,10 @@ public final class HashedIndex implements AutoCloseable {
   /** The undo layers, oldest first; replaced under this object's monitor, read racily. */
   private volatile Layer[] layers = new Layer[0];
 
-  /** Highest seqno of each kept layer, parallel to {@link #layers}; under the monitor. */
+  /**
+   * Highest seqno of each kept layer, parallel to {@link #layers}; under the monitor. A held
+   * layer's is {@code Long.MAX_VALUE} until its batch is published.
+   */
   private final List<Long> layerMax = new ArrayList<>();
 
   /** Registered snapshot seqnos and how many snapshots hold each; under the monitor. */
@@ -151,11 +157,21 @@ public final class HashedIndex implements AutoCloseable {
    * it (a replay from an older checkpoint must still see it).
    */
   public int apply(List<Entry> entries, long[] stale) {
+    return apply(entries, stale, false);
+  }
+
+  /**
+   * As {@link #apply(List, long[])}; with {@code unpublished} (a WAL-skip batch, whose seqnos are
+   * published only when its commit installs its version) the changes are recorded in a layer that
+   * is held until {@link #published}, so no reader sees them before.
+   */
+  public int apply(List<Entry> entries, long[] stale, boolean unpublished) {
     synchronized (writeLock) {
       if (closed) return 0; // the keyspace was dropped: its entries are discarded with it
       long max = 0;
       for (Entry e : entries) max = Math.max(max, e.seqno);
-      Layer layer = openLayer(max);
+      appliedSeqno = Math.max(appliedSeqno, max);
+      Layer layer = openLayer(max, unpublished);
       KeyRecord old = new KeyRecord();
       int n = 0;
       for (Entry e : entries) {
@@ -178,9 +194,33 @@ public final class HashedIndex implements AutoCloseable {
         }
       }
       trie.publishRetired();
-      if (layer != null) prune();
+      if (layer != null && !unpublished) prune();
       return n;
     }
+  }
+
+  /** The newest seqno applied to the trie; under writeLock. */
+  private long appliedSeqno;
+
+  /**
+   * The newest seqno applied to the trie: a checkpoint taken while it is above the manifest's
+   * flushed seqno would hold writes not yet committed (a WAL-skip batch's), and must wait.
+   */
+  public long appliedSeqno() {
+    synchronized (writeLock) {
+      return appliedSeqno;
+    }
+  }
+
+  /**
+   * A WAL-skip batch that {@link #apply applied} up to {@code max} unpublished is published (its
+   * version installed): its held layer becomes an ordinary one, dropped once no snapshot needs it.
+   */
+  public synchronized void published(long max) {
+    for (int i = 0; i < layerMax.size(); i++) {
+      if (layerMax.get(i) == Long.MAX_VALUE) layerMax.set(i, max);
+    }
+    prune();
   }
 
   // ---- checkpoints: the writer's state, under writeLock
@@ -230,7 +270,7 @@ public final class HashedIndex implements AutoCloseable {
     synchronized (writeLock) {
       if (closed) return;
       long[] pending = java.util.Arrays.copyOf(pendingTombstones, 2 * pendingCount);
-      writer.write(pending, pendingCount);
+      if (!writer.write(pending, pendingCount)) return;
       pendingCount = 0;
       flushedSinceCheckpoint = 0;
     }
@@ -243,10 +283,12 @@ public final class HashedIndex implements AutoCloseable {
     }
   }
 
-  /** What {@link #writeCheckpoint} runs. */
+  /**
+   * What {@link #writeCheckpoint} runs: true if it wrote the checkpoint, false if it may not yet.
+   */
   @FunctionalInterface
   public interface CheckpointWriter {
-    void write(long[] pendingTombstones, int count);
+    boolean write(long[] pendingTombstones, int count);
   }
 
   /** Records a tombstone replay found in the log after the checkpoint it loaded (at open). */
@@ -279,17 +321,18 @@ public final class HashedIndex implements AutoCloseable {
    * trie; null when no registered snapshot is below {@code max}, in which case none below it may
    * register from now on.
    */
-  private synchronized Layer openLayer(long max) {
+  private synchronized Layer openLayer(long max, boolean unpublished) {
     // No snapshot open, or every open one sees all of this flush's writes (a snapshot registered
     // later has a seqno at or above every published one, so at or above max: refused only below).
-    if (snapshots.isEmpty() || snapshots.firstKey() >= max) {
+    // Not so for unpublished seqnos: their layer is held for the reads at the published seqno.
+    if (!unpublished && (snapshots.isEmpty() || snapshots.firstKey() >= max)) {
       uncoveredBelow = Math.max(uncoveredBelow, max);
       return null;
     }
     Layer l = new Layer();
     Layer[] next = java.util.Arrays.copyOf(layers, layers.length + 1);
     next[next.length - 1] = l;
-    layerMax.add(max);
+    layerMax.add(unpublished ? Long.MAX_VALUE : max);
     layers = next; // volatile publish: before the first change to the trie
     return l;
   }

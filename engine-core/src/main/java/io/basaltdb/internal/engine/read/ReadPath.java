@@ -274,7 +274,8 @@ public final class ReadPath {
     HashedIndex index = hashedIndex(ks);
     if (index != null) {
       stats.tableLookups.increment();
-      return index.get(key, rec);
+      // at the published seqno: a WAL-skip batch being committed changed the trie already
+      return index.get(key, rec, versions.lastSeqno());
     }
     if (files.tables.isEmpty()) return false;
     long hash = TableReader.keyHash(key); // once for every table probed
@@ -646,7 +647,7 @@ public final class ReadPath {
       HashedIndex index = hashedIndex(g.ks);
       if (index != null) { // a hashed keyspace: its record from the trie, in memory
         stats.tableLookups.increment();
-        if (!index.get(g.key, g.record)) return finish(g, null, out);
+        if (!index.get(g.key, g.record, versions.lastSeqno())) return finish(g, null, out);
         g.found = true;
       }
     }

@@ -10,7 +10,6 @@ import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.base.WorkerEvents;
 import io.basaltdb.internal.engine.gc.SegmentCompactor;
-import io.basaltdb.internal.engine.hashed.HashedIndexes;
 import io.basaltdb.internal.engine.version.EngineStats;
 import io.basaltdb.internal.engine.version.KeyspaceFiles;
 import io.basaltdb.internal.engine.version.Version;
@@ -37,8 +36,6 @@ import java.util.concurrent.locks.LockSupport;
  * file operations with the syncer thread's.
  */
 public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
-  /** The hashed keyspaces' key indexes: batches that touch one never skip the WAL. */
-  private final HashedIndexes hashed;
 
   /**
    * The size at which the active write cache is switched and flushed: 3/4 of {@code
@@ -93,9 +90,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
       WorkerEvents events,
       SegmentCompactor gc,
       Storage storage,
-      Flusher flusher,
-      HashedIndexes hashed) {
-    this.hashed = hashed;
+      Flusher flusher) {
     this.options = options;
     this.versions = versions;
     this.catalog = catalog;
@@ -237,13 +232,6 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
   public WalSkip walSkip(Batch b) {
     long threshold = options.walSkipBytes();
     if (threshold <= 0 || b.encodedSize() < threshold) return null;
-    // A hashed keyspace's trie changes before the commit that publishes a skipped batch; such a
-    // batch takes the WAL instead (docs/architecture.md, "Hashed keyspaces").
-    if (!hashed.isEmpty()) {
-      for (int i = 0; i < b.count(); i++) {
-        if (hashed.of(b.keyspaces[i]) != null) return null;
-      }
-    }
     return this;
   }
 

@@ -279,6 +279,8 @@ public final class Flusher {
     long t0 = System.nanoTime(), segmentBytes0 = stats.segmentBytesWritten.sum();
     var it = sorted.iterator();
     Version v = versions.acquire();
+    List<HashedIndex> held = new ArrayList<>();
+    unpublished = held; // flushHashed applies the batch to tries as not yet published
     try {
       VersionEdit edit = new VersionEdit();
       List<Integer> touched = new ArrayList<>();
@@ -313,7 +315,11 @@ public final class Flusher {
               touched,
               reported);
       edit.flushedSeqno(lastSeqno);
-      edit.onInstall = publish;
+      edit.onInstall =
+          () -> {
+            publish.run();
+            for (HashedIndex index : held) index.published(lastSeqno);
+          };
       commit(edit, touched, reported, itemsAfter);
       state
           .notifier()
@@ -326,6 +332,7 @@ public final class Flusher {
                   System.nanoTime() - t0,
                   true));
     } finally {
+      unpublished = null;
       v.release();
     }
   }
@@ -588,6 +595,13 @@ public final class Flusher {
         new TrieCheckpoints(options, storage, tables, versionSet, stats, indexes);
   }
 
+  /**
+   * The tries a WAL-skip batch ({@link #flushBatch}) applied its entries to as not yet published;
+   * null outside one. Written by the commit leader's thread while the flusher has nothing to flush;
+   * volatile, so the flusher's next flush sees it null again.
+   */
+  private volatile List<HashedIndex> unpublished;
+
   /** Writes hashed keyspaces' trie checkpoints; set with {@link #hashed}. */
   private TrieCheckpoints trieCheckpoints;
 
@@ -608,7 +622,10 @@ public final class Flusher {
    * replay from an older checkpoint still sees the deletion.
    *
    * <p>The trie changes before the commit; until the new version is installed, readers find these
-   * keys in the write cache being flushed, which they read first.
+   * keys in the write cache being flushed, which they read first. A WAL-skip batch's keys are in no
+   * write cache: its changes are applied as unpublished ({@link HashedIndex#apply(List, long[],
+   * boolean)}), and reads at the published seqno see the records from before them until the batch's
+   * version is installed.
    */
   private Reported flushHashed(
       int ks,
@@ -636,7 +653,9 @@ public final class Flusher {
       docBytes += sizes[i];
     }
     long[] stale = new long[4 * n];
-    int staleCount = index.apply(changes, stale);
+    List<HashedIndex> held = unpublished;
+    int staleCount = index.apply(changes, stale, held != null);
+    if (held != null) held.add(index);
     hashed.settle();
     edit.addCounters(ks, Manifest.Counters.flushed(n, docBytes));
     if (staleCount == 0) return null;

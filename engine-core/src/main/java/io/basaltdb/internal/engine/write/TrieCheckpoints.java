@@ -88,9 +88,10 @@ final class TrieCheckpoints {
     int layout = versionSet.layoutCode(ks);
     index.writeCheckpoint(
         (pending, count) -> {
-          // The trie is still and holds the flushed state as of the manifest's flushed seqno: it
-          // changes only in flushes, on this thread, applied before their commits.
+          // The trie is still and, unless a WAL-skip batch is between its apply and its commit,
+          // holds the flushed state as of the manifest's flushed seqno.
           long seqno = versionSet.manifest().flushedSeqno();
+          if (index.appliedSeqno() > seqno) return false; // a WAL-skip batch not yet committed
           long newest = 0;
           for (int i = 0; i < count; i++) newest = Math.max(newest, pending[2 * i]);
           TrieCheckpoint.Pending p =
@@ -115,6 +116,7 @@ final class TrieCheckpoints {
           stats.indexBytesWritten.add(p.bytes() + inPlace);
           stats.trieCheckpointPages.add(p.pages().length);
           stats.trieCheckpoints.increment();
+          return true;
         });
   }
 }
