@@ -325,9 +325,9 @@ public final class Options {
    * of the trie changed since go to a double-write file, then in place. An open loads the
    * checkpoint and replays only the log after it (without one, it reads the whole log). A
    * checkpoint also makes the deletions flushed before it garbage: until then their tombstones stay
-   * in the log. A checkpoint writes each changed page twice, so it also waits until at least as
-   * many bytes were flushed as its changed pages hold: larger values write less and make opens
-   * replay more. Default 64 MiB; at least 64 KiB.
+   * in the log. A checkpoint writes most changed pages twice, so it also waits until at least a
+   * quarter as many bytes were flushed as its changed pages hold: larger values write less and make
+   * opens replay more. Default 64 MiB; at least 64 KiB.
    */
   public Options trieCheckpointBytes(long bytes) {
     this.trieCheckpointBytes = bytes;

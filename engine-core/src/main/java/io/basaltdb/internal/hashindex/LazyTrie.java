@@ -508,8 +508,8 @@ public final class LazyTrie implements AutoCloseable {
   public void finishLoad(long expectRecords) {
     checkWritable();
     Shape shape = new Shape();
-    BitSet used = new BitSet((int) (space.top() >>> 3));
-    walk(root, 0, 0, shape, used);
+    Granules used = new Granules(space.top() >>> 3);
+    walk(root, 0, 0, shape, used, false);
     if (shape.records != expectRecords) {
       throw new IllegalStateException(
           "checkpoint holds " + shape.records + " records, its header says " + expectRecords);
@@ -518,7 +518,7 @@ public final class LazyTrie implements AutoCloseable {
     nodes = shape.nodes;
     lists = shape.lists;
     listBytes = shape.listBytes;
-    space.rebuildFree(used, shape.nodes + shape.lists);
+    space.rebuildFree(BitSet.valueOf(used.words), shape.nodes + shape.lists);
     space.clearDirty();
   }
 
@@ -602,8 +602,8 @@ public final class LazyTrie implements AutoCloseable {
   public Shape checkInvariants() {
     checkWritable();
     Shape shape = new Shape();
-    BitSet used = new BitSet((int) (space.top() >>> 3));
-    walk(root, 0, 0, shape, used);
+    Granules used = new Granules(space.top() >>> 3);
+    walk(root, 0, 0, shape, used, true);
     if (shape.records != records || shape.nodes != nodes || shape.lists != lists) {
       throw new IllegalStateException(
           "lazy-trie counts "
@@ -627,8 +627,7 @@ public final class LazyTrie implements AutoCloseable {
     space.forEachFree(
         (off, bytes) -> {
           int g = (int) (off >>> 3);
-          int hit = used.nextSetBit(g);
-          if (hit >= 0 && hit < g + (int) (bytes >>> 3)) {
+          if (used.any(g, g + (int) (bytes >>> 3))) {
             throw new IllegalStateException("free block at " + off + " overlaps a live one");
           }
         });
@@ -636,19 +635,58 @@ public final class LazyTrie implements AutoCloseable {
   }
 
   /** Claims {@code [off, off + size)} for one block in {@code used}, or throws if it cannot. */
-  private void claim(long off, long size, BitSet used, String what) {
+  private void claim(long off, long size, Granules used, String what) {
     long bytes = TrieSpace.blockSize(size);
     if (off < TrieSpace.FIRST || (off & 7) != 0 || off + bytes > space.top()) {
       throw new IllegalStateException(
           what + " at " + off + " (" + bytes + " bytes) is off the space");
     }
     int g = (int) (off >>> 3), end = g + (int) (bytes >>> 3);
-    int hit = used.nextSetBit(g);
-    if (hit >= 0 && hit < end) throw new IllegalStateException(what + " at " + off + " overlaps");
-    used.set(g, end);
+    if (used.any(g, end)) throw new IllegalStateException(what + " at " + off + " overlaps");
+    used.take(g, end);
   }
 
-  private void walk(long node, int depth, long prefix, Shape shape, BitSet used) {
+  /**
+   * The 8-byte granules of the space that reachable blocks take, for a walk: a word at a time
+   * ({@link BitSet#nextSetBit} would scan past a block's range to the next set bit, however far).
+   */
+  static final class Granules {
+    final long[] words;
+
+    Granules(long granules) {
+      words = new long[(int) ((granules + 63) >>> 6)];
+    }
+
+    /** Whether any granule of {@code [from, to)} is taken. */
+    boolean any(int from, int to) {
+      for (int i = from; i < to; ) {
+        int lo = i & 63, hi = Math.min(64, lo + (to - i));
+        if ((words[i >>> 6] & mask(lo, hi)) != 0) return true;
+        i += hi - lo;
+      }
+      return false;
+    }
+
+    void take(int from, int to) {
+      for (int i = from; i < to; ) {
+        int lo = i & 63, hi = Math.min(64, lo + (to - i));
+        words[i >>> 6] |= mask(lo, hi);
+        i += hi - lo;
+      }
+    }
+
+    private static long mask(int lo, int hi) {
+      return (hi == 64 ? -1L : (1L << hi) - 1) & (-1L << lo);
+    }
+  }
+
+  /**
+   * Walks the subtree of {@code node}, claiming its blocks in {@code used}; every bound is checked,
+   * and with {@code full} every invariant too (a load checks bounds, overlaps and counts: the
+   * checkpoint's pages carry checksums, and the walk must only keep a damaged one from reaching
+   * memory outside the space).
+   */
+  private void walk(long node, int depth, long prefix, Shape shape, Granules used, boolean full) {
     if (depth >= maxDepth) throw new IllegalStateException("node below full depth");
     claim(node, nodeBytes, used, "node");
     shape.nodes++;
@@ -662,9 +700,9 @@ public final class LazyTrie implements AutoCloseable {
       onlyChild = v;
       long childPrefix = prefix | ((long) c << (64 - bits * (depth + 1)));
       if ((v & NODE_TAG) != 0) {
-        walk(v & ~NODE_TAG, depth + 1, childPrefix, shape, used);
+        walk(v & ~NODE_TAG, depth + 1, childPrefix, shape, used, full);
       } else {
-        checkList(v, depth, childPrefix, shape, used);
+        checkList(v, depth, childPrefix, shape, used, full);
       }
     }
     if (children != Mem.lpInt(a(node + CHILDREN_OFFSET))) {
@@ -681,7 +719,8 @@ public final class LazyTrie implements AutoCloseable {
     }
   }
 
-  private void checkList(long list, int depth, long prefix, Shape shape, BitSet used) {
+  private void checkList(
+      long list, int depth, long prefix, Shape shape, Granules used, boolean full) {
     if (list < TrieSpace.FIRST || list + TrieList.HEADER_SIZE > space.top()) {
       throw new IllegalStateException("list at " + list + " is off the space");
     }
@@ -706,6 +745,12 @@ public final class LazyTrie implements AutoCloseable {
         throw new IllegalStateException("record overruns its list at depth " + depth);
       }
       long h = TrieList.hash(r);
+      if (!full) {
+        if (count == 0 || h != prevHash) distinct++;
+        count++;
+        prevHash = h;
+        continue;
+      }
       byte[] k = TrieList.keyOf(r);
       if ((h & mask) != prefix) {
         throw new IllegalStateException("record off its path at depth " + depth);

@@ -223,6 +223,16 @@ final class Block {
 
   /** A fresh copy of document {@code i}; its encoding was checked by the constructor. */
   Document document(int i) {
+    return document(i, true);
+  }
+
+  private static final byte[] NO_VALUE = new byte[0];
+
+  /**
+   * Document {@code i}, with a fresh copy of its value or (for a reader of keys and metadata only)
+   * an empty one.
+   */
+  Document document(int i, boolean withValue) {
     int p = starts[i];
     while (data[p++] < 0) { // seqno delta
     }
@@ -253,7 +263,8 @@ final class Block {
       }
     }
     byte[] key = Arrays.copyOfRange(data, p, p + keyLength);
-    byte[] value = Arrays.copyOfRange(data, p + keyLength, p + keyLength + valueLength);
+    byte[] value =
+        withValue ? Arrays.copyOfRange(data, p + keyLength, p + keyLength + valueLength) : NO_VALUE;
     return new Document(seqnos[i], key, value, tombstone, expiry);
   }
 }

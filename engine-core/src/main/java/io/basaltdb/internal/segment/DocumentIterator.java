@@ -69,6 +69,17 @@ public final class DocumentIterator implements Iterator<Document> {
     return block.document(index++);
   }
 
+  /**
+   * As {@link #next}, without the value (an empty array): for a reader of keys and metadata, such
+   * as a hashed keyspace's replay, which would otherwise copy every value only to drop it.
+   */
+  public Document nextWithoutValue() {
+    if (!hasNext()) {
+      throw new NoSuchElementException();
+    }
+    return block.document(index++, false);
+  }
+
   /** The log hint of the document {@link #next} returned last (its block's place). */
   public long lastHint() {
     return SegmentFormat.hint(state.segmentId(), blockOffset);

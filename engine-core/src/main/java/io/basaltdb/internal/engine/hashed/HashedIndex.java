@@ -243,14 +243,31 @@ public final class HashedIndex implements AutoCloseable {
   }
 
   /**
-   * Whether a checkpoint is due: {@code bytes} flushed since the last one, and at least as many
-   * bytes as its dirty pages (a checkpoint writes them twice, so it costs at most about two bytes
-   * per byte flushed, and an open replays at most about the larger of {@code bytes} and the trie).
+   * Whether a checkpoint is due: {@code bytes} flushed since the last one, and at least a quarter
+   * as many bytes as its dirty pages. A checkpoint writes most of them twice, so it costs at most
+   * about eight bytes per byte flushed (the pages of a random-hash trie all turn dirty under
+   * updates), and an open replays at most about the larger of {@code bytes} and a quarter of the
+   * trie.
    */
   public boolean checkpointDue(long bytes) {
     synchronized (writeLock) {
       long dirty = trie.space().dirtyCount() * TrieCheckpoint.SLOT;
-      return flushedSinceCheckpoint >= Math.max(bytes, dirty);
+      return flushedSinceCheckpoint >= Math.max(bytes, dirty / 4);
+    }
+  }
+
+  /** Pages of the space the checkpoint on disk holds (0: none); under writeLock. */
+  private long checkpointPages;
+
+  long checkpointPages() {
+    synchronized (writeLock) {
+      return checkpointPages;
+    }
+  }
+
+  void checkpointPages(long pages) {
+    synchronized (writeLock) {
+      checkpointPages = pages;
     }
   }
 

@@ -172,6 +172,7 @@ public final class HashedIndexes implements AutoCloseable {
       KeyspaceFiles files,
       long flushedSeqno) {
     HashedIndex idx = create(ks, layout);
+    long t0 = System.nanoTime();
     TrieCheckpoint.Loaded loaded;
     try {
       loaded = TrieCheckpoint.load(storage, idx, layout, flushedSeqno, purgeSeqno);
@@ -182,18 +183,26 @@ public final class HashedIndexes implements AutoCloseable {
           e.getMessage());
       drop(ks);
       idx = create(ks, layout);
+      TrieCheckpoint.discard(storage, ks);
       loaded = new TrieCheckpoint.Loaded(-1, 0, false, "checkpoint damaged: " + e.getMessage());
     }
     if (!loaded.usable() && idx.trie().size() != 0) {
       throw new IllegalStateException("an unusable checkpoint left records behind");
     }
     long from = loaded.usable() ? loaded.seqno() : 0;
+    long t1 = System.nanoTime();
     long replayed = replay(idx, files, from);
+    long t2 = System.nanoTime();
     idx.loaded(replayed);
     idx.trie().publishRetired();
     settle();
+    String timing =
+        "loaded in " + (t1 - t0) / 1_000_000 + " ms, replayed in " + (t2 - t1) / 1_000_000 + " ms";
     return new Recovered(
-        loaded.usable() ? loaded.seqno() : -1, loaded.records(), replayed, loaded.note());
+        loaded.usable() ? loaded.seqno() : -1,
+        loaded.records(),
+        replayed,
+        loaded.note().isEmpty() ? timing : loaded.note() + timing);
   }
 
   /**
@@ -212,7 +221,7 @@ public final class HashedIndexes implements AutoCloseable {
         if (s.state().isEmpty() || s.state().lastSeqno() <= fromSeqno) continue;
         DocumentIterator it = s.reader().iterator(Math.max(fromSeqno + 1, s.state().startSeqno()));
         while (it.hasNext()) {
-          Document d = it.next();
+          Document d = it.nextWithoutValue();
           while (more && stale.seqno() < d.seqno()) more = stale.next();
           if (more && stale.seqno() == d.seqno()) continue; // replaced: garbage already
           bytes += it.lastSize();

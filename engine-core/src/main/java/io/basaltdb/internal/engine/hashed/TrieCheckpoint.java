@@ -31,9 +31,11 @@ import java.util.zip.CRC32C;
  * <h2>Writing one (under the trie's writer lock)</h2>
  *
  * <ol>
- *   <li>{@link #writeDoubleWrite}: the dirty pages and the new meta to the double-write file, which
- *       is synced, with its directory. A crash during this step leaves a file that fails its digest
- *       and is ignored: the space still holds the previous checkpoint, whole.
+ *   <li>{@link #writeDoubleWrite}: dirty pages past the end of the checkpoint on disk (the space
+ *       grew) go in place at once, synced: that checkpoint does not read them. The other dirty
+ *       pages and the new meta go to the double-write file, which is synced, with its directory. A
+ *       crash during this step leaves a file that fails its digest and is ignored: the space still
+ *       holds the previous checkpoint, whole.
  *   <li>The caller's commit makes the tombstones flushed since the previous checkpoint garbage (the
  *       header names the newest: an open applies the double-write file only if the manifest's purge
  *       seqno reached it, so a checkpoint whose tombstones are still live is never used).
@@ -76,7 +78,21 @@ public final class TrieCheckpoint {
     int ks = index.keyspace();
     LazyTrie trie = index.trie();
     TrieSpace space = trie.space();
-    long[] pages = space.dirtyPages();
+    long[] dirty = space.dirtyPages();
+    // Pages at or past the space's end in the checkpoint on disk are no part of it: they go in
+    // place at once. The others go through the double-write file.
+    long held = index.checkpointPages();
+    int split = 0;
+    while (split < dirty.length && dirty[split] < held) split++;
+    long[] pages = java.util.Arrays.copyOf(dirty, split);
+    long freshBytes =
+        writeSlots(
+            storage,
+            ks,
+            java.util.Arrays.copyOfRange(dirty, split, dirty.length),
+            space,
+            seqno,
+            null);
     byte[] meta = new byte[SLOT];
     ByteBuffer m = ByteBuffer.wrap(meta).order(ByteOrder.LITTLE_ENDIAN);
     m.putLong(MAGIC).putInt(VERSION).putInt(ks).putInt(layout).putInt(0);
@@ -117,7 +133,7 @@ public final class TrieCheckpoint {
       f.close();
     }
     storage.syncDirectory(FileNames.trieDir(ks));
-    return new Pending(ks, seqno, pages, meta, bytes);
+    return new Pending(ks, seqno, pages, meta, bytes + freshBytes);
   }
 
   /**
@@ -125,33 +141,47 @@ public final class TrieCheckpoint {
    * and the trie's dirty marks cleared. Returns the bytes written.
    */
   public static long writeInPlace(Storage storage, HashedIndex index, Pending p) {
-    String name = FileNames.trieSpace(p.ks);
+    TrieSpace space = index.trie().space();
+    long bytes = writeSlots(storage, p.ks, p.pages, space, p.seqno, p.meta);
+    storage.delete(FileNames.trieDoubleWrite(p.ks));
+    space.clearDirty();
+    index.checkpointPages(space.pages());
+    return bytes;
+  }
+
+  /**
+   * Writes {@code pages} of {@code space} at their places in the space file (runs of consecutive
+   * pages in one write), synced; then {@code meta}, if not null, synced. Returns the bytes written.
+   */
+  private static long writeSlots(
+      Storage storage, int ks, long[] pages, TrieSpace space, long seqno, byte[] meta) {
+    if (pages.length == 0 && meta == null) return 0;
+    storage.mkdirs(FileNames.trieDir(ks));
+    String name = FileNames.trieSpace(ks);
     boolean fresh = !storage.exists(name);
     StorageFile f = fresh ? storage.create(name) : storage.open(name);
-    TrieSpace space = index.trie().space();
     try {
       byte[] buf = new byte[SLOT * BATCH];
-      long[] pages = p.pages;
       for (int i = 0; i < pages.length; ) {
         int n = 0; // a run of consecutive pages, one write
         do {
           space.copyPage(pages[i + n], buf, n * SLOT);
-          seal(buf, n * SLOT, (int) pages[i + n], p.seqno);
+          seal(buf, n * SLOT, (int) pages[i + n], seqno);
           n++;
         } while (i + n < pages.length && n < BATCH && pages[i + n] == pages[i] + n);
         f.write((pages[i] + 1) * SLOT, ByteBuffer.wrap(buf, 0, n * SLOT));
         i += n;
       }
       f.sync();
-      f.write(0, ByteBuffer.wrap(p.meta));
-      f.sync();
+      if (meta != null) {
+        f.write(0, ByteBuffer.wrap(meta));
+        f.sync();
+      }
     } finally {
       f.close();
     }
-    if (fresh) storage.syncDirectory(FileNames.trieDir(p.ks));
-    storage.delete(FileNames.trieDoubleWrite(p.ks));
-    space.clearDirty();
-    return (long) (p.pages.length + 1) * SLOT;
+    if (fresh) storage.syncDirectory(FileNames.trieDir(ks));
+    return (long) (pages.length + (meta == null ? 0 : 1)) * SLOT;
   }
 
   /** Writes the trailer of the slot at {@code at}: checksum, page number, seqno. */
@@ -211,6 +241,7 @@ public final class TrieCheckpoint {
       long seqno = seqnoOf(meta, 0);
       long top = m.getLong(24), records = m.getLong(32);
       if (seqno > flushedSeqno || seqno < purgeSeqno) {
+        discard(storage, ks); // a rollback's abandoned trie, or one too old: never to be used
         return new Loaded(
             seqno,
             0,
@@ -229,10 +260,11 @@ public final class TrieCheckpoint {
       long pages = (top + PAGE - 1) / PAGE;
       if ((pages + 1) * SLOT > size) throw corrupt(space, size, "space shorter than its pages");
       index.trie().beginLoad(top);
+      byte[] buf = new byte[SLOT * BATCH];
       for (long p = 0; p < pages; p += BATCH) {
         int n = (int) Math.min(BATCH, pages - p);
         long pos = (p + 1) * SLOT;
-        byte[] buf = read(f, pos, n * SLOT, space);
+        readInto(f, pos, buf, n * SLOT, space);
         for (int i = 0; i < n; i++) {
           if (check(buf, i * SLOT, space, pos + (long) i * SLOT) != p + i)
             throw corrupt(space, pos + (long) i * SLOT, "slot of another page");
@@ -246,10 +278,21 @@ public final class TrieCheckpoint {
       } catch (IllegalStateException e) {
         throw corrupt(space, 0, e.getMessage());
       }
+      index.checkpointPages(pages);
       return new Loaded(seqno, records, true, note);
     } finally {
       f.close();
     }
+  }
+
+  /**
+   * Deletes keyspace {@code ks}'s checkpoint, unusable or damaged: the open replays the whole log
+   * and the next checkpoint writes every page afresh. (Kept, a space newer than the manifest, as
+   * after a rollback, would become usable once the flushed seqno passed its own.)
+   */
+  static void discard(Storage storage, int ks) {
+    String space = FileNames.trieSpace(ks);
+    if (storage.exists(space)) storage.delete(space);
   }
 
   /** Deletes what else the trie directory holds (full trie images of an earlier version). */
@@ -353,12 +396,17 @@ public final class TrieCheckpoint {
   }
 
   private static byte[] read(StorageFile f, long pos, int len, String name) {
-    ByteBuffer b = ByteBuffer.allocate(len);
+    byte[] buf = new byte[len];
+    readInto(f, pos, buf, len, name);
+    return buf;
+  }
+
+  private static void readInto(StorageFile f, long pos, byte[] buf, int len, String name) {
+    ByteBuffer b = ByteBuffer.wrap(buf, 0, len);
     while (b.hasRemaining()) {
       int n = f.read(pos + b.position(), b);
       if (n <= 0) throw corrupt(name, pos, "ends early");
     }
-    return b.array();
   }
 
   private static CorruptionException corrupt(String name, long at, String what) {

@@ -14,8 +14,8 @@ import io.basaltdb.internal.storage.Storage;
 
 /**
  * Writes hashed keyspaces' trie checkpoints ({@link TrieCheckpoint}): after a flush once {@link
- * Options#trieCheckpointBytes} were flushed to a keyspace since its last checkpoint (and at least
- * as many bytes as its dirty pages), and at close.
+ * Options#trieCheckpointBytes} were flushed to a keyspace since its last checkpoint (and at least a
+ * quarter as many bytes as its dirty pages), and at close.
  *
  * <p>A checkpoint is made usable in three steps, each safe to crash after: (1) the dirty pages go
  * to the double-write file, synced; (2) one commit makes the tombstones flushed since the last
