@@ -127,11 +127,12 @@ import java.util.Map;
  *   <li>hashed keyspaces ({@link KeyspaceOptions.Kind#HASHED}): gauges {@code hashedIndexBytes}
  *       (their lazy-tries' records and nodes, off the heap, taken from {@code blockCacheCapacity})
  *       and {@code hashedIndexNodeBytes} (of which the nodes' child tables); counters {@code
- *       trieCheckpoints} (checkpoints written), {@code trieCheckpointPages} (the dirty pages they
- *       wrote, each twice), {@code trieCheckpointFailures} (checkpoints a storage error stopped),
- *       {@code trieDoubleWritesApplied} (checkpoints an open completed from their double-write
- *       file), {@code trieCheckpointRecordsLoaded} and {@code trieLogBytesReplayed} (what the open
- *       loaded from checkpoints, and replayed from the log after them);
+ *       trieCheckpoints} (checkpoints written), {@code trieCheckpointPages} (the 4 KiB pages they
+ *       wrote: the whole space, or the dirty pages twice), {@code trieCheckpointFailures}
+ *       (checkpoints a storage error stopped), {@code trieDoubleWritesApplied} (checkpoints an open
+ *       completed from their double-write file), {@code trieCheckpointRecordsLoaded} and {@code
+ *       trieLogBytesReplayed} (what the open loaded from checkpoints, and replayed from the log
+ *       after them);
  *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.
  * </ul>
  *

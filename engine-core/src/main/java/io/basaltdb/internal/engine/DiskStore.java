@@ -155,22 +155,26 @@ final class DiskStore implements Store {
       Storage target,
       Storage previous,
       java.util.function.BooleanSupplier stopped) {
-    flush(pipeline);
-    Manifest t = versionSet.pinCheckpoint(); // it and its files stay while they are copied
-    try {
-      return Backups.backup(
-          storage,
-          t,
-          target,
-          previous,
-          stopped,
-          (ks, action) -> {
-            HashedIndex index = hashed.of(ks);
-            if (index != null) index.whileStill(action);
-          });
-    } finally {
-      versionSet.unpin(t.number());
-    }
+    // no trie checkpoint from here to the end: the ones the backup copies match its manifest
+    return hashed.backingUp(
+        () -> {
+          flush(pipeline);
+          Manifest t = versionSet.pinCheckpoint(); // it and its files stay while they are copied
+          try {
+            return Backups.backup(
+                storage,
+                t,
+                target,
+                previous,
+                stopped,
+                (ks, action) -> {
+                  HashedIndex index = hashed.of(ks);
+                  if (index != null) index.whileStill(action);
+                });
+          } finally {
+            versionSet.unpin(t.number());
+          }
+        });
   }
 
   @Override

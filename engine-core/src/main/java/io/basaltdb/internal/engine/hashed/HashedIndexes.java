@@ -117,6 +117,31 @@ public final class HashedIndexes implements AutoCloseable {
     if (idx != null) idx.close();
   }
 
+  /** Backups running: checkpoints after flushes wait for them ({@link #backingUp}). */
+  private final java.util.concurrent.atomic.AtomicInteger backups =
+      new java.util.concurrent.atomic.AtomicInteger();
+
+  /**
+   * Runs a backup ({@code backup}), with no checkpoint after a flush from before it pins its
+   * manifest until it ends: a checkpoint in progress finishes first, and none starts meanwhile, so
+   * the checkpoint files the backup copies are at or below its manifest's flushed seqno and their
+   * tombstones are garbage in it: the restored store can use them.
+   */
+  public <T> T backingUp(java.util.function.Supplier<T> backup) {
+    backups.incrementAndGet();
+    try {
+      for (HashedIndex idx : all()) idx.whileStill(() -> {}); // one in progress finishes
+      return backup.get();
+    } finally {
+      backups.decrementAndGet();
+    }
+  }
+
+  /** Whether a backup is running ({@link #backingUp}): checkpoints after flushes wait. */
+  public boolean backupRunning() {
+    return backups.get() > 0;
+  }
+
   /** Bytes the tries' records and nodes take. */
   public long bytes() {
     long b = 0;

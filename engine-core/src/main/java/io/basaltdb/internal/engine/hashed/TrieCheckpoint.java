@@ -21,6 +21,7 @@ import java.util.zip.CRC32C;
  * space  = meta slot | slot of page 0 | slot of page 1 | ...      (slot k at k * 4096)
  * double-write = header slot | slot*                              (the dirty pages, then the meta)
  * meta   = magic u64 | version u32 | keyspace u32 | layout u32 | pad u32 | top u64 | records u64
+ *          | newestTombstone u64 (the newest one it made garbage, 0: none)
  * header = magic u64 | version u32 | keyspace u32 | layout u32 | count u32 | newestTombstone u64
  *          | digest u32 (crc32c of the slots' crcs)
  * </pre>
@@ -93,11 +94,7 @@ public final class TrieCheckpoint {
             space,
             seqno,
             null);
-    byte[] meta = new byte[SLOT];
-    ByteBuffer m = ByteBuffer.wrap(meta).order(ByteOrder.LITTLE_ENDIAN);
-    m.putLong(MAGIC).putInt(VERSION).putInt(ks).putInt(layout).putInt(0);
-    m.putLong(space.top()).putLong(trie.size());
-    seal(meta, 0, META, seqno);
+    byte[] meta = meta(index, layout, seqno, newestTombstone);
     storage.mkdirs(FileNames.trieDir(ks));
     String name = FileNames.trieDoubleWrite(ks);
     StorageFile f = storage.create(name);
@@ -184,6 +181,69 @@ public final class TrieCheckpoint {
     return (long) (pages.length + (meta == null ? 0 : 1)) * SLOT;
   }
 
+  /** The meta slot of {@code index}'s checkpoint as of {@code seqno}. */
+  private static byte[] meta(HashedIndex index, int layout, long seqno, long newestTombstone) {
+    byte[] meta = new byte[SLOT];
+    ByteBuffer m = ByteBuffer.wrap(meta).order(ByteOrder.LITTLE_ENDIAN);
+    m.putLong(MAGIC).putInt(VERSION).putInt(index.keyspace()).putInt(layout).putInt(0);
+    m.putLong(index.trie().space().top()).putLong(index.trie().size()).putLong(newestTombstone);
+    seal(meta, 0, META, seqno);
+    return meta;
+  }
+
+  /**
+   * Whether a checkpoint now should rewrite the whole space ({@link #writeWhole}) rather than
+   * double-write its dirty pages: when at least half the pages are dirty (the usual case under
+   * updates, whose hashes land all over the space), one write of every page costs less than two of
+   * the dirty ones; and when no checkpoint is on disk.
+   */
+  public static boolean wholeIsCheaper(HashedIndex index) {
+    TrieSpace space = index.trie().space();
+    return index.checkpointPages() == 0 || 2 * space.dirtyCount() >= space.pages();
+  }
+
+  /**
+   * Writes every page and the meta as of {@code seqno} to a new space file, synced, and renames it
+   * over the old one (directory synced); forgets the dirty marks. Returns the bytes written. Its
+   * meta names {@code newestTombstone}: until the caller's commit makes those tombstones garbage
+   * (purge seqno at or above it), an open does not use it (a crash between the rename and the
+   * commit costs a replay of the whole log, never a tombstone left live forever).
+   */
+  public static long writeWhole(
+      Storage storage, HashedIndex index, int layout, long seqno, long newestTombstone) {
+    int ks = index.keyspace();
+    TrieSpace space = index.trie().space();
+    storage.mkdirs(FileNames.trieDir(ks));
+    String temp = FileNames.trieSpace(ks) + ".tmp";
+    StorageFile f = storage.create(temp);
+    long pages = space.pages();
+    try {
+      byte[] buf = new byte[SLOT * BATCH];
+      for (long p = 0; p < pages; p += BATCH) {
+        int n = (int) Math.min(BATCH, pages - p);
+        for (int i = 0; i < n; i++) {
+          space.copyPage(p + i, buf, i * SLOT);
+          seal(buf, i * SLOT, (int) (p + i), seqno);
+        }
+        f.write((p + 1) * SLOT, ByteBuffer.wrap(buf, 0, n * SLOT));
+      }
+      f.write(0, ByteBuffer.wrap(meta(index, layout, seqno, newestTombstone)));
+      f.sync();
+    } catch (RuntimeException | Error e) {
+      f.close();
+      storage.delete(temp);
+      throw e;
+    }
+    f.close();
+    storage.rename(temp, FileNames.trieSpace(ks));
+    storage.syncDirectory(FileNames.trieDir(ks));
+    String dw = FileNames.trieDoubleWrite(ks);
+    if (storage.exists(dw)) storage.delete(dw); // of a failed checkpoint: the new space covers it
+    space.clearDirty();
+    index.checkpointPages(pages);
+    return (pages + 1) * SLOT;
+  }
+
   /** Writes the trailer of the slot at {@code at}: checksum, page number, seqno. */
   private static void seal(byte[] buf, int at, int pageNo, long seqno) {
     ByteBuffer b = ByteBuffer.wrap(buf).order(ByteOrder.LITTLE_ENDIAN);
@@ -239,8 +299,8 @@ public final class TrieCheckpoint {
       if (m.getInt(12) != ks || m.getInt(16) != layout)
         throw corrupt(space, 0, "checkpoint of another keyspace or layout");
       long seqno = seqnoOf(meta, 0);
-      long top = m.getLong(24), records = m.getLong(32);
-      if (seqno > flushedSeqno || seqno < purgeSeqno) {
+      long top = m.getLong(24), records = m.getLong(32), newestTombstone = m.getLong(40);
+      if (seqno > flushedSeqno || seqno < purgeSeqno || newestTombstone > purgeSeqno) {
         discard(storage, ks); // a rollback's abandoned trie, or one too old: never to be used
         return new Loaded(
             seqno,
@@ -249,7 +309,9 @@ public final class TrieCheckpoint {
             note
                 + "checkpoint at seqno "
                 + seqno
-                + " outside [purge "
+                + " (tombstones to "
+                + newestTombstone
+                + ") outside [purge "
                 + purgeSeqno
                 + ", flushed "
                 + flushedSeqno

@@ -17,7 +17,7 @@ public final class EngineStats {
   /** Hashed keyspaces' trie checkpoints written ({@code TrieCheckpoints}). */
   public final LongAdder trieCheckpoints = new LongAdder();
 
-  /** Dirty pages those checkpoints wrote (each twice: double-write file, then in place). */
+  /** 4 KiB pages those checkpoints wrote (the whole space, or dirty pages twice). */
   public final LongAdder trieCheckpointPages = new LongAdder();
 
   /** Trie checkpoints that could not be written or put in place (each reported in the log). */

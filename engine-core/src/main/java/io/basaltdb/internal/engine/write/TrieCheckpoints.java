@@ -24,6 +24,12 @@ import io.basaltdb.internal.storage.Storage;
  * and does apply the double-write file; (3) the pages go in place, synced, and the double-write
  * file is deleted. A crash before (2) leaves the previous checkpoint and the tombstones live.
  *
+ * <p>When at least half the pages are dirty (the usual case under updates: hashes land all over the
+ * space) one write of the whole space costs less than two of the dirty pages: (1) every page goes
+ * to a new space file, synced, renamed over the old one; (2) the commit as above. Its meta names
+ * the newest tombstone it covers, and an open uses it only once the purge seqno reached that (a
+ * crash between the two costs a replay of the whole log).
+ *
  * <p>Thread-safety: runs on the flusher's thread (or the closer's, once the flusher stopped): the
  * trie's one writer, whose lock {@link HashedIndex#writeCheckpoint} holds throughout.
  */
@@ -52,6 +58,7 @@ final class TrieCheckpoints {
 
   /** After a flush's commit: checkpoints for the keyspaces that are due. */
   void afterFlush() {
+    if (hashed.backupRunning()) return; // the next flush after it checkpoints
     for (HashedIndex index : hashed.all()) {
       if (index.checkpointDue(options.trieCheckpointBytes())) tryWrite(index);
     }
@@ -94,8 +101,15 @@ final class TrieCheckpoints {
           if (index.appliedSeqno() > seqno) return false; // a WAL-skip batch not yet committed
           long newest = 0;
           for (int i = 0; i < count; i++) newest = Math.max(newest, pending[2 * i]);
-          TrieCheckpoint.Pending p =
-              TrieCheckpoint.writeDoubleWrite(storage, index, layout, seqno, newest);
+          boolean whole = TrieCheckpoint.wholeIsCheaper(index);
+          TrieCheckpoint.Pending p = null;
+          if (whole) {
+            long bytes = TrieCheckpoint.writeWhole(storage, index, layout, seqno, newest);
+            stats.indexBytesWritten.add(bytes);
+            stats.trieCheckpointPages.add(bytes / 4096);
+          } else {
+            p = TrieCheckpoint.writeDoubleWrite(storage, index, layout, seqno, newest);
+          }
           if (count > 0) {
             VersionEdit edit = new VersionEdit();
             DeleteList.writeDiscarded(
@@ -111,10 +125,12 @@ final class TrieCheckpoints {
             edit.purged(ks, newest);
             versionSet.logAndApply(edit);
           }
-          // a hashed keyspace's key index writes: its checkpoints (and its delete list tables)
-          long inPlace = TrieCheckpoint.writeInPlace(storage, index, p);
-          stats.indexBytesWritten.add(p.bytes() + inPlace);
-          stats.trieCheckpointPages.add(p.pages().length);
+          if (!whole) {
+            // a hashed keyspace's key index writes: its checkpoints (and its delete list tables)
+            long inPlace = TrieCheckpoint.writeInPlace(storage, index, p);
+            stats.indexBytesWritten.add(p.bytes() + inPlace);
+            stats.trieCheckpointPages.add((p.bytes() + inPlace) / 4096);
+          }
           stats.trieCheckpoints.increment();
           return true;
         });
