@@ -7,6 +7,7 @@ import io.basaltdb.internal.memory.MemoryQuota;
 import io.basaltdb.internal.skiplist.AccessBarrier;
 import io.basaltdb.internal.sstable.KeyRecord;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.Map;
@@ -435,10 +436,12 @@ public final class LazyTrie implements AutoCloseable {
    * size a whole old space block (address, -bytes) the space replaced when it grew.
    */
   private void retire(long block, long size) {
+    // the space's growth (size < 0) retires from inside an allocation, where it must not publish:
+    // the batch grows instead
+    if (retiredCount + 2 > retired.length) retired = Arrays.copyOf(retired, 2 * retired.length);
     retired[retiredCount++] = block;
     retired[retiredCount++] = size;
     if (size > 0) pendingBlocks++;
-    // not from inside the space's growth (size < 0): the batch has room for that one pair
     if (size > 0 && retiredCount >= RETIRE_BATCH) publishRetired();
   }
 

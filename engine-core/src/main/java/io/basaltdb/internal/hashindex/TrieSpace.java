@@ -149,7 +149,7 @@ public final class TrieSpace implements AutoCloseable {
 
   private void ensure(long need) {
     if (need <= capacity) return;
-    if (need > MAX_BYTES) {
+    if (need >= MAX_BYTES) {
       throw new MemoryLimitException(
           "lazy-trie " + name + " would pass " + MAX_BYTES + " bytes: use more keyspaces");
     }
@@ -240,7 +240,7 @@ public final class TrieSpace implements AutoCloseable {
 
   /** Makes the space {@code top} bytes long, for {@link #loadPage} to fill; nothing is free yet. */
   void resetForLoad(long top) {
-    if (top < FIRST || top > MAX_BYTES || (top & 7) != 0) {
+    if (top < FIRST || top >= MAX_BYTES || (top & 7) != 0) {
       throw new IllegalArgumentException("space top " + top);
     }
     ensure(top);

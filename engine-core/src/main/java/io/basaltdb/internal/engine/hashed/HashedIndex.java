@@ -288,8 +288,20 @@ public final class HashedIndex implements AutoCloseable {
       if (closed) return;
       long[] pending = java.util.Arrays.copyOf(pendingTombstones, 2 * pendingCount);
       if (!writer.write(pending, pendingCount)) return;
-      pendingCount = 0;
+      pendingCount = 0; // (already, if the writer committed them: see tombstonesCommitted)
       flushedSinceCheckpoint = 0;
+    }
+  }
+
+  /**
+   * The commit that makes the pending tombstones {@link #writeCheckpoint} handed out garbage is
+   * durable: they are no longer pending, even if the rest of the checkpoint then fails (reported
+   * twice, their bytes would count twice as garbage, and a segment could be taken for all garbage
+   * while it still holds live documents). The checkpoint writer's thread, inside it.
+   */
+  public void tombstonesCommitted() {
+    synchronized (writeLock) {
+      pendingCount = 0;
     }
   }
 

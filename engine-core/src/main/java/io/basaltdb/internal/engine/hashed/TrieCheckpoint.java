@@ -195,11 +195,16 @@ public final class TrieCheckpoint {
    * Whether a checkpoint now should rewrite the whole space ({@link #writeWhole}) rather than
    * double-write its dirty pages: when at least half the pages are dirty (the usual case under
    * updates, whose hashes land all over the space), one write of every page costs less than two of
-   * the dirty ones; and when no checkpoint is on disk.
+   * the dirty ones; when no checkpoint is on disk; and after a checkpoint failed past its
+   * double-write file.
    */
-  public static boolean wholeIsCheaper(HashedIndex index) {
+  public static boolean wholeIsCheaper(Storage storage, HashedIndex index) {
     TrieSpace space = index.trie().space();
-    return index.checkpointPages() == 0 || 2 * space.dirtyCount() >= space.pages();
+    return index.checkpointPages() == 0
+        || 2 * space.dirtyCount() >= space.pages()
+        // a failed checkpoint's double-write file: kept for the open, and this one must not
+        // write pages it holds in place (the whole rewrite supersedes both)
+        || storage.exists(FileNames.trieDoubleWrite(index.keyspace()));
   }
 
   /**
@@ -215,6 +220,7 @@ public final class TrieCheckpoint {
     TrieSpace space = index.trie().space();
     storage.mkdirs(FileNames.trieDir(ks));
     String temp = FileNames.trieSpace(ks) + ".tmp";
+    if (storage.exists(temp)) storage.delete(temp); // of a rewrite that failed
     StorageFile f = storage.create(temp);
     long pages = space.pages();
     try {
@@ -391,6 +397,8 @@ public final class TrieCheckpoint {
         why = "incomplete";
       } else if (h.getInt(12) != ks || h.getInt(16) != layout) {
         why = "of another keyspace or layout";
+      } else if (seqnoOf(header, 0) < spaceSeqno(storage, ks)) {
+        why = "older than the space (a whole rewrite replaced it)";
       } else {
         count = h.getInt(20);
         long newestTombstone = h.getLong(24);
@@ -431,6 +439,22 @@ public final class TrieCheckpoint {
     return why == null
         ? APPLIED + " (" + count + " slots); "
         : "double-write file set aside: " + why + "; ";
+  }
+
+  /** The seqno of the space file's meta, or -1 if it has none that checks. */
+  private static long spaceSeqno(Storage storage, int ks) {
+    String space = FileNames.trieSpace(ks);
+    if (!storage.exists(space)) return -1;
+    StorageFile f = storage.openForReading(space);
+    try {
+      if (f.size() < SLOT) return -1;
+      byte[] meta = read(f, 0, SLOT, space);
+      ByteBuffer m = ByteBuffer.wrap(meta).order(ByteOrder.LITTLE_ENDIAN);
+      if (m.getInt(PAGE) != crc(meta, 0) || m.getInt(PAGE + 4) != META) return -1;
+      return seqnoOf(meta, 0);
+    } finally {
+      f.close();
+    }
   }
 
   /** Writes the double-write file's {@code count} slots at their places in the space, synced. */

@@ -99,9 +99,10 @@ final class TrieCheckpoints {
           // holds the flushed state as of the manifest's flushed seqno.
           long seqno = versionSet.manifest().flushedSeqno();
           if (index.appliedSeqno() > seqno) return false; // a WAL-skip batch not yet committed
+          if (hashed.backupRunning()) return false; // its copy must match its manifest
           long newest = 0;
           for (int i = 0; i < count; i++) newest = Math.max(newest, pending[2 * i]);
-          boolean whole = TrieCheckpoint.wholeIsCheaper(index);
+          boolean whole = TrieCheckpoint.wholeIsCheaper(storage, index);
           TrieCheckpoint.Pending p = null;
           if (whole) {
             long bytes = TrieCheckpoint.writeWhole(storage, index, layout, seqno, newest);
@@ -124,6 +125,7 @@ final class TrieCheckpoints {
                 stats.deleteListBytesWritten);
             edit.purged(ks, newest);
             versionSet.logAndApply(edit);
+            index.tombstonesCommitted();
           }
           if (!whole) {
             // a hashed keyspace's key index writes: its checkpoints (and its delete list tables)
