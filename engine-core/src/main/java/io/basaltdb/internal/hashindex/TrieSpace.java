@@ -68,6 +68,7 @@ public final class TrieSpace implements AutoCloseable {
   private final int[] freeCount = new int[CLASSES];
   private long freeBytes;
   private long liveBlocks;
+  private int growths;
   private boolean closed;
 
   TrieSpace(MemoryQuota quota, String name, OnGrow onGrow) {
@@ -160,6 +161,7 @@ public final class TrieSpace implements AutoCloseable {
     if (old != 0) Mem.copyMemory(old, fresh, top);
     base = fresh; // volatile: a reader that loads the new base sees the copied bytes
     capacity = cap;
+    if (old != 0) growths++;
     if (old != 0) onGrow.retired(old, oldCap);
   }
 
@@ -291,6 +293,11 @@ public final class TrieSpace implements AutoCloseable {
   }
 
   // ---- introspection
+
+  /** Times the space moved to a larger block (tests check readers across a move). */
+  int growths() {
+    return growths;
+  }
 
   /** Blocks handed out and not freed. */
   long liveBlocks() {

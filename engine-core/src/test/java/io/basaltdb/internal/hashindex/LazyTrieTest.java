@@ -291,6 +291,7 @@ class LazyTrieTest {
       int churn = 20_000;
       for (int i = 0; i < stable; i++) trie.put(intKey(i), i, i, i, 0, 0, null);
       trie.publishRetired();
+      int growths = trie.space().growths();
       AtomicBoolean stop = new AtomicBoolean();
       AtomicReference<Throwable> failure = new AtomicReference<>();
       List<Thread> readers = new ArrayList<>();
@@ -340,6 +341,9 @@ class LazyTrieTest {
       stop.set(true);
       for (Thread r : readers) r.join();
       if (failure.get() != null) throw new AssertionError(failure.get());
+      assertTrue(
+          trie.space().growths() > growths,
+          "the space moved to a larger block while the readers ran (old block retired under them)");
       trie.publishRetired();
       trie.checkInvariants();
     }
