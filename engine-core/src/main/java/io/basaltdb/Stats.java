@@ -42,11 +42,12 @@ import java.util.Map;
  *   <li>key index compaction: {@code compactions}, {@code trivialMoves} (tables moved down a level
  *       without rewriting), {@code l0Merges} (merges of level-0 tables into one level-0 table,
  *       level 0 being tiered; see {@link Options#l0BaseRatio}), {@code hintsRefreshed} (location
- *       hints a compaction rewrote from the seqno index because they named a segment garbage
- *       collection replaced), {@code flushStaleReported} (superseded versions flushes sent to the
- *       delete list, with {@link Options#flushLookups}), {@code l0MergeStaleReported} (superseded
- *       versions the larger level-0 merges, and with {@link Options#keyIndexGuards} the pushes into
- *       a guarded level, found below their records and sent to the delete list at once), {@code
+ *       hints a compaction, or for a hashed keyspace a flush after gets missed them, rewrote from
+ *       the seqno index because they named a segment garbage collection replaced), {@code
+ *       flushStaleReported} (superseded versions flushes sent to the delete list, with {@link
+ *       Options#flushLookups}), {@code l0MergeStaleReported} (superseded versions the larger
+ *       level-0 merges, and with {@link Options#keyIndexGuards} the pushes into a guarded level,
+ *       found below their records and sent to the delete list at once), {@code
  *       compactionBytesRead}, {@code compactionBytesWritten}; with {@link Options#keyIndexGuards},
  *       {@code guardsAdded} (guard keys compactions committed), {@code guardPushes} (guards
  *       compacted into the next level, trivial moves included), {@code guardMerges} (last-level

@@ -199,6 +199,57 @@ public final class HashedIndex implements AutoCloseable {
     }
   }
 
+  // ---- location hints garbage collection left stale
+
+  /** Fixes queued at most: a bound on their memory; past it, misses are not queued. */
+  static final int MAX_HINT_FIXES = 1 << 16;
+
+  /** A get's stale hint: the key and the seqno its record had. */
+  private record HintFix(byte[] key, long seqno) {}
+
+  private final java.util.concurrent.ConcurrentLinkedQueue<HintFix> hintFixes =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+  private final java.util.concurrent.atomic.AtomicInteger hintFixCount =
+      new java.util.concurrent.atomic.AtomicInteger();
+
+  /**
+   * A get found {@code key}'s record at {@code seqno} with a location hint naming a segment that no
+   * longer holds it (garbage collection moved the document). Any thread; the next flush refreshes
+   * the hint ({@link #refreshHints}). Dropped when {@link #MAX_HINT_FIXES} wait already.
+   */
+  public void hintMissed(byte[] key, long seqno) {
+    if (hintFixCount.incrementAndGet() > MAX_HINT_FIXES) {
+      hintFixCount.decrementAndGet();
+      return;
+    }
+    hintFixes.offer(new HintFix(key.clone(), seqno));
+  }
+
+  /**
+   * Refreshes the hints gets found stale: each record still at the seqno it had gets the hint
+   * {@code freshHint} gives for that seqno (negative: none known, left alone). The trie's writer,
+   * before a flush applies its entries. Returns the hints refreshed.
+   */
+  public int refreshHints(java.util.function.LongUnaryOperator freshHint) {
+    if (hintFixes.isEmpty()) return 0;
+    synchronized (writeLock) {
+      if (closed) return 0;
+      KeyRecord rec = new KeyRecord();
+      int n = 0;
+      for (HintFix f; (f = hintFixes.poll()) != null; ) {
+        hintFixCount.decrementAndGet();
+        if (!trie.get(f.key, rec) || rec.seqno != f.seqno) continue; // replaced or deleted since
+        long hint = freshHint.applyAsLong(f.seqno);
+        if (hint < 0 || hint == rec.hint) continue; // unknown, or refreshed already
+        // the same version with its new place: no layer change, nothing stale
+        trie.put(f.key, rec.seqno, rec.docSize, hint, rec.expiry, 0, null);
+        n++;
+      }
+      trie.publishRetired();
+      return n;
+    }
+  }
+
   /** The newest seqno applied to the trie; under writeLock. */
   private long appliedSeqno;
 

@@ -98,6 +98,7 @@ public final class ReadPath {
               KeyspaceFiles files = v.files(ks);
               KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
               if (newerThan(ks, s, rec.seqno, retries++)) continue; // see newerThan
+              if (s != null && rec.hint >>> 32 != s.state().segmentId()) staleHint(ks, key, rec);
               byte[] value = s == null ? null : s.reader().cachedValue(rec.seqno, key);
               return value != null
                   ? value
@@ -140,6 +141,7 @@ public final class ReadPath {
               KeyspaceFiles files = v.files(ks);
               KeyspaceFiles.Segment s = files.segmentFor(rec.seqno);
               if (newerThan(ks, s, rec.seqno, retries++)) continue; // see newerThan
+              if (s != null && rec.hint >>> 32 != s.state().segmentId()) staleHint(ks, key, rec);
               int n = s == null ? -2 : s.reader().cachedValue(rec.seqno, key, out);
               if (n != -2) return n;
               byte[] value = readMissedDocument(files, ks, key, rec.seqno, rec.hint).value();
@@ -173,6 +175,17 @@ public final class ReadPath {
   }
 
   private static final int MAX_RETRIES = 100_000;
+
+  /**
+   * A get found a record whose location hint names another segment than the one holding its seqno
+   * (garbage collection moved the document): a hashed keyspace's trie is told, and its next flush
+   * refreshes the hint (Magma's GC never looks at the key index; an ordered keyspace's compaction
+   * refreshes hints as it rewrites records).
+   */
+  private void staleHint(int ks, byte[] key, KeyRecord rec) {
+    HashedIndex index = hashedIndex(ks);
+    if (index != null) index.hintMissed(key, rec.seqno);
+  }
 
   /** Where {@link #locate} found a key's live value. */
   private static final int ABSENT = 0;
@@ -649,6 +662,10 @@ public final class ReadPath {
         stats.tableLookups.increment();
         if (!index.get(g.key, g.record, versions.lastSeqno())) return finish(g, null, out);
         g.found = true;
+        KeyspaceFiles.Segment s = g.files.segmentFor(g.record.seqno);
+        if (s != null && g.record.hint >>> 32 != s.state().segmentId()) {
+          index.hintMissed(g.key, g.record.seqno);
+        }
       }
     }
     if (!g.found) {

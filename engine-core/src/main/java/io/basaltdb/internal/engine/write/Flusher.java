@@ -654,12 +654,30 @@ public final class Flusher {
     }
     long[] stale = new long[4 * n];
     List<HashedIndex> held = unpublished;
+    if (held == null) { // hints gets found stale, from the segments of this flush's version
+      stats.hintsRefreshed.add(index.refreshHints(seqno -> freshHint(older, seqno)));
+    }
     int staleCount = index.apply(changes, stale, held != null);
     if (held != null) held.add(index);
     hashed.settle();
     edit.addCounters(ks, Manifest.Counters.flushed(n, docBytes));
     if (staleCount == 0) return null;
     return reportStale(ks, stale, staleCount, edit);
+  }
+
+  /**
+   * The location hint of {@code seqno} in the segment of {@code files} that holds it, or -1 if none
+   * does or its index cannot be read (a refresh is an optimisation: the read that needs the index
+   * reports damage).
+   */
+  private static long freshHint(KeyspaceFiles files, long seqno) {
+    KeyspaceFiles.Segment seg = files.segmentFor(seqno);
+    if (seg == null) return -1;
+    try {
+      return seg.reader().hintFor(seqno);
+    } catch (BasaltException damagedOrUnreadable) {
+      return -1;
+    }
   }
 
   /**
