@@ -45,9 +45,14 @@ import java.util.zip.CRC32C;
  *       double-write file, which the next open applies again.
  * </ol>
  *
- * A failure after step 1 without a crash keeps the dirty marks, so the next checkpoint writes those
- * pages again. If that next double-write file is then torn, the space may hold pages of the
- * unfinished checkpoint: their seqno is above the meta's, and the open sets the space aside.
+ * A failure after step 1 without a crash keeps the dirty marks and the double-write file (an open
+ * may need it), and the next checkpoint rewrites the whole space instead. Should pages of the
+ * unfinished checkpoint still reach the space without a usable double-write file, their seqno is
+ * above the meta's, and the open sets the space aside.
+ *
+ * <p>{@link #writeWhole}, when at least half the pages are dirty: every page and the meta to a new
+ * file, synced and renamed over the space before the commit; its meta names the newest tombstone it
+ * covers, and an open uses it only once the purge seqno reached that.
  *
  * <p>Thread-safety: stateless; callers hold the index's writer lock, or run before any writer.
  */
