@@ -166,6 +166,28 @@ class MemoryBackupTest {
    * snapshot is replaced or deleted and unlinked, so the scan finds none of them and the restore
    * has them all from the delta files. The snapshot-holding mode keeps them linked instead.
    */
+  /** A hashed keyspace comes back from an in-memory backup hashed, with its data and refusals. */
+  @Test
+  void aHashedKeyspaceKeepsItsKind() {
+    Path dir = tmp.resolve("backup-hashed");
+    KeyspaceOptions hashed =
+        KeyspaceOptions.defaults().kind(KeyspaceOptions.Kind.HASHED).branching(16);
+    try (Basalt db = Basalt.openInMemory(memory(2, true, false))) {
+      Keyspace h = db.createKeyspace("h", hashed);
+      for (int i = 0; i < 300; i++) h.put(b("h" + i), b("v" + i));
+      db.keyspace("default").put(b("plain"), b("p"));
+      db.backup(dir);
+    }
+    try (Basalt db = Basalt.openInMemory(memory(2, true, false), dir)) {
+      assertEquals(KeyspaceOptions.Kind.HASHED, db.keyspaceOptions("h").kind());
+      assertEquals(KeyspaceOptions.Kind.ORDERED, db.keyspaceOptions("default").kind());
+      Keyspace h = db.keyspace("h");
+      for (int i = 0; i < 300; i++) assertArrayEquals(b("v" + i), h.get(b("h" + i)));
+      assertThrows(UnsupportedOperationException.class, () -> h.scan(null, null));
+      assertArrayEquals(b("p"), db.keyspace("default").get(b("plain")));
+    }
+  }
+
   @Test
   void deltaFilesCatchEveryItemUnlinkedBeforeTheScanReachesIt() throws Exception {
     for (boolean nonIntrusive : new boolean[] {true, false}) {

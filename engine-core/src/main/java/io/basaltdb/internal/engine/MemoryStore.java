@@ -46,6 +46,11 @@ final class MemoryStore implements Store, CommitTarget {
     this.options = options;
   }
 
+  /** A restored keyspace's layout code (a hashed one's; 0 for ordered). */
+  void restoredLayout(int id, int layout) {
+    if (layout != 0) layouts.put(id, layout);
+  }
+
   /** A restored store's next keyspace id: above every id its backup held. */
   void restoredKeyspaceIds(int next) {
     nextKeyspaceId.set(Math.max(next, nextKeyspaceId.get()));
@@ -86,11 +91,15 @@ final class MemoryStore implements Store, CommitTarget {
       versions.applyLock.unlock();
     }
     try {
+      java.util.Map<Integer, Integer> kinds = new java.util.HashMap<>();
+      for (int id : keyspaces.keySet())
+        if (trieChunkBytes(id) != 0) kinds.put(id, trieChunkBytes(id));
       return MemoryBackups.backup(
           v.active.list,
           snap,
           seqno,
           keyspaces,
+          java.util.Map.copyOf(kinds),
           nextKeyspaceId.get(),
           target,
           options.backupThreads(),

@@ -119,7 +119,7 @@ final class StoreOpener {
       catalog.add(1, "default");
     } else {
       for (java.util.Map.Entry<Integer, String> k : m.keyspaces().entrySet())
-        catalog.add(k.getKey(), k.getValue());
+        catalog.add(k.getKey(), k.getValue(), m.layout(k.getKey()));
     }
     long chunk = chunkSize(options.memoryQuota());
     Versions versions =
@@ -147,7 +147,10 @@ final class StoreOpener {
     StoreState state = new StoreState(new Notifier(options.eventListener(), "in-memory store"));
     EngineStats stats = new EngineStats();
     MemoryStore store = new MemoryStore(versions, catalog, chunk, options);
-    if (m != null) store.restoredKeyspaceIds(m.nextKeyspaceId());
+    if (m != null) {
+      store.restoredKeyspaceIds(m.nextKeyspaceId());
+      for (int id : m.keyspaces().keySet()) store.restoredLayout(id, m.layout(id));
+    }
     ReadPath reads =
         new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
     if (options.exactItemCounts()) {

@@ -13,8 +13,9 @@ import java.util.zip.CRC32C;
 
 /**
  * An in-memory store's backup manifest, {@code memory/MANIFEST}, and its byte layout
- * (docs/format.md, "Backup directory"): the seqno, the keyspaces, the shards in key order and the
- * delta files, with a CRC-32C. Thread-safety: immutable.
+ * (docs/format.md, "Backup directory"): the seqno, the keyspaces (with their layout codes: a hashed
+ * keyspace comes back hashed; format 1 had none, and its keyspaces come back ordered), the shards
+ * in key order and the delta files, with a CRC-32C. Thread-safety: immutable.
  */
 public record MemoryBackupManifest(
     long seqno,
@@ -22,10 +23,19 @@ public record MemoryBackupManifest(
     int nextKeyspaceId,
     boolean lz4,
     Map<Integer, String> keyspaces,
+    Map<Integer, Integer> layouts,
     List<MemoryBackupManifest.FileRef> shards,
     List<MemoryBackupManifest.FileRef> deltas) {
   private static final long MAGIC = 0x42534C544D454D31L; // "BSLTMEM1"
-  private static final int VERSION = 1;
+  private static final int VERSION = 2;
+
+  /** The format before keyspaces carried their layout codes: read, never written. */
+  private static final int VERSION_WITHOUT_LAYOUTS = 1;
+
+  /** Keyspace {@code id}'s layout code (0: ordered). */
+  public int layout(int id) {
+    return layouts.getOrDefault(id, 0);
+  }
 
   /** A file of the backup, and the items it holds. */
   record FileRef(String name, long items) {}
@@ -42,8 +52,8 @@ public record MemoryBackupManifest(
         .putInt(keyspaces.size());
     for (Map.Entry<Integer, String> k : new java.util.TreeMap<>(keyspaces).entrySet()) {
       byte[] name = k.getValue().getBytes(StandardCharsets.UTF_8);
-      b = ensure(b, 6 + name.length);
-      b.putInt(k.getKey()).putShort((short) name.length).put(name);
+      b = ensure(b, 10 + name.length);
+      b.putInt(k.getKey()).putInt(layout(k.getKey())).putShort((short) name.length).put(name);
     }
     for (List<FileRef> list : List.of(shards, deltas)) {
       b = ensure(b, 4);
@@ -83,7 +93,7 @@ public record MemoryBackupManifest(
       if (b.getLong() != MAGIC)
         throw BackupBlocks.corrupt(backup, name, "is not an in-memory backup manifest");
       int version = b.getInt();
-      if (version != VERSION) {
+      if (version != VERSION && version != VERSION_WITHOUT_LAYOUTS) {
         throw BackupBlocks.corrupt(
             backup, name, "has format " + version + "; this build reads format " + VERSION);
       }
@@ -94,8 +104,11 @@ public record MemoryBackupManifest(
       if (n < 0 || n > b.remaining() / 6)
         throw BackupBlocks.corrupt(backup, name, "lists " + n + " keyspaces");
       Map<Integer, String> keyspaces = new HashMap<>();
+      Map<Integer, Integer> layouts = new HashMap<>();
       for (int i = 0; i < n; i++) {
         int id = b.getInt();
+        int layout = version == VERSION_WITHOUT_LAYOUTS ? 0 : b.getInt();
+        if (layout != 0) layouts.put(id, layout);
         byte[] s = new byte[Short.toUnsignedInt(b.getShort())];
         b.get(s);
         keyspaces.put(id, new String(s, StandardCharsets.UTF_8));
@@ -116,7 +129,14 @@ public record MemoryBackupManifest(
       if (b.hasRemaining())
         throw BackupBlocks.corrupt(backup, name, "has " + b.remaining() + " trailing bytes");
       return new MemoryBackupManifest(
-          seqno, created, nextId, lz4, Map.copyOf(keyspaces), lists.get(0), lists.get(1));
+          seqno,
+          created,
+          nextId,
+          lz4,
+          Map.copyOf(keyspaces),
+          Map.copyOf(layouts),
+          lists.get(0),
+          lists.get(1));
     } catch (java.nio.BufferUnderflowException e) {
       throw BackupBlocks.corrupt(backup, name, "ends early");
     }

@@ -74,13 +74,15 @@ public final class MemoryBackups {
 
   /**
    * Backs up {@code snapshot} (the caller's; this closes it) of {@code list}, which holds the
-   * store's writes up to {@code seqno} in the keyspaces {@code keyspaces}, into {@code target}.
+   * store's writes up to {@code seqno} in the keyspaces {@code keyspaces} (whose layout codes,
+   * where not 0, are in {@code layouts}), into {@code target}.
    */
   public static Backups.Result backup(
       SkipList list,
       Snapshot snapshot,
       long seqno,
       Map<Integer, String> keyspaces,
+      Map<Integer, Integer> layouts,
       int nextKeyspaceId,
       Storage target,
       int threads,
@@ -160,7 +162,7 @@ public final class MemoryBackups {
         deltaRefs.add(new MemoryBackupManifest.FileRef(w.name(), w.items()));
       MemoryBackupManifest m =
           new MemoryBackupManifest(
-              seqno, created, nextKeyspaceId, lz4, keyspaces, shardRefs, deltaRefs);
+              seqno, created, nextKeyspaceId, lz4, keyspaces, layouts, shardRefs, deltaRefs);
       byte[] manifest = m.encode();
       StorageFile out = target.createUnsynced(FileNames.MEMORY_BACKUP_MANIFEST);
       try {
