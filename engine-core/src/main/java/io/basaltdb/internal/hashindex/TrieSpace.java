@@ -66,7 +66,6 @@ public final class TrieSpace implements AutoCloseable {
 
   private final long[][] free = new long[CLASSES][];
   private final int[] freeCount = new int[CLASSES];
-  private long freeBytes;
   private long liveBlocks;
   private int growths;
   private boolean closed;
@@ -118,7 +117,6 @@ public final class TrieSpace implements AutoCloseable {
     long off;
     if (freeCount[c] > 0) {
       off = free[c][--freeCount[c]];
-      freeBytes -= bytes;
     } else {
       ensure(top + bytes);
       off = top;
@@ -137,7 +135,6 @@ public final class TrieSpace implements AutoCloseable {
     long bytes = sizeOf(c);
     if (Mem.DEBUG) Mem.fill(base + off, bytes, (byte) 0xDB); // poison: a late reader sees garbage
     pushFree(c, off);
-    freeBytes += bytes;
     liveBlocks--;
   }
 
@@ -213,11 +210,6 @@ public final class TrieSpace implements AutoCloseable {
     dirtyCount = 0;
   }
 
-  /** Every page below the top is to be written (the file holds none of them). */
-  public void markAllDirty() {
-    markDirty(0, top);
-  }
-
   /** Pages below the top. */
   public long pages() {
     return (top + PAGE - 1) / PAGE;
@@ -263,7 +255,6 @@ public final class TrieSpace implements AutoCloseable {
    */
   void rebuildFree(java.util.BitSet used, long blocks) {
     Arrays.fill(freeCount, 0);
-    freeBytes = 0;
     liveBlocks = blocks;
     int end = (int) (top >>> 3);
     int g = used.nextClearBit((int) (FIRST >>> 3));
@@ -276,7 +267,6 @@ public final class TrieSpace implements AutoCloseable {
         if (sizeOf(c) > gap) c--;
         long bytes = sizeOf(c);
         pushFree(c, off);
-        freeBytes += bytes;
         off += bytes;
         gap -= bytes;
       }
@@ -302,11 +292,6 @@ public final class TrieSpace implements AutoCloseable {
   /** Blocks handed out and not freed. */
   long liveBlocks() {
     return liveBlocks;
-  }
-
-  /** Bytes of free blocks waiting for reuse. */
-  public long freeBytes() {
-    return freeBytes;
   }
 
   /** Bytes charged to the quota. */

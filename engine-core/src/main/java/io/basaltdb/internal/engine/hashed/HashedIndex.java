@@ -385,13 +385,6 @@ public final class HashedIndex implements AutoCloseable {
     }
   }
 
-  /** Tombstones waiting for the next checkpoint (for tests and stats). */
-  public int pendingTombstones() {
-    synchronized (writeLock) {
-      return pendingCount;
-    }
-  }
-
   private static KeyRecord copyOf(KeyRecord r) {
     return new KeyRecord().set(null, r.seqno, r.docSize, false, r.hint, false, r.expiry);
   }
@@ -415,11 +408,6 @@ public final class HashedIndex implements AutoCloseable {
     layerMax.add(unpublished ? Long.MAX_VALUE : max);
     layers = next; // volatile publish: before the first change to the trie
     return l;
-  }
-
-  /** Layers kept for snapshots (for tests and stats). */
-  public int layerCount() {
-    return layers.length;
   }
 
   /** Puts a record while the index is loaded at open; no layer, no garbage reported. */

@@ -163,17 +163,7 @@ public final class TrieCheckpoint {
     boolean fresh = !storage.exists(name);
     StorageFile f = fresh ? storage.create(name) : storage.open(name);
     try {
-      byte[] buf = new byte[SLOT * BATCH];
-      for (int i = 0; i < pages.length; ) {
-        int n = 0; // a run of consecutive pages, one write
-        do {
-          space.copyPage(pages[i + n], buf, n * SLOT);
-          seal(buf, n * SLOT, (int) pages[i + n], seqno);
-          n++;
-        } while (i + n < pages.length && n < BATCH && pages[i + n] == pages[i] + n);
-        f.write((pages[i] + 1) * SLOT, ByteBuffer.wrap(buf, 0, n * SLOT));
-        i += n;
-      }
+      writePages(f, pages, space, seqno);
       f.sync();
       if (meta != null) {
         f.write(0, ByteBuffer.wrap(meta));
@@ -229,15 +219,7 @@ public final class TrieCheckpoint {
     StorageFile f = storage.create(temp);
     long pages = space.pages();
     try {
-      byte[] buf = new byte[SLOT * BATCH];
-      for (long p = 0; p < pages; p += BATCH) {
-        int n = (int) Math.min(BATCH, pages - p);
-        for (int i = 0; i < n; i++) {
-          space.copyPage(p + i, buf, i * SLOT);
-          seal(buf, i * SLOT, (int) (p + i), seqno);
-        }
-        f.write((p + 1) * SLOT, ByteBuffer.wrap(buf, 0, n * SLOT));
-      }
+      writePages(f, java.util.stream.LongStream.range(0, pages).toArray(), space, seqno);
       f.write(0, ByteBuffer.wrap(meta(index, layout, seqno, newestTombstone)));
       f.sync();
     } catch (RuntimeException | Error e) {
@@ -253,6 +235,24 @@ public final class TrieCheckpoint {
     space.clearDirty();
     index.checkpointPages(pages);
     return (pages + 1) * SLOT;
+  }
+
+  /**
+   * Writes {@code pages} (ascending) of {@code space} to their slots in {@code f}, sealed with
+   * {@code seqno}: each run of consecutive pages in one write. Unsynced.
+   */
+  private static void writePages(StorageFile f, long[] pages, TrieSpace space, long seqno) {
+    byte[] buf = new byte[SLOT * BATCH];
+    for (int i = 0; i < pages.length; ) {
+      int n = 0;
+      do {
+        space.copyPage(pages[i + n], buf, n * SLOT);
+        seal(buf, n * SLOT, (int) pages[i + n], seqno);
+        n++;
+      } while (i + n < pages.length && n < BATCH && pages[i + n] == pages[i] + n);
+      f.write((pages[i] + 1) * SLOT, ByteBuffer.wrap(buf, 0, n * SLOT));
+      i += n;
+    }
   }
 
   /** Writes the trailer of the slot at {@code at}: checksum, page number, seqno. */
