@@ -36,6 +36,18 @@ public final class TableIterator implements AutoCloseable {
   private boolean closed;
 
   /**
+   * Offsets and sizes of the data blocks from {@link #handlesFrom} on, copied from the index in one
+   * fetch ({@link TableReader#blockHandles}) for forward moves; {@link #handleCount} of them hold.
+   */
+  private final long[] handleOffsets = new long[HANDLES];
+
+  private final int[] handleSizes = new int[HANDLES];
+  private int handlesFrom;
+  private int handleCount;
+
+  private static final int HANDLES = 64;
+
+  /**
    * Set when a move ran off the last record (not by a failed move): {@link #seekForward} then stays
    * put.
    */
@@ -235,7 +247,12 @@ public final class TableIterator implements AutoCloseable {
       blockIndex = -1;
       return;
     }
-    block.reset(reader.dataBlock(i, fillCache, ahead));
+    if (i < handlesFrom || i >= handlesFrom + handleCount) {
+      handleCount = reader.blockHandles(i, handleOffsets, handleSizes);
+      handlesFrom = i;
+    }
+    int k = i - handlesFrom;
+    block.reset(reader.dataBlock(i, handleOffsets[k], handleSizes[k], fillCache, ahead));
     blockIndex = i;
   }
 

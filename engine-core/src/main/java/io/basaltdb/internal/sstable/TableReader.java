@@ -883,6 +883,38 @@ public final class TableReader implements AutoCloseable {
     } finally {
       idx.release();
     }
+    return dataBlock(i, offset, size, fillCache, ahead);
+  }
+
+  /**
+   * Copies the offsets and sizes of data blocks {@code from}, {@code from + 1}, ... into {@code
+   * offsets} and {@code sizes}, as many as fit and exist, through one fetch of the index; returns
+   * how many. A scan reads its blocks through these ({@link #dataBlock(int, long, int, boolean,
+   * Readahead)}), so a block cache that evicts the index between two blocks does not make it decode
+   * the whole index again for each.
+   */
+  int blockHandles(int from, long[] offsets, int[] sizes) {
+    checkOpen();
+    int n = Math.min(offsets.length, blockCount - from);
+    if (n <= 0) return 0;
+    BlockCache.Block idx = index();
+    try {
+      for (int k = 0; k < n; k++) {
+        offsets[k] = FlatIndex.blockOffset(idx.base, idx.address, from + k);
+        sizes[k] = FlatIndex.blockSize(idx.base, idx.address, from + k);
+      }
+    } finally {
+      idx.release();
+    }
+    return n;
+  }
+
+  /**
+   * Data block {@code i}, at {@code offset} and {@code size} bytes as the index gives them: as
+   * {@link #dataBlock(int, boolean, Readahead)}.
+   */
+  Block dataBlock(int i, long offset, int size, boolean fillCache, Readahead ahead) {
+    checkOpen();
     if (cache == null) return dataBlock(offset, size, i, ahead);
     BlockCache.Block pinned =
         fillCache

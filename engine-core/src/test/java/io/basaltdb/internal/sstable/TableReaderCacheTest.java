@@ -93,4 +93,35 @@ class TableReaderCacheTest {
       r.close();
     }
   }
+
+  /**
+   * A scan whose table index the cache drops between two blocks (other readers' blocks evict it)
+   * decodes the index once per 64 blocks, not once per block: the garbage collector's delete-list
+   * scans spent half their time decoding indexes under a busy cache.
+   */
+  @Test
+  void aScanWhoseIndexIsEvicted_decodesItOncePerWindowOfBlocks() {
+    try (BlockCache cache = new BlockCache(1 << 20)) {
+      TableReader r = TableReader.open(table(100_000, 10), "t.sst", cache);
+      long owner = cache.newOwner() - 1; // the reader took the one before
+      int blocks = r.blockCount();
+      assertTrue(blocks > 128, "the table spans " + blocks + " blocks");
+      long before = r.metaReads();
+      int n = 0;
+      try (TableIterator it = r.iterator(false)) {
+        for (it.seekFirst(); it.valid(); it.next()) {
+          assertEquals(ByteBuffer.wrap(key(n)), ByteBuffer.wrap(it.key()), "record " + n);
+          n++;
+          cache.removeOwner(owner); // the index is gone whenever the next block is loaded
+        }
+      }
+      assertEquals(100_000, n);
+      long decodes = r.metaReads() - before;
+      assertTrue(decodes > 0, "the cache never dropped the index: the test shows nothing");
+      assertTrue(
+          decodes <= blocks / 64 + 1,
+          decodes + " index decodes for a scan of " + blocks + " blocks");
+      r.close();
+    }
+  }
 }
