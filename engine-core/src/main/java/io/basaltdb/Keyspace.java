@@ -39,9 +39,10 @@ public final class Keyspace {
    * from then on, and the change feed, which reports the expiry as a deletion at the put's seqno.
    * Its space is reclaimed lazily: key index compaction drops an expired record as it drops a
    * tombstone, and garbage collection then reclaims its document ({@link Options#expiryCheckMillis}
-   * compacts tables whose expired share passes {@link Options#expiryCompactionRatio}). A time
-   * already past is allowed: the put is then invisible at once. Keys written with an expiry are not
-   * counted by {@link #itemCount}.
+   * compacts tables whose expired share passes {@link Options#expiryCompactionRatio}; a hashed
+   * keyspace's expiry sweep removes it from the trie instead). A time already past is allowed: the
+   * put is then invisible at once. Keys written with an expiry are not counted by {@link
+   * #itemCount}.
    *
    * @throws InvalidArgumentException if {@code expiresAtMillis} is negative, or as {@link
    *     #put(byte[], byte[])}

@@ -390,9 +390,12 @@ public final class Options {
    * #expiryCompactionRatio} of their document bytes (Magma section 7.1's periodic expiry check,
    * from each table's histogram of expiry times), and compacts the most expired one of each
    * keyspace, so expired data that no other compaction would reach is reclaimed: the records
-   * dropped, and their documents through the delete list and garbage collection. Default 60,000 (a
-   * minute); 0 turns the check off (expired data is then dropped only by compactions that run
-   * anyway). Disk stores only.
+   * dropped, and their documents through the delete list and garbage collection. A hashed keyspace
+   * ({@link KeyspaceOptions.Kind#HASHED}), whose index no compaction rewrites, is swept instead: a
+   * round over its trie at most this often, once a record may have expired, removes the expired
+   * records, and the next trie checkpoint makes their documents garbage. Default 60,000 (a minute);
+   * 0 turns the check and the sweep off (expired data is then dropped only by compactions that run
+   * anyway, or by overwrites and deletes). Disk stores only.
    */
   public Options expiryCheckMillis(long millis) {
     this.expiryCheckMillis = millis;

@@ -133,7 +133,8 @@ import java.util.Map;
  *       (checkpoints a storage error stopped), {@code trieDoubleWritesApplied} (checkpoints an open
  *       completed from their double-write file), {@code trieCheckpointRecordsLoaded} and {@code
  *       trieLogBytesReplayed} (what the open loaded from checkpoints, and replayed from the log
- *       after them);
+ *       after them), {@code trieExpiredRemoved} (expired records the expiry sweep removed, {@link
+ *       Options#expiryCheckMillis});
  *   <li>gauges: {@code tables}, {@code segments}, {@code lastSeqno}, {@code keyspaces}.
  * </ul>
  *

@@ -71,10 +71,7 @@ final class DiskStore implements Store {
 
   @Override
   public long purgeSeqno(int ks) {
-    for (Manifest.KeyspaceMeta k : versionSet.manifest().keyspaces()) {
-      if (k.id() == ks) return k.purgeSeqno();
-    }
-    return 0;
+    return versionSet.purgeSeqno(ks);
   }
 
   VersionSet versionSet() {

@@ -178,6 +178,7 @@ final class StatsReport {
     m.put("trieCheckpoints", s.trieCheckpoints.sum());
     m.put("trieCheckpointPages", s.trieCheckpointPages.sum());
     m.put("trieCheckpointFailures", s.trieCheckpointFailures.sum());
+    m.put("trieExpiredRemoved", s.trieExpiredRemoved.sum());
     m.put("trieCheckpointRecordsLoaded", s.trieCheckpointRecordsLoaded.sum());
     m.put("trieDoubleWritesApplied", s.trieDoubleWritesApplied.sum());
     m.put("trieLogBytesReplayed", s.trieLogBytesReplayed.sum());

@@ -574,24 +574,43 @@ public final class LazyTrie implements AutoCloseable {
    * {@link KeyRecord} whose key is a fresh copy and whose {@code tombstone} is false.
    */
   public void forEach(Consumer<KeyRecord> visitor) {
+    forEachUnder(0, branching, false, visitor);
+  }
+
+  /**
+   * As {@link #forEach}, for the records under the root's slots {@code [from, to)} only, and with
+   * {@code expiringOnly} only those with an expiry (the others' keys are not copied). The expiry
+   * sweep visits the trie a few root slots at a time this way.
+   */
+  public void forEachUnder(int from, int to, boolean expiringOnly, Consumer<KeyRecord> visitor) {
     checkWritable();
+    if (from < 0 || to > branching || from > to)
+      throw new IllegalArgumentException("root slots [" + from + ", " + to + ") of " + branching);
     ArrayDeque<Long> stack = new ArrayDeque<>();
-    stack.push(root);
-    while (!stack.isEmpty()) {
-      long node = stack.pop();
-      for (int c = 0; c < branching; c++) {
-        long v = Mem.lpLong(a(slot(node, c)));
-        if (v == 0) continue;
-        if ((v & NODE_TAG) != 0) {
-          stack.push(v & ~NODE_TAG);
-          continue;
-        }
-        long la = a(v);
-        for (long r = TrieList.first(la), end = TrieList.end(la); r < end; r = TrieList.next(r)) {
-          KeyRecord out = new KeyRecord();
-          TrieList.read(r, TrieList.keyOf(r), out);
-          visitor.accept(out);
-        }
+    visitSlots(root, from, to, stack, expiringOnly, visitor);
+    while (!stack.isEmpty()) visitSlots(stack.pop(), 0, branching, stack, expiringOnly, visitor);
+  }
+
+  private void visitSlots(
+      long node,
+      int from,
+      int to,
+      ArrayDeque<Long> stack,
+      boolean expiringOnly,
+      Consumer<KeyRecord> visitor) {
+    for (int c = from; c < to; c++) {
+      long v = Mem.lpLong(a(slot(node, c)));
+      if (v == 0) continue;
+      if ((v & NODE_TAG) != 0) {
+        stack.push(v & ~NODE_TAG);
+        continue;
+      }
+      long la = a(v);
+      for (long r = TrieList.first(la), end = TrieList.end(la); r < end; r = TrieList.next(r)) {
+        if (expiringOnly && Mem.lpLong(r + TrieList.EXPIRY_OFFSET) == 0) continue;
+        KeyRecord out = new KeyRecord();
+        TrieList.read(r, TrieList.keyOf(r), out);
+        visitor.accept(out);
       }
     }
   }

@@ -185,6 +185,7 @@ public final class HashedIndex implements AutoCloseable {
           addPending(e.seqno, e.docSize);
         } else {
           replaced = trie.put(e.key, e.seqno, e.docSize, e.hint, e.expiry, 0, old);
+          if (e.expiry != 0) nextExpiry = Math.min(nextExpiry, e.expiry);
         }
         flushedSinceCheckpoint += e.docSize;
         if (replaced) {
@@ -274,9 +275,79 @@ public final class HashedIndex implements AutoCloseable {
     prune();
   }
 
+  // ---- the expiry sweep (Options.expiryCheckMillis), under writeLock
+
+  /**
+   * No record expires before this instant (ms, the store's clock): a sweep round waits for it.
+   * {@code Long.MAX_VALUE}: none expires. 1 at first, so the first round after an open (whose
+   * checkpoint may hold expiring records) looks at the whole trie.
+   */
+  private long nextExpiry = 1;
+
+  /** The root slot the running round sweeps next; 0 between rounds. */
+  private int sweepSlot;
+
+  /** When the last round started (the store's clock), or none yet. */
+  private long lastRound;
+
+  private boolean swept;
+
+  /**
+   * One step of the expiry sweep, Magma's expiry (seed 000 section 7.1) for a key index that no
+   * compaction rewrites: removes the expired records under the next {@code slots} root slots and
+   * hands their documents to the next checkpoint as garbage, as a tombstone's ({@link
+   * #writeCheckpoint}): they become garbage in the commit that makes a checkpoint without them
+   * usable. A round starts once a record may have expired ({@link #nextExpiry}) and {@code
+   * intervalMillis} after the last round started, and passes over the trie {@code slots} root slots
+   * per step, so a step holds the writer's lock briefly. A step does nothing while a snapshot is
+   * registered or a layer held: a snapshot judges expiry at the instant it was taken, so a record
+   * expired now may still be live to it. Returns the records removed.
+   */
+  public int sweepExpired(long now, long intervalMillis, int slots) {
+    synchronized (writeLock) {
+      if (closed) return 0;
+      if (sweepSlot == 0) {
+        if (now < nextExpiry || swept && now - lastRound < intervalMillis) return 0;
+      }
+      synchronized (this) {
+        // No snapshot registers while this monitor is held, and one registered later reads the
+        // clock after it registered: at or after now, so what this step removes is expired to it.
+        if (!snapshots.isEmpty() || layers.length > 0) return 0;
+        if (sweepSlot == 0) {
+          swept = true;
+          lastRound = now;
+          nextExpiry = Long.MAX_VALUE; // this round's records and later flushes' lower it again
+        }
+        int to = Math.min(trie.branching(), sweepSlot + Math.max(1, slots));
+        List<KeyRecord> expired = new ArrayList<>();
+        trie.forEachUnder(
+            sweepSlot,
+            to,
+            true,
+            r -> {
+              if (r.expiredAt(now)) expired.add(r);
+              else nextExpiry = Math.min(nextExpiry, r.expiry);
+            });
+        KeyRecord old = new KeyRecord();
+        for (KeyRecord r : expired) {
+          if (!trie.delete(r.key, old))
+            throw new IllegalStateException("an expired record vanished");
+          addPending(old.seqno, old.docSize);
+          flushedSinceCheckpoint += old.docSize; // garbage waiting for a checkpoint
+        }
+        trie.publishRetired();
+        sweepSlot = to == trie.branching() ? 0 : to;
+        return expired.size();
+      }
+    }
+  }
+
   // ---- checkpoints: the writer's state, under writeLock
 
-  /** Tombstones flushed since the last checkpoint, as (seqno, size) pairs; under writeLock. */
+  /**
+   * Tombstones flushed, and expired records swept, since the last checkpoint, as (seqno, size)
+   * pairs; under writeLock.
+   */
   private long[] pendingTombstones = new long[16];
 
   private int pendingCount;
@@ -414,6 +485,7 @@ public final class HashedIndex implements AutoCloseable {
   void load(byte[] key, long seqno, int docSize, long hint, long expiry) {
     synchronized (writeLock) {
       trie.put(key, seqno, docSize, hint, expiry, 0, null);
+      if (expiry != 0) nextExpiry = Math.min(nextExpiry, expiry);
     }
   }
 

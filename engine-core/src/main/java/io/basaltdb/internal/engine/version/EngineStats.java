@@ -23,6 +23,9 @@ public final class EngineStats {
   /** Trie checkpoints that could not be written or put in place (each reported in the log). */
   public final LongAdder trieCheckpointFailures = new LongAdder();
 
+  /** Expired records hashed keyspaces' expiry sweeps removed from their tries. */
+  public final LongAdder trieExpiredRemoved = new LongAdder();
+
   /** Checkpoints the open completed from their double-write files. */
   public final LongAdder trieDoubleWritesApplied = new LongAdder();
 

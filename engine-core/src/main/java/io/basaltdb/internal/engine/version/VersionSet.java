@@ -228,6 +228,14 @@ public final class VersionSet {
     }
   }
 
+  /** Keyspace {@code ks}'s purge seqno in the current manifest (0 for an unknown keyspace). */
+  public long purgeSeqno(int ks) {
+    for (Manifest.KeyspaceMeta k : manifest().keyspaces()) {
+      if (k.id() == ks) return k.purgeSeqno();
+    }
+    return 0;
+  }
+
   /** The retained checkpoints' manifests, oldest first, the current one last. */
   public List<Manifest> checkpoints() {
     synchronized (lock) {

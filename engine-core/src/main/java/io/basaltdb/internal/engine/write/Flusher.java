@@ -151,8 +151,9 @@ public final class Flusher {
 
   private void run() {
     while (true) {
+      boolean idle;
       synchronized (signal) {
-        while (!stopping && versions.current().immutable == null) {
+        if (!stopping && versions.current().immutable == null) {
           try {
             signal.wait(100);
           } catch (InterruptedException e) {
@@ -160,6 +161,11 @@ public final class Flusher {
           }
         }
         if (stopping) return;
+        idle = versions.current().immutable == null;
+      }
+      if (idle) {
+        if (!idle()) return;
+        continue;
       }
       Version v = versions.acquire();
       try {
@@ -173,6 +179,25 @@ public final class Flusher {
       } finally {
         v.release();
       }
+    }
+  }
+
+  /**
+   * What the flusher does between flushes, every 100 ms: hashed keyspaces' expiry sweeps and the
+   * checkpoints they make due, which a store that takes no writes would otherwise never run.
+   * Returns false if that failed the store.
+   */
+  private boolean idle() {
+    if (trieCheckpoints == null || hashed.isEmpty() || state.failure() != null) return true;
+    try {
+      trieCheckpoints.maintain();
+      return true;
+    } catch (BasaltException e) {
+      state.fail(e);
+      return false;
+    } catch (RuntimeException | Error e) {
+      state.fail(new BasaltException("expiry sweep failed: " + e, e));
+      return false;
     }
   }
 
@@ -245,7 +270,7 @@ public final class Flusher {
         .walHead(imm.walAfter())
         .writeCacheFlushed();
     commit(edit, touched, reported, imm.itemsAtSwitch());
-    if (trieCheckpoints != null && !hashed.isEmpty()) trieCheckpoints.afterFlush();
+    if (trieCheckpoints != null && !hashed.isEmpty()) trieCheckpoints.maintain();
     state
         .notifier()
         .flushed(

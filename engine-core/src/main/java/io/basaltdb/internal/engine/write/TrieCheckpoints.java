@@ -13,9 +13,10 @@ import io.basaltdb.internal.engine.version.VersionSet;
 import io.basaltdb.internal.storage.Storage;
 
 /**
- * Writes hashed keyspaces' trie checkpoints ({@link TrieCheckpoint}): after a flush once {@link
- * Options#trieCheckpointBytes} were flushed to a keyspace since its last checkpoint (and at least a
- * quarter as many bytes as its dirty pages), and at close.
+ * Writes hashed keyspaces' trie checkpoints ({@link TrieCheckpoint}): after a flush (or while the
+ * flusher is idle) once {@link Options#trieCheckpointBytes} were flushed to a keyspace, or swept
+ * from it as expired, since its last checkpoint (and at least a quarter as many bytes as its dirty
+ * pages), and at close. Runs the keyspaces' expiry sweeps ({@link HashedIndex#sweepExpired}) first.
  *
  * <p>A checkpoint is made usable in three steps, each safe to crash after: (1) the dirty pages go
  * to the double-write file, synced; (2) one commit makes the tombstones flushed since the last
@@ -56,8 +57,23 @@ final class TrieCheckpoints {
     this.hashed = hashed;
   }
 
-  /** After a flush's commit: checkpoints for the keyspaces that are due. */
-  void afterFlush() {
+  /** Root slots one expiry sweep step passes over: a sixteenth of a default trie. */
+  static final int SWEEP_SLOTS = 16;
+
+  /**
+   * After a flush's commit, and when the flusher is idle (every 100 ms): a step of each keyspace's
+   * expiry sweep ({@link HashedIndex#sweepExpired}), then checkpoints for the keyspaces that are
+   * due.
+   */
+  void maintain() {
+    long interval = options.expiryCheckMillis();
+    if (interval > 0) {
+      long now = options.clock().getAsLong();
+      for (HashedIndex index : hashed.all()) {
+        int n = index.sweepExpired(now, interval, SWEEP_SLOTS);
+        if (n > 0) stats.trieExpiredRemoved.add(n);
+      }
+    }
     if (hashed.backupRunning()) return; // the next flush after it checkpoints
     for (HashedIndex index : hashed.all()) {
       if (index.checkpointDue(options.trieCheckpointBytes())) tryWrite(index);
@@ -102,6 +118,12 @@ final class TrieCheckpoints {
           if (hashed.backupRunning()) return false; // its copy must match its manifest
           long newest = 0;
           for (int i = 0; i < count; i++) newest = Math.max(newest, pending[2 * i]);
+          // The meta's marker must lie above the purge seqno, or an open would take a checkpoint
+          // whose commit never ran for committed: a swept expired record's seqno may lie below it
+          // (a tombstone's never does). With the purge already at the flushed seqno (a sweep with
+          // no flush since the last checkpoint), the checkpoint waits for the next flush.
+          if (count > 0) newest = Math.max(newest, versionSet.purgeSeqno(ks) + 1);
+          if (newest > seqno) return false;
           boolean whole = TrieCheckpoint.wholeIsCheaper(storage, index);
           TrieCheckpoint.Pending p = null;
           if (whole) {
