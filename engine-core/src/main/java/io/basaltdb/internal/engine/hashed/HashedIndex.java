@@ -231,6 +231,11 @@ public final class HashedIndex implements AutoCloseable {
    * {@code freshHint} gives for that seqno (negative: none known, left alone). The trie's writer,
    * before a flush applies its entries. Returns the hints refreshed.
    */
+  /** Whether gets queued stale hints for {@link #refreshHints}; any thread. */
+  public boolean hasHintFixes() {
+    return hintFixCount.get() > 0;
+  }
+
   public int refreshHints(java.util.function.LongUnaryOperator freshHint) {
     if (hintFixes.isEmpty()) return 0;
     synchronized (writeLock) {

@@ -183,13 +183,24 @@ public final class Flusher {
   }
 
   /**
-   * What the flusher does between flushes, every 100 ms: hashed keyspaces' expiry sweeps and the
-   * checkpoints they make due, which a store that takes no writes would otherwise never run.
+   * What the flusher does between flushes, every 100 ms, for hashed keyspaces, which a store that
+   * takes no writes would otherwise never do: it refreshes the stale hints gets queued (else only
+   * the keyspace's next flush would), and runs the expiry sweeps and the checkpoints they make due.
    * Returns false if that failed the store.
    */
   private boolean idle() {
     if (trieCheckpoints == null || hashed.isEmpty() || state.failure() != null) return true;
     try {
+      for (HashedIndex index : hashed.all()) {
+        if (!index.hasHintFixes()) continue;
+        Version v = versions.acquire();
+        try {
+          KeyspaceFiles files = v.files(index.keyspace());
+          stats.hintsRefreshed.add(index.refreshHints(seqno -> freshHint(files, seqno)));
+        } finally {
+          v.release();
+        }
+      }
       trieCheckpoints.maintain();
       return true;
     } catch (BasaltException e) {
