@@ -224,6 +224,42 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
+   * Compacts {@code keyspace}'s keys in {@code [from, to]} now and waits until it is done, as
+   * RocksDB's {@code CompactRange}: after a bulk delete, say, so its space comes back now rather
+   * than when compaction and garbage collection would get to it. Flushes first; then every version
+   * in the range written before the call reaches the deepest level of the key index that holds its
+   * keys, in a table rewritten since the call, so the tombstones and expired records there are
+   * dropped and the versions they hid are reported to the delete list (a hashed keyspace, which has
+   * no levels, writes a trie checkpoint instead, which makes its tombstones garbage); then garbage
+   * collection rewrites the keyspace's segments with any garbage worth it, whatever {@link
+   * Options#fragmentationThreshold} says (each segment at least a fifth garbage). Writes may go on
+   * meanwhile; what they write is not waited for. An in-memory store has nothing to do (its
+   * collector frees deleted versions once no reader needs them).
+   *
+   * @param from the first key, or null: from the first
+   * @param to the last key, or null: to the last
+   * @throws InvalidArgumentException if {@code keyspace} is null or of another store, or {@code
+   *     from} sorts after {@code to}
+   * @throws ClosedException if the store is closed or closes meanwhile, or the keyspace was dropped
+   * @throws StorageException if the store failed
+   */
+  public void compactRange(Keyspace keyspace, byte[] from, byte[] to) {
+    if (keyspace == null) throw new InvalidArgumentException("keyspace must not be null");
+    if (keyspace.db != this)
+      throw new InvalidArgumentException(
+          "keyspace '" + keyspace.name() + "' belongs to another store");
+    if (from != null && to != null && java.util.Arrays.compareUnsigned(from, to) > 0)
+      throw new InvalidArgumentException("compactRange: from sorts after to");
+    engine.compactRange(
+        keyspace.id, from == null ? new byte[0] : from.clone(), to == null ? null : to.clone());
+  }
+
+  /** {@link #compactRange(Keyspace, byte[], byte[])} over every key of every keyspace. */
+  public void compactRange() {
+    for (String name : keyspaceNames()) compactRange(keyspace(name), null, null);
+  }
+
+  /**
    * Waits until no key index compaction runs or is needed, for tools and benchmarks that measure a
    * settled store; true if it settled within {@code timeoutMillis} (an in-memory store always is).
    */

@@ -124,6 +124,24 @@ final class DiskStore implements Store {
     writes.flushWal();
   }
 
+  /**
+   * Flushes (so the range's writes are in the key index), compacts the range's key index to its
+   * deepest level (an ordered keyspace) or checkpoints the trie (a hashed one, whose flushes report
+   * garbage at once but whose tombstones wait for a checkpoint), then collects the keyspace's
+   * segments whatever its fragmentation.
+   */
+  @Override
+  public void compactRange(int ks, byte[] from, byte[] to, CommitPipeline pipeline)
+      throws InterruptedException {
+    flush(pipeline);
+    if (hashed.of(ks) != null) {
+      flusher.writeTrieCheckpoint(ks);
+    } else {
+      compactor.compactRange(ks, from, to, versionSet.manifest().flushedSeqno());
+    }
+    gc.collect(ks);
+  }
+
   @Override
   public boolean waitForCompactions(long timeoutMillis) throws InterruptedException {
     long deadline = System.currentTimeMillis() + timeoutMillis;

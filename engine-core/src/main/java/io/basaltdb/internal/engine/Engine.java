@@ -437,6 +437,18 @@ public final class Engine implements AutoCloseable {
     store.flushWal();
   }
 
+  /** See {@code Basalt.compactRange}. */
+  public void compactRange(int ks, byte[] from, byte[] to) {
+    state.checkOpen();
+    catalog.checkLive(ks);
+    try {
+      store.compactRange(ks, from, to, pipeline);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new io.basaltdb.BasaltException("interrupted during compactRange", e);
+    }
+  }
+
   /** See {@code Basalt.waitForCompactions}. */
   public boolean waitForCompactions(long timeoutMillis) {
     state.checkOpen();

@@ -244,6 +244,10 @@ final class MemoryStore implements Store, CommitTarget {
     return true;
   }
 
+  /** Nothing to do: the skiplist's collector frees a deleted or replaced version once unread. */
+  @Override
+  public void compactRange(int ks, byte[] from, byte[] to, CommitPipeline pipeline) {}
+
   @Override
   public List<Manifest> checkpoints() {
     return List.of();

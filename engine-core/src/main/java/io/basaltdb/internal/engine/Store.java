@@ -34,6 +34,13 @@ interface Store {
   /** Writes the WAL records the WAL buffer holds back; a no-op without a WAL. */
   void flushWal();
 
+  /**
+   * Compacts keyspace {@code ks} over {@code [from, to]} ({@code to} null: to its end) and collects
+   * the segments that frees; see {@code Basalt.compactRange}. Returns once done.
+   */
+  void compactRange(int ks, byte[] from, byte[] to, CommitPipeline pipeline)
+      throws InterruptedException;
+
   /** Waits until compaction is idle; true at once without files. */
   boolean waitForCompactions(long timeoutMillis) throws InterruptedException;
 

@@ -173,6 +173,30 @@ public final class SegmentCompactor {
     }
   }
 
+  /** Keyspaces a caller asked to collect whatever their fragmentation ({@link #collect}). */
+  private final java.util.Set<Integer> forced = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  /**
+   * Collects keyspace {@code ks}'s segments whatever the keyspace's fragmentation (as if {@link
+   * io.basaltdb.Options#fragmentationThreshold} were 0: every segment but the tail at least {@link
+   * #MIN_SEGMENT_FRAGMENTATION} garbage), on the collection thread, and waits until none is left
+   * (Basalt.compactRange).
+   *
+   * @throws io.basaltdb.ClosedException if the store closes meanwhile
+   * @throws io.basaltdb.StorageException if the store failed
+   */
+  public void collect(int ks) throws InterruptedException {
+    forced.add(ks);
+    wake();
+    synchronized (signal) {
+      while (forced.contains(ks)) {
+        state.checkWritable();
+        if (stopping) throw new io.basaltdb.ClosedException("the store closed during compactRange");
+        signal.wait(50);
+      }
+    }
+  }
+
   /** Waits until no job runs and none is due; true if idle, false at the timeout or a failure. */
   public boolean awaitIdle(long timeoutMillis) throws InterruptedException {
     long deadline = System.currentTimeMillis() + timeoutMillis;
@@ -264,6 +288,10 @@ public final class SegmentCompactor {
         long pending = pendingGarbage(f);
         long limit = f.segmentLimit(options);
         List<KeyspaceFiles.Segment> pick = pick(f, threshold, limit, pending);
+        if (pick == null && forced.contains(ks)) {
+          pick = pick(f, 0, limit, 0);
+          if (pick == null) forced.remove(ks); // collect() waits for this
+        }
         if (pick == null && threshold < 1.0) {
           List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, limit, pending);
           if (quiet) pick = quietPick;
@@ -274,6 +302,8 @@ public final class SegmentCompactor {
           return Look.WORKED;
         }
       }
+      // a forced keyspace with no segments, or dropped: nothing to collect
+      forced.removeIf(ks -> !pinned.version().files.containsKey(ks) || !catalog.isLive(ks));
       return later ? Look.LATER : Look.NOTHING;
     } finally {
       pinned.version().release();

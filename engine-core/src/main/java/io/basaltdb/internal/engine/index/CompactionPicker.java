@@ -195,6 +195,12 @@ final class CompactionPicker {
   }
 
   private Job pick(Version v, boolean quiet) {
+    for (RangeRequest r : ranges) { // callers wait for these: first
+      KeyspaceFiles f = v.files.get(r.keyspace);
+      if (f == null || !catalog.isLive(r.keyspace)) continue;
+      Job j = pickRange(f, r);
+      if (j != null) return j;
+    }
     Job best = null;
     for (Map.Entry<Integer, KeyspaceFiles> e : v.files.entrySet()) {
       if (!catalog.isLive(e.getKey())) continue;
@@ -535,6 +541,91 @@ final class CompactionPicker {
       bottom = overlapping(f.level(d), lo, hi).isEmpty();
     }
     return new Job(ks, l, out, List.copyOf(inputs), List.of(), bottom, score, false);
+  }
+
+  // ---- range compactions (Basalt.compactRange)
+  // ---------------------------------------------------------------
+
+  /**
+   * A range compaction a caller waits for: every version at or below {@code seqno} of keyspace
+   * {@code keyspace} with a key in {@code [from, to]} ({@code to} null: no upper bound) reaches the
+   * deepest level that holds its keys, its table rewritten since the request (tables numbered below
+   * {@code fileCeiling} were written before it), so the tombstones and expired records there are
+   * dropped and the versions they hide reported to the delete list.
+   */
+  record RangeRequest(int keyspace, byte[] from, byte[] to, long seqno, long fileCeiling) {}
+
+  /** The range compactions callers wait for; guarded by this. */
+  private final List<RangeRequest> ranges = new ArrayList<>();
+
+  synchronized void addRange(RangeRequest r) {
+    ranges.add(r);
+  }
+
+  synchronized void removeRange(RangeRequest r) {
+    ranges.remove(r);
+  }
+
+  /** Whether {@code r} is complete in {@code v}: no table of its range needs a job any more. */
+  synchronized boolean rangeDone(Version v, RangeRequest r) {
+    KeyspaceFiles f = v.files.get(r.keyspace);
+    return f == null || rangeWork(f, r) < 0;
+  }
+
+  /**
+   * The level of the shallowest table of {@code r}'s range that still needs a job, or -1: one in
+   * level 0, one above a deeper table its keys overlap, or one written before the request. Tables
+   * holding only versions newer than the request are left alone.
+   */
+  private int rangeWork(KeyspaceFiles f, RangeRequest r) {
+    for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
+      for (KeyspaceFiles.Table t : f.level(l)) {
+        if (!overlaps(t, r.from, r.to) || t.reader().info().minSeqno() > r.seqno) continue;
+        boolean needs = l == 0 || t.fileNumber() < r.fileCeiling;
+        for (int d = l + 1; d < KeyspaceFiles.MAX_LEVELS && !needs; d++) {
+          needs = !overlapping(f.level(d), t.smallest(), t.largest()).isEmpty();
+        }
+        if (needs) return l;
+      }
+    }
+    return -1;
+  }
+
+  private static boolean overlaps(KeyspaceFiles.Table t, byte[] from, byte[] to) {
+    return Arrays.compareUnsigned(t.largest(), from) >= 0
+        && (to == null || Arrays.compareUnsigned(t.smallest(), to) <= 0);
+  }
+
+  /**
+   * The next job of range compaction {@code r}, or null if none is needed or the tables it needs
+   * are busy: level 0 goes whole into the base level; a table of a deeper level moves into the
+   * next, or, where nothing deeper overlaps it, is rewritten in place (as the expiry check's jobs:
+   * under guards, its whole guard).
+   */
+  private Job pickRange(KeyspaceFiles f, RangeRequest r) {
+    int l = rangeWork(f, r);
+    if (l < 0) return null;
+    int ks = r.keyspace;
+    if (l == 0) {
+      List<KeyspaceFiles.Table> l0 = f.level(0);
+      int base = LevelTargets.of(f, options).base;
+      if (!noneBusy(l0)) return null;
+      if (!f.guarded()) return job(ks, f, 0, base, l0, Double.MAX_VALUE);
+      return writing.contains(writeKey(ks, base))
+          ? null
+          : push(ks, f, 0, base, l0, Double.MAX_VALUE);
+    }
+    for (KeyspaceFiles.Table t : f.level(l)) {
+      if (!overlaps(t, r.from, r.to) || t.reader().info().minSeqno() > r.seqno) continue;
+      boolean needs = t.fileNumber() < r.fileCeiling;
+      for (int d = l + 1; d < KeyspaceFiles.MAX_LEVELS && !needs; d++) {
+        needs = !overlapping(f.level(d), t.smallest(), t.largest()).isEmpty();
+      }
+      if (!needs || busy.contains(t.fileNumber())) continue;
+      Job j = expiryJob(ks, f, l, t, Double.MAX_VALUE);
+      if (j != null) return j;
+    }
+    return null;
   }
 
   private boolean noneBusy(List<KeyspaceFiles.Table> tables) {

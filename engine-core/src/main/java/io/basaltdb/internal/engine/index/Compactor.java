@@ -180,6 +180,42 @@ public final class Compactor {
   }
 
   /**
+   * Compacts keyspace {@code ks}'s key index over {@code [from, to]} ({@code to} null: to the end)
+   * and waits until it is done: every version up to {@code seqno} in the range reaches the deepest
+   * level holding its keys in a table rewritten since the call, so the tombstones and expired
+   * records there are dropped and what they hid is reported to the delete list. The compaction
+   * threads run the jobs, ahead of any other. Returns normally once done, or if the keyspace was
+   * dropped meanwhile.
+   *
+   * @throws io.basaltdb.ClosedException if the store closes meanwhile
+   * @throws io.basaltdb.StorageException if the store failed
+   */
+  public void compactRange(int ks, byte[] from, byte[] to, long seqno) throws InterruptedException {
+    CompactionPicker.RangeRequest r =
+        new CompactionPicker.RangeRequest(ks, from, to, seqno, versionSet.nextFileNumber.get());
+    picker.addRange(r);
+    try {
+      wake();
+      synchronized (signal) {
+        while (true) {
+          state.checkWritable(); // a failed store compacts nothing more
+          if (stopping)
+            throw new io.basaltdb.ClosedException("the store closed during compactRange");
+          Version v = versions.acquire();
+          try {
+            if (picker.rangeDone(v, r)) return;
+          } finally {
+            v.release();
+          }
+          signal.wait(50);
+        }
+      }
+    } finally {
+      picker.removeRange(r);
+    }
+  }
+
+  /**
    * Whether no flush has happened for {@link SegmentCompactor#quietNanos} (the store is quiet:
    * level 0 then merges into the base level, so garbage collection learns of the versions it
    * supersedes).

@@ -650,6 +650,17 @@ public final class Flusher {
   }
 
   /**
+   * A checkpoint of hashed keyspace {@code ks}'s trie now (Basalt.compactRange), so the tombstones
+   * flushed since the last one become garbage; any thread. Nothing for a keyspace that is not
+   * hashed.
+   */
+  public void writeTrieCheckpoint(int ks) {
+    state.checkWritable();
+    HashedIndex index = hashed == null ? null : hashed.of(ks);
+    if (index != null) trieCheckpoints.writeNow(index);
+  }
+
+  /**
    * Flushes a hashed keyspace (seed 004 over Magma's log): the documents go to the log as for any
    * keyspace; the key index is updated in place instead of gaining a level-0 table. Every version
    * the flush replaces or removes is garbage at once: a level-0 delete list table in this flush's

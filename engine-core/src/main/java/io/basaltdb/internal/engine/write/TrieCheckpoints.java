@@ -106,6 +106,16 @@ final class TrieCheckpoints {
     }
   }
 
+  /**
+   * A checkpoint of {@code index} now, due or not (Basalt.compactRange: the tombstones flushed
+   * since the last one become garbage); a storage error is thrown. Any thread: the trie's writer
+   * lock serializes it with the flusher's.
+   */
+  void writeNow(HashedIndex index) {
+    if (hashed.backupRunning()) return; // the next flush after it checkpoints
+    write(index);
+  }
+
   private void write(HashedIndex index) {
     int ks = index.keyspace();
     int layout = versionSet.layoutCode(ks);
