@@ -241,7 +241,9 @@ public final class Basalt implements AutoCloseable {
    * @throws InvalidArgumentException if {@code keyspace} is null or of another store, or {@code
    *     from} sorts after {@code to}
    * @throws ClosedException if the store is closed or closes meanwhile, or the keyspace was dropped
-   * @throws StorageException if the store failed
+   *     (one dropped meanwhile ends the call early, normally)
+   * @throws StorageException if the store failed, or collection cannot write (a full disk: the key
+   *     index part is done by then)
    */
   public void compactRange(Keyspace keyspace, byte[] from, byte[] to) {
     if (keyspace == null) throw new InvalidArgumentException("keyspace must not be null");

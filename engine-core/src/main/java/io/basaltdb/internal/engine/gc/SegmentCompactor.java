@@ -173,28 +173,68 @@ public final class SegmentCompactor {
     }
   }
 
-  /** Keyspaces a caller asked to collect whatever their fragmentation ({@link #collect}). */
-  private final java.util.Set<Integer> forced = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /**
+   * A collection a caller waits for ({@link #collect}): keyspace {@code ks}'s segments numbered
+   * below {@code segmentCeiling} (those that existed at the call), looked at in versions at or
+   * after manifest {@code manifest} (the one that made the garbage it is for).
+   */
+  private record Forced(long segmentCeiling, long manifest) {}
+
+  /** Keyspaces a caller asked to collect whatever their fragmentation, by id. */
+  private final Map<Integer, Forced> forced = new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
    * Collects keyspace {@code ks}'s segments whatever the keyspace's fragmentation (as if {@link
    * io.basaltdb.Options#fragmentationThreshold} were 0: every segment but the tail at least {@link
    * #MIN_SEGMENT_FRAGMENTATION} garbage), on the collection thread, and waits until none is left
-   * (Basalt.compactRange).
+   * (Basalt.compactRange). Only segments that exist at the call: the outputs of its jobs, and
+   * segments written meanwhile, are not waited for.
    *
    * @throws io.basaltdb.ClosedException if the store closes meanwhile
-   * @throws io.basaltdb.StorageException if the store failed
+   * @throws io.basaltdb.StorageException if the store failed, or collection cannot write its output
+   *     (a full disk)
    */
   public void collect(int ks) throws InterruptedException {
-    forced.add(ks);
-    wake();
-    synchronized (signal) {
-      while (forced.contains(ks)) {
-        state.checkWritable();
-        if (stopping) throw new io.basaltdb.ClosedException("the store closed during compactRange");
-        signal.wait(50);
+    VersionSet.Pinned now = versionSet.pinFiles();
+    now.version().release();
+    forced.put(ks, new Forced(versionSet.nextFileNumber.get(), now.manifestNumber()));
+    try {
+      wake();
+      synchronized (signal) {
+        while (forced.containsKey(ks)) {
+          state.checkWritable();
+          if (stopping)
+            throw new io.basaltdb.ClosedException("the store closed during compactRange");
+          if (failing)
+            throw new io.basaltdb.StorageException(
+                "garbage collection cannot write its output (a full disk?): compactRange stops;"
+                    + " the key index part is done");
+          signal.wait(50);
+        }
+      }
+    } finally {
+      forced.remove(ks);
+    }
+  }
+
+  /**
+   * The most fragmented segment of {@code f} numbered below {@code ceiling}, but the tail, if it is
+   * at least {@link #MIN_SEGMENT_FRAGMENTATION} garbage; null if none. One segment a job: each
+   * job's output is numbered above the ceiling, so the forced pass ends.
+   */
+  static List<KeyspaceFiles.Segment> pickForced(KeyspaceFiles f, long ceiling) {
+    KeyspaceFiles.Segment best = null;
+    double bestFrag = MIN_SEGMENT_FRAGMENTATION;
+    for (int i = 0; i < f.segments.size() - 1; i++) {
+      KeyspaceFiles.Segment s = f.segments.get(i);
+      if (s.state().segmentId() >= ceiling) continue;
+      double frag = fragmentation(s.state(), f.garbage.get(s.state().segmentId()));
+      if (frag >= bestFrag) {
+        best = s;
+        bestFrag = frag;
       }
     }
+    return best == null ? null : List.of(best);
   }
 
   /** Waits until no job runs and none is due; true if idle, false at the timeout or a failure. */
@@ -288,9 +328,11 @@ public final class SegmentCompactor {
         long pending = pendingGarbage(f);
         long limit = f.segmentLimit(options);
         List<KeyspaceFiles.Segment> pick = pick(f, threshold, limit, pending);
-        if (pick == null && forced.contains(ks)) {
-          pick = pick(f, 0, limit, 0);
-          if (pick == null) forced.remove(ks); // collect() waits for this
+        Forced force = forced.get(ks);
+        if (pick == null && force != null) {
+          pick = pickForced(f, force.segmentCeiling());
+          // collect() waits for this; a version older than the garbage it is for does not count
+          if (pick == null && pinned.manifestNumber() >= force.manifest()) forced.remove(ks, force);
         }
         if (pick == null && threshold < 1.0) {
           List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, limit, pending);
@@ -303,7 +345,9 @@ public final class SegmentCompactor {
         }
       }
       // a forced keyspace with no segments, or dropped: nothing to collect
-      forced.removeIf(ks -> !pinned.version().files.containsKey(ks) || !catalog.isLive(ks));
+      forced
+          .keySet()
+          .removeIf(ks -> !pinned.version().files.containsKey(ks) || !catalog.isLive(ks));
       return later ? Look.LATER : Look.NOTHING;
     } finally {
       pinned.version().release();

@@ -406,17 +406,18 @@ public final class HashedIndex implements AutoCloseable {
   }
 
   /**
-   * Runs {@code writer} with the trie still (the writer lock held) and, if it succeeds, forgets the
-   * pending tombstones it was given: {@code writer} gets them as (seqno, size) pairs and their
-   * count, and must make them garbage in the same step that makes the checkpoint usable.
+   * Runs {@code writer} with the trie still (the writer lock held) and, if it succeeds (true),
+   * forgets the pending tombstones it was given: {@code writer} gets them as (seqno, size) pairs
+   * and their count, and must make them garbage in the same step that makes the checkpoint usable.
    */
-  public void writeCheckpoint(CheckpointWriter writer) {
+  public boolean writeCheckpoint(CheckpointWriter writer) {
     synchronized (writeLock) {
-      if (closed) return;
+      if (closed) return false;
       long[] pending = java.util.Arrays.copyOf(pendingTombstones, 2 * pendingCount);
-      if (!writer.write(pending, pendingCount)) return;
+      if (!writer.write(pending, pendingCount)) return false;
       pendingCount = 0; // (already, if the writer committed them: see tombstonesCommitted)
       flushedSinceCheckpoint = 0;
+      return true;
     }
   }
 

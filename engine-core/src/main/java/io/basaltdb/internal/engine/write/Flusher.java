@@ -651,13 +651,20 @@ public final class Flusher {
 
   /**
    * A checkpoint of hashed keyspace {@code ks}'s trie now (Basalt.compactRange), so the tombstones
-   * flushed since the last one become garbage; any thread. Nothing for a keyspace that is not
-   * hashed.
+   * flushed since the last one become garbage; any thread. It waits while it may not be written
+   * yet: a flush is between changing the trie and committing, or a backup runs (up to {@code
+   * timeoutMillis}); false if it was not written then, or the keyspace is not hashed.
    */
-  public void writeTrieCheckpoint(int ks) {
-    state.checkWritable();
+  public boolean writeTrieCheckpoint(int ks, long timeoutMillis) throws InterruptedException {
     HashedIndex index = hashed == null ? null : hashed.of(ks);
-    if (index != null) trieCheckpoints.writeNow(index);
+    if (index == null) return false;
+    long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+    while (true) {
+      state.checkWritable();
+      if (trieCheckpoints.writeNow(index)) return true;
+      if (System.nanoTime() - deadline > 0) return false;
+      Thread.sleep(10);
+    }
   }
 
   /**

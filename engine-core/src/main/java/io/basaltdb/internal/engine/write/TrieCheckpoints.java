@@ -111,15 +111,15 @@ final class TrieCheckpoints {
    * since the last one become garbage); a storage error is thrown. Any thread: the trie's writer
    * lock serializes it with the flusher's.
    */
-  void writeNow(HashedIndex index) {
-    if (hashed.backupRunning()) return; // the next flush after it checkpoints
-    write(index);
+  boolean writeNow(HashedIndex index) {
+    if (hashed.backupRunning()) return false; // the next flush after it checkpoints
+    return write(index);
   }
 
-  private void write(HashedIndex index) {
+  private boolean write(HashedIndex index) {
     int ks = index.keyspace();
     int layout = versionSet.layoutCode(ks);
-    index.writeCheckpoint(
+    return index.writeCheckpoint(
         (pending, count) -> {
           // The trie is still and, unless a WAL-skip batch is between its apply and its commit,
           // holds the flushed state as of the manifest's flushed seqno.
