@@ -150,6 +150,43 @@ class HashedExpiryTest {
   }
 
   /**
+   * Swept keys written again, then a crash before any checkpoint: the open loads the checkpoint
+   * from before the sweep, whose records the new writes replace without a word. The swept documents
+   * were reported by the flush of those writes, so none stays live for good.
+   */
+  @Test
+  void sweptKeysWrittenAgain_thenACrash_leaveNoDocumentLiveForGood() {
+    AtomicLong clock = new AtomicLong(T0);
+    MemStorage storage = new MemStorage(5);
+    try (Basalt db = Basalt.open(storage, options(clock))) {
+      load(db, db.createKeyspace("h", HASHED)); // the close's checkpoint holds every record
+    }
+    Basalt db = Basalt.open(storage, options(clock));
+    clock.set(T0 + 500);
+    awaitSwept(db, EXPIRING);
+    Keyspace ks = db.keyspace("h");
+    for (int k = 0; k < 50; k++) ks.put(key(k), value(k)); // no expiry now
+    db.flush();
+    storage.crash(MemStorage.CrashMode.RANDOM);
+    try {
+      db.close();
+    } catch (RuntimeException closing) {
+      // the storage is halted
+    }
+    try (Basalt again = Basalt.open(storage, options(clock))) {
+      Keyspace h = again.keyspace("h");
+      for (int k = 0; k < KEYS; k++) {
+        if (k >= 50 && k < EXPIRING) assertNull(h.get(key(k)), "key " + k + " expired");
+        else assertArrayEquals(value(k), h.get(key(k)), "key " + k);
+      }
+      awaitSwept(again, EXPIRING - 50); // the old checkpoint's expired records, less those written
+    }
+    try (Basalt again = Basalt.open(storage, options(clock))) {
+      checkGarbageExact(again, again.keyspace("h"), "after the crash and a second sweep");
+    }
+  }
+
+  /**
    * A crash at every storage operation of the close that checkpoints after a sweep (the checkpoint,
    * the commit that makes the swept documents garbage): the open finds the expired keys absent and
    * the others intact, sweeps what its checkpoint still holds, and in the end every document is

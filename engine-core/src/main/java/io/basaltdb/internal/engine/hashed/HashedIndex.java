@@ -192,6 +192,15 @@ public final class HashedIndex implements AutoCloseable {
           stale[2 * n] = old.seqno;
           stale[2 * n + 1] = old.docSize;
           n++;
+        } else if (!sweptPending.isEmpty()) {
+          // The key's expired record was swept: garbage now, in this flush's commit. An open that
+          // loads the checkpoint still holding it replaces it with this write, silently.
+          long[] gone = sweptPending.remove(ByteBuffer.wrap(e.key));
+          if (gone != null) {
+            stale[2 * n] = gone[0];
+            stale[2 * n + 1] = gone[1];
+            n++;
+          }
         }
       }
       trie.publishRetired();
@@ -337,7 +346,7 @@ public final class HashedIndex implements AutoCloseable {
         for (KeyRecord r : expired) {
           if (!trie.delete(r.key, old))
             throw new IllegalStateException("an expired record vanished");
-          addPending(old.seqno, old.docSize);
+          sweptPending.put(ByteBuffer.wrap(r.key), new long[] {old.seqno, old.docSize});
           flushedSinceCheckpoint += old.docSize; // garbage waiting for a checkpoint
         }
         trie.publishRetired();
@@ -356,6 +365,14 @@ public final class HashedIndex implements AutoCloseable {
   private long[] pendingTombstones = new long[16];
 
   private int pendingCount;
+
+  /**
+   * Records the expiry sweep removed since the last checkpoint, by key: (seqno, size). Garbage in
+   * the commit of the next checkpoint, or of the next flush that writes the key (whichever comes
+   * first: a checkpoint from before the sweep still holds the record, and an open that loads it
+   * replaces it with that write without reporting it); under writeLock.
+   */
+  private final Map<ByteBuffer, long[]> sweptPending = new java.util.LinkedHashMap<>();
 
   /** Document bytes flushed since the last checkpoint; under writeLock. */
   private long flushedSinceCheckpoint;
@@ -401,7 +418,10 @@ public final class HashedIndex implements AutoCloseable {
   /** Whether anything changed since the last checkpoint (or there is none). */
   public boolean changedSinceCheckpoint() {
     synchronized (writeLock) {
-      return flushedSinceCheckpoint > 0 || pendingCount > 0 || trie.space().dirtyCount() > 0;
+      return flushedSinceCheckpoint > 0
+          || pendingCount > 0
+          || !sweptPending.isEmpty()
+          || trie.space().dirtyCount() > 0;
     }
   }
 
@@ -413,9 +433,17 @@ public final class HashedIndex implements AutoCloseable {
   public boolean writeCheckpoint(CheckpointWriter writer) {
     synchronized (writeLock) {
       if (closed) return false;
-      long[] pending = java.util.Arrays.copyOf(pendingTombstones, 2 * pendingCount);
-      if (!writer.write(pending, pendingCount)) return false;
+      long[] pending =
+          java.util.Arrays.copyOf(pendingTombstones, 2 * (pendingCount + sweptPending.size()));
+      int count = pendingCount;
+      for (long[] r : sweptPending.values()) {
+        pending[2 * count] = r[0];
+        pending[2 * count + 1] = r[1];
+        count++;
+      }
+      if (!writer.write(pending, count)) return false;
       pendingCount = 0; // (already, if the writer committed them: see tombstonesCommitted)
+      sweptPending.clear();
       flushedSinceCheckpoint = 0;
       return true;
     }
@@ -430,6 +458,7 @@ public final class HashedIndex implements AutoCloseable {
   public void tombstonesCommitted() {
     synchronized (writeLock) {
       pendingCount = 0;
+      sweptPending.clear();
     }
   }
 
