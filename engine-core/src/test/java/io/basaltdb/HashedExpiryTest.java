@@ -5,6 +5,7 @@ import static io.basaltdb.HashedRecoveryTest.key;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.basaltdb.internal.engine.QuietTime;
@@ -114,6 +115,12 @@ class HashedExpiryTest {
       clock.set(T0 + 500); // at the expiry, not after it
       awaitSwept(db, EXPIRING);
       assertEquals(LIVE, ks.approximateItemCount(), "the trie holds the live keys");
+      // as when compaction drops an expired record: a feed from below the swept records is
+      // refused, since it could no longer tell of their expiry
+      assertThrows(
+          ChangesPurgedException.class,
+          () -> ks.changes(2, ChangeFeed.NOW, ChangeFeed.Mode.EXACT),
+          "a feed from before the sweep");
       checkKeys(ks, true, "swept");
       ks.put(key(0), value(0)); // a swept key written again
       db.flush();

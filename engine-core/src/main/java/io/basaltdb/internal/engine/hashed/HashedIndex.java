@@ -317,12 +317,14 @@ public final class HashedIndex implements AutoCloseable {
    * registered or a layer held: a snapshot judges expiry at the instant it was taken, so a record
    * expired now may still be live to it. Returns the records removed.
    */
-  public int sweepExpired(long now, long intervalMillis, int slots) {
+  public int sweepExpired(
+      long now, long intervalMillis, int slots, java.util.function.LongConsumer purge) {
     synchronized (writeLock) {
       if (closed) return 0;
       if (sweepSlot == 0) {
         if (now < nextExpiry || swept && now - lastRound < intervalMillis) return 0;
       }
+      List<KeyRecord> expired = new ArrayList<>();
       synchronized (this) {
         // No snapshot registers while this monitor is held, and one registered later reads the
         // clock after it registered: at or after now, so what this step removes is expired to it.
@@ -333,7 +335,6 @@ public final class HashedIndex implements AutoCloseable {
           nextExpiry = Long.MAX_VALUE; // this round's records and later flushes' lower it again
         }
         int to = Math.min(trie.branching(), sweepSlot + Math.max(1, slots));
-        List<KeyRecord> expired = new ArrayList<>();
         trie.forEachUnder(
             sweepSlot,
             to,
@@ -351,8 +352,14 @@ public final class HashedIndex implements AutoCloseable {
         }
         trie.publishRetired();
         sweepSlot = to == trie.branching() ? 0 : to;
-        return expired.size();
       }
+      long newest = 0;
+      for (KeyRecord r : expired) newest = Math.max(newest, r.seqno);
+      // Under the writer lock, as a checkpoint's commit (whose marker lies above the purge seqno:
+      // this must not raise the purge seqno between a checkpoint's write and its commit); not under
+      // this monitor, which a version's install takes.
+      if (newest > 0) purge.accept(newest);
+      return expired.size();
     }
   }
 

@@ -70,7 +70,15 @@ final class TrieCheckpoints {
     if (interval > 0) {
       long now = options.clock().getAsLong();
       for (HashedIndex index : hashed.all()) {
-        int n = index.sweepExpired(now, interval, SWEEP_SLOTS);
+        // As an ordered keyspace's compaction does when it drops an expired record, the purge seqno
+        // rises to the newest swept: a change feed from below it can no longer see the expiry.
+        int ks = index.keyspace();
+        int n =
+            index.sweepExpired(
+                now,
+                interval,
+                SWEEP_SLOTS,
+                newest -> versionSet.logAndApply(new VersionEdit().purged(ks, newest)));
         if (n > 0) stats.trieExpiredRemoved.add(n);
       }
     }
