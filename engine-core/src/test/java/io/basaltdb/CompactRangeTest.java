@@ -38,6 +38,16 @@ class CompactRangeTest {
         .keyIndexGuards(layout.equals("guarded"));
   }
 
+  /**
+   * Keyspace "k": hashed for the "hashed" layout, ordered otherwise (guards are a store option).
+   */
+  static Keyspace createKeyspace(Basalt db, String layout) {
+    return layout.equals("hashed")
+        ? db.createKeyspace(
+            "k", KeyspaceOptions.defaults().kind(KeyspaceOptions.Kind.HASHED).branching(16))
+        : db.createKeyspace("k");
+  }
+
   static byte[] key(int k) {
     return ByteBuffer.allocate(8).putInt(k).putInt(k * 7).array();
   }
@@ -57,11 +67,7 @@ class CompactRangeTest {
   @ValueSource(strings = {"leveled", "guarded", "hashed"})
   void aBulkDelete_givesItsSpaceBack(String layout) throws InterruptedException {
     try (Basalt db = Basalt.open(new MemStorage(1), options(layout))) {
-      Keyspace ks =
-          layout.equals("hashed")
-              ? db.createKeyspace(
-                  "k", KeyspaceOptions.defaults().kind(KeyspaceOptions.Kind.HASHED).branching(16))
-              : db.createKeyspace("k");
+      Keyspace ks = createKeyspace(db, layout);
       for (int round = 0; round < 2; round++) { // overwritten once: garbage in the deeper levels
         for (int k = 0; k < KEYS; k++) ks.put(key(k), value(k));
         db.flush();
@@ -135,11 +141,7 @@ class CompactRangeTest {
   @ValueSource(strings = {"leveled", "hashed"})
   void aWriterThatNeverStops_doesNotHoldCompactRangeUp(String layout) throws Exception {
     try (Basalt db = Basalt.open(new MemStorage(4), options(layout))) {
-      Keyspace ks =
-          layout.equals("hashed")
-              ? db.createKeyspace(
-                  "k", KeyspaceOptions.defaults().kind(KeyspaceOptions.Kind.HASHED).branching(16))
-              : db.createKeyspace("k");
+      Keyspace ks = createKeyspace(db, layout);
       for (int k = 0; k < KEYS; k++) ks.put(key(k), value(k));
       AtomicBoolean stop = new AtomicBoolean();
       Thread writer =
