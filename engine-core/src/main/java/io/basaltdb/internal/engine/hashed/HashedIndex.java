@@ -235,16 +235,16 @@ public final class HashedIndex implements AutoCloseable {
     hintFixes.offer(new HintFix(key.clone(), seqno));
   }
 
-  /**
-   * Refreshes the hints gets found stale: each record still at the seqno it had gets the hint
-   * {@code freshHint} gives for that seqno (negative: none known, left alone). The trie's writer,
-   * before a flush applies its entries. Returns the hints refreshed.
-   */
   /** Whether gets queued stale hints for {@link #refreshHints}; any thread. */
   public boolean hasHintFixes() {
     return hintFixCount.get() > 0;
   }
 
+  /**
+   * Refreshes the hints gets found stale: each record still at the seqno it had gets the hint
+   * {@code freshHint} gives for that seqno (negative: none known, left alone). The trie's writer,
+   * before a flush applies its entries. Returns the hints refreshed.
+   */
   public int refreshHints(java.util.function.LongUnaryOperator freshHint) {
     if (hintFixes.isEmpty()) return 0;
     synchronized (writeLock) {
@@ -308,10 +308,11 @@ public final class HashedIndex implements AutoCloseable {
 
   /**
    * One step of the expiry sweep, Magma's expiry (seed 000 section 7.1) for a key index that no
-   * compaction rewrites: removes the expired records under the next {@code slots} root slots and
-   * hands their documents to the next checkpoint as garbage, as a tombstone's ({@link
-   * #writeCheckpoint}): they become garbage in the commit that makes a checkpoint without them
-   * usable. A round starts once a record may have expired ({@link #nextExpiry}) and {@code
+   * compaction rewrites: removes the expired records under the next {@code slots} root slots, and
+   * raises the purge seqno to the newest of them ({@code purge}: a change feed from below it could
+   * not tell of their expiry). Their documents become garbage in the commit that makes a checkpoint
+   * without them usable ({@link #writeCheckpoint}), or of the next flush of their key ({@code
+   * sweptPending}). A round starts once a record may have expired ({@link #nextExpiry}) and {@code
    * intervalMillis} after the last round started, and passes over the trie {@code slots} root slots
    * per step, so a step holds the writer's lock briefly. A step does nothing while a snapshot is
    * registered or a layer held: a snapshot judges expiry at the instant it was taken, so a record
@@ -365,10 +366,7 @@ public final class HashedIndex implements AutoCloseable {
 
   // ---- checkpoints: the writer's state, under writeLock
 
-  /**
-   * Tombstones flushed, and expired records swept, since the last checkpoint, as (seqno, size)
-   * pairs; under writeLock.
-   */
+  /** Tombstones flushed since the last checkpoint, as (seqno, size) pairs; under writeLock. */
   private long[] pendingTombstones = new long[16];
 
   private int pendingCount;
