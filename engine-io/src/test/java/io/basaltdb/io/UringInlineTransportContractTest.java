@@ -62,17 +62,23 @@ class UringInlineTransportContractTest extends ReadTransportContract {
     assumeFalse(
         "tmpfs".equals(Files.getFileStore(data).type()), "tmpfs keeps every page in memory");
     try (UringReadTransport t = UringReadTransport.open(4, buffers, true)) {
-      dropFromPageCache(
-          data); // the file was synced when written, so its pages are clean and can go
-      assumeFalse(resident(data, 1 << 20), "this file system keeps pages posix_fadvise drops");
-      ReadTransport.Read cold = read(file, 1 << 20, 4096, false, 0);
-      var coldBy = cold.result().handle((n, e) -> Thread.currentThread());
-      t.submit(List.of(cold));
-      assertAgrees(cold, 0);
+      Thread coldBy = null;
+      // The page can come back between the residency check and the read (seen once in four CI
+      // runs on 2026-11-28): the read was then rightly made inline. Up to three tries.
+      for (int attempt = 0; attempt < 3; attempt++) {
+        dropFromPageCache(
+            data); // the file was synced when written, so its pages are clean and can go
+        assumeFalse(resident(data, 1 << 20), "this file system keeps pages posix_fadvise drops");
+        ReadTransport.Read cold = read(file, 1 << 20, 4096, false, 0);
+        var by = cold.result().handle((n, e) -> Thread.currentThread());
+        t.submit(List.of(cold));
+        assertAgrees(cold, 0);
+        coldBy = by.join();
+        if (coldBy.getName().startsWith("basalt-uring-")) break;
+      }
       assertTrue(
-          coldBy.join().getName().startsWith("basalt-uring-"),
-          "a read the page cache does not hold goes to the ring, was made on "
-              + coldBy.join().getName());
+          coldBy.getName().startsWith("basalt-uring-"),
+          "a read the page cache does not hold goes to the ring, was made on " + coldBy.getName());
 
       assumeTrue(
           resident(data, 1 << 20), "the page the ring read was dropped again (memory pressure)");
