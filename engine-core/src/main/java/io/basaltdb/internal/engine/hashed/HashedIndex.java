@@ -420,6 +420,13 @@ public final class HashedIndex implements AutoCloseable {
     }
   }
 
+  /** Whether tombstones or swept records wait for a checkpoint to become garbage. */
+  public boolean hasPendingGarbage() {
+    synchronized (writeLock) {
+      return pendingCount > 0 || !sweptPending.isEmpty();
+    }
+  }
+
   /** Whether anything changed since the last checkpoint (or there is none). */
   public boolean changedSinceCheckpoint() {
     synchronized (writeLock) {

@@ -580,15 +580,21 @@ final class CompactionPicker {
   private int rangeWork(KeyspaceFiles f, RangeRequest r) {
     for (int l = 0; l < KeyspaceFiles.MAX_LEVELS; l++) {
       for (KeyspaceFiles.Table t : f.level(l)) {
-        if (!overlaps(t, r.from, r.to) || t.reader().info().minSeqno() > r.seqno) continue;
-        boolean needs = l == 0 || t.fileNumber() < r.fileCeiling;
-        for (int d = l + 1; d < KeyspaceFiles.MAX_LEVELS && !needs; d++) {
-          needs = !overlapping(f.level(d), t.smallest(), t.largest()).isEmpty();
-        }
-        if (needs) return l;
+        if (needsRangeJob(f, r, l, t)) return l;
       }
     }
     return -1;
+  }
+
+  /** Whether table {@code t} of level {@code l} still needs a job of range compaction {@code r}. */
+  private static boolean needsRangeJob(
+      KeyspaceFiles f, RangeRequest r, int l, KeyspaceFiles.Table t) {
+    if (!overlaps(t, r.from, r.to) || t.reader().info().minSeqno() > r.seqno) return false;
+    if (l == 0 || t.fileNumber() < r.fileCeiling) return true;
+    for (int d = l + 1; d < KeyspaceFiles.MAX_LEVELS; d++) {
+      if (!overlapping(f.level(d), t.smallest(), t.largest()).isEmpty()) return true;
+    }
+    return false;
   }
 
   private static boolean overlaps(KeyspaceFiles.Table t, byte[] from, byte[] to) {
@@ -616,12 +622,7 @@ final class CompactionPicker {
           : push(ks, f, 0, base, l0, Double.MAX_VALUE);
     }
     for (KeyspaceFiles.Table t : f.level(l)) {
-      if (!overlaps(t, r.from, r.to) || t.reader().info().minSeqno() > r.seqno) continue;
-      boolean needs = t.fileNumber() < r.fileCeiling;
-      for (int d = l + 1; d < KeyspaceFiles.MAX_LEVELS && !needs; d++) {
-        needs = !overlapping(f.level(d), t.smallest(), t.largest()).isEmpty();
-      }
-      if (!needs || busy.contains(t.fileNumber())) continue;
+      if (!needsRangeJob(f, r, l, t) || busy.contains(t.fileNumber())) continue;
       Job j = expiryJob(ks, f, l, t, Double.MAX_VALUE);
       if (j != null) return j;
     }

@@ -126,6 +126,10 @@ final class TrieCheckpoints {
 
   private boolean write(HashedIndex index) {
     int ks = index.keyspace();
+    // The commit marker could not be chosen (see below): refused before the pending garbage is
+    // gathered, which the idle flusher would otherwise do every 100 ms until the next flush.
+    if (versionSet.purgeSeqno(ks) >= versionSet.manifest().flushedSeqno()
+        && index.hasPendingGarbage()) return false;
     int layout = versionSet.layoutCode(ks);
     return index.writeCheckpoint(
         (pending, count) -> {
