@@ -272,21 +272,47 @@ public final class Basalt implements AutoCloseable {
   }
 
   /**
-   * The store's checkpoints, oldest first; the last one is the current state of the files. Writes
-   * acknowledged since the last flush are in the WAL, in no checkpoint yet ({@link #checkpoint()}).
-   * Empty for an in-memory store.
+   * The store's checkpoints, oldest first. On disk the last one is the current state of the files;
+   * writes acknowledged since the last flush are in the WAL, in no checkpoint yet ({@link
+   * #checkpoint()}). In memory, the checkpoints {@link #checkpoint()} took that are still held.
    */
   public List<Checkpoint> checkpoints() {
     return engine.checkpoints().stream().map(Basalt::checkpoint).toList();
   }
 
   /**
-   * Flushes the write cache and returns a checkpoint that holds every write acknowledged before the
-   * call: the state {@link #rollback} can bring the store back to for the next {@link
-   * Options#checkpointRetentionMillis}. {@link InvalidArgumentException} for an in-memory store.
+   * Returns a checkpoint that holds every write acknowledged before the call: the state a rollback
+   * can bring the store back to for the next {@link Options#checkpointRetentionMillis}. A store on
+   * disk flushes its write cache first, and rolls back while closed ({@link #rollback(Path,
+   * long)}). An in-memory store holds a snapshot (Nitro's, O(1) to take) and rolls back while open
+   * ({@link #rollback(long)}); the snapshot keeps every version it sees in memory until the
+   * checkpoint expires, so under updates a checkpoint costs memory as a long-lived {@link Snapshot}
+   * does. A full in-memory store drops its checkpoints before it refuses a write.
    */
   public Checkpoint checkpoint() {
     return checkpoint(engine.checkpoint());
+  }
+
+  /**
+   * Rolls this open in-memory store back to its checkpoint {@code checkpointId} ({@link
+   * #checkpoint()}): once this returns, every keyspace holds exactly what it held at the checkpoint
+   * (a keyspace created since is gone, one dropped since is back), later checkpoints are gone, and
+   * earlier ones remain. Writes wait while it runs (between commit groups), and gets see the store
+   * before or after the whole rollback, never part of it; snapshots, cursors and change feeds taken
+   * before keep their view. It walks every key of the store and the checkpoint, so it takes time in
+   * proportion to the store's size. Unlike a rollback on disk it hands out no seqno twice: it takes
+   * one seqno of its own, and every keyspace's change feed purge seqno moves to it, so a consumer
+   * that read changes the rollback undid gets {@link ChangesPurgedException} and starts again from
+   * 0. Returns the checkpoint the store now stands at (a new id, that seqno).
+   *
+   * @throws InvalidArgumentException if the store has no such checkpoint (it expired, or a full
+   *     store dropped it), or the store is on disk (close it and use {@link #rollback(Path, long)})
+   * @throws MemoryLimitException if the versions to put back do not fit the memory quota; nothing
+   *     changes then
+   * @throws ClosedException if the store is closed
+   */
+  public Checkpoint rollback(long checkpointId) {
+    return checkpoint(engine.rollback(checkpointId));
   }
 
   /**

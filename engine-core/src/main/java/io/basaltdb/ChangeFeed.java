@@ -50,8 +50,16 @@ import io.basaltdb.internal.engine.read.EngineFeed;
  * earlier seqno).
  *
  * <p>A feed from 0 (or 1) replays the keyspace's whole history the store still holds: each live key
- * at least once, plus deletions whose tombstones are still in the key index. An in-memory store has
- * no change feed ({@link UnsupportedOperationException}).
+ * at least once, plus deletions whose tombstones are still in the key index.
+ *
+ * <p><b>In-memory stores</b> give the same guarantees. The skiplist holds each key's newest
+ * version, so a feed returns only newest versions (FAST is EXACT there), and a deletion is
+ * remembered for {@link Options#deletionRetentionMillis} (or until the store runs short of memory),
+ * then forgotten with the purge seqno raised past it. A feed walks the keyspace's entries once per
+ * window of up to a million changes (the keys of one window are held on the heap), so a feed from a
+ * recent seqno costs one walk, and a feed from 0 of n keys about n / 2^20 + 1. A rollback of a live
+ * in-memory store ({@link Basalt#rollback(long)}) raises every purge seqno past the writes it
+ * undid.
  *
  * <p>Thread-safety: one thread at a time. Use after close, or after the snapshot or store closed,
  * throws {@link ClosedException}. A feed pins its snapshot's files and write caches until closed.

@@ -268,7 +268,6 @@ public final class Keyspace {
    * @throws InvalidArgumentException if a seqno is negative or {@code fromSeqno} is past the
    *     store's last write plus one
    * @throws ChangesPurgedException if deletions from {@code fromSeqno} on may have been purged
-   * @throws UnsupportedOperationException on an in-memory store
    */
   public ChangeFeed changes(long fromSeqno, long toSeqno) {
     return changes(fromSeqno, toSeqno, ChangeFeed.Mode.FAST);

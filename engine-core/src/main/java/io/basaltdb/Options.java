@@ -26,6 +26,7 @@ public final class Options {
   private long walBufferBytes = 0;
   private java.util.function.LongSupplier clock = System::currentTimeMillis;
   private long expiryCheckMillis = 60_000L;
+  private long deletionRetentionMillis = 10 * 60_000L;
   private double expiryCompactionRatio = 0.25;
   private EventListener eventListener = EventListener.NONE;
   private boolean jmx = false;
@@ -87,6 +88,7 @@ public final class Options {
     o.walBufferBytes = walBufferBytes;
     o.clock = clock;
     o.expiryCheckMillis = expiryCheckMillis;
+    o.deletionRetentionMillis = deletionRetentionMillis;
     o.expiryCompactionRatio = expiryCompactionRatio;
     o.eventListener = eventListener;
     o.jmx = jmx;
@@ -237,6 +239,26 @@ public final class Options {
 
   public int bloomBitsPerKey() {
     return bloomBitsPerKey;
+  }
+
+  /**
+   * How long an in-memory store ({@link Basalt#openInMemory}) remembers a deletion, so that its
+   * change feeds ({@link Keyspace#changes}) report it: the deleted key's tombstone stays in the
+   * skiplist (about 80 bytes plus the key, counted in {@link #memoryQuota}) until it is this old,
+   * then a background pass removes it and raises the keyspace's purge seqno past it. A consumer
+   * that resumes from below the purge seqno gets {@link ChangesPurgedException} and starts again
+   * from 0, as on disk. When the store is full, deletions are forgotten at once to make room
+   * (before a write is refused). Default 10 minutes (as {@link #checkpointRetentionMillis}); 0
+   * forgets each deletion when it is applied, so feeds report none. Stores on disk keep their
+   * deletions in the key index until compaction drops them, and ignore this.
+   */
+  public Options deletionRetentionMillis(long ms) {
+    this.deletionRetentionMillis = ms;
+    return this;
+  }
+
+  public long deletionRetentionMillis() {
+    return deletionRetentionMillis;
   }
 
   /**
@@ -999,6 +1021,9 @@ public final class Options {
         bloomBitsPerKey >= 0 && bloomBitsPerKey <= 64,
         "bloomBitsPerKey must be between 0 and 64, was " + bloomBitsPerKey);
     check(checkpointRetentionMillis >= 0, "checkpointRetentionMillis must not be negative");
+    check(
+        deletionRetentionMillis >= 0,
+        "deletionRetentionMillis must not be negative, was " + deletionRetentionMillis);
     check(checkpointIntervalMillis >= 0, "checkpointIntervalMillis must not be negative");
     check(
         checkpointSpaceRatio >= 0 && checkpointSpaceRatio <= 100,
@@ -1126,6 +1151,8 @@ public final class Options {
         + walBufferBytes
         + ", expiryCheckMillis="
         + expiryCheckMillis
+        + ", deletionRetentionMillis="
+        + deletionRetentionMillis
         + ", expiryCompactionRatio="
         + expiryCompactionRatio
         + ", jmx="

@@ -585,13 +585,5 @@ class ChangeFeedTest {
       open.close();
       assertThrows(ClosedException.class, () -> ks.changes(0, ChangeFeed.NOW));
     }
-    try (Basalt mem = Basalt.openInMemory(Options.defaults())) {
-      Keyspace ks = mem.keyspace("default");
-      ks.put(b("a"), b("1"));
-      UnsupportedOperationException e =
-          assertThrows(UnsupportedOperationException.class, () -> ks.changes(0, 5));
-      assertTrue(e.getMessage().contains("in-memory"), e.getMessage());
-      assertEquals(0, mem.stats().asMap().get("changeFeeds"));
-    }
   }
 }

@@ -158,9 +158,10 @@ class CheckpointTest {
     try (Basalt db = Basalt.open(dir, options())) {
       assertEquals(state, contents(db));
     }
-    try (Basalt mem = Basalt.openInMemory(Options.defaults())) {
-      assertEquals(List.of(), mem.checkpoints());
-      assertThrows(InvalidArgumentException.class, mem::checkpoint);
+    try (Basalt db = Basalt.open(dir, options())) {
+      InvalidArgumentException e =
+          assertThrows(InvalidArgumentException.class, () -> db.rollback(cp.id()));
+      assertTrue(e.getMessage().contains("only while closed"), e.getMessage());
     }
   }
 

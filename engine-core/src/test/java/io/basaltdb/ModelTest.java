@@ -127,6 +127,21 @@ class ModelTest {
     Basalt db;
     Keyspace[] ks;
 
+    /**
+     * A change feed consumer per keyspace: what it has applied, and the seqno it resumes from; it
+     * must always converge on the model.
+     */
+    final List<TreeMap<Key, byte[]>> replica =
+        List.of(new TreeMap<>(), new TreeMap<>(), new TreeMap<>());
+
+    final long[] resume = new long[3];
+
+    /** Per keyspace: a rollback undid changes its consumer read, so it must be told to restart. */
+    final boolean[] mustRestart = new boolean[3];
+
+    /** The in-memory store's checkpoints this run took, by id, with the model at each. */
+    final TreeMap<Long, List<TreeMap<Key, byte[]>>> checkpoints = new TreeMap<>();
+
     Run(long seed, Options options, boolean inMemory) {
       this(seed, options, inMemory, null);
     }
@@ -259,7 +274,69 @@ class ModelTest {
           db.close();
           open();
         }
+      } else if (p < 98) {
+        feedCheck(k);
+      } else if (p < 99) {
+        if (inMemory && checkpoints.size() < 4) checkpoints.put(db.checkpoint().id(), copyModel());
+      } else if (inMemory && !checkpoints.isEmpty()) {
+        rollbackCheck();
       }
+    }
+
+    List<TreeMap<Key, byte[]>> copyModel() {
+      return List.of(
+          new TreeMap<>(model.get(0)), new TreeMap<>(model.get(1)), new TreeMap<>(model.get(2)));
+    }
+
+    /**
+     * The consumer of keyspace {@code k} reads the changes since its last feed and applies them: it
+     * must then hold exactly the model (FAST mode: stale versions may come first, the newest last).
+     * A purge since it last read (or a rollback of what it read) makes it start from 0.
+     */
+    void feedCheck(int k) {
+      ChangeFeed f;
+      try {
+        f = ks[k].changes(resume[k], ChangeFeed.NOW);
+        assertFalse(mustRestart[k], "a rollback undid changes the consumer read, unreported");
+      } catch (ChangesPurgedException e) {
+        replica.get(k).clear();
+        f = ks[k].changes(0, ChangeFeed.NOW);
+      }
+      mustRestart[k] = false;
+      try (ChangeFeed feed = f) {
+        long last = -1;
+        while (feed.next()) {
+          assertTrue(feed.seqno() > last, "feed out of order");
+          last = feed.seqno();
+          if (feed.isDeletion()) replica.get(k).remove(new Key(feed.key()));
+          else replica.get(k).put(new Key(feed.key()), feed.value());
+        }
+        resume[k] = feed.endSeqno() + 1;
+      }
+      TreeMap<Key, byte[]> m = model.get(k), r = replica.get(k);
+      assertEquals(m.keySet(), r.keySet(), "the feed's consumer holds other keys");
+      for (Map.Entry<Key, byte[]> e : m.entrySet())
+        assertArrayEquals(e.getValue(), r.get(e.getKey()), "feed value of " + e.getKey());
+    }
+
+    /**
+     * Rolls the live in-memory store back to one of its checkpoints: the model becomes the one
+     * saved with it, later checkpoints go, and consumers that read past it must be told.
+     */
+    void rollbackCheck() {
+      List<Long> ids = new ArrayList<>(checkpoints.keySet());
+      long id = ids.get(rnd.nextInt(ids.size()));
+      Checkpoint now = db.rollback(id);
+      List<TreeMap<Key, byte[]>> saved = checkpoints.get(id);
+      for (int i = 0; i < 3; i++) {
+        model.set(i, new TreeMap<>(saved.get(i)));
+        if (resume[i] > 1) mustRestart[i] = true;
+      }
+      checkpoints.tailMap(id, false).clear();
+      checkpoints.put(now.id(), copyModel());
+      assertEquals(
+          new ArrayList<>(checkpoints.keySet()),
+          db.checkpoints().stream().map(Checkpoint::id).toList());
     }
 
     void scanCheck(int k) {
@@ -360,6 +437,7 @@ class ModelTest {
 
     void verifyAll() {
       for (int k = 0; k < 3; k++) {
+        feedCheck(k);
         for (Map.Entry<Key, byte[]> e : model.get(k).entrySet()) {
           assertArrayEquals(e.getValue(), ks[k].get(e.getKey().bytes), "final get " + e.getKey());
         }

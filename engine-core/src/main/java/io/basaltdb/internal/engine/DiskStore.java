@@ -1,6 +1,7 @@
 package io.basaltdb.internal.engine;
 
 import io.basaltdb.BasaltException;
+import io.basaltdb.InvalidArgumentException;
 import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.KeyspaceLayout;
@@ -162,14 +163,24 @@ final class DiskStore implements Store {
   }
 
   @Override
-  public List<Manifest> checkpoints() {
-    return versionSet.checkpoints();
+  public List<Engine.CheckpointInfo> checkpoints() {
+    return versionSet.checkpoints().stream().map(Engine.CheckpointInfo::of).toList();
   }
 
   @Override
-  public Manifest checkpoint(CommitPipeline pipeline) {
+  public Engine.CheckpointInfo checkpoint(CommitPipeline pipeline) {
     flush(pipeline);
-    return versionSet.markCheckpoint();
+    return Engine.CheckpointInfo.of(versionSet.markCheckpoint());
+  }
+
+  /** A store on disk rolls back only while closed ({@code Basalt.rollback(directory, id)}). */
+  @Override
+  public Engine.CheckpointInfo rollback(long id, CommitPipeline pipeline) {
+    throw new InvalidArgumentException(
+        "a store on disk rolls back only while closed: close it, then call"
+            + " Basalt.rollback(directory, "
+            + id
+            + ")");
   }
 
   @Override

@@ -465,7 +465,7 @@ public final class Engine implements AutoCloseable {
    * name.
    */
   public record CheckpointInfo(long id, long createdMillis, long seqno, List<String> keyspaces) {
-    static CheckpointInfo of(Manifest m) {
+    public static CheckpointInfo of(Manifest m) {
       List<String> names = new ArrayList<>();
       for (Manifest.KeyspaceMeta k : m.keyspaces()) names.add(k.name());
       Collections.sort(names);
@@ -474,16 +474,31 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  /** The store's retained checkpoints, oldest first, the current manifest last; empty in memory. */
+  /**
+   * The store's retained checkpoints, oldest first: on disk the current manifest last, in memory
+   * those {@link #checkpoint} took.
+   */
   public List<CheckpointInfo> checkpoints() {
     state.checkOpen();
-    return store.checkpoints().stream().map(CheckpointInfo::of).toList();
+    return store.checkpoints();
   }
 
-  /** Flushes and returns the checkpoint that holds every write acknowledged before the call. */
+  /** Returns a checkpoint that holds every write acknowledged before the call (flushing first). */
   public CheckpointInfo checkpoint() {
     state.checkOpen();
-    return CheckpointInfo.of(store.checkpoint(pipeline));
+    return store.checkpoint(pipeline);
+  }
+
+  /**
+   * Rolls the open store back to checkpoint {@code id} (an in-memory store; see {@code
+   * Basalt.rollback(long)}); serialized with keyspace changes.
+   */
+  public CheckpointInfo rollback(long id) {
+    state.checkOpen();
+    synchronized (keyspaceLock) {
+      state.checkWritable();
+      return store.rollback(id, pipeline);
+    }
   }
 
   /**

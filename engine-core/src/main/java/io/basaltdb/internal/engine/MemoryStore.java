@@ -16,11 +16,29 @@ import java.util.List;
 
 /**
  * Nitro's in-memory engine (seed 001) behind the engine's API: every write lives in the one
- * skiplist, nothing is logged or flushed. A delete removes the key outright once its group is
- * published (no older versions on disk for a tombstone to shadow), and a dropped keyspace's keys go
- * at once.
+ * skiplist, nothing is logged or flushed, and a dropped keyspace's keys go at once.
  *
- * <p>Thread-safety: the commit-target methods run on the commit leader; the rest on any thread.
+ * <p><b>Deletions and the change feed.</b> The skiplist holds each key's newest version, which is
+ * what a change feed returns ({@link io.basaltdb.internal.engine.read.EngineFeed}'s write cache
+ * part, read in seqno windows). A delete leaves its tombstone in the skiplist for {@link
+ * io.basaltdb.Options#deletionRetentionMillis}, so feeds report it; a background pass then removes
+ * tombstones older than that (found by a scan of a snapshot; each removal checked under the apply
+ * lock against the key's current entry) and raises the keyspace's purge seqno past each one first,
+ * so a snapshot either sees the tombstone or sees the purge seqno that covers it. A store short of
+ * memory forgets every retained deletion at once, and drops its checkpoints, before it refuses a
+ * write.
+ *
+ * <p><b>Checkpoints and rollback.</b> A checkpoint is a skiplist snapshot taken under the apply
+ * lock, with the catalog and the item counts of that instant, held for {@link
+ * io.basaltdb.Options#checkpointRetentionMillis}. A rollback (between commit groups, under the
+ * apply lock) walks the current state and the checkpoint's side by side, allocates every version to
+ * put back first (so a store short of memory refuses it unchanged), then rewrites the differing
+ * keys while gets wait ({@link WriteCache#beginRewrite}). It spends one seqno of its own and makes
+ * it every keyspace's purge seqno, so a change feed consumer that read past the rolled-back writes
+ * is told to start again.
+ *
+ * <p>Thread-safety: the commit-target methods run on the commit leader; the rest on any thread. The
+ * background pass runs on a thread of its own, stopped by {@link #close}.
  */
 final class MemoryStore implements Store, CommitTarget {
   private final Versions versions;
@@ -44,6 +62,457 @@ final class MemoryStore implements Store, CommitTarget {
     this.catalog = catalog;
     this.chunkSize = chunkSize;
     this.options = options;
+    this.retentionMillis = options.deletionRetentionMillis();
+    this.clock = options.clock();
+    long shortest = Math.min(options.checkpointRetentionMillis(), Math.max(1, retentionMillis));
+    this.tickMillis = Math.max(10, Math.min(10_000, shortest / 8));
+    this.worker = new Thread(this::work, "basalt-memory-store-maintenance");
+    worker.setDaemon(true);
+    worker.start();
+  }
+
+  // ---- deletions kept for change feeds
+  // -----------------------------------------------------------------
+
+  /** {@link io.basaltdb.Options#deletionRetentionMillis}. */
+  private final long retentionMillis;
+
+  /** Judges the age of deletions and checkpoints ({@link io.basaltdb.Options#clock}). */
+  private final java.util.function.LongSupplier clock;
+
+  /** How often the background pass looks at deletions and checkpoints. */
+  private final long tickMillis;
+
+  private final Thread worker;
+  private volatile boolean stopping;
+
+  /** Keyspace id to its purge seqno: the highest seqno of a deletion it has forgotten. */
+  private final java.util.concurrent.ConcurrentHashMap<Integer, Long> purged =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** A purge seqno every keyspace has at least (a restore from a backup, a rollback). */
+  private volatile long purgedAll;
+
+  /** Deletions applied since a purge pass last counted (the leader adds, the pass subtracts). */
+  private final java.util.concurrent.atomic.AtomicLong newDeletions =
+      new java.util.concurrent.atomic.AtomicLong();
+
+  /** Tombstones the last pass left because they were too young; guarded by {@link #purgeLock}. */
+  private long youngDeletions;
+
+  /**
+   * (clock millis, published seqno) pairs the pass takes at each tick, oldest first: the seqno
+   * below which every deletion is older than the retention; guarded by {@link #purgeLock}.
+   */
+  private final java.util.ArrayDeque<long[]> marks = new java.util.ArrayDeque<>();
+
+  /** The cutoff of the last purge; guarded by {@link #purgeLock}. */
+  private long purgedTo;
+
+  private final Object purgeLock = new Object();
+
+  /** Tombstones a purge looks at per range of the scan, and removes per hold of the apply lock. */
+  private static final int PURGE_BATCH = 4096;
+
+  /** A restored store forgot its deletions up to the backup's seqno (backups hold none). */
+  void restoredSeqno(long seqno) {
+    purgedAll = seqno;
+  }
+
+  private void raisePurge(int ks, long seqno) {
+    Long p = purged.get(ks);
+    if (p == null || p < seqno) purged.merge(ks, seqno, Math::max);
+  }
+
+  private void work() {
+    while (!stopping) {
+      java.util.concurrent.locks.LockSupport.parkNanos(tickMillis * 1_000_000L);
+      if (stopping) return;
+      try {
+        long now = clock.getAsLong();
+        if (retentionMillis > 0) purgeOld(now);
+        expireCheckpoints(now);
+      } catch (io.basaltdb.ClosedException e) {
+        return; // the store closed under the pass
+      } catch (RuntimeException e) {
+        // a failed pass leaves everything as it was; the next tick tries again
+        org.slf4j.LoggerFactory.getLogger(MemoryStore.class)
+            .warn("in-memory store maintenance failed; retrying", e);
+      }
+    }
+  }
+
+  /** Forgets the deletions older than the retention (a tick of the background pass). */
+  private void purgeOld(long now) {
+    synchronized (purgeLock) {
+      marks.addLast(new long[] {now, versions.lastSeqno()});
+      long cutoff = purgedTo;
+      while (!marks.isEmpty() && marks.peekFirst()[0] <= now - retentionMillis)
+        cutoff = Math.max(cutoff, marks.pollFirst()[1]);
+      if (cutoff > purgedTo) {
+        purge(cutoff);
+        purgedTo = cutoff;
+      }
+    }
+  }
+
+  /**
+   * Removes every tombstone with a seqno at or below {@code cutoff} (at most the published seqno),
+   * raising each one's keyspace purge seqno first; returns how many went. Scans a snapshot of the
+   * list range by range, so it holds at most {@link #PURGE_BATCH} keys or so at a time, and removes
+   * each range's under the apply lock, where {@link WriteCache#removeTombstone(byte[], long)}
+   * checks that the tombstone is still the key's entry. Skips the scan when no deletion can be
+   * left.
+   */
+  private long purge(long cutoff) {
+    synchronized (purgeLock) {
+      long counted = newDeletions.get();
+      if (counted == 0 && youngDeletions == 0) return 0;
+      WriteCache cache = versions.current().active;
+      io.basaltdb.internal.skiplist.Snapshot snap;
+      versions.applyLock.lock();
+      try {
+        snap = cache.list.snapshot();
+      } finally {
+        versions.applyLock.unlock();
+      }
+      long young = 0, removed = 0;
+      try {
+        long nodes = cache.list.stats().nodesPerLevel()[0];
+        List<byte[]> cuts = cache.list.splitKeys((int) Math.min(1 << 16, nodes / PURGE_BATCH + 1));
+        List<byte[]> keys = new java.util.ArrayList<>();
+        long[] seqnos = new long[64];
+        long[] youngHere = {0};
+        for (int r = 0; r <= cuts.size(); r++) {
+          keys.clear();
+          long[][] sq = {seqnos};
+          snap.scan(
+              r == 0 ? null : cuts.get(r - 1),
+              r == cuts.size() ? null : cuts.get(r),
+              (keyAddr, keyLen, valueAddr, valueLen) -> {
+                if ((io.basaltdb.internal.memory.Mem.lpUnsignedByte(null, valueAddr + 8)
+                        & WriteCache.TOMBSTONE)
+                    == 0) return;
+                long s = io.basaltdb.internal.memory.Mem.lpLongBE(null, valueAddr);
+                if (s > cutoff) {
+                  youngHere[0]++;
+                  return;
+                }
+                byte[] k = new byte[keyLen];
+                io.basaltdb.internal.memory.Mem.copyToArray(keyAddr, k, 0, keyLen);
+                if (keys.size() == sq[0].length)
+                  sq[0] = java.util.Arrays.copyOf(sq[0], 2 * keys.size());
+                sq[0][keys.size()] = s;
+                keys.add(k);
+              });
+          seqnos = sq[0];
+          if (!keys.isEmpty()) removed += removeTombstones(cache, keys, seqnos);
+        }
+        young = youngHere[0];
+      } finally {
+        snap.close();
+      }
+      youngDeletions = young;
+      newDeletions.addAndGet(-counted);
+      return removed;
+    }
+  }
+
+  private long removeTombstones(WriteCache cache, List<byte[]> keys, long[] seqnos) {
+    long removed = 0;
+    versions.applyLock.lock();
+    try {
+      for (int i = 0; i < keys.size(); i++) {
+        byte[] sk = keys.get(i);
+        int ks = WriteCache.keyspaceOf(sk);
+        if (!catalog.isLive(ks)) continue; // a dropped keyspace's keys go with it
+        raisePurge(ks, seqnos[i]); // before the removal: a snapshot sees one or the other
+        if (cache.removeTombstone(sk, seqnos[i])) removed++;
+      }
+    } finally {
+      versions.applyLock.unlock();
+    }
+    return removed;
+  }
+
+  /**
+   * Frees what memory the store holds for change feeds and rollbacks (leader, before it refuses a
+   * group): forgets every retained deletion, drops every checkpoint, and collects the versions that
+   * freed. True if there was anything to free, so the group is tried again.
+   */
+  private boolean relieve() {
+    boolean freed = purge(versions.lastSeqno()) > 0;
+    synchronized (this) {
+      freed |= !held.isEmpty();
+      for (Held h : held) h.snap.close();
+      if (!held.isEmpty()) {
+        org.slf4j.LoggerFactory.getLogger(MemoryStore.class)
+            .warn(
+                "the in-memory store is full: dropped its {} checkpoints to make room",
+                held.size());
+      }
+      held.clear();
+    }
+    if (freed) versions.current().active.list.quiesce();
+    return freed;
+  }
+
+  // ---- checkpoints
+  // ---------------------------------------------------------------------------------
+
+  /** A checkpoint: its snapshot and what the store's catalog and counts were at it. */
+  private record Held(
+      long id,
+      long createdMillis,
+      long seqno,
+      java.util.Map<Integer, String> keyspaces,
+      java.util.Map<Integer, Integer> layouts,
+      java.util.Map<Integer, Long> netKeys,
+      java.util.Map<Integer, Long> items,
+      io.basaltdb.internal.skiplist.Snapshot snap) {
+    Engine.CheckpointInfo info() {
+      List<String> names = new java.util.ArrayList<>(keyspaces.values());
+      java.util.Collections.sort(names);
+      return new Engine.CheckpointInfo(id, createdMillis, seqno, List.copyOf(names));
+    }
+  }
+
+  /** Retained checkpoints, oldest first; guarded by this. */
+  private final java.util.ArrayList<Held> held = new java.util.ArrayList<>();
+
+  /** The next checkpoint's id; guarded by this. */
+  private long nextCheckpointId = 1;
+
+  /** Takes a checkpoint of the state now; the caller holds the apply lock. */
+  private Held takeCheckpoint(WriteCache cache) {
+    java.util.Map<Integer, String> keyspaces = catalog.byId();
+    java.util.Map<Integer, Long> net = new java.util.HashMap<>();
+    for (int id : keyspaces.keySet()) net.put(id, cache.netKeys(id));
+    java.util.Map<Integer, Long> items =
+        versions.items() == null ? null : java.util.Map.copyOf(versions.items().copy());
+    io.basaltdb.internal.skiplist.Snapshot snap = cache.list.snapshot();
+    synchronized (this) {
+      Held h =
+          new Held(
+              nextCheckpointId++,
+              clock.getAsLong(),
+              versions.lastSeqno(),
+              java.util.Map.copyOf(keyspaces),
+              java.util.Map.copyOf(layouts),
+              java.util.Map.copyOf(net),
+              items,
+              snap);
+      held.add(h);
+      return h;
+    }
+  }
+
+  private void expireCheckpoints(long now) {
+    synchronized (this) {
+      java.util.Iterator<Held> it = held.iterator();
+      while (it.hasNext()) {
+        Held h = it.next();
+        if (now - h.createdMillis < options.checkpointRetentionMillis()) continue;
+        it.remove();
+        h.snap.close();
+      }
+    }
+  }
+
+  @Override
+  public synchronized List<Engine.CheckpointInfo> checkpoints() {
+    List<Engine.CheckpointInfo> out = new java.util.ArrayList<>();
+    for (Held h : held) out.add(h.info());
+    return out;
+  }
+
+  /**
+   * A checkpoint of every write published before the call: a snapshot of the skiplist taken under
+   * the apply lock, held for {@link io.basaltdb.Options#checkpointRetentionMillis} (its old
+   * versions with it).
+   */
+  @Override
+  public Engine.CheckpointInfo checkpoint(CommitPipeline pipeline) {
+    versions.applyLock.lock();
+    try {
+      return takeCheckpoint(versions.current().active).info();
+    } finally {
+      versions.applyLock.unlock();
+    }
+  }
+
+  /**
+   * Rolls the live store back to checkpoint {@code id}: see the class comment. Returns the
+   * checkpoint the store then stands at (a new one, at the rollback's own seqno).
+   */
+  @Override
+  public Engine.CheckpointInfo rollback(long id, CommitPipeline pipeline) {
+    Engine.CheckpointInfo[] out = new Engine.CheckpointInfo[1];
+    pipeline.runBetweenGroups(
+        () -> {
+          versions.applyLock.lock();
+          try {
+            out[0] = rollbackLocked(id);
+          } finally {
+            versions.applyLock.unlock();
+          }
+        });
+    return out[0];
+  }
+
+  private Engine.CheckpointInfo rollbackLocked(long id) {
+    Held cp;
+    synchronized (this) {
+      cp = held.stream().filter(h -> h.id == id).findFirst().orElse(null);
+      if (cp == null) {
+        throw new InvalidArgumentException(
+            "the in-memory store has no checkpoint "
+                + id
+                + " (it holds "
+                + held.stream().map(h -> Long.toString(h.id)).toList()
+                + "; a checkpoint is kept for Options.checkpointRetentionMillis, or until the"
+                + " store runs short of memory)");
+      }
+    }
+    WriteCache cache = versions.current().active;
+    Rewrite rw = new Rewrite();
+    try {
+      diff(cache, cp, rw);
+    } catch (RuntimeException | Error e) {
+      for (int i = 0; i < rw.count; i++) cache.discardPrepared(rw.nodes[i]);
+      if (e instanceof io.basaltdb.MemoryLimitException) {
+        throw new io.basaltdb.MemoryLimitException(
+            "the rollback to checkpoint "
+                + id
+                + " needs memory for the versions it puts back, and the store is full ("
+                + e.getMessage()
+                + "); nothing was changed");
+      }
+      throw e;
+    }
+    cache.beginRewrite();
+    try {
+      for (int i = 0; i < rw.count; i++)
+        cache.applyPrepared(
+            rw.nodes[i], rw.keyspaces[i], rw.keyLengths[i], rw.seqnos[i], rw.valueLengths[i]);
+      for (byte[] sk : rw.deletes) cache.list.delete(sk);
+      for (int ks : catalog.byId().keySet()) {
+        if (!cp.keyspaces.containsKey(ks)) {
+          catalog.remove(ks);
+          cache.setNetKeys(ks, 0);
+        }
+      }
+      for (java.util.Map.Entry<Integer, String> k : cp.keyspaces.entrySet()) {
+        if (!catalog.isLive(k.getKey()))
+          catalog.add(k.getKey(), k.getValue(), cp.layouts.getOrDefault(k.getKey(), 0));
+        cache.setNetKeys(k.getKey(), cp.netKeys.getOrDefault(k.getKey(), 0L));
+      }
+      layouts.clear();
+      layouts.putAll(cp.layouts);
+      if (versions.items() != null && cp.items != null) {
+        for (int ks : cp.keyspaces.keySet())
+          versions.items().set(ks, cp.items.getOrDefault(ks, 0L));
+      }
+      long r = versions.lastSeqno() + 1; // the rollback's own seqno: every feed past it starts over
+      purgedAll = r;
+      versions.publish(r);
+      if (rw.tombstones > 0) newDeletions.addAndGet(rw.tombstones);
+      synchronized (this) {
+        java.util.Iterator<Held> it = held.iterator();
+        while (it.hasNext()) {
+          Held h = it.next();
+          if (h.id <= id) continue;
+          it.remove();
+          h.snap.close();
+        }
+      }
+      return takeCheckpoint(cache).info();
+    } finally {
+      cache.endRewrite();
+    }
+  }
+
+  /** What a rollback changes: versions to put back (allocated), and keys to delete. */
+  private static final class Rewrite {
+    long[] nodes = new long[64];
+    int[] keyspaces = new int[64];
+    int[] keyLengths = new int[64];
+    int[] valueLengths = new int[64];
+    long[] seqnos = new long[64];
+    int count;
+    long tombstones;
+    final List<byte[]> deletes = new java.util.ArrayList<>();
+
+    void add(long node, int ks, int keyLength, long seqno, int valueLength) {
+      if (count == nodes.length) {
+        int n = 2 * count;
+        nodes = java.util.Arrays.copyOf(nodes, n);
+        keyspaces = java.util.Arrays.copyOf(keyspaces, n);
+        keyLengths = java.util.Arrays.copyOf(keyLengths, n);
+        valueLengths = java.util.Arrays.copyOf(valueLengths, n);
+        seqnos = java.util.Arrays.copyOf(seqnos, n);
+      }
+      nodes[count] = node;
+      keyspaces[count] = ks;
+      keyLengths[count] = keyLength;
+      valueLengths[count] = valueLength;
+      seqnos[count] = seqno;
+      count++;
+    }
+  }
+
+  /**
+   * Walks the store's current state and the checkpoint's in key order: a key only the current state
+   * holds is deleted, a key whose version differs (another seqno) or that only the checkpoint holds
+   * gets the checkpoint's entry back, allocated here. A key of a keyspace the checkpoint's catalog
+   * does not name counts as absent from it.
+   */
+  private void diff(WriteCache cache, Held cp, Rewrite rw) {
+    io.basaltdb.internal.skiplist.Snapshot now = cache.list.snapshot();
+    try (io.basaltdb.internal.skiplist.SnapshotIterator a = now.iterator();
+        io.basaltdb.internal.skiplist.SnapshotIterator b = cp.snap.iterator()) {
+      a.seekFirst();
+      b.seekFirst();
+      byte[] ka = a.valid() ? a.key() : null;
+      byte[] kb = nextIn(b, cp, true);
+      while (ka != null || kb != null) {
+        int c = ka == null ? 1 : kb == null ? -1 : java.util.Arrays.compareUnsigned(ka, kb);
+        if (c < 0) {
+          rw.deletes.add(ka);
+        } else if (c > 0 || a.valueLong() != b.valueLong()) {
+          byte[] e = b.value();
+          int ks = WriteCache.keyspaceOf(kb);
+          boolean tomb = WriteCache.isTombstone(e);
+          if (tomb) rw.tombstones++;
+          long node = cache.prepareEntry(kb, e);
+          rw.add(
+              node,
+              ks,
+              kb.length - WriteCache.prefixLength(ks),
+              WriteCache.seqnoOf(e),
+              tomb ? -1 : e.length - WriteCache.valueOffset(e));
+        }
+        if (c <= 0) {
+          a.next();
+          ka = a.valid() ? a.key() : null;
+        }
+        if (c >= 0) kb = nextIn(b, cp, false);
+      }
+    } finally {
+      now.close();
+    }
+  }
+
+  /** The checkpoint iterator's next key of a keyspace the checkpoint names (first: its current). */
+  private static byte[] nextIn(
+      io.basaltdb.internal.skiplist.SnapshotIterator b, Held cp, boolean first) {
+    if (!first && b.valid()) b.next();
+    while (b.valid()) {
+      byte[] k = b.key();
+      if (cp.keyspaces.containsKey(WriteCache.keyspaceOf(k))) return k;
+      b.next();
+    }
+    return null;
   }
 
   /** A restored keyspace's layout code (a hashed one's; 0 for ordered). */
@@ -128,6 +597,9 @@ final class MemoryStore implements Store, CommitTarget {
       for (int i = 0; i < b.count && !puts; i++) puts = b.types[i] == Batch.PUT;
     }
     var q = versions.quota();
+    if (puts && q.usedBytes() + 2 * estimate + 2 * chunkSize > q.limit() && relieve()) {
+      // retained deletions and checkpoints were dropped: judge the group again
+    }
     if (puts && q.usedBytes() + 2 * estimate + 2 * chunkSize > q.limit()) {
       throw new io.basaltdb.MemoryLimitException(
           whenFull()
@@ -141,10 +613,13 @@ final class MemoryStore implements Store, CommitTarget {
     }
   }
 
-  /** Nothing frees memory here but the caller's deletes: the group is refused. */
+  /**
+   * Forgets retained deletions and drops checkpoints if there are any ({@link #relieve}); beyond
+   * that nothing frees memory here but the caller's deletes, and the group is refused.
+   */
   @Override
   public boolean freeMemory() {
-    return false;
+    return relieve();
   }
 
   @Override
@@ -161,17 +636,26 @@ final class MemoryStore implements Store, CommitTarget {
   public void log(List<Batch> group) {}
 
   /**
-   * Removes the group's tombstones outright; still under the apply lock, so no snapshot sees them.
+   * Counts the group's deletions for the background pass, which removes their tombstones once they
+   * are {@link io.basaltdb.Options#deletionRetentionMillis} old; with a retention of 0, removes
+   * them now (still under the apply lock, so no snapshot sees them) and raises the purge seqno.
    */
   @Override
   public void applied(WriteCache cache, List<Batch> group) {
+    long deletions = 0;
     for (Batch b : group) {
       for (int i = 0; i < b.count; i++) {
         if (b.types[i] != Batch.PUT && catalog.isLive(b.keyspaces[i])) {
-          cache.removeTombstone(b.keyspaces[i], b.key(i), b.firstSeqno + i);
+          if (retentionMillis > 0) {
+            deletions++;
+          } else {
+            raisePurge(b.keyspaces[i], b.firstSeqno + i);
+            cache.removeTombstone(b.keyspaces[i], b.key(i), b.firstSeqno + i);
+          }
         }
       }
     }
+    if (deletions > 0) newDeletions.addAndGet(deletions);
   }
 
   /**
@@ -223,14 +707,12 @@ final class MemoryStore implements Store, CommitTarget {
   }
 
   /**
-   * A delete removes its key at once and nothing is logged, so there is no history for a change
-   * feed.
+   * The highest seqno of a deletion of keyspace {@code ks} the store has forgotten: the background
+   * pass's, a restore's or a rollback's.
    */
   @Override
   public long purgeSeqno(int ks) {
-    throw new UnsupportedOperationException(
-        "an in-memory store keeps no log and forgets deletes at once, so it has"
-            + " no change feed; open a store on disk for one");
+    return Math.max(purgedAll, purged.getOrDefault(ks, 0L));
   }
 
   @Override
@@ -249,20 +731,27 @@ final class MemoryStore implements Store, CommitTarget {
   public void compactRange(int ks, byte[] from, byte[] to, CommitPipeline pipeline) {}
 
   @Override
-  public List<Manifest> checkpoints() {
-    return List.of();
-  }
-
-  @Override
-  public Manifest checkpoint(CommitPipeline pipeline) {
-    throw new InvalidArgumentException("an in-memory store has no checkpoints");
-  }
-
-  @Override
   public FileStats fileStats() {
     return new FileStats(Manifest.Counters.ZERO, 0, 0, 0);
   }
 
+  /** Stops the background pass and lets go of the checkpoints' snapshots. */
   @Override
-  public void close() {}
+  public void close() {
+    stopping = true;
+    java.util.concurrent.locks.LockSupport.unpark(worker);
+    boolean interrupted = false;
+    while (worker.isAlive()) {
+      try {
+        worker.join();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) Thread.currentThread().interrupt();
+    synchronized (this) {
+      for (Held h : held) h.snap.close();
+      held.clear();
+    }
+  }
 }

@@ -47,16 +47,24 @@ interface Store {
   /**
    * The highest seqno of a deletion of keyspace {@code ks} the store no longer remembers (a
    * tombstone a compaction dropped), or 0: a change feed starting at or below it may miss
-   * deletions. Never falls while the store is open. The in-memory store has no change feed and
-   * throws {@link UnsupportedOperationException}.
+   * deletions. Never falls while the store is open.
    */
   long purgeSeqno(int ks);
 
-  /** The retained checkpoints' manifests, oldest first; empty without files. */
-  List<Manifest> checkpoints();
+  /**
+   * The retained checkpoints, oldest first: on disk the manifests kept, the current one last; in
+   * memory the snapshots {@link #checkpoint} took.
+   */
+  List<Engine.CheckpointInfo> checkpoints();
 
-  /** Flushes and returns the checkpoint holding every write acknowledged before the call. */
-  Manifest checkpoint(CommitPipeline pipeline);
+  /** Returns a checkpoint holding every write acknowledged before the call (on disk: flushes). */
+  Engine.CheckpointInfo checkpoint(CommitPipeline pipeline);
+
+  /**
+   * Rolls the open store back to checkpoint {@code id} and returns the checkpoint it then stands at
+   * (the in-memory store); a store on disk refuses, as it rolls back only while closed.
+   */
+  Engine.CheckpointInfo rollback(long id, CommitPipeline pipeline);
 
   /**
    * Backs the store up into {@code target} as of every write acknowledged before the call: a

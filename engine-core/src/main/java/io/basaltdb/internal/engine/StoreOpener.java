@@ -149,6 +149,7 @@ final class StoreOpener {
     MemoryStore store = new MemoryStore(versions, catalog, chunk, options);
     if (m != null) {
       store.restoredKeyspaceIds(m.nextKeyspaceId());
+      store.restoredSeqno(versions.lastSeqno()); // a backup holds no deletions: all forgotten
       for (int id : m.keyspaces().keySet()) store.restoredLayout(id, m.layout(id));
     }
     ReadPath reads =

@@ -57,6 +57,17 @@ public final class Snapshot implements AutoCloseable {
     }
   }
 
+  /**
+   * Hands {@code sink} every item this snapshot sees with a key in {@code [from, to)} (null bounds
+   * are open), in key order, and returns how many ({@link SkipList#scan}): no key or value is
+   * copied unless the sink copies it, so a pass that looks at a few bytes of each item costs a walk
+   * of the level-0 list.
+   */
+  public long scan(byte[] from, byte[] to, ItemSink sink) {
+    checkUsable();
+    return list.scan(descriptor.sn, from, to, sink);
+  }
+
   /** A new iterator over this snapshot, positioned nowhere: call a seek first. */
   public SnapshotIterator iterator() {
     checkUsable();

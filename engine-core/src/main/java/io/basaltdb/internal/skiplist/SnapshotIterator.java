@@ -161,6 +161,20 @@ public final class SnapshotIterator implements AutoCloseable {
     }
   }
 
+  /**
+   * The first eight bytes of the current value as a big-endian long (a write cache entry's seqno),
+   * read in place: 0 if the value is shorter.
+   */
+  public long valueLong() {
+    AccessBarrier.Session s = enter();
+    try {
+      requireValid();
+      return Node.valueLen(cur) < 8 ? 0 : Mem.lpLongBE(null, Node.valueAddr(cur));
+    } finally {
+      list.barrier.exit(s);
+    }
+  }
+
   @Override
   public void close() {
     closed = true;

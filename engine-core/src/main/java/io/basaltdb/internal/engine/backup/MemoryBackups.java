@@ -115,7 +115,11 @@ public final class MemoryBackups {
                   synchronized (deltas) {
                     deltas.add(w);
                   }
-                  return w;
+                  return (ItemSink)
+                      (keyAddr, keyLen, valueAddr, valueLen) -> {
+                        if (!tombstoneAt(valueAddr, valueLen))
+                          w.item(keyAddr, keyLen, valueAddr, valueLen);
+                      };
                 });
         capture.activate();
         snapshot.close(); // the collector goes on; what it unlinks of term sn goes to the deltas
@@ -244,7 +248,8 @@ public final class MemoryBackups {
         sinks[i] =
             (keyAddr, keyLen, valueAddr, valueLen) -> {
               int ks = WriteCache.keyspaceAt(keyAddr, keyLen);
-              if (ks >= 0 && live.get(ks)) w.item(keyAddr, keyLen, valueAddr, valueLen);
+              if (ks >= 0 && live.get(ks) && !tombstoneAt(valueAddr, valueLen))
+                w.item(keyAddr, keyLen, valueAddr, valueLen);
             };
       }
       list.scanInterleaved(sn, bounds, sinks);
@@ -266,6 +271,16 @@ public final class MemoryBackups {
       }
       throw e;
     }
+  }
+
+  /**
+   * Whether the entry off the heap at {@code addr} is a tombstone: a deletion the store keeps for
+   * its change feeds, which a backup leaves out (a restored store has forgotten its deletions).
+   */
+  private static boolean tombstoneAt(long addr, int len) {
+    return len > 8
+        && (io.basaltdb.internal.memory.Mem.lpUnsignedByte(null, addr + 8) & WriteCache.TOMBSTONE)
+            != 0;
   }
 
   // ---- restore

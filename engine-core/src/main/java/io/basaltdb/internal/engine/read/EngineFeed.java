@@ -8,11 +8,7 @@ import io.basaltdb.internal.engine.writecache.WriteCache;
 import io.basaltdb.internal.segment.Document;
 import io.basaltdb.internal.segment.DocumentIterator;
 import io.basaltdb.internal.skiplist.Snapshot;
-import io.basaltdb.internal.skiplist.SnapshotIterator;
 import io.basaltdb.internal.sstable.KeyRecord;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.List;
 
 /**
  * One keyspace's changes with seqnos in {@code [from, to]} of an {@link EngineSnapshot}, in seqno
@@ -67,12 +63,28 @@ public final class EngineFeed implements AutoCloseable {
 
   private boolean staleMore;
 
-  /** The caches' entries in the range, sorted by seqno; null until the segments are done. */
-  private long[] cacheSeqnos;
+  /**
+   * The caches' part, read in windows: the entries of the current window sorted by seqno (null
+   * until the segments are done), and where the next window starts.
+   */
+  private SeqnoWindow window;
 
-  private byte[][] cacheKeys;
-  private boolean[] cacheImmutable;
-  private int cachePos;
+  private int windowPos;
+
+  /** The lowest seqno the next window may hold; past {@link #to} once the caches are done. */
+  private long windowFrom;
+
+  /** How many entries the next window may hold: grows with what the last pass saw beyond it. */
+  private int windowCapacity = MIN_WINDOW;
+
+  /** A window's least capacity: a feed of a few changes allocates little. */
+  static final int MIN_WINDOW = 1 << 12;
+
+  /**
+   * A window's greatest capacity: the heap a feed holds is at most this many keys, and a feed over
+   * m changes in the caches walks them about m / this times.
+   */
+  static final int MAX_WINDOW = 1 << 20;
 
   private long seqno = -1;
   private byte[] key;
@@ -103,6 +115,7 @@ public final class EngineFeed implements AutoCloseable {
     this.ownsSnapshot = ownsSnapshot;
     this.files = snap.version.files(ks);
     this.stats = stats;
+    this.windowFrom = from;
     try {
       if (from <= this.to && !files.segments.isEmpty()) {
         stale = new DeleteList.Cursor(files.deletes, from, this.to);
@@ -133,11 +146,8 @@ public final class EngineFeed implements AutoCloseable {
   /** Moves to the next change; false at the end. The first call moves to the first change. */
   public boolean next() {
     check();
-    boolean found = cacheSeqnos == null && nextFromSegments();
-    if (!found) {
-      if (cacheSeqnos == null) loadCaches();
-      found = nextFromCaches();
-    }
+    boolean found = window == null && nextFromSegments();
+    if (!found) found = nextFromCaches();
     if (found) {
       stats.changesReturned.increment();
     } else {
@@ -213,62 +223,80 @@ public final class EngineFeed implements AutoCloseable {
   }
 
   /**
-   * Collects the caches' entries in the range: each key's version in the active cache's snapshot,
-   * and in the immutable cache's where the active one does not hold the key; then sorts them by
-   * seqno.
+   * The caches' next change: the next entry of the current window, loading the next window once it
+   * is spent. A window holds the lowest seqnos of the range from {@link #windowFrom} on (each key's
+   * version in the active cache's snapshot, and in the immutable cache's where the active one does
+   * not hold the key), found by a pass over the keyspace's entries in both that copies only the
+   * keys that enter it ({@link SeqnoWindow}). A pass that saw no more entries in the range than the
+   * window holds is the last. The in-memory store's one cache holds its whole contents, so its feed
+   * is this part alone, in windows of at most {@link #MAX_WINDOW} keys.
    */
-  private void loadCaches() {
-    List<byte[]> keys = new ArrayList<>();
-    long[][] seqnos = {new long[64]}; // grown as collect adds: the seqno of keys.get(i) at [0][i]
-    int fromActive = 0;
-    if (from <= to) {
-      collect(snap.active, false, keys, seqnos);
-      fromActive = keys.size();
-      if (snap.immutable != null) collect(snap.immutable, true, keys, seqnos);
-    }
-    int n = keys.size();
-    long[] unsorted = Arrays.copyOf(seqnos[0], n);
-    int[] order =
-        WriteCache.seqnoOrder(unsorted); // distinct seqnos, a write cache's span: a primitive sort
-    cacheSeqnos = new long[n];
-    cacheKeys = new byte[n][];
-    cacheImmutable = new boolean[n];
-    for (int i = 0; i < n; i++) {
-      cacheSeqnos[i] = unsorted[order[i]];
-      cacheKeys[i] = keys.get(order[i]);
-      cacheImmutable[i] = order[i] >= fromActive;
-    }
-  }
-
-  private void collect(Snapshot cache, boolean immutable, List<byte[]> keys, long[][] seqnos) {
-    try (SnapshotIterator it = cache.iterator()) {
-      for (it.seek(WriteCache.storeKey(ks, new byte[0])); it.valid(); it.next()) {
-        byte[] sk = it.key();
-        if (WriteCache.keyspaceOf(sk) != ks) break;
-        long s = WriteCache.seqnoOf(it.value());
-        if (s < from || s > to) continue;
-        if (immutable && snap.active.get(sk) != null)
-          continue; // the active cache's version is newer
-        if (keys.size() == seqnos[0].length) seqnos[0] = Arrays.copyOf(seqnos[0], 2 * keys.size());
-        seqnos[0][keys.size()] = s;
-        keys.add(sk);
-      }
-    }
-  }
-
   private boolean nextFromCaches() {
-    if (cachePos >= cacheSeqnos.length) return false;
-    int i = cachePos++;
-    byte[] sk = cacheKeys[i];
-    cacheKeys[i] = null;
-    byte[] e = (cacheImmutable[i] ? snap.immutable : snap.active).get(sk);
-    if (e == null || WriteCache.seqnoOf(e) != cacheSeqnos[i]) {
+    while (window == null || windowPos >= window.size()) {
+      if (windowFrom > to) return false;
+      loadWindow();
+    }
+    int i = windowPos++;
+    long s = window.seqno(i);
+    byte[] sk = window.takeKey(i);
+    byte[] e = (window.flag(i) ? snap.immutable : snap.active).get(sk);
+    if (e == null || WriteCache.seqnoOf(e) != s) {
       throw new IllegalStateException(
-          "write cache snapshot changed under a change feed at seqno " + cacheSeqnos[i]);
+          "write cache snapshot changed under a change feed at seqno " + s);
     }
     boolean tomb = WriteCache.isDeleted(e, snap.now);
-    set(cacheSeqnos[i], WriteCache.userKey(sk), tomb ? null : WriteCache.valueOf(e), tomb);
+    set(s, WriteCache.userKey(sk), tomb ? null : WriteCache.valueOf(e), tomb);
     return true;
+  }
+
+  /** Loads the window from {@link #windowFrom} on and moves {@link #windowFrom} past it. */
+  private void loadWindow() {
+    SeqnoWindow w = new SeqnoWindow(windowCapacity);
+    long seen = collect(snap.active, null, w);
+    if (snap.immutable != null) seen += collect(snap.immutable, snap.active, w);
+    w.sort();
+    window = w;
+    windowPos = 0;
+    if (seen <= w.size()) {
+      windowFrom = Long.MAX_VALUE; // the pass saw every entry left in the range
+    } else {
+      windowFrom = w.seqno(w.size() - 1) + 1;
+      long left = seen - w.size();
+      windowCapacity = (int) Math.min(MAX_WINDOW, Math.max(windowCapacity, left / 8));
+    }
+  }
+
+  /**
+   * Offers {@code w} the entries of keyspace {@code ks} in {@code cache} with seqnos in {@code
+   * [windowFrom, to]}, those {@code newer} (the active cache's snapshot, for the immutable one)
+   * holds skipped; returns how many were in the range.
+   */
+  private long collect(Snapshot cache, Snapshot newer, SeqnoWindow w) {
+    long lo = windowFrom;
+    long[] seen = {0};
+    cache.scan(
+        WriteCache.storeKey(ks, new byte[0]),
+        WriteCache.storeKeyEnd(ks),
+        (keyAddr, keyLen, valueAddr, valueLen) -> {
+          long s = io.basaltdb.internal.memory.Mem.lpLongBE(null, valueAddr);
+          if (s < lo || s > to) return;
+          if (newer == null) {
+            seen[0]++;
+            if (w.admits(s)) w.add(s, keyAt(keyAddr, keyLen), false);
+            return;
+          }
+          byte[] sk = keyAt(keyAddr, keyLen);
+          if (newer.get(sk) != null) return; // the active cache's version is newer
+          seen[0]++;
+          if (w.admits(s)) w.add(s, sk, true);
+        });
+    return seen[0];
+  }
+
+  private static byte[] keyAt(long addr, int len) {
+    byte[] k = new byte[len];
+    io.basaltdb.internal.memory.Mem.copyToArray(addr, k, 0, len);
+    return k;
   }
 
   private void set(long s, byte[] k, byte[] v, boolean del) {

@@ -500,14 +500,73 @@ public final class WriteCache {
    * only.
    */
   public void removeTombstone(int keyspace, byte[] key, long seqno) {
-    byte[] sk = storeKey(keyspace, key);
-    byte[] e = list.get(sk);
-    if (e != null && isTombstone(e) && seqnoOf(e) == seqno) list.delete(sk);
+    removeTombstone(storeKey(keyspace, key), seqno);
+  }
+
+  /**
+   * As {@link #removeTombstone(int, byte[], long)} by store key; true if it removed one. Under the
+   * apply lock (the in-memory store's purge of old deletions runs beside the leader).
+   */
+  public boolean removeTombstone(byte[] storeKey, long seqno) {
+    byte[] e = list.get(storeKey);
+    return e != null && isTombstone(e) && seqnoOf(e) == seqno && list.delete(storeKey);
+  }
+
+  /**
+   * Takes the memory for a stored entry, {@code entry} under {@code storeKey}, as {@link #prepare}
+   * does for a write: the in-memory store's rollback puts an older entry back with this and {@link
+   * #applyPrepared}.
+   */
+  public long prepareEntry(byte[] storeKey, byte[] entry) {
+    return list.prepare(storeKey, 0, storeKey.length, entry, 0, entry.length);
+  }
+
+  /**
+   * Odd while a rewrite of the skiplist (the in-memory store's rollback) is under way: a get that
+   * sees it odd, or sees it change across its read, waits for the rewrite and reads again, so gets
+   * see the whole rewrite or none of it (a seqlock). Written under the apply lock.
+   */
+  private volatile long rewrites;
+
+  /**
+   * Starts a rewrite that gets must see whole ({@link #rewrites}); the caller holds the apply lock
+   * and ends it with {@link #endRewrite} in a finally block.
+   */
+  public void beginRewrite() {
+    rewrites = rewrites + 1;
+    java.lang.invoke.VarHandle.fullFence(); // the odd count before any change of the list
+  }
+
+  public void endRewrite() {
+    java.lang.invoke.VarHandle.fullFence();
+    rewrites = rewrites + 1;
+  }
+
+  /** The rewrite count before a read; waits while a rewrite is under way. */
+  private long beforeRead() {
+    long r = rewrites;
+    for (int spins = 0; (r & 1) != 0; spins++) {
+      if (spins < 100) Thread.onSpinWait();
+      else java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+      r = rewrites;
+    }
+    return r;
+  }
+
+  /** Whether a read that began at rewrite count {@code r} saw no rewrite. */
+  private boolean readWhole(long r) {
+    java.lang.invoke.VarHandle.loadLoadFence(); // the read's loads before the count's
+    return rewrites == r;
   }
 
   /** The stored entry of a key, or null. */
   public byte[] get(int keyspace, byte[] key) {
-    return list.get(storeKey(keyspace, key));
+    byte[] sk = storeKey(keyspace, key);
+    while (true) {
+      long r = beforeRead();
+      byte[] e = list.get(sk);
+      if (readWhole(r)) return e;
+    }
   }
 
   /**
@@ -521,7 +580,9 @@ public final class WriteCache {
     byte[] sk = l.storeKey(n);
     storeKeyInto(sk, keyspace, key, 0, key.length);
     while (true) {
+      long r = beforeRead();
       int len = list.get(sk, n, l.scratch);
+      if (!readWhole(r)) continue;
       if (len < 0) return false;
       if (len <= l.scratch.length) {
         l.entry = l.scratch;
@@ -530,6 +591,7 @@ public final class WriteCache {
       }
       if (len > Lookup.MAX_SCRATCH_ENTRY) { // too large to keep per thread: a copy of its own
         byte[] e = list.get(java.util.Arrays.copyOf(sk, n));
+        if (!readWhole(r)) continue;
         if (e == null) return false;
         l.entry = e;
         l.entryLength = e.length;
