@@ -47,6 +47,7 @@ public final class Options {
   private boolean exactItemCounts = false;
   private long coldSegmentMillis = 0;
   private int coldZstdLevel = 3;
+  private long coldPassBytesPerSecond = 16L << 20;
   private int l0RevealRatio = 128;
   private long diskReserveBytes = 128L << 20;
   private boolean keyIndexGuards = false;
@@ -109,6 +110,7 @@ public final class Options {
     o.exactItemCounts = exactItemCounts;
     o.coldSegmentMillis = coldSegmentMillis;
     o.coldZstdLevel = coldZstdLevel;
+    o.coldPassBytesPerSecond = coldPassBytesPerSecond;
     o.l0RevealRatio = l0RevealRatio;
     o.diskReserveBytes = diskReserveBytes;
     o.keyIndexGuards = keyIndexGuards;
@@ -795,11 +797,14 @@ public final class Options {
   }
 
   /**
-   * Garbage collection writes its output with zstd ({@link #coldZstdLevel}) instead of LZ4 when no
-   * flush or collection has written any of its input segments for this long: cold data, read
-   * rarely, stored smaller. 0 (the default) keeps LZ4 everywhere. Reads decode either; a segment's
-   * age is known in memory only (segments found at the open count as written then), and a
-   * collection's output keeps the age of its newest input, so cold data stays cold.
+   * Segments no flush or collection has written for this long are cold: garbage collection writes
+   * its output with zstd ({@link #coldZstdLevel}) instead of LZ4 when all its inputs are, and the
+   * cold pass (Magma section 3.5) rewrites every other cold LZ4 segment but the tail into zstd in
+   * the background, when collection has nothing else to do, at {@link #coldPassBytesPerSecond}.
+   * Cold data, read rarely, is stored smaller. 0 (the default) keeps LZ4 everywhere. Reads decode
+   * either; a segment's age is known in memory only (segments found at the open count as written
+   * then), a collection's output keeps the age of its newest input, so cold data stays cold, and a
+   * segment's state records that it is zstd, so no segment is recompressed twice.
    * docs/benchmarks.md, "Cold segments in zstd", measures the space saved and what reads pay.
    */
   public Options coldSegmentMillis(long millis) {
@@ -819,6 +824,20 @@ public final class Options {
 
   public int coldZstdLevel() {
     return coldZstdLevel;
+  }
+
+  /**
+   * How fast the cold pass ({@link #coldSegmentMillis}) reads the segments it recompresses, in
+   * bytes per second: after each segment it waits until the segment's bytes at this rate have
+   * passed, so recompression takes a bounded share of the disk and of one core. Default 16 MiB/s.
+   */
+  public Options coldPassBytesPerSecond(long bytes) {
+    this.coldPassBytesPerSecond = bytes;
+    return this;
+  }
+
+  public long coldPassBytesPerSecond() {
+    return coldPassBytesPerSecond;
   }
 
   /**
@@ -1081,6 +1100,9 @@ public final class Options {
         coldZstdLevel >= 1 && coldZstdLevel <= 22,
         "coldZstdLevel must be between 1 and 22, was " + coldZstdLevel);
     check(
+        coldPassBytesPerSecond > 0,
+        "coldPassBytesPerSecond must be positive, was " + coldPassBytesPerSecond);
+    check(
         readQueueDepth >= 1 && readQueueDepth <= 4096,
         "readQueueDepth must be between 1 and 4096, was " + readQueueDepth);
     long maxCache = memoryQuota - 2 * writeCacheSize() - (512L << 10);
@@ -1211,6 +1233,8 @@ public final class Options {
         + coldSegmentMillis
         + ", coldZstdLevel="
         + coldZstdLevel
+        + ", coldPassBytesPerSecond="
+        + coldPassBytesPerSecond
         + "]";
   }
 }

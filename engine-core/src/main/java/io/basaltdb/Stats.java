@@ -93,7 +93,8 @@ import java.util.Map;
  *       gcSlowdownNanos} (commit groups delayed 1 ms because collection is falling behind), {@code
  *       gcStalls} and {@code gcStallNanos} (writers held until it caught up), {@code
  *       gcColdSegments} and {@code gcColdBytesWritten} (outputs written with zstd, their inputs
- *       cold: {@link Options#coldSegmentMillis}); per live keyspace, {@code
+ *       cold: {@link Options#coldSegmentMillis}), {@code coldPassSegments} (of them, the segments
+ *       the cold pass rewrote without garbage to collect); per live keyspace, {@code
  *       keyspace.<name>.segmentBytes}, {@code keyspace.<name>.segmentStaleBytes}, {@code
  *       keyspace.<name>.fragmentationPermille} and {@code keyspace.<name>.pendingGarbageBytes};
  *   <li>with {@link Options#exactItemCounts} (the last entries): {@code items} (live keys of every

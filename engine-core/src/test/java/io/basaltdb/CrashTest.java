@@ -28,8 +28,10 @@ import org.junit.jupiter.params.provider.EnumSource;
  * marker. Key index levels are tiny, so many crashes land in the middle of a compaction; the
  * largest puts skip the WAL, so some crashes land inside such a batch's segment and table writes;
  * half the runs keep key index guards (dense ones, so crashes land in guard pushes and in-place
- * merges too). Each mode runs {@code basalt.crash.points} crash points (default 220, so 660 per
- * suite run; {@code bin/crashpoints} runs more, with new seeds each run).
+ * merges too), and a quarter run the cold pass on every segment but the tail as soon as it is
+ * written (so crashes land in its recompressions). Each mode runs {@code basalt.crash.points} crash
+ * points (default 220, so 660 per suite run; {@code bin/crashpoints} runs more, with new seeds each
+ * run).
  */
 @ExtendWith(NoLeakedAllocatorsExtension.class)
 class CrashTest {
@@ -91,6 +93,9 @@ class CrashTest {
     Random rnd = new Random(seed);
     MemStorage storage = new MemStorage(seed);
     Options options = options(mode, (seed & 1) == 0); // half the runs with key index guards
+    // a quarter with the cold pass recompressing every segment but the tail as soon as it is
+    // written, so crashes land in its jobs too
+    if ((seed & 12) == 0) options.coldSegmentMillis(1).coldPassBytesPerSecond(1L << 40);
     // Histories: model after each acknowledged write; index of the last state known durable.
     List<TreeMap<Key, byte[]>> states = new ArrayList<>();
     states.add(new TreeMap<>());

@@ -117,6 +117,7 @@ final class StatsReport {
     m.put("gcStallNanos", s.gcStallNanos.sum());
     m.put("gcColdSegments", s.gcColdSegments.sum());
     m.put("gcColdBytesWritten", s.gcColdBytesWritten.sum());
+    m.put("coldPassSegments", s.coldPassSegments.sum());
     m.putAll(perKeyspace);
   }
 

@@ -33,6 +33,8 @@ import java.util.zip.CRC32C;
  *     they become stale at the next checkpoint
  * @param blockSize the writer's target block size, used by readers to size their reads
  * @param pageSize size of a full index page
+ * @param zstd whether its writer compressed its data blocks with zstd (a cold segment; LZ4
+ *     otherwise), so the background cold pass knows not to rewrite it again
  */
 public record SegmentState(
     long segmentId,
@@ -46,13 +48,47 @@ public record SegmentState(
     long staleBytes,
     long spineBytes,
     int blockSize,
-    int pageSize) {
+    int pageSize,
+    boolean zstd) {
+
+  /** A state of an LZ4 segment. */
+  public SegmentState(
+      long segmentId,
+      long startSeqno,
+      long lastSeqno,
+      long tailOffset,
+      long rootOffset,
+      int levels,
+      long documentCount,
+      long documentBytes,
+      long staleBytes,
+      long spineBytes,
+      int blockSize,
+      int pageSize) {
+    this(
+        segmentId,
+        startSeqno,
+        lastSeqno,
+        tailOffset,
+        rootOffset,
+        levels,
+        documentCount,
+        documentBytes,
+        staleBytes,
+        spineBytes,
+        blockSize,
+        pageSize,
+        false);
+  }
 
   static final int VERSION_OFFSET = 0;
   static final int LEVELS_OFFSET = 2;
 
-  /** One byte, zero. */
-  static final int RESERVED_OFFSET = 3;
+  /** One byte of flags: {@link #FLAG_ZSTD}; no other bit is set. */
+  static final int FLAGS_OFFSET = 3;
+
+  /** The data blocks are zstd frames (a cold segment). */
+  static final int FLAG_ZSTD = 1;
 
   static final int SEGMENT_ID_OFFSET = 4;
   static final int PAGE_SIZE_OFFSET = 8;
@@ -82,6 +118,7 @@ public record SegmentState(
     ByteBuffer b = ByteBuffer.allocate(ENCODED_SIZE).order(ByteOrder.LITTLE_ENDIAN);
     b.putShort(VERSION_OFFSET, (short) FORMAT_VERSION)
         .put(LEVELS_OFFSET, (byte) levels)
+        .put(FLAGS_OFFSET, (byte) (zstd ? FLAG_ZSTD : 0))
         .putInt(SEGMENT_ID_OFFSET, (int) segmentId)
         .putInt(PAGE_SIZE_OFFSET, pageSize)
         .putInt(BLOCK_SIZE_OFFSET, blockSize)
@@ -117,8 +154,9 @@ public record SegmentState(
       throw new CorruptionException("segment state: checksum mismatch");
     }
     int version = b.getShort(VERSION_OFFSET) & 0xFFFF;
-    if (version != FORMAT_VERSION || a[RESERVED_OFFSET] != 0) {
-      throw new CorruptionException("segment state: unknown format version " + version);
+    if (version != FORMAT_VERSION || (a[FLAGS_OFFSET] & ~FLAG_ZSTD) != 0) {
+      throw new CorruptionException(
+          "segment state: unknown format version " + version + " or flags " + a[FLAGS_OFFSET]);
     }
     SegmentState s =
         new SegmentState(
@@ -133,7 +171,8 @@ public record SegmentState(
             b.getLong(STALE_BYTES_OFFSET),
             b.getLong(SPINE_BYTES_OFFSET),
             b.getInt(BLOCK_SIZE_OFFSET),
-            b.getInt(PAGE_SIZE_OFFSET));
+            b.getInt(PAGE_SIZE_OFFSET),
+            (a[FLAGS_OFFSET] & FLAG_ZSTD) != 0);
     String bad = s.problem();
     if (bad != null) {
       throw new CorruptionException("segment state: " + bad);

@@ -325,7 +325,8 @@ public final class SegmentWriter {
         staleBytes,
         spineBytes,
         options.blockSize(),
-        pageSize);
+        pageSize,
+        options.zstdLevel() > 0);
   }
 
   /** Writes the open block at the tail and indexes it (invariant 1). */

@@ -66,8 +66,15 @@ class DiscardAccountingCrashTest {
    * level large enough for level 0 to tier); 1, only the merges that drop them. Crashes then land
    * in those commits, and later compactions must not report those versions again. Bit 2 picks the
    * key index layout: set, guards so dense that every kind of guard job runs ({@link
-   * Options#keyIndexGuards}).
+   * Options#keyIndexGuards}). Bit 4 (the middle third of the seeds) turns the cold pass on for
+   * every segment but the tail ({@link Options#coldSegmentMillis}).
    */
+  static Options options(CompactionTest.Reporting reporting, boolean guards, boolean cold) {
+    Options o = options(reporting, guards);
+    // the cold pass recompressing every segment but the tail at once: crashes land in its jobs
+    return cold ? o.coldSegmentMillis(1).coldPassBytesPerSecond(1L << 40) : o;
+  }
+
   static Options options(CompactionTest.Reporting reporting, boolean guards) {
     Options o =
         CompactionTest.tinyLevels()
@@ -98,6 +105,12 @@ class DiscardAccountingCrashTest {
 
   private boolean guards;
 
+  /** Whether the seed running has the cold pass on (seed bit 4). */
+  private boolean cold;
+
+  /** Segments the cold pass rewrote, across the seeds. */
+  private long coldRuns;
+
   /** How a round ends. */
   private enum Ending {
     CLEAN_CLOSE,
@@ -127,7 +140,10 @@ class DiscardAccountingCrashTest {
     try {
       for (int i = 0; i < (only != null ? 1 : SEEDS); i++) {
         // lookups, drops, reveals, counts in turn; the leveled and the guarded layout in turn
-        long seed = only != null ? only : (seeds.nextLong() & ~7L) | (i % 4) | ((i / 4 & 1) << 2);
+        long seed =
+            only != null
+                ? only
+                : (seeds.nextLong() & ~23L) | (i % 4) | ((i / 4 & 1) << 2) | ((i / 8 & 1) << 4);
         try {
           runSeed(seed);
         } catch (Throwable t) {
@@ -146,6 +162,7 @@ class DiscardAccountingCrashTest {
       assertTrue(gcRuns > 0, "garbage collection never ran");
       assertTrue(revealed > 0, "no level-0 merge revealed a version");
       assertTrue(guardJobs > 0, "no guard job ran");
+      assertTrue(coldRuns > 0, "the cold pass never ran");
     }
   }
 
@@ -196,9 +213,10 @@ class DiscardAccountingCrashTest {
     Random rnd = new Random(seed);
     reporting = reporting(seed);
     guards = (seed & 4) != 0;
+    cold = (seed & 16) != 0;
     MemStorage storage = new MemStorage(seed);
     int second;
-    try (Engine e = Engine.open(storage, options(reporting, guards))) {
+    try (Engine e = Engine.open(storage, options(reporting, guards, cold))) {
       second = e.createKeyspace("second", (seed & 8) != 0 ? 8 : 0); // HB+-trie tables in turn
     }
     for (int round = 0; round < ROUNDS; round++) {
@@ -215,7 +233,7 @@ class DiscardAccountingCrashTest {
     if (ending == Ending.IN_RECOVERY) storage.crashAfterMutations(rnd.nextInt(40));
     Engine e;
     try {
-      e = Engine.open(storage, options(reporting, guards));
+      e = Engine.open(storage, options(reporting, guards, cold));
     } catch (BasaltException crashed) {
       storage.crash(MemStorage.CrashMode.RANDOM);
       checkFiles(storage);
@@ -247,6 +265,7 @@ class DiscardAccountingCrashTest {
       }
     } finally {
       gcRuns += e.stats().get("gcRuns");
+      coldRuns += e.stats().get("coldPassSegments");
       revealed += e.stats().get("l0MergeStaleReported");
       guardJobs += e.stats().get("guardPushes") + e.stats().get("guardMerges");
       try {

@@ -2,6 +2,7 @@ package io.basaltdb.internal.engine;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -469,6 +470,47 @@ class GarbageCollectionTest {
         int n = 0;
         while (f.next()) n++;
         assertEquals(KEYS, n);
+      }
+    }
+  }
+
+  /**
+   * The cold pass: with no garbage at all, every segment but the tail that nothing wrote for
+   * coldSegmentMillis is rewritten in zstd, paced, and read back; its state says so, so a reopen
+   * (which makes every segment cold again after coldSegmentMillis) rewrites none twice.
+   */
+  @Test
+  void theColdPass_recompressesUntouchedSegments_onceAcrossReopens() throws Exception {
+    MemStorage storage = new MemStorage(33);
+    Map<Integer, Integer> last = new HashMap<>();
+    Options cold = gcOptions().fragmentationThreshold(1.0).coldSegmentMillis(1);
+    long segments;
+    try (Engine e = Engine.open(storage, cold.coldPassBytesPerSecond(4L << 20))) {
+      writeText(e, 0, last); // every key once: no garbage, so only the cold pass rewrites
+      e.flush();
+      Thread.sleep(20);
+      assertTrue(e.waitForCompactions(60_000));
+      Map<String, Long> s = e.stats();
+      segments = s.get("coldPassSegments");
+      assertTrue(s.get("segments") > 2, "several segments: " + s);
+      assertEquals(s.get("segments") - 1, segments, "every segment but the tail: " + s);
+      assertEquals(segments, s.get("gcColdSegments"));
+      assertEquals(0, s.get("gcDocumentsDropped"));
+      // every segment but the tail is zstd now
+      try (EngineSnapshot snap = e.snapshot()) {
+        List<KeyspaceFiles.Segment> segs = snap.version.files(1).segments;
+        for (int i = 0; i < segs.size() - 1; i++)
+          assertTrue(segs.get(i).state().zstd(), "segment " + i + " of " + segs.size());
+        assertFalse(segs.get(segs.size() - 1).state().zstd(), "the tail stays LZ4");
+      }
+    }
+    try (Engine e = Engine.open(storage, cold)) {
+      Thread.sleep(20);
+      assertTrue(e.waitForCompactions(60_000));
+      assertEquals(0, e.stats().get("coldPassSegments"), "no segment is recompressed twice");
+      for (Map.Entry<Integer, Integer> x : last.entrySet()) {
+        assertArrayEquals(
+            textValue(x.getKey(), x.getValue()), e.get(1, key(x.getKey())), "key " + x.getKey());
       }
     }
   }

@@ -344,6 +344,10 @@ public final class SegmentCompactor {
           return Look.WORKED;
         }
       }
+      // Nothing else to do: the cold pass recompresses one segment untouched for coldSegmentMillis.
+      Look cold = coldPass(pinned);
+      if (cold == Look.WORKED) return cold;
+      later |= cold == Look.LATER;
       // a forced keyspace with no segments, or dropped: nothing to collect
       forced
           .keySet()
@@ -352,6 +356,56 @@ public final class SegmentCompactor {
     } finally {
       pinned.version().release();
     }
+  }
+
+  // ---- the cold pass
+  // -----------------------------------------------------------------------------------
+
+  /**
+   * When the cold pass may start its next job ({@link System#nanoTime}): each job moves it on by
+   * its input's bytes at {@link Options#coldPassBytesPerSecond}. Collection thread only.
+   */
+  private long coldNextNanos = System.nanoTime();
+
+  /**
+   * Magma's background recompression of cold log segments (section 3.5): when collection has
+   * nothing else to do, rewrites one LZ4 segment (never the tail) that no flush or collection has
+   * written for {@link Options#coldSegmentMillis}, the oldest first, into a zstd segment, dropping
+   * its garbage on the way as any segment compaction does. Paced at {@link
+   * Options#coldPassBytesPerSecond} of input: LATER while a job waits for its turn.
+   */
+  private Look coldPass(VersionSet.Pinned pinned) {
+    long coldMillis = options.coldSegmentMillis();
+    if (coldMillis <= 0) return Look.NOTHING;
+    long now = System.currentTimeMillis();
+    for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
+      int ks = e.getKey();
+      if (!catalog.isLive(ks)) continue;
+      KeyspaceFiles.Segment s = pickCold(e.getValue(), now, coldMillis, stats);
+      if (s == null) continue;
+      if (System.nanoTime() - coldNextNanos < 0) return Look.LATER;
+      long nanos =
+          (long) (s.state().tailOffset() * 1e9 / Math.max(1, options.coldPassBytesPerSecond()));
+      compactSegments(ks, e.getValue(), List.of(s), pinned.manifestNumber());
+      coldNextNanos = System.nanoTime() + nanos;
+      stats.coldPassSegments.increment();
+      return Look.WORKED;
+    }
+    return Look.NOTHING;
+  }
+
+  /**
+   * The oldest segment of {@code f} but the tail that is still LZ4 and that nothing has written for
+   * {@code coldMillis} by {@code now}; null if none.
+   */
+  static KeyspaceFiles.Segment pickCold(
+      KeyspaceFiles f, long now, long coldMillis, EngineStats stats) {
+    for (int i = 0; i < f.segments.size() - 1; i++) {
+      KeyspaceFiles.Segment s = f.segments.get(i);
+      if (s.state().zstd() || s.state().isEmpty()) continue;
+      if (now - stats.segmentWrittenMillis(s.state().segmentId()) >= coldMillis) return s;
+    }
+    return null;
   }
 
   /**

@@ -195,6 +195,9 @@ public final class EngineStats {
 
   public final LongAdder gcColdBytesWritten = new LongAdder();
 
+  /** Segments the cold pass rewrote ({@link io.basaltdb.Options#coldPassBytesPerSecond}). */
+  public final LongAdder coldPassSegments = new LongAdder();
+
   /** When segment {@code id} was last written. */
   public long segmentWrittenMillis(long id) {
     return segmentWrittenMillis.getOrDefault(id, openMillis);
