@@ -59,6 +59,27 @@ public final class SegmentReader {
     this.cacheOwner = cacheOwner;
   }
 
+  /**
+   * Whether a document was read since the cold pass last sampled it ({@link #takeRead}). Plain, and
+   * written only when false, so reads of a hot segment from many threads share its cache line; a
+   * lost update only makes the segment look read a sample later.
+   */
+  private boolean read;
+
+  private void touch() {
+    if (!read) read = true;
+  }
+
+  /**
+   * Whether the segment was read since the last call (garbage collection's cold pass, one thread):
+   * a segment being read is not cold, however long ago it was written.
+   */
+  public boolean takeRead() {
+    boolean r = read;
+    if (r) read = false;
+    return r;
+  }
+
   /** The first of the reader's two block cache owners (index pages; documents are the next). */
   public long cacheOwner() {
     return cacheOwner;
@@ -93,6 +114,7 @@ public final class SegmentReader {
    * value, checked when it was read from the file.
    */
   public Document cached(long seqno) {
+    touch();
     if (!cachesDocuments(seqno)) return null;
     BlockCache.Block c = cache.get(cacheOwner + 1, docSlot(seqno), BlockCache.Kind.DOCUMENT);
     if (c == null) return null;
@@ -156,6 +178,7 @@ public final class SegmentReader {
    * key}; else null.
    */
   private BlockCache.Block cachedDocument(long seqno, byte[] key) {
+    touch();
     if (!cachesDocuments(seqno)) return null;
     BlockCache.Block c = cache.get(cacheOwner + 1, docSlot(seqno), BlockCache.Kind.DOCUMENT);
     if (c == null) return null;
@@ -221,6 +244,7 @@ public final class SegmentReader {
    */
   public Document readUncached(
       long seqno, long hint, java.util.concurrent.atomic.LongAdder indexReads) {
+    touch();
     if (!holds(seqno)) {
       return null;
     }
@@ -280,6 +304,7 @@ public final class SegmentReader {
    * index and reports damage.
    */
   public Document findInRead(long off, byte[] b, int got, long seqno) {
+    touch();
     if (got < BLOCK_HEADER_SIZE) return null;
     int length = Block.recordLength(b, 0);
     if (length < BLOCK_HEADER_SIZE || length > got || length > state.tailOffset() - off)

@@ -515,6 +515,27 @@ class GarbageCollectionTest {
     }
   }
 
+  /** A segment that gets keep reading is not cold, however long ago it was written. */
+  @Test
+  void theColdPass_leavesSegmentsThatAreRead() throws Exception {
+    Map<Integer, Integer> last = new HashMap<>();
+    Options cold = gcOptions().fragmentationThreshold(1.0).coldSegmentMillis(400);
+    try (Engine e = Engine.open(new MemStorage(35), cold)) {
+      writeText(e, 0, last);
+      e.flush();
+      long until = System.currentTimeMillis() + 1_500;
+      while (System.currentTimeMillis() < until) { // every key, every 50 ms or so
+        for (int k = 0; k < KEYS; k++) assertArrayEquals(textValue(k, 0), e.get(1, key(k)));
+        Thread.sleep(50);
+      }
+      assertEquals(0, e.stats().get("coldPassSegments"), "read segments are not cold");
+      long deadline = System.currentTimeMillis() + 20_000; // no reads: cold 400 ms later
+      while (e.stats().get("coldPassSegments") == 0 && System.currentTimeMillis() < deadline)
+        Thread.sleep(20);
+      assertTrue(e.stats().get("coldPassSegments") > 0, "unread, they are cold: " + e.stats());
+    }
+  }
+
   @Test
   void withoutColdSegmentMillis_collectionKeepsLz4() throws Exception {
     try (Engine e = Engine.open(new MemStorage(32), gcOptions())) {

@@ -370,14 +370,26 @@ public final class SegmentCompactor {
   /**
    * Magma's background recompression of cold log segments (section 3.5): when collection has
    * nothing else to do, rewrites one LZ4 segment (never the tail) that no flush or collection has
-   * written for {@link Options#coldSegmentMillis}, the oldest first, into a zstd segment, dropping
-   * its garbage on the way as any segment compaction does. Paced at {@link
-   * Options#coldPassBytesPerSecond} of input: LATER while a job waits for its turn.
+   * written, and no get or scan has read, for {@link Options#coldSegmentMillis}, the oldest first,
+   * into a zstd segment, dropping its garbage on the way as any segment compaction does. Paced at
+   * {@link Options#coldPassBytesPerSecond} of input: LATER while a job waits for its turn.
    */
   private Look coldPass(VersionSet.Pinned pinned) {
     long coldMillis = options.coldSegmentMillis();
     if (coldMillis <= 0) return Look.NOTHING;
     long now = System.currentTimeMillis();
+    int segments = 0;
+    for (KeyspaceFiles f : pinned.version().files.values()) { // which segments were read since
+      segments += f.segments.size();
+      for (KeyspaceFiles.Segment s : f.segments)
+        if (s.reader().takeRead()) stats.segmentReadMillis.put(s.state().segmentId(), now);
+    }
+    if (stats.segmentReadMillis.size() > 2 * segments + 64) { // forget segments that are gone
+      java.util.Set<Long> live = new java.util.HashSet<>();
+      for (KeyspaceFiles f : pinned.version().files.values())
+        for (KeyspaceFiles.Segment s : f.segments) live.add(s.state().segmentId());
+      stats.segmentReadMillis.keySet().retainAll(live);
+    }
     for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
       int ks = e.getKey();
       if (!catalog.isLive(ks)) continue;
@@ -395,15 +407,20 @@ public final class SegmentCompactor {
   }
 
   /**
-   * The oldest segment of {@code f} but the tail that is still LZ4 and that nothing has written for
-   * {@code coldMillis} by {@code now}; null if none.
+   * The oldest segment of {@code f} but the tail that is still LZ4 and that nothing has written or
+   * read for {@code coldMillis} by {@code now}; null if none. Reads count from the pass's samples
+   * ({@link SegmentReader#takeRead}), so a segment that gets and scans keep reading is never cold,
+   * however old its writes.
    */
   static KeyspaceFiles.Segment pickCold(
       KeyspaceFiles f, long now, long coldMillis, EngineStats stats) {
     for (int i = 0; i < f.segments.size() - 1; i++) {
       KeyspaceFiles.Segment s = f.segments.get(i);
       if (s.state().zstd() || s.state().isEmpty()) continue;
-      if (now - stats.segmentWrittenMillis(s.state().segmentId()) >= coldMillis) return s;
+      long id = s.state().segmentId();
+      long touched =
+          Math.max(stats.segmentWrittenMillis(id), stats.segmentReadMillis.getOrDefault(id, 0L));
+      if (now - touched >= coldMillis) return s;
     }
     return null;
   }

@@ -190,6 +190,13 @@ public final class EngineStats {
 
   final long openMillis = System.currentTimeMillis();
 
+  /**
+   * When the cold pass last saw each segment read, by id, in ms since the epoch (in memory only;
+   * {@link io.basaltdb.Options#coldSegmentMillis}).
+   */
+  public final java.util.Map<Long, Long> segmentReadMillis =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   /** Segments garbage collection wrote with zstd (cold), and their bytes. */
   public final LongAdder gcColdSegments = new LongAdder();
 
