@@ -797,16 +797,16 @@ public final class Options {
   }
 
   /**
-   * Segments no flush or collection has written for this long are cold: garbage collection writes
-   * its output with zstd ({@link #coldZstdLevel}) instead of LZ4 when all its inputs are, and the
-   * cold pass (Magma section 3.5) rewrites every LZ4 segment but the tail that is cold and that no
-   * get or scan has read for this long either into zstd in the background, when collection has
-   * nothing else to do, at {@link #coldPassBytesPerSecond}. Cold data, read rarely, is stored
-   * smaller. 0 (the default) keeps LZ4 everywhere. Reads decode either; a segment's age is known in
-   * memory only (segments found at the open count as written then), a collection's output keeps the
-   * age of its newest input, so cold data stays cold, and a segment's state records that it is
-   * zstd, so no segment is recompressed twice. docs/benchmarks.md, "Cold segments in zstd",
-   * measures the space saved and what reads pay.
+   * Segments no flush or collection has written, and no get or scan has read, for this long are
+   * cold: garbage collection writes its output with zstd ({@link #coldZstdLevel}) instead of LZ4
+   * when all its inputs are, and the cold pass (Magma section 3.5) rewrites every other cold LZ4
+   * segment but the tail into zstd in the background, when collection has nothing else to do, at
+   * {@link #coldPassBytesPerSecond}. Cold data, read rarely, is stored smaller. 0 (the default)
+   * keeps LZ4 everywhere. Reads decode either; a segment's age is known in memory only (segments
+   * found at the open count as written then), a collection's output keeps the age of its newest
+   * input, so cold data stays cold, and a segment's state records that it is zstd, so no segment is
+   * recompressed twice. docs/benchmarks.md, "Cold segments in zstd", measures the space saved and
+   * what reads pay.
    */
   public Options coldSegmentMillis(long millis) {
     this.coldSegmentMillis = millis;

@@ -612,14 +612,19 @@ public final class SegmentCompactor {
       file = storage.create(name);
       tables.track(file);
       long prealloc = Math.min(options.segmentSize(), Math.max(0, liveEstimate));
-      // Cold inputs (none written for coldSegmentMillis) make a zstd output; it keeps their newest
-      // age.
-      long written = 0;
-      for (KeyspaceFiles.Segment s : inputs)
-        written = Math.max(written, stats.segmentWrittenMillis(s.state().segmentId()));
+      // Cold inputs (none written or read for coldSegmentMillis) make a zstd output; it keeps
+      // their newest ages.
+      long written = 0, read = 0;
+      for (KeyspaceFiles.Segment s : inputs) {
+        long id = s.state().segmentId();
+        written = Math.max(written, stats.segmentWrittenMillis(id));
+        read = Math.max(read, stats.segmentReadMillis.getOrDefault(id, 0L));
+        if (s.reader().takeRead()) read = System.currentTimeMillis();
+      }
       boolean cold =
           options.coldSegmentMillis() > 0
-              && System.currentTimeMillis() - written >= options.coldSegmentMillis();
+              && System.currentTimeMillis() - Math.max(written, read)
+                  >= options.coldSegmentMillis();
       w =
           SegmentWriter.create(
               file,
@@ -653,6 +658,7 @@ public final class SegmentCompactor {
         SegmentState st = w.checkpoint();
         w.sync();
         stats.segmentWrittenMillis.put(number, written);
+        if (read > 0) stats.segmentReadMillis.put(number, read);
         output =
             new KeyspaceFiles.Segment(
                 st,
