@@ -538,7 +538,7 @@ class GarbageCollectionTest {
 
   @Test
   void withoutColdSegmentMillis_collectionKeepsLz4() throws Exception {
-    try (Engine e = Engine.open(new MemStorage(32), gcOptions())) {
+    try (Engine e = Engine.open(new MemStorage(32), gcOptions().coldSegmentMillis(0))) {
       update(e, 4, 0, 3);
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
