@@ -392,10 +392,29 @@ final class MemoryStore implements Store, CommitTarget {
     }
     cache.beginRewrite();
     try {
-      for (int i = 0; i < rw.count; i++)
-        cache.applyPrepared(
-            rw.nodes[i], rw.keyspaces[i], rw.keyLengths[i], rw.seqnos[i], rw.valueLengths[i]);
-      for (byte[] sk : rw.deletes) cache.list.delete(sk);
+      int applied = 0;
+      try {
+        for (; applied < rw.count; applied++)
+          cache.applyPrepared(
+              rw.nodes[applied],
+              rw.keyspaces[applied],
+              rw.keyLengths[applied],
+              rw.seqnos[applied],
+              rw.valueLengths[applied]);
+        for (byte[] sk : rw.deletes) cache.list.delete(sk);
+      } catch (RuntimeException | Error e) {
+        // Only a closed skiplist or a bug gets here: the nodes never handed to the list go back
+        // (not the one whose apply threw: it may be linked), and the caller learns that the store
+        // holds part of the rollback.
+        for (int i = applied + 1; i < rw.count; i++) cache.discardPrepared(rw.nodes[i]);
+        throw new io.basaltdb.StorageException(
+            "the rollback to checkpoint "
+                + id
+                + " failed part way ("
+                + e
+                + "): the store holds part of it; roll back again, or restore from a backup",
+            e);
+      }
       for (int ks : catalog.byId().keySet()) {
         if (!cp.keyspaces.containsKey(ks)) {
           catalog.remove(ks);
