@@ -116,6 +116,15 @@ public final class DiscardAccounting {
   }
 
   /**
+   * Null if the open engine's current manifest agrees with the tables of its current version, both
+   * taken in one {@link #census(Engine)}: under the manifest lock, so no commit falls between them.
+   */
+  static String check(Engine e) {
+    Map.Entry<Manifest, Map<Integer, Census>> c = census(e);
+    return check(c.getKey(), c.getValue());
+  }
+
+  /**
    * Null if every keyspace's counters in {@code m} agree with {@code census}, else the first
    * disagreement.
    */

@@ -134,15 +134,11 @@ class GarbageCollectionTest {
       assertTrue(
           s.get("fragmentationPermille") <= 200, "fragmentation " + s.get("fragmentationPermille"));
       checkAll(e, last);
-      assertNull(
-          DiscardAccounting.check(
-              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(DiscardAccounting.check(e));
     }
     try (Engine e = Engine.open(storage, gcOptions().flushLookups(lookups))) {
       checkAll(e, last);
-      assertNull(
-          DiscardAccounting.check(
-              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(DiscardAccounting.check(e));
     }
   }
 
@@ -202,9 +198,7 @@ class GarbageCollectionTest {
       assertEquals(51L, s.get("deleteListRecords"), s.toString());
       assertTrue(
           s.get("segmentGarbageBytes") > 0 && s.get("pendingGarbageBytes") == 0, s.toString());
-      assertNull(
-          DiscardAccounting.check(
-              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(DiscardAccounting.check(e));
       // The quiet store merges level 0 to the bottom: the superseded versions go from the tables
       // without a second report; the
       // tombstone, dropped at the bottom, is reported once.
@@ -214,9 +208,7 @@ class GarbageCollectionTest {
       Set<Long> expected = new HashSet<>(superseded.keySet());
       expected.add(tombstone);
       assertEquals(expected, named);
-      assertNull(
-          DiscardAccounting.check(
-              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(DiscardAccounting.check(e));
       for (int k = 0; k < 100; k++) {
         if (k == 60) assertNull(e.get(1, key(k)));
         else assertArrayEquals(value(k, k < 50 ? 1 : 0), e.get(1, key(k)));
@@ -303,9 +295,7 @@ class GarbageCollectionTest {
       checkAll(e, last);
       assertTrue(e.waitForCompactions(60_000));
       assertTrue(e.stats().get("fragmentationPermille") <= 400, "garbage collected: " + e.stats());
-      assertNull(
-          DiscardAccounting.check(
-              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(DiscardAccounting.check(e));
     }
   }
 
@@ -330,17 +320,13 @@ class GarbageCollectionTest {
     Engine.rollback(storage, cp.id());
     try (Engine e = Engine.open(storage, o)) {
       checkAll(e, atCheckpoint);
-      assertNull(
-          DiscardAccounting.check(
-              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(DiscardAccounting.check(e));
       Map<Integer, Integer> after =
           update(e, 4, 20, 8); // collection goes on from the rolled-back state
       e.flush();
       assertTrue(e.waitForCompactions(60_000));
       checkAll(e, after);
-      assertNull(
-          DiscardAccounting.check(
-              e.versionSet().manifest(), DiscardAccounting.census(e).getValue()));
+      assertNull(DiscardAccounting.check(e));
     }
   }
 
