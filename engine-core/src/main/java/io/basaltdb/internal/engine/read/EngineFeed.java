@@ -262,7 +262,7 @@ public final class EngineFeed implements AutoCloseable {
     } else {
       windowFrom = w.seqno(w.size() - 1) + 1;
       long left = seen - w.size();
-      windowCapacity = (int) Math.min(MAX_WINDOW, Math.max(windowCapacity, left / 8));
+      windowCapacity = (int) Math.min(MAX_WINDOW, Math.max(windowCapacity, left));
     }
   }
 
