@@ -38,6 +38,7 @@ public final class Options {
   private boolean dynamicLevelTargets = true;
   private long tableTargetBytes = 8L << 20;
   private int compactionThreads = 2;
+  private int gcThreads = 1;
   private int readQueueDepth = 32;
   private boolean directReads;
   private boolean mappedReads = true;
@@ -101,6 +102,7 @@ public final class Options {
     o.dynamicLevelTargets = dynamicLevelTargets;
     o.tableTargetBytes = tableTargetBytes;
     o.compactionThreads = compactionThreads;
+    o.gcThreads = gcThreads;
     o.readQueueDepth = readQueueDepth;
     o.directReads = directReads;
     o.mappedReads = mappedReads;
@@ -602,6 +604,22 @@ public final class Options {
 
   public int compactionThreads() {
     return compactionThreads;
+  }
+
+  /**
+   * Background threads that run garbage collection (Magma section 3.1): segment compactions of
+   * disjoint segments run at once, in one keyspace or several, while a keyspace's delete list
+   * merges run alone in it (a merge and a segment compaction could both remove one delete list
+   * table), and the cold pass runs one job at a time. Default 1 (docs/benchmarks.md, "Concurrent
+   * garbage collection", measures 1 against 2 on the update race).
+   */
+  public Options gcThreads(int threads) {
+    this.gcThreads = threads;
+    return this;
+  }
+
+  public int gcThreads() {
+    return gcThreads;
   }
 
   /**
@@ -1119,6 +1137,8 @@ public final class Options {
     check(
         compactionThreads >= 1 && compactionThreads <= 64,
         "compactionThreads must be between 1 and 64, was " + compactionThreads);
+    check(
+        gcThreads >= 1 && gcThreads <= 64, "gcThreads must be between 1 and 64, was " + gcThreads);
     check(diskReserveBytes >= 0, "diskReserveBytes must not be negative, was " + diskReserveBytes);
     check(
         guardLastLevelBits >= 1 && guardLastLevelBits <= 40,
@@ -1239,6 +1259,8 @@ public final class Options {
         + coldZstdLevel
         + ", coldPassBytesPerSecond="
         + coldPassBytesPerSecond
+        + ", gcThreads="
+        + gcThreads
         + "]";
   }
 }

@@ -96,6 +96,8 @@ class CrashTest {
     // a quarter with the cold pass recompressing every segment but the tail as soon as it is
     // written, so crashes land in its jobs too
     if ((seed & 12) == 0) options.coldSegmentMillis(1).coldPassBytesPerSecond(1L << 40);
+    // half the runs collect on two threads, so crashes land while two segment jobs are under way
+    if ((seed & 16) != 0) options.gcThreads(2);
     // Histories: model after each acknowledged write; index of the last state known durable.
     List<TreeMap<Key, byte[]>> states = new ArrayList<>();
     states.add(new TreeMap<>());

@@ -35,6 +35,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * <pre>
  * java @jvm.flags -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 1 -prof gc
  * java @jvm.flags -jar engine-jmh/target/benchmarks.jar SkipListBenchmark -p entries=10000000 -t 2 -prof gc
+ * java @jvm.flags -jar engine-jmh/target/benchmarks.jar SkipListBenchmark.put -p impl=basalt -p entries=1000000 -p gcWorkers=1,0 -t 2
  * </pre>
  *
  * {@code @jvm.flags} (the JVM flags, docs/operations.md) is for the fork: it inherits the JMH JVM's
@@ -61,6 +62,13 @@ public class SkipListBenchmark {
   @Param({"1000000", "10000000"})
   public int entries;
 
+  /**
+   * Basalt's collector threads: 0 (the default), one per writer thread up to the processors (Nitro
+   * section 4); 1 for the single collector, to measure against.
+   */
+  @Param({"0"})
+  public int gcWorkers;
+
   byte[][] keys;
   byte[] value;
   SkipList basalt;
@@ -83,7 +91,9 @@ public class SkipListBenchmark {
     switch (impl) {
       case "basalt" -> {
         long quota = (long) entries * 256 + (256L << 20);
-        basalt = new SkipList(SkipListConfig.defaults().withMemoryQuota(quota));
+        basalt =
+            new SkipList(
+                SkipListConfig.defaults().withMemoryQuota(quota).withGcWorkers(gcWorkers));
         for (byte[] k : keys) basalt.put(k, value);
         SkipListStats st = basalt.stats(); // reported here, outside any measured iteration
         System.out.printf(

@@ -78,12 +78,39 @@ final class GarbageCollector {
     this.list = list;
     ThreadFactory tf =
         r -> {
-          Thread t = new Thread(r, "basalt-skiplist-gc-" + THREADS.incrementAndGet());
+          Thread t = new Worker(r, "basalt-skiplist-gc-" + THREADS.incrementAndGet());
           t.setDaemon(true);
           return t;
         };
-    this.executor = new ScheduledThreadPoolExecutor(list.config.gcWorkers(), tf);
+    int fixed = list.config.gcWorkers();
+    this.executor = new ScheduledThreadPoolExecutor(fixed > 0 ? fixed : 1, tf);
     executor.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
+  }
+
+  /** A collector thread: its unlinks make a {@link Writer} that is not a writer to scale to. */
+  private static final class Worker extends Thread {
+    Worker(Runnable r, String name) {
+      super(r, name);
+    }
+  }
+
+  /** The collector's threads now (the pool's core size). */
+  int workers() {
+    return executor.getCorePoolSize();
+  }
+
+  /**
+   * With {@link SkipListConfig#gcWorkers} 0, sets the pool to one thread per live thread that
+   * writes to the skiplist (its collector threads aside), from 1 up to the processors. A larger
+   * pool starts its threads as chunks are queued; a smaller one lets the extra threads go when
+   * idle.
+   */
+  private void scaleWorkers() {
+    if (list.config.gcWorkers() > 0) return;
+    int writers = 0;
+    for (Writer w : list.writers) if (!(w.owner instanceof Worker) && w.owner.isAlive()) writers++;
+    int target = Math.max(1, Math.min(writers, Runtime.getRuntime().availableProcessors()));
+    if (target != executor.getCorePoolSize()) executor.setCorePoolSize(target);
   }
 
   void start() {
@@ -131,6 +158,7 @@ final class GarbageCollector {
     flushRetireBuffers();
     list.allocator.trimDeadThreads();
     list.pruneDeadWriters();
+    scaleWorkers();
     long backlog = 0;
     for (Writer w : list.writers) {
       backlog += w.deadCount; // racy read: a stale count only delays the decision

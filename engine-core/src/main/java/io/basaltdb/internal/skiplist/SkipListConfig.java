@@ -11,7 +11,9 @@ import io.basaltdb.internal.memory.SlabAllocator;
  * @param memoryQuota bytes the skiplist's own allocator may reserve; default 1 GiB; ignored when an
  *     allocator is given
  * @param maxValueSize largest value accepted, in bytes; default 20 MiB
- * @param gcWorkers garbage collection and reclamation threads; default 1
+ * @param gcWorkers garbage collection and reclamation threads; 0 (the default): as many as the
+ *     threads that write to the skiplist, from 1 up to the processors, checked at each tick (Nitro
+ *     section 4: one collector could not keep up with many writers)
  * @param gcBacklog dead nodes in the writers' lists that make the collector take an internal
  *     snapshot so they can be collected; default 65,536
  * @param gcIntervalMillis period of the collector's tick, which hands idle writers' retired nodes
@@ -28,7 +30,7 @@ public record SkipListConfig(
     int retireBatch) {
 
   public static SkipListConfig defaults() {
-    return new SkipListConfig(null, 1L << 30, 20 << 20, 1, 65_536, 100, 4096);
+    return new SkipListConfig(null, 1L << 30, 20 << 20, 0, 65_536, 100, 4096);
   }
 
   public SkipListConfig withAllocator(SlabAllocator a) {
@@ -73,8 +75,9 @@ public record SkipListConfig(
     }
     if (maxValueSize < 0)
       throw new InvalidArgumentException("maxValueSize must not be negative, was " + maxValueSize);
-    if (gcWorkers < 1)
-      throw new InvalidArgumentException("gcWorkers must be at least 1, was " + gcWorkers);
+    if (gcWorkers < 0 || gcWorkers > 1024)
+      throw new InvalidArgumentException(
+          "gcWorkers must be between 0 (one per writer) and 1024, was " + gcWorkers);
     if (gcBacklog < 1)
       throw new InvalidArgumentException("gcBacklog must be at least 1, was " + gcBacklog);
     if (gcIntervalMillis < 1)

@@ -67,10 +67,13 @@ class DiscardAccountingCrashTest {
    * in those commits, and later compactions must not report those versions again. Bit 2 picks the
    * key index layout: set, guards so dense that every kind of guard job runs ({@link
    * Options#keyIndexGuards}). Bit 4 (the middle third of the seeds) turns the cold pass on for
-   * every segment but the tail ({@link Options#coldSegmentMillis}).
+   * every segment but the tail ({@link Options#coldSegmentMillis}). Bit 5 (half the seeds, each
+   * reporting and layout among them) runs collection on two threads ({@link Options#gcThreads}), so
+   * crashes land while two segment jobs are under way.
    */
-  static Options options(CompactionTest.Reporting reporting, boolean guards, boolean cold) {
-    Options o = options(reporting, guards);
+  static Options options(
+      CompactionTest.Reporting reporting, boolean guards, boolean cold, boolean twoGcThreads) {
+    Options o = options(reporting, guards).gcThreads(twoGcThreads ? 2 : 1);
     // the cold pass recompressing every segment but the tail at once: crashes land in its jobs
     return cold ? o.coldSegmentMillis(1).coldPassBytesPerSecond(1L << 40) : o;
   }
@@ -108,6 +111,9 @@ class DiscardAccountingCrashTest {
   /** Whether the seed running has the cold pass on (seed bit 4). */
   private boolean cold;
 
+  /** Whether the seed running collects on two threads (seed bit 5). */
+  private boolean twoGcThreads;
+
   /** Segments the cold pass rewrote, across the seeds. */
   private long coldRuns;
 
@@ -143,7 +149,11 @@ class DiscardAccountingCrashTest {
         long seed =
             only != null
                 ? only
-                : (seeds.nextLong() & ~23L) | (i % 4) | ((i / 4 & 1) << 2) | ((i / 8 & 1) << 4);
+                : (seeds.nextLong() & ~55L)
+                    | (i % 4)
+                    | ((i / 4 & 1) << 2)
+                    | ((i / 8 & 1) << 4)
+                    | ((i + i / 4 & 1) << 5);
         try {
           runSeed(seed);
         } catch (Throwable t) {
@@ -214,9 +224,10 @@ class DiscardAccountingCrashTest {
     reporting = reporting(seed);
     guards = (seed & 4) != 0;
     cold = (seed & 16) != 0;
+    twoGcThreads = (seed & 32) != 0;
     MemStorage storage = new MemStorage(seed);
     int second;
-    try (Engine e = Engine.open(storage, options(reporting, guards, cold))) {
+    try (Engine e = Engine.open(storage, options(reporting, guards, cold, twoGcThreads))) {
       second = e.createKeyspace("second", (seed & 8) != 0 ? 8 : 0); // HB+-trie tables in turn
     }
     for (int round = 0; round < ROUNDS; round++) {
@@ -233,7 +244,7 @@ class DiscardAccountingCrashTest {
     if (ending == Ending.IN_RECOVERY) storage.crashAfterMutations(rnd.nextInt(40));
     Engine e;
     try {
-      e = Engine.open(storage, options(reporting, guards, cold));
+      e = Engine.open(storage, options(reporting, guards, cold, twoGcThreads));
     } catch (BasaltException crashed) {
       storage.crash(MemStorage.CrashMode.RANDOM);
       checkFiles(storage);

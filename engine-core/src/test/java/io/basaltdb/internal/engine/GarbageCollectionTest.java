@@ -241,6 +241,52 @@ class GarbageCollectionTest {
     }
   }
 
+  /**
+   * With {@link Options#gcThreads} 2, two segment compactions of disjoint segments run at once: the
+   * first job to write its output waits (up to 10 s) for a second one to write its own; one thread
+   * would time out. Both commit, and every key reads its newest value, with the discard accounting
+   * exact, before and after a reopen.
+   */
+  @Test
+  void twoGcThreads_compactDisjointSegmentsAtOnce() throws Exception {
+    MemStorage storage = new MemStorage(17);
+    Map<Integer, Integer> last = withGarbage(storage, 9);
+    java.util.concurrent.CountDownLatch both = new java.util.concurrent.CountDownLatch(2);
+    Set<String> outputs = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    java.util.concurrent.atomic.AtomicBoolean overlapped =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    HookedStorage hooked =
+        HookedStorage.beforeWrite(
+            storage,
+            name -> {
+              if (!name.endsWith(".seg")
+                  || !Thread.currentThread().getName().startsWith("basalt-gc")
+                  || outputs.size() >= 2
+                  || !outputs.add(name)) return;
+              boolean first = both.getCount() == 2;
+              both.countDown();
+              try {
+                // the first job's output waits for the second's: true only if they overlapped
+                if (both.await(10, java.util.concurrent.TimeUnit.SECONDS) && first)
+                  overlapped.set(true);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
+    try (Engine e = Engine.open(hooked, gcOptions().gcThreads(2))) {
+      assertTrue(e.waitForCompactions(60_000));
+      assertTrue(overlapped.get(), "two segment compactions ran at once: " + outputs);
+      assertTrue(e.stats().get("gcRuns") >= 2, "both committed: " + e.stats());
+      assertNull(e.state().failure());
+      checkAll(e, last);
+      assertNull(DiscardAccounting.check(e));
+    }
+    try (Engine e = Engine.open(storage, gcOptions().gcThreads(2))) {
+      checkAll(e, last);
+      assertNull(DiscardAccounting.check(e));
+    }
+  }
+
   @Test
   void aFullDisk_failsCollectionCleanly_andCollectionResumesWhenSpaceReturns() throws Exception {
     MemStorage storage = new MemStorage(13);

@@ -325,6 +325,65 @@ class SkipListTest {
     if (unexpected.get() != null) throw new AssertionError("writer failed", unexpected.get());
   }
 
+  /**
+   * Nitro section 4: the collector's threads follow the writers (gcWorkers 0, the default): three
+   * live writer threads give min(3, processors) workers, which collect their updates' old versions;
+   * once the writers are gone, one. A fixed gcWorkers stays as set.
+   */
+  @Test
+  void gcWorkers_scaleWithTheWriters() throws Exception {
+    int expected = Math.min(3, Runtime.getRuntime().availableProcessors());
+    try (SkipList l =
+        new SkipList(
+            SkipListConfig.defaults()
+                .withMemoryQuota(32L << 20)
+                .withGcIntervalMillis(2)
+                .withGcBacklog(64))) {
+      assertEquals(1, l.gc.workers(), "one worker before any writer");
+      java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+      List<Thread> writers = new ArrayList<>();
+      for (int t = 0; t < 3; t++) {
+        int id = t;
+        Thread th =
+            new Thread(
+                () -> {
+                  for (int round = 0; round < 50; round++)
+                    for (int k = 0; k < 100; k++) l.put(key(id * 1000 + k), b("v" + round));
+                  try {
+                    done.await(); // alive, so still a writer, until the test has looked
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  }
+                });
+        th.start();
+        writers.add(th);
+      }
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (l.gc.workers() != expected && System.nanoTime() < deadline) Thread.sleep(2);
+      assertEquals(expected, l.gc.workers(), "a worker per live writer, up to the processors");
+      done.countDown();
+      for (Thread th : writers) th.join();
+      l.quiesce(); // every old version collected and freed, whatever the pool's size
+      assertEquals(300, l.stats().items());
+      assertEquals(300, l.stats().nodes(), "old versions unlinked");
+      deadline = System.nanoTime() + 5_000_000_000L;
+      while (l.gc.workers() != 1 && System.nanoTime() < deadline) Thread.sleep(2);
+      assertEquals(1, l.gc.workers(), "back to one once the writers are gone");
+    }
+    try (SkipList l =
+        new SkipList(
+            SkipListConfig.defaults()
+                .withMemoryQuota(16L << 20)
+                .withGcIntervalMillis(2)
+                .withGcWorkers(2))) {
+      Thread th = new Thread(() -> l.put(key(1), b("v")));
+      th.start();
+      th.join();
+      Thread.sleep(20);
+      assertEquals(2, l.gc.workers(), "a fixed number stays as set");
+    }
+  }
+
   @Test
   void writersOfDeadThreads_arePruned_countersKept() throws Exception {
     try (SkipList l =

@@ -28,8 +28,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Magma's garbage collection (section 4), on one background thread: it compacts each keyspace's
- * delete list and rewrites its most fragmented log segments, never looking at the key index.
+ * Magma's garbage collection (section 4), on {@link Options#gcThreads} background threads: it
+ * compacts each keyspace's delete list and rewrites its most fragmented log segments, never looking
+ * at the key index.
  *
  * <p><b>Fragmentation.</b> A segment's garbage is the document bytes of its versions the key index
  * dropped ({@link Manifest.SegmentGarbage}, counted in the manifest that drops them). Its stale
@@ -70,10 +71,17 @@ import java.util.Map;
  * on, and writers are not held meanwhile (they would wait for nothing: a write then succeeds or is
  * refused by the full disk itself, having written nothing).
  *
- * <p>Concurrency: one thread runs both jobs, so no two jobs remove the same segment or delete list
- * table; key index compactions only add delete list tables and garbage, and the flusher only
- * appends to the tail. A job pins the version it read (its inputs stay on disk) and commits through
- * the {@link VersionSet}; a stop abandons a job and deletes its output.
+ * <p>Concurrency: each thread looks for a job under {@code signal} in a version pinned after the
+ * last job ended (so it sees every committed job's effect), and reserves what the job changes until
+ * it commits or is abandoned: a segment job its input segments, which no other job picks; a delete
+ * list merge its whole keyspace, where no segment job starts while it runs or is due (a merge and a
+ * segment job could both remove one delete list table, and a segment job could consume records the
+ * merge is copying); the cold pass one job at a time. So segment jobs of disjoint segments run at
+ * once, and no two jobs remove the same segment or delete list table. Key index compactions only
+ * add delete list tables and garbage, and the flusher only appends to the tail, which no job takes.
+ * A job pins the version it read (its inputs stay on disk) and commits through the {@link
+ * VersionSet}, whose edits replace only the job's own inputs; a stop abandons a job and deletes its
+ * output.
  */
 public final class SegmentCompactor {
   /** Level-0 delete list tables that trigger their merge into level 1 regardless of size. */
@@ -115,14 +123,47 @@ public final class SegmentCompactor {
   private final EngineStats stats;
   private final StoreState state;
   private final WorkerEvents events;
-  private final Thread thread;
+  private final Thread[] threads;
   private final Object signal = new Object();
 
   /** Guarded by signal. */
   private boolean stopping;
 
-  /** Guarded by signal: a job is running, or was found at the last look. */
+  /**
+   * Guarded by signal: work may be due (set by {@link #wake} and by every job taken; cleared by a
+   * look that found nothing while no job ran).
+   */
   private boolean busy = true;
+
+  /** Guarded by signal: jobs running. */
+  private int running;
+
+  /**
+   * Guarded by signal: jobs ended (committed or not); a look in a version pinned before is stale.
+   */
+  private long jobsEnded;
+
+  /** Guarded by signal: calls of {@link #wake}; a thread that missed one looks again. */
+  private long wakes;
+
+  /** Guarded by signal: the input segments of running segment jobs, by id. */
+  private final java.util.Set<Long> reservedSegments = new java.util.HashSet<>();
+
+  /** Guarded by signal: running segment jobs (cold ones included) by keyspace. */
+  private final Map<Integer, Integer> segmentJobs = new java.util.HashMap<>();
+
+  /** Guarded by signal: keyspaces whose delete list a job is merging. */
+  private final java.util.Set<Integer> deleteJobs = new java.util.HashSet<>();
+
+  /**
+   * Guarded by signal: keyspaces whose delete list merge is due but waits for their segment jobs to
+   * end; no segment job starts there meanwhile, so the merge is not put off while they follow each
+   * other.
+   */
+  private final java.util.Set<Integer> deletesWanted = new java.util.HashSet<>();
+
+  /** Guarded by signal: a cold pass job runs. */
+  private boolean coldRunning;
 
   public SegmentCompactor(
       Options options,
@@ -143,34 +184,43 @@ public final class SegmentCompactor {
     this.stats = stats;
     this.state = state;
     this.events = events;
-    this.thread = new Thread(this::run, "basalt-gc");
-    thread.setDaemon(true);
+    this.threads = new Thread[options.gcThreads()];
+    for (int i = 0; i < threads.length; i++) {
+      threads[i] = new Thread(this::run, threads.length == 1 ? "basalt-gc" : "basalt-gc-" + i);
+      threads[i].setDaemon(true);
+    }
   }
 
   public void start() {
-    thread.start();
+    for (Thread t : threads) t.start();
   }
 
-  /** Asks the thread to look for work (after a key index compaction added garbage). */
+  /** Asks the threads to look for work (after a key index compaction added garbage). */
   public void wake() {
     synchronized (signal) {
       busy = true;
+      wakes++;
       signal.notifyAll();
     }
   }
 
+  /** Stops the threads; a running job stops within 1,024 documents and leaves no trace. */
   public void stop() {
     synchronized (signal) {
       stopping = true;
       signal.notifyAll();
     }
-    if (thread.isAlive() && thread != Thread.currentThread()) {
-      try {
-        thread.join();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+    boolean interrupted = false;
+    for (Thread t : threads) {
+      while (t.isAlive() && t != Thread.currentThread()) {
+        try {
+          t.join();
+        } catch (InterruptedException e) {
+          interrupted = true; // the threads are joined all the same: none may outlive the store
+        }
       }
     }
+    if (interrupted) Thread.currentThread().interrupt();
   }
 
   /**
@@ -222,12 +272,13 @@ public final class SegmentCompactor {
    * at least {@link #MIN_SEGMENT_FRAGMENTATION} garbage; null if none. One segment a job: each
    * job's output is numbered above the ceiling, so the forced pass ends.
    */
-  static List<KeyspaceFiles.Segment> pickForced(KeyspaceFiles f, long ceiling) {
+  static List<KeyspaceFiles.Segment> pickForced(
+      KeyspaceFiles f, long ceiling, java.util.Set<Long> reserved) {
     KeyspaceFiles.Segment best = null;
     double bestFrag = MIN_SEGMENT_FRAGMENTATION;
     for (int i = 0; i < f.segments.size() - 1; i++) {
       KeyspaceFiles.Segment s = f.segments.get(i);
-      if (s.state().segmentId() >= ceiling) continue;
+      if (s.state().segmentId() >= ceiling || reserved.contains(s.state().segmentId())) continue;
       double frag = fragmentation(s.state(), f.garbage.get(s.state().segmentId()));
       if (frag >= bestFrag) {
         best = s;
@@ -241,7 +292,7 @@ public final class SegmentCompactor {
   public boolean awaitIdle(long timeoutMillis) throws InterruptedException {
     long deadline = System.currentTimeMillis() + timeoutMillis;
     synchronized (signal) {
-      while (busy) {
+      while (busy || running > 0) {
         if (stopping || state.failure() != null) return false;
         long left = deadline - System.currentTimeMillis();
         if (left <= 0) return false;
@@ -259,20 +310,7 @@ public final class SegmentCompactor {
 
   private void run() {
     try {
-      while (true) {
-        synchronized (signal) {
-          if (stopping) return;
-        }
-        Look look = state.failure() == null ? runOnce() : Look.NOTHING;
-        synchronized (signal) {
-          if (stopping) return;
-          if (look != Look.WORKED) {
-            busy = look == Look.LATER; // the quiet pass is work to wait for, too
-            signal.notifyAll();
-            signal.wait(look == Look.LATER ? 100 : 500);
-          }
-        }
-      }
+      loop();
     } catch (InterruptedException e) {
       // stop
     } catch (BasaltException e) {
@@ -281,81 +319,195 @@ public final class SegmentCompactor {
       state.fail(new BasaltException("garbage collection failed: " + e, e));
     } finally {
       synchronized (signal) {
-        busy = false;
-        signal.notifyAll();
+        signal.notifyAll(); // awaitIdle and collect see the failure or the stop
       }
       state.progressed(); // writers waiting on garbage collection see the failure
     }
   }
 
-  /** What a look for work found. */
+  private void loop() throws InterruptedException {
+    while (true) {
+      long ended, woken;
+      synchronized (signal) {
+        if (stopping) return;
+        ended = jobsEnded;
+        woken = wakes;
+      }
+      Look look = Look.NOTHING;
+      if (state.failure() == null) {
+        VersionSet.Pinned pinned = versionSet.pinFiles();
+        Job job = null;
+        try {
+          synchronized (signal) {
+            if (stopping) return;
+            if (jobsEnded != ended) continue; // pinned before a job ended: look in a newer version
+            Object found = find(pinned);
+            if (found instanceof Job j) {
+              reserve(j);
+              job = j;
+            } else {
+              look = (Look) found;
+            }
+          }
+        } finally {
+          if (job == null) pinned.version().release();
+        }
+        if (job != null) {
+          try {
+            runJob(job, pinned);
+          } finally {
+            pinned.version().release();
+            release(job);
+          }
+          continue;
+        }
+      }
+      synchronized (signal) {
+        if (stopping) return;
+        if (jobsEnded != ended || wakes != woken) continue; // something changed since the look
+        if (look == Look.LATER) busy = true; // the quiet pass is work to wait for, too
+        else if (running == 0) busy = false;
+        signal.notifyAll();
+        signal.wait(look == Look.LATER ? 100 : 500);
+      }
+    }
+  }
+
+  /** What a look for work found, when it found no job to run now. */
   private enum Look {
-    WORKED,
     NOTHING,
     LATER
   }
 
+  /** What a job does. */
+  private enum Kind {
+    DELETE_LIST,
+    SEGMENTS,
+    COLD
+  }
+
   /**
-   * Runs one job if one is due. At the threshold while writes flow; once no flush has happened for
-   * {@link #quietNanos}, down to half of it (the store settles lower when it is quiet). LATER: only
-   * the quiet pass has work, and the store is not quiet yet.
+   * A job a thread took, with what it reserved: a delete list merge of {@code deletes} into {@code
+   * level}, or a (cold) segment compaction of {@code segments}; {@code paceNanos}: how long the
+   * cold pass waits after it.
    */
-  private Look runOnce() {
+  private record Job(
+      Kind kind,
+      int ks,
+      KeyspaceFiles f,
+      List<KeyspaceFiles.Segment> segments,
+      List<KeyspaceFiles.DeleteTable> deletes,
+      int level,
+      long paceNanos) {
+    static Job segments(Kind kind, int ks, KeyspaceFiles f, List<KeyspaceFiles.Segment> s, long p) {
+      return new Job(kind, ks, f, s, null, 0, p);
+    }
+  }
+
+  /** Reserves what {@code job} changes. Under signal. */
+  private void reserve(Job job) {
+    running++;
+    busy = true;
+    if (job.kind == Kind.DELETE_LIST) {
+      deleteJobs.add(job.ks);
+      deletesWanted.remove(job.ks);
+      return;
+    }
+    segmentJobs.merge(job.ks, 1, Integer::sum);
+    for (KeyspaceFiles.Segment s : job.segments) reservedSegments.add(s.state().segmentId());
+    if (job.kind == Kind.COLD) coldRunning = true;
+  }
+
+  /** Frees what {@code job} reserved, after its commit or abandonment, and wakes the others. */
+  private void release(Job job) {
+    synchronized (signal) {
+      running--;
+      jobsEnded++;
+      if (job.kind == Kind.DELETE_LIST) {
+        deleteJobs.remove(job.ks);
+      } else {
+        segmentJobs.merge(job.ks, -1, (a, b) -> a + b == 0 ? null : a + b);
+        for (KeyspaceFiles.Segment s : job.segments) reservedSegments.remove(s.state().segmentId());
+      }
+      if (job.kind == Kind.COLD) {
+        coldRunning = false;
+        coldNextNanos = System.nanoTime() + job.paceNanos;
+      }
+      signal.notifyAll();
+    }
+  }
+
+  private void runJob(Job job, VersionSet.Pinned pinned) {
+    switch (job.kind) {
+      case DELETE_LIST -> compactDeleteList(job.ks, job.f, job.deletes, job.level);
+      case SEGMENTS -> compactSegments(job.ks, job.f, job.segments, pinned.manifestNumber());
+      case COLD -> {
+        compactSegments(job.ks, job.f, job.segments, pinned.manifestNumber());
+        stats.coldPassSegments.increment();
+      }
+    }
+  }
+
+  /**
+   * The job to run now, not overlapping any running one, as a {@link Job}; else a {@link Look}. At
+   * the threshold while writes flow; once no flush has happened for {@link #quietNanos}, down to
+   * half of it (the store settles lower when it is quiet). LATER: only the quiet pass or the paced
+   * cold pass has work, and it is not due yet. Under signal, in {@code pinned}, a version pinned
+   * after the last job ended.
+   */
+  private Object find(VersionSet.Pinned pinned) {
     boolean quiet = stats.quietFor(quietNanos);
     double threshold = options.fragmentationThreshold();
     double quietThreshold = Math.max(0.1, threshold / 2);
     boolean later = false;
-    VersionSet.Pinned pinned = versionSet.pinFiles();
-    try {
-      // Delete list merges first, in every keyspace: they are short, and a keyspace whose segments
-      // keep
-      // the thread busy must not hold another's delete list level 0 until flow control slows
-      // writers.
-      for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
-        int ks = e.getKey();
-        KeyspaceFiles f = e.getValue();
-        if (!catalog.isLive(ks)) continue;
-        List<KeyspaceFiles.DeleteTable> deleteJob = deleteListJob(f);
-        if (deleteJob != null) {
-          compactDeleteList(ks, f, deleteJob, deleteJob == f.deletes ? 1 : 0);
-          return Look.WORKED;
-        }
+    deletesWanted.removeIf(ks -> !catalog.isLive(ks));
+    // Delete list merges first, in every keyspace: they are short, and a keyspace whose segments
+    // keep the threads busy must not hold another's delete list level 0 until flow control slows
+    // writers.
+    for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
+      int ks = e.getKey();
+      KeyspaceFiles f = e.getValue();
+      if (!catalog.isLive(ks) || deleteJobs.contains(ks)) continue;
+      List<KeyspaceFiles.DeleteTable> deleteJob = deleteListJob(f);
+      if (deleteJob == null) {
+        deletesWanted.remove(ks);
+      } else if (segmentJobs.containsKey(ks)) {
+        deletesWanted.add(ks); // after the segment jobs running there
+      } else {
+        return new Job(Kind.DELETE_LIST, ks, f, null, deleteJob, deleteJob == f.deletes ? 1 : 0, 0);
       }
-      for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
-        int ks = e.getKey();
-        KeyspaceFiles f = e.getValue();
-        if (!catalog.isLive(ks)) continue;
-        long pending = pendingGarbage(f);
-        long limit = f.segmentLimit(options);
-        List<KeyspaceFiles.Segment> pick = pick(f, threshold, limit, pending);
-        Forced force = forced.get(ks);
-        if (pick == null && force != null) {
-          pick = pickForced(f, force.segmentCeiling());
-          // collect() waits for this; a version older than the garbage it is for does not count
-          if (pick == null && pinned.manifestNumber() >= force.manifest()) forced.remove(ks, force);
-        }
-        if (pick == null && threshold < 1.0) {
-          List<KeyspaceFiles.Segment> quietPick = pick(f, quietThreshold, limit, pending);
-          if (quiet) pick = quietPick;
-          else later |= quietPick != null;
-        }
-        if (pick != null) {
-          compactSegments(ks, f, pick, pinned.manifestNumber());
-          return Look.WORKED;
-        }
-      }
-      // Nothing else to do: the cold pass recompresses one segment untouched for coldSegmentMillis.
-      Look cold = coldPass(pinned);
-      if (cold == Look.WORKED) return cold;
-      later |= cold == Look.LATER;
-      // a forced keyspace with no segments, or dropped: nothing to collect
-      forced
-          .keySet()
-          .removeIf(ks -> !pinned.version().files.containsKey(ks) || !catalog.isLive(ks));
-      return later ? Look.LATER : Look.NOTHING;
-    } finally {
-      pinned.version().release();
     }
+    for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
+      int ks = e.getKey();
+      KeyspaceFiles f = e.getValue();
+      if (!catalog.isLive(ks) || deleteJobs.contains(ks) || deletesWanted.contains(ks)) continue;
+      long pending = pendingGarbage(f);
+      long limit = f.segmentLimit(options);
+      List<KeyspaceFiles.Segment> pick = pick(f, threshold, limit, pending, reservedSegments);
+      Forced force = forced.get(ks);
+      if (pick == null && force != null) {
+        pick = pickForced(f, force.segmentCeiling(), reservedSegments);
+        // collect() waits for this; a version older than the garbage it is for does not count, nor
+        // one whose segment jobs there have not ended
+        if (pick == null
+            && pinned.manifestNumber() >= force.manifest()
+            && !segmentJobs.containsKey(ks)) forced.remove(ks, force);
+      }
+      if (pick == null && threshold < 1.0) {
+        List<KeyspaceFiles.Segment> quietPick =
+            pick(f, quietThreshold, limit, pending, reservedSegments);
+        if (quiet) pick = quietPick;
+        else later |= quietPick != null;
+      }
+      if (pick != null) return Job.segments(Kind.SEGMENTS, ks, f, pick, 0);
+    }
+    // Nothing else to do: the cold pass recompresses one segment untouched for coldSegmentMillis.
+    Object cold = coldPass(pinned);
+    if (cold instanceof Job) return cold;
+    later |= cold == Look.LATER;
+    // a forced keyspace with no segments, or dropped: nothing to collect
+    forced.keySet().removeIf(ks -> !pinned.version().files.containsKey(ks) || !catalog.isLive(ks));
+    return later ? Look.LATER : Look.NOTHING;
   }
 
   // ---- the cold pass
@@ -363,7 +515,7 @@ public final class SegmentCompactor {
 
   /**
    * When the cold pass may start its next job ({@link System#nanoTime}): each job moves it on by
-   * its input's bytes at {@link Options#coldPassBytesPerSecond}. Collection thread only.
+   * its input's bytes at {@link Options#coldPassBytesPerSecond}. Guarded by signal.
    */
   private long coldNextNanos = System.nanoTime();
 
@@ -371,10 +523,11 @@ public final class SegmentCompactor {
    * Magma's background recompression of cold log segments (section 3.5): when collection has
    * nothing else to do, rewrites one LZ4 segment (never the tail) that no flush or collection has
    * written, and no get or scan has read, for {@link Options#coldSegmentMillis}, the oldest first,
-   * into a zstd segment, dropping its garbage on the way as any segment compaction does. Paced at
-   * {@link Options#coldPassBytesPerSecond} of input: LATER while a job waits for its turn.
+   * into a zstd segment, dropping its garbage on the way as any segment compaction does. One job at
+   * a time, paced at {@link Options#coldPassBytesPerSecond} of input: LATER while a job waits for
+   * its turn. Under signal.
    */
-  private Look coldPass(VersionSet.Pinned pinned) {
+  private Object coldPass(VersionSet.Pinned pinned) {
     long coldMillis = options.coldSegmentMillis();
     if (coldMillis <= 0) return Look.NOTHING;
     long now = System.currentTimeMillis();
@@ -390,18 +543,16 @@ public final class SegmentCompactor {
         for (KeyspaceFiles.Segment s : f.segments) live.add(s.state().segmentId());
       stats.segmentReadMillis.keySet().retainAll(live);
     }
+    if (coldRunning) return Look.NOTHING; // its end looks again
     for (Map.Entry<Integer, KeyspaceFiles> e : pinned.version().files.entrySet()) {
       int ks = e.getKey();
-      if (!catalog.isLive(ks)) continue;
-      KeyspaceFiles.Segment s = pickCold(e.getValue(), now, coldMillis, stats);
+      if (!catalog.isLive(ks) || deleteJobs.contains(ks) || deletesWanted.contains(ks)) continue;
+      KeyspaceFiles.Segment s = pickCold(e.getValue(), now, coldMillis, stats, reservedSegments);
       if (s == null) continue;
       if (System.nanoTime() - coldNextNanos < 0) return Look.LATER;
       long nanos =
           (long) (s.state().tailOffset() * 1e9 / Math.max(1, options.coldPassBytesPerSecond()));
-      compactSegments(ks, e.getValue(), List.of(s), pinned.manifestNumber());
-      coldNextNanos = System.nanoTime() + nanos;
-      stats.coldPassSegments.increment();
-      return Look.WORKED;
+      return Job.segments(Kind.COLD, ks, e.getValue(), List.of(s), nanos);
     }
     return Look.NOTHING;
   }
@@ -413,10 +564,11 @@ public final class SegmentCompactor {
    * however old its writes.
    */
   static KeyspaceFiles.Segment pickCold(
-      KeyspaceFiles f, long now, long coldMillis, EngineStats stats) {
+      KeyspaceFiles f, long now, long coldMillis, EngineStats stats, java.util.Set<Long> reserved) {
     for (int i = 0; i < f.segments.size() - 1; i++) {
       KeyspaceFiles.Segment s = f.segments.get(i);
-      if (s.state().zstd() || s.state().isEmpty()) continue;
+      if (s.state().zstd() || s.state().isEmpty() || reserved.contains(s.state().segmentId()))
+        continue;
       long id = s.state().segmentId();
       long touched =
           Math.max(stats.segmentWrittenMillis(id), stats.segmentReadMillis.getOrDefault(id, 0L));
@@ -535,28 +687,50 @@ public final class SegmentCompactor {
   }
 
   /**
-   * The segments to rewrite, adjacent and in seqno order, or null: none while the keyspace's
-   * fragmentation is at or below {@code threshold}; else the most fragmented segment but the tail,
-   * grown by the more fragmented neighbour while that is fragmented too, the live bytes fit {@code
-   * segmentSize} and the bytes read stay within two of it.
+   * As {@link #pick(KeyspaceFiles, double, long, long, java.util.Set)} with no segment reserved.
    */
   public static List<KeyspaceFiles.Segment> pick(
       KeyspaceFiles f, double threshold, long segmentSize, long pending) {
+    return pick(f, threshold, segmentSize, pending, java.util.Set.of());
+  }
+
+  /**
+   * The segments to rewrite, adjacent and in seqno order, or null: none while the keyspace's
+   * fragmentation is at or below {@code threshold}; else the most fragmented segment but the tail,
+   * grown by the more fragmented neighbour while that is fragmented too, the live bytes fit {@code
+   * segmentSize} and the bytes read stay within two of it. Segments in {@code reserved} (running
+   * jobs' inputs) are never picked, and their stale bytes count as gone, as they soon are: a second
+   * thread does not rewrite a segment only because the first one's garbage is still counted.
+   */
+  public static List<KeyspaceFiles.Segment> pick(
+      KeyspaceFiles f,
+      double threshold,
+      long segmentSize,
+      long pending,
+      java.util.Set<Long> reserved) {
     int n = f.segments.size() - 1; // the last one is the tail
     if (n <= 0 || threshold >= 1.0) return null;
     long[] st = staleAndTotal(f);
-    if (st[1] == 0 || (double) (st[0] + pending) / st[1] <= threshold) return null;
+    if (!reserved.isEmpty()) {
+      for (KeyspaceFiles.Segment s : f.segments) {
+        if (!reserved.contains(s.state().segmentId())) continue;
+        long stale = staleBytes(s.state(), f.garbage.get(s.state().segmentId()));
+        st[0] -= stale;
+        st[1] -= stale;
+      }
+    }
+    if (st[1] <= 0 || (double) (st[0] + pending) / st[1] <= threshold) return null;
     double[] frag = new double[n];
     long[] live = new long[n];
     int best = -1;
     for (int i = 0; i < n; i++) {
       SegmentState s = f.segments.get(i).state();
       Manifest.SegmentGarbage g = f.garbage.get(s.segmentId());
-      frag[i] = fragmentation(s, g);
+      frag[i] = reserved.contains(s.segmentId()) ? -1 : fragmentation(s, g);
       live[i] = s.tailOffset() - staleBytes(s, g);
       if (best < 0 || frag[i] > frag[best]) best = i;
     }
-    if (frag[best] < MIN_SEGMENT_FRAGMENTATION) return null;
+    if (frag[best] < MIN_SEGMENT_FRAGMENTATION) return null; // reserved ones are below, at -1
     long limit = Math.max(segmentSize, f.segments.get(best).state().tailOffset()) * 2;
     int lo = best, hi = best;
     long liveBytes = live[best], bytes = f.segments.get(best).state().tailOffset();
