@@ -53,7 +53,10 @@ public final class Basalt implements AutoCloseable {
           "directory must not be null (use openInMemory for a store without one)");
     if (options == null)
       throw new InvalidArgumentException("options must not be null (use Options.defaults())");
-    return open(new FileStorage(directory, options.directReads(), options.mappedReads()), options);
+    return open(
+        new FileStorage(
+            directory, options.directReads(), options.mappedReads(), options.directWrites()),
+        options);
   }
 
   /** Opens a store on any storage implementation (tests use an in-memory file system). */

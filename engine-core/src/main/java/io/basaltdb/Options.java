@@ -41,6 +41,7 @@ public final class Options {
   private int gcThreads = 1;
   private int readQueueDepth = 32;
   private boolean directReads;
+  private boolean directWrites;
   private boolean mappedReads = true;
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
@@ -105,6 +106,7 @@ public final class Options {
     o.gcThreads = gcThreads;
     o.readQueueDepth = readQueueDepth;
     o.directReads = directReads;
+    o.directWrites = directWrites;
     o.mappedReads = mappedReads;
     o.blockCacheSize = blockCacheSize;
     o.fragmentationThreshold = fragmentationThreshold;
@@ -658,6 +660,28 @@ public final class Options {
 
   public boolean directReads() {
     return directReads;
+  }
+
+  /**
+   * Writes of the store's files (log segments, key index and delete list tables, the WAL) bypass
+   * the operating system's page cache (O_DIRECT), as Magma's do: every write sends the whole 4 KiB
+   * blocks it covers straight to the disk from an aligned buffer (re-sending the start of its first
+   * block, read back from the page cache), and only its last, partial block goes through the page
+   * cache, so a flush or a compaction leaves no dirty pages behind to be written back later, and
+   * its cost is counted where it is paid. The aligned buffers (256 KiB each, one per writing
+   * thread: the flusher, the compaction and collection threads, the WAL) come out of the block
+   * cache's part of the quota ({@code writeBufferBytes} in the stats); a write that finds none free
+   * goes through the page cache. {@code Basalt.open} refuses it on a file system without direct I/O
+   * (tmpfs). Reads are as {@link #directReads} says. Default false (docs/benchmarks.md, "Direct
+   * writes").
+   */
+  public Options directWrites(boolean direct) {
+    this.directWrites = direct;
+    return this;
+  }
+
+  public boolean directWrites() {
+    return directWrites;
   }
 
   /**
@@ -1225,6 +1249,8 @@ public final class Options {
         + readQueueDepth
         + ", directReads="
         + directReads
+        + ", directWrites="
+        + directWrites
         + ", mappedReads="
         + mappedReads
         + ", blockCacheSize="

@@ -120,7 +120,9 @@ import java.util.Map;
  *       {@code readBufferBytes} (aligned buffers reads stage through, in {@code memoryInUse}), of
  *       which {@code readBufferPoolBytes} pooled, which grow up to {@code readBufferQuota} as reads
  *       need them and take their room from {@code blockCacheCapacity}, and {@code
- *       readBufferOverflows} (buffers taken beyond the pool);
+ *       readBufferOverflows} (buffers taken beyond the pool); {@code writeBufferBytes} (with {@link
+ *       Options#directWrites}: the aligned buffers writes stage through, in {@code memoryInUse},
+ *       taken from {@code blockCacheCapacity} as they are made);
  *   <li>block cache counters: {@code blockCacheHits}, {@code blockCacheMisses} (each miss is a read
  *       from disk, but for a batched get's documents, which share block reads), {@code
  *       blockCacheDocumentHits}, {@code blockCacheDocumentMisses} (of those, documents), {@code

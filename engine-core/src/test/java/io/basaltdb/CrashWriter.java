@@ -52,7 +52,11 @@ public final class CrashWriter {
             .level1Bytes(16L << 10)
             .levelMultiplier(4)
             .tableTargetBytes(8L << 10)
-            .fragmentationThreshold(0.2);
+            .fragmentationThreshold(0.2)
+            // half the writers write their files around the page cache, and collect on two
+            // threads: each store is killed in both settings and reopened in the other
+            .directWrites(java.util.concurrent.ThreadLocalRandom.current().nextBoolean())
+            .gcThreads(java.util.concurrent.ThreadLocalRandom.current().nextBoolean() ? 2 : 1);
     String accounting = DiscardAccounting.checkStore(new FileStorage(dir.resolve("db")));
     if (accounting != null) {
       System.err.println(

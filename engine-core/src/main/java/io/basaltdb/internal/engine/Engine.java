@@ -65,6 +65,9 @@ public final class Engine implements AutoCloseable {
   /** The aligned buffers reads stage through (null for the in-memory store). */
   private final io.basaltdb.internal.memory.AlignedBuffers readBuffers;
 
+  /** The staging buffers of direct writes; null without {@link Options#directWrites}. */
+  private final io.basaltdb.internal.memory.AlignedBuffers writeBuffers;
+
   private final KeyspaceCatalog catalog;
   private final Versions versions;
   private final StoreState state;
@@ -88,6 +91,7 @@ public final class Engine implements AutoCloseable {
     writeMemory = p.writeMemory();
     blockCache = p.blockCache();
     readBuffers = p.readBuffers();
+    writeBuffers = p.writeBuffers();
     catalog = p.catalog();
     versions = p.versions();
     state = p.state();
@@ -577,7 +581,15 @@ public final class Engine implements AutoCloseable {
   public Map<String, Long> stats() {
     state.checkOpen();
     return StatsReport.collect(
-        stats, store.fileStats(), versions, catalog, writeMemory, blockCache, readBuffers, options);
+        stats,
+        store.fileStats(),
+        versions,
+        catalog,
+        writeMemory,
+        blockCache,
+        readBuffers,
+        writeBuffers,
+        options);
   }
 
   public boolean isClosed() {
@@ -620,6 +632,7 @@ public final class Engine implements AutoCloseable {
       } finally {
         if (blockCache != null) blockCache.close();
         if (readBuffers != null) readBuffers.close();
+        if (writeBuffers != null) writeBuffers.close();
         logClosed();
       }
     }

@@ -133,6 +133,7 @@ final class StatsReport {
       MemoryQuota writeMemory,
       BlockCache cache,
       AlignedBuffers readBuffers,
+      AlignedBuffers writeBuffers,
       Options options) {
     Map<String, Long> m = new LinkedHashMap<>();
     m.put("puts", s.puts.sum());
@@ -209,7 +210,8 @@ final class StatsReport {
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));
     long cacheBytes = cache == null ? 0 : cache.bytes();
     long bufferBytes = readBuffers == null ? 0 : readBuffers.bytes();
-    m.put("memoryInUse", writeMemory.usedBytes() + cacheBytes + bufferBytes);
+    long writeBufferBytes = writeBuffers == null ? 0 : writeBuffers.bytes();
+    m.put("memoryInUse", writeMemory.usedBytes() + cacheBytes + bufferBytes + writeBufferBytes);
     m.put("memoryQuota", options.memoryQuota());
     m.put("writeCacheMemory", writeMemory.usedBytes());
     m.put("writeCacheQuota", writeMemory.limit());
@@ -219,6 +221,7 @@ final class StatsReport {
     m.put("readBufferPoolBytes", readBuffers == null ? 0 : readBuffers.pooledBytes());
     m.put("readBufferQuota", readBuffers == null ? 0 : readBuffers.limit());
     m.put("readBufferOverflows", readBuffers == null ? 0 : readBuffers.overflows());
+    m.put("writeBufferBytes", writeBufferBytes);
     m.put("blockCacheIndexBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_INDEX));
     m.put("blockCacheFilterBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_FILTER));
     m.put("blockCacheDataBytes", cache == null ? 0 : cache.bytes(BlockCache.Kind.TABLE_DATA));

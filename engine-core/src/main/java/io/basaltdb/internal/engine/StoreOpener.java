@@ -79,12 +79,27 @@ final class StoreOpener {
         options.blockCacheSize() / 4);
   }
 
+  /** Bytes of one staging buffer of direct writes ({@link Options#directWrites}). */
+  static final int WRITE_BUFFER_BYTES = 256 << 10;
+
+  /**
+   * Bytes the direct writes' staging pool may grow to: a buffer for each thread that writes files
+   * at once (the flusher, the compaction and collection threads, the WAL's writer and a backup's or
+   * a checkpoint's), at most a quarter of the block cache's share.
+   */
+  static long writeBufferLimit(Options options) {
+    long threads = options.compactionThreads() + options.gcThreads() + 3L;
+    return Math.max(
+        WRITE_BUFFER_BYTES, Math.min(threads * WRITE_BUFFER_BYTES, options.blockCacheSize() / 4));
+  }
+
   /** What the engine is made of. */
   record Parts(
       Options options,
       MemoryQuota writeMemory,
       BlockCache blockCache,
       AlignedBuffers readBuffers,
+      AlignedBuffers writeBuffers,
       KeyspaceCatalog catalog,
       Versions versions,
       StoreState state,
@@ -163,7 +178,7 @@ final class StoreOpener {
     }
     CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
     return new Parts(
-        options, quota, null, null, catalog, versions, state, stats, pipeline, reads, store);
+        options, quota, null, null, null, catalog, versions, state, stats, pipeline, reads, store);
   }
 
   static Parts onDisk(Storage storage, Options options) {
@@ -208,6 +223,14 @@ final class StoreOpener {
       BlockCache blockCache = new BlockCache(cacheBytes);
       undo.push(blockCache);
       readBuffers.onGrow(blockCache::shrink);
+      // Direct writes stage through aligned buffers, one per writing thread, out of the cache too.
+      AlignedBuffers writeBuffers = null;
+      if (options.directWrites()) {
+        writeBuffers = new AlignedBuffers(writeBufferLimit(options), WRITE_BUFFER_BYTES);
+        undo.push(writeBuffers::close);
+        writeBuffers.onGrow(blockCache::shrink);
+        storage.useWriteBuffers(writeBuffers);
+      }
       blockCache.shrink(
           readBuffers
               .pooledBytes()); // any made before (none: nothing has read yet); a race counts twice,
@@ -389,6 +412,7 @@ final class StoreOpener {
           writeMemory,
           blockCache,
           readBuffers,
+          writeBuffers,
           catalog,
           versions,
           state,

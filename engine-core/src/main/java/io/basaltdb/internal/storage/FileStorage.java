@@ -102,6 +102,15 @@ public final class FileStorage implements Storage {
    */
   private final DirectReads.Buffers buffers = new DirectReads.Buffers();
 
+  /** Whether files created or opened for writing write whole blocks around the page cache. */
+  private final boolean directWrites;
+
+  /**
+   * Where those writes stage: the store's pool once it opens ({@link #useWriteBuffers}), and the
+   * bytes written each way.
+   */
+  private final DirectWriteFile.Staging staging = new DirectWriteFile.Staging();
+
   /** Directories {@link #mkdirs} has made durable through this object: a concurrent set. */
   private final Set<Path> durableDirectories = ConcurrentHashMap.newKeySet();
 
@@ -134,16 +143,49 @@ public final class FileStorage implements Storage {
    * through a memory mapping of the file ({@code Options.mappedReads}).
    */
   public FileStorage(Path root, boolean directReads, boolean mappedReads) {
-    this(root, NATIVE_CALLS, directReads, mappedReads);
+    this(root, NATIVE_CALLS, directReads, mappedReads, false);
+  }
+
+  /**
+   * As {@link #FileStorage(Path, boolean, boolean)}; with {@code directWrites}, the files it
+   * creates or opens for writing send the whole blocks of each write around the page cache
+   * (O_DIRECT; {@link DirectWriteFile}, {@code Options.directWrites}).
+   *
+   * @throws io.basaltdb.InvalidArgumentException if direct reads or writes are asked for and the
+   *     file system of {@code root} does not take them (tmpfs, for one)
+   */
+  public FileStorage(Path root, boolean directReads, boolean mappedReads, boolean directWrites) {
+    this(root, NATIVE_CALLS, directReads, mappedReads, directWrites);
   }
 
   private FileStorage(
       Path root, NativeFileCalls nativeCalls, boolean directReads, boolean mappedReads) {
+    this(root, nativeCalls, directReads, mappedReads, false);
+  }
+
+  private FileStorage(
+      Path root,
+      NativeFileCalls nativeCalls,
+      boolean directReads,
+      boolean mappedReads,
+      boolean directWrites) {
     this.root = root.toAbsolutePath().normalize();
     this.nativeCalls = nativeCalls;
     this.directReads = directReads;
     this.mappedReads = mappedReads && !directReads;
+    this.directWrites = directWrites;
     makeDirectories(this.root);
+    if (directWrites) {
+      String why = DirectWriteFile.refusal(this.root);
+      if (why != null) {
+        throw new io.basaltdb.InvalidArgumentException(
+            "directWrites: the file system of "
+                + this.root
+                + " does not take direct (O_DIRECT) writes ("
+                + why
+                + "); turn directWrites off for it");
+      }
+    }
     if (directReads) {
       String why = DirectReads.refusal(this.root);
       if (why != null) {
@@ -201,6 +243,24 @@ public final class FileStorage implements Storage {
   @Override
   public void useReadBuffers(io.basaltdb.spi.ReadBuffers pool) {
     buffers.pool = pool;
+  }
+
+  @Override
+  public void useWriteBuffers(io.basaltdb.spi.ReadBuffers pool) {
+    staging.pool = pool;
+  }
+
+  /** Whether this storage writes its files around the page cache ({@code Options.directWrites}). */
+  public boolean directWrites() {
+    return directWrites;
+  }
+
+  /**
+   * Bytes written around the page cache under {@code directWrites}, and bytes those files' writes
+   * sent through it (partial last blocks, writes of no whole block, writes that found no buffer).
+   */
+  public long[] directWriteBytes() {
+    return new long[] {staging.directBytes.sum(), staging.bufferedBytes.sum()};
   }
 
   /** Whether this storage reads its files around the page cache. */
@@ -261,6 +321,32 @@ public final class FileStorage implements Storage {
 
   @Override
   public StorageFile createUnsynced(String name) {
+    return withDirectWrites(createPlain(name));
+  }
+
+  /**
+   * {@code file} written through {@link DirectWriteFile} under {@code directWrites}; else itself.
+   */
+  private StorageFile withDirectWrites(StorageFile file) {
+    if (!directWrites || !(file instanceof FileStorageFile plain)) return file;
+    try {
+      FileChannel direct =
+          FileChannel.open(
+              plain.path(), StandardOpenOption.WRITE, com.sun.nio.file.ExtendedOpenOption.DIRECT);
+      return new DirectWriteFile(plain, direct, DIRECT_ALIGNMENT, staging);
+    } catch (IOException | UnsupportedOperationException e) { // refused at the open when not
+      try {
+        file.close();
+      } catch (RuntimeException closing) {
+        e.addSuppressed(closing);
+      }
+      throw e instanceof IOException io
+          ? StorageErrors.failure("open for direct writes of " + plain.path(), io)
+          : new StorageException("open for direct writes of " + plain.path() + " failed", e);
+    }
+  }
+
+  private StorageFile createPlain(String name) {
     Path path = resolve(name, false);
     try {
       return file(
@@ -287,7 +373,7 @@ public final class FileStorage implements Storage {
    */
   @Override
   public StorageFile createUnsyncedDirect(String name) {
-    StorageFile file = createUnsynced(name);
+    StorageFile file = createPlain(name);
     Path path = resolve(name, false);
     FileChannel direct;
     try {
@@ -308,7 +394,7 @@ public final class FileStorage implements Storage {
       }
       return file;
     }
-    return new DirectWriteFile(plain, direct, DIRECT_ALIGNMENT);
+    return new DirectWriteFile(plain, direct, DIRECT_ALIGNMENT, null);
   }
 
   @Override
@@ -332,8 +418,11 @@ public final class FileStorage implements Storage {
   public StorageFile open(String name) {
     Path path = resolve(name, false);
     try {
-      return file(
-          name, path, FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE));
+      return withDirectWrites(
+          file(
+              name,
+              path,
+              FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)));
     } catch (NoSuchFileException e) {
       throw new StorageException("open of " + path + " failed: the file does not exist", e);
     } catch (IOException e) {

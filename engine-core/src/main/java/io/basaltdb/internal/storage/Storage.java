@@ -70,6 +70,13 @@ public interface Storage {
   default void useReadBuffers(io.basaltdb.spi.ReadBuffers buffers) {}
 
   /**
+   * The aligned buffers this storage's direct writes ({@code Options.directWrites}) stage through
+   * from now on: the store's pool, counted in its memory quota. A storage without direct writes
+   * ignores it.
+   */
+  default void useWriteBuffers(io.basaltdb.spi.ReadBuffers buffers) {}
+
+  /**
    * Opens an existing file for reading only (a backup on a read-only mount); writes through it
    * fail.
    */

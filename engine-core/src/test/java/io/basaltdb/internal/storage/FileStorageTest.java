@@ -276,6 +276,50 @@ class FileStorageTest extends StorageContractTest {
    * page cache: a heap buffer, an unaligned offset or length, an interrupted writer. It reads back
    * as written.
    */
+  /**
+   * Options.directWrites: a file created or reopened for writing stages each write's whole blocks
+   * around the page cache, re-sending the start of its first block, and its partial last block
+   * through it. An appender of odd-sized writes (a segment's, a table's, the WAL's) with reads of
+   * what it wrote between them, and an overwrite in the middle after a reopen, read back every
+   * byte; the file holds no padding; most bytes went direct.
+   */
+  @Test
+  void directWritesStorage_stagesAppendsAroundThePageCache_andEveryByteReadsBack()
+      throws Exception {
+    FileStorage s = new FileStorage(dir, false, true, true);
+    Random r = new Random(21);
+    byte[] expected = new byte[3 << 20];
+    r.nextBytes(expected);
+    int at = 0;
+    try (StorageFile f = s.create("seg")) {
+      assertTrue(f instanceof DirectWriteFile, "ext4 takes O_DIRECT");
+      while (at < expected.length) {
+        int n = Math.min(expected.length - at, 1 + r.nextInt(r.nextBoolean() ? 300 : 200_000));
+        f.write(at, ByteBuffer.wrap(expected, at, n));
+        at += n;
+        int from = r.nextInt(at), len = Math.min(at - from, 1 + r.nextInt(10_000));
+        ByteBuffer back = ByteBuffer.allocate(len);
+        f.read(from, back);
+        assertArrayEquals(
+            java.util.Arrays.copyOfRange(expected, from, from + len),
+            back.array(),
+            "read back below the tail at " + from);
+      }
+      f.sync();
+      assertEquals(expected.length, f.size(), "no padding");
+    }
+    long[] bytes = s.directWriteBytes();
+    assertTrue(bytes[0] > expected.length / 2, "most bytes went direct: " + bytes[0]);
+    try (StorageFile f = s.open("seg")) { // a reopened file (a segment's tail resumed) too
+      byte[] patch = new byte[70_001];
+      r.nextBytes(patch);
+      System.arraycopy(patch, 0, expected, 12_345, patch.length);
+      f.write(12_345, ByteBuffer.wrap(patch));
+    }
+    assertArrayEquals(expected, Files.readAllBytes(dir.resolve("seg")));
+    assertTrue(s.directWriteBytes()[0] > bytes[0], "the reopened file wrote direct too");
+  }
+
   @Test
   void directWrites_bypassThePageCacheWhereAligned_andEverythingElseStillLands() throws Exception {
     FileStorage s = new FileStorage(dir);
