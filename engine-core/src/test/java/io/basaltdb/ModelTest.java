@@ -116,6 +116,8 @@ class ModelTest {
         tinyLevels(tiny()).syncMode(SyncMode.PERIODIC).directWrites(true).gcThreads(2);
     long seed = Long.getLong("basalt.model.seed", new Random().nextLong());
     java.util.concurrent.atomic.AtomicLong staged = new java.util.concurrent.atomic.AtomicLong();
+    // this store's writes are small: every one that covers a whole block goes direct
+    io.basaltdb.internal.storage.FileStorage.minDirectWriteBytes = 4096;
     try {
       new Run(seed, options, false, dir) {
         @Override
@@ -136,6 +138,8 @@ class ModelTest {
               + "): "
               + t,
           t);
+    } finally {
+      io.basaltdb.internal.storage.FileStorage.minDirectWriteBytes = 64 << 10;
     }
     assertTrue(staged.get() > 0, "writes staged through the store's aligned buffers");
   }

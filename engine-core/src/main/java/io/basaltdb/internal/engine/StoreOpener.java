@@ -353,7 +353,13 @@ final class StoreOpener {
       if (options.exactItemCounts() && !counted) recountItems(versions, reads, catalog);
       CommitLog wal =
           CommitLog.startSession(
-              storage, previous, versionSet.nextFileNumber.getAndIncrement(), versions.lastSeqno());
+              storage,
+              previous,
+              versionSet.nextFileNumber.getAndIncrement(),
+              versions.lastSeqno(),
+              // each commit waits for its WAL write to be durable: O_DSYNC makes the write and
+              // its sync one system call (docs/benchmarks.md, "Direct writes")
+              options.directWrites() && options.syncMode() == io.basaltdb.SyncMode.SYNC);
       undo.push(wal::abandon);
       // The new WAL file is the head before anything is written to it, so a deleted one fails the
       // next

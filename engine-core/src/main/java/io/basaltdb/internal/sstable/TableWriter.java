@@ -19,6 +19,11 @@ import java.util.Arrays;
  * entry of a data block is written when the next block's first key is known, so it can be the
  * shortest key that separates the two blocks.
  *
+ * <p>Blocks are gathered in a write buffer of {@link #WRITE_BUFFER} bytes and written together, at
+ * the latest by {@link #finish()}, as a segment's are: one positional write per block made most of
+ * a table's writes small, and with {@code Options.directWrites} only large writes go around the
+ * page cache. Nothing reads a table before it is finished.
+ *
  * <p>The file must be empty; the writer syncs it in {@link #finish()} but never closes it. After a
  * {@link io.basaltdb.StorageException} the writer is dead: the caller deletes the file.
  *
@@ -32,6 +37,14 @@ public final class TableWriter {
 
   /** Where the next block goes. */
   private long offset;
+
+  /** Bytes of blocks gathered into one file write. */
+  static final int WRITE_BUFFER = 128 << 10;
+
+  /** Blocks not yet written, from file offset {@link #pendingAt}; allocated at the first block. */
+  private ByteBuffer pending;
+
+  private long pendingAt;
 
   private byte[] smallestKey;
   private byte[] lastKey;
@@ -230,8 +243,10 @@ public final class TableWriter {
             empty ? 0 : minSeqno,
             empty ? 0 : maxSeqno,
             version);
-    file.write(offset, ByteBuffer.wrap(footer.encode()));
-    offset += Format.FOOTER_SIZE;
+    byte[] foot = footer.encode();
+    done = true; // a failed write leaves the writer dead
+    gather(foot, foot.length);
+    flushPending();
     file.sync();
     return new TableInfo(
         offset, entryCount, smallestKey, lastKey, footer.minSeqno(), footer.maxSeqno(), tombstones);
@@ -296,9 +311,34 @@ public final class TableWriter {
     out.putIntLE(Format.crc(out.array(), 0, size + 1));
     boolean wasDone = done;
     done = true; // until the write returns: a failed write leaves the writer dead
-    file.write(offset, ByteBuffer.wrap(out.array(), 0, out.size()));
-    offset += out.size();
+    gather(out.array(), out.size());
     done = wasDone;
+  }
+
+  /**
+   * Adds {@code len} bytes of {@code bytes} at {@link #offset} to the write buffer, writing the
+   * buffer first if they do not fit, or them straight if they exceed it.
+   */
+  private void gather(byte[] bytes, int len) {
+    if (pending == null) pending = ByteBuffer.allocate(WRITE_BUFFER);
+    if (len > pending.remaining()) flushPending();
+    if (len > pending.capacity()) {
+      file.write(offset, ByteBuffer.wrap(bytes, 0, len));
+      pendingAt = offset + len;
+    } else {
+      if (pending.position() == 0) pendingAt = offset;
+      pending.put(bytes, 0, len);
+    }
+    offset += len;
+  }
+
+  /** Writes the gathered blocks to the file. */
+  private void flushPending() {
+    if (pending == null || pending.position() == 0) return;
+    pending.flip();
+    file.write(pendingAt, pending);
+    pending.clear();
+    pendingAt = offset;
   }
 
   private void checkOpen() {

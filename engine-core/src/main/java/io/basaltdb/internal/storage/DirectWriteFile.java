@@ -21,8 +21,9 @@ import java.nio.file.Path;
  * its memory quota) and written direct; the bytes of its last, partial block go through the page
  * cache. So every write is in the file when it returns (readers of earlier checkpoints read it
  * through the page cache or a mapping), the file never holds padding, and an appender (a segment, a
- * table, the WAL) sends all but the partial tail of each write around the page cache. A write that
- * covers no whole block, or finds the pool empty, goes through the page cache whole.
+ * table) sends all but the partial tail of each large write around the page cache. A write that
+ * covers less than {@link FileStorage#minDirectWriteBytes} of whole blocks (a WAL group's), or
+ * finds the pool empty, goes through the page cache whole.
  *
  * <p>The page cache stays coherent: the kernel writes back and drops cached pages of a range before
  * a direct write to it, and drops them again after. A sync flushes the device's cache for both
@@ -121,13 +122,14 @@ final class DirectWriteFile implements StorageFile {
 
   /**
    * Writes {@code src} at {@code position} through an aligned staging buffer (class comment); false
-   * if it covers no whole block or the pool has no buffer free, having written nothing.
+   * if it covers too few whole blocks or the pool has no buffer free, having written nothing.
    */
   private boolean staged(long position, ByteBuffer src) {
     long start = position - position % block;
     int head = (int) (position - start);
     long end = position + src.remaining();
-    if (end - end % block <= start) return false; // no whole block: all through the page cache
+    if (end - end % block - start < Math.max(block, FileStorage.minDirectWriteBytes))
+      return false; // through the page cache
     ByteBuffer buf = staging.pool.tryTake(Staging.BUFFER);
     if (buf == null) return false;
     try {

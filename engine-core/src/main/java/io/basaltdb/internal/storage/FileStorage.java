@@ -102,6 +102,15 @@ public final class FileStorage implements Storage {
    */
   private final DirectReads.Buffers buffers = new DirectReads.Buffers();
 
+  /**
+   * The whole blocks a write must cover to go around the page cache under {@code directWrites}: a
+   * smaller one (a WAL group's, a segment checkpoint's last few blocks) goes through the page cache
+   * whole. A direct write makes its writer wait for the device, which pays for itself only over
+   * many blocks: with every write staged, the update race ran at 0.6x (docs/benchmarks.md, "Direct
+   * writes"). Tests of small stores lower it, so their small writes go direct too.
+   */
+  public static volatile int minDirectWriteBytes = 64 << 10;
+
   /** Whether files created or opened for writing write whole blocks around the page cache. */
   private final boolean directWrites;
 
@@ -423,6 +432,28 @@ public final class FileStorage implements Storage {
               name,
               path,
               FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)));
+    } catch (NoSuchFileException e) {
+      throw new StorageException("open of " + path + " failed: the file does not exist", e);
+    } catch (IOException e) {
+      throw StorageErrors.failure("open of " + path, e);
+    }
+  }
+
+  @Override
+  public StorageFile openSynchronous(String name) {
+    Path path = resolve(name, false);
+    try {
+      FileStorageFile f =
+          file(
+              name,
+              path,
+              FileChannel.open(
+                  path,
+                  StandardOpenOption.READ,
+                  StandardOpenOption.WRITE,
+                  StandardOpenOption.DSYNC));
+      f.synchronous();
+      return f;
     } catch (NoSuchFileException e) {
       throw new StorageException("open of " + path + " failed: the file does not exist", e);
     } catch (IOException e) {

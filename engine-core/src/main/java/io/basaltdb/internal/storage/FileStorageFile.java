@@ -126,6 +126,21 @@ final class FileStorageFile implements StorageFile {
     return direct != null;
   }
 
+  /**
+   * Opened with O_DSYNC ({@link FileStorage#openSynchronous}): every write is durable, with the
+   * length a read needs, when it returns, so a sync has nothing to do but after a truncate or a
+   * preallocation. Set once, before the file is used.
+   */
+  private volatile boolean synchronous;
+
+  /** A truncate or a preallocation since the last sync: the next one forces the file. */
+  private volatile boolean metadataChanged;
+
+  /** Marks the file as opened with O_DSYNC (its channel, and every reopen of it). */
+  void synchronous() {
+    synchronous = true;
+  }
+
   /** One call on the channel; may throw ClosedChannelException if an interrupt closed it. */
   @FunctionalInterface
   private interface ChannelCall<T> {
@@ -419,6 +434,7 @@ final class FileStorageFile implements StorageFile {
   public void truncate(long size) {
     checkPosition(size);
     ensureOpen();
+    metadataChanged = true;
     try {
       long current = call(FileChannel::size);
       if (size < current) {
@@ -440,6 +456,7 @@ final class FileStorageFile implements StorageFile {
   public void preallocate(long size) {
     checkPosition(size);
     ensureOpen();
+    metadataChanged = true;
     try {
       if (nativeCalls != null && nativeCalls.allocate(path, size)) {
         return;
@@ -459,6 +476,8 @@ final class FileStorageFile implements StorageFile {
     if (earlier != null) {
       throw StorageErrors.syncRefused(path.toString(), earlier);
     }
+    if (synchronous && !metadataChanged) return; // each write was durable when it returned
+    metadataChanged = false; // before the force: a change during it is forced by the next sync
     try {
       // fdatasync: it also writes the metadata a later read needs (the length, allocated and
       // converted
@@ -557,7 +576,11 @@ final class FileStorageFile implements StorageFile {
       throw new ClosedChannelException();
     }
     if (channel == failed) {
-      channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+      channel =
+          synchronous
+              ? FileChannel.open(
+                  path, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.DSYNC)
+              : FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
     }
   }
 

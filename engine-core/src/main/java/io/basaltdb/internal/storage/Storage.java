@@ -60,6 +60,16 @@ public interface Storage {
    */
   int DIRECT_ALIGNMENT = 4096;
 
+  /**
+   * As {@link #open}, for a file whose every write must be durable when it returns (the WAL under
+   * {@code SyncMode.SYNC} with {@code Options.directWrites}): where the storage can, the file is
+   * opened with O_DSYNC, so a write and its sync are one system call and {@link StorageFile#sync}
+   * has nothing left to do. Otherwise a plain {@link #open}, whose syncs do the work.
+   */
+  default StorageFile openSynchronous(String name) {
+    return open(name);
+  }
+
   /** Makes durable the names {@link #createUnsynced} made in {@code dir}. */
   default void syncDirectory(String dir) {}
 

@@ -156,9 +156,19 @@ class TableWriterTest {
     storage.setFaultInjector(
         (op, name) ->
             op == MemStorage.Op.WRITE ? MemStorage.Fault.IO_ERROR : MemStorage.Fault.NONE);
-    byte[] big = new byte[100];
-    assertThrows(
-        StorageException.class, () -> w.add(big, 1, 1, false, 1)); // fills a block: written at once
+    // Blocks are gathered into a write buffer: the add that fills it writes, and fails.
+    int added = 0;
+    StorageException failed = null;
+    while (failed == null && added < 100_000) {
+      byte[] key = String.format("k%08d-%040d", added, added++).getBytes();
+      try {
+        w.add(key, 1, 100, false, 1);
+      } catch (StorageException e) {
+        failed = e;
+      }
+    }
+    assertTrue(failed != null, "a write failed once the buffer filled");
+    assertTrue(added > 1, "gathered first: " + added);
     storage.setFaultInjector(null);
     assertThrows(ClosedException.class, () -> w.add(b("z"), 1, 1, false, 1));
     assertThrows(ClosedException.class, w::finish);

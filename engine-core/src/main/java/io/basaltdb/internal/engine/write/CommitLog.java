@@ -137,8 +137,28 @@ public final class CommitLog implements AutoCloseable {
   }
 
   CommitLog(Storage storage, long number) {
+    this(storage, number, false);
+  }
+
+  /**
+   * The log in file {@code number}, created; with {@code synchronous}, its files are opened so that
+   * each write is durable when it returns ({@link Storage#openSynchronous}).
+   */
+  CommitLog(Storage storage, long number, boolean synchronous) {
     this.storage = storage;
+    this.synchronous = synchronous;
     open(number);
+  }
+
+  /**
+   * Whether the files are opened with O_DSYNC (SyncMode.SYNC with Options.directWrites): a write
+   * and its sync are one system call (docs/benchmarks.md, "Direct writes").
+   */
+  private final boolean synchronous;
+
+  /** Opens WAL file {@code name} for appending, synchronously if the log's files are. */
+  private StorageFile openForAppend(String name) {
+    return synchronous ? storage.openSynchronous(name) : storage.open(name);
   }
 
   /**
@@ -151,9 +171,18 @@ public final class CommitLog implements AutoCloseable {
    */
   public static CommitLog startSession(
       Storage storage, long previous, long number, long lastSeqno) {
-    if (previous < 0) return new CommitLog(storage, number);
-    CommitLog log = new CommitLog(storage);
-    StorageFile f = storage.open(fileName(previous));
+    return startSession(storage, previous, number, lastSeqno, false);
+  }
+
+  /**
+   * As {@link #startSession(Storage, long, long, long)}; with {@code synchronous}, the log's files
+   * are opened so that each write is durable when it returns.
+   */
+  public static CommitLog startSession(
+      Storage storage, long previous, long number, long lastSeqno, boolean synchronous) {
+    if (previous < 0) return new CommitLog(storage, number, synchronous);
+    CommitLog log = new CommitLog(storage, synchronous);
+    StorageFile f = log.openForAppend(fileName(previous));
     log.file = f;
     log.writer =
         new LogWriter(
@@ -169,8 +198,9 @@ public final class CommitLog implements AutoCloseable {
     return log;
   }
 
-  private CommitLog(Storage storage) {
+  private CommitLog(Storage storage, boolean synchronous) {
     this.storage = storage;
+    this.synchronous = synchronous;
   }
 
   static String fileName(long number) {
@@ -246,6 +276,10 @@ public final class CommitLog implements AutoCloseable {
 
   private void open(long n) {
     file = storage.create(fileName(n));
+    if (synchronous) {
+      file.close();
+      file = storage.openSynchronous(fileName(n));
+    }
     writer = new LogWriter(file, 0);
     number = n;
     unsynced = 0;
@@ -382,7 +416,7 @@ public final class CommitLog implements AutoCloseable {
     writer.add(link.encodedSize(), link::encode);
     syncLocked();
     storage.rename(pending, fileName(next));
-    StorageFile successor = storage.open(fileName(next));
+    StorageFile successor = openForAppend(fileName(next));
     StorageFile old = file;
     file = successor;
     writer = new LogWriter(successor, 0);
