@@ -92,8 +92,7 @@ public class SkipListBenchmark {
       case "basalt" -> {
         long quota = (long) entries * 256 + (256L << 20);
         basalt =
-            new SkipList(
-                SkipListConfig.defaults().withMemoryQuota(quota).withGcWorkers(gcWorkers));
+            new SkipList(SkipListConfig.defaults().withMemoryQuota(quota).withGcWorkers(gcWorkers));
         for (byte[] k : keys) basalt.put(k, value);
         SkipListStats st = basalt.stats(); // reported here, outside any measured iteration
         System.out.printf(

@@ -440,19 +440,21 @@ public final class FileStorage implements Storage {
   }
 
   @Override
-  public StorageFile openSynchronous(String name) {
+  public StorageFile openLog(String name, boolean synchronous) {
     Path path = resolve(name, false);
     try {
       FileStorageFile f =
           file(
               name,
               path,
-              FileChannel.open(
-                  path,
-                  StandardOpenOption.READ,
-                  StandardOpenOption.WRITE,
-                  StandardOpenOption.DSYNC));
-      f.synchronous();
+              synchronous
+                  ? FileChannel.open(
+                      path,
+                      StandardOpenOption.READ,
+                      StandardOpenOption.WRITE,
+                      StandardOpenOption.DSYNC)
+                  : FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE));
+      if (synchronous) f.synchronous();
       return f;
     } catch (NoSuchFileException e) {
       throw new StorageException("open of " + path + " failed: the file does not exist", e);

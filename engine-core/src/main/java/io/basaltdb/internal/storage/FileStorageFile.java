@@ -127,8 +127,8 @@ final class FileStorageFile implements StorageFile {
   }
 
   /**
-   * Opened with O_DSYNC ({@link FileStorage#openSynchronous}): every write is durable, with the
-   * length a read needs, when it returns, so a sync has nothing to do but after a truncate or a
+   * Opened with O_DSYNC ({@link FileStorage#openLog}): every write is durable, with the length a
+   * read needs, when it returns, so a sync has nothing to do but after a truncate or a
    * preallocation. Set once, before the file is used.
    */
   private volatile boolean synchronous;

@@ -61,12 +61,13 @@ public interface Storage {
   int DIRECT_ALIGNMENT = 4096;
 
   /**
-   * As {@link #open}, for a file whose every write must be durable when it returns (the WAL under
-   * {@code SyncMode.SYNC} with {@code Options.directWrites}): where the storage can, the file is
-   * opened with O_DSYNC, so a write and its sync are one system call and {@link StorageFile#sync}
-   * has nothing left to do. Otherwise a plain {@link #open}, whose syncs do the work.
+   * As {@link #open}, for the WAL: its small writes always go through the page cache, never around
+   * it as {@code Options.directWrites} sends large writes (a commit would wait for the device);
+   * with {@code synchronous} (the WAL under {@code SyncMode.SYNC} with {@code directWrites}), where
+   * the storage can, the file is opened with O_DSYNC, so a write and its sync are one system call
+   * and {@link StorageFile#sync} has nothing left to do.
    */
-  default StorageFile openSynchronous(String name) {
+  default StorageFile openLog(String name, boolean synchronous) {
     return open(name);
   }
 

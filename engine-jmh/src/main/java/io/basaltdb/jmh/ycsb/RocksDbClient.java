@@ -42,9 +42,11 @@ import site.ycsb.Status;
  * with O_DIRECT ({@code use_direct_reads}, as Basalt's {@code directReads} option: neither engine
  * then reads through the page cache; default false). {@code rocksdb.mmapreads=true} reads table
  * files through memory mappings ({@code allow_mmap_reads}, as Basalt's default {@code mappedReads};
- * RocksDB's default is false, and bin/compare keeps it). {@code rocksdb.dir} is the directory
- * (default {@code rocksdb-ycsb-data}). Updates merge fields under the same striped locks as
- * Basalt's binding.
+ * RocksDB's default is false, and bin/compare keeps it). {@code rocksdb.directwrites=true} writes
+ * flushes and compactions with O_DIRECT ({@code use_direct_io_for_flush_and_compaction}, as
+ * Basalt's {@code directWrites}; default false). {@code rocksdb.dir} is the directory (default
+ * {@code rocksdb-ycsb-data}). Updates merge fields under the same striped locks as Basalt's
+ * binding.
  *
  * <p>Thread-safety: one instance per YCSB thread; all share one database, closed by the last
  * cleanup.
@@ -131,7 +133,9 @@ public final class RocksDbClient extends DB {
               .setUseDirectReads(
                   Boolean.parseBoolean(p.getProperty("rocksdb.directreads", "false").trim()))
               .setAllowMmapReads(
-                  Boolean.parseBoolean(p.getProperty("rocksdb.mmapreads", "false").trim()));
+                  Boolean.parseBoolean(p.getProperty("rocksdb.mmapreads", "false").trim()))
+              .setUseDirectIoForFlushAndCompaction(
+                  Boolean.parseBoolean(p.getProperty("rocksdb.directwrites", "false").trim()));
       RocksDB db = RocksDB.open(options, dir.toString());
       WriteOptions write = new WriteOptions().setSync(sync.equals("sync"));
       ScheduledExecutorService syncer = null;

@@ -142,7 +142,7 @@ public final class CommitLog implements AutoCloseable {
 
   /**
    * The log in file {@code number}, created; with {@code synchronous}, its files are opened so that
-   * each write is durable when it returns ({@link Storage#openSynchronous}).
+   * each write is durable when it returns ({@link Storage#openLog}).
    */
   CommitLog(Storage storage, long number, boolean synchronous) {
     this.storage = storage;
@@ -156,9 +156,12 @@ public final class CommitLog implements AutoCloseable {
    */
   private final boolean synchronous;
 
-  /** Opens WAL file {@code name} for appending, synchronously if the log's files are. */
+  /**
+   * Opens WAL file {@code name} for appending ({@link Storage#openLog}: through the page cache,
+   * synchronously if the log's files are).
+   */
   private StorageFile openForAppend(String name) {
-    return synchronous ? storage.openSynchronous(name) : storage.open(name);
+    return storage.openLog(name, synchronous);
   }
 
   /**
@@ -275,11 +278,8 @@ public final class CommitLog implements AutoCloseable {
   }
 
   private void open(long n) {
-    file = storage.create(fileName(n));
-    if (synchronous) {
-      file.close();
-      file = storage.openSynchronous(fileName(n));
-    }
+    storage.create(fileName(n)).close(); // the name durable; then opened as the log's files are
+    file = openForAppend(fileName(n));
     writer = new LogWriter(file, 0);
     number = n;
     unsynced = 0;
