@@ -653,6 +653,11 @@ public final class Engine implements AutoCloseable {
     return state;
   }
 
+  /** The in-memory store; null on disk. */
+  MemoryStore memoryStore() {
+    return store instanceof MemoryStore m ? m : null;
+  }
+
   /** The disk store's version set; null in memory. */
   VersionSet versionSet() {
     return store instanceof DiskStore d ? d.versionSet() : null;

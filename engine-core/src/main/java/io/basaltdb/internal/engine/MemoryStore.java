@@ -5,6 +5,7 @@ import io.basaltdb.internal.engine.backup.Backups;
 import io.basaltdb.internal.engine.backup.MemoryBackups;
 import io.basaltdb.internal.engine.base.KeyspaceCatalog;
 import io.basaltdb.internal.engine.base.KeyspaceLayout;
+import io.basaltdb.internal.engine.base.StoreState;
 import io.basaltdb.internal.engine.version.Manifest;
 import io.basaltdb.internal.engine.version.Version;
 import io.basaltdb.internal.engine.version.Versions;
@@ -34,8 +35,9 @@ import java.util.List;
  * apply lock) walks the current state and the checkpoint's side by side, allocates every version to
  * put back first (so a store short of memory refuses it unchanged), then rewrites the differing
  * keys while gets wait ({@link WriteCache#beginRewrite}). It spends one seqno of its own and makes
- * it every keyspace's purge seqno, so a change feed consumer that read past the rolled-back writes
- * is told to start again.
+ * it every keyspace's purge seqno before it rewrites anything, so a change feed consumer that read
+ * past the rolled-back writes is told to start again. A rewrite that stops part way (only a bug or
+ * a closed skiplist gets there) fails the store: it refuses writes from then on.
  *
  * <p>Thread-safety: the commit-target methods run on the commit leader; the rest on any thread. The
  * background pass runs on a thread of its own, stopped by {@link #close}.
@@ -53,13 +55,32 @@ final class MemoryStore implements Store, CommitTarget {
 
   private final io.basaltdb.Options options;
 
+  /** Failed by a rollback that stopped part way, which leaves the store holding part of it. */
+  private final StoreState state;
+
   /** Test hooks of the backup ({@link MemoryBackups.Hooks}); set before a backup starts. */
   volatile MemoryBackups.Hooks backupHooks = MemoryBackups.Hooks.NONE;
 
+  /** Test hooks of a rollback ({@link RollbackHooks}); set before a rollback starts. */
+  volatile RollbackHooks rollbackHooks = RollbackHooks.NONE;
+
+  /**
+   * Code a rollback runs, for tests: {@code applied} after it has put back its i-th version (under
+   * the apply lock, inside the rewrite), to make it fail part way.
+   */
+  record RollbackHooks(java.util.function.IntConsumer applied) {
+    static final RollbackHooks NONE = new RollbackHooks(i -> {});
+  }
+
   MemoryStore(
-      Versions versions, KeyspaceCatalog catalog, long chunkSize, io.basaltdb.Options options) {
+      Versions versions,
+      KeyspaceCatalog catalog,
+      StoreState state,
+      long chunkSize,
+      io.basaltdb.Options options) {
     this.versions = versions;
     this.catalog = catalog;
+    this.state = state;
     this.chunkSize = chunkSize;
     this.options = options;
     this.retentionMillis = options.deletionRetentionMillis();
@@ -390,51 +411,60 @@ final class MemoryStore implements Store, CommitTarget {
       }
       throw e;
     }
+    RollbackHooks hooks = rollbackHooks;
     cache.beginRewrite();
     try {
+      // The rollback's own seqno, published and made every keyspace's purge seqno before the
+      // rewrite, so that a rewrite stopping part way still tells every feed past it to start over.
+      long r = versions.lastSeqno() + 1;
+      purgedAll = r;
+      versions.publish(r);
       int applied = 0;
       try {
-        for (; applied < rw.count; applied++)
+        for (; applied < rw.count; applied++) {
           cache.applyPrepared(
               rw.nodes[applied],
               rw.keyspaces[applied],
               rw.keyLengths[applied],
               rw.seqnos[applied],
               rw.valueLengths[applied]);
+          hooks.applied().accept(applied);
+        }
         for (byte[] sk : rw.deletes) cache.list.delete(sk);
+        for (int ks : catalog.byId().keySet()) {
+          if (!cp.keyspaces.containsKey(ks)) {
+            catalog.remove(ks);
+            cache.setNetKeys(ks, 0);
+          }
+        }
+        for (java.util.Map.Entry<Integer, String> k : cp.keyspaces.entrySet()) {
+          if (!catalog.isLive(k.getKey()))
+            catalog.add(k.getKey(), k.getValue(), cp.layouts.getOrDefault(k.getKey(), 0));
+          cache.setNetKeys(k.getKey(), cp.netKeys.getOrDefault(k.getKey(), 0L));
+        }
+        layouts.clear();
+        layouts.putAll(cp.layouts);
+        if (versions.items() != null && cp.items != null) {
+          for (int ks : cp.keyspaces.keySet())
+            versions.items().set(ks, cp.items.getOrDefault(ks, 0L));
+        }
       } catch (RuntimeException | Error e) {
         // Only a closed skiplist or a bug gets here: the nodes never handed to the list go back
-        // (not the one whose apply threw: it may be linked), and the caller learns that the store
-        // holds part of the rollback.
+        // (not the one whose apply threw: it may be linked). The store holds part of the rollback,
+        // so it fails: it refuses writes (and further rollbacks) from now on.
         for (int i = applied + 1; i < rw.count; i++) cache.discardPrepared(rw.nodes[i]);
-        throw new io.basaltdb.StorageException(
-            "the rollback to checkpoint "
-                + id
-                + " failed part way ("
-                + e
-                + "): the store holds part of it; roll back again, or restore from a backup",
-            e);
+        io.basaltdb.StorageException f =
+            new io.basaltdb.StorageException(
+                "the rollback to checkpoint "
+                    + id
+                    + " failed part way ("
+                    + e
+                    + "): the store holds part of it and refuses writes from now on; close it"
+                    + " and restore from a backup",
+                e);
+        state.fail(f);
+        throw f;
       }
-      for (int ks : catalog.byId().keySet()) {
-        if (!cp.keyspaces.containsKey(ks)) {
-          catalog.remove(ks);
-          cache.setNetKeys(ks, 0);
-        }
-      }
-      for (java.util.Map.Entry<Integer, String> k : cp.keyspaces.entrySet()) {
-        if (!catalog.isLive(k.getKey()))
-          catalog.add(k.getKey(), k.getValue(), cp.layouts.getOrDefault(k.getKey(), 0));
-        cache.setNetKeys(k.getKey(), cp.netKeys.getOrDefault(k.getKey(), 0L));
-      }
-      layouts.clear();
-      layouts.putAll(cp.layouts);
-      if (versions.items() != null && cp.items != null) {
-        for (int ks : cp.keyspaces.keySet())
-          versions.items().set(ks, cp.items.getOrDefault(ks, 0L));
-      }
-      long r = versions.lastSeqno() + 1; // the rollback's own seqno: every feed past it starts over
-      purgedAll = r;
-      versions.publish(r);
       if (rw.tombstones > 0) newDeletions.addAndGet(rw.tombstones);
       synchronized (this) {
         java.util.Iterator<Held> it = held.iterator();

@@ -161,7 +161,7 @@ final class StoreOpener {
     }
     StoreState state = new StoreState(new Notifier(options.eventListener(), "in-memory store"));
     EngineStats stats = new EngineStats();
-    MemoryStore store = new MemoryStore(versions, catalog, chunk, options);
+    MemoryStore store = new MemoryStore(versions, catalog, state, chunk, options);
     if (m != null) {
       store.restoredKeyspaceIds(m.nextKeyspaceId());
       store.restoredSeqno(versions.lastSeqno()); // a backup holds no deletions: all forgotten

@@ -1,0 +1,67 @@
+package io.basaltdb.internal.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.basaltdb.ChangesPurgedException;
+import io.basaltdb.Options;
+import io.basaltdb.StorageException;
+import io.basaltdb.internal.engine.writecache.Batch;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The in-memory store's rollback, relief and background pass at the points a black-box test cannot
+ * reach: a rollback that stops part way ({@link MemoryStore.RollbackHooks}) and one whose
+ * checkpoint expires while it reads it. {@code io.basaltdb.InMemoryChangesTest} covers the rest
+ * through the public API.
+ */
+class MemoryStoreTest {
+  static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  static void put(Engine e, String k, String v) {
+    Batch b = new Batch(1);
+    b.add(1, Batch.PUT, b(k), b(v));
+    e.write(b);
+  }
+
+  static Options mem() {
+    return Options.defaults().memoryQuota(64L << 20);
+  }
+
+  /**
+   * A rollback that stops part way (a bug: the hook throws after the 11th version put back) fails
+   * the store, so nothing is written over the half-rolled-back state, and has already spent its
+   * seqno and made it the purge seqno, so a feed consumer past it starts over.
+   */
+  @Test
+  void aRollbackThatStopsPartWay_failsTheStore_andTellsFeedConsumers() {
+    try (Engine e = Engine.open(null, mem())) {
+      for (int i = 0; i < 100; i++) put(e, "k" + i, "old");
+      Engine.CheckpointInfo cp = e.checkpoint();
+      for (int i = 0; i < 100; i++) put(e, "k" + i, "new");
+      long last = e.versions().lastSeqno();
+      MemoryStore store = e.memoryStore();
+      store.rollbackHooks =
+          new MemoryStore.RollbackHooks(
+              i -> {
+                if (i == 10) throw new IllegalStateException("injected");
+              });
+
+      StorageException x = assertThrows(StorageException.class, () -> e.rollback(cp.id()));
+
+      assertSame(x, e.failure(), "the store failed with the rollback's error");
+      assertEquals(last + 1, e.versions().lastSeqno(), "the rollback's seqno is spent");
+      assertEquals(last + 1, store.purgeSeqno(1));
+      assertThrows(
+          ChangesPurgedException.class, () -> e.changes(null, 1, last, Long.MAX_VALUE, false));
+      assertThrows(StorageException.class, () -> put(e, "x", "y"));
+      assertThrows(StorageException.class, () -> e.rollback(cp.id()));
+      assertArrayEquals(b("new"), e.get(1, b("k99")), "the versions after the failure stay");
+    }
+  }
+}
