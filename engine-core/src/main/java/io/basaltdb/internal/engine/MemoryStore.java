@@ -65,11 +65,12 @@ final class MemoryStore implements Store, CommitTarget {
   volatile RollbackHooks rollbackHooks = RollbackHooks.NONE;
 
   /**
-   * Code a rollback runs, for tests: {@code applied} after it has put back its i-th version (under
-   * the apply lock, inside the rewrite), to make it fail part way.
+   * Code a rollback runs, for tests (under the apply lock): {@code found} once it has found its
+   * checkpoint, before it reads it, to expire the checkpoint meanwhile; {@code applied} after it
+   * has put back its i-th version, inside the rewrite, to make it fail part way.
    */
-  record RollbackHooks(java.util.function.IntConsumer applied) {
-    static final RollbackHooks NONE = new RollbackHooks(i -> {});
+  record RollbackHooks(Runnable found, java.util.function.IntConsumer applied) {
+    static final RollbackHooks NONE = new RollbackHooks(() -> {}, i -> {});
   }
 
   MemoryStore(
@@ -298,7 +299,11 @@ final class MemoryStore implements Store, CommitTarget {
     }
   }
 
-  /** Retained checkpoints, oldest first; guarded by this. */
+  /**
+   * Retained checkpoints, oldest first; guarded by this. A checkpoint's snapshot is closed under
+   * this as it leaves the list, so a reader that uses it outside the monitor takes a reference of
+   * its own ({@link io.basaltdb.internal.skiplist.Snapshot#duplicate}) under it.
+   */
   private final java.util.ArrayList<Held> held = new java.util.ArrayList<>();
 
   /** The next checkpoint's id; guarded by this. */
@@ -328,7 +333,8 @@ final class MemoryStore implements Store, CommitTarget {
     }
   }
 
-  private void expireCheckpoints(long now) {
+  /** Drops the checkpoints older than their retention at {@code now} (the background pass). */
+  void expireCheckpoints(long now) {
     synchronized (this) {
       java.util.Iterator<Held> it = held.iterator();
       while (it.hasNext()) {
@@ -383,6 +389,7 @@ final class MemoryStore implements Store, CommitTarget {
 
   private Engine.CheckpointInfo rollbackLocked(long id) {
     Held cp;
+    io.basaltdb.internal.skiplist.Snapshot snap;
     synchronized (this) {
       cp = held.stream().filter(h -> h.id == id).findFirst().orElse(null);
       if (cp == null) {
@@ -394,11 +401,16 @@ final class MemoryStore implements Store, CommitTarget {
                 + "; a checkpoint is kept for Options.checkpointRetentionMillis, or until the"
                 + " store runs short of memory)");
       }
+      // A reference of the rollback's own, taken under the monitor the checkpoint would be closed
+      // under: it may expire, or be dropped, while the rollback reads it.
+      snap = cp.snap.duplicate();
     }
+    RollbackHooks hooks = rollbackHooks;
     WriteCache cache = versions.current().active;
     Rewrite rw = new Rewrite();
     try {
-      diff(cache, cp, rw);
+      hooks.found().run();
+      diff(cache, cp, snap, rw);
     } catch (RuntimeException | Error e) {
       for (int i = 0; i < rw.count; i++) cache.discardPrepared(rw.nodes[i]);
       if (e instanceof io.basaltdb.MemoryLimitException) {
@@ -410,8 +422,9 @@ final class MemoryStore implements Store, CommitTarget {
                 + "); nothing was changed");
       }
       throw e;
+    } finally {
+      snap.close(); // the versions to put back are copied into nodes of their own
     }
-    RollbackHooks hooks = rollbackHooks;
     cache.beginRewrite();
     try {
       // The rollback's own seqno, published and made every keyspace's purge seqno before the
@@ -514,12 +527,14 @@ final class MemoryStore implements Store, CommitTarget {
    * Walks the store's current state and the checkpoint's in key order: a key only the current state
    * holds is deleted, a key whose version differs (another seqno) or that only the checkpoint holds
    * gets the checkpoint's entry back, allocated here. A key of a keyspace the checkpoint's catalog
-   * does not name counts as absent from it.
+   * does not name counts as absent from it. {@code snap}: the checkpoint's snapshot (a reference
+   * the caller holds).
    */
-  private void diff(WriteCache cache, Held cp, Rewrite rw) {
+  private void diff(
+      WriteCache cache, Held cp, io.basaltdb.internal.skiplist.Snapshot snap, Rewrite rw) {
     io.basaltdb.internal.skiplist.Snapshot now = cache.list.snapshot();
     try (io.basaltdb.internal.skiplist.SnapshotIterator a = now.iterator();
-        io.basaltdb.internal.skiplist.SnapshotIterator b = cp.snap.iterator()) {
+        io.basaltdb.internal.skiplist.SnapshotIterator b = snap.iterator()) {
       a.seekFirst();
       b.seekFirst();
       byte[] ka = a.valid() ? a.key() : null;

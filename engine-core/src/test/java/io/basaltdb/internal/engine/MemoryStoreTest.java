@@ -10,6 +10,8 @@ import io.basaltdb.Options;
 import io.basaltdb.StorageException;
 import io.basaltdb.internal.engine.writecache.Batch;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -48,6 +50,7 @@ class MemoryStoreTest {
       MemoryStore store = e.memoryStore();
       store.rollbackHooks =
           new MemoryStore.RollbackHooks(
+              () -> {},
               i -> {
                 if (i == 10) throw new IllegalStateException("injected");
               });
@@ -62,6 +65,34 @@ class MemoryStoreTest {
       assertThrows(StorageException.class, () -> put(e, "x", "y"));
       assertThrows(StorageException.class, () -> e.rollback(cp.id()));
       assertArrayEquals(b("new"), e.get(1, b("k99")), "the versions after the failure stay");
+    }
+  }
+
+  /**
+   * A checkpoint that expires (the background pass closes its snapshot) after a rollback found it
+   * is still rolled back to: the rollback reads a reference of its own, not a closed snapshot.
+   */
+  @Test
+  void aCheckpointThatExpiresWhileARollbackReadsIt_isRolledBackTo() {
+    AtomicLong clock = new AtomicLong(1_000_000);
+    try (Engine e = Engine.open(null, mem().clock(clock::get).checkpointRetentionMillis(60_000))) {
+      for (int i = 0; i < 100; i++) put(e, "k" + i, "old");
+      Engine.CheckpointInfo cp = e.checkpoint();
+      for (int i = 0; i < 100; i++) put(e, "k" + i, "new");
+      MemoryStore store = e.memoryStore();
+      store.rollbackHooks =
+          new MemoryStore.RollbackHooks(
+              () -> {
+                clock.addAndGet(60_000);
+                store.expireCheckpoints(clock.get());
+                assertEquals(List.of(), store.checkpoints(), "the checkpoint expired");
+              },
+              i -> {});
+
+      Engine.CheckpointInfo now = e.rollback(cp.id());
+
+      for (int i = 0; i < 100; i++) assertArrayEquals(b("old"), e.get(1, b("k" + i)));
+      assertEquals(List.of(now), e.checkpoints());
     }
   }
 }
