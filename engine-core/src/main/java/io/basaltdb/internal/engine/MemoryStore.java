@@ -444,6 +444,9 @@ final class MemoryStore implements Store, CommitTarget {
           hooks.applied().accept(applied);
         }
         for (byte[] sk : rw.deletes) cache.list.delete(sk);
+        // Layouts before the catalog names a keyspace and after it forgets one, and never cleared:
+        // a reader of a live keyspace's layout (a backup, trieChunkBytes) never finds it missing.
+        layouts.putAll(cp.layouts);
         for (int ks : catalog.byId().keySet()) {
           if (!cp.keyspaces.containsKey(ks)) {
             catalog.remove(ks);
@@ -455,8 +458,7 @@ final class MemoryStore implements Store, CommitTarget {
             catalog.add(k.getKey(), k.getValue(), cp.layouts.getOrDefault(k.getKey(), 0));
           cache.setNetKeys(k.getKey(), cp.netKeys.getOrDefault(k.getKey(), 0L));
         }
-        layouts.clear();
-        layouts.putAll(cp.layouts);
+        layouts.keySet().retainAll(cp.layouts.keySet());
         if (versions.items() != null && cp.items != null) {
           for (int ks : cp.keyspaces.keySet())
             versions.items().set(ks, cp.items.getOrDefault(ks, 0L));
@@ -591,8 +593,8 @@ final class MemoryStore implements Store, CommitTarget {
 
   /**
    * Backs the store up as of every write published before the call (seed 001 section 5, {@link
-   * MemoryBackups}): a snapshot, its seqno and the keyspaces are taken together under the apply
-   * lock.
+   * MemoryBackups}): a snapshot, its seqno, the keyspaces and their layouts are taken together
+   * under the apply lock.
    */
   @Override
   public Backups.Result backup(
@@ -609,10 +611,17 @@ final class MemoryStore implements Store, CommitTarget {
     io.basaltdb.internal.skiplist.Snapshot snap;
     long seqno;
     java.util.Map<Integer, String> keyspaces;
+    java.util.Map<Integer, Integer> kinds = new java.util.HashMap<>();
     versions.applyLock.lock();
     try {
       seqno = versions.lastSeqno();
       keyspaces = catalog.byId();
+      // The layouts too, which a rollback rewrites under this lock; read after the catalog, as a
+      // layout is in place before the catalog names its keyspace.
+      for (int id : keyspaces.keySet()) {
+        int layout = layouts.getOrDefault(id, 0);
+        if (layout != 0) kinds.put(id, layout);
+      }
       v = versions.acquire();
       try {
         snap = v.active.list.snapshot();
@@ -624,9 +633,6 @@ final class MemoryStore implements Store, CommitTarget {
       versions.applyLock.unlock();
     }
     try {
-      java.util.Map<Integer, Integer> kinds = new java.util.HashMap<>();
-      for (int id : keyspaces.keySet())
-        if (trieChunkBytes(id) != 0) kinds.put(id, trieChunkBytes(id));
       return MemoryBackups.backup(
           v.active.list,
           snap,
@@ -748,7 +754,11 @@ final class MemoryStore implements Store, CommitTarget {
     return layouts.getOrDefault(id, 0);
   }
 
-  /** Layout codes of the hashed keyspaces (the only ones not 0); any thread. */
+  /**
+   * Layout codes of the hashed keyspaces (the only ones not 0); read by any thread. A keyspace's
+   * code is put before the catalog names it (creation, rollback) and never changes; a rollback
+   * rewrites the map under the apply lock, where a backup reads it.
+   */
   private final java.util.Map<Integer, Integer> layouts =
       new java.util.concurrent.ConcurrentHashMap<>();
 
