@@ -507,15 +507,24 @@ final class MemoryStore implements Store, CommitTarget {
     long tombstones;
     final List<byte[]> deletes = new java.util.ArrayList<>();
 
+    /**
+     * Makes room for one more version: before its node is allocated, as {@link #add} takes none.
+     */
+    void reserve() {
+      if (count < nodes.length) return;
+      int n = 2 * count;
+      nodes = java.util.Arrays.copyOf(nodes, n);
+      keyspaces = java.util.Arrays.copyOf(keyspaces, n);
+      keyLengths = java.util.Arrays.copyOf(keyLengths, n);
+      valueLengths = java.util.Arrays.copyOf(valueLengths, n);
+      seqnos = java.util.Arrays.copyOf(seqnos, n);
+    }
+
+    /**
+     * Records an allocated version in the room {@link #reserve} made: it allocates nothing and
+     * cannot throw, so a node is in {@link #nodes} (freed on failure) from the moment it exists.
+     */
     void add(long node, int ks, int keyLength, long seqno, int valueLength) {
-      if (count == nodes.length) {
-        int n = 2 * count;
-        nodes = java.util.Arrays.copyOf(nodes, n);
-        keyspaces = java.util.Arrays.copyOf(keyspaces, n);
-        keyLengths = java.util.Arrays.copyOf(keyLengths, n);
-        valueLengths = java.util.Arrays.copyOf(valueLengths, n);
-        seqnos = java.util.Arrays.copyOf(seqnos, n);
-      }
       nodes[count] = node;
       keyspaces[count] = ks;
       keyLengths[count] = keyLength;
@@ -549,14 +558,14 @@ final class MemoryStore implements Store, CommitTarget {
           byte[] e = b.value();
           int ks = WriteCache.keyspaceOf(kb);
           boolean tomb = WriteCache.isTombstone(e);
+          int keyLength = kb.length - WriteCache.prefixLength(ks);
+          long seqno = WriteCache.seqnoOf(e);
+          int valueLength = tomb ? -1 : e.length - WriteCache.valueOffset(e);
+          // Everything that may throw (an Error too) before the allocation: the node goes straight
+          // into rw, whose nodes the caller frees on any failure.
+          rw.reserve();
+          rw.add(cache.prepareEntry(kb, e), ks, keyLength, seqno, valueLength);
           if (tomb) rw.tombstones++;
-          long node = cache.prepareEntry(kb, e);
-          rw.add(
-              node,
-              ks,
-              kb.length - WriteCache.prefixLength(ks),
-              WriteCache.seqnoOf(e),
-              tomb ? -1 : e.length - WriteCache.valueOffset(e));
         }
         if (c <= 0) {
           a.next();
