@@ -254,9 +254,11 @@ public final class Options {
    * then a background pass removes it and raises the keyspace's purge seqno past it. A consumer
    * that resumes from below the purge seqno gets {@link ChangesPurgedException} and starts again
    * from 0, as on disk. When the store is full, deletions are forgotten at once to make room
-   * (before a write is refused). Default 10 minutes (as {@link #checkpointRetentionMillis}); 0
-   * forgets each deletion when it is applied, so feeds report none. Stores on disk keep their
-   * deletions in the key index until compaction drops them, and ignore this.
+   * (before a write is refused), if they are at least a 32nd of the store's entries (fewer are not
+   * worth the walk of the whole store that finds them). Default 10 minutes (as {@link
+   * #checkpointRetentionMillis}); 0 forgets each deletion when it is applied, so feeds report none.
+   * Stores on disk keep their deletions in the key index until compaction drops them, and ignore
+   * this.
    */
   public Options deletionRetentionMillis(long ms) {
     this.deletionRetentionMillis = ms;

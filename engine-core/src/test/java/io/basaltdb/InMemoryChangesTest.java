@@ -234,6 +234,38 @@ class InMemoryChangesTest {
     }
   }
 
+  /**
+   * A full store refusing a put does not walk all of itself to forget a single deletion: the
+   * deletions must be a share of its entries worth the walk (a 32nd), or every refused put of a
+   * full store taking deletes would cost a scan of the whole skiplist.
+   */
+  @Test
+  void aFullStore_refusingAPut_keepsAFewDeletions_ratherThanWalkAllOfItForThem() {
+    Options o = Options.defaults().memoryQuota(16L << 20);
+    try (Basalt db = Basalt.openInMemory(o)) {
+      Keyspace ks = db.keyspace("default");
+      byte[] v = new byte[1000];
+      int n = 0;
+      while (true) { // fill it with values
+        try {
+          ks.put(b("fill" + n), v);
+          n++;
+        } catch (MemoryLimitException e) {
+          break;
+        }
+      }
+      ks.delete(b("fill0"));
+      // The deleted value's room (about 1 KB) is far from what this put needs kept free.
+      assertThrows(MemoryLimitException.class, () -> ks.put(b("large"), new byte[8000]));
+      try (ChangeFeed f = ks.changes(0, ChangeFeed.NOW)) {
+        List<Change> all = drain(f);
+        assertEquals(n, all.size(), n + " keys, one of them deleted");
+        assertTrue(all.get(all.size() - 1).deletion(), "the deletion is still reported");
+        assertEquals(0, f.purgeSeqno());
+      }
+    }
+  }
+
   @Test
   void rollback_bringsBackTheCheckpoint_andTellsFeedConsumers() {
     Options o = mem().exactItemCounts(true);

@@ -26,8 +26,8 @@ import java.util.List;
  * tombstones older than that (found by a scan of a snapshot; each removal checked under the apply
  * lock against the key's current entry) and raises the keyspace's purge seqno past each one first,
  * so a snapshot either sees the tombstone or sees the purge seqno that covers it. A store short of
- * memory forgets every retained deletion at once, and drops its checkpoints, before it refuses a
- * write.
+ * memory drops its checkpoints, and forgets every retained deletion at once if they are enough to
+ * be worth the scan that finds them ({@code RELIEF_SHARE}), before it refuses a write.
  *
  * <p><b>Checkpoints and rollback.</b> A checkpoint is a skiplist snapshot taken under the apply
  * lock, with the catalog and the item counts of that instant, held for {@link
@@ -136,6 +136,15 @@ final class MemoryStore implements Store, CommitTarget {
   /** Tombstones a purge looks at per range of the scan, and removes per hold of the apply lock. */
   private static final int PURGE_BATCH = 4096;
 
+  /**
+   * A full store's relief scans the whole list for tombstones only when the deletions not yet
+   * forgotten are at least 1/RELIEF_SHARE of its nodes: the scans cost at most this many nodes
+   * visited per deletion, however many groups a full store refuses while deletes trickle in (a scan
+   * per refused group made every put in a full store cost a walk of all of it). Fewer hold little
+   * memory, and the background pass forgets them after the retention.
+   */
+  private static final long RELIEF_SHARE = 32;
+
   /** A restored store forgot its deletions up to the backup's seqno (backups hold none). */
   void restoredSeqno(long seqno) {
     purgedAll = seqno;
@@ -172,7 +181,7 @@ final class MemoryStore implements Store, CommitTarget {
       while (!marks.isEmpty() && marks.peekFirst()[0] <= now - retentionMillis)
         cutoff = Math.max(cutoff, marks.pollFirst()[1]);
       if (cutoff > purgedTo) {
-        purge(cutoff);
+        purge(cutoff, false);
         purgedTo = cutoff;
       }
     }
@@ -184,13 +193,16 @@ final class MemoryStore implements Store, CommitTarget {
    * list range by range, so it holds at most {@link #PURGE_BATCH} keys or so at a time, and removes
    * each range's under the apply lock, where {@link WriteCache#removeTombstone(byte[], long)}
    * checks that the tombstone is still the key's entry. Skips the scan when no deletion can be
-   * left.
+   * left, and for a {@code relief} when the deletions that may be left are fewer than {@link
+   * #RELIEF_SHARE} of the list's nodes.
    */
-  private long purge(long cutoff) {
+  private long purge(long cutoff, boolean relief) {
     synchronized (purgeLock) {
       long counted = newDeletions.get();
-      if (counted == 0 && youngDeletions == 0) return 0;
+      long pending = counted + youngDeletions;
+      if (pending == 0) return 0;
       WriteCache cache = versions.current().active;
+      if (relief && pending * RELIEF_SHARE < cache.list.stats().nodes()) return 0;
       io.basaltdb.internal.skiplist.Snapshot snap;
       versions.applyLock.lock();
       try {
@@ -259,11 +271,12 @@ final class MemoryStore implements Store, CommitTarget {
 
   /**
    * Frees what memory the store holds for change feeds and rollbacks (leader, before it refuses a
-   * group): forgets every retained deletion, drops every checkpoint, and collects the versions that
-   * freed. True if there was anything to free, so the group is tried again.
+   * group): forgets every retained deletion if they are worth the scan ({@link #RELIEF_SHARE}),
+   * drops every checkpoint, and collects the versions that freed. True if it freed anything, so the
+   * group is tried again.
    */
   private boolean relieve() {
-    boolean freed = purge(versions.lastSeqno()) > 0;
+    boolean freed = purge(versions.lastSeqno(), true) > 0;
     synchronized (this) {
       freed |= !held.isEmpty();
       for (Held h : held) h.snap.close();
