@@ -86,8 +86,8 @@ final class MemoryStore implements Store, CommitTarget {
     this.options = options;
     this.retentionMillis = options.deletionRetentionMillis();
     this.clock = options.clock();
-    long shortest = Math.min(options.checkpointRetentionMillis(), Math.max(1, retentionMillis));
-    this.tickMillis = Math.max(10, Math.min(10_000, shortest / 8));
+    this.purgeEveryMillis = retentionMillis > 0 ? period(retentionMillis) : 0;
+    this.expireEveryMillis = period(options.checkpointRetentionMillis());
     this.worker = new Thread(this::work, "basalt-memory-store-maintenance");
     worker.setDaemon(true);
     worker.start();
@@ -102,8 +102,20 @@ final class MemoryStore implements Store, CommitTarget {
   /** Judges the age of deletions and checkpoints ({@link io.basaltdb.Options#clock}). */
   private final java.util.function.LongSupplier clock;
 
-  /** How often the background pass looks at deletions and checkpoints. */
-  private final long tickMillis;
+  /**
+   * How often the background pass looks for deletions to forget ({@link #purgeOld}): timed by the
+   * deletion retention alone; 0, never, with a retention of 0 (each deletion is forgotten as it is
+   * applied).
+   */
+  final long purgeEveryMillis;
+
+  /** How often the background pass looks for checkpoints to drop: timed by their retention. */
+  final long expireEveryMillis;
+
+  /** A background task's period for a retention: an eighth of it, from 10 ms to 10 s. */
+  private static long period(long retentionMillis) {
+    return Math.max(10, Math.min(10_000, retentionMillis / 8));
+  }
 
   private final Thread worker;
   private volatile boolean stopping;
@@ -123,13 +135,22 @@ final class MemoryStore implements Store, CommitTarget {
   private long youngDeletions;
 
   /**
-   * (clock millis, published seqno) pairs the pass takes at each tick, oldest first: the seqno
-   * below which every deletion is older than the retention; guarded by {@link #purgeLock}.
+   * (clock millis, published seqno) pairs the pass takes at each of its purge ticks where the seqno
+   * moved since the last pair (an unmoved seqno's earlier pair comes due first), oldest first: the
+   * seqno below which every deletion is older than the retention; guarded by {@link #purgeLock}. So
+   * it holds at most the retention over {@link #purgeEveryMillis} pairs and one.
    */
   private final java.util.ArrayDeque<long[]> marks = new java.util.ArrayDeque<>();
 
   /** The cutoff of the last purge; guarded by {@link #purgeLock}. */
   private long purgedTo;
+
+  /** How many (time, seqno) marks the pass holds, for tests. */
+  int marks() {
+    synchronized (purgeLock) {
+      return marks.size();
+    }
+  }
 
   private final Object purgeLock = new Object();
 
@@ -155,14 +176,23 @@ final class MemoryStore implements Store, CommitTarget {
     if (p == null || p < seqno) purged.merge(ks, seqno, Math::max);
   }
 
+  /** The background pass: each of its two tasks when its period is up, until {@link #close}. */
   private void work() {
+    long purgeAt = System.nanoTime() + purgeEveryMillis * 1_000_000L;
+    long expireAt = System.nanoTime() + expireEveryMillis * 1_000_000L;
     while (!stopping) {
-      java.util.concurrent.locks.LockSupport.parkNanos(tickMillis * 1_000_000L);
+      long wake = purgeEveryMillis > 0 && purgeAt - expireAt < 0 ? purgeAt : expireAt;
+      java.util.concurrent.locks.LockSupport.parkNanos(wake - System.nanoTime());
       if (stopping) return;
+      long t = System.nanoTime();
+      boolean purge = purgeEveryMillis > 0 && t - purgeAt >= 0;
+      boolean expire = t - expireAt >= 0;
+      if (purge) purgeAt = t + purgeEveryMillis * 1_000_000L; // a failed task waits its period too
+      if (expire) expireAt = t + expireEveryMillis * 1_000_000L;
       try {
         long now = clock.getAsLong();
-        if (retentionMillis > 0) purgeOld(now);
-        expireCheckpoints(now);
+        if (purge) purgeOld(now);
+        if (expire) expireCheckpoints(now);
       } catch (io.basaltdb.ClosedException e) {
         return; // the store closed under the pass
       } catch (RuntimeException e) {
@@ -174,9 +204,11 @@ final class MemoryStore implements Store, CommitTarget {
   }
 
   /** Forgets the deletions older than the retention (a tick of the background pass). */
-  private void purgeOld(long now) {
+  void purgeOld(long now) {
     synchronized (purgeLock) {
-      marks.addLast(new long[] {now, versions.lastSeqno()});
+      long seqno = versions.lastSeqno();
+      long[] last = marks.peekLast();
+      if (seqno > (last == null ? purgedTo : last[1])) marks.addLast(new long[] {now, seqno});
       long cutoff = purgedTo;
       while (!marks.isEmpty() && marks.peekFirst()[0] <= now - retentionMillis)
         cutoff = Math.max(cutoff, marks.pollFirst()[1]);

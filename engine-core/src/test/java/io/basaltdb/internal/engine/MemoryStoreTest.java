@@ -95,4 +95,34 @@ class MemoryStoreTest {
       assertEquals(List.of(now), e.checkpoints());
     }
   }
+
+  /**
+   * The background pass looks for deletions to forget at a period of the deletion retention alone
+   * (never with a retention of 0, which forgets each deletion as it is applied), not at the
+   * shortest of both retentions; and it takes a (time, seqno) mark only when the seqno moved, so a
+   * short checkpoint retention beside a long deletion retention no longer ticks every 10 ms and
+   * piles up marks.
+   */
+  @Test
+  void theBackgroundPass_timesPurgesByTheDeletionRetention_andMarksOnlyNewSeqnos() {
+    try (Engine e = Engine.open(null, mem().deletionRetentionMillis(0))) {
+      assertEquals(0, e.memoryStore().purgeEveryMillis, "nothing to purge in the background");
+      assertEquals(10_000, e.memoryStore().expireEveryMillis, "10 minutes' checkpoints");
+    }
+    AtomicLong clock = new AtomicLong(1_000_000);
+    Options o =
+        mem().clock(clock::get).deletionRetentionMillis(3_600_000).checkpointRetentionMillis(80);
+    try (Engine e = Engine.open(null, o)) {
+      MemoryStore store = e.memoryStore();
+      assertEquals(10_000, store.purgeEveryMillis);
+      assertEquals(10, store.expireEveryMillis);
+      put(e, "a", "1");
+      store.purgeOld(clock.incrementAndGet());
+      store.purgeOld(clock.incrementAndGet());
+      assertEquals(1, store.marks(), "no mark for a seqno that did not move");
+      put(e, "b", "2");
+      store.purgeOld(clock.incrementAndGet());
+      assertEquals(2, store.marks());
+    }
+  }
 }
