@@ -40,7 +40,8 @@ import java.util.List;
  * a closed skiplist gets there) fails the store: it refuses writes from then on.
  *
  * <p>Thread-safety: the commit-target methods run on the commit leader; the rest on any thread. The
- * background pass runs on a thread of its own, stopped by {@link #close}.
+ * background pass runs on a thread of its own, started once the open succeeded and stopped by
+ * {@link #close}.
  */
 final class MemoryStore implements Store, CommitTarget {
   private final Versions versions;
@@ -90,6 +91,13 @@ final class MemoryStore implements Store, CommitTarget {
     this.expireEveryMillis = period(options.checkpointRetentionMillis());
     this.worker = new Thread(this::work, "basalt-memory-store-maintenance");
     worker.setDaemon(true);
+  }
+
+  /**
+   * Starts the background pass: the last step of an open that succeeded, so an open that fails
+   * leaves no thread behind ({@link #close} stops it, and does nothing to one never started).
+   */
+  void start() {
     worker.start();
   }
 

@@ -140,9 +140,9 @@ final class StoreOpener {
     Versions versions =
         new Versions(
             "memory-store", quota, chunk, options.maxValueSize(), false, java.util.Map.of());
-    MemoryBackups.Loaded loaded = null;
-    if (m != null) {
-      try {
+    try {
+      MemoryBackups.Loaded loaded = null;
+      if (m != null) {
         loaded =
             MemoryBackups.load(
                 backup, opened, versions.current().active.list, options.backupThreads(), bottomUp);
@@ -150,35 +150,37 @@ final class StoreOpener {
         for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet())
           versions.current().active.setNetKeys(e.getKey(), e.getValue());
         versions.publish(Math.max(m.seqno(), loaded.maxSeqno()));
-      } catch (RuntimeException | Error e) {
-        try {
-          versions.close();
-        } catch (RuntimeException | Error closing) {
-          e.addSuppressed(closing);
+      }
+      StoreState state = new StoreState(new Notifier(options.eventListener(), "in-memory store"));
+      EngineStats stats = new EngineStats();
+      MemoryStore store = new MemoryStore(versions, catalog, state, chunk, options);
+      if (m != null) {
+        store.restoredKeyspaceIds(m.nextKeyspaceId());
+        store.restoredSeqno(versions.lastSeqno()); // a backup holds no deletions: all forgotten
+        for (int id : m.keyspaces().keySet()) store.restoredLayout(id, m.layout(id));
+      }
+      ReadPath reads =
+          new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
+      if (options.exactItemCounts()) {
+        versions.countItems(new ItemCounter(reads::findRecord, catalog));
+        if (loaded != null) {
+          for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet())
+            versions.items().set(e.getKey(), e.getValue());
         }
-        throw e;
       }
-    }
-    StoreState state = new StoreState(new Notifier(options.eventListener(), "in-memory store"));
-    EngineStats stats = new EngineStats();
-    MemoryStore store = new MemoryStore(versions, catalog, state, chunk, options);
-    if (m != null) {
-      store.restoredKeyspaceIds(m.nextKeyspaceId());
-      store.restoredSeqno(versions.lastSeqno()); // a backup holds no deletions: all forgotten
-      for (int id : m.keyspaces().keySet()) store.restoredLayout(id, m.layout(id));
-    }
-    ReadPath reads =
-        new ReadPath(versions, catalog, stats, null, options.readQueueDepth(), options.clock());
-    if (options.exactItemCounts()) {
-      versions.countItems(new ItemCounter(reads::findRecord, catalog));
-      if (loaded != null) {
-        for (java.util.Map.Entry<Integer, Long> e : loaded.items().entrySet())
-          versions.items().set(e.getKey(), e.getValue());
+      CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
+      store.start(); // last: an open that fails before leaves no thread behind
+      return new Parts(
+          options, quota, null, null, null, catalog, versions, state, stats, pipeline, reads,
+          store);
+    } catch (RuntimeException | Error e) {
+      try {
+        versions.close(); // the write cache's memory
+      } catch (RuntimeException | Error closing) {
+        e.addSuppressed(closing);
       }
+      throw e;
     }
-    CommitPipeline pipeline = new CommitPipeline(options, versions, catalog, state, stats, store);
-    return new Parts(
-        options, quota, null, null, null, catalog, versions, state, stats, pipeline, reads, store);
   }
 
   static Parts onDisk(Storage storage, Options options) {
