@@ -651,9 +651,9 @@ public final class Options {
    * Reads of the store's files (segments, key index tables, the rest) bypass the operating system's
    * page cache (O_DIRECT): each is widened to whole 4 KiB blocks and goes to the disk, so the store
    * serves from its own caches and a benchmark's disk reads are real ones. Writes stay buffered
-   * (the WAL's and segments' syncs make them durable as before). The io_uring transport in
-   * engine-io reads such files with O_DIRECT too. {@code Basalt.open} refuses it on a file system
-   * without direct I/O (tmpfs). Default false.
+   * unless {@link #directWrites} is set. The io_uring transport in engine-io reads such files with
+   * O_DIRECT too. {@code Basalt.open} refuses it on a file system without direct I/O (tmpfs).
+   * Default false.
    */
   public Options directReads(boolean direct) {
     this.directReads = direct;
@@ -665,17 +665,21 @@ public final class Options {
   }
 
   /**
-   * Writes of the store's files (log segments, key index and delete list tables, the WAL) bypass
-   * the operating system's page cache (O_DIRECT), as Magma's do: every write sends the whole 4 KiB
-   * blocks it covers straight to the disk from an aligned buffer (re-sending the start of its first
-   * block, read back from the page cache), and only its last, partial block goes through the page
-   * cache, so a flush or a compaction leaves no dirty pages behind to be written back later, and
-   * its cost is counted where it is paid. The aligned buffers (256 KiB each, one per writing
-   * thread: the flusher, the compaction and collection threads, the WAL) come out of the block
-   * cache's part of the quota ({@code writeBufferBytes} in the stats); a write that finds none free
-   * goes through the page cache. {@code Basalt.open} refuses it on a file system without direct I/O
-   * (tmpfs). Reads are as {@link #directReads} says. Default false (docs/benchmarks.md, "Direct
-   * writes").
+   * Large writes of the store's files (log segments, key index and delete list tables) bypass the
+   * operating system's page cache (O_DIRECT), as Magma's do: a write that covers at least 64 KiB of
+   * whole 4 KiB blocks (a flush's or a compaction's, which gather their blocks into 128 KiB writes)
+   * sends those blocks straight to the disk from an aligned buffer, re-sending the start of its
+   * first block, read back from the page cache; its partial last block, and smaller writes, go
+   * through the page cache. So a flush or a compaction leaves no dirty pages to be written back
+   * later, and its cost is counted where it is paid. The WAL's small writes never go direct (a
+   * commit would wait for the device); under {@link SyncMode#SYNC} the WAL is opened with O_DSYNC
+   * instead, a write and its sync in one call. The aligned buffers (256 KiB, one per writing
+   * thread: the flusher, the compaction and collection threads) come out of the block cache's part
+   * of the quota ({@code writeBufferBytes} in the stats); a write that finds none free goes through
+   * the page cache. {@code Basalt.open} refuses it on a file system without direct I/O. Reads are
+   * as {@link #directReads} says. Default false: on the machine measured it cost a fifth of the
+   * update race's throughput, as every large write waits for the device (docs/benchmarks.md,
+   * "Direct writes").
    */
   public Options directWrites(boolean direct) {
     this.directWrites = direct;
