@@ -122,7 +122,9 @@ import java.util.Map;
  *       need them and take their room from {@code blockCacheCapacity}, and {@code
  *       readBufferOverflows} (buffers taken beyond the pool); {@code writeBufferBytes} (with {@link
  *       Options#directWrites}: the aligned buffers writes stage through, in {@code memoryInUse},
- *       taken from {@code blockCacheCapacity} as they are made);
+ *       taken from {@code blockCacheCapacity} as they are made), counters {@code directWriteBytes}
+ *       (bytes it wrote around the page cache) and {@code directWriteBufferedBytes} (bytes of the
+ *       same files' writes that went through it: partial last blocks and writes under 64 KiB);
  *   <li>block cache counters: {@code blockCacheHits}, {@code blockCacheMisses} (each miss is a read
  *       from disk, but for a batched get's documents, which share block reads), {@code
  *       blockCacheDocumentHits}, {@code blockCacheDocumentMisses} (of those, documents), {@code

@@ -88,7 +88,12 @@ class DirectWritesTest {
       Map<String, Integer> flags = openFlags();
       assertTrue(direct(flags.getOrDefault("seg", 0)), "a segment open with O_DIRECT: " + flags);
       assertTrue((flags.getOrDefault("log", 0) & O_DSYNC) != 0, "the WAL with O_DSYNC: " + flags);
-      assertTrue(db.stats().asMap().get("writeBufferBytes") > 0, "staged: " + db.stats().asMap());
+      Map<String, Long> st = db.stats().asMap();
+      assertTrue(st.get("writeBufferBytes") > 0, "staged: " + st);
+      // 3 MB of documents flushed: most of the segments' bytes went around the page cache
+      assertTrue(st.get("directWriteBytes") > 2_000_000, "direct: " + st);
+      assertTrue(
+          st.get("directWriteBytes") > st.get("directWriteBufferedBytes"), "mostly direct: " + st);
     }
     try (Basalt db = Basalt.open(dir.resolve("db"), o.syncMode(SyncMode.NONE))) {
       Map<String, Integer> flags = openFlags();
@@ -99,6 +104,10 @@ class DirectWritesTest {
     try (Basalt db =
         Basalt.open(dir.resolve("db"), o.syncMode(SyncMode.SYNC).directWrites(false))) {
       Map<String, Integer> flags = openFlags();
+      Keyspace first = db.keyspace("default");
+      for (int i = 0; i < 100; i++) first.put(("more-" + i).getBytes(), value(i));
+      db.flush();
+      assertEquals(0, db.stats().asMap().get("directWriteBytes"), "nothing direct without it");
       for (Map.Entry<String, Integer> e : flags.entrySet()) {
         assertTrue(!direct(e.getValue()), "nothing direct without directWrites: " + flags);
         assertEquals(0, e.getValue() & O_DSYNC, "nothing O_DSYNC without directWrites: " + flags);

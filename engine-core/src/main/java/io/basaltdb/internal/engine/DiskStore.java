@@ -239,8 +239,14 @@ final class DiskStore implements Store {
     } catch (BasaltException e) {
       // a failing disk: the store reports its failure elsewhere
     }
+    long[] direct = storage.directWriteBytes();
     return new FileStats(
-        total, diskBytes(storage, committed), versionSet.checkpointOnlyBytes(), preallocated);
+        total,
+        diskBytes(storage, committed),
+        versionSet.checkpointOnlyBytes(),
+        preallocated,
+        direct[0],
+        direct[1]);
   }
 
   /**

@@ -868,7 +868,7 @@ final class MemoryStore implements Store, CommitTarget {
 
   @Override
   public FileStats fileStats() {
-    return new FileStats(Manifest.Counters.ZERO, 0, 0, 0);
+    return new FileStats(Manifest.Counters.ZERO, 0, 0, 0, 0, 0);
   }
 
   /** Stops the background pass and lets go of the checkpoints' snapshots. */

@@ -205,6 +205,8 @@ final class StatsReport {
     m.put("l0StallNanos", s.l0StallNanos.sum());
     m.put("obsoleteDeleteFailures", s.obsoleteDeleteFailures.sum());
     m.put("preallocatedBytes", files.preallocatedBytes());
+    m.put("directWriteBytes", files.directWriteBytes());
+    m.put("directWriteBufferedBytes", files.directWriteBufferedBytes());
     Version v = versions.current();
     garbage(m, s, v, catalog);
     m.put("writeCacheBytes", v.active.bytes() + (v.immutable == null ? 0 : v.immutable.bytes()));

@@ -92,7 +92,9 @@ interface Store {
       Manifest.Counters counters,
       long diskBytes,
       long checkpointOnlyBytes,
-      long preallocatedBytes) {}
+      long preallocatedBytes,
+      long directWriteBytes,
+      long directWriteBufferedBytes) {}
 
   /** Stops the store's workers and closes its files (after the pipeline is closed). */
   void close();

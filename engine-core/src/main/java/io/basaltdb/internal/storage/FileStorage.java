@@ -268,6 +268,7 @@ public final class FileStorage implements Storage {
    * Bytes written around the page cache under {@code directWrites}, and bytes those files' writes
    * sent through it (partial last blocks, writes of no whole block, writes that found no buffer).
    */
+  @Override
   public long[] directWriteBytes() {
     return new long[] {staging.directBytes.sum(), staging.bufferedBytes.sum()};
   }

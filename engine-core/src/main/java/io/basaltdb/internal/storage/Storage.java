@@ -88,6 +88,14 @@ public interface Storage {
   default void useWriteBuffers(io.basaltdb.spi.ReadBuffers buffers) {}
 
   /**
+   * Under {@code Options.directWrites}: {bytes written around the page cache, bytes of the same
+   * files' writes that went through it}; {0, 0} for a storage without direct writes.
+   */
+  default long[] directWriteBytes() {
+    return new long[2];
+  }
+
+  /**
    * Opens an existing file for reading only (a backup on a read-only mount); writes through it
    * fail.
    */
