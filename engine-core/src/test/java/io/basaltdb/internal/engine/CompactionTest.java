@@ -333,7 +333,9 @@ class CompactionTest {
               && name.contains("/index/")
               && Thread.currentThread().getName().startsWith("basalt-compactor")) {
             try {
-              Thread.sleep(5); // every block compaction writes takes 5 ms
+              // every write of a compaction's table takes 25 ms: a table gathers its blocks into
+              // one write (TableWriter.WRITE_BUFFER), where these tiny ones took five of 5 ms
+              Thread.sleep(25);
             } catch (InterruptedException ex) {
               Thread.currentThread().interrupt();
             }
