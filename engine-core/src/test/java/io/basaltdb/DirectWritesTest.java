@@ -70,6 +70,29 @@ class DirectWritesTest {
     return v;
   }
 
+  /**
+   * A store whose directory refuses the O_DIRECT probe write is refused at the open with the
+   * option's name, having written nothing. (This kernel's tmpfs takes O_DIRECT, so the probe is
+   * made to fail here by a directory where it would create its file.)
+   */
+  @Test
+  void aDirectoryRefusingTheDirectWriteProbe_isRefusedAtTheOpen_havingWrittenNothing()
+      throws Exception {
+    Path db = dir.resolve("refused");
+    Files.createDirectories(db.resolve(".direct-write-probe"));
+    InvalidArgumentException e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            InvalidArgumentException.class,
+            () -> Basalt.open(db, Options.defaults().directWrites(true)));
+    assertTrue(e.getMessage().startsWith("directWrites: the file system of"), e.getMessage());
+    try (var files = Files.list(db)) {
+      assertEquals(0, files.count(), "nothing written, the probe gone");
+    }
+    try (Basalt ok = Basalt.open(db, Options.defaults())) { // without the option it opens
+      ok.keyspace("default").put("k".getBytes(), "v".getBytes());
+    }
+  }
+
   @Test
   void directWrites_openSegmentsAndTablesWithODirect_andASyncWalWithODsync() throws Exception {
     org.junit.jupiter.api.Assumptions.assumeTrue(
