@@ -259,11 +259,6 @@ public final class FileStorage implements Storage {
     staging.pool = pool;
   }
 
-  /** Whether this storage writes its files around the page cache ({@code Options.directWrites}). */
-  public boolean directWrites() {
-    return directWrites;
-  }
-
   /**
    * Bytes written around the page cache under {@code directWrites}, and bytes those files' writes
    * sent through it (partial last blocks, writes of no whole block, writes that found no buffer).
@@ -344,7 +339,9 @@ public final class FileStorage implements Storage {
           FileChannel.open(
               plain.path(), StandardOpenOption.WRITE, com.sun.nio.file.ExtendedOpenOption.DIRECT);
       return new DirectWriteFile(plain, direct, DIRECT_ALIGNMENT, staging);
-    } catch (IOException | UnsupportedOperationException e) { // refused at the open when not
+    } catch (IOException | UnsupportedOperationException e) {
+      // the constructor's probe found O_DIRECT writable: a failure here is this file's, not the
+      // file system's
       try {
         file.close();
       } catch (RuntimeException closing) {
