@@ -43,6 +43,7 @@ public final class Options {
   private boolean directReads;
   private boolean directWrites;
   private boolean mappedReads = true;
+  private boolean keyOrderedRuns = true;
   private long blockCacheSize = -1;
   private double fragmentationThreshold = 0.5;
   private boolean flushLookups = false;
@@ -108,6 +109,7 @@ public final class Options {
     o.directReads = directReads;
     o.directWrites = directWrites;
     o.mappedReads = mappedReads;
+    o.keyOrderedRuns = keyOrderedRuns;
     o.blockCacheSize = blockCacheSize;
     o.fragmentationThreshold = fragmentationThreshold;
     o.flushLookups = flushLookups;
@@ -711,6 +713,23 @@ public final class Options {
   }
 
   /**
+   * A flush writes each ordered keyspace's documents as key-ordered runs (docs/format.md,
+   * "Key-ordered runs"): runs of up to 16 MiB of the flush's documents, taken in seqno order, each
+   * stored in key order, so a scan finds neighbouring keys' documents in shared blocks instead of
+   * one block per document; the seqno index gets an entry per document of a run (12 bytes). False
+   * writes them in seqno order, as builds before 2026-12-07 did (a store holding runs stays
+   * readable either way). Hashed keyspaces are always written in seqno order. Default true.
+   */
+  public Options keyOrderedRuns(boolean keyOrdered) {
+    this.keyOrderedRuns = keyOrdered;
+    return this;
+  }
+
+  public boolean keyOrderedRuns() {
+    return keyOrderedRuns;
+  }
+
+  /**
    * Bytes of the memory quota for the block cache, which holds the key index's index, filter and
    * data blocks, the log segments' index pages and recently read documents off the heap; what the
    * cache does not hold is read from disk when needed. The rest of the quota goes to the write
@@ -1259,6 +1278,8 @@ public final class Options {
         + directWrites
         + ", mappedReads="
         + mappedReads
+        + ", keyOrderedRuns="
+        + keyOrderedRuns
         + ", blockCacheSize="
         + blockCacheSize()
         + ", fragmentationThreshold="

@@ -3,7 +3,10 @@ package io.basaltdb.internal.segment;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_COUNT_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FIRST_SEQNO_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAGS_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_KEYED;
+import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_LZ4;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_RUN_END;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_ZSTD;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_LAST_SEQNO_OFFSET;
@@ -30,7 +33,8 @@ import net.jpountz.lz4.LZ4SafeDecompressor;
  * A data block read back from a segment file, checked and decoded (docs/format.md, "Data block").
  * The constructor verifies the checksum, decompresses, and walks every document, so a Block that
  * exists is well-formed: its documents' seqnos run strictly from the header's first to its last
- * seqno and their encodings fill the payload exactly. Anything else is a {@link
+ * seqno (a block of a key-ordered run: its documents are in key order, each seqno the run's base
+ * plus its delta) and their encodings fill the payload exactly. Anything else is a {@link
  * CorruptionException}.
  *
  * <p>Thread-safety: immutable after construction.
@@ -40,8 +44,20 @@ final class Block {
   private static final LZ4SafeDecompressor LZ4 = LZ4Factory.fastestInstance().safeDecompressor();
 
   final long offset;
+
+  /** The smallest and largest seqno of its documents. */
   final long firstSeqno;
+
   final long lastSeqno;
+
+  /**
+   * A block of a key-ordered run (docs/format.md, "Key-ordered runs"): documents in key order,
+   * seqnos in no order; {@link #runStart} is the offset of the run's first block. Else -1.
+   */
+  final long runStart;
+
+  /** The last block of its key-ordered run. */
+  final boolean runEnd;
   private final byte[] data;
   private final int base;
   private final long[] seqnos;
@@ -81,10 +97,20 @@ final class Block {
     int stored = length - BLOCK_HEADER_SIZE;
     int rawLength = SegmentFormat.getInt(b, off + BLOCK_RAW_LENGTH_OFFSET);
     int count = SegmentFormat.getInt(b, off + BLOCK_COUNT_OFFSET);
-    firstSeqno = SegmentFormat.getLong(b, off + BLOCK_FIRST_SEQNO_OFFSET);
-    lastSeqno = SegmentFormat.getLong(b, off + BLOCK_LAST_SEQNO_OFFSET);
-    if ((flags & ~(BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)) != 0
-        || flags == (BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)
+    long first = SegmentFormat.getLong(b, off + BLOCK_FIRST_SEQNO_OFFSET);
+    long last = SegmentFormat.getLong(b, off + BLOCK_LAST_SEQNO_OFFSET);
+    boolean keyed = (flags & BLOCK_FLAG_KEYED) != 0;
+    if (keyed) { // the run's base seqno and first block: the documents give the block's range
+      runStart = last;
+      last = Long.MAX_VALUE;
+    } else {
+      runStart = -1;
+    }
+    runEnd = (flags & BLOCK_FLAG_RUN_END) != 0;
+    if ((flags & ~(BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD | BLOCK_FLAG_KEYED | BLOCK_FLAG_RUN_END)) != 0
+        || (runEnd && !keyed)
+        || (flags & (BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)) == (BLOCK_FLAG_LZ4 | BLOCK_FLAG_ZSTD)
+        || (keyed && (runStart < FILE_HEADER_SIZE || runStart > fileOffset))
         || b[off + BLOCK_RESERVED_OFFSET] != 0
         || b[off + BLOCK_RESERVED_OFFSET + 1] != 0
         || SegmentFormat.getInt(b, off + BLOCK_SEGMENT_OFFSET) != (int) segmentId) {
@@ -97,8 +123,8 @@ final class Block {
         || (lz4 || zstd ? stored >= rawLength : stored != rawLength)
         || count < 1
         || count > rawLength / MIN_DOC_SIZE
-        || firstSeqno < 0
-        || lastSeqno < firstSeqno) {
+        || first < 0
+        || last < first) {
       throw corrupt("data block header fields out of range");
     }
     if (lz4) {
@@ -133,7 +159,23 @@ final class Block {
     }
     seqnos = new long[count];
     starts = new int[count];
-    walk(rawLength);
+    walk(rawLength, first, last, keyed);
+    if (keyed) {
+      long min = Long.MAX_VALUE, max = Long.MIN_VALUE;
+      for (long q : seqnos) {
+        min = Math.min(min, q);
+        max = Math.max(max, q);
+      }
+      firstSeqno = min;
+      lastSeqno = max;
+    } else {
+      firstSeqno = first;
+      lastSeqno = last;
+    }
+  }
+
+  boolean keyed() {
+    return runStart >= 0;
   }
 
   /**
@@ -143,18 +185,29 @@ final class Block {
     return (i + 1 < starts.length ? starts[i + 1] : cursor) - starts[i];
   }
 
-  /** Checks every document's encoding and records where each starts. */
-  private void walk(int rawLength) {
+  /**
+   * Checks every document's encoding and records where each starts. In seqno order ({@code keyed}
+   * false) the seqnos run strictly from {@code first} to {@code last}; in a key-ordered run each is
+   * {@code first} (the run's base) plus its delta.
+   */
+  private void walk(int rawLength, long first, long last, boolean keyed) {
     int end = base + rawLength;
     cursor = base;
-    long seqno = firstSeqno;
+    long seqno = first;
     for (int i = 0; i < seqnos.length; i++) {
       starts[i] = cursor;
       long delta = readVarLong(end, 10);
-      if (i == 0 ? delta != 0 : delta < 1 || delta > lastSeqno - seqno) {
-        throw corrupt("document " + i + " has seqno delta " + delta);
+      if (keyed) {
+        if (delta < 0 || delta >= Long.MAX_VALUE - first) {
+          throw corrupt("document " + i + " has seqno delta " + delta);
+        }
+        seqno = first + delta;
+      } else {
+        if (i == 0 ? delta != 0 : delta < 1 || delta > last - seqno) {
+          throw corrupt("document " + i + " has seqno delta " + delta);
+        }
+        seqno += delta;
       }
-      seqno += delta;
       seqnos[i] = seqno;
       if (cursor >= end) throw corrupt("document " + i + " overruns the block");
       int flags = data[cursor++];
@@ -173,7 +226,7 @@ final class Block {
       }
       cursor += (int) (keyLength + valueLength);
     }
-    if (cursor != end || seqno != lastSeqno) {
+    if (cursor != end || (!keyed && seqno != last)) {
       throw corrupt("documents do not fill the block or end before its last seqno");
     }
   }
@@ -209,7 +262,10 @@ final class Block {
     return seqnos[i];
   }
 
-  /** Index of the first document with a seqno at or above {@code seqno}; count() if none. */
+  /**
+   * Index of the first document with a seqno at or above {@code seqno}; count() if none. Blocks in
+   * seqno order only.
+   */
   int ceiling(long seqno) {
     int i = Arrays.binarySearch(seqnos, seqno);
     return i >= 0 ? i : -i - 1;
@@ -217,8 +273,21 @@ final class Block {
 
   /** The document with this seqno, or null. */
   Document find(long seqno) {
-    int i = Arrays.binarySearch(seqnos, seqno);
+    int i = indexOf(seqno);
     return i < 0 ? null : document(i);
+  }
+
+  /** The index of the document with this seqno, or -1. */
+  int indexOf(long seqno) {
+    if (runStart < 0) {
+      int i = Arrays.binarySearch(seqnos, seqno);
+      return i < 0 ? -1 : i;
+    }
+    if (seqno < firstSeqno || seqno > lastSeqno) return -1;
+    for (int i = 0; i < seqnos.length; i++) { // key order: a few dozen documents at most
+      if (seqnos[i] == seqno) return i;
+    }
+    return -1;
   }
 
   /** A fresh copy of document {@code i}; its encoding was checked by the constructor. */

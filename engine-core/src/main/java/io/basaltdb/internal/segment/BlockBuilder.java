@@ -3,7 +3,9 @@ package io.basaltdb.internal.segment;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_COUNT_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FIRST_SEQNO_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAGS_OFFSET;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_KEYED;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_LZ4;
+import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_RUN_END;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_ZSTD;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_LAST_SEQNO_OFFSET;
@@ -27,7 +29,9 @@ import net.jpountz.lz4.LZ4Factory;
  * into one checksummed block record, LZ4- or zstd-compressed, (docs/format.md, "Data block"). A
  * document is {@code varint seqnoDelta, flags, [varint expiry], varint keyLength, varint
  * valueLength, key, value}; the first document's delta is 0 (its seqno is the header's first
- * seqno), every later one's is the distance to its predecessor, at least 1.
+ * seqno), every later one's is the distance to its predecessor, at least 1. In a key-ordered run
+ * ({@link #startRun}) documents come in key order and each delta is the distance from the run's
+ * base seqno.
  *
  * <p>Thread-safety: none; owned by one {@link SegmentWriter}.
  */
@@ -45,6 +49,16 @@ final class BlockBuilder {
   private long firstSeqno;
   private long lastSeqno;
   private long offset;
+
+  /**
+   * A key-ordered run is being built ({@link #startRun}): documents come in key order, each seqno
+   * stored as its distance from {@link #runBase}; the sealed header carries the run's base seqno
+   * and its first block's offset, {@link #runStart} (-1 until the run's first document).
+   */
+  private boolean keyed;
+
+  private long runBase;
+  private long runStart;
 
   /** The sealed record; reused between blocks, regrown for big ones. */
   private byte[] record = new byte[0];
@@ -88,7 +102,29 @@ final class BlockBuilder {
 
   /** Encoded size of the document if it were added to this block now. */
   int sizeIfAdded(long seqno, int keyLength, int valueLength, long expiry) {
-    return encodedSize(count == 0 ? 0 : seqno - lastSeqno, keyLength, valueLength, expiry);
+    return encodedSize(delta(seqno), keyLength, valueLength, expiry);
+  }
+
+  private long delta(long seqno) {
+    if (keyed) return seqno - runBase;
+    return count == 0 ? 0 : seqno - lastSeqno;
+  }
+
+  /**
+   * Starts a key-ordered run whose seqnos are all at or above {@code base}; the builder must be
+   * empty. Blocks sealed until {@link #endRun} are the run's.
+   */
+  void startRun(long base) {
+    if (count != 0) throw new IllegalStateException("a run starts in an empty block");
+    keyed = true;
+    runBase = base;
+    runStart = -1;
+  }
+
+  /** Ends the run {@link #startRun} began; the builder must be empty (its last block sealed). */
+  void endRun() {
+    if (count != 0) throw new IllegalStateException("a run ends with its last block sealed");
+    keyed = false;
   }
 
   /**
@@ -106,15 +142,17 @@ final class BlockBuilder {
       boolean tombstone,
       long expiry) {
     int size = sizeIfAdded(seqno, key.length, valueLength, expiry);
+    long delta = delta(seqno);
     if (count == 0) {
       offset = blockOffset;
       firstSeqno = seqno;
       lastSeqno = seqno;
+      if (keyed && runStart < 0) runStart = blockOffset;
     }
     if (length + size > raw.length) {
       raw = Arrays.copyOf(raw, Math.max(length + size, raw.length * 2));
     }
-    int p = SegmentFormat.putVarLong(raw, length, seqno - lastSeqno);
+    int p = SegmentFormat.putVarLong(raw, length, delta);
     raw[p++] =
         (byte)
             ((tombstone ? DOC_FLAG_TOMBSTONE : 0)
@@ -135,6 +173,11 @@ final class BlockBuilder {
    * returned buffer is valid until the next call.
    */
   ByteBuffer seal(long segmentId) {
+    return seal(segmentId, false);
+  }
+
+  /** As {@link #seal(long)}; in a run, {@code runEnd} marks its last block. */
+  ByteBuffer seal(long segmentId, boolean runEnd) {
     int bound =
         BLOCK_HEADER_SIZE
             + Math.max(
@@ -166,11 +209,12 @@ final class BlockBuilder {
     }
     Arrays.fill(record, 0, BLOCK_HEADER_SIZE, (byte) 0);
     record[TYPE_OFFSET] = TYPE_BLOCK;
-    record[BLOCK_FLAGS_OFFSET] = (byte) flags;
+    record[BLOCK_FLAGS_OFFSET] =
+        (byte) (flags | (keyed ? BLOCK_FLAG_KEYED | (runEnd ? BLOCK_FLAG_RUN_END : 0) : 0));
     SegmentFormat.putInt(record, BLOCK_STORED_LENGTH_OFFSET, stored);
     SegmentFormat.putInt(record, BLOCK_RAW_LENGTH_OFFSET, length);
-    SegmentFormat.putLong(record, BLOCK_FIRST_SEQNO_OFFSET, firstSeqno);
-    SegmentFormat.putLong(record, BLOCK_LAST_SEQNO_OFFSET, lastSeqno);
+    SegmentFormat.putLong(record, BLOCK_FIRST_SEQNO_OFFSET, keyed ? runBase : firstSeqno);
+    SegmentFormat.putLong(record, BLOCK_LAST_SEQNO_OFFSET, keyed ? runStart : lastSeqno);
     SegmentFormat.putInt(record, BLOCK_COUNT_OFFSET, count);
     SegmentFormat.putInt(record, BLOCK_SEGMENT_OFFSET, (int) segmentId);
     int end = BLOCK_HEADER_SIZE + stored;

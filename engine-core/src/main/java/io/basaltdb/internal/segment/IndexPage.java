@@ -177,7 +177,10 @@ final class IndexPage {
       boolean sorted =
           i == 0
               ? seqnos[0] >= 0 && children[0] >= FILE_HEADER_SIZE
-              : seqnos[i] > seqnos[i - 1] && children[i] > children[i - 1];
+              : seqnos[i] > seqnos[i - 1]
+                  && (children[i] > children[i - 1]
+                      // a key-ordered run's documents: seqno order is not block order
+                      || (pageLevel == 0 && children[i] >= FILE_HEADER_SIZE));
       if (!sorted || children[i] >= fileOffset) {
         throw new CorruptionException(file, fileOffset, "index page entry " + i + " out of order");
       }

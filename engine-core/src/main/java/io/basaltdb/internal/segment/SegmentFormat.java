@@ -60,6 +60,17 @@ final class SegmentFormat {
    */
   static final int BLOCK_FLAG_ZSTD = 2;
 
+  /**
+   * Block flag: a block of a key-ordered run (docs/format.md, "Key-ordered runs"). Its documents
+   * are in key order, each seqno stored as its distance from the run's base seqno (the header's
+   * first seqno field); the header's last seqno field holds the file offset of the run's first
+   * block instead.
+   */
+  static final int BLOCK_FLAG_KEYED = 4;
+
+  /** Block flag, with {@link #BLOCK_FLAG_KEYED} only: the last block of its run. */
+  static final int BLOCK_FLAG_RUN_END = 8;
+
   // Seqno-index page header; ENTRY_SIZE-byte entries follow.
   static final int PAGE_LEVEL_OFFSET = 5;
   static final int PAGE_FLAGS_OFFSET = 6;

@@ -317,6 +317,31 @@ public final class SegmentReader {
   }
 
   /**
+   * The block in the first {@code got} bytes of {@code b}, read at block offset {@code off},
+   * checked and decoded once for every document a batched read wants of it ({@link
+   * #findInDecoded}); null if they do not hold a whole valid block of this segment (a stale hint, a
+   * damaged block, or a block longer than the read: the caller falls back to a point read, which
+   * reports damage).
+   */
+  public Object decodeRead(long off, byte[] b, int got) {
+    touch();
+    if (got < BLOCK_HEADER_SIZE) return null;
+    int length = Block.recordLength(b, 0);
+    if (length < BLOCK_HEADER_SIZE || length > got || length > state.tailOffset() - off)
+      return null;
+    try {
+      return new Block(b, 0, length, file.name(), off, state.segmentId());
+    } catch (CorruptionException staleOrDamaged) {
+      return null;
+    }
+  }
+
+  /** The document with {@code seqno} in a block {@link #decodeRead} gave, or null. */
+  public Document findInDecoded(Object block, long seqno) {
+    return ((Block) block).find(seqno);
+  }
+
+  /**
    * The whole length of the block whose first {@code got} bytes a batched read of block offset
    * {@code off} put in {@code b}, if the block is longer than that (a document bigger than a
    * block): the caller reads the rest and calls {@link #findInRead} with all of it. -1 if the bytes
@@ -429,7 +454,11 @@ public final class SegmentReader {
   /** The block a {@link #locate} result names, checked against its index entry. */
   private Block indexedBlock(long[] leaf) {
     Block b = readBlock(leaf[0], leaf[1]);
-    if (b.firstSeqno != leaf[2] || b.lastSeqno > state.lastSeqno()) {
+    boolean agrees =
+        b.keyed() // an entry per document: the block holds the entry's seqno
+            ? b.indexOf(leaf[2]) >= 0
+            : b.firstSeqno == leaf[2];
+    if (!agrees || b.lastSeqno > state.lastSeqno()) {
       throw new CorruptionException(
           file.name(),
           leaf[0],

@@ -19,7 +19,8 @@ import java.util.List;
 /**
  * Appends documents in seqno order to the tail log segment and maintains its seqno index (Magma,
  * seed 000 section 3: "log-structured storage of documents in seqno order, with a per-segment seqno
- * index"). Layout: docs/format.md, "Log segment".
+ * index"). A flush appends its documents as key-ordered runs instead ({@link #appendRun}): in key
+ * order within the run, with an index entry per document. Layout: docs/format.md, "Log segment".
  *
  * <p>Documents are packed into data blocks of about {@code blockSize} uncompressed bytes. When a
  * block is sealed it is written at the tail, and its entry {@code (firstSeqno, offset)} goes into
@@ -223,20 +224,7 @@ public final class SegmentWriter {
     checkUsable();
     if (expiry < 0)
       throw new InvalidArgumentException("segment append: a negative expiry " + expiry);
-    if (key == null
-        || value == null
-        || key.length > MAX_KEY_SIZE
-        || valueLength > MAX_VALUE_SIZE
-        || valueOffset < 0
-        || valueLength < 0
-        || valueOffset > value.length - valueLength) {
-      throw new InvalidArgumentException(
-          "segment append: key and value must be non-null, at most "
-              + MAX_KEY_SIZE
-              + " and "
-              + MAX_VALUE_SIZE
-              + " bytes");
-    }
+    checkDocument(key, value, valueOffset, valueLength);
     if (seqno <= lastSeqno || seqno == Long.MAX_VALUE) {
       throw new InvalidArgumentException(
           "segment append: seqno " + seqno + " is not above the last seqno " + lastSeqno);
@@ -264,6 +252,129 @@ public final class SegmentWriter {
     } catch (RuntimeException e) {
       failed = true;
       throw e;
+    }
+  }
+
+  /**
+   * The documents of a key-ordered run ({@link #appendRun}), in the order they are stored: key
+   * order. A document's value is {@code value(i)[valueOffset(i), valueOffset(i) +
+   * valueLength(i))}.
+   */
+  public interface Run {
+    int size();
+
+    long seqno(int i);
+
+    byte[] key(int i);
+
+    byte[] value(int i);
+
+    int valueOffset(int i);
+
+    int valueLength(int i);
+
+    boolean tombstone(int i);
+
+    long expiry(int i);
+  }
+
+  /**
+   * Appends {@code docs} as one key-ordered run (docs/format.md, "Key-ordered runs"): their blocks
+   * in the order given (key order), so a scan of neighbouring keys finds their documents in a few
+   * neighbouring blocks, where seqno order scatters them over the whole flush; then a seqno index
+   * entry per document, in seqno order, so lookups by seqno and the seqno-ordered walk still work.
+   * Every seqno must exceed every earlier one and be distinct. Fills {@code hints[i]} and {@code
+   * sizes[i]} with document {@code i}'s location hint and encoded size. Throws
+   * InvalidArgumentException, having appended nothing, for a seqno out of order or repeated, a key
+   * over 64 KiB or a value over 20 MiB, or a segment past 3 GiB.
+   */
+  public void appendRun(Run docs, long[] hints, int[] sizes) {
+    checkUsable();
+    int n = docs.size();
+    if (n == 0) return;
+    long[] order = new long[n];
+    for (int i = 0; i < n; i++) {
+      long seqno = docs.seqno(i);
+      checkDocument(docs.key(i), docs.value(i), docs.valueOffset(i), docs.valueLength(i));
+      if (docs.expiry(i) < 0)
+        throw new InvalidArgumentException("segment append: a negative expiry " + docs.expiry(i));
+      if (seqno <= lastSeqno || seqno == Long.MAX_VALUE) {
+        throw new InvalidArgumentException(
+            "segment append: seqno " + seqno + " is not above the last seqno " + lastSeqno);
+      }
+      order[i] = seqno;
+    }
+    java.util.Arrays.sort(order);
+    for (int i = 1; i < n; i++) {
+      if (order[i] == order[i - 1])
+        throw new InvalidArgumentException("segment append: seqno " + order[i] + " twice in a run");
+    }
+    if (tail >= HARD_SIZE_LIMIT) {
+      throw new InvalidArgumentException(
+          "segment " + file.name() + " is full (" + tail + " bytes); roll to a new one");
+    }
+    try {
+      if (!block.isEmpty()) sealBlock();
+      block.startRun(order[0]);
+      long bytes = 0;
+      for (int i = 0; i < n; i++) {
+        long seqno = docs.seqno(i);
+        int length = docs.valueLength(i);
+        long expiry = docs.expiry(i);
+        int size = block.sizeIfAdded(seqno, docs.key(i).length, length, expiry);
+        if (!block.isEmpty() && block.length() + size > options.blockSize()) sealRunBlock(false);
+        int docSize =
+            block.add(
+                tail,
+                seqno,
+                docs.key(i),
+                docs.value(i),
+                docs.valueOffset(i),
+                length,
+                docs.tombstone(i),
+                expiry);
+        hints[i] = SegmentFormat.hint(segmentId, block.offset());
+        sizes[i] = docSize;
+        bytes += docSize;
+        if (block.length() >= options.blockSize() && i < n - 1) sealRunBlock(false);
+      }
+      sealRunBlock(true); // never empty: the last document is in it
+      block.endRun();
+      // One entry per document, in seqno order: a lookup by seqno lands on its block.
+      Integer[] bySeqno = new Integer[n];
+      for (int i = 0; i < n; i++) bySeqno[i] = i;
+      java.util.Arrays.sort(bySeqno, (a, b) -> Long.compare(docs.seqno(a), docs.seqno(b)));
+      for (int i : bySeqno) addEntry(0, docs.seqno(i), hints[i] & 0xFFFF_FFFFL);
+      lastSeqno = order[n - 1];
+      documentCount += n;
+      documentBytes += bytes;
+      lastDocumentSize = sizes[n - 1];
+      dirty = true;
+    } catch (RuntimeException e) {
+      failed = true;
+      throw e;
+    }
+  }
+
+  /** Writes the open block of a run at the tail; its documents' entries come after the run. */
+  private void sealRunBlock(boolean last) {
+    write(block.seal(segmentId, last));
+  }
+
+  private static void checkDocument(byte[] key, byte[] value, int valueOffset, int valueLength) {
+    if (key == null
+        || value == null
+        || key.length > MAX_KEY_SIZE
+        || valueLength > MAX_VALUE_SIZE
+        || valueOffset < 0
+        || valueLength < 0
+        || valueOffset > value.length - valueLength) {
+      throw new InvalidArgumentException(
+          "segment append: key and value must be non-null, at most "
+              + MAX_KEY_SIZE
+              + " and "
+              + MAX_VALUE_SIZE
+              + " bytes");
     }
   }
 

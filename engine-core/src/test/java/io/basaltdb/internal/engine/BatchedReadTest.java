@@ -235,7 +235,11 @@ class BatchedReadTest {
   void getAll_readsEachBlockOnce_evenForKeysThatReachItAfterItsReadCompleted() throws Exception {
     MemStorage storage = new MemStorage(1);
     HeldReads held = new HeldReads();
-    try (Engine e = Engine.open(storage, leveled().readQueueDepth(4), held.provider())) {
+    // Documents in seqno order (no key-ordered runs), so keys that share a document block are far
+    // apart in the key index and reach the block at different times.
+    try (Engine e =
+        Engine.open(
+            storage, leveled().readQueueDepth(4).keyOrderedRuns(false), held.provider())) {
       int n = 2000;
       for (int i = 0; i < n; i++)
         put(e, 1, key(i * 7919 % n), value(i * 7919 % n)); // log order is not key order
@@ -253,6 +257,43 @@ class BatchedReadTest {
           "no block read twice: " + held.submitted + " reads of " + held.blocks.size() + " blocks");
       assertTrue(
           held.blocks.size() < 2 * keys.size(), "documents share blocks: " + held.blocks.size());
+    }
+  }
+
+  /**
+   * Key-ordered runs: keys written in scrambled order, then read as neighbours in key order (as a
+   * scan's documents are), find their documents in shared blocks, each read once; in seqno order
+   * nearly every key needs a block of its own.
+   */
+  @Test
+  void keyOrderedRuns_putKeyNeighboursWrittenApartInSharedBlocks() throws Exception {
+    for (boolean runs : new boolean[] {true, false}) {
+      MemStorage storage = new MemStorage(3);
+      HeldReads held = new HeldReads();
+      try (Engine e =
+          Engine.open(
+              storage, leveled().readQueueDepth(4).keyOrderedRuns(runs), held.provider())) {
+        int n = 2000;
+        for (int i = 0; i < n; i++) put(e, 1, key(i * 7919 % n), value(i * 7919 % n));
+        e.flush();
+        assertTrue(e.waitForCompactions(30_000));
+        List<byte[]> keys = new ArrayList<>();
+        for (int i = 1000; i < 1040; i++) keys.add(key(i)); // neighbours in the key index
+        List<byte[]> got = held.run(() -> e.getAll(ids(1, keys.size()), keys), false);
+        for (int j = 0; j < keys.size(); j++)
+          assertArrayEquals(value(1000 + j), got.get(j), "key " + j);
+        long documentBlocks =
+            held.blocks.stream().filter(b -> b.getKey().toString().contains(".seg")).count();
+        if (runs) {
+          assertTrue(
+              documentBlocks <= keys.size() / 3,
+              "40 neighbours from " + documentBlocks + " document blocks");
+        } else {
+          assertTrue(
+              documentBlocks >= keys.size() * 3 / 4,
+              "seqno order: " + documentBlocks + " document blocks for 40 keys");
+        }
+      }
     }
   }
 

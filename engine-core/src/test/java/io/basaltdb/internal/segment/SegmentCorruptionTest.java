@@ -25,12 +25,31 @@ class SegmentCorruptionTest {
         "SegmentCorruptionTest seed: " + SEED + " (rerun with -Dbasalt.test.seed=" + SEED + ")");
   }
 
-  /** A segment with several blocks, a two-level index and stale checkpoint pages. */
+  /**
+   * A segment with several blocks, a two-level index and stale checkpoint pages; every fifth group
+   * of documents is a key-ordered run.
+   */
   static SegmentState build(ByteArrayFile file, TestDocs t, int docs) {
     SegmentWriter w =
         SegmentWriter.create(
             file, 6, 1, SegmentOptions.defaults().withBlockSize(300).withPageSize(64));
     for (int i = 0; i < docs; i++) {
+      if (i % 35 == 20) { // a run of small documents, as a flush writes them
+        java.util.List<Document> run = new ArrayList<>();
+        for (int j = 0; j < 7; j++) {
+          Document d = t.next();
+          run.add(new Document(d.seqno(), d.key(), t.bytes(t.random.nextInt(120)), d.tombstone()));
+        }
+        run.sort((a, b) -> java.util.Arrays.compareUnsigned(a.key(), b.key()));
+        long[] h = new long[run.size()];
+        w.appendRun(TestDocs.run(run), h, new int[run.size()]);
+        for (int j = 0; j < run.size(); j++) {
+          t.docs.put(run.get(j).seqno(), run.get(j));
+          t.hints.put(run.get(j).seqno(), h[j]);
+        }
+        i += run.size() - 1;
+        continue;
+      }
       Document d = t.next();
       t.append(w, new Document(d.seqno(), d.key(), t.bytes(t.random.nextInt(120)), d.tombstone()));
       if (i % 7 == 3) {

@@ -66,6 +66,74 @@ final class TestDocs {
     return hint;
   }
 
+  /**
+   * Appends {@code n} random documents as one key-ordered run ({@link SegmentWriter#appendRun}):
+   * seqnos as {@link #next} gives them, stored in key order (ties by seqno). Returns them in the
+   * order stored.
+   */
+  java.util.List<Document> appendRun(SegmentWriter w, int n) {
+    java.util.List<Document> run = new java.util.ArrayList<>();
+    for (int i = 0; i < n; i++) run.add(next());
+    run.sort(
+        (a, b) -> {
+          int c = java.util.Arrays.compareUnsigned(a.key(), b.key());
+          return c != 0 ? c : Long.compare(a.seqno(), b.seqno());
+        });
+    long[] h = new long[n];
+    int[] sizes = new int[n];
+    w.appendRun(run(run), h, sizes);
+    for (int i = 0; i < n; i++) {
+      docs.put(run.get(i).seqno(), run.get(i));
+      hints.put(run.get(i).seqno(), h[i]);
+    }
+    return run;
+  }
+
+  /** {@code docs} as a segment run. */
+  static SegmentWriter.Run run(java.util.List<Document> docs) {
+    return new SegmentWriter.Run() {
+      @Override
+      public int size() {
+        return docs.size();
+      }
+
+      @Override
+      public long seqno(int i) {
+        return docs.get(i).seqno();
+      }
+
+      @Override
+      public byte[] key(int i) {
+        return docs.get(i).key();
+      }
+
+      @Override
+      public byte[] value(int i) {
+        return docs.get(i).value();
+      }
+
+      @Override
+      public int valueOffset(int i) {
+        return 0;
+      }
+
+      @Override
+      public int valueLength(int i) {
+        return docs.get(i).value().length;
+      }
+
+      @Override
+      public boolean tombstone(int i) {
+        return docs.get(i).tombstone();
+      }
+
+      @Override
+      public long expiry(int i) {
+        return docs.get(i).expiry();
+      }
+    };
+  }
+
   void appendRandom(SegmentWriter w, int n) {
     for (int i = 0; i < n; i++) {
       append(w, next());

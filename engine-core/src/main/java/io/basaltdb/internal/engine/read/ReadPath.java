@@ -499,6 +499,13 @@ public final class ReadPath {
     /** The key index block, checked and parsed once for all the keys that wait for it. */
     TableReader.FetchedBlock table;
 
+    /**
+     * The document block, checked and decoded once for all the keys that wait for it (a scan's
+     * neighbouring keys share blocks of a key-ordered run); {@link #NOT_DECODED} until the first
+     * key takes it, null if it is not a valid block.
+     */
+    Object doc = NOT_DECODED;
+
     final List<BatchedGet> waiters = new ArrayList<>(1);
 
     Fetch(Object id, io.basaltdb.spi.ReadTarget target, long offset, int size, ByteBuffer dst) {
@@ -515,6 +522,8 @@ public final class ReadPath {
    * transport.
    */
   private static final long SLOW_IN_PLACE_NANOS = 50_000;
+
+  private static final Object NOT_DECODED = new Object();
 
   /** Identifies a read within a batch: the same block asked for by several keys is read once. */
   private record FetchKey(Object reader, long offset) {}
@@ -770,7 +779,13 @@ public final class ReadPath {
       return;
     }
     KeyRecord rec = g.record;
-    Document d = reader.findInRead(g.blockOffset, b, have, rec.seqno);
+    Document d;
+    if (g.longBlock != null) {
+      d = reader.findInRead(g.blockOffset, b, have, rec.seqno);
+    } else {
+      if (f.doc == NOT_DECODED) f.doc = reader.decodeRead(g.blockOffset, b, have);
+      d = f.doc == null ? null : reader.findInDecoded(f.doc, rec.seqno);
+    }
     if (d == null || !Arrays.equals(d.key(), g.key)) {
       d =
           readDocument(

@@ -527,8 +527,13 @@ public final class Flusher {
             ? startLookups(older, keys.toArray(new byte[0][]))
             : null;
     try {
-      writeDocuments(
-          ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
+      if (options.keyOrderedRuns()) {
+        writeRuns(
+            ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
+      } else {
+        writeDocuments(
+            ks, keys, entries, seqnos, order, hints, sizes, edit, older.segmentLimit(options));
+      }
     } catch (RuntimeException | Error e) {
       if (pending != null) pending.await();
       throw e;
@@ -798,6 +803,105 @@ public final class Flusher {
               WriteCache.expiryOf(e));
       sizes[i] = w.lastDocumentSize();
       stats.segmentBytesWritten.add(w.size() - before);
+    }
+  }
+
+  /**
+   * The most document bytes (keys and values) of one key-ordered run: a seqno-ordered walk of a
+   * run (the change feed, collection) holds the whole run decoded.
+   */
+  static final long RUN_BYTES = 16L << 20;
+
+  /**
+   * Appends an ordered keyspace's flushed documents to its tail segments as key-ordered runs
+   * (docs/architecture.md, "Key-ordered runs"): the documents taken in seqno order ({@code order})
+   * are cut into runs of at most {@link #RUN_BYTES} and at most what the tail segment has room for
+   * below {@code limit} (at least one document), and each run is written in key order, so the
+   * documents of neighbouring keys share blocks and a scan reads a few blocks per run instead of one
+   * per document. Each run's seqnos follow the previous run's, so segments keep their seqno ranges.
+   */
+  private void writeRuns(
+      int ks,
+      List<byte[]> keys,
+      List<byte[]> entries,
+      long[] seqnos,
+      int[] order,
+      long[] hints,
+      int[] sizes,
+      VersionEdit edit,
+      long limit) {
+    int n = keys.size();
+    SegmentTail tail = writers.get(ks);
+    for (int j = 0; j < n; ) {
+      if (tail == null || tail.writer().size() >= limit) {
+        if (tail != null) edit.putSegment(ks, checkpoint(tail));
+        tail = newSegment(ks, seqnos[order[j]], limit);
+      }
+      SegmentWriter w = tail.writer();
+      long budget = Math.min(RUN_BYTES, limit - w.size());
+      int from = j;
+      long bytes = 0;
+      do {
+        bytes += keys.get(order[j]).length + entries.get(order[j]).length;
+        j++;
+      } while (j < n
+          && bytes + keys.get(order[j]).length + entries.get(order[j]).length <= budget);
+      int[] run = Arrays.copyOfRange(order, from, j);
+      Arrays.sort(run); // the keys are sorted: index order is key order
+      long[] runHints = new long[run.length];
+      int[] runSizes = new int[run.length];
+      long before = w.size();
+      w.appendRun(new FlushedRun(run, seqnos, keys, entries), runHints, runSizes);
+      for (int k = 0; k < run.length; k++) {
+        hints[run[k]] = runHints[k];
+        sizes[run[k]] = runSizes[k];
+      }
+      stats.segmentBytesWritten.add(w.size() - before);
+    }
+  }
+
+  /** The entries {@code run} names (indexes into a flush's sorted lists), as a segment run. */
+  private record FlushedRun(int[] run, long[] seqnos, List<byte[]> keys, List<byte[]> entries)
+      implements SegmentWriter.Run {
+    @Override
+    public int size() {
+      return run.length;
+    }
+
+    @Override
+    public long seqno(int i) {
+      return seqnos[run[i]];
+    }
+
+    @Override
+    public byte[] key(int i) {
+      return keys.get(run[i]);
+    }
+
+    @Override
+    public byte[] value(int i) {
+      return entries.get(run[i]);
+    }
+
+    @Override
+    public int valueOffset(int i) {
+      return WriteCache.valueOffset(entries.get(run[i]));
+    }
+
+    @Override
+    public int valueLength(int i) {
+      byte[] e = entries.get(run[i]);
+      return e.length - WriteCache.valueOffset(e);
+    }
+
+    @Override
+    public boolean tombstone(int i) {
+      return WriteCache.isTombstone(entries.get(run[i]));
+    }
+
+    @Override
+    public long expiry(int i) {
+      return WriteCache.expiryOf(entries.get(run[i]));
     }
   }
 
