@@ -4,7 +4,6 @@ import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_COUNT_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FIRST_SEQNO_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAGS_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_KEYED;
-import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_LZ4;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_RUN_END;
 import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_FLAG_ZSTD;
@@ -17,6 +16,7 @@ import static io.basaltdb.internal.segment.SegmentFormat.BLOCK_STORED_LENGTH_OFF
 import static io.basaltdb.internal.segment.SegmentFormat.CRC_OFFSET;
 import static io.basaltdb.internal.segment.SegmentFormat.CRC_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.DOC_FLAG_TOMBSTONE;
+import static io.basaltdb.internal.segment.SegmentFormat.FILE_HEADER_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.MAX_BLOCK_RAW_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.MAX_KEY_SIZE;
 import static io.basaltdb.internal.segment.SegmentFormat.MAX_VALUE_SIZE;
@@ -58,6 +58,7 @@ final class Block {
 
   /** The last block of its key-ordered run. */
   final boolean runEnd;
+
   private final byte[] data;
   private final int base;
   private final long[] seqnos;

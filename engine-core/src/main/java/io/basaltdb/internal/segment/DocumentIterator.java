@@ -165,8 +165,8 @@ public final class DocumentIterator implements Iterator<Document> {
    * belongs to, and orders its documents at or above {@link #fromSeqno} by seqno. The seqno index
    * may have placed the walk at a block in the middle of the run: it starts again at the run's
    * first block. The run's blocks are contiguous, from its first to the one flagged as its last;
-   * index pages (the run's own entries) come after it. A flush's run is
-   * at most {@code Flusher}'s run limit (16 MiB of documents), so the walk holds that much.
+   * index pages (the run's own entries) come after it. A flush's run is at most {@code Flusher}'s
+   * run limit (16 MiB of documents), so the walk holds that much.
    */
   private void readRun(Block first, int length) {
     long start = first.runStart;

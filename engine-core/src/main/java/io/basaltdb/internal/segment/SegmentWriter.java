@@ -257,8 +257,7 @@ public final class SegmentWriter {
 
   /**
    * The documents of a key-ordered run ({@link #appendRun}), in the order they are stored: key
-   * order. A document's value is {@code value(i)[valueOffset(i), valueOffset(i) +
-   * valueLength(i))}.
+   * order. A document's value is {@code value(i)[valueOffset(i), valueOffset(i) + valueLength(i))}.
    */
   public interface Run {
     int size();

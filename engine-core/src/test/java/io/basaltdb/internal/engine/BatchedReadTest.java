@@ -238,8 +238,7 @@ class BatchedReadTest {
     // Documents in seqno order (no key-ordered runs), so keys that share a document block are far
     // apart in the key index and reach the block at different times.
     try (Engine e =
-        Engine.open(
-            storage, leveled().readQueueDepth(4).keyOrderedRuns(false), held.provider())) {
+        Engine.open(storage, leveled().readQueueDepth(4).keyOrderedRuns(false), held.provider())) {
       int n = 2000;
       for (int i = 0; i < n; i++)
         put(e, 1, key(i * 7919 % n), value(i * 7919 % n)); // log order is not key order
@@ -271,8 +270,7 @@ class BatchedReadTest {
       MemStorage storage = new MemStorage(3);
       HeldReads held = new HeldReads();
       try (Engine e =
-          Engine.open(
-              storage, leveled().readQueueDepth(4).keyOrderedRuns(runs), held.provider())) {
+          Engine.open(storage, leveled().readQueueDepth(4).keyOrderedRuns(runs), held.provider())) {
         int n = 2000;
         for (int i = 0; i < n; i++) put(e, 1, key(i * 7919 % n), value(i * 7919 % n));
         e.flush();

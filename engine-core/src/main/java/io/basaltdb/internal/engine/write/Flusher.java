@@ -807,8 +807,8 @@ public final class Flusher {
   }
 
   /**
-   * The most document bytes (keys and values) of one key-ordered run: a seqno-ordered walk of a
-   * run (the change feed, collection) holds the whole run decoded.
+   * The most document bytes (keys and values) of one key-ordered run: a seqno-ordered walk of a run
+   * (the change feed, collection) holds the whole run decoded.
    */
   static final long RUN_BYTES = 16L << 20;
 
@@ -817,8 +817,9 @@ public final class Flusher {
    * (docs/architecture.md, "Key-ordered runs"): the documents taken in seqno order ({@code order})
    * are cut into runs of at most {@link #RUN_BYTES} and at most what the tail segment has room for
    * below {@code limit} (at least one document), and each run is written in key order, so the
-   * documents of neighbouring keys share blocks and a scan reads a few blocks per run instead of one
-   * per document. Each run's seqnos follow the previous run's, so segments keep their seqno ranges.
+   * documents of neighbouring keys share blocks and a scan reads a few blocks per run instead of
+   * one per document. Each run's seqnos follow the previous run's, so segments keep their seqno
+   * ranges.
    */
   private void writeRuns(
       int ks,
@@ -844,8 +845,7 @@ public final class Flusher {
       do {
         bytes += keys.get(order[j]).length + entries.get(order[j]).length;
         j++;
-      } while (j < n
-          && bytes + keys.get(order[j]).length + entries.get(order[j]).length <= budget);
+      } while (j < n && bytes + keys.get(order[j]).length + entries.get(order[j]).length <= budget);
       int[] run = Arrays.copyOfRange(order, from, j);
       Arrays.sort(run); // the keys are sorted: index order is key order
       long[] runHints = new long[run.length];
