@@ -304,16 +304,8 @@ public final class SegmentReader {
    * index and reports damage.
    */
   public Document findInRead(long off, byte[] b, int got, long seqno) {
-    touch();
-    if (got < BLOCK_HEADER_SIZE) return null;
-    int length = Block.recordLength(b, 0);
-    if (length < BLOCK_HEADER_SIZE || length > got || length > state.tailOffset() - off)
-      return null;
-    try {
-      return new Block(b, 0, length, file.name(), off, state.segmentId()).find(seqno);
-    } catch (CorruptionException staleOrDamaged) {
-      return null;
-    }
+    Object block = decodeRead(off, b, got);
+    return block == null ? null : findInDecoded(block, seqno);
   }
 
   /**
