@@ -264,6 +264,12 @@ public final class SegmentWriter {
 
     long seqno(int i);
 
+    /**
+     * The document with the {@code j}-th smallest seqno: {@code seqno(bySeqno(0)) <
+     * seqno(bySeqno(1)) < ...} (the writer checks it, so it sorts nothing).
+     */
+    int bySeqno(int j);
+
     byte[] key(int i);
 
     byte[] value(int i);
@@ -291,22 +297,28 @@ public final class SegmentWriter {
     checkUsable();
     int n = docs.size();
     if (n == 0) return;
-    long[] order = new long[n];
-    for (int i = 0; i < n; i++) {
+    long previous = lastSeqno;
+    for (int j = 0; j < n; j++) {
+      int i = docs.bySeqno(j);
+      if (i < 0 || i >= n) {
+        throw new InvalidArgumentException(
+            "segment append: a run of " + n + " documents names document " + i + " in seqno order");
+      }
       long seqno = docs.seqno(i);
+      if (seqno <= previous || seqno == Long.MAX_VALUE) {
+        throw new InvalidArgumentException(
+            j == 0
+                ? "segment append: seqno " + seqno + " is not above the last seqno " + lastSeqno
+                : seqno == previous
+                    ? "segment append: seqno " + seqno + " twice in a run"
+                    : "segment append: a run's seqno order gives " + seqno + " after " + previous);
+      }
+      previous = seqno;
+    }
+    for (int i = 0; i < n; i++) {
       checkDocument(docs.key(i), docs.value(i), docs.valueOffset(i), docs.valueLength(i));
       if (docs.expiry(i) < 0)
         throw new InvalidArgumentException("segment append: a negative expiry " + docs.expiry(i));
-      if (seqno <= lastSeqno || seqno == Long.MAX_VALUE) {
-        throw new InvalidArgumentException(
-            "segment append: seqno " + seqno + " is not above the last seqno " + lastSeqno);
-      }
-      order[i] = seqno;
-    }
-    java.util.Arrays.sort(order);
-    for (int i = 1; i < n; i++) {
-      if (order[i] == order[i - 1])
-        throw new InvalidArgumentException("segment append: seqno " + order[i] + " twice in a run");
     }
     if (tail >= HARD_SIZE_LIMIT) {
       throw new InvalidArgumentException(
@@ -314,7 +326,7 @@ public final class SegmentWriter {
     }
     try {
       if (!block.isEmpty()) sealBlock();
-      block.startRun(order[0]);
+      block.startRun(docs.seqno(docs.bySeqno(0)));
       long bytes = 0;
       for (int i = 0; i < n; i++) {
         long seqno = docs.seqno(i);
@@ -340,11 +352,11 @@ public final class SegmentWriter {
       sealRunBlock(true); // never empty: the last document is in it
       block.endRun();
       // One entry per document, in seqno order: a lookup by seqno lands on its block.
-      Integer[] bySeqno = new Integer[n];
-      for (int i = 0; i < n; i++) bySeqno[i] = i;
-      java.util.Arrays.sort(bySeqno, (a, b) -> Long.compare(docs.seqno(a), docs.seqno(b)));
-      for (int i : bySeqno) addEntry(0, docs.seqno(i), hints[i] & 0xFFFF_FFFFL);
-      lastSeqno = order[n - 1];
+      for (int j = 0; j < n; j++) {
+        int i = docs.bySeqno(j);
+        addEntry(0, docs.seqno(i), hints[i] & 0xFFFF_FFFFL);
+      }
+      lastSeqno = previous;
       documentCount += n;
       documentBytes += bytes;
       lastDocumentSize = sizes[n - 1];

@@ -102,6 +102,61 @@ class KeyOrderedRunTest {
     assertThrows(
         InvalidArgumentException.class,
         () -> w.appendRun(TestDocs.run(old), new long[1], new int[1]));
+    List<Document> twoDocs = new ArrayList<>();
+    twoDocs.add(new Document(last + 7, "d".getBytes(), new byte[3], false));
+    twoDocs.add(new Document(last + 6, "e".getBytes(), new byte[3], false));
+    SegmentWriter.Run sorted = TestDocs.run(twoDocs);
+    for (int[] lie : new int[][] {{0, 1}, {1, 1}, {1, 2}}) {
+      SegmentWriter.Run lying = // a seqno order out of order, repeating a document, out of range
+          new SegmentWriter.Run() {
+            @Override
+            public int size() {
+              return 2;
+            }
+
+            @Override
+            public int bySeqno(int j) {
+              return lie[j];
+            }
+
+            @Override
+            public long seqno(int i) {
+              return sorted.seqno(i);
+            }
+
+            @Override
+            public byte[] key(int i) {
+              return sorted.key(i);
+            }
+
+            @Override
+            public byte[] value(int i) {
+              return sorted.value(i);
+            }
+
+            @Override
+            public int valueOffset(int i) {
+              return 0;
+            }
+
+            @Override
+            public int valueLength(int i) {
+              return sorted.valueLength(i);
+            }
+
+            @Override
+            public boolean tombstone(int i) {
+              return false;
+            }
+
+            @Override
+            public long expiry(int i) {
+              return 0;
+            }
+          };
+      assertThrows(
+          InvalidArgumentException.class, () -> w.appendRun(lying, new long[2], new int[2]));
+    }
     assertEquals(s, w.checkpoint(), "nothing appended");
     assertEquals(s.tailOffset(), w.size());
     t.appendRun(w, 5); // the writer is still usable

@@ -91,10 +91,21 @@ final class TestDocs {
 
   /** {@code docs} as a segment run. */
   static SegmentWriter.Run run(java.util.List<Document> docs) {
+    int[] bySeqno =
+        java.util.stream.IntStream.range(0, docs.size())
+            .boxed()
+            .sorted(java.util.Comparator.comparingLong(i -> docs.get(i).seqno()))
+            .mapToInt(Integer::intValue)
+            .toArray();
     return new SegmentWriter.Run() {
       @Override
       public int size() {
         return docs.size();
+      }
+
+      @Override
+      public int bySeqno(int j) {
+        return bySeqno[j];
       }
 
       @Override

@@ -832,6 +832,7 @@ public final class Flusher {
       VersionEdit edit,
       long limit) {
     int n = keys.size();
+    int[] position = new int[n]; // where each document is in its run
     SegmentTail tail = writers.get(ks);
     for (int j = 0; j < n; ) {
       if (tail == null || tail.writer().size() >= limit) {
@@ -848,10 +849,13 @@ public final class Flusher {
       } while (j < n && bytes + keys.get(order[j]).length + entries.get(order[j]).length <= budget);
       int[] run = Arrays.copyOfRange(order, from, j);
       Arrays.sort(run); // the keys are sorted: index order is key order
+      for (int k = 0; k < run.length; k++) position[run[k]] = k;
+      int[] bySeqno = new int[run.length]; // order[from, j) is the run in seqno order
+      for (int k = 0; k < run.length; k++) bySeqno[k] = position[order[from + k]];
       long[] runHints = new long[run.length];
       int[] runSizes = new int[run.length];
       long before = w.size();
-      w.appendRun(new FlushedRun(run, seqnos, keys, entries), runHints, runSizes);
+      w.appendRun(new FlushedRun(run, bySeqno, seqnos, keys, entries), runHints, runSizes);
       for (int k = 0; k < run.length; k++) {
         hints[run[k]] = runHints[k];
         sizes[run[k]] = runSizes[k];
@@ -861,11 +865,17 @@ public final class Flusher {
   }
 
   /** The entries {@code run} names (indexes into a flush's sorted lists), as a segment run. */
-  private record FlushedRun(int[] run, long[] seqnos, List<byte[]> keys, List<byte[]> entries)
+  private record FlushedRun(
+      int[] run, int[] bySeqno, long[] seqnos, List<byte[]> keys, List<byte[]> entries)
       implements SegmentWriter.Run {
     @Override
     public int size() {
       return run.length;
+    }
+
+    @Override
+    public int bySeqno(int j) {
+      return bySeqno[j];
     }
 
     @Override
