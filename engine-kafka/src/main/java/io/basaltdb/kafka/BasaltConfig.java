@@ -18,8 +18,8 @@ import java.util.TreeMap;
  * {@link SyncMode#NONE}, since every store's data is in its changelog topic (a process crash loses
  * nothing; a power loss is recovered from the changelog, as with Kafka's RocksDB store, which has
  * no write-ahead log at all); writes wait in a WAL buffer of {@link #DEFAULT_WAL_BUFFER_BYTES}
- * until the next commit, which writes them out; restore batches over {@link
- * #DEFAULT_WAL_SKIP_BYTES} skip the log; no exact item counts ({@code approximateNumEntries} is an
+ * until the next commit, which writes them out; only restore batches over {@link #WAL_SKIP_FRACTION
+ * 1/8} of the write cache skip the log; no exact item counts ({@code approximateNumEntries} is an
  * estimate, as RocksDB's is, and costs writes nothing); no checkpoints kept (a store is rebuilt
  * from its changelog, not rolled back), so dropped stores and segments free their space at once.
  *
@@ -44,8 +44,14 @@ public final class BasaltConfig {
    */
   public static final long DEFAULT_WAL_BUFFER_BYTES = 1L << 20;
 
-  /** A restore or putAll batch at least this large skips the write-ahead log. */
-  public static final long DEFAULT_WAL_SKIP_BYTES = 512L << 10;
+  /**
+   * Unless {@code basalt.walSkipBytes} says otherwise, a restore or putAll batch skips the
+   * write-ahead log only when it takes at least this fraction (1/8) of the write cache: a skipped
+   * batch is flushed on its own (a level-0 table and a sync each), which costs more than logging it
+   * with the WAL buffered and unsynced; a batch that large would crowd the write cache instead.
+   * docs/benchmarks.md, "Scans and bulk writes (issue 52)", measures it.
+   */
+  public static final int WAL_SKIP_FRACTION = 8;
 
   private final Path dir;
   private final long sweepMillis;
@@ -75,7 +81,6 @@ public final class BasaltConfig {
         Options.defaults()
             .memoryQuota(DEFAULT_MEMORY_QUOTA)
             .syncMode(SyncMode.NONE)
-            .walSkipBytes(DEFAULT_WAL_SKIP_BYTES)
             .walBufferBytes(DEFAULT_WAL_BUFFER_BYTES)
             .exactItemCounts(false)
             .checkpointRetentionMillis(0)
@@ -110,6 +115,8 @@ public final class BasaltConfig {
             "Streams config " + PREFIX + e.getKey() + ": " + bad.getMessage());
       }
     }
+    if (!given.containsKey("walSkipBytes"))
+      o.walSkipBytes(Math.max(4096, o.writeCacheSize() / WAL_SKIP_FRACTION));
     o.validate();
     return new BasaltConfig(dir, sweep, o);
   }

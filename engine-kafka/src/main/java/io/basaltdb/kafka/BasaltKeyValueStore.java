@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  * prefixScan}; iterators that never return null values and close with the store), the StateStore
  * contract of {@link BasaltStateStore}, and interactive queries ({@code KeyQuery}, {@code
  * RangeQuery}) through Streams' own {@code StoreQueryUtils}. {@code putAll} and each restore batch
- * are one atomic write; a batch over {@code basalt.walSkipBytes} skips the write-ahead log.
+ * are one atomic write; a batch over {@code basalt.walSkipBytes} (an eighth of the write cache by
+ * default) skips the write-ahead log.
  *
  * <p>Thread-safety: as {@link BasaltStateStore}.
  */
