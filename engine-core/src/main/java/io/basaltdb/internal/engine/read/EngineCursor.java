@@ -206,7 +206,8 @@ public final class EngineCursor implements AutoCloseable {
       byte[][] read = snap.reads.readDocuments(f, ks, fileKeys, seqnos, hints, files);
       for (int i = 0; i < files; i++) values[slots[i]] = read[i];
     }
-    java.util.Arrays.fill(fileKeys, 0, files, null); // keeps no key reachable past its refill
+    for (int i = 0; i < files; i++) fileKeys[i] = null; // keeps no key past its refill (a loop, not
+    // Arrays.fill, whose shared type profile made this method recompile)
     if (growing) ahead = Math.min(maxAhead, ahead * 2);
   }
 

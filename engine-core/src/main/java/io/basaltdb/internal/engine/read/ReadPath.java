@@ -381,8 +381,17 @@ public final class ReadPath {
   byte[][] readDocuments(
       KeyspaceFiles files, int ks, byte[][] keys, long[] seqnos, long[] hints, int n) {
     byte[][] out = new byte[n][];
-    List<BatchedGet> waiting = new ArrayList<>(n);
-    for (int i = 0; i < n; i++) {
+    int from = 0;
+    if (transport != null) {
+      InPlace blocks = new InPlace();
+      for (int got = READ; from < n && got == READ; ) {
+        got = readInPlace(files, ks, keys[from], seqnos[from], hints[from], blocks, out, from);
+        if (got != NOT_READ) from++;
+      }
+    }
+    if (from == n) return out;
+    List<BatchedGet> waiting = new ArrayList<>(n - from);
+    for (int i = from; i < n; i++) {
       BatchedGet g = new BatchedGet(i, ks, keys[i], files);
       g.record.seqno = seqnos[i];
       g.record.hint = hints[i];
@@ -392,6 +401,118 @@ public final class ReadPath {
     run(waiting, Long.MIN_VALUE, out);
     return out;
   }
+
+  /**
+   * The blocks a scan's {@link #readInPlace} decoded lately, by (segment reader, block offset), so
+   * neighbouring keys of a key-ordered run, which share blocks, decode each block once while the
+   * scan moves between runs. A handful: a scan interleaves the runs that hold its range.
+   */
+  private static final class InPlace {
+    static final int SLOTS = 16;
+    final Object[] readers = new Object[SLOTS];
+    final long[] offsets = new long[SLOTS];
+    final Object[] blocks = new Object[SLOTS];
+    int next;
+
+    /** The decoded block (null: not a valid block), or {@link #NOT_DECODED} if not held. */
+    Object get(Object reader, long offset) {
+      for (int i = 0; i < SLOTS; i++) {
+        if (readers[i] == reader && offsets[i] == offset) return blocks[i];
+      }
+      return NOT_DECODED;
+    }
+
+    void put(Object reader, long offset, Object block) {
+      readers[next] = reader;
+      offsets[next] = offset;
+      blocks[next] = block;
+      next = (next + 1) % SLOTS;
+    }
+  }
+
+  /**
+   * Reads the document of a scan's live record as {@link #advance} and {@link #take} would, but
+   * with its block copied from the file's mapping on this thread ({@link
+   * io.basaltdb.spi.ReadTarget#readInPlace}) instead of going through a batch's reads and their
+   * hand-offs: a scan over data the page cache holds pays for its copies and decoding, not for
+   * queues, futures and maps. Puts the value in {@code out[i]} and returns {@link #READ}; {@link
+   * #READ_SLOWLY} after a copy slow enough to have waited for the device; {@link #NOT_READ}, having
+   * read nothing, if the block cannot be read in place (no mapping, or a cold file). After either
+   * of the last two, the rest of the scan goes to the batch, whose reads run in parallel.
+   */
+  private int readInPlace(
+      KeyspaceFiles files,
+      int ks,
+      byte[] key,
+      long seqno,
+      long hint,
+      InPlace blocks,
+      byte[][] out,
+      int i) {
+    KeyspaceFiles.Segment s = files.segmentFor(seqno);
+    if (s == null) return NOT_READ; // the batch reports it
+    if (newerThan(ks, s, seqno, 0)) {
+      out[i] = get(ks, key); // as advance()
+      return READ;
+    }
+    var reader = s.reader();
+    byte[] hit = reader.cachedValue(seqno, key);
+    if (hit != null) {
+      out[i] = hit;
+      return READ;
+    }
+    long off = reader.hintedBlock(seqno, hint);
+    boolean stale = false;
+    if (off < 0) { // no hint, or a stale one: the seqno index names the block
+      long found = reader.hintFor(seqno);
+      if (found >= 0) {
+        stale = true;
+        hint = found;
+        off = reader.hintedBlock(seqno, found);
+      }
+    }
+    if (off < 0) {
+      out[i] = readDocument(files, ks, key, seqno, hint).value();
+      return READ;
+    }
+    Object block = blocks.get(reader, off);
+    boolean slow = false;
+    if (block == NOT_DECODED) {
+      byte[] b = new byte[reader.blockReadSize(off)];
+      long start = System.nanoTime();
+      int got;
+      try {
+        got = reader.file().readInPlace(off, ByteBuffer.wrap(b));
+      } catch (BasaltException e) {
+        throw e;
+      } catch (RuntimeException | Error e) {
+        throw new StorageException("a read of " + reader.file() + " failed: " + e, e);
+      }
+      if (got < 0) return NOT_READ;
+      slow = System.nanoTime() - start >= SLOW_IN_PLACE_NANOS;
+      stats.documentReads.increment();
+      stats.batchedReads.increment();
+      stats.batchedReadsInPlace.increment();
+      if (stale) stats.hintMisses.increment();
+      if (reader.longerBlockLength(off, b, got) > 0) { // a document bigger than a block: rare
+        out[i] = readDocument(files, ks, key, seqno, hint).value();
+        return slow ? READ_SLOWLY : READ;
+      }
+      block = reader.decodeRead(off, b, got);
+      blocks.put(reader, off, block);
+    }
+    Document d = block == null ? null : reader.findInDecoded(block, seqno);
+    if (d == null || !Arrays.equals(d.key(), key)) {
+      d = readDocument(files, ks, key, seqno, hint); // checks and reports as a point read does
+    } else {
+      reader.remember(d);
+    }
+    out[i] = d.value();
+    return slow ? READ_SLOWLY : READ;
+  }
+
+  /** What {@link #readInPlace} did. */
+  private static final int NOT_READ = 0, READ = 1, READ_SLOWLY = 2;
 
   /**
    * Runs batched lookups to their ends: each key goes as far as it can without I/O, then waits for
