@@ -12,12 +12,12 @@ import java.util.TreeMap;
  * Pebble's {@code arenaskl} does the same with offsets into one arena.
  *
  * <p>The range is reserved once per JVM, lazily, with {@code mmap(MAP_NORESERVE)} and {@code
- * MADV_HUGEPAGE}: it costs address space only, and pages are backed on first touch. Its size is
- * {@code -Dbasalt.memory.region} (bytes, with an optional k/m/g suffix; default and maximum 32g,
- * the most a 32-bit reference in 8-byte units can name). Freed spans go back to the operating
- * system with {@code MADV_DONTNEED} and are reused, coalesced, first fit. Offset 0 is never handed
- * out, so reference 0 is null. Where mmap is unavailable (not Linux) the range is one {@code
- * malloc} of the configured size.
+ * MADV_HUGEPAGE}, called through jffi ({@link Libc}): it costs address space only, and pages are
+ * backed on first touch. Its size is {@code -Dbasalt.memory.region} (bytes, with an optional k/m/g
+ * suffix; default and maximum 32g, the most a 32-bit reference in 8-byte units can name). Freed
+ * spans go back to the operating system with {@code MADV_DONTNEED} and are reused, coalesced, first
+ * fit. Offset 0 is never handed out, so reference 0 is null. Where mmap is unavailable (not Linux)
+ * the range is one {@code malloc} of the configured size.
  *
  * <p>Thread-safety: {@link #allocate} and {@link #free} are synchronized on the class; {@link #ref}
  * and {@link #address} are pure arithmetic.
@@ -44,19 +44,17 @@ public final class Region {
     long size = parseSize(System.getProperty("basalt.memory.region", "32g"));
     long base = 0;
     boolean mapped = false;
-    if (System.getProperty("os.name", "").startsWith("Linux")) {
-      net.openhft.posix.PosixAPI posix = net.openhft.posix.PosixAPI.posix();
+    if (System.getProperty("os.name", "").startsWith("Linux") && Libc.LOADED) {
       for (long s = size;
           s >= (256L << 20) && base == 0;
           s >>>= 1) { // strict overcommit may refuse
-        long raw =
-            posix.mmap(0, s + HUGE_PAGE, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS_NORESERVE, -1, 0);
+        long raw = Libc.mmap(s + HUGE_PAGE, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS_NORESERVE);
         if (raw != -1 && raw != 0) {
           base = (raw + HUGE_PAGE - 1) & -HUGE_PAGE;
-          if (base > raw) posix.munmap(raw, base - raw);
+          if (base > raw) Libc.munmap(raw, base - raw);
           long tail = raw + s + HUGE_PAGE - (base + s);
-          if (tail > 0) posix.munmap(base + s, tail);
-          posix.madvise(base, s, MADV_HUGEPAGE); // advice only: without THP the mapping still works
+          if (tail > 0) Libc.munmap(base + s, tail);
+          Libc.madvise(base, s, MADV_HUGEPAGE); // advice only: without THP the mapping still works
           size = s;
           mapped = true;
         }
@@ -155,9 +153,77 @@ public final class Region {
         || (after != null && after < at + len)) {
       throw new IllegalStateException("double free of region span 0x" + Long.toHexString(address));
     }
-    if (MAPPED) net.openhft.posix.PosixAPI.posix().madvise(address, len, MADV_DONTNEED);
+    if (MAPPED) Libc.madvise(address, len, MADV_DONTNEED);
     inUse -= len;
     addFree(at, len);
+  }
+
+  /**
+   * {@code mmap}, {@code munmap} and {@code madvise} of the C library, called through jffi, the
+   * native layer under jnr-ffi: jnr-ffi's generated bindings (Chronicle's {@code PosixAPI}) took
+   * 200-850 ms to load at the first open of a store in a JVM, a tenth of a short YCSB load; these
+   * take about 60 ms. Not loaded (no jffi library for this platform): the range is malloc'd.
+   */
+  private static final class Libc {
+    static final boolean LOADED;
+    private static final long MMAP, MUNMAP, MADVISE;
+    private static final com.kenai.jffi.CallContext MMAP_CALL, MUNMAP_CALL, MADVISE_CALL;
+
+    static {
+      long mmap = 0, munmap = 0, madvise = 0;
+      com.kenai.jffi.CallContext mmapCall = null, munmapCall = null, madviseCall = null;
+      boolean loaded = false;
+      try {
+        com.kenai.jffi.Library libc = com.kenai.jffi.Library.getDefault();
+        mmap = libc.getSymbolAddress("mmap");
+        munmap = libc.getSymbolAddress("munmap");
+        madvise = libc.getSymbolAddress("madvise");
+        com.kenai.jffi.Type ptr = com.kenai.jffi.Type.POINTER;
+        com.kenai.jffi.Type size = com.kenai.jffi.Type.ULONG;
+        com.kenai.jffi.Type i32 = com.kenai.jffi.Type.SINT;
+        mmapCall = call(ptr, ptr, size, i32, i32, i32, com.kenai.jffi.Type.SLONG);
+        munmapCall = call(i32, ptr, size);
+        madviseCall = call(i32, ptr, size, i32);
+        loaded = mmap != 0 && munmap != 0 && madvise != 0;
+      } catch (LinkageError | RuntimeException e) { // no jffi stub for this platform
+        loaded = false;
+      }
+      MMAP = mmap;
+      MUNMAP = munmap;
+      MADVISE = madvise;
+      MMAP_CALL = mmapCall;
+      MUNMAP_CALL = munmapCall;
+      MADVISE_CALL = madviseCall;
+      LOADED = loaded;
+    }
+
+    private static com.kenai.jffi.CallContext call(
+        com.kenai.jffi.Type result, com.kenai.jffi.Type... params) {
+      return com.kenai.jffi.CallContext.getCallContext(
+          result, params, com.kenai.jffi.CallingConvention.DEFAULT, false);
+    }
+
+    /** An anonymous mapping of {@code length} bytes anywhere; -1 (MAP_FAILED) if refused. */
+    static long mmap(long length, int prot, int flags) {
+      return com.kenai.jffi.Invoker.getInstance()
+          .invokeL6(MMAP_CALL, MMAP, 0, length, prot, flags, -1, 0);
+    }
+
+    static int munmap(long address, long length) {
+      return (int)
+          com.kenai.jffi.Invoker.getInstance().invokeL2(MUNMAP_CALL, MUNMAP, address, length);
+    }
+
+    static int madvise(long address, long length, int advice) {
+      return (int)
+          com.kenai.jffi.Invoker.getInstance()
+              .invokeL3(MADVISE_CALL, MADVISE, address, length, advice);
+    }
+  }
+
+  /** Whether the range is a reserved mapping (Linux, jffi loaded), not one malloc. */
+  static boolean mapped() {
+    return MAPPED;
   }
 
   /** Bytes of the range handed out and not yet freed. */

@@ -40,6 +40,14 @@ class RegionTest {
   }
 
   @Test
+  void onLinux_theRangeIsAReservedMapping_madeThroughJffi() {
+    if (!System.getProperty("os.name", "").startsWith("Linux")) return;
+    assertTrue(Region.mapped(), "mmap(MAP_NORESERVE) through jffi, not a malloc of the range");
+    assertTrue(Region.SIZE >= (256L << 20), "reserved: " + Region.SIZE);
+    assertEquals(0, Region.BASE & ((2L << 20) - 1), "2 MiB-aligned");
+  }
+
+  @Test
   void freedSpans_coalesce_andAreReused_zeroFilled() {
     long a = Region.allocate(Region.PAGE, Region.PAGE);
     long b = Region.allocate(Region.PAGE, Region.PAGE);
