@@ -3,16 +3,11 @@ package io.basaltdb.io;
 import io.basaltdb.spi.NativeFileCalls;
 import java.io.IOException;
 import java.nio.file.Path;
-import jnr.ffi.LibraryLoader;
-import jnr.ffi.Runtime;
-import jnr.ffi.annotations.In;
-import jnr.ffi.types.off_t;
-import jnr.ffi.types.ssize_t;
 
 /**
- * {@link NativeFileCalls} for Linux through jnr-ffi: {@code fallocate(2)} reserves the blocks of a
- * preallocated segment file, so a write into it cannot fail with no space left on the device the
- * way a write into the hole of a sparse file can.
+ * {@link NativeFileCalls} for Linux through jffi ({@link Libc}): {@code fallocate(2)} reserves the
+ * blocks of a preallocated segment file, so a write into it cannot fail with no space left on the
+ * device the way a write into the hole of a sparse file can.
  *
  * <p>The file is opened by path for the call (the JDK does not expose a channel's descriptor); the
  * engine preallocates once per segment file, so the extra open costs nothing that matters.
@@ -24,46 +19,18 @@ public final class LinuxFileCalls implements NativeFileCalls {
   private static final int O_CLOEXEC = 02000000;
   private static final int EINTR = 4;
   private static final int EOPNOTSUPP = 95;
+  private static final int ENOSYS = 38;
 
-  /** The C library calls used; errno is saved after each call (jnr-ffi's default). */
-  public interface LibC {
-    int open(String path, int flags);
-
-    int fallocate(int fd, int mode, long offset, long length);
-
-    int close(int fd);
-
-    /**
-     * {@code preadv2(2)}: {@code iov} holds {@code iovcnt} pairs of buffer address and length. With
-     * RWF_NOWAIT (8) it reads only what the page cache holds and fails with EAGAIN rather than wait
-     * for the disk.
-     */
-    @ssize_t
-    long preadv2(int fd, @In long[] iov, int iovcnt, @off_t long offset, int flags);
-
-    String strerror(int errno);
-  }
-
-  private final LibC libc;
-  private final Runtime runtime;
+  private final boolean supported;
 
   /** Loads libc; ServiceLoader calls this. Use {@link #isSupported()} before relying on it. */
   public LinuxFileCalls() {
-    LibC loaded = null;
-    if (isLinux()) {
-      try {
-        loaded = LibraryLoader.create(LibC.class).load("c");
-      } catch (RuntimeException | LinkageError e) {
-        loaded = null; // no usable libc binding: allocate() reports unsupported
-      }
-    }
-    this.libc = loaded;
-    this.runtime = loaded == null ? null : Runtime.getRuntime(loaded);
+    this.supported = isLinux() && Libc.UNAVAILABLE == null;
   }
 
   /** True when running on Linux with libc loaded. */
   public boolean isSupported() {
-    return libc != null;
+    return supported;
   }
 
   @Override
@@ -75,25 +42,25 @@ public final class LinuxFileCalls implements NativeFileCalls {
   public boolean allocate(Path file, long length) throws IOException {
     if (length < 0)
       throw new IllegalArgumentException("negative length " + length + " for " + file);
-    if (libc == null) return false;
+    if (!supported) return false;
     String path = file.toAbsolutePath().toString();
-    int fd = libc.open(path, O_WRONLY | O_CLOEXEC);
+    int fd = Libc.open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       throw new IOException(
-          "open of " + path + " for fallocate failed: " + libc.strerror(runtime.getLastError()));
+          "open of " + path + " for fallocate failed: " + Libc.strerror(Libc.errno()));
     }
     try {
       if (length == 0) return true;
       while (true) {
-        if (libc.fallocate(fd, 0, 0, length) == 0) return true;
-        int errno = runtime.getLastError();
+        if (Libc.fallocate(fd, 0, 0, length) == 0) return true;
+        int errno = Libc.errno();
         if (errno == EINTR) continue;
-        if (errno == EOPNOTSUPP) return false;
+        if (errno == EOPNOTSUPP || errno == ENOSYS) return false;
         throw new IOException(
-            "fallocate of " + length + " bytes for " + path + " failed: " + libc.strerror(errno));
+            "fallocate of " + length + " bytes for " + path + " failed: " + Libc.strerror(errno));
       }
     } finally {
-      libc.close(fd);
+      Libc.close(fd);
     }
   }
 

@@ -30,8 +30,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import jnr.ffi.LibraryLoader;
-import jnr.ffi.Runtime;
 
 /**
  * Batched reads through io_uring (netty 4.2's {@link IoUringIoHandler}): a batch's reads become
@@ -121,19 +119,6 @@ public final class UringReadTransport implements ReadTransport {
 
   private static final long SWEEP_NANOS = TimeUnit.SECONDS.toNanos(1);
   private static final AtomicInteger THREADS = new AtomicInteger();
-  private static final LinuxFileCalls.LibC LIBC;
-  private static final Runtime RUNTIME;
-
-  static {
-    LinuxFileCalls.LibC libc = null;
-    try {
-      libc = LibraryLoader.create(LinuxFileCalls.LibC.class).load("c");
-    } catch (RuntimeException | LinkageError e) {
-      libc = null; // create() refuses: the engine falls back to its built-in transport
-    }
-    LIBC = libc;
-    RUNTIME = libc == null ? null : Runtime.getRuntime(libc);
-  }
 
   private final int queueDepth;
   private final ReadBuffers buffers;
@@ -201,9 +186,10 @@ public final class UringReadTransport implements ReadTransport {
           "io_uring is not available here: " + IoUring.unavailabilityCause(),
           IoUring.unavailabilityCause());
     }
-    if (LIBC == null)
+    if (Libc.UNAVAILABLE != null)
       throw new UnsupportedOperationException(
-          "io_uring reads need libc (open, close) through jnr-ffi, which did not load");
+          "io_uring reads need libc (open, close) through jffi, which did not load",
+          Libc.UNAVAILABLE);
     return new UringReadTransport(queueDepth, buffers, inline);
   }
 
@@ -300,10 +286,10 @@ public final class UringReadTransport implements ReadTransport {
             stage != null
                 ? Buffer.memoryAddress(stage)
                 : Buffer.memoryAddress(dst) + dst.position();
-        n = LIBC.preadv2(f.fd, new long[] {address, want}, 1, r.position(), RWF_NOWAIT);
+        n = Libc.preadv2(f.fd, address, want, r.position(), RWF_NOWAIT);
         if (n != want) {
           if (n < 0) {
-            int errno = RUNTIME.getLastError();
+            int errno = Libc.errno();
             if (errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
               inline = false; // not on this kernel
           }
@@ -315,7 +301,7 @@ public final class UringReadTransport implements ReadTransport {
       } finally {
         if (stage != null) buffers.give(stage);
       }
-    } catch (LinkageError e) { // a C library without preadv2
+    } catch (LinkageError e) { // jffi refused the call
       inline = false;
       return false;
     } finally {
@@ -402,7 +388,7 @@ public final class UringReadTransport implements ReadTransport {
     try {
       loop.submit(
               () -> {
-                for (OpenFile f : files.values()) LIBC.close(f.fd);
+                for (OpenFile f : files.values()) Libc.close(f.fd);
                 files.clear();
                 registration.cancel();
               })
@@ -578,7 +564,7 @@ public final class UringReadTransport implements ReadTransport {
                   + " of "
                   + op.file.path
                   + " failed: "
-                  + LIBC.strerror(-res)
+                  + Libc.strerror(-res)
                   + " (errno "
                   + -res
                   + ")"));
@@ -650,14 +636,14 @@ public final class UringReadTransport implements ReadTransport {
     boolean direct = target.direct();
     int fd = openReadOnly(p, direct);
     if (fd < 0) {
-      int errno = RUNTIME.getLastError();
+      int errno = Libc.errno();
       throw new StorageException(
           "open of "
               + p
               + " for io_uring "
               + (direct ? "direct " : "")
               + "reads failed: "
-              + LIBC.strerror(errno)
+              + Libc.strerror(errno)
               + " (errno "
               + errno
               + ")");
@@ -669,7 +655,7 @@ public final class UringReadTransport implements ReadTransport {
       while (files.size() > MAX_FILES && it.hasNext()) {
         OpenFile old = it.next();
         if (old.reads == 0 && old != f) {
-          LIBC.close(old.fd);
+          Libc.close(old.fd);
           it.remove();
         }
       }
@@ -681,8 +667,8 @@ public final class UringReadTransport implements ReadTransport {
   private static int openReadOnly(String path, boolean direct) {
     int fd;
     do {
-      fd = LIBC.open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-    } while (fd < 0 && RUNTIME.getLastError() == EINTR);
+      fd = Libc.open(path, O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+    } while (fd < 0 && Libc.errno() == EINTR);
     return fd;
   }
 
@@ -691,7 +677,7 @@ public final class UringReadTransport implements ReadTransport {
     for (Iterator<OpenFile> it = files.values().iterator(); it.hasNext(); ) {
       OpenFile f = it.next();
       if (f.reads == 0 && !Files.exists(f.path)) {
-        LIBC.close(f.fd);
+        Libc.close(f.fd);
         it.remove();
       }
     }
@@ -775,7 +761,7 @@ public final class UringReadTransport implements ReadTransport {
     }
 
     void release() {
-      if (refs.decrementAndGet() == 0) LIBC.close(fd);
+      if (refs.decrementAndGet() == 0) Libc.close(fd);
     }
   }
 
