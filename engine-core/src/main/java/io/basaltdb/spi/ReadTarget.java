@@ -43,4 +43,12 @@ public interface ReadTarget {
   default int readInPlace(long position, ByteBuffer dst) {
     return -1;
   }
+
+  /**
+   * Whether {@link #readInPlace} may read at all (a mapped file); false when it always refuses, so
+   * a caller skips the attempt. The default: false.
+   */
+  default boolean readsInPlace() {
+    return false;
+  }
 }

@@ -188,6 +188,11 @@ final class FileStorageFile implements StorageFile {
   }
 
   @Override
+  public boolean readsInPlace() {
+    return mapped;
+  }
+
+  @Override
   public int readInPlace(long position, ByteBuffer dst) {
     checkPosition(position);
     ensureOpen();

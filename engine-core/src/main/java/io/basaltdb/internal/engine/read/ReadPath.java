@@ -383,7 +383,7 @@ public final class ReadPath {
     byte[][] out = new byte[n][];
     int from = 0;
     if (transport != null) {
-      InPlace blocks = new InPlace();
+      InPlace blocks = new InPlace(Math.min(n, InPlace.MAX_SLOTS));
       for (int got = READ; from < n && got == READ; ) {
         got = readInPlace(files, ks, keys[from], seqnos[from], hints[from], blocks, out, from);
         if (got != NOT_READ) from++;
@@ -403,20 +403,28 @@ public final class ReadPath {
   }
 
   /**
-   * The blocks a scan's {@link #readInPlace} decoded lately, by (segment reader, block offset), so
-   * neighbouring keys of a key-ordered run, which share blocks, decode each block once while the
-   * scan moves between runs. A handful: a scan interleaves the runs that hold its range.
+   * The blocks a scan's {@link #readInPlace} decoded in one call, by (segment reader, block
+   * offset), so neighbouring keys of a key-ordered run, which share blocks, decode each block once
+   * while the scan moves between runs: one slot per document of the call (a scan's read-ahead is at
+   * most {@link EngineCursor#MAX_READ_AHEAD}), up to {@link #MAX_SLOTS}, then the oldest goes.
    */
   private static final class InPlace {
-    static final int SLOTS = 16;
-    final Object[] readers = new Object[SLOTS];
-    final long[] offsets = new long[SLOTS];
-    final Object[] blocks = new Object[SLOTS];
+    static final int MAX_SLOTS = 128;
+    final Object[] readers;
+    final long[] offsets;
+    final Object[] blocks;
     int next;
+    int used;
+
+    InPlace(int slots) {
+      readers = new Object[Math.max(1, slots)];
+      offsets = new long[readers.length];
+      blocks = new Object[readers.length];
+    }
 
     /** The decoded block (null: not a valid block), or {@link #NOT_DECODED} if not held. */
     Object get(Object reader, long offset) {
-      for (int i = 0; i < SLOTS; i++) {
+      for (int i = 0; i < used; i++) {
         if (readers[i] == reader && offsets[i] == offset) return blocks[i];
       }
       return NOT_DECODED;
@@ -426,7 +434,8 @@ public final class ReadPath {
       readers[next] = reader;
       offsets[next] = offset;
       blocks[next] = block;
-      next = (next + 1) % SLOTS;
+      next = (next + 1) % readers.length;
+      used = Math.max(used, next == 0 ? readers.length : next);
     }
   }
 
@@ -456,6 +465,7 @@ public final class ReadPath {
       return READ;
     }
     var reader = s.reader();
+    if (!reader.file().readsInPlace()) return NOT_READ; // before any lookup the batch would repeat
     byte[] hit = reader.cachedValue(seqno, key);
     if (hit != null) {
       out[i] = hit;
@@ -494,9 +504,10 @@ public final class ReadPath {
       stats.batchedReads.increment();
       stats.batchedReadsInPlace.increment();
       if (stale) stats.hintMisses.increment();
-      if (reader.longerBlockLength(off, b, got) > 0) { // a document bigger than a block: rare
-        out[i] = readDocument(files, ks, key, seqno, hint).value();
-        return slow ? READ_SLOWLY : READ;
+      int whole = reader.longerBlockLength(off, b, got);
+      if (whole > 0) { // a document bigger than a block: the rest of its block, as take() reads it
+        b = Arrays.copyOf(b, whole);
+        got += readRest(reader, off + got, b, got);
       }
       block = reader.decodeRead(off, b, got);
       blocks.put(reader, off, block);
@@ -509,6 +520,30 @@ public final class ReadPath {
     }
     out[i] = d.value();
     return slow ? READ_SLOWLY : READ;
+  }
+
+  /**
+   * Reads {@code b[from..]} from {@code off} of {@code reader}'s file, counted as a document read:
+   * in place, else with a plain read (a block that continues past the mapping's end). Returns the
+   * bytes read; a short read leaves the block incomplete, and the point read after it reports that.
+   */
+  private int readRest(
+      io.basaltdb.internal.segment.SegmentReader reader, long off, byte[] b, int from) {
+    ByteBuffer rest = ByteBuffer.wrap(b, from, b.length - from);
+    stats.documentReads.increment();
+    stats.batchedReads.increment();
+    try {
+      int n = reader.file().readInPlace(off, rest);
+      if (n >= 0) {
+        stats.batchedReadsInPlace.increment();
+        return n;
+      }
+      return Math.max(0, reader.file().read(off, rest));
+    } catch (BasaltException e) {
+      throw e;
+    } catch (RuntimeException | Error e) {
+      throw new StorageException("a read of " + reader.file() + " failed: " + e, e);
+    }
   }
 
   /** What {@link #readInPlace} did. */
