@@ -45,7 +45,7 @@ final class Libc {
       fallocateCall = call(Type.SINT, Type.SINT, Type.SINT, Type.SLONG, Type.SLONG);
       preadv2Call = call(Type.SLONG, Type.SINT, Type.POINTER, Type.SINT, Type.SLONG, Type.SINT);
       strerrorCall = call(Type.POINTER, Type.SINT);
-    } catch (LinkageError | RuntimeException e) { // no jffi stub for this platform
+    } catch (LinkageError | RuntimeException e) { // jffi has no native library for this platform
       unavailable = e;
     }
     OPEN = open;

@@ -185,7 +185,7 @@ public final class Region {
         munmapCall = call(i32, ptr, size);
         madviseCall = call(i32, ptr, size, i32);
         loaded = mmap != 0 && munmap != 0 && madvise != 0;
-      } catch (LinkageError | RuntimeException e) { // no jffi stub for this platform
+      } catch (LinkageError | RuntimeException e) { // jffi has no native library for this platform
         loaded = false;
       }
       MMAP = mmap;

@@ -490,14 +490,7 @@ public final class ReadPath {
     if (block == NOT_DECODED) {
       byte[] b = new byte[reader.blockReadSize(off)];
       long start = System.nanoTime();
-      int got;
-      try {
-        got = reader.file().readInPlace(off, ByteBuffer.wrap(b));
-      } catch (BasaltException e) {
-        throw e;
-      } catch (RuntimeException | Error e) {
-        throw new StorageException("a read of " + reader.file() + " failed: " + e, e);
-      }
+      int got = copyInPlace(reader, off, ByteBuffer.wrap(b));
       if (got < 0) return NOT_READ;
       slow = System.nanoTime() - start >= SLOW_IN_PLACE_NANOS;
       stats.documentReads.increment();
@@ -513,12 +506,7 @@ public final class ReadPath {
       blocks.put(reader, off, block);
     }
     Document d = block == null ? null : reader.findInDecoded(block, seqno);
-    if (d == null || !Arrays.equals(d.key(), key)) {
-      d = readDocument(files, ks, key, seqno, hint); // checks and reports as a point read does
-    } else {
-      reader.remember(d);
-    }
-    out[i] = d.value();
+    out[i] = confirmed(reader, d, files, ks, key, seqno, hint).value();
     return slow ? READ_SLOWLY : READ;
   }
 
@@ -532,18 +520,45 @@ public final class ReadPath {
     ByteBuffer rest = ByteBuffer.wrap(b, from, b.length - from);
     stats.documentReads.increment();
     stats.batchedReads.increment();
+    int n = copyInPlace(reader, off, rest);
+    if (n >= 0) {
+      stats.batchedReadsInPlace.increment();
+      return n;
+    }
+    return Math.max(0, reader.file().read(off, rest));
+  }
+
+  /**
+   * {@link io.basaltdb.spi.ReadTarget#readInPlace} of {@code reader}'s file, its failures reported
+   * as a batch's read reports them ({@link #awaitRead}).
+   */
+  private static int copyInPlace(
+      io.basaltdb.internal.segment.SegmentReader reader, long off, ByteBuffer dst) {
     try {
-      int n = reader.file().readInPlace(off, rest);
-      if (n >= 0) {
-        stats.batchedReadsInPlace.increment();
-        return n;
-      }
-      return Math.max(0, reader.file().read(off, rest));
+      return reader.file().readInPlace(off, dst);
     } catch (BasaltException e) {
       throw e;
     } catch (RuntimeException | Error e) {
       throw new StorageException("a read of " + reader.file() + " failed: " + e, e);
     }
+  }
+
+  /**
+   * {@code d}, found in a block read for {@code key} at {@code seqno}, admitted to the cache; or,
+   * if the block did not hold it (null, or another key's: a stale hint or damage), the point read's
+   * document, which checks and reports as a get does.
+   */
+  private Document confirmed(
+      io.basaltdb.internal.segment.SegmentReader reader,
+      Document d,
+      KeyspaceFiles files,
+      int ks,
+      byte[] key,
+      long seqno,
+      long hint) {
+    if (d == null || !Arrays.equals(d.key(), key)) return readDocument(files, ks, key, seqno, hint);
+    reader.remember(d);
+    return d;
   }
 
   /** What {@link #readInPlace} did. */
@@ -942,14 +957,7 @@ public final class ReadPath {
       if (f.doc == NOT_DECODED) f.doc = reader.decodeRead(g.blockOffset, b, have);
       d = f.doc == null ? null : reader.findInDecoded(f.doc, rec.seqno);
     }
-    if (d == null || !Arrays.equals(d.key(), g.key)) {
-      d =
-          readDocument(
-              g.files, g.ks, g.key, rec.seqno, rec.hint); // checks and reports as a point read does
-    } else {
-      reader.remember(d);
-    }
-    finish(g, d.value(), out);
+    finish(g, confirmed(reader, d, g.files, g.ks, g.key, rec.seqno, rec.hint).value(), out);
   }
 
   private static boolean finish(BatchedGet g, byte[] value, byte[][] out) {

@@ -784,10 +784,7 @@ public final class Flusher {
     SegmentTail tail = writers.get(ks);
     for (int j = 0; j < n; j++) {
       int i = order[j];
-      if (tail == null || tail.writer().size() >= limit) {
-        if (tail != null) edit.putSegment(ks, checkpoint(tail));
-        tail = newSegment(ks, seqnos[i], limit);
-      }
+      tail = withRoom(ks, tail, seqnos[i], limit, edit);
       SegmentWriter w = tail.writer();
       byte[] e = entries.get(i);
       long before = w.size();
@@ -804,6 +801,17 @@ public final class Flusher {
       sizes[i] = w.lastDocumentSize();
       stats.segmentBytesWritten.add(w.size() - before);
     }
+  }
+
+  /**
+   * {@code tail}, or a new tail segment starting at {@code firstSeqno} if there is none or it holds
+   * {@code limit} bytes (the full one checkpointed into {@code edit}).
+   */
+  private SegmentTail withRoom(
+      int ks, SegmentTail tail, long firstSeqno, long limit, VersionEdit edit) {
+    if (tail != null && tail.writer().size() < limit) return tail;
+    if (tail != null) edit.putSegment(ks, checkpoint(tail));
+    return newSegment(ks, firstSeqno, limit);
   }
 
   /**
@@ -835,10 +843,7 @@ public final class Flusher {
     int[] position = new int[n]; // where each document is in its run
     SegmentTail tail = writers.get(ks);
     for (int j = 0; j < n; ) {
-      if (tail == null || tail.writer().size() >= limit) {
-        if (tail != null) edit.putSegment(ks, checkpoint(tail));
-        tail = newSegment(ks, seqnos[order[j]], limit);
-      }
+      tail = withRoom(ks, tail, seqnos[order[j]], limit, edit);
       SegmentWriter w = tail.writer();
       long budget = Math.min(RUN_BYTES, limit - w.size());
       int from = j;
