@@ -169,6 +169,24 @@ public final class Basalt implements AutoCloseable {
     engine.write(b);
   }
 
+  /** A {@link BulkLoad} in chunks of {@link BulkLoad#DEFAULT_CHUNK_BYTES}. */
+  public BulkLoad bulkLoad() {
+    return bulkLoad(BulkLoad.DEFAULT_CHUNK_BYTES);
+  }
+
+  /**
+   * A {@link BulkLoad} into this store that writes its puts and deletes in chunks of {@code
+   * chunkBytes} of keys and values (from {@link BulkLoad#MIN_CHUNK_BYTES} to {@link
+   * BulkLoad#MAX_CHUNK_BYTES}): larger chunks make fewer, larger level-0 tables and take more heap.
+   *
+   * @throws InvalidArgumentException for a chunk size out of range
+   * @throws ClosedException if the store is closed
+   */
+  public BulkLoad bulkLoad(long chunkBytes) {
+    engine.stats(); // throws on a closed store
+    return new BulkLoad(this, chunkBytes);
+  }
+
   /**
    * A batched get across keyspaces: the value of {@code keys.get(i)} in {@code keyspaces.get(i)}
    * for each {@code i}, in order, null where absent. As {@link Keyspace#getAll}, every key's key

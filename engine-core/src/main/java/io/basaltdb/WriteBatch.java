@@ -24,12 +24,37 @@ public final class WriteBatch {
   private static final Keyspace[] NO_KEYSPACES = new Keyspace[0];
 
   /** The operations in the engine's form: their keyspace ids, types, and the bytes copied in. */
-  final Batch batch = new Batch(0);
+  final Batch batch;
 
   /** Each operation's keyspace handle (its store is checked when the batch is written). */
   Keyspace[] keyspaces = NO_KEYSPACES;
 
   private long bytes;
+
+  public WriteBatch() {
+    batch = new Batch(0);
+  }
+
+  private WriteBatch(int operations, long bytes) {
+    batch = new Batch(operations, (int) bytes);
+    keyspaces = new Keyspace[operations];
+  }
+
+  /**
+   * The newest write of each keyspace and key of this batch, one operation each, in key order
+   * (keyspace, then key): what the batch leaves in the store, in the order a flush writes it
+   * ({@link BulkLoad}'s chunks).
+   */
+  WriteBatch newestInKeyOrder() {
+    int[] ops = io.basaltdb.internal.engine.write.BatchOrder.newestInKeyOrder(batch);
+    WriteBatch w = new WriteBatch(ops.length, bytes);
+    for (int i : ops) {
+      w.keyspaces[w.batch.count()] = keyspaces[i];
+      w.batch.addFrom(batch, i);
+      w.bytes += batch.keyLength(i) + Math.max(batch.valueLength(i), 0);
+    }
+    return w;
+  }
 
   public WriteBatch put(Keyspace keyspace, byte[] key, byte[] value) {
     return put(keyspace, key, value, 0);

@@ -1,6 +1,7 @@
 package io.basaltdb.kafka;
 
 import io.basaltdb.BasaltException;
+import io.basaltdb.BulkLoad;
 import io.basaltdb.ClosedException;
 import io.basaltdb.Cursor;
 import io.basaltdb.Keyspace;
@@ -33,9 +34,10 @@ import org.slf4j.LoggerFactory;
  * {@code range} and {@code reverseRange} with both bounds inclusive and null open; {@code
  * prefixScan}; iterators that never return null values and close with the store), the StateStore
  * contract of {@link BasaltStateStore}, and interactive queries ({@code KeyQuery}, {@code
- * RangeQuery}) through Streams' own {@code StoreQueryUtils}. {@code putAll} and each restore batch
- * are one atomic write; a batch over {@code basalt.walSkipBytes} (an eighth of the write cache by
- * default) skips the write-ahead log.
+ * RangeQuery}) through Streams' own {@code StoreQueryUtils}. {@code putAll} is one atomic write;
+ * one over {@code basalt.walSkipBytes} (an eighth of the write cache by default) skips the
+ * write-ahead log. A restore goes through a {@link BulkLoad} in chunks of {@code
+ * basalt.walSkipBytes}, applied in full before any other use of the store.
  *
  * <p>Thread-safety: as {@link BasaltStateStore}.
  */
@@ -58,7 +60,13 @@ public class BasaltKeyValueStore extends BasaltStateStore implements KeyValueSto
     keyspace = null;
   }
 
+  /** The store's keyspace, once a restore under way is applied ({@link #finishRestore}). */
   private Keyspace ks() {
+    finishRestore();
+    return keyspaceOrClosed();
+  }
+
+  private Keyspace keyspaceOrClosed() {
     Keyspace k = keyspace;
     if (k == null || !isOpen())
       throw new InvalidStateStoreException("Store " + name() + " is currently closed");
@@ -70,18 +78,34 @@ public class BasaltKeyValueStore extends BasaltStateStore implements KeyValueSto
     return (RecordBatchingStateRestoreCallback) this::restoreBatch;
   }
 
-  /** One restore batch from the changelog: one write. */
+  /**
+   * One restore batch from the changelog, into the restore's bulk load ({@link #restoreLoad}), or
+   * as one write if the store skips no WAL.
+   */
   void restoreBatch(Collection<ConsumerRecord<byte[], byte[]>> records) {
-    Keyspace k = ks();
-    WriteBatch batch = new WriteBatch();
+    Keyspace k = keyspaceOrClosed();
     synchronized (position) {
-      for (ConsumerRecord<byte[], byte[]> r : records) {
-        ChangelogRecordDeserializationHelper.applyChecksAndUpdatePosition(
-            r, consistencyEnabled, position);
-        if (r.value() == null) batch.delete(k, r.key());
-        else batch.put(k, r.key(), r.value());
+      BulkLoad load = restoreLoad(checkOpen());
+      WriteBatch batch = load == null ? new WriteBatch() : null;
+      try {
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+          ChangelogRecordDeserializationHelper.applyChecksAndUpdatePosition(
+              r, consistencyEnabled, position);
+          if (load == null) {
+            if (r.value() == null) batch.delete(k, r.key());
+            else batch.put(k, r.key(), r.value());
+          } else if (r.value() == null) {
+            load.delete(k, r.key());
+          } else {
+            load.put(k, r.key(), r.value());
+          }
+        }
+      } catch (ClosedException e) {
+        throw new InvalidStateStoreException("Store " + name() + " is currently closed", e);
+      } catch (BasaltException e) {
+        throw failed("restoring", e);
       }
-      write(batch, "restoring");
+      if (batch != null) write(batch, "restoring");
     }
   }
 
@@ -243,12 +267,16 @@ public class BasaltKeyValueStore extends BasaltStateStore implements KeyValueSto
 
   @Override
   long keyCount() {
-    return approximateNumEntries();
+    // The metric (read on the metrics reporter's thread) leaves a restore under way alone.
+    return count(keyspaceOrClosed());
   }
 
   @Override
   public long approximateNumEntries() {
-    Keyspace k = ks();
+    return count(ks());
+  }
+
+  private long count(Keyspace k) {
     try {
       return k.approximateItemCount(); // exact with basalt.exactItemCounts=true
     } catch (BasaltException e) {

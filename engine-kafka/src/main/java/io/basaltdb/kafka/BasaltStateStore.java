@@ -1,6 +1,8 @@
 package io.basaltdb.kafka;
 
 import io.basaltdb.BasaltException;
+import io.basaltdb.BulkLoad;
+import io.basaltdb.ClosedException;
 import io.basaltdb.Keyspace;
 import io.basaltdb.WriteBatch;
 import java.io.File;
@@ -80,6 +82,12 @@ public abstract class BasaltStateStore implements StateStore {
 
   /** Open iterators, closed with the store. */
   final Set<AutoCloseable> iterators = ConcurrentHashMap.newKeySet();
+
+  /**
+   * The bulk load a restore writes through ({@link #restoreLoad}), or null; set and cleared under
+   * {@code position}'s lock.
+   */
+  private volatile BulkLoad restoring;
 
   BasaltStateStore(String name, String kind) {
     this.name = Objects.requireNonNull(name, "name cannot be null");
@@ -198,10 +206,51 @@ public abstract class BasaltStateStore implements StateStore {
     return new ProcessorStateException("Error while " + what + " store " + name, e);
   }
 
+  /**
+   * The bulk load restore batches go through, started by the first batch of a restore, or null if
+   * the store skips no WAL ({@code basalt.walSkipBytes} 0): its chunks are {@code
+   * basalt.walSkipBytes} each, sorted and written straight to segments and a level-0 table on the
+   * load's thread while the next batches fill the next chunk ({@link BulkLoad}). The caller holds
+   * {@code position}'s lock. Whatever it holds is applied by {@link #finishRestore}, which every
+   * other use of the store calls first: Streams tells a store nothing when a restore ends.
+   */
+  BulkLoad restoreLoad(SharedBasalt s) {
+    BulkLoad load = restoring;
+    if (load == null) {
+      long chunk = s.db().options().walSkipBytes();
+      if (chunk <= 0) return null;
+      chunk = Math.max(BulkLoad.MIN_CHUNK_BYTES, Math.min(BulkLoad.MAX_CHUNK_BYTES, chunk));
+      restoring = load = s.db().bulkLoad(chunk);
+    }
+    return load;
+  }
+
+  /**
+   * Applies what a restore gathered and ends its bulk load, if one is under way: every use of the
+   * store but a restore batch calls it first, so what is read, written and committed follows every
+   * restored record. A failure is thrown as the restore's.
+   */
+  void finishRestore() {
+    if (restoring == null) return;
+    synchronized (position) {
+      BulkLoad load = restoring;
+      if (load == null) return;
+      restoring = null;
+      try {
+        load.close();
+      } catch (ClosedException e) {
+        throw new InvalidStateStoreException("Store " + name + " is currently closed", e);
+      } catch (BasaltException e) {
+        throw failed("restoring", e);
+      }
+    }
+  }
+
   @Override
   public void commit(Map<TopicPartition, Long> changelogOffsets) {
     SharedBasalt s = shared;
     if (s == null) return;
+    finishRestore(); // the offsets committed cover only what the store holds
     WriteBatch batch = new WriteBatch();
     byte[] p;
     synchronized (position) {
@@ -243,6 +292,11 @@ public abstract class BasaltStateStore implements StateStore {
   public synchronized void close() {
     SharedBasalt s = shared;
     if (s == null) return;
+    try {
+      finishRestore(); // a restore's last chunk, as a commit would (its offsets are not committed)
+    } catch (RuntimeException e) {
+      log.warn("applying the restore under way at the close of store {} failed", name, e);
+    }
     shared = null;
     if (!iterators.isEmpty()) {
       log.warn("Closing {} open iterators for store {}", iterators.size(), name);

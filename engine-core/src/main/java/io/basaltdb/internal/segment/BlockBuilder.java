@@ -60,6 +60,17 @@ final class BlockBuilder {
   private long runBase;
   private long runStart;
 
+  /**
+   * Blocks still to be stored without trying to compress them, and the blocks in a row that were
+   * stored raw because compressing them saved less than an eighth: after the n-th such block the
+   * next {@code min(2^n, 64)} are not tried (values that do not compress, random or already
+   * compressed, cost one compression in up to 65 blocks instead of one per block); a block that
+   * compresses ends it.
+   */
+  private int skipCompression;
+
+  private int incompressible;
+
   /** The sealed record; reused between blocks, regrown for big ones. */
   private byte[] record = new byte[0];
 
@@ -188,7 +199,11 @@ final class BlockBuilder {
     }
     int stored;
     int flags;
-    if (zstdLevel > 0) {
+    if (skipCompression > 0) {
+      skipCompression--;
+      stored = length; // stored raw below
+      flags = 0;
+    } else if (zstdLevel > 0) {
       com.github.luben.zstd.ZstdCompressCtx ctx = ZstdContexts.takeCompress(zstdLevel);
       try {
         stored =
@@ -202,10 +217,18 @@ final class BlockBuilder {
       stored = LZ4.compress(raw, 0, length, record, BLOCK_HEADER_SIZE, bound - BLOCK_HEADER_SIZE);
       flags = BLOCK_FLAG_LZ4;
     }
-    if (stored >= length) {
+    if (flags == 0 || stored > length - length / 8) {
+      // Kept raw unless compression saves an eighth (RocksDB's rule): reading a raw block skips the
+      // decompression, and a block that barely compresses is not worth it.
+      if (flags != 0) {
+        incompressible = Math.min(incompressible + 1, 6);
+        skipCompression = 1 << incompressible;
+      }
       System.arraycopy(raw, 0, record, BLOCK_HEADER_SIZE, length);
       stored = length;
       flags = 0;
+    } else {
+      incompressible = 0;
     }
     Arrays.fill(record, 0, BLOCK_HEADER_SIZE, (byte) 0);
     record[TYPE_OFFSET] = TYPE_BLOCK;

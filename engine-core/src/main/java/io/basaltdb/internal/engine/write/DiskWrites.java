@@ -230,6 +230,7 @@ public final class DiskWrites implements CommitTarget, CommitTarget.WalSkip {
 
   @Override
   public WalSkip walSkip(Batch b) {
+    if (b.skipsWal) return this;
     long threshold = options.walSkipBytes();
     if (threshold <= 0 || b.encodedSize() < threshold) return null;
     return this;

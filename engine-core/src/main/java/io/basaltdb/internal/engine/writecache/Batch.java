@@ -80,6 +80,12 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   public long successor = -1;
 
   /**
+   * Whether the batch skips the WAL whatever its size ({@link io.basaltdb.BulkLoad}'s full chunks);
+   * not encoded, cleared by {@link #clear}.
+   */
+  public boolean skipsWal;
+
+  /**
    * {@link #encodedSize}, once asked (-1 before; reset by {@link #add}): the leader asks for it of
    * every queued batch as it forms a group, and for the WAL skip's threshold.
    */
@@ -104,6 +110,12 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
   public boolean deletesOnly() {
     for (int i = 0; i < count; i++) if (types[i] == PUT) return false;
     return true;
+  }
+
+  /** A batch with room for {@code capacity} operations and {@code bytes} of keys and values. */
+  public Batch(int capacity, int bytes) {
+    this(capacity);
+    data = bytes == 0 ? NO_DATA : new byte[bytes];
   }
 
   /** A batch with room for {@code capacity} operations (it grows as operations are added). */
@@ -185,6 +197,13 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
     return at;
   }
 
+  /** Appends a copy of operation {@code i} of {@code src}: its keyspace, type, bytes and expiry. */
+  public void addFrom(Batch src, int i) {
+    int klen = src.keyLengths[i], vlen = src.valueLengths[i];
+    int at = addOperation(src.keyspaces[i], src.types[i], klen, vlen, src.expiry(i));
+    System.arraycopy(src.data, src.keyOffsets[i], data, at, klen + Math.max(vlen, 0));
+  }
+
   private void grow() {
     int n = Math.max(4, keyspaces.length * 2);
     keyspaces = java.util.Arrays.copyOf(keyspaces, n);
@@ -207,6 +226,7 @@ public final class Batch implements io.basaltdb.internal.wal.LogWriter.PayloadEn
     encodedSize = -1;
     firstSeqno = 0;
     flags = 0;
+    skipsWal = false;
     if (data.length > retainedBytes) data = NO_DATA;
     if (keyspaces.length > RETAINED_OPERATIONS) {
       keyspaces = new int[4];
