@@ -33,8 +33,8 @@ import java.util.concurrent.TimeUnit;
  * thrown by the next call, {@link #appliedWrites} then says how many of the load's writes were
  * applied (the first that many, in the order they were made), and the load can only be closed.
  *
- * <p>Memory: up to two chunks on the Java heap (the one filling and the one being written), and
- * while a chunk is written, about as much again for its sorted copy.
+ * <p>Memory: up to three chunks' worth on the Java heap: the one filling, the one being written,
+ * and that one's sorted entries (a chunk is copied in key order as it is handed over).
  *
  * <p>Thread-safety: one thread uses a load at a time. The store must outlive it: closing the store
  * first fails the load's next chunk with {@link ClosedException}.
@@ -52,8 +52,11 @@ public final class BulkLoad implements AutoCloseable {
   private final Basalt db;
   private final long chunkBytes;
 
-  /** The chunk being filled. */
-  private WriteBatch filling = new WriteBatch();
+  /** The chunk being filled, sized as the last one so it fills without growing; null if none. */
+  private WriteBatch filling;
+
+  /** Operations of the last full chunk: the next one's room. */
+  private int chunkOps = 1024;
 
   /** Writes made since the load began, and of them the ones applied by the chunks written. */
   private long made;
@@ -86,6 +89,16 @@ public final class BulkLoad implements AutoCloseable {
     this.chunkBytes = chunkBytes;
   }
 
+  private WriteBatch chunk() {
+    if (filling == null) filling = newChunk();
+    return filling;
+  }
+
+  /** An empty chunk with room for {@link #chunkOps} operations and a little over chunkBytes. */
+  private WriteBatch newChunk() {
+    return new WriteBatch(chunkOps, chunkBytes + chunkBytes / 16);
+  }
+
   /** Puts {@code value} under {@code key} in {@code keyspace}; both arrays are copied now. */
   public BulkLoad put(Keyspace keyspace, byte[] key, byte[] value) {
     return put(keyspace, key, value, 0);
@@ -103,7 +116,7 @@ public final class BulkLoad implements AutoCloseable {
     checkUsable();
     checkKeyspace(keyspace);
     Keys.checkValue(value, db.maxValueSize);
-    filling.put(keyspace, key, value, expiresAtMillis);
+    chunk().put(keyspace, key, value, expiresAtMillis);
     added();
     return this;
   }
@@ -112,7 +125,7 @@ public final class BulkLoad implements AutoCloseable {
   public BulkLoad delete(Keyspace keyspace, byte[] key) {
     checkUsable();
     checkKeyspace(keyspace);
-    filling.delete(keyspace, key);
+    chunk().delete(keyspace, key);
     added();
     return this;
   }
@@ -125,7 +138,7 @@ public final class BulkLoad implements AutoCloseable {
    */
   public void flush() {
     checkUsable();
-    if (filling.size() > 0) submit(false);
+    if (filling != null && filling.size() > 0) submit(false);
     awaitInFlight();
     if (failure != null) throw failed();
   }
@@ -177,7 +190,8 @@ public final class BulkLoad implements AutoCloseable {
     // then takes the operations in order (a chunk's writes get their seqnos in key order).
     int writes = filling.size(); // the chunk's writes, overwritten ones included
     WriteBatch chunk = filling.newestInKeyOrder();
-    filling = new WriteBatch();
+    if (full) chunkOps = Math.max(chunkOps, writes + writes / 16);
+    filling = null;
     chunk.batch.skipsWal = full;
     awaitInFlight();
     if (failure != null) throw failed();

@@ -35,7 +35,8 @@ public final class WriteBatch {
     batch = new Batch(0);
   }
 
-  private WriteBatch(int operations, long bytes) {
+  /** A batch with room for {@code operations} and {@code bytes} of keys and values. */
+  WriteBatch(int operations, long bytes) {
     batch = new Batch(operations, (int) bytes);
     keyspaces = new Keyspace[operations];
   }

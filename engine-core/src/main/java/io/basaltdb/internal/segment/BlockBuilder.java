@@ -71,6 +71,12 @@ final class BlockBuilder {
 
   private int incompressible;
 
+  /** Tries to compress the next block again ({@link #skipCompression}), as a new builder would. */
+  void forgetCompressionHistory() {
+    skipCompression = 0;
+    incompressible = 0;
+  }
+
   /** The sealed record; reused between blocks, regrown for big ones. */
   private byte[] record = new byte[0];
 

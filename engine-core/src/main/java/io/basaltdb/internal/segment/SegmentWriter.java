@@ -408,6 +408,9 @@ public final class SegmentWriter {
       if (!block.isEmpty()) {
         sealBlock();
       }
+      // A writer reopened at this checkpoint starts with no history: so does this one, and both
+      // write the same bytes from here.
+      block.forgetCompressionHistory();
       long spineStart = tail;
       long childSeqno = 0;
       long childOffset = 0;

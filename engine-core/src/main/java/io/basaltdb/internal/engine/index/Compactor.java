@@ -347,7 +347,7 @@ public final class Compactor {
         if (hint >= 0 && !liveSegments.contains(hint >>> 32))
           hint = refreshedHint(files, s.seqno(), hint);
         boolean covered = discards.covered;
-        if (!covered && older != null && !discards.revealFailed)
+        if (!covered && older != null && !discards.revealFailed && discards.worthRevealing())
           covered = discards.reveal(older, s.key());
         // An expired version is a tombstone (Magma section 7.1): written as one above the bottom,
         // where an
@@ -598,6 +598,13 @@ public final class Compactor {
     private MergingIterator.Source newest;
 
     /**
+     * Records that could reveal per window of {@link #worthRevealing}, and probes sampled in each.
+     */
+    static final int REVEAL_WINDOW = 1 << 16;
+
+    static final int REVEAL_SAMPLE = 1 << 11;
+
+    /**
      * Whether the current key's next older version still to come is in the delete list already;
      * after the merge settles on a key, the flag of the record it writes (its next older version
      * then is the one below the oldest it dropped).
@@ -614,6 +621,12 @@ public final class Compactor {
 
     /** A probe of the older tables failed: the rest of the merge does not reveal. */
     boolean revealFailed;
+
+    /**
+     * Records that could reveal in the current window of {@link #REVEAL_WINDOW}, and of the probes
+     * made for them, those that found an older version ({@link #worthRevealing}).
+     */
+    private int windowRecords, windowProbes, windowFound;
 
     /** The highest seqno of a tombstone the merge dropped (its deletion is purged), or 0. */
     long purged;
@@ -635,6 +648,7 @@ public final class Compactor {
      */
     boolean reveal(OlderVersions older, byte[] key) {
       boolean found;
+      windowProbes++;
       try {
         found = older.find(key);
       } catch (BasaltException damagedOrUnreadable) {
@@ -644,6 +658,7 @@ public final class Compactor {
         return false;
       }
       if (!found) return true;
+      windowFound++;
       if (older.tombstone) {
         unreported += older.docSize;
         return false;
@@ -651,6 +666,23 @@ public final class Compactor {
       add(older.seqno, older.docSize);
       revealed++;
       return true;
+    }
+
+    /**
+     * Whether the next record that could reveal should probe the older tables: the first {@link
+     * #REVEAL_SAMPLE} of every {@link #REVEAL_WINDOW} such records do, and the rest of the window
+     * only if at least one probe in 64 of those found an older version. A merge of new keys (a bulk
+     * load's, an insert workload's) then probes a few per window instead of every record's bloom
+     * filters in every older table; the versions it does not reveal are reported by the merge that
+     * drops them, as without revealing.
+     */
+    boolean worthRevealing() {
+      if (++windowRecords > REVEAL_WINDOW) {
+        windowRecords = 1;
+        windowProbes = 0;
+        windowFound = 0;
+      }
+      return windowProbes < REVEAL_SAMPLE || windowFound * 64 >= windowProbes;
     }
 
     private void add(long seqno, int docSize) {
