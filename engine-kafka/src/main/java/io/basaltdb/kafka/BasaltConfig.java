@@ -35,6 +35,15 @@ public final class BasaltConfig {
   /** The config setting how often deleted task directories' keyspaces are looked for, in ms. */
   public static final String SWEEP_INTERVAL = PREFIX + "sweepIntervalMs";
 
+  /**
+   * The config bounding the Java heap the restores under way on an instance hold in their bulk
+   * loads' chunks, in bytes ({@link #restoreBufferBytes}).
+   */
+  public static final String RESTORE_BUFFER = PREFIX + "restoreBufferBytes";
+
+  /** The largest chunk a restore's bulk load takes: 64 MiB. */
+  public static final long MAX_RESTORE_CHUNK = 64L << 20;
+
   /** Memory for every store of an application instance together, unless basalt.memoryQuota says. */
   public static final long DEFAULT_MEMORY_QUOTA = 256L << 20;
 
@@ -55,11 +64,13 @@ public final class BasaltConfig {
 
   private final Path dir;
   private final long sweepMillis;
+  private final long restoreBufferBytes;
   private final Options options;
 
-  private BasaltConfig(Path dir, long sweepMillis, Options options) {
+  private BasaltConfig(Path dir, long sweepMillis, long restoreBufferBytes, Options options) {
     this.dir = dir;
     this.sweepMillis = sweepMillis;
+    this.restoreBufferBytes = restoreBufferBytes;
     this.options = options;
   }
 
@@ -87,6 +98,7 @@ public final class BasaltConfig {
             .jmx(false);
     Path dir = null;
     long sweep = 60_000;
+    long restoreBuffer = Math.min(3 * MAX_RESTORE_CHUNK, Runtime.getRuntime().maxMemory() / 4);
     for (Map.Entry<String, String> e : given.entrySet()) {
       if (e.getKey().equals("dir")) {
         dir = Path.of(e.getValue());
@@ -108,6 +120,22 @@ public final class BasaltConfig {
         }
         continue;
       }
+      if (e.getKey().equals("restoreBufferBytes")) {
+        try {
+          restoreBuffer = Long.parseLong(e.getValue().trim());
+        } catch (NumberFormatException bad) {
+          restoreBuffer = -1;
+        }
+        if (restoreBuffer < 0) {
+          throw new InvalidArgumentException(
+              "Streams config "
+                  + RESTORE_BUFFER
+                  + " wants a number of bytes, 0 or more, not '"
+                  + e.getValue()
+                  + "'");
+        }
+        continue;
+      }
       try {
         o.set(e.getKey(), e.getValue());
       } catch (InvalidArgumentException bad) {
@@ -118,7 +146,7 @@ public final class BasaltConfig {
     if (!given.containsKey("walSkipBytes"))
       o.walSkipBytes(Math.max(4096, o.writeCacheSize() / WAL_SKIP_FRACTION));
     o.validate();
-    return new BasaltConfig(dir, sweep, o);
+    return new BasaltConfig(dir, sweep, restoreBuffer, o);
   }
 
   /** The directory {@code basalt.dir} names, or null if it is not set. */
@@ -129,6 +157,17 @@ public final class BasaltConfig {
   /** How often the shared Basalt looks for keyspaces of deleted task directories (default 60 s). */
   public long sweepIntervalMillis() {
     return sweepMillis;
+  }
+
+  /**
+   * The Java heap the restores under way on the instance may hold in their bulk loads' chunks
+   * ({@code basalt.restoreBufferBytes}; default a quarter of the maximum heap, at most 192 MiB): a
+   * key-value store starting a restore takes a chunk of a third of what is left, at most {@link
+   * #MAX_RESTORE_CHUNK} and at least {@link io.basaltdb.BulkLoad#MIN_CHUNK_BYTES}, and holds up to
+   * three chunks' worth until its restore ends. 0: restores write their batches through the log.
+   */
+  public long restoreBufferBytes() {
+    return restoreBufferBytes;
   }
 
   /** The options a Basalt opened with these settings gets (a copy). */

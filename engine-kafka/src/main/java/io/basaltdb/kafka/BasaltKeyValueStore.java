@@ -36,8 +36,8 @@ import org.slf4j.LoggerFactory;
  * contract of {@link BasaltStateStore}, and interactive queries ({@code KeyQuery}, {@code
  * RangeQuery}) through Streams' own {@code StoreQueryUtils}. {@code putAll} is one atomic write;
  * one over {@code basalt.walSkipBytes} (an eighth of the write cache by default) skips the
- * write-ahead log. A restore goes through a {@link BulkLoad} in chunks of {@code
- * basalt.walSkipBytes}, applied in full before any other use of the store.
+ * write-ahead log. A restore goes through a {@link BulkLoad} ({@link
+ * BasaltStateStore#restoreLoad}), applied in full before any other use of the store.
  *
  * <p>Thread-safety: as {@link BasaltStateStore}.
  */

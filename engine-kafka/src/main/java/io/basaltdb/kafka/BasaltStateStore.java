@@ -89,6 +89,13 @@ public abstract class BasaltStateStore implements StateStore {
    */
   private volatile BulkLoad restoring;
 
+  /**
+   * The chunk size {@link #restoring} reserved, and of which shared Basalt; under the same lock.
+   */
+  private long restoringChunk;
+
+  private SharedBasalt restoringIn;
+
   BasaltStateStore(String name, String kind) {
     this.name = Objects.requireNonNull(name, "name cannot be null");
     this.kind = kind;
@@ -208,19 +215,28 @@ public abstract class BasaltStateStore implements StateStore {
 
   /**
    * The bulk load restore batches go through, started by the first batch of a restore, or null if
-   * the store skips no WAL ({@code basalt.walSkipBytes} 0): its chunks are {@code
-   * basalt.walSkipBytes} each, sorted and written straight to segments and a level-0 table on the
-   * load's thread while the next batches fill the next chunk ({@link BulkLoad}). The caller holds
-   * {@code position}'s lock. Whatever it holds is applied by {@link #finishRestore}, which every
-   * other use of the store calls first: Streams tells a store nothing when a restore ends.
+   * restores write through the log ({@code basalt.restoreBufferBytes} or {@code
+   * basalt.walSkipBytes} 0): its chunks ({@link SharedBasalt#reserveRestoreChunk}) are sorted and
+   * written straight to segments and a level-0 table on the load's thread while the next batches
+   * fill the next chunk ({@link BulkLoad}). The caller holds {@code position}'s lock. Whatever it
+   * holds is applied by {@link #finishRestore}, which every other use of the store calls first:
+   * Streams tells a store nothing when a restore ends.
    */
   BulkLoad restoreLoad(SharedBasalt s) {
     BulkLoad load = restoring;
     if (load == null) {
-      long chunk = s.db().options().walSkipBytes();
-      if (chunk <= 0) return null;
-      chunk = Math.max(BulkLoad.MIN_CHUNK_BYTES, Math.min(BulkLoad.MAX_CHUNK_BYTES, chunk));
-      restoring = load = s.db().bulkLoad(chunk);
+      if (s.db().options().walSkipBytes() <= 0) return null;
+      long chunk = s.reserveRestoreChunk();
+      if (chunk == 0) return null;
+      try {
+        load = s.db().bulkLoad(chunk);
+      } catch (RuntimeException | Error e) {
+        s.releaseRestoreChunk(chunk);
+        throw e;
+      }
+      restoringChunk = chunk;
+      restoringIn = s;
+      restoring = load;
     }
     return load;
   }
@@ -242,6 +258,9 @@ public abstract class BasaltStateStore implements StateStore {
         throw new InvalidStateStoreException("Store " + name + " is currently closed", e);
       } catch (BasaltException e) {
         throw failed("restoring", e);
+      } finally {
+        restoringIn.releaseRestoreChunk(restoringChunk);
+        restoringIn = null;
       }
     }
   }

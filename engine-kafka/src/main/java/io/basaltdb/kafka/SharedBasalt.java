@@ -34,6 +34,26 @@ import org.slf4j.LoggerFactory;
 final class SharedBasalt {
   private static final Logger log = LoggerFactory.getLogger(SharedBasalt.class);
 
+  /**
+   * The chunk size of a restore's bulk load starting now, reserved ({@link #releaseRestoreChunk}
+   * gives it back): a third of what the restore buffer has left, between {@link
+   * io.basaltdb.BulkLoad#MIN_CHUNK_BYTES} and {@link BasaltConfig#MAX_RESTORE_CHUNK}; 0 if the
+   * buffer is 0 (restores write through the log).
+   */
+  synchronized long reserveRestoreChunk() {
+    if (restoreBuffer == 0) return 0;
+    long chunk = (restoreBuffer - restoreReserved) / 3;
+    chunk =
+        Math.max(
+            io.basaltdb.BulkLoad.MIN_CHUNK_BYTES, Math.min(BasaltConfig.MAX_RESTORE_CHUNK, chunk));
+    restoreReserved += 3 * chunk;
+    return chunk;
+  }
+
+  synchronized void releaseRestoreChunk(long chunk) {
+    restoreReserved -= 3 * chunk;
+  }
+
   /** The keyspace of every store's bookkeeping. */
   static final String META = "__meta";
 
@@ -51,10 +71,18 @@ final class SharedBasalt {
    */
   private final Map<String, Integer> claimed = new HashMap<>();
 
+  /**
+   * {@link BasaltConfig#restoreBufferBytes}, and the heap the restores under way reserved of it.
+   */
+  private final long restoreBuffer;
+
+  private long restoreReserved;
+
   /** Sweeps every {@link BasaltConfig#sweepIntervalMillis}; stopped when the Basalt closes. */
   private final java.util.concurrent.ScheduledExecutorService sweeper;
 
-  private SharedBasalt(Path dir, Basalt db, Keyspace meta, long sweepMillis) {
+  private SharedBasalt(Path dir, Basalt db, Keyspace meta, long sweepMillis, long restoreBuffer) {
+    this.restoreBuffer = restoreBuffer;
     this.dir = dir;
     this.db = db;
     this.meta = meta;
@@ -95,7 +123,9 @@ final class SharedBasalt {
         try {
           Keyspace meta =
               db.keyspaceNames().contains(META) ? db.keyspace(META) : db.createKeyspace(META);
-          s = new SharedBasalt(key, db, meta, config.sweepIntervalMillis());
+          s =
+              new SharedBasalt(
+                  key, db, meta, config.sweepIntervalMillis(), config.restoreBufferBytes());
           s.sweep();
         } catch (RuntimeException | Error e) {
           db.close();

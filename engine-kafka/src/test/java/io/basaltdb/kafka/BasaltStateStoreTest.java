@@ -315,12 +315,19 @@ class BasaltStateStoreTest {
 
   /**
    * Restore batches go into a bulk load: held until the next other use of the store, which applies
-   * them first; a chunk's worth ({@code basalt.walSkipBytes}) is written past the WAL.
+   * them first; a full chunk (a third of {@code basalt.restoreBufferBytes}) is written past the
+   * WAL.
    */
   @Test
   void restoreBatches_gatherInABulkLoad_appliedBeforeAnyOtherUse() {
     InternalMockProcessorContext<?, ?> ctx =
-        context(0, Map.of("basalt.walSkipBytes", "65536", "basalt.exactItemCounts", "true"));
+        context(
+            0,
+            Map.of(
+                "basalt.restoreBufferBytes",
+                String.valueOf(3 * 65536),
+                "basalt.exactItemCounts",
+                "true"));
     BasaltKeyValueStore s = kv("store", ctx);
     List<ConsumerRecord<byte[], byte[]>> small = new ArrayList<>();
     for (int i = 0; i < 10; i++) small.add(new ConsumerRecord<>("c", 0, i, v("k" + i), v("v" + i)));
