@@ -10,10 +10,11 @@ import java.util.concurrent.TimeUnit;
  * Writes many puts and deletes into a store at a fraction of the cost of batches through the
  * write-ahead log: a restore, an import, a first load. Made by {@link Basalt#bulkLoad}.
  *
- * <p>The load gathers its writes into chunks of {@code chunkBytes} of keys and values. A full chunk
- * is sorted by key on the caller's thread (keeping the newest write of each key), then handed to
- * the load's own thread, which writes it straight to its keyspaces' log segments (in key order) and
- * to a new level-0 table of the key index, then commits them (the path of a batch over {@link
+ * <p>The load gathers its writes into chunks of {@code chunkBytes}: their keys and values, and
+ * {@value #OPERATION_OVERHEAD} bytes each for the heap a write takes beside them. A full chunk is
+ * sorted by key on the caller's thread (keeping the newest write of each key), then handed to the
+ * load's own thread, which writes it straight to its keyspaces' log segments (in key order) and to
+ * a new level-0 table of the key index, then commits them (the path of a batch over {@link
  * Options#walSkipBytes}, Magma section 8.1): no WAL record, no write cache, no flush. Meanwhile the
  * caller fills the next chunk; it waits only when that one is full too. The last, partial chunk is
  * written by {@link #flush} as a {@link WriteBatch} of the same writes would be (through the WAL,
@@ -158,7 +159,8 @@ public final class BulkLoad implements AutoCloseable {
   }
 
   /**
-   * {@link #flush}es the load (unless it failed) and ends it; its thread exits. A second close does
+   * {@link #flush}es the load and ends it; its thread exits. A load that failed is ended and its
+   * failure thrown again, so no caller takes a failed load's close for success. A second close does
    * nothing.
    *
    * @throws BasaltException as {@link #flush}
@@ -167,7 +169,7 @@ public final class BulkLoad implements AutoCloseable {
   public void close() {
     if (closed) return;
     try {
-      if (failure == null) flush();
+      flush();
     } finally {
       closed = true;
       filling = null;
@@ -176,9 +178,16 @@ public final class BulkLoad implements AutoCloseable {
     }
   }
 
+  /**
+   * Heap a write takes beyond its key and value while its chunk is held and written (its slots in
+   * the chunk and its sorted copy, and the entry the writer builds for it), counted toward {@code
+   * chunkBytes}: a chunk of small records holds fewer of them.
+   */
+  public static final int OPERATION_OVERHEAD = 96;
+
   private void added() {
     made++;
-    if (filling.bytes() >= chunkBytes) submit(true);
+    if (filling.bytes() + (long) OPERATION_OVERHEAD * filling.size() >= chunkBytes) submit(true);
   }
 
   /**

@@ -15,6 +15,7 @@ import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.errors.InvalidStateStoreException;
+import org.apache.kafka.streams.errors.ProcessorStateException;
 import org.apache.kafka.streams.processor.StateRestoreCallback;
 import org.apache.kafka.streams.processor.internals.ChangelogRecordDeserializationHelper;
 import org.apache.kafka.streams.processor.internals.RecordBatchingStateRestoreCallback;
@@ -85,7 +86,14 @@ public class BasaltKeyValueStore extends BasaltStateStore implements KeyValueSto
   void restoreBatch(Collection<ConsumerRecord<byte[], byte[]>> records) {
     Keyspace k = keyspaceOrClosed();
     synchronized (position) {
-      BulkLoad load = restoreLoad(checkOpen());
+      BulkLoad load;
+      try {
+        load = restoreLoad(checkOpen());
+      } catch (ClosedException e) {
+        throw new InvalidStateStoreException("Store " + name() + " is currently closed", e);
+      } catch (BasaltException e) {
+        throw failed("restoring", e);
+      }
       WriteBatch batch = load == null ? new WriteBatch() : null;
       try {
         for (ConsumerRecord<byte[], byte[]> r : records) {
@@ -101,9 +109,12 @@ public class BasaltKeyValueStore extends BasaltStateStore implements KeyValueSto
           }
         }
       } catch (ClosedException e) {
-        throw new InvalidStateStoreException("Store " + name() + " is currently closed", e);
+        InvalidStateStoreException f =
+            new InvalidStateStoreException("Store " + name() + " is currently closed", e);
+        throw load == null ? f : restoreFailed(f);
       } catch (BasaltException e) {
-        throw failed("restoring", e);
+        ProcessorStateException f = failed("restoring", e);
+        throw load == null ? f : restoreFailed(f);
       }
       if (batch != null) write(batch, "restoring");
     }

@@ -90,6 +90,13 @@ public abstract class BasaltStateStore implements StateStore {
   private volatile BulkLoad restoring;
 
   /**
+   * A restore's bulk load failed: some records of batches already taken are not in the store. Every
+   * later restore batch and commit throws it (so no commit records offsets past the loss), until
+   * the store is closed and Streams restores it again.
+   */
+  private volatile RuntimeException restoreFailure;
+
+  /**
    * The chunk size {@link #restoring} reserved, and of which shared Basalt; under the same lock.
    */
   private long restoringChunk;
@@ -223,11 +230,18 @@ public abstract class BasaltStateStore implements StateStore {
    * Streams tells a store nothing when a restore ends.
    */
   BulkLoad restoreLoad(SharedBasalt s) {
+    if (restoreFailure != null) throw restoreFailure;
     BulkLoad load = restoring;
     if (load == null) {
-      if (s.db().options().walSkipBytes() <= 0) return null;
+      long walSkip = s.db().options().walSkipBytes();
+      if (walSkip <= 0) return null;
       long chunk = s.reserveRestoreChunk();
-      if (chunk == 0) return null;
+      if (chunk < walSkip) {
+        // Little of the buffer left (other stores are restoring): chunks this small would each
+        // cost a flush and a level-0 table, more than writing the batches through the log.
+        if (chunk > 0) s.releaseRestoreChunk(chunk);
+        return null;
+      }
       try {
         load = s.db().bulkLoad(chunk);
       } catch (RuntimeException | Error e) {
@@ -239,6 +253,28 @@ public abstract class BasaltStateStore implements StateStore {
       restoring = load;
     }
     return load;
+  }
+
+  /**
+   * Records {@code e}, a failure of the restore's bulk load met by a restore batch, as the
+   * restore's ({@link #restoreFailure}), and returns it to be thrown. The load is done: it is ended
+   * and its buffer given back. The caller holds {@code position}'s lock.
+   */
+  RuntimeException restoreFailed(RuntimeException e) {
+    restoreFailure = e;
+    BulkLoad load = restoring;
+    if (load != null) {
+      restoring = null;
+      try {
+        load.close();
+      } catch (RuntimeException again) {
+        // the load's failure, thrown again: e reports it
+      } finally {
+        restoringIn.releaseRestoreChunk(restoringChunk);
+        restoringIn = null;
+      }
+    }
+    return e;
   }
 
   /**
@@ -255,9 +291,12 @@ public abstract class BasaltStateStore implements StateStore {
       try {
         load.close();
       } catch (ClosedException e) {
-        throw new InvalidStateStoreException("Store " + name + " is currently closed", e);
+        restoreFailure =
+            new InvalidStateStoreException("Store " + name + " is currently closed", e);
+        throw restoreFailure;
       } catch (BasaltException e) {
-        throw failed("restoring", e);
+        restoreFailure = failed("restoring", e);
+        throw restoreFailure;
       } finally {
         restoringIn.releaseRestoreChunk(restoringChunk);
         restoringIn = null;
@@ -270,6 +309,7 @@ public abstract class BasaltStateStore implements StateStore {
     SharedBasalt s = shared;
     if (s == null) return;
     finishRestore(); // the offsets committed cover only what the store holds
+    if (restoreFailure != null) throw restoreFailure;
     WriteBatch batch = new WriteBatch();
     byte[] p;
     synchronized (position) {
@@ -311,12 +351,16 @@ public abstract class BasaltStateStore implements StateStore {
   public synchronized void close() {
     SharedBasalt s = shared;
     if (s == null) return;
-    try {
-      finishRestore(); // a restore's last chunk, as a commit would (its offsets are not committed)
-    } catch (RuntimeException e) {
-      log.warn("applying the restore under way at the close of store {} failed", name, e);
+    synchronized (position) { // no restore batch starts a load between the two
+      try {
+        finishRestore(); // a restore's last chunk, as a commit would (its offsets are not
+        // committed)
+      } catch (RuntimeException e) {
+        log.warn("applying the restore under way at the close of store {} failed", name, e);
+      }
+      shared = null;
     }
-    shared = null;
+    restoreFailure = null;
     if (!iterators.isEmpty()) {
       log.warn("Closing {} open iterators for store {}", iterators.size(), name);
       for (AutoCloseable it : Set.copyOf(iterators)) {

@@ -326,6 +326,8 @@ class BasaltStateStoreTest {
             Map.of(
                 "basalt.restoreBufferBytes",
                 String.valueOf(3 * 65536),
+                "basalt.walSkipBytes",
+                "65536",
                 "basalt.exactItemCounts",
                 "true"));
     BasaltKeyValueStore s = kv("store", ctx);
@@ -355,6 +357,33 @@ class BasaltStateStoreTest {
     assertArrayEquals(v("x"), again.get(b("last")));
     assertArrayEquals(value, again.get(b("L99")));
     again.close();
+  }
+
+  /**
+   * Without a restore buffer, or with less of it left than a WAL-skip batch's size, each restore
+   * batch is one write through the log: applied before the batch returns.
+   */
+  @Test
+  void restoreBatches_withoutRoomForABulkLoad_areWrittenAtOnce() {
+    for (Map<String, Object> configs :
+        List.<Map<String, Object>>of(
+            Map.of("basalt.restoreBufferBytes", "0", "basalt.exactItemCounts", "true"),
+            Map.of(
+                "basalt.restoreBufferBytes",
+                String.valueOf(3 * 65536),
+                "basalt.walSkipBytes",
+                "131072",
+                "basalt.exactItemCounts",
+                "true"))) {
+      InternalMockProcessorContext<?, ?> ctx = context(0, configs);
+      BasaltKeyValueStore s = kv("store", ctx);
+      List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>();
+      for (int i = 0; i < 10; i++)
+        batch.add(new ConsumerRecord<>("c", 0, i, v("k" + i), v("v" + i)));
+      s.restoreBatch(batch);
+      assertEquals(10, s.keyCount(), "applied by the batch itself: " + configs);
+      s.close();
+    }
   }
 
   @Test

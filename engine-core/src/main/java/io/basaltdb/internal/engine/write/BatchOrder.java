@@ -90,10 +90,23 @@ public final class BatchOrder {
     return len == b.keyLength(j) && Arrays.equals(d, ki, ki + len, d, kj, kj + len);
   }
 
+  /**
+   * Prefix passes before a run of equal prefixes is sorted by comparisons instead (keys sharing
+   * more than 64 bytes): bounds the recursion for keys of up to 64 KiB.
+   */
+  private static final int MAX_PASSES = 16;
+
+  /** Runs this short or shorter are sorted by comparisons. */
+  private static final int SMALL_RUN = 12;
+
   /** Sorts {@code ops[from, to)}, whose keys agree in their first {@code depth} bytes. */
   private static void sortKeys(Batch b, int[] ops, int from, int to, int depth) {
     int m = to - from;
     if (m < 2) return;
+    if (m <= SMALL_RUN || depth >= 4 * MAX_PASSES) {
+      compareSort(b, ops, from, to);
+      return;
+    }
     int maxLength = 0;
     for (int j = from; j < to; j++) maxLength = Math.max(maxLength, b.keyLength(ops[j]));
     long[] packed = new long[m];
@@ -122,6 +135,36 @@ public final class BatchOrder {
       if (k - j > 1) sortKeys(b, ops, from + j, from + k, depth + 4);
       j = k;
     }
+  }
+
+  /**
+   * Sorts {@code ops[from, to)} (one keyspace) by key, unsigned, then by index: an insertion sort
+   * for a short run, else a merge sort of boxed indexes.
+   */
+  private static void compareSort(Batch b, int[] ops, int from, int to) {
+    byte[] d = b.data();
+    java.util.Comparator<Integer> byKey =
+        (x, y) -> {
+          int kx = b.keyOffset(x), ky = b.keyOffset(y);
+          int c = Arrays.compareUnsigned(d, kx, kx + b.keyLength(x), d, ky, ky + b.keyLength(y));
+          return c != 0 ? c : Integer.compare(x, y);
+        };
+    if (to - from <= SMALL_RUN) {
+      for (int j = from + 1; j < to; j++) {
+        int v = ops[j];
+        int k = j - 1;
+        while (k >= from && byKey.compare(ops[k], v) > 0) {
+          ops[k + 1] = ops[k];
+          k--;
+        }
+        ops[k + 1] = v;
+      }
+      return;
+    }
+    Integer[] boxed = new Integer[to - from];
+    for (int j = from; j < to; j++) boxed[j - from] = ops[j];
+    Arrays.sort(boxed, byKey);
+    for (int j = from; j < to; j++) ops[j] = boxed[j - from];
   }
 
   /** Bytes {@code [depth, depth + 4)} of a key of {@code len} bytes at {@code off}, zero-padded. */

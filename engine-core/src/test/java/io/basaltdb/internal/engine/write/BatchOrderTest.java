@@ -55,6 +55,20 @@ class BatchOrderTest {
     }
   }
 
+  /** Keys of up to 64 KiB sharing most of their bytes: sorted without deep recursion. */
+  @Test
+  void longKeysWithLongSharedPrefixes_sortInBoundedDepth() {
+    Random r = new Random(3);
+    Batch b = new Batch(0);
+    byte[] base = new byte[65_000];
+    for (int i = 0; i < 400; i++) {
+      byte[] k = Arrays.copyOf(base, base.length - r.nextInt(40));
+      if (r.nextBoolean()) k[k.length - 1 - r.nextInt(8)] = (byte) r.nextInt(3);
+      b.add(2, Batch.PUT, k, new byte[] {(byte) i});
+    }
+    check(b);
+  }
+
   @Test
   void anOrderedBatch_staysAsItIs() {
     Batch b = new Batch(0);
