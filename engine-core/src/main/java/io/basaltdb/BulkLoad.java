@@ -30,9 +30,11 @@ import java.util.concurrent.TimeUnit;
  * <p><b>Acknowledgement.</b> A put or delete here acknowledges nothing: {@link #flush} (or {@link
  * #close}) returning does, for every write made before it, durable as {@link Options#syncMode}
  * makes any write (a full chunk's files are synced before it is committed). If a chunk's write
- * fails, the chunks before it stay applied, and it and every write after it are not: the failure is
- * thrown by the next call, {@link #appliedWrites} then says how many of the load's writes were
- * applied (the first that many, in the order they were made), and the load can only be closed.
+ * fails, the chunks before it stay applied and every write after it is not; the failing chunk
+ * itself is applied whole or not at all ({@link #inDoubtWrites}: its write may fail after its files
+ * were committed). The failure is thrown by the next call, {@link #appliedWrites} then says how
+ * many of the load's writes were surely applied (the first that many, in the order they were made),
+ * and the load can only be closed.
  *
  * <p>Memory: up to three chunks' worth on the Java heap: the one filling, the one being written,
  * and that one's sorted entries (a chunk is copied in key order as it is handed over).
@@ -63,6 +65,9 @@ public final class BulkLoad implements AutoCloseable {
   private long made;
 
   private volatile long applied;
+
+  /** Writes of the chunk whose write failed (0 if none): applied all or none. */
+  private volatile long inDoubt;
 
   /** The chunk being written, or null. */
   private Future<?> inFlight;
@@ -153,6 +158,16 @@ public final class BulkLoad implements AutoCloseable {
     return applied;
   }
 
+  /**
+   * After a failure, the writes of the chunk that failed (the {@link #appliedWrites} after the
+   * first {@code appliedWrites}): the store holds all of them or none. A chunk's write can fail
+   * after its files were committed (as a {@link WriteBatch} that skips the WAL can), and a reopen
+   * then finds it; 0 without a failure.
+   */
+  public long inDoubtWrites() {
+    return inDoubt;
+  }
+
   /** Writes made to the load so far (applied or not). */
   public long writes() {
     return made;
@@ -222,7 +237,12 @@ public final class BulkLoad implements AutoCloseable {
     inFlight =
         writer.submit(
             () -> {
-              db.write(chunk);
+              try {
+                db.write(chunk);
+              } catch (RuntimeException | Error e) {
+                inDoubt = writes;
+                throw e;
+              }
               applied += writes; // only this thread writes it, one chunk at a time
             });
   }
