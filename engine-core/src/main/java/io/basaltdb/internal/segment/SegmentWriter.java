@@ -256,6 +256,13 @@ public final class SegmentWriter {
   }
 
   /**
+   * The most document bytes (keys and values) a writer should put in one key-ordered run: a
+   * seqno-ordered walk of a run (the change feed, collection, recovery) holds the whole run
+   * decoded. A single larger document makes a run of its own.
+   */
+  public static final long RUN_BYTES = 16L << 20;
+
+  /**
    * The documents of a key-ordered run ({@link #appendRun}), in the order they are stored: key
    * order. A document's value is {@code value(i)[valueOffset(i), valueOffset(i) + valueLength(i))}.
    */
@@ -364,6 +371,80 @@ public final class SegmentWriter {
     } catch (RuntimeException e) {
       failed = true;
       throw e;
+    }
+  }
+
+  /**
+   * Appends {@code docs}, given in seqno order, as one key-ordered run ({@link #appendRun}): sorted
+   * by key (unsigned bytes), a key's versions by seqno. Collection rewrites live documents this
+   * way, so the documents of neighbouring keys that it gathers from several segments end up in
+   * neighbouring blocks. Throws as {@link #appendRun} does, having appended nothing.
+   */
+  public void appendKeyOrdered(List<Document> docs) {
+    int n = docs.size();
+    if (n == 0) return;
+    Integer[] byKey = new Integer[n];
+    for (int i = 0; i < n; i++) byKey[i] = i;
+    java.util.Arrays.sort(
+        byKey,
+        (a, b) -> {
+          int c = java.util.Arrays.compareUnsigned(docs.get(a).key(), docs.get(b).key());
+          return c != 0 ? c : Long.compare(docs.get(a).seqno(), docs.get(b).seqno());
+        });
+    Document[] sorted = new Document[n];
+    int[] bySeqno = new int[n];
+    for (int k = 0; k < n; k++) {
+      sorted[k] = docs.get(byKey[k]);
+      bySeqno[byKey[k]] = k; // docs are in seqno order: the j-th smallest seqno is docs.get(j)
+    }
+    appendRun(new DocumentRun(sorted, bySeqno), new long[n], new int[n]);
+  }
+
+  /** Whole documents, key-ordered, as a {@link Run}. */
+  private record DocumentRun(Document[] docs, int[] bySeqno) implements Run {
+    @Override
+    public int size() {
+      return docs.length;
+    }
+
+    @Override
+    public long seqno(int i) {
+      return docs[i].seqno();
+    }
+
+    @Override
+    public int bySeqno(int j) {
+      return bySeqno[j];
+    }
+
+    @Override
+    public byte[] key(int i) {
+      return docs[i].key();
+    }
+
+    @Override
+    public byte[] value(int i) {
+      return docs[i].value();
+    }
+
+    @Override
+    public int valueOffset(int i) {
+      return 0;
+    }
+
+    @Override
+    public int valueLength(int i) {
+      return docs[i].value().length;
+    }
+
+    @Override
+    public boolean tombstone(int i) {
+      return docs[i].tombstone();
+    }
+
+    @Override
+    public long expiry(int i) {
+      return docs[i].expiry();
     }
   }
 

@@ -295,6 +295,59 @@ class BatchedReadTest {
     }
   }
 
+  /**
+   * Collection writes the live documents it copies as key-ordered runs: keys flushed fifty at a
+   * time in scrambled order (each flush's run a sparse scatter over the key space) sit one per
+   * block for a run of neighbours; once a third of them are overwritten and collection rewrites the
+   * rest, the neighbours share blocks.
+   */
+  @Test
+  void collection_gathersKeyNeighboursIntoSharedBlocks() throws Exception {
+    MemStorage storage = new MemStorage(3);
+    int n = 2000;
+    List<byte[]> keys = new ArrayList<>();
+    for (int i = 1000; i < 1040; i++) keys.add(key(i));
+    Options options = leveled().readQueueDepth(4).segmentSize(64 << 10);
+    long before;
+    HeldReads held = new HeldReads();
+    try (Engine e =
+        Engine.open(storage, options.copy().fragmentationThreshold(1.0), held.provider())) {
+      for (int i = 0; i < n; i++) {
+        int k = i * 7919 % n;
+        put(e, 1, key(k), value(k));
+        if (i % 50 == 49) e.flush();
+      }
+      for (int k = 1; k < n; k += 3) put(e, 1, key(k), value(k)); // garbage in the old segments
+      e.flush();
+      assertTrue(e.waitForCompactions(30_000));
+      List<byte[]> got = held.run(() -> e.getAll(ids(1, keys.size()), keys), false);
+      for (int j = 0; j < keys.size(); j++)
+        assertArrayEquals(value(1000 + j), got.get(j), "key " + j);
+      before = documentBlocks(held);
+      assertEquals(0, e.stats().get("gcRuns"), "collection is off");
+    }
+    held = new HeldReads();
+    try (Engine e =
+        Engine.open(storage, options.copy().fragmentationThreshold(0.1), held.provider())) {
+      assertTrue(e.waitForCompactions(30_000));
+      assertTrue(e.stats().get("gcRuns") > 0, "collection ran: " + e.stats());
+      List<byte[]> got = held.run(() -> e.getAll(ids(1, keys.size()), keys), false);
+      for (int j = 0; j < keys.size(); j++)
+        assertArrayEquals(value(1000 + j), got.get(j), "key " + j);
+      long after = documentBlocks(held);
+      assertTrue(
+          before >= 24, "flushed runs scatter neighbours: " + before + " blocks for 40 keys");
+      assertTrue(
+          after <= before / 2,
+          "collected: " + after + " blocks for 40 keys, " + before + " before");
+    }
+  }
+
+  /** The document blocks (of segments, not tables) {@code held} read. */
+  private static long documentBlocks(HeldReads held) {
+    return held.blocks.stream().filter(b -> b.getKey().toString().contains(".seg")).count();
+  }
+
   /** A transport that holds every read until the test performs it, counting what is in flight. */
   private static final class HeldReads implements ReadTransport {
     final java.util.concurrent.ConcurrentLinkedDeque<Read> pending =

@@ -44,12 +44,15 @@ import java.util.Map;
  * small segments merge instead of producing smaller ones. Their documents stream, in seqno order,
  * against the delete list's records in their seqno range: a document whose seqno the delete list
  * holds is dropped, every other one is copied with its seqno into one new segment with its own
- * seqno index. The edit replaces the inputs by the output, which inherits their garbage less what
- * was dropped (so versions discarded while the job ran stay counted), and removes the delete list
- * tables wholly inside the range. Key index records keep their seqnos; a location hint naming a
- * replaced segment misses and the read falls back to the new segment's seqno index. Replaced
- * segments are deleted once no version or checkpoint names them, so snapshots and cursors keep
- * reading them.
+ * seqno index. With {@link Options#keyOrderedRuns} (the default) the copies are written as
+ * key-ordered runs of up to {@link SegmentWriter#RUN_BYTES}: each run's documents sorted by key, so
+ * a scan finds neighbouring keys' documents, gathered from all the inputs, in a few blocks. This
+ * writes the same bytes as seqno order (Titan's level merge, without its extra rewrites). The edit
+ * replaces the inputs by the output, which inherits their garbage less what was dropped (so
+ * versions discarded while the job ran stay counted), and removes the delete list tables wholly
+ * inside the range. Key index records keep their seqnos; a location hint naming a replaced segment
+ * misses and the read falls back to the new segment's seqno index. Replaced segments are deleted
+ * once no version or checkpoint names them, so snapshots and cursors keep reading them.
  *
  * <p><b>Quiet collection.</b> Once no flush has happened for two seconds, segments are collected
  * down to half the threshold (at least 0.1): the store settles lower when writes stop, and the
@@ -807,6 +810,12 @@ public final class SegmentCompactor {
               SegmentTail.segmentOptions(options)
                   .withPreallocateBytes(prealloc)
                   .withZstdLevel(cold ? options.coldZstdLevel() : 0));
+      // With key-ordered runs, live documents gather into runs written in key order (a scan then
+      // finds neighbouring keys' documents together, where seqno order scatters them); else they
+      // are copied one by one.
+      boolean runs = options.keyOrderedRuns();
+      List<Document> run = new ArrayList<>();
+      long runBytes = 0;
       try (DeleteList.Cursor stale = new DeleteList.Cursor(f.deletes, start, end)) {
         boolean more = stale.next();
         for (KeyspaceFiles.Segment s : inputs) {
@@ -820,7 +829,18 @@ public final class SegmentCompactor {
               more = stale.next();
               continue;
             }
-            w.append(d.seqno(), d.key(), d.value(), d.tombstone(), d.expiry());
+            if (runs) {
+              long bytes = d.key().length + d.value().length;
+              if (!run.isEmpty() && runBytes + bytes > SegmentWriter.RUN_BYTES) {
+                w.appendKeyOrdered(run);
+                run.clear();
+                runBytes = 0;
+              }
+              run.add(d);
+              runBytes += bytes;
+            } else {
+              w.append(d.seqno(), d.key(), d.value(), d.tombstone(), d.expiry());
+            }
             if (++copied % 1024 == 0 && stopping()) {
               abandon(file, name);
               return;
@@ -828,6 +848,7 @@ public final class SegmentCompactor {
           }
         }
       }
+      w.appendKeyOrdered(run);
       if (copied > 0) {
         SegmentState st = w.checkpoint();
         w.sync();

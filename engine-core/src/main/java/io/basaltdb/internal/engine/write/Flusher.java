@@ -833,19 +833,13 @@ public final class Flusher {
   }
 
   /**
-   * The most document bytes (keys and values) of one key-ordered run: a seqno-ordered walk of a run
-   * (the change feed, collection) holds the whole run decoded.
-   */
-  static final long RUN_BYTES = 16L << 20;
-
-  /**
    * Appends an ordered keyspace's flushed documents to its tail segments as key-ordered runs
    * (docs/architecture.md, "Key-ordered runs"): the documents taken in seqno order ({@code order})
-   * are cut into runs of at most {@link #RUN_BYTES} and at most what the tail segment has room for
-   * below {@code limit} (at least one document), and each run is written in key order, so the
-   * documents of neighbouring keys share blocks and a scan reads a few blocks per run instead of
-   * one per document. Each run's seqnos follow the previous run's, so segments keep their seqno
-   * ranges.
+   * are cut into runs of at most {@link SegmentWriter#RUN_BYTES} and at most what the tail segment
+   * has room for below {@code limit} (at least one document), and each run is written in key order,
+   * so the documents of neighbouring keys share blocks and a scan reads a few blocks per run
+   * instead of one per document. Each run's seqnos follow the previous run's, so segments keep
+   * their seqno ranges.
    */
   private void writeRuns(
       int ks,
@@ -863,7 +857,7 @@ public final class Flusher {
     for (int j = 0; j < n; ) {
       tail = withRoom(ks, tail, seqnos[order[j]], limit, edit);
       SegmentWriter w = tail.writer();
-      long budget = Math.min(RUN_BYTES, limit - w.size());
+      long budget = Math.min(SegmentWriter.RUN_BYTES, limit - w.size());
       int from = j;
       long bytes = 0;
       do {
