@@ -719,8 +719,8 @@ public final class Options {
    * one block per document; the seqno index gets an entry per document of a run (12 bytes).
    * Collection writes the live documents it copies the same way, in runs gathered from all the
    * segments a job rewrites (since 2026-12-08). False writes them in seqno order, as builds before
-   * 2026-12-07 did (a store holding runs stays readable either way). Hashed keyspaces' flushes are
-   * always written in seqno order. Default true.
+   * 2026-12-07 did (a store holding runs stays readable either way). Hashed keyspaces are always
+   * written in seqno order. Default true.
    */
   public Options keyOrderedRuns(boolean keyOrdered) {
     this.keyOrderedRuns = keyOrdered;

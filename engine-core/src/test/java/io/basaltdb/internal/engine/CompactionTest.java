@@ -346,12 +346,19 @@ class CompactionTest {
         Engine.open(
             storage,
             tinyLevels().l0CompactionTrigger(2).l0StopWritesTrigger(3).writeCacheSize(64 << 10))) {
-      for (int i = 0; i < 3000; i++) put(e, "key-" + i, "value-" + i + "-".repeat(40));
+      // Flushes of 64 KiB outrun compactions that take 25 ms per table: level 0 reaches its limit
+      // within a few flushes. Writes go on until the stall is counted (3,000 writes, about five
+      // flushes, missed it when compaction happened to keep up), with a bound that fails the test.
+      int written = 0;
+      while (e.stats().get("l0Stalls") == 0 && written < 200_000) {
+        for (int end = written + 500; written < end; written++)
+          put(e, "key-" + written, "value-" + written + "-".repeat(40));
+      }
       Map<String, Long> st = e.stats();
       assertTrue(
           st.get("l0Stalls") > 0 && st.get("l0StallNanos") > 0,
           "writers waited for compaction: " + st);
-      for (int i = 0; i < 3000; i += 97) {
+      for (int i = 0; i < written; i += 97) {
         assertArrayEquals(
             ("value-" + i + "-".repeat(40)).getBytes(), e.get(1, ("key-" + i).getBytes()));
       }

@@ -44,15 +44,16 @@ import java.util.Map;
  * small segments merge instead of producing smaller ones. Their documents stream, in seqno order,
  * against the delete list's records in their seqno range: a document whose seqno the delete list
  * holds is dropped, every other one is copied with its seqno into one new segment with its own
- * seqno index. With {@link Options#keyOrderedRuns} (the default) the copies are written as
- * key-ordered runs of up to {@link SegmentWriter#RUN_BYTES}: each run's documents sorted by key, so
- * a scan finds neighbouring keys' documents, gathered from all the inputs, in a few blocks. This
- * writes the same bytes as seqno order (Titan's level merge, without its extra rewrites). The edit
- * replaces the inputs by the output, which inherits their garbage less what was dropped (so
- * versions discarded while the job ran stay counted), and removes the delete list tables wholly
- * inside the range. Key index records keep their seqnos; a location hint naming a replaced segment
- * misses and the read falls back to the new segment's seqno index. Replaced segments are deleted
- * once no version or checkpoint names them, so snapshots and cursors keep reading them.
+ * seqno index. With {@link Options#keyOrderedRuns} (the default) an ordered keyspace's copies are
+ * written as key-ordered runs of up to {@link SegmentWriter#RUN_BYTES}: each run's documents sorted
+ * by key, so a scan finds neighbouring keys' documents, gathered from all the inputs, in a few
+ * blocks. This writes the same bytes as seqno order (Titan's level merge, without its extra
+ * rewrites). The edit replaces the inputs by the output, which inherits their garbage less what was
+ * dropped (so versions discarded while the job ran stay counted), and removes the delete list
+ * tables wholly inside the range. Key index records keep their seqnos; a location hint naming a
+ * replaced segment misses and the read falls back to the new segment's seqno index. Replaced
+ * segments are deleted once no version or checkpoint names them, so snapshots and cursors keep
+ * reading them.
  *
  * <p><b>Quiet collection.</b> Once no flush has happened for two seconds, segments are collected
  * down to half the threshold (at least 0.1): the store settles lower when writes stop, and the
@@ -810,10 +811,11 @@ public final class SegmentCompactor {
               SegmentTail.segmentOptions(options)
                   .withPreallocateBytes(prealloc)
                   .withZstdLevel(cold ? options.coldZstdLevel() : 0));
-      // With key-ordered runs, live documents gather into runs written in key order (a scan then
-      // finds neighbouring keys' documents together, where seqno order scatters them); else they
-      // are copied one by one.
-      boolean runs = options.keyOrderedRuns();
+      // With key-ordered runs, an ordered keyspace's live documents gather into runs written in
+      // key order (a scan then finds neighbouring keys' documents together, where seqno order
+      // scatters them); else, and in hashed keyspaces (as their flushes), they are copied one by
+      // one.
+      boolean runs = options.keyOrderedRuns() && !catalog.isHashed(ks);
       List<Document> run = new ArrayList<>();
       long runBytes = 0;
       try (DeleteList.Cursor stale = new DeleteList.Cursor(f.deletes, start, end)) {
