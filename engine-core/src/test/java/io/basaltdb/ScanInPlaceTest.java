@@ -96,13 +96,15 @@ class ScanInPlaceTest {
   void scansInPlace_andThroughTheTransport_agreeWithTheModel_andDecodeSharedBlocksOnce() {
     long[] inPlaceReads = new long[2];
     long[] documentReads = new long[2];
+    long[] cacheLookups = new long[2]; // the document cache's hits and misses during the scans
     for (boolean mapped : new boolean[] {true, false}) {
       TreeMap<String, byte[]> model = new TreeMap<>();
       try (Basalt db = Basalt.open(tmp.resolve("m" + mapped), options(mapped))) {
         populate(db, model);
         Keyspace ks = db.keyspace("default");
         long docs0 = db.stats().get("documentReads"),
-            inPlace0 = db.stats().get("batchedReadsInPlace");
+            inPlace0 = db.stats().get("batchedReadsInPlace"),
+            lookups0 = documentCacheLookups(db);
         List<String> all = scan(ks, key(0), key(3000));
         assertEquals(model(model, key(0), key(3000)), all, "mapped " + mapped);
         documentReads[mapped ? 1 : 0] = db.stats().get("documentReads") - docs0;
@@ -111,6 +113,7 @@ class ScanInPlaceTest {
           assertEquals(
               model(model, key(from), key(from + 40)), scan(ks, key(from), key(from + 40)));
         }
+        cacheLookups[mapped ? 1 : 0] = documentCacheLookups(db) - lookups0;
         assertTrue(all.size() > 2500, "keys scanned: " + all.size());
         assertTrue(
             documentReads[mapped ? 1 : 0] < all.size() / 4,
@@ -123,6 +126,16 @@ class ScanInPlaceTest {
     }
     assertTrue(inPlaceReads[1] > 0, "mapped: blocks read in place");
     assertEquals(0, inPlaceReads[0], "without mapped reads nothing is read in place");
+    // In place the page cache holds the blocks: the document cache is neither looked up nor filled
+    // (but by the few reads that fall back to a point read: a stale hint, a slow copy).
+    assertTrue(
+        cacheLookups[1] < 300,
+        "mapped: the scans left the document cache alone: " + cacheLookups[1]);
+    assertTrue(cacheLookups[0] > 0, "through the transport the scans use the document cache");
+  }
+
+  private static long documentCacheLookups(Basalt db) {
+    return db.stats().get("blockCacheDocumentHits") + db.stats().get("blockCacheDocumentMisses");
   }
 
   @Test
